@@ -1,0 +1,240 @@
+//! `OperationContext` and `Deadline`: what a handler knows about the call it serves.
+
+use crate::access::Identity;
+use crate::env::{EnvBackend, OperationEnv};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// An absolute point in time by which a call must finish, in milliseconds since the Unix epoch
+/// (the wire form of `call.requested.deadline`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Deadline {
+    epoch_millis: u64,
+}
+
+impl Deadline {
+    /// The deadline at `epoch_millis` milliseconds since the Unix epoch.
+    pub const fn from_epoch_millis(epoch_millis: u64) -> Self {
+        Self { epoch_millis }
+    }
+
+    /// The deadline `timeout` from now.
+    pub fn after(timeout: Duration) -> Self {
+        let timeout = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        Self::from_epoch_millis(crate::envelope::now_millis().saturating_add(timeout))
+    }
+
+    /// Milliseconds since the Unix epoch.
+    pub const fn epoch_millis(self) -> u64 {
+        self.epoch_millis
+    }
+
+    /// Time left until the deadline (zero once it has passed).
+    pub fn remaining(self) -> Duration {
+        Duration::from_millis(
+            self.epoch_millis
+                .saturating_sub(crate::envelope::now_millis()),
+        )
+    }
+
+    /// `true` once the deadline has passed.
+    pub fn is_expired(self) -> bool {
+        self.remaining().is_zero()
+    }
+
+    /// The earlier of two deadlines.
+    #[must_use]
+    pub fn min(self, other: Self) -> Self {
+        if other.epoch_millis < self.epoch_millis {
+            other
+        } else {
+            self
+        }
+    }
+}
+
+/// What a handler knows about the call it serves: ids, the caller, the deadline, a
+/// cancellation signal, and an [`OperationEnv`] for nested calls.
+///
+/// `OperationContext::default()` is a valid context for trusted in-process calls: a fresh
+/// request id, no identity, no deadline. Cloning is cheap.
+///
+/// ```
+/// use opkit::{Identity, OperationContext};
+/// use std::time::Duration;
+/// let ctx = OperationContext::new()
+///     .with_identity(Identity::new("ann").with_scopes(["users:write"]))
+///     .with_timeout(Duration::from_secs(5));
+/// assert_eq!(ctx.identity().unwrap().id, "ann");
+/// assert!(ctx.deadline().is_some());
+/// ```
+#[derive(Clone)]
+pub struct OperationContext {
+    request_id: Arc<str>,
+    parent_request_id: Option<Arc<str>>,
+    identity: Option<Arc<Identity>>,
+    deadline: Option<Deadline>,
+    cancellation: Option<CancellationToken>,
+    env: Option<Arc<dyn EnvBackend>>,
+}
+
+impl Default for OperationContext {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for OperationContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OperationContext")
+            .field("request_id", &self.request_id)
+            .field("parent_request_id", &self.parent_request_id)
+            .field("identity", &self.identity)
+            .field("deadline", &self.deadline)
+            .field("cancelled", &self.is_cancelled())
+            .field("has_env", &self.env.is_some())
+            .finish()
+    }
+}
+
+/// A fresh random request id.
+pub fn new_request_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+impl OperationContext {
+    /// A context with a fresh request id and nothing else.
+    pub fn new() -> Self {
+        Self {
+            request_id: Arc::from(new_request_id()),
+            parent_request_id: None,
+            identity: None,
+            deadline: None,
+            cancellation: None,
+            env: None,
+        }
+    }
+
+    /// Sets the request id.
+    #[must_use]
+    pub fn with_request_id(mut self, request_id: impl Into<Arc<str>>) -> Self {
+        self.request_id = request_id.into();
+        self
+    }
+
+    /// Sets the id of the request this one was made from.
+    #[must_use]
+    pub fn with_parent_request_id(mut self, parent: impl Into<Arc<str>>) -> Self {
+        self.parent_request_id = Some(parent.into());
+        self
+    }
+
+    /// Sets the caller's identity.
+    #[must_use]
+    pub fn with_identity(mut self, identity: Identity) -> Self {
+        self.identity = Some(Arc::new(identity));
+        self
+    }
+
+    /// Sets or clears the caller's identity.
+    #[must_use]
+    pub fn with_identity_opt(mut self, identity: Option<Identity>) -> Self {
+        self.identity = identity.map(Arc::new);
+        self
+    }
+
+    /// Sets the deadline (keeping an earlier one if already set).
+    #[must_use]
+    pub fn with_deadline(mut self, deadline: Deadline) -> Self {
+        self.deadline = Some(self.deadline.map_or(deadline, |own| own.min(deadline)));
+        self
+    }
+
+    /// Sets the deadline `timeout` from now (keeping an earlier one if already set).
+    #[must_use]
+    pub fn with_timeout(self, timeout: Duration) -> Self {
+        self.with_deadline(Deadline::after(timeout))
+    }
+
+    /// Attaches a cancellation token; cancelling it aborts the call.
+    #[must_use]
+    pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancellation = Some(token);
+        self
+    }
+
+    /// Attaches the env nested calls go through.
+    #[must_use]
+    pub fn with_env(mut self, env: Arc<dyn EnvBackend>) -> Self {
+        self.env = Some(env);
+        self
+    }
+
+    /// This request's id.
+    pub fn request_id(&self) -> &str {
+        &self.request_id
+    }
+
+    /// The id of the request this one was made from, for nested calls.
+    pub fn parent_request_id(&self) -> Option<&str> {
+        self.parent_request_id.as_deref()
+    }
+
+    /// The caller's identity, when known.
+    pub fn identity(&self) -> Option<&Identity> {
+        self.identity.as_deref()
+    }
+
+    /// The deadline, when the call has one.
+    pub fn deadline(&self) -> Option<Deadline> {
+        self.deadline
+    }
+
+    /// The cancellation token, when the call can be cancelled.
+    pub fn cancellation(&self) -> Option<&CancellationToken> {
+        self.cancellation.as_ref()
+    }
+
+    /// `true` once the call was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancellation
+            .as_ref()
+            .is_some_and(CancellationToken::is_cancelled)
+    }
+
+    /// Completes when the call is cancelled; never, when it cannot be.
+    pub async fn cancelled(&self) {
+        match &self.cancellation {
+            Some(token) => token.cancelled().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// The env for nested calls made on behalf of this call: they carry this request id as
+    /// their parent, the identity, the deadline and a child of the cancellation signal.
+    pub fn env(&self) -> OperationEnv {
+        OperationEnv::from_parent(self.clone())
+    }
+
+    pub(crate) fn env_backend(&self) -> Option<&Arc<dyn EnvBackend>> {
+        self.env.as_ref()
+    }
+
+    pub(crate) fn has_env(&self) -> bool {
+        self.env.is_some()
+    }
+
+    /// The context of a call made from this one.
+    pub fn child(&self) -> Self {
+        Self {
+            request_id: Arc::from(new_request_id()),
+            parent_request_id: Some(self.request_id.clone()),
+            identity: self.identity.clone(),
+            deadline: self.deadline,
+            cancellation: self.cancellation.as_ref().map(CancellationToken::child_token),
+            env: self.env.clone(),
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! The `meta` half of an envelope: one variant per kind of source, tagged by `source`.
+
+use super::content::McpContentBlock;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Where a result came from. Serialized with a `source` tag: `"local"`, `"http"` or `"mcp"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "source", rename_all = "lowercase")]
+pub enum ResponseMeta {
+    /// Produced by an operation running in this or another opkit process.
+    Local(LocalMeta),
+    /// Produced by an HTTP API (OpenAPI import).
+    Http(HttpMeta),
+    /// Produced by an MCP tool (MCP import).
+    Mcp(McpMeta),
+}
+
+impl ResponseMeta {
+    /// The wire names of every source, in declaration order.
+    pub const SOURCES: [&'static str; 3] = ["local", "http", "mcp"];
+
+    /// The wire name of this meta's source.
+    pub fn source(&self) -> &'static str {
+        match self {
+            Self::Local(_) => "local",
+            Self::Http(_) => "http",
+            Self::Mcp(_) => "mcp",
+        }
+    }
+}
+
+/// Meta of a locally produced result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LocalMeta {
+    /// The id (`namespace.name`) of the operation that produced the data.
+    pub operation_id: String,
+    /// When the result was wrapped, in milliseconds since the Unix epoch.
+    pub timestamp: u64,
+}
+
+/// Meta of an HTTP response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HttpMeta {
+    /// The HTTP status code.
+    pub status_code: u16,
+    /// Response headers, names lower-cased, multiple values joined with `", "`.
+    pub headers: BTreeMap<String, String>,
+    /// The response's `Content-Type` (with its parameters), `""` when the response had none.
+    pub content_type: String,
+}
+
+/// Meta of an MCP tool result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpMeta {
+    /// `true` when the tool reported a failure (`isError: true`); such results are still envelopes.
+    #[serde(default)]
+    pub is_error: bool,
+    /// Every content block of the result, in order.
+    #[serde(default)]
+    pub content: Vec<McpContentBlock>,
+    /// The tool's structured result, any JSON value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// The result's `_meta` object.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+}

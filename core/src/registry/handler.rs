@@ -1,0 +1,75 @@
+//! `Handler`: the type-erased function behind an operation, unary or streaming.
+
+use crate::context::OperationContext;
+use crate::error::CallError;
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use futures::{FutureExt, Stream, StreamExt};
+use serde_json::Value;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+type UnaryFn =
+    dyn Fn(Value, OperationContext) -> BoxFuture<'static, Result<Value, CallError>> + Send + Sync;
+type StreamFn =
+    dyn Fn(Value, OperationContext) -> BoxStream<'static, Result<Value, CallError>> + Send + Sync;
+
+/// The function behind an operation, taking the JSON input and the context.
+///
+/// A handler's `Value` may itself be an envelope: the pipeline detects it and passes it through.
+/// Cloning is cheap.
+///
+/// ```
+/// use opkit::{CallError, Handler};
+/// use serde_json::json;
+/// let double = Handler::unary(|input, _ctx| async move {
+///     let n = input["n"].as_i64().ok_or_else(|| CallError::execution("n is missing"))?;
+///     Ok(json!(n * 2))
+/// });
+/// let count = Handler::stream(|_input, _ctx| {
+///     futures::stream::iter((0..3).map(|i| Ok(json!(i))))
+/// });
+/// assert!(!double.is_stream() && count.is_stream());
+/// ```
+#[derive(Clone)]
+pub enum Handler {
+    /// Returns one result (queries and mutations).
+    Unary(Arc<UnaryFn>),
+    /// Returns a stream of results (subscriptions).
+    Stream(Arc<StreamFn>),
+}
+
+impl fmt::Debug for Handler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Unary(_) => "Handler::Unary",
+            Self::Stream(_) => "Handler::Stream",
+        })
+    }
+}
+
+impl Handler {
+    /// A handler for a query or mutation.
+    pub fn unary<F, Fut>(f: F) -> Self
+    where
+        F: Fn(Value, OperationContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, CallError>> + Send + 'static,
+    {
+        Self::Unary(Arc::new(move |input, ctx| f(input, ctx).boxed()))
+    }
+
+    /// A handler for a subscription.
+    pub fn stream<F, S>(f: F) -> Self
+    where
+        F: Fn(Value, OperationContext) -> S + Send + Sync + 'static,
+        S: Stream<Item = Result<Value, CallError>> + Send + 'static,
+    {
+        Self::Stream(Arc::new(move |input, ctx| f(input, ctx).boxed()))
+    }
+
+    /// `true` for stream handlers.
+    pub fn is_stream(&self) -> bool {
+        matches!(self, Self::Stream(_))
+    }
+}

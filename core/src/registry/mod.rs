@@ -1,0 +1,366 @@
+//! `OperationRegistry`: holds operations by id and runs them through the shared pipeline.
+//!
+//! [`OperationRegistry::execute`] and [`OperationRegistry::subscribe`] are the trusted
+//! in-process path: they look the operation up, validate the input against its schema
+//! (reporting every violation), run the handler (a panic becomes `EXECUTION_ERROR`, the
+//! context's deadline becomes `TIMEOUT`, its cancellation `ABORTED`), and finish the result in
+//! the shared pipeline (detect → wrap → normalize → validate). Access rules are *not* checked
+//! here; the call protocol and the servers check them before calling in.
+
+mod handler;
+mod operation;
+mod pipeline;
+mod run;
+mod stream;
+
+pub use handler::Handler;
+pub use stream::EnvelopeStream;
+
+use crate::context::OperationContext;
+use crate::env::EnvBackend;
+use crate::envelope::ResponseEnvelope;
+use crate::error::{CallError, ErrorCode};
+use crate::schema::SchemaError;
+use crate::spec::{OperationKind, OperationSpec};
+use arc_swap::ArcSwap;
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use operation::Operation;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, Weak};
+
+/// Why an operation could not be registered.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// Another operation already has this id.
+    #[error("operation id `{id}` is registered twice: {existing} and {new}")]
+    DuplicateId {
+        /// The contested id.
+        id: String,
+        /// The operation registered first.
+        existing: String,
+        /// The operation that was refused.
+        new: String,
+    },
+    /// The namespace or name breaks the naming rules.
+    #[error("operation `{id}` has an invalid id: {message}")]
+    InvalidName {
+        /// The id as given.
+        id: String,
+        /// Which rule was broken.
+        message: String,
+    },
+    /// A schema does not compile.
+    #[error("operation `{id}` has an invalid {which} schema: {error}")]
+    InvalidSchema {
+        /// The operation's id.
+        id: String,
+        /// `"input"` or `"output"`.
+        which: &'static str,
+        /// The compile error.
+        error: SchemaError,
+    },
+    /// A subscription with a unary handler, or a query/mutation with a stream handler.
+    #[error(
+        "operation `{id}` is a {kind} but its handler is {}",
+        if kind.is_stream() { "unary: use Handler::stream" } else { "a stream: use Handler::unary or make it a SUBSCRIPTION" }
+    )]
+    HandlerKindMismatch {
+        /// The operation's id.
+        id: String,
+        /// The declared kind.
+        kind: OperationKind,
+    },
+}
+
+type OperationMap = HashMap<Arc<str>, Arc<Operation>>;
+
+struct RegistryInner {
+    operations: ArcSwap<OperationMap>,
+    writer: Mutex<()>,
+    this: Weak<RegistryInner>,
+}
+
+/// The set of operations a program can call, by id.
+///
+/// Cloning is cheap and clones share the same operations. Registration may happen at any
+/// time (adapters refresh their operations at run time); readers never block.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use opkit::{Handler, OperationContext, OperationKind, OperationRegistry, OperationSpec};
+/// use serde_json::json;
+/// let registry = OperationRegistry::new();
+/// let spec = OperationSpec::new("math", "add", OperationKind::Query)
+///     .input_schema(json!({
+///         "type": "object",
+///         "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+///         "required": ["a", "b"]
+///     }))
+///     .output_schema(json!({"type": "integer"}));
+/// registry.register(spec, Handler::unary(|input, _ctx| async move {
+///     Ok(json!(input["a"].as_i64().unwrap_or(0) + input["b"].as_i64().unwrap_or(0)))
+/// })).unwrap();
+///
+/// let ctx = OperationContext::default();
+/// let envelope = registry.execute("math.add", json!({"a": 2, "b": 3}), &ctx).await.unwrap();
+/// assert_eq!(envelope.data, json!(5));
+/// let error = registry.execute("math.add", json!({"a": "2"}), &ctx).await.unwrap_err();
+/// assert_eq!(error.code, opkit::ErrorCode::ValidationError);
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct OperationRegistry {
+    inner: Arc<RegistryInner>,
+}
+
+impl Default for OperationRegistry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for OperationRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ids: Vec<String> = self.specs().iter().map(|spec| spec.id()).collect();
+        f.debug_struct("OperationRegistry")
+            .field("operations", &ids)
+            .finish()
+    }
+}
+
+impl OperationRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self {
+            inner: Arc::new_cyclic(|this| RegistryInner {
+                operations: ArcSwap::from_pointee(HashMap::new()),
+                writer: Mutex::new(()),
+                this: this.clone(),
+            }),
+        }
+    }
+
+    /// A registry holding every `#[operation]` linked into the program.
+    ///
+    /// # Panics
+    ///
+    /// When two linked operations share an id, or one is invalid (a programming error, like a
+    /// duplicate route); the message names the id and both definitions.
+    pub fn from_inventory() -> Self {
+        let registry = Self::new();
+        for registration in crate::__private::registrations() {
+            let (spec, handler) = (registration.build)();
+            if let Err(error) = registry.register(spec, handler) {
+                panic!("OperationRegistry::from_inventory: {error}");
+            }
+        }
+        registry
+    }
+
+    /// Adds an operation. Fails, naming the id, when the id is taken, the names break the
+    /// rules, a schema does not compile, or the handler's shape does not match the kind.
+    pub fn register(&self, spec: OperationSpec, handler: Handler) -> Result<(), RegistryError> {
+        let operation = Operation::build(spec, handler)?;
+        let _writer = self.lock_writer();
+        let current = self.inner.operations.load();
+        if let Some(existing) = current.get(&operation.id) {
+            return Err(RegistryError::DuplicateId {
+                id: operation.id.to_string(),
+                existing: existing.describe(),
+                new: operation.describe(),
+            });
+        }
+        let mut next = OperationMap::clone(&current);
+        next.insert(operation.id.clone(), Arc::new(operation));
+        self.inner.operations.store(Arc::new(next));
+        Ok(())
+    }
+
+    /// Removes an operation; returns whether it was there.
+    pub fn unregister(&self, id: &str) -> bool {
+        let _writer = self.lock_writer();
+        let current = self.inner.operations.load();
+        if !current.contains_key(id) {
+            return false;
+        }
+        let mut next = OperationMap::clone(&current);
+        next.remove(id);
+        self.inner.operations.store(Arc::new(next));
+        true
+    }
+
+    fn lock_writer(&self) -> std::sync::MutexGuard<'_, ()> {
+        // The guarded data is `()`: a panic elsewhere cannot leave it inconsistent.
+        self.inner
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The spec of `id`.
+    pub fn spec(&self, id: &str) -> Option<Arc<OperationSpec>> {
+        self.inner.find(id).map(|operation| operation.spec.clone())
+    }
+
+    /// Every spec, sorted by id.
+    pub fn specs(&self) -> Vec<Arc<OperationSpec>> {
+        let operations = self.inner.operations.load();
+        let mut sorted: Vec<&Arc<Operation>> = operations.values().collect();
+        sorted.sort_by(|a, b| a.id.cmp(&b.id));
+        sorted.into_iter().map(|op| op.spec.clone()).collect()
+    }
+
+    /// The handler of `id`.
+    pub fn handler(&self, id: &str) -> Option<Handler> {
+        self.inner.find(id).map(|operation| operation.handler.clone())
+    }
+
+    /// `true` when `id` is registered.
+    pub fn contains(&self, id: &str) -> bool {
+        self.inner.operations.load().contains_key(id)
+    }
+
+    /// How many operations are registered.
+    pub fn len(&self) -> usize {
+        self.inner.operations.load().len()
+    }
+
+    /// `true` when no operation is registered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Runs a query or mutation: look up, validate the input, run, finish in the pipeline.
+    ///
+    /// No access check: this is the trusted in-process path.
+    pub async fn execute(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: &OperationContext,
+    ) -> Result<ResponseEnvelope, CallError> {
+        self.inner.execute(id, input, ctx).await
+    }
+
+    /// Starts a subscription: the same checks as `execute` up front, then one envelope per
+    /// item. Dropping the stream drops the handler's stream.
+    pub async fn subscribe(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: &OperationContext,
+    ) -> Result<EnvelopeStream, CallError> {
+        self.inner.subscribe(id, input, ctx)
+    }
+
+    /// Validates `input` against the input schema of `id` (every violation is reported).
+    pub fn validate_input(&self, id: &str, input: &Value) -> Result<(), CallError> {
+        let operation = self.inner.find(id).ok_or_else(|| CallError::not_found(id))?;
+        run::validate_input(&operation, input)
+    }
+}
+
+impl RegistryInner {
+    fn find(&self, id: &str) -> Option<Arc<Operation>> {
+        self.operations.load().get(id).cloned()
+    }
+
+    fn find_kind(&self, id: &str, stream: bool) -> Result<Arc<Operation>, CallError> {
+        let operation = self.find(id).ok_or_else(|| CallError::not_found(id))?;
+        if operation.spec.kind.is_stream() != stream {
+            let hint = if stream {
+                "call it with execute"
+            } else {
+                "call it with subscribe"
+            };
+            return Err(CallError::new(
+                ErrorCode::ValidationError,
+                format!("`{id}` is a {}: {hint}", operation.spec.kind),
+            ));
+        }
+        Ok(operation)
+    }
+
+    /// The context the handler sees: the caller's, with this registry as env when it has none.
+    fn handler_context(&self, ctx: &OperationContext) -> OperationContext {
+        match (ctx.env_backend(), self.this.upgrade()) {
+            (None, Some(this)) => ctx.clone().with_env(this),
+            _ => ctx.clone(),
+        }
+    }
+
+    async fn execute(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: &OperationContext,
+    ) -> Result<ResponseEnvelope, CallError> {
+        let operation = self.find_kind(id, false)?;
+        run::validate_input(&operation, &input)?;
+        let value = run::run_unary(&operation, input, self.handler_context(ctx)).await?;
+        Ok(pipeline::finish(&operation, value))
+    }
+
+    fn subscribe(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: &OperationContext,
+    ) -> Result<EnvelopeStream, CallError> {
+        let operation = self.find_kind(id, true)?;
+        run::validate_input(&operation, &input)?;
+        run::start_stream(operation, input, self.handler_context(ctx))
+    }
+}
+
+impl EnvBackend for RegistryInner {
+    fn call(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: OperationContext,
+    ) -> BoxFuture<'static, Result<ResponseEnvelope, CallError>> {
+        let this = self.this.upgrade();
+        let id = id.to_owned();
+        async move {
+            match this {
+                Some(inner) => inner.execute(&id, input, &ctx).await,
+                None => Err(CallError::transport("the registry was dropped")),
+            }
+        }
+        .boxed()
+    }
+
+    fn subscribe(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: OperationContext,
+    ) -> BoxFuture<'static, Result<EnvelopeStream, CallError>> {
+        let result = RegistryInner::subscribe(self, id, input, &ctx);
+        futures::future::ready(result).boxed()
+    }
+}
+
+impl EnvBackend for OperationRegistry {
+    fn call(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: OperationContext,
+    ) -> BoxFuture<'static, Result<ResponseEnvelope, CallError>> {
+        self.inner.call(id, input, ctx)
+    }
+
+    fn subscribe(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: OperationContext,
+    ) -> BoxFuture<'static, Result<EnvelopeStream, CallError>> {
+        EnvBackend::subscribe(&*self.inner, id, input, ctx)
+    }
+}

@@ -1,0 +1,125 @@
+//! Running a handler safely: input validation, panics, deadlines and cancellation.
+
+use super::handler::Handler;
+use super::operation::Operation;
+use super::stream::{EnvelopeStream, PipelineStream};
+use crate::context::OperationContext;
+use crate::error::CallError;
+use futures::FutureExt;
+use serde_json::Value;
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+/// Checks `input` against the operation's compiled input schema.
+pub(crate) fn validate_input(operation: &Operation, input: &Value) -> Result<(), CallError> {
+    match &operation.input {
+        Some(schema) => schema
+            .validate(input)
+            .map_err(|violations| CallError::validation("input", violations)),
+        None => Ok(()),
+    }
+}
+
+/// The message of a panic payload.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    if let Some(text) = payload.downcast_ref::<&'static str>() {
+        text
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text
+    } else {
+        "a non-string payload"
+    }
+}
+
+/// `EXECUTION_ERROR` for a handler that panicked.
+pub(crate) fn panicked(id: &str, payload: &(dyn Any + Send)) -> CallError {
+    CallError::execution(format!(
+        "operation `{id}` panicked: {}",
+        panic_message(payload)
+    ))
+}
+
+/// `TIMEOUT` for a call whose deadline passed.
+pub(crate) fn timed_out(id: &str) -> CallError {
+    CallError::timeout(format!("operation `{id}` did not finish before its deadline"))
+}
+
+/// `ABORTED` for a cancelled call.
+pub(crate) fn aborted(id: &str) -> CallError {
+    CallError::aborted(format!("operation `{id}` was cancelled"))
+}
+
+/// Runs a unary handler; a panic, the deadline or a cancellation end it with an error.
+pub(crate) async fn run_unary(
+    operation: &Operation,
+    input: Value,
+    ctx: OperationContext,
+) -> Result<Value, CallError> {
+    let Handler::Unary(handler) = &operation.handler else {
+        unreachable!("kinds are checked at registration")
+    };
+    if ctx.is_cancelled() {
+        return Err(aborted(&operation.id));
+    }
+    let deadline = ctx.deadline();
+    if deadline.is_some_and(|deadline| deadline.is_expired()) {
+        return Err(timed_out(&operation.id));
+    }
+    let cancellation = ctx.cancellation().cloned();
+    let future = std::panic::catch_unwind(AssertUnwindSafe(|| handler(input, ctx)))
+        .map_err(|payload| panicked(&operation.id, &*payload))?;
+    let guarded = AssertUnwindSafe(future)
+        .catch_unwind()
+        .map(|outcome| outcome.unwrap_or_else(|payload| Err(panicked(&operation.id, &*payload))));
+    match (deadline, cancellation) {
+        (None, None) => guarded.await,
+        (deadline, cancellation) => {
+            let sleep = async {
+                match deadline {
+                    Some(deadline) => tokio::time::sleep(deadline.remaining()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let cancelled = async {
+                match cancellation {
+                    Some(token) => token.cancelled_owned().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                result = guarded => result,
+                () = cancelled => Err(aborted(&operation.id)),
+                () = sleep => Err(timed_out(&operation.id)),
+            }
+        }
+    }
+}
+
+/// Starts a stream handler and wraps it in the pipeline.
+pub(crate) fn start_stream(
+    operation: Arc<Operation>,
+    input: Value,
+    ctx: OperationContext,
+) -> Result<EnvelopeStream, CallError> {
+    let Handler::Stream(handler) = &operation.handler else {
+        unreachable!("kinds are checked at registration")
+    };
+    if ctx.is_cancelled() {
+        return Err(aborted(&operation.id));
+    }
+    if ctx.deadline().is_some_and(|deadline| deadline.is_expired()) {
+        return Err(timed_out(&operation.id));
+    }
+    let deadline = ctx.deadline();
+    let cancellation = ctx.cancellation().cloned();
+    let items = std::panic::catch_unwind(AssertUnwindSafe(|| handler(input, ctx)))
+        .map_err(|payload| panicked(&operation.id, &*payload))?;
+    Ok(Box::pin(PipelineStream::new(
+        operation,
+        items,
+        deadline,
+        cancellation,
+    )))
+}

@@ -1,0 +1,30 @@
+//! Schema tools: generation from Rust types, compiled validation, and normalization (cast).
+//!
+//! Every schema opkit produces or consumes is JSON Schema 2020-12 held as a
+//! [`serde_json::Value`]. An output schema of `true` or `{}` is *Unknown*: results are neither
+//! normalized nor validated.
+
+mod cast;
+mod generate;
+mod validate;
+
+pub use cast::{CAST_MAX_DEPTH, cast};
+pub use generate::{input_schema_for, schema_for};
+pub use validate::{CompiledSchema, SchemaError};
+
+use serde_json::Value;
+
+/// `true` for the Unknown schema: `true`, `{}`, or an object holding only annotations
+/// (`$schema`, `title`, `description`, ...) and no constraint.
+pub fn is_unknown(schema: &Value) -> bool {
+    match schema {
+        Value::Bool(accepts) => *accepts,
+        Value::Object(keywords) => keywords.keys().all(|key| {
+            matches!(
+                key.as_str(),
+                "$schema" | "$id" | "title" | "description" | "examples" | "$comment"
+            )
+        }),
+        _ => false,
+    }
+}

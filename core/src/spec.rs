@@ -1,0 +1,175 @@
+//! `OperationSpec` and `OperationKind`: what an operation is, independent of how it runs.
+
+use crate::access::AccessRule;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// How an operation is called and what it returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum OperationKind {
+    /// Reads; returns one result. Called with `execute`.
+    Query,
+    /// Changes something; returns one result. Called with `execute`.
+    Mutation,
+    /// Returns a stream of results. Called with `subscribe`.
+    Subscription,
+}
+
+impl OperationKind {
+    /// The wire form: `"QUERY"`, `"MUTATION"` or `"SUBSCRIPTION"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Query => "QUERY",
+            Self::Mutation => "MUTATION",
+            Self::Subscription => "SUBSCRIPTION",
+        }
+    }
+
+    /// `true` for subscriptions (streamed results).
+    pub const fn is_stream(self) -> bool {
+        matches!(self, Self::Subscription)
+    }
+}
+
+impl fmt::Display for OperationKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The description of an operation: its id, kind, schemas and access rule.
+///
+/// Built with [`OperationSpec::new`] and the builder methods; `#[operation]` builds it for you.
+///
+/// ```
+/// use opkit::{OperationKind, OperationSpec};
+/// let spec = OperationSpec::new("math", "add", OperationKind::Query)
+///     .description("Adds two integers.")
+///     .input_schema(serde_json::json!({"type": "object"}));
+/// assert_eq!(spec.id(), "math.add");
+/// assert!(spec.has_unknown_output());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct OperationSpec {
+    /// The namespace, e.g. `math` (segments of `[A-Za-z_][A-Za-z0-9_]*` joined by `.`).
+    pub namespace: String,
+    /// The name within the namespace, e.g. `add`.
+    pub name: String,
+    /// Query, mutation or subscription.
+    pub kind: OperationKind,
+    /// What the operation does (the doc comment of an `#[operation]` fn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema (2020-12) of the input object.
+    pub input_schema: Value,
+    /// JSON Schema (2020-12) of the output data; `true` or `{}` means Unknown.
+    pub output_schema: Value,
+    /// Who may call the operation through the call protocol.
+    #[serde(default)]
+    pub access: AccessRule,
+    /// Free-form facts adapters keep about the operation (e.g. the MCP tool's real name and
+    /// annotations, the HTTP method and path).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub extensions: Map<String, Value>,
+    /// Where the operation was defined (`file:line` for `#[operation]`, the adapter otherwise);
+    /// used in duplicate-id errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+}
+
+impl OperationSpec {
+    /// A spec with an open input schema (`{"type":"object"}`), Unknown output and public access.
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>, kind: OperationKind) -> Self {
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+            kind,
+            description: None,
+            input_schema: serde_json::json!({"type": "object"}),
+            output_schema: Value::Bool(true),
+            access: AccessRule::default(),
+            extensions: Map::new(),
+            origin: None,
+        }
+    }
+
+    /// The id: `namespace.name`.
+    pub fn id(&self) -> String {
+        format!("{}.{}", self.namespace, self.name)
+    }
+
+    /// Sets the description.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Sets the input schema.
+    #[must_use]
+    pub fn input_schema(mut self, schema: Value) -> Self {
+        self.input_schema = schema;
+        self
+    }
+
+    /// Sets the output schema (`true` or `{}` for Unknown).
+    #[must_use]
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = schema;
+        self
+    }
+
+    /// Sets the access rule.
+    #[must_use]
+    pub fn access(mut self, access: AccessRule) -> Self {
+        self.access = access;
+        self
+    }
+
+    /// Records a free-form fact about the operation.
+    #[must_use]
+    pub fn extension(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.extensions.insert(key.into(), value);
+        self
+    }
+
+    /// Records where the operation was defined.
+    #[must_use]
+    pub fn origin(mut self, origin: impl Into<String>) -> Self {
+        self.origin = Some(origin.into());
+        self
+    }
+
+    /// `true` when the output schema is Unknown (`true` or `{}`): no normalization, no validation.
+    pub fn has_unknown_output(&self) -> bool {
+        crate::schema::is_unknown(&self.output_schema)
+    }
+}
+
+/// Checks a namespace (`seg(.seg)*`) or a name (one segment) against `[A-Za-z_][A-Za-z0-9_]*`.
+pub(crate) fn check_name(what: &str, text: &str, dotted: bool) -> Result<(), String> {
+    let valid_segment = |segment: &str| {
+        let mut chars = segment.chars();
+        matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    let ok = if dotted {
+        text.split('.').all(valid_segment)
+    } else {
+        valid_segment(text)
+    };
+    if ok {
+        Ok(())
+    } else {
+        let rule = if dotted {
+            "segments of [A-Za-z_][A-Za-z0-9_]* separated by `.`"
+        } else {
+            "[A-Za-z_][A-Za-z0-9_]*"
+        };
+        Err(format!("{what} {text:?} must match {rule}"))
+    }
+}

@@ -1,0 +1,1 @@
+//! trybuild cases for `#[operation]`: see `tests/ui.rs`.
