@@ -1,0 +1,589 @@
+//! `OperationRegistry`: registration rules, execute/subscribe checks, the shared pipeline,
+//! panics, deadlines, cancellation and stream dropping.
+
+use futures::StreamExt;
+use opkit::envelope::{ResponseMeta, http_envelope};
+use opkit::{
+    CallError, ErrorCode, Handler, Identity, OperationContext, OperationKind, OperationRegistry,
+    OperationSpec, RegistryError,
+};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+fn add_spec() -> OperationSpec {
+    OperationSpec::new("math", "add", OperationKind::Query)
+        .description("Adds two integers.")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"],
+            "additionalProperties": false
+        }))
+        .output_schema(json!({
+            "type": "object",
+            "properties": {"sum": {"type": "integer"}},
+            "required": ["sum"]
+        }))
+}
+
+fn add_handler() -> Handler {
+    Handler::unary(|input, _ctx| async move {
+        let a = input["a"].as_i64().unwrap_or_default();
+        let b = input["b"].as_i64().unwrap_or_default();
+        Ok(json!({"sum": a + b, "debug": "dropped by normalization"}))
+    })
+}
+
+fn registry_with_add() -> OperationRegistry {
+    let registry = OperationRegistry::new();
+    registry.register(add_spec(), add_handler()).unwrap();
+    registry
+}
+
+fn ctx() -> OperationContext {
+    OperationContext::default()
+}
+
+#[tokio::test]
+async fn execute_wraps_and_normalizes_the_result() {
+    let registry = registry_with_add();
+    let envelope = registry
+        .execute("math.add", json!({"a": 2, "b": 40}), &ctx())
+        .await
+        .unwrap();
+    assert_eq!(envelope.data, json!({"sum": 42}));
+    let ResponseMeta::Local(meta) = envelope.meta else {
+        panic!("expected local meta")
+    };
+    assert_eq!(meta.operation_id, "math.add");
+    assert!(meta.timestamp > 0);
+}
+
+#[test]
+fn duplicate_ids_are_refused_naming_the_id_and_both_operations() {
+    let registry = registry_with_add();
+    let error = registry
+        .register(
+            add_spec().origin("src/other.rs:7").description("again"),
+            add_handler(),
+        )
+        .unwrap_err();
+    assert!(matches!(error, RegistryError::DuplicateId { ref id, .. } if id == "math.add"));
+    let message = error.to_string();
+    assert!(message.contains("`math.add`"), "{message}");
+    assert!(message.contains("src/other.rs:7"), "{message}");
+    assert_eq!(registry.len(), 1);
+}
+
+#[test]
+fn invalid_names_schemas_and_handler_shapes_are_refused() {
+    let registry = OperationRegistry::new();
+    let bad_namespace = OperationSpec::new("math-ops", "add", OperationKind::Query);
+    assert!(matches!(
+        registry.register(bad_namespace, add_handler()),
+        Err(RegistryError::InvalidName { .. })
+    ));
+    let bad_name = OperationSpec::new("math", "add.two", OperationKind::Query);
+    assert!(matches!(
+        registry.register(bad_name, add_handler()),
+        Err(RegistryError::InvalidName { .. })
+    ));
+    let dotted_namespace = OperationSpec::new("org.math", "add", OperationKind::Query);
+    registry.register(dotted_namespace, add_handler()).unwrap();
+
+    let bad_schema = OperationSpec::new("math", "bad", OperationKind::Query)
+        .input_schema(json!({"type": "no-such-type"}));
+    let error = registry.register(bad_schema, add_handler()).unwrap_err();
+    assert!(
+        matches!(error, RegistryError::InvalidSchema { which: "input", .. }),
+        "{error}"
+    );
+
+    let stream_as_query = OperationSpec::new("math", "ticks", OperationKind::Query);
+    let error = registry
+        .register(
+            stream_as_query,
+            Handler::stream(|_, _| futures::stream::empty()),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(error, RegistryError::HandlerKindMismatch { .. }),
+        "{error}"
+    );
+    let unary_as_subscription = OperationSpec::new("math", "ticks", OperationKind::Subscription);
+    assert!(
+        registry
+            .register(unary_as_subscription, add_handler())
+            .is_err()
+    );
+}
+
+#[test]
+fn specs_are_sorted_and_looked_up_by_id() {
+    let registry = OperationRegistry::new();
+    for name in ["zeta", "alpha", "mid"] {
+        registry
+            .register(
+                OperationSpec::new("ns", name, OperationKind::Mutation),
+                add_handler(),
+            )
+            .unwrap();
+    }
+    let ids: Vec<String> = registry.specs().iter().map(|spec| spec.id()).collect();
+    assert_eq!(ids, ["ns.alpha", "ns.mid", "ns.zeta"]);
+    assert_eq!(
+        registry.spec("ns.mid").unwrap().kind,
+        OperationKind::Mutation
+    );
+    assert!(registry.spec("ns.nope").is_none());
+    assert!(registry.handler("ns.alpha").is_some());
+    assert!(registry.unregister("ns.alpha"));
+    assert!(!registry.contains("ns.alpha"));
+}
+
+#[tokio::test]
+async fn unknown_ids_and_wrong_kinds_are_clear_errors() {
+    let registry = registry_with_add();
+    registry
+        .register(
+            OperationSpec::new("clock", "ticks", OperationKind::Subscription),
+            Handler::stream(|_, _| futures::stream::iter([Ok(json!(1))])),
+        )
+        .unwrap();
+
+    let error = registry
+        .execute("math.nope", json!({}), &ctx())
+        .await
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::OperationNotFound);
+    assert!(error.message.contains("math.nope"));
+
+    let error = registry
+        .execute("clock.ticks", json!({}), &ctx())
+        .await
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::ValidationError);
+    assert!(
+        error.message.contains("SUBSCRIPTION") && error.message.contains("subscribe"),
+        "{}",
+        error.message
+    );
+
+    let Err(error) = registry
+        .subscribe("math.add", json!({"a": 1, "b": 2}), &ctx())
+        .await
+    else {
+        panic!("subscribe on a query must fail")
+    };
+    assert_eq!(error.code, ErrorCode::ValidationError);
+    assert!(
+        error.message.contains("QUERY") && error.message.contains("execute"),
+        "{}",
+        error.message
+    );
+}
+
+#[tokio::test]
+async fn input_validation_reports_every_violation_with_json_pointers() {
+    let registry = registry_with_add();
+    let error = registry
+        .execute("math.add", json!({"a": "two", "extra": true}), &ctx())
+        .await
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::ValidationError);
+    let details: Vec<opkit::Violation> = serde_json::from_value(error.details.unwrap()).unwrap();
+    let paths: Vec<&str> = details.iter().map(|v| v.path.as_str()).collect();
+    assert!(paths.contains(&"/a"), "{paths:?}");
+    assert!(
+        details.len() >= 3,
+        "wrong type, missing b, extra property: {details:?}"
+    );
+    assert!(
+        details.iter().any(|v| v.message.contains("\"b\"")),
+        "{details:?}"
+    );
+
+    for non_object in [json!(null), json!([1, 2]), json!("a=1"), json!(3)] {
+        let error = registry
+            .execute("math.add", non_object.clone(), &ctx())
+            .await
+            .unwrap_err();
+        assert_eq!(error.code, ErrorCode::ValidationError, "{non_object}");
+        let details = error.details.unwrap();
+        assert_eq!(details[0]["path"], "", "root violation for {non_object}");
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_handler_is_an_execution_error_and_the_registry_keeps_working() {
+    let registry = registry_with_add();
+    registry
+        .register(
+            OperationSpec::new("boom", "in_future", OperationKind::Mutation),
+            Handler::unary(|_, _| async move {
+                if true {
+                    panic!("kaboom inside");
+                }
+                Ok(Value::Null)
+            }),
+        )
+        .unwrap();
+    registry
+        .register(
+            OperationSpec::new("boom", "before_future", OperationKind::Mutation),
+            Handler::unary(|_, _| -> futures::future::Ready<Result<Value, CallError>> {
+                panic!("kaboom before")
+            }),
+        )
+        .unwrap();
+    for (id, text) in [
+        ("boom.in_future", "kaboom inside"),
+        ("boom.before_future", "kaboom before"),
+    ] {
+        let error = registry.execute(id, json!({}), &ctx()).await.unwrap_err();
+        assert_eq!(error.code, ErrorCode::ExecutionError);
+        assert!(
+            error.message.contains(text) && error.message.contains(id),
+            "{}",
+            error.message
+        );
+    }
+    let envelope = registry
+        .execute("math.add", json!({"a": 1, "b": 1}), &ctx())
+        .await
+        .unwrap();
+    assert_eq!(envelope.data["sum"], 2);
+}
+
+#[tokio::test]
+async fn handler_errors_pass_through_unchanged() {
+    let registry = OperationRegistry::new();
+    registry
+        .register(
+            OperationSpec::new("users", "get", OperationKind::Query),
+            Handler::unary(|_, _| async move {
+                Err(CallError::new(ErrorCode::AccessDenied, "not yours")
+                    .with_details(json!({"owner": "ann"})))
+            }),
+        )
+        .unwrap();
+    let error = registry
+        .execute("users.get", json!({}), &ctx())
+        .await
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::AccessDenied);
+    assert_eq!(error.details, Some(json!({"owner": "ann"})));
+}
+
+#[tokio::test]
+async fn an_envelope_returned_by_a_handler_passes_through_and_is_normalized() {
+    let registry = OperationRegistry::new();
+    registry
+        .register(
+            OperationSpec::new("web", "status", OperationKind::Query).output_schema(json!({
+                "type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]
+            })),
+            Handler::unary(|_, _| async move {
+                let mut headers = BTreeMap::new();
+                headers.insert("content-type".to_owned(), "application/json".to_owned());
+                let envelope = http_envelope(
+                    json!({"ok": true, "noise": 1}),
+                    200,
+                    headers,
+                    "application/json",
+                );
+                Ok(serde_json::to_value(envelope).unwrap())
+            }),
+        )
+        .unwrap();
+    let envelope = registry
+        .execute("web.status", json!({}), &ctx())
+        .await
+        .unwrap();
+    assert_eq!(envelope.data, json!({"ok": true}));
+    let ResponseMeta::Http(meta) = envelope.meta else {
+        panic!("the handler's http meta must pass through")
+    };
+    assert_eq!(meta.status_code, 200);
+}
+
+#[tokio::test]
+async fn unknown_output_schemas_are_neither_normalized_nor_validated() {
+    let registry = OperationRegistry::new();
+    registry
+        .register(
+            OperationSpec::new("raw", "echo", OperationKind::Query),
+            Handler::unary(|input, _| async move { Ok(input) }),
+        )
+        .unwrap();
+    let input = json!({"anything": [1, {"goes": true}]});
+    let envelope = registry
+        .execute("raw.echo", input.clone(), &ctx())
+        .await
+        .unwrap();
+    assert_eq!(envelope.data, input);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_context_deadline_becomes_timeout() {
+    let registry = OperationRegistry::new();
+    registry
+        .register(
+            OperationSpec::new("slow", "op", OperationKind::Query),
+            Handler::unary(|_, _| async move {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                Ok(Value::Null)
+            }),
+        )
+        .unwrap();
+    let ctx = OperationContext::new().with_timeout(Duration::from_millis(50));
+    let error = registry
+        .execute("slow.op", json!({}), &ctx)
+        .await
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::Timeout);
+
+    let expired = OperationContext::new().with_deadline(opkit::Deadline::from_epoch_millis(1));
+    let error = registry
+        .execute("slow.op", json!({}), &expired)
+        .await
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::Timeout);
+}
+
+#[tokio::test]
+async fn cancellation_aborts_the_call_and_drops_the_handler_future() {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let registry = OperationRegistry::new();
+    let flag = dropped.clone();
+    registry
+        .register(
+            OperationSpec::new("slow", "op", OperationKind::Query),
+            Handler::unary(move |_, _| {
+                let guard = DropGuard(flag.clone());
+                async move {
+                    let _guard = guard;
+                    std::future::pending::<()>().await;
+                    Ok(Value::Null)
+                }
+            }),
+        )
+        .unwrap();
+    let token = tokio_util_token();
+    let ctx = OperationContext::new().with_cancellation(token.clone());
+    let call = tokio::spawn({
+        let registry = registry.clone();
+        async move { registry.execute("slow.op", json!({}), &ctx).await }
+    });
+    tokio::task::yield_now().await;
+    token.cancel();
+    let error = call.await.unwrap().unwrap_err();
+    assert_eq!(error.code, ErrorCode::Aborted);
+    assert!(dropped.load(Ordering::SeqCst));
+}
+
+fn tokio_util_token() -> tokio_util::sync::CancellationToken {
+    tokio_util::sync::CancellationToken::new()
+}
+
+struct DropGuard(Arc<AtomicBool>);
+
+impl Drop for DropGuard {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+fn counting_subscription(
+    registry: &OperationRegistry,
+    dropped: Arc<AtomicBool>,
+    produced: Arc<AtomicUsize>,
+) {
+    registry
+        .register(
+            OperationSpec::new("clock", "ticks", OperationKind::Subscription).output_schema(
+                json!({
+                    "type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]
+                }),
+            ),
+            Handler::stream(move |_, _| {
+                let guard = DropGuard(dropped.clone());
+                let produced = produced.clone();
+                futures::stream::iter(0..).map(move |n| {
+                    let _keep_alive = &guard;
+                    produced.fetch_add(1, Ordering::SeqCst);
+                    Ok(json!({"n": n, "extra": "dropped"}))
+                })
+            }),
+        )
+        .unwrap();
+}
+
+#[tokio::test]
+async fn subscribe_yields_one_normalized_envelope_per_item() {
+    let registry = OperationRegistry::new();
+    counting_subscription(&registry, Arc::default(), Arc::default());
+    let stream = registry
+        .subscribe("clock.ticks", json!({}), &ctx())
+        .await
+        .unwrap();
+    let items: Vec<_> = stream.take(3).collect().await;
+    let data: Vec<Value> = items.into_iter().map(|item| item.unwrap().data).collect();
+    assert_eq!(data, [json!({"n": 0}), json!({"n": 1}), json!({"n": 2})]);
+}
+
+#[tokio::test]
+async fn dropping_the_subscription_drops_the_handler_stream() {
+    let registry = OperationRegistry::new();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let produced = Arc::new(AtomicUsize::new(0));
+    counting_subscription(&registry, dropped.clone(), produced.clone());
+    let mut stream = registry
+        .subscribe("clock.ticks", json!({}), &ctx())
+        .await
+        .unwrap();
+    assert!(stream.next().await.unwrap().is_ok());
+    assert!(stream.next().await.unwrap().is_ok());
+    assert!(
+        !dropped.load(Ordering::SeqCst),
+        "still running while subscribed"
+    );
+    drop(stream);
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "dropping the subscription drops the handler's stream"
+    );
+    assert_eq!(
+        produced.load(Ordering::SeqCst),
+        2,
+        "nothing is produced after the drop"
+    );
+}
+
+#[tokio::test]
+async fn a_panicking_stream_ends_with_an_execution_error() {
+    let registry = OperationRegistry::new();
+    registry
+        .register(
+            OperationSpec::new("clock", "broken", OperationKind::Subscription),
+            Handler::stream(|_, _| {
+                futures::stream::iter(0..3).map(|n| {
+                    assert!(n < 1, "tick {n} exploded");
+                    Ok(json!(n))
+                })
+            }),
+        )
+        .unwrap();
+    let items: Vec<_> = registry
+        .subscribe("clock.broken", json!({}), &ctx())
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    assert_eq!(
+        items.len(),
+        2,
+        "one item, then the panic as an error, then the end"
+    );
+    assert_eq!(items[0].as_ref().unwrap().data, json!(0));
+    let error = items[1].as_ref().unwrap_err();
+    assert_eq!(error.code, ErrorCode::ExecutionError);
+    assert!(
+        error.message.contains("tick 1 exploded"),
+        "{}",
+        error.message
+    );
+}
+
+#[tokio::test]
+async fn nested_calls_through_the_env_carry_parent_id_and_identity() {
+    let registry = registry_with_add();
+    registry
+        .register(
+            OperationSpec::new("math", "whoami", OperationKind::Query),
+            Handler::unary(|_, ctx| async move {
+                Ok(json!({
+                    "parent": ctx.parent_request_id(),
+                    "identity": ctx.identity().map(|identity| identity.id.clone()),
+                    "hasDeadline": ctx.deadline().is_some(),
+                }))
+            }),
+        )
+        .unwrap();
+    registry
+        .register(
+            OperationSpec::new("math", "outer", OperationKind::Query),
+            Handler::unary(|_, ctx| async move {
+                let sum = ctx.env().call("math.add", json!({"a": 1, "b": 2})).await?;
+                let inner = ctx.env().call("math.whoami", json!({})).await?;
+                Ok(json!({"sum": sum.data["sum"], "inner": inner.data, "me": ctx.request_id()}))
+            }),
+        )
+        .unwrap();
+    let ctx = OperationContext::new()
+        .with_request_id("req-1")
+        .with_identity(Identity::new("ann"))
+        .with_timeout(Duration::from_secs(60));
+    let envelope = registry
+        .execute("math.outer", json!({}), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(envelope.data["sum"], 3);
+    assert_eq!(envelope.data["inner"]["parent"], "req-1");
+    assert_eq!(envelope.data["inner"]["identity"], "ann");
+    assert_eq!(envelope.data["inner"]["hasDeadline"], true);
+}
+
+#[tokio::test]
+async fn output_mismatches_are_warnings_not_errors() {
+    let registry = OperationRegistry::new();
+    registry
+        .register(
+            OperationSpec::new("bad", "output", OperationKind::Query).output_schema(json!({
+                "type": "string", "minLength": 5
+            })),
+            Handler::unary(|_, _| async move { Ok(json!("abc")) }),
+        )
+        .unwrap();
+    let warnings = capture_warnings(async {
+        let envelope = registry
+            .execute("bad.output", json!({}), &ctx())
+            .await
+            .unwrap();
+        assert_eq!(envelope.data, json!("abc"));
+    })
+    .await;
+    assert!(
+        warnings.contains("bad.output") && warnings.contains("output schema"),
+        "{warnings}"
+    );
+}
+
+/// Runs `body` with a tracing subscriber that records WARN events, and returns them.
+async fn capture_warnings(body: impl std::future::Future<Output = ()>) -> String {
+    use std::sync::Mutex;
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::WARN)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _default = tracing::subscriber::set_default(subscriber);
+    body.await;
+    let bytes = buffer.0.lock().unwrap().clone();
+    String::from_utf8(bytes).unwrap()
+}

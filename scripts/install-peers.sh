@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Installs the real servers and clients the test suite runs against, once. Idempotent: a
+# peer that is already present is not installed again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The core suite needs nothing beyond cargo. Adapter peers (redis-server, MCP servers,
+# FastAPI, Prism, schemathesis) are added here as their adapters land, pinned in
+# package.json / package-lock.json and requirements.txt.
+command -v cargo >/dev/null || { echo "cargo is required" >&2; exit 1; }
