@@ -233,7 +233,10 @@ impl OperationContext {
             parent_request_id: Some(self.request_id.clone()),
             identity: self.identity.clone(),
             deadline: self.deadline,
-            cancellation: self.cancellation.as_ref().map(CancellationToken::child_token),
+            cancellation: self
+                .cancellation
+                .as_ref()
+                .map(CancellationToken::child_token),
             env: self.env.clone(),
         }
     }

@@ -95,7 +95,10 @@ impl OperationEnv {
     fn call_context(&self) -> OperationContext {
         match &self.parent {
             Some(parent) => parent.child(),
-            None => self.root.clone().with_request_id(crate::context::new_request_id()),
+            None => self
+                .root
+                .clone()
+                .with_request_id(crate::context::new_request_id()),
         }
     }
 

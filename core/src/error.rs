@@ -55,7 +55,9 @@ impl fmt::Display for ErrorCode {
 ///     .with_details(serde_json::json!({"free": 0}));
 /// assert_eq!(err.to_string(), "EXECUTION_ERROR: disk full");
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, thiserror::Error)]
+#[derive(
+    Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, thiserror::Error,
+)]
 #[error("{code}: {message}")]
 pub struct CallError {
     /// What kind of failure this is.
@@ -96,7 +98,11 @@ impl CallError {
     pub fn validation(what: &str, violations: Vec<Violation>) -> Self {
         let message = match violations.as_slice() {
             [one] => format!("{what} is invalid: {one}"),
-            many => format!("{what} is invalid ({} violations): {}", many.len(), join(many)),
+            many => format!(
+                "{what} is invalid ({} violations): {}",
+                many.len(),
+                join(many)
+            ),
         };
         let details = serde_json::to_value(&violations).unwrap_or(Value::Null);
         Self::new(ErrorCode::ValidationError, message).with_details(details)
@@ -175,7 +181,11 @@ pub struct Violation {
 
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let path = if self.path.is_empty() { "/" } else { &self.path };
+        let path = if self.path.is_empty() {
+            "/"
+        } else {
+            &self.path
+        };
         write!(f, "at {path}: {}", self.message)
     }
 }

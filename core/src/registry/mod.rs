@@ -215,7 +215,9 @@ impl OperationRegistry {
 
     /// The handler of `id`.
     pub fn handler(&self, id: &str) -> Option<Handler> {
-        self.inner.find(id).map(|operation| operation.handler.clone())
+        self.inner
+            .find(id)
+            .map(|operation| operation.handler.clone())
     }
 
     /// `true` when `id` is registered.
@@ -258,7 +260,10 @@ impl OperationRegistry {
 
     /// Validates `input` against the input schema of `id` (every violation is reported).
     pub fn validate_input(&self, id: &str, input: &Value) -> Result<(), CallError> {
-        let operation = self.inner.find(id).ok_or_else(|| CallError::not_found(id))?;
+        let operation = self
+            .inner
+            .find(id)
+            .ok_or_else(|| CallError::not_found(id))?;
         run::validate_input(&operation, input)
     }
 }

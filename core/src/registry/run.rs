@@ -42,7 +42,9 @@ pub(crate) fn panicked(id: &str, payload: &(dyn Any + Send)) -> CallError {
 
 /// `TIMEOUT` for a call whose deadline passed.
 pub(crate) fn timed_out(id: &str) -> CallError {
-    CallError::timeout(format!("operation `{id}` did not finish before its deadline"))
+    CallError::timeout(format!(
+        "operation `{id}` did not finish before its deadline"
+    ))
 }
 
 /// `ABORTED` for a cancelled call.
