@@ -73,6 +73,12 @@ impl OperationEnv {
         Self::new(Arc::new(registry))
     }
 
+    /// An env over the call protocol: calls go out through `map` and are served by whichever
+    /// [`CallHandler`](crate::protocol::CallHandler) serves the operation (access-checked there).
+    pub fn remote(map: crate::protocol::PendingRequestMap) -> Self {
+        Self::new(Arc::new(map))
+    }
+
     /// Sets the context root calls start from (identity, deadline, ...). Its env backend is kept.
     #[must_use]
     pub fn with_context(mut self, ctx: OperationContext) -> Self {

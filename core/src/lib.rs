@@ -34,8 +34,10 @@
 //! - [`OperationRegistry`] and [`Handler`]: registration and the shared result pipeline.
 //! - [`schema`]: schema generation, compiled validation and normalization (cast).
 //! - [`CallError`] / [`ErrorCode`]: the one error type.
+//! - [`protocol`]: the call protocol ([`PendingRequestMap`], [`CallHandler`], [`PubSub`], [`MemoryPubSub`]).
 
 pub mod envelope;
+pub mod protocol;
 pub mod schema;
 
 mod access;
@@ -55,6 +57,7 @@ pub use env::{EnvBackend, OperationEnv};
 pub use envelope::{ResponseEnvelope, ResponseMeta};
 pub use error::{CallError, ErrorCode, Violation};
 pub use opkit_macros::operation;
+pub use protocol::{CallHandler, MemoryPubSub, PendingRequestMap, PubSub};
 pub use registry::{EnvelopeStream, Handler, OperationRegistry, RegistryError};
 pub use spec::{OperationKind, OperationSpec};
 

@@ -1,0 +1,523 @@
+//! `CallHandler`: the serving side of the call protocol.
+
+use super::pubsub::{PubSub, Receipt, Subscription, TransportError};
+use super::topics;
+use super::wire::{CallEvent, CallRequested};
+use crate::context::{Deadline, OperationContext};
+use crate::env::EnvBackend;
+use crate::error::CallError;
+use crate::registry::OperationRegistry;
+use bytes::Bytes;
+use futures::StreamExt;
+use serde_json::Value;
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// How often a serving [`CallHandler`] looks for operations registered or removed since.
+pub const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How many `call.aborted` events for requests not (yet) seen a handler remembers.
+const TOMBSTONES: usize = 4096;
+
+/// Serves the operations of a registry on a bus: the only publisher of `call.responded`.
+///
+/// For every request it receives it: looks the operation up (`OPERATION_NOT_FOUND`), checks
+/// the access rule against the request's identity (`ACCESS_DENIED`: the handler never runs),
+/// then dispatches on the kind through [`OperationRegistry::execute`] or
+/// [`OperationRegistry::subscribe`] — which validate the input (`VALIDATION_ERROR`), run the
+/// handler (a panic is `EXECUTION_ERROR`), enforce the request's deadline (`TIMEOUT`) and
+/// finish every result in the shared pipeline. A query or mutation is answered with one
+/// `call.responded` (an envelope with `meta.isError: true` included) or one `call.error`; a
+/// subscription with one `call.responded` per item, then `call.completed`, or `call.error`
+/// when an item fails. `call.aborted` cancels the request: its future or stream is dropped
+/// and nothing more is published for it.
+///
+/// Each request runs in its own tokio task. Nested calls made by handlers (`ctx.env()`) go to
+/// the local registry — the trusted path, without access checks — unless
+/// [`with_env`](Self::with_env) sends them elsewhere (for example through a
+/// [`PendingRequestMap`](super::PendingRequestMap) on the same bus).
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use opkit::prelude::*;
+/// use opkit::protocol::{CallHandler, MemoryPubSub, PendingRequestMap};
+/// use serde_json::json;
+/// use std::sync::Arc;
+///
+/// let registry = OperationRegistry::new();
+/// registry.register(
+///     OperationSpec::new("users", "delete", OperationKind::Mutation)
+///         .access(AccessRule::scopes(["users:write"])),
+///     Handler::unary(|_input, _ctx| async move { Ok(json!("deleted")) }),
+/// ).unwrap();
+/// let bus = Arc::new(MemoryPubSub::new());
+/// let handle = CallHandler::new(registry, bus.clone()).spawn().await.unwrap();
+/// assert_eq!(handle.operations(), ["users.delete"]);
+///
+/// let map = PendingRequestMap::connect(bus).await.unwrap();
+/// let anonymous = OperationContext::default();
+/// let denied = map.call("users.delete", json!({}), &anonymous).await.unwrap_err();
+/// assert_eq!(denied.code, ErrorCode::AccessDenied);
+/// let admin = OperationContext::default().with_identity(Identity::new("ann").with_scopes(["users:write"]));
+/// assert_eq!(map.call("users.delete", json!({}), &admin).await.unwrap().data, json!("deleted"));
+/// # });
+/// ```
+pub struct CallHandler {
+    registry: OperationRegistry,
+    pubsub: Arc<dyn PubSub>,
+    env: Option<Arc<dyn EnvBackend>>,
+    refresh_interval: Option<Duration>,
+}
+
+impl fmt::Debug for CallHandler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallHandler")
+            .field("registry", &self.registry)
+            .field("has_env", &self.env.is_some())
+            .field("refresh_interval", &self.refresh_interval)
+            .finish()
+    }
+}
+
+impl CallHandler {
+    /// A handler serving `registry` on `pubsub`; nothing happens until [`spawn`](Self::spawn).
+    pub fn new(registry: OperationRegistry, pubsub: Arc<dyn PubSub>) -> Self {
+        Self {
+            registry,
+            pubsub,
+            env: None,
+            refresh_interval: Some(DEFAULT_REFRESH_INTERVAL),
+        }
+    }
+
+    /// Where nested calls of the served handlers go (`ctx.env()`); the local registry unless set.
+    #[must_use]
+    pub fn with_env(mut self, env: Arc<dyn EnvBackend>) -> Self {
+        self.env = Some(env);
+        self
+    }
+
+    /// How often to pick up operations registered or removed after `spawn`
+    /// ([`DEFAULT_REFRESH_INTERVAL`] unless set); `None` only refreshes on
+    /// [`CallHandlerHandle::refresh`].
+    #[must_use]
+    pub fn with_refresh_interval(mut self, interval: Option<Duration>) -> Self {
+        self.refresh_interval = interval;
+        self
+    }
+
+    /// Subscribes to the request and abort topics of every operation in the registry, then
+    /// serves them in background tasks until the returned handle is dropped.
+    ///
+    /// When this resolves the handler is listening: requests published afterwards reach it.
+    /// Must run inside a tokio runtime.
+    pub async fn spawn(self) -> Result<CallHandlerHandle, TransportError> {
+        let shared = Arc::new(Shared {
+            registry: self.registry,
+            pubsub: self.pubsub,
+            env: self.env,
+            running: Mutex::new(HashMap::new()),
+            tombstones: Mutex::new(Tombstones::default()),
+            shutdown: CancellationToken::new(),
+            served: Mutex::new(HashMap::new()),
+            refreshing: tokio::sync::Mutex::new(()),
+            generation: AtomicU64::new(0),
+        });
+        let handle = CallHandlerHandle {
+            shared: shared.clone(),
+        };
+        shared.refresh().await?;
+        if let Some(interval) = self.refresh_interval {
+            tokio::spawn(refresh_periodically(shared, interval));
+        }
+        Ok(handle)
+    }
+}
+
+/// A running [`CallHandler`]. Dropping it stops the handler: it unsubscribes, and requests
+/// still running are cancelled and answered with `call.error` `ABORTED`.
+pub struct CallHandlerHandle {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for CallHandlerHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallHandlerHandle")
+            .field("operations", &self.operations())
+            .field("in_flight", &self.in_flight())
+            .finish()
+    }
+}
+
+impl Drop for CallHandlerHandle {
+    fn drop(&mut self) {
+        self.shared.shutdown.cancel();
+    }
+}
+
+impl CallHandlerHandle {
+    /// Serves the operations registered since the last refresh and stops serving the removed
+    /// ones, now.
+    pub async fn refresh(&self) -> Result<(), TransportError> {
+        self.shared.refresh().await
+    }
+
+    /// How many requests are running.
+    pub fn in_flight(&self) -> usize {
+        lock(&self.shared.running).len()
+    }
+
+    /// The ids of the operations served, sorted.
+    pub fn operations(&self) -> Vec<String> {
+        let mut ids: Vec<String> = lock(&self.shared.served).keys().cloned().collect();
+        ids.sort();
+        ids
+    }
+
+    /// Stops the handler (the same as dropping the handle).
+    pub fn stop(self) {}
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section here leaves its data consistent.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `call.aborted` events for requests this handler has not seen: the request may still
+/// arrive (events on different topics are not ordered), or it went to another replica.
+#[derive(Default)]
+struct Tombstones {
+    order: VecDeque<Arc<str>>,
+    ids: HashSet<Arc<str>>,
+}
+
+impl Tombstones {
+    fn insert(&mut self, request_id: Arc<str>) {
+        if self.ids.insert(request_id.clone()) {
+            self.order.push_back(request_id);
+        }
+        while self.order.len() > TOMBSTONES {
+            if let Some(oldest) = self.order.pop_front() {
+                self.ids.remove(&oldest);
+            }
+        }
+    }
+
+    fn take(&mut self, request_id: &str) -> bool {
+        if self.ids.remove(request_id) {
+            self.order.retain(|id| &**id != request_id);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+struct Served {
+    stop: CancellationToken,
+    generation: u64,
+}
+
+struct Shared {
+    registry: OperationRegistry,
+    pubsub: Arc<dyn PubSub>,
+    env: Option<Arc<dyn EnvBackend>>,
+    /// Running requests by id, with the token that cancels each.
+    running: Mutex<HashMap<Arc<str>, CancellationToken>>,
+    tombstones: Mutex<Tombstones>,
+    shutdown: CancellationToken,
+    /// Served operations by id.
+    served: Mutex<HashMap<String, Served>>,
+    /// Serializes refreshes.
+    refreshing: tokio::sync::Mutex<()>,
+    generation: AtomicU64,
+}
+
+async fn refresh_periodically(shared: Arc<Shared>, interval: Duration) {
+    loop {
+        tokio::select! {
+            () = shared.shutdown.cancelled() => return,
+            () = tokio::time::sleep(interval) => {}
+        }
+        if let Err(error) = shared.refresh().await {
+            tracing::warn!(%error, "the call handler could not refresh its subscriptions");
+        }
+    }
+}
+
+/// Removes a request from the running map when its task ends, however it ends.
+struct RunningGuard {
+    shared: Arc<Shared>,
+    request_id: Arc<str>,
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        lock(&self.shared.running).remove(&self.request_id);
+    }
+}
+
+impl Shared {
+    async fn refresh(self: &Arc<Self>) -> Result<(), TransportError> {
+        let _refreshing = self.refreshing.lock().await;
+        if self.shutdown.is_cancelled() {
+            return Ok(());
+        }
+        let wanted: BTreeSet<String> = self.registry.specs().iter().map(|spec| spec.id()).collect();
+        let added: Vec<String> = {
+            let mut served = lock(&self.served);
+            served.retain(|id, operation| {
+                let keep = wanted.contains(id);
+                if !keep {
+                    operation.stop.cancel();
+                }
+                keep
+            });
+            wanted
+                .into_iter()
+                .filter(|id| !served.contains_key(id))
+                .collect()
+        };
+        for id in added {
+            let requests = self
+                .pubsub
+                .subscribe_group(&topics::request_topic(&id), topics::HANDLER_GROUP)
+                .await?;
+            let aborts = self.pubsub.subscribe(&topics::abort_topic(&id)).await?;
+            let stop = self.shutdown.child_token();
+            let generation = self.generation.fetch_add(1, Ordering::Relaxed);
+            lock(&self.served).insert(
+                id.clone(),
+                Served {
+                    stop: stop.clone(),
+                    generation,
+                },
+            );
+            tokio::spawn(
+                self.clone()
+                    .serve_operation(id, generation, requests, aborts, stop),
+            );
+        }
+        Ok(())
+    }
+
+    /// Receives the requests and aborts of one operation until stopped.
+    async fn serve_operation(
+        self: Arc<Self>,
+        id: String,
+        generation: u64,
+        mut requests: Subscription,
+        mut aborts: Subscription,
+        stop: CancellationToken,
+    ) {
+        loop {
+            tokio::select! {
+                // Requests before aborts: an abort published after its request never
+                // overtakes it on a transport that keeps order per topic.
+                biased;
+                () = stop.cancelled() => return,
+                request = requests.next() => match request {
+                    Some(payload) => self.accept(&payload),
+                    None => break,
+                },
+                abort = aborts.next() => match abort {
+                    Some(payload) => self.abort(&payload),
+                    None => break,
+                },
+            }
+        }
+        // The transport lost a subscription: forget the operation so the next refresh
+        // subscribes again.
+        tracing::warn!(operation = %id, "a subscription of the call handler ended");
+        let mut served = lock(&self.served);
+        if served
+            .get(&id)
+            .is_some_and(|served| served.generation == generation)
+        {
+            served.remove(&id);
+        }
+    }
+
+    /// Starts serving one `call.requested`.
+    fn accept(self: &Arc<Self>, payload: &Bytes) {
+        let value: Value = match serde_json::from_slice(payload) {
+            Ok(value) => value,
+            Err(error) => {
+                tracing::warn!(%error, "ignoring a request that is not JSON");
+                return;
+            }
+        };
+        let request_id = value
+            .get("requestId")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let request = match CallEvent::from_value(value) {
+            Ok(CallEvent::Requested(request)) => request,
+            Ok(other) => {
+                tracing::warn!(
+                    event = other.type_name(),
+                    "ignoring an event on a request topic"
+                );
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "a malformed call.requested arrived");
+                if let Some(request_id) = request_id {
+                    let shared = self.clone();
+                    let error = CallError::from(error);
+                    tokio::spawn(async move {
+                        let topic = topics::reply_topic_for(&request_id);
+                        shared
+                            .send(&topic, CallEvent::error(request_id, error))
+                            .await;
+                    });
+                }
+                return;
+            }
+        };
+        let request_id: Arc<str> = Arc::from(request.request_id.as_str());
+        if lock(&self.tombstones).take(&request_id) {
+            tracing::debug!(request_id = %request_id, "the request was aborted before it arrived");
+            return;
+        }
+        let token = self.shutdown.child_token();
+        {
+            let mut running = lock(&self.running);
+            if running.contains_key(&request_id) {
+                tracing::debug!(request_id = %request_id, "ignoring a duplicate request");
+                return;
+            }
+            running.insert(request_id.clone(), token.clone());
+        }
+        let guard = RunningGuard {
+            shared: self.clone(),
+            request_id,
+        };
+        tokio::spawn(async move {
+            let shared = guard.shared.clone();
+            shared.serve(&guard.request_id, request, &token).await;
+            drop(guard);
+        });
+    }
+
+    /// Cancels the request a `call.aborted` names.
+    fn abort(&self, payload: &Bytes) {
+        let request_id = match CallEvent::from_slice(payload) {
+            Ok(CallEvent::Aborted(event)) => event.request_id,
+            Ok(other) => {
+                tracing::warn!(
+                    event = other.type_name(),
+                    "ignoring an event on an abort topic"
+                );
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "a malformed call.aborted arrived");
+                return;
+            }
+        };
+        let token = lock(&self.running).get(request_id.as_str()).cloned();
+        match token {
+            Some(token) => token.cancel(),
+            None => lock(&self.tombstones).insert(Arc::from(request_id)),
+        }
+    }
+
+    /// Runs one request and publishes its outcome.
+    async fn serve(&self, request_id: &str, request: CallRequested, token: &CancellationToken) {
+        let reply_topic = topics::reply_topic_for(request_id);
+        let Err(error) = self.run(request_id, request, token, &reply_topic).await else {
+            return;
+        };
+        let error = if token.is_cancelled() {
+            if !self.shutdown.is_cancelled() {
+                // The caller aborted: it listens no more.
+                return;
+            }
+            CallError::aborted("the call handler serving this request stopped")
+        } else {
+            error
+        };
+        self.send(&reply_topic, CallEvent::error(request_id, error))
+            .await;
+    }
+
+    async fn run(
+        &self,
+        request_id: &str,
+        request: CallRequested,
+        token: &CancellationToken,
+        reply_topic: &str,
+    ) -> Result<(), CallError> {
+        let CallRequested {
+            operation_id,
+            input,
+            parent_request_id,
+            identity,
+            deadline,
+            ..
+        } = request;
+        let spec = self
+            .registry
+            .spec(&operation_id)
+            .ok_or_else(|| CallError::not_found(&operation_id))?;
+        spec.access.check(identity.as_ref())?;
+        let mut ctx = OperationContext::new()
+            .with_request_id(request_id)
+            .with_identity_opt(identity)
+            .with_cancellation(token.clone());
+        if let Some(parent) = parent_request_id {
+            ctx = ctx.with_parent_request_id(parent);
+        }
+        if let Some(deadline) = deadline {
+            ctx = ctx.with_deadline(Deadline::from_epoch_millis(deadline));
+        }
+        if let Some(env) = &self.env {
+            ctx = ctx.with_env(env.clone());
+        }
+        if spec.kind.is_stream() {
+            let mut items = self.registry.subscribe(&operation_id, input, &ctx).await?;
+            while let Some(item) = items.next().await {
+                let receipt = self
+                    .send(reply_topic, CallEvent::responded(request_id, item?))
+                    .await;
+                if receipt.is_none_or(Receipt::reached_nobody) {
+                    tracing::debug!(
+                        request_id,
+                        "nobody listens for the subscription any more: stopping it"
+                    );
+                    return Ok(());
+                }
+            }
+            self.send(reply_topic, CallEvent::completed(request_id))
+                .await;
+        } else {
+            let envelope = self.registry.execute(&operation_id, input, &ctx).await?;
+            self.send(reply_topic, CallEvent::responded(request_id, envelope))
+                .await;
+        }
+        Ok(())
+    }
+
+    /// Publishes one reply; `None` (logged) when it could not be sent.
+    async fn send(&self, topic: &str, event: CallEvent) -> Option<Receipt> {
+        let payload = match event.to_bytes() {
+            Ok(payload) => payload,
+            Err(error) => {
+                tracing::error!(%error, "could not encode a reply");
+                return None;
+            }
+        };
+        match self.pubsub.publish(topic, payload).await {
+            Ok(receipt) => Some(receipt),
+            Err(error) => {
+                tracing::warn!(%error, topic, event = event.type_name(), "could not publish a reply");
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! The call protocol: calling operations across processes over a pub/sub bus (DESIGN §7).
+//!
+//! A caller's [`PendingRequestMap`] publishes `call.requested`; a [`CallHandler`] serving the
+//! operation runs it through its [`OperationRegistry`](crate::OperationRegistry) and answers
+//! with `call.responded` (one per item for subscriptions), `call.completed` or `call.error`;
+//! a caller that gives up publishes `call.aborted`. The events and their exact JSON are
+//! [`CallEvent`]; the transport is any [`PubSub`] ([`MemoryPubSub`] in process; Redis and
+//! WebSocket in `opkit-adapters`), carrying each event as the bytes of its JSON.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use futures::StreamExt;
+//! use opkit::prelude::*;
+//! use opkit::protocol::{CallHandler, MemoryPubSub, PendingRequestMap};
+//! use serde_json::json;
+//! use std::sync::Arc;
+//!
+//! let registry = OperationRegistry::new();
+//! registry.register(
+//!     OperationSpec::new("clock", "count", OperationKind::Subscription),
+//!     Handler::stream(|input, _ctx| {
+//!         let to = input["to"].as_u64().unwrap_or(0);
+//!         futures::stream::iter((1..=to).map(|n| Ok(json!(n))))
+//!     }),
+//! ).unwrap();
+//!
+//! let bus = Arc::new(MemoryPubSub::new());
+//! // Two replicas on one bus: each request is executed by exactly one of them.
+//! let _a = CallHandler::new(registry.clone(), bus.clone()).spawn().await.unwrap();
+//! let _b = CallHandler::new(registry, bus.clone()).spawn().await.unwrap();
+//!
+//! let env = OperationEnv::remote(PendingRequestMap::connect(bus).await.unwrap());
+//! let items: Vec<_> = env.subscribe("clock.count", json!({"to": 3})).await.unwrap()
+//!     .map(|item| item.unwrap().data)
+//!     .collect().await;
+//! assert_eq!(items, [json!(1), json!(2), json!(3)]);
+//! # });
+//! ```
+//!
+//! # Topic layout
+//!
+//! | topic | events | published by | received by |
+//! |---|---|---|---|
+//! | `opkit.request.<operationId>` | `call.requested` | callers | **one** handler serving the operation (group `opkit.handlers`) |
+//! | `opkit.abort.<operationId>` | `call.aborted` | callers | every handler serving the operation |
+//! | `opkit.reply.<callerId>` | `call.responded`, `call.completed`, `call.error` | handlers | the one caller owning `callerId` |
+//! | `opkit.reply` (fallback) | the same | handlers | foreign callers whose request ids carry no caller id |
+//!
+//! Why this layout:
+//!
+//! - **Requests per operation, in a consumer group.** Every [`CallHandler`] joins the group
+//!   [`topics::HANDLER_GROUP`] on the request topic of each operation it serves, so N replicas
+//!   share the work and each request is handed to exactly one of them (competing consumers,
+//!   [`PubSub::subscribe_group`]). Per-operation topics let different services share one bus:
+//!   a request only reaches processes that serve its operation. A handler picks up operations
+//!   registered (or removed) later on its next refresh ([`DEFAULT_REFRESH_INTERVAL`], or
+//!   [`CallHandlerHandle::refresh`]); a request that reaches a handler whose registry no longer
+//!   has the operation is answered `OPERATION_NOT_FOUND`. When the transport can tell that
+//!   nobody listens on the request topic ([`Receipt`]), the caller fails at once with
+//!   `OPERATION_NOT_FOUND` instead of waiting for its deadline.
+//! - **Replies per caller.** DESIGN §7's `call.requested` has no reply-to field (and its JSON
+//!   must stay exact), so the caller travels in the request id: a [`PendingRequestMap`] mints
+//!   ids as `<callerId>:<n>` and listens on `opkit.reply.<callerId>` only; the handler answers
+//!   on the reply topic of the part before the last `:` ([`topics::reply_topic_for`]). A
+//!   caller therefore receives the events of its own requests and nobody else's, and the
+//!   cost of a reply does not grow with the number of callers. A request id without a valid
+//!   caller part (`[A-Za-z0-9_-]{1,128}` before the last `:`) is answered on the shared
+//!   fallback topic `opkit.reply`, for foreign clients that filter by request id.
+//! - **Aborts per operation, broadcast.** The caller does not know which replica took its
+//!   request, so `call.aborted` goes to every handler serving the operation; the one running
+//!   the request cancels it, the others remember the id for a while (an abort may overtake its
+//!   request on transports that do not order across topics) and drop the request if it comes.
+//!
+//! # Delivery guarantees
+//!
+//! - **Events are delivered at most once.** The protocol neither acknowledges nor retries: a
+//!   message the transport loses stays lost ([`MemoryPubSub`] loses nothing while the
+//!   subscriber lives). Events of one request from one publisher arrive in publish order on
+//!   transports that keep per-topic order (the memory, Redis and WebSocket transports do),
+//!   so a subscription's items arrive in order and before its `call.completed`.
+//! - **Each request is executed at most once**: the request topic's group hands it to one
+//!   handler, and a handler ignores a request id it is already running. Exactly once when a
+//!   handler serving the operation is up and the transport delivers the request.
+//! - **Every call ends, exactly once.** A call resolves with the first of: its reply, the
+//!   deadline (`TIMEOUT`; a context without one gets the map's default timeout,
+//!   [`DEFAULT_TIMEOUT`], which is sent on the wire so the handler stops too), its context's
+//!   cancellation (`ABORTED`), a failed publish (`TRANSPORT_ERROR`), nobody listening
+//!   (`OPERATION_NOT_FOUND`, when the transport knows), or the loss of the reply subscription
+//!   (`TRANSPORT_ERROR`). Later or duplicate replies for the request are ignored.
+//! - **A handler that dies mid-call** sends nothing more: the caller gets `TIMEOUT` at its
+//!   deadline, never a hang. A subscription without a deadline ends with `TIMEOUT` after the
+//!   idle timeout without an event ([`PendingOptions::with_subscription_idle_timeout`]).
+//!   A handler that is stopped (its [`CallHandlerHandle`] dropped) answers its running
+//!   requests with `ABORTED`.
+//! - **Giving up is signalled.** Dropping a call's future or a subscription's stream before it
+//!   ends, its deadline passing, or its context being cancelled removes the pending entry and
+//!   publishes `call.aborted`; the handler then drops the handler's future or stream (so its
+//!   `Drop` runs and nested calls it made are aborted in turn). A subscription whose replies
+//!   reach nobody (the transport says so) is stopped by the handler as well.
+//! - **Deadlines are absolute** (epoch milliseconds): caller and handler enforce the same
+//!   instant, each with its own clock, so their clocks should agree to well within a timeout.
+//! - **No pending entry outlives its call**: entries are removed on every path (reply, error,
+//!   timeout, abort, drop), and [`PendingRequestMap::pending_count`] reaches zero.
+//!
+//! # Access and trust
+//!
+//! Every request arriving through the protocol is checked against the operation's
+//! [`AccessRule`](crate::AccessRule) with the request's `identity` before anything else runs;
+//! [`OperationRegistry::execute`](crate::OperationRegistry::execute) stays the trusted
+//! in-process path. The identity is asserted by the caller: the bus itself must be trusted
+//! (authenticate clients at the transport).
+//!
+//! # Nested calls
+//!
+//! [`OperationEnv::remote`](crate::OperationEnv::remote) puts an env on a
+//! [`PendingRequestMap`], with the same interface as
+//! [`OperationEnv::local`](crate::OperationEnv::local). Calls made through `ctx.env()` inside
+//! a served handler carry the handler's request id as `parentRequestId`, the caller's
+//! identity and the remaining deadline (the same absolute deadline) — to the local registry
+//! by default, or through the protocol with [`CallHandler::with_env`].
+
+mod handler;
+mod memory;
+mod pending;
+mod pubsub;
+pub mod topics;
+mod wire;
+
+pub use handler::{CallHandler, CallHandlerHandle, DEFAULT_REFRESH_INTERVAL};
+pub use memory::MemoryPubSub;
+pub use pending::{DEFAULT_TIMEOUT, PendingOptions, PendingRequestMap};
+pub use pubsub::{PubSub, Receipt, Subscription, TransportError};
+pub use wire::{
+    CallAborted, CallCompleted, CallEvent, CallFailed, CallRequested, CallResponded, WireError,
+};

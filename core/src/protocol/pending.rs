@@ -1,0 +1,740 @@
+//! `PendingRequestMap`: the caller's side of the call protocol.
+
+use super::pubsub::{PubSub, Subscription, TransportError};
+use super::topics;
+use super::wire::{CallEvent, CallRequested};
+use crate::context::{Deadline, OperationContext};
+use crate::env::EnvBackend;
+use crate::envelope::ResponseEnvelope;
+use crate::error::{CallError, ErrorCode};
+use crate::registry::EnvelopeStream;
+use futures::future::BoxFuture;
+use futures::{FutureExt, Stream, StreamExt};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::{Instant, Sleep};
+use tokio_util::sync::WaitForCancellationFutureOwned;
+
+/// How long a call may take when its context has no deadline.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Settings of a [`PendingRequestMap`].
+///
+/// ```
+/// use opkit::protocol::PendingOptions;
+/// use std::time::Duration;
+/// let options = PendingOptions::default()
+///     .with_default_timeout(Duration::from_secs(5))
+///     .with_subscription_idle_timeout(None)
+///     .with_caller_id("billing-1");
+/// assert_eq!(options.default_timeout(), Duration::from_secs(5));
+/// ```
+#[derive(Debug, Clone)]
+pub struct PendingOptions {
+    default_timeout: Duration,
+    subscription_idle_timeout: Option<Duration>,
+    caller_id: Option<String>,
+}
+
+impl Default for PendingOptions {
+    fn default() -> Self {
+        Self {
+            default_timeout: DEFAULT_TIMEOUT,
+            subscription_idle_timeout: Some(DEFAULT_TIMEOUT),
+            caller_id: None,
+        }
+    }
+}
+
+impl PendingOptions {
+    /// How long a query or mutation may take when its context has no deadline
+    /// ([`DEFAULT_TIMEOUT`] unless set). The resulting deadline is also sent on the wire, so
+    /// the handler stops at the same time.
+    #[must_use]
+    pub fn with_default_timeout(mut self, timeout: Duration) -> Self {
+        self.default_timeout = timeout;
+        self
+    }
+
+    /// For subscriptions whose context has no deadline: the longest wait for the next event
+    /// before the stream ends with `TIMEOUT` (so a handler that died cannot leave the caller
+    /// waiting forever). `None` waits forever; the default is [`DEFAULT_TIMEOUT`].
+    #[must_use]
+    pub fn with_subscription_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.subscription_idle_timeout = timeout;
+        self
+    }
+
+    /// The caller id request ids are minted from (a random one unless set).
+    ///
+    /// # Panics
+    ///
+    /// When `caller_id` is not 1 to 128 characters of `[A-Za-z0-9_-]`
+    /// (see [`topics::is_valid_caller_id`]).
+    #[must_use]
+    pub fn with_caller_id(mut self, caller_id: impl Into<String>) -> Self {
+        let caller_id = caller_id.into();
+        assert!(
+            topics::is_valid_caller_id(&caller_id),
+            "invalid caller id {caller_id:?}: use 1 to {} characters of [A-Za-z0-9_-]",
+            topics::MAX_CALLER_ID_LEN
+        );
+        self.caller_id = Some(caller_id);
+        self
+    }
+
+    /// The default timeout of queries and mutations.
+    pub fn default_timeout(&self) -> Duration {
+        self.default_timeout
+    }
+
+    /// The idle timeout of subscriptions without a deadline.
+    pub fn subscription_idle_timeout(&self) -> Option<Duration> {
+        self.subscription_idle_timeout
+    }
+}
+
+/// The caller's side of the call protocol: publishes `call.requested`, routes the replies
+/// that arrive on this caller's reply topic to the waiting calls and subscriptions.
+///
+/// Every call ends in exactly one outcome (see the [module docs](super) for the guarantees),
+/// and its entry is removed on every path. Cloning is cheap; clones share the map. Implements
+/// [`EnvBackend`], so [`OperationEnv::remote`](crate::OperationEnv::remote) offers remote
+/// operations through the same interface as a local registry.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use opkit::prelude::*;
+/// use opkit::protocol::{CallHandler, MemoryPubSub, PendingRequestMap};
+/// use serde_json::json;
+/// use std::sync::Arc;
+///
+/// let registry = OperationRegistry::new();
+/// registry.register(
+///     OperationSpec::new("math", "double", OperationKind::Query),
+///     Handler::unary(|input, _ctx| async move { Ok(json!(input["n"].as_i64().unwrap_or(0) * 2)) }),
+/// ).unwrap();
+/// let bus = Arc::new(MemoryPubSub::new());
+/// let _handler = CallHandler::new(registry, bus.clone()).spawn().await.unwrap();
+///
+/// let map = PendingRequestMap::connect(bus).await.unwrap();
+/// let envelope = map.call("math.double", json!({"n": 21}), &OperationContext::default()).await.unwrap();
+/// assert_eq!(envelope.data, json!(42));
+/// let missing = map.call("math.nope", json!({}), &OperationContext::default()).await.unwrap_err();
+/// assert_eq!(missing.code, ErrorCode::OperationNotFound);
+/// assert_eq!(map.pending_count(), 0);
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct PendingRequestMap {
+    inner: Arc<MapInner>,
+}
+
+struct MapInner {
+    pubsub: Arc<dyn PubSub>,
+    caller_id: String,
+    reply_topic: String,
+    next_seq: AtomicU64,
+    table: Arc<Table>,
+    default_timeout: Duration,
+    idle_timeout: Option<Duration>,
+    runtime: tokio::runtime::Handle,
+    listener: tokio::task::AbortHandle,
+}
+
+impl Drop for MapInner {
+    fn drop(&mut self) {
+        self.listener.abort();
+        self.table
+            .close(CallError::transport("the PendingRequestMap was dropped"));
+    }
+}
+
+impl fmt::Debug for PendingRequestMap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PendingRequestMap")
+            .field("caller_id", &self.inner.caller_id)
+            .field("pending", &self.pending_count())
+            .finish()
+    }
+}
+
+impl PendingRequestMap {
+    /// Subscribes to a fresh reply topic on `pubsub` and starts routing replies.
+    ///
+    /// Must run inside a tokio runtime (the reply listener is a task on it).
+    pub async fn connect(pubsub: Arc<dyn PubSub>) -> Result<Self, TransportError> {
+        Self::connect_with(pubsub, PendingOptions::default()).await
+    }
+
+    /// [`connect`](Self::connect) with settings.
+    pub async fn connect_with(
+        pubsub: Arc<dyn PubSub>,
+        options: PendingOptions,
+    ) -> Result<Self, TransportError> {
+        let caller_id = options.caller_id.unwrap_or_else(topics::new_caller_id);
+        let reply_topic = topics::reply_topic(&caller_id);
+        let replies = pubsub.subscribe(&reply_topic).await?;
+        let table = Arc::new(Table::new(format!("{caller_id}:")));
+        let listener = tokio::spawn(listen(table.clone(), replies)).abort_handle();
+        Ok(Self {
+            inner: Arc::new(MapInner {
+                pubsub,
+                caller_id,
+                reply_topic,
+                next_seq: AtomicU64::new(1),
+                table,
+                default_timeout: options.default_timeout,
+                idle_timeout: options.subscription_idle_timeout,
+                runtime: tokio::runtime::Handle::current(),
+                listener,
+            }),
+        })
+    }
+
+    /// Calls a query or mutation and waits for its envelope or its error.
+    ///
+    /// `ctx` is the context of this call: its identity, deadline (or the default timeout) and
+    /// parent request id travel on the wire, and cancelling it aborts the call. The protocol
+    /// request id is minted here (`<callerId>:<n>`), not taken from `ctx`. Dropping the future
+    /// before it resolves publishes `call.aborted`.
+    pub async fn call(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: &OperationContext,
+    ) -> Result<ResponseEnvelope, CallError> {
+        call(self.inner.clone(), id.to_owned(), input, ctx.clone()).await
+    }
+
+    /// Starts a subscription: resolves once the request is published (errors of the handler,
+    /// including `OPERATION_NOT_FOUND`, `ACCESS_DENIED` and `VALIDATION_ERROR`, arrive as the
+    /// stream's one and last item). The stream yields one envelope per `call.responded` and
+    /// ends after `call.completed`, after an error item, or with `TIMEOUT` / `ABORTED` items.
+    /// Dropping it before it ends publishes `call.aborted`.
+    pub async fn subscribe(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: &OperationContext,
+    ) -> Result<EnvelopeStream, CallError> {
+        subscribe(self.inner.clone(), id.to_owned(), input, ctx.clone()).await
+    }
+
+    /// The inbound half: delivers `output` to the pending request `request_id` (the reply
+    /// listener calls it for every `call.responded`).
+    ///
+    /// Refuses (with a `VALIDATION_ERROR` naming what is wrong) any `output` that
+    /// [`is_response_envelope`](crate::envelope::is_response_envelope) rejects. Returns
+    /// `Ok(false)` when no such request is pending here (it finished, timed out, was aborted,
+    /// or belongs to another caller): late and duplicate replies are expected and ignored.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use opkit::protocol::{MemoryPubSub, PendingRequestMap};
+    /// let map = PendingRequestMap::connect(std::sync::Arc::new(MemoryPubSub::new())).await.unwrap();
+    /// let refused = map.respond("x:1", serde_json::json!({"data": 1})).unwrap_err();
+    /// assert_eq!(refused.code, opkit::ErrorCode::ValidationError);
+    /// assert!(refused.message.contains("must have a `meta` key"));
+    /// # });
+    /// ```
+    pub fn respond(&self, request_id: &str, output: Value) -> Result<bool, CallError> {
+        self.inner.table.respond(request_id, output)
+    }
+
+    /// How many calls and subscriptions are waiting for replies.
+    pub fn pending_count(&self) -> usize {
+        self.inner.table.len()
+    }
+
+    /// This caller's id: the prefix of every request id it mints.
+    pub fn caller_id(&self) -> &str {
+        &self.inner.caller_id
+    }
+
+    /// The topic this caller receives its replies on (`opkit.reply.<callerId>`).
+    pub fn reply_topic(&self) -> &str {
+        &self.inner.reply_topic
+    }
+
+    /// The timeout of calls whose context has no deadline.
+    pub fn default_timeout(&self) -> Duration {
+        self.inner.default_timeout
+    }
+}
+
+impl EnvBackend for PendingRequestMap {
+    fn call(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: OperationContext,
+    ) -> BoxFuture<'static, Result<ResponseEnvelope, CallError>> {
+        call(self.inner.clone(), id.to_owned(), input, ctx).boxed()
+    }
+
+    fn subscribe(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: OperationContext,
+    ) -> BoxFuture<'static, Result<EnvelopeStream, CallError>> {
+        subscribe(self.inner.clone(), id.to_owned(), input, ctx).boxed()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table of pending requests.
+
+/// What a subscription's stream receives from the listener.
+enum StreamEvent {
+    Item(ResponseEnvelope),
+    /// `None`: `call.completed`; `Some`: `call.error` (or the map closed).
+    End(Option<CallError>),
+}
+
+enum Entry {
+    Call(oneshot::Sender<Result<ResponseEnvelope, CallError>>),
+    Stream(mpsc::UnboundedSender<StreamEvent>),
+}
+
+impl Entry {
+    fn fail(self, error: CallError) {
+        // A receiver that is gone was dropped by its call: nothing to tell.
+        match self {
+            Self::Call(sender) => drop(sender.send(Err(error))),
+            Self::Stream(sender) => drop(sender.send(StreamEvent::End(Some(error)))),
+        }
+    }
+}
+
+struct TableState {
+    entries: HashMap<u64, Entry>,
+    /// Set once the reply subscription is gone: new calls fail with this error.
+    closed: Option<CallError>,
+}
+
+struct Table {
+    /// `<callerId>:`: request ids of this caller start with it.
+    prefix: String,
+    state: Mutex<TableState>,
+}
+
+impl Table {
+    fn new(prefix: String) -> Self {
+        Self {
+            prefix,
+            state: Mutex::new(TableState {
+                entries: HashMap::new(),
+                closed: None,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, TableState> {
+        // Every critical section leaves the table consistent.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn seq_of(&self, request_id: &str) -> Option<u64> {
+        request_id.strip_prefix(&self.prefix)?.parse().ok()
+    }
+
+    fn len(&self) -> usize {
+        self.lock().entries.len()
+    }
+
+    fn insert(&self, seq: u64, entry: Entry) -> Result<(), CallError> {
+        let mut state = self.lock();
+        if let Some(error) = &state.closed {
+            return Err(error.clone());
+        }
+        state.entries.insert(seq, entry);
+        Ok(())
+    }
+
+    fn remove(&self, seq: u64) -> Option<Entry> {
+        self.lock().entries.remove(&seq)
+    }
+
+    fn respond(&self, request_id: &str, output: Value) -> Result<bool, CallError> {
+        let envelope = ResponseEnvelope::from_value(output).map_err(|error| {
+            CallError::new(
+                ErrorCode::ValidationError,
+                format!(
+                    "refused the output for request `{request_id}`: it is not a ResponseEnvelope ({error})"
+                ),
+            )
+            .with_details(json!({"requestId": request_id}))
+        })?;
+        let Some(seq) = self.seq_of(request_id) else {
+            return Ok(false);
+        };
+        let mut state = self.lock();
+        match state.entries.get(&seq) {
+            None => Ok(false),
+            Some(Entry::Stream(sender)) => {
+                if sender.send(StreamEvent::Item(envelope)).is_err() {
+                    // The stream is being dropped; its guard removes the entry.
+                    return Ok(false);
+                }
+                Ok(true)
+            }
+            Some(Entry::Call(_)) => {
+                let Some(Entry::Call(sender)) = state.entries.remove(&seq) else {
+                    unreachable!("the entry was just seen")
+                };
+                drop(state);
+                Ok(sender.send(Ok(envelope)).is_ok())
+            }
+        }
+    }
+
+    /// Ends a pending request with `error`.
+    fn fail(&self, request_id: &str, error: CallError) -> bool {
+        let entry = self.seq_of(request_id).and_then(|seq| self.remove(seq));
+        entry.map(|entry| entry.fail(error)).is_some()
+    }
+
+    fn complete(&self, request_id: &str) -> bool {
+        let Some(entry) = self.seq_of(request_id).and_then(|seq| self.remove(seq)) else {
+            return false;
+        };
+        match entry {
+            Entry::Stream(sender) => drop(sender.send(StreamEvent::End(None))),
+            call @ Entry::Call(_) => call.fail(CallError::transport(format!(
+                "request `{request_id}` got `call.completed` but it is a query or mutation: the handler sent no result"
+            ))),
+        }
+        true
+    }
+
+    /// Fails every pending request and refuses new ones.
+    fn close(&self, error: CallError) {
+        let entries = {
+            let mut state = self.lock();
+            state.closed.get_or_insert(error.clone());
+            std::mem::take(&mut state.entries)
+        };
+        for entry in entries.into_values() {
+            entry.fail(error.clone());
+        }
+    }
+
+    /// Routes one message of the reply topic.
+    fn route(&self, payload: &[u8]) {
+        let fields = match serde_json::from_slice(payload) {
+            Ok(Value::Object(fields)) => fields,
+            Ok(_) | Err(_) => {
+                tracing::warn!("ignoring a reply that is not a JSON object");
+                return;
+            }
+        };
+        let request_id = match fields.get("requestId") {
+            Some(Value::String(request_id)) => Some(request_id.clone()),
+            _ => None,
+        };
+        if let (Some(request_id), Some("call.responded")) =
+            (&request_id, fields.get("type").and_then(Value::as_str))
+        {
+            let mut fields = fields;
+            let result = match fields.remove("output") {
+                Some(output) => self.respond(request_id, output),
+                None => Err(CallError::new(
+                    ErrorCode::ValidationError,
+                    format!("call.responded for request `{request_id}` has no `output`"),
+                )),
+            };
+            if let Err(error) = result {
+                tracing::warn!(%error, "a handler answered with something that is not an envelope");
+                self.fail(request_id, error);
+            }
+            return;
+        }
+        match CallEvent::from_value(Value::Object(fields)) {
+            Ok(CallEvent::Completed(event)) => {
+                self.complete(&event.request_id);
+            }
+            Ok(CallEvent::Error(event)) => {
+                let request_id = event.request_id.clone();
+                self.fail(&request_id, event.into_error());
+            }
+            Ok(other) => {
+                tracing::debug!(
+                    event = other.type_name(),
+                    "ignoring an event on a reply topic"
+                );
+            }
+            Err(error) => {
+                tracing::warn!(%error, "a malformed event arrived on a reply topic");
+                if let Some(request_id) = request_id {
+                    self.fail(
+                        &request_id,
+                        CallError::new(
+                            ErrorCode::ValidationError,
+                            format!(
+                                "a malformed reply arrived for request `{request_id}`: {error}"
+                            ),
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+async fn listen(table: Arc<Table>, mut replies: Subscription) {
+    while let Some(payload) = replies.next().await {
+        table.route(&payload);
+    }
+    table.close(CallError::transport(
+        "the reply subscription ended: the transport lost it",
+    ));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Calls and subscriptions.
+
+/// Removes its entry when dropped, and publishes `call.aborted` when the entry was still
+/// pending (the caller gave up: dropped, timed out or cancelled).
+struct PendingGuard {
+    inner: Arc<MapInner>,
+    seq: u64,
+    request_id: Arc<str>,
+    operation_id: Arc<str>,
+    publish_abort: bool,
+}
+
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        if self.inner.table.remove(self.seq).is_some() && self.publish_abort {
+            let pubsub = self.inner.pubsub.clone();
+            let topic = topics::abort_topic(&self.operation_id);
+            let Ok(payload) = CallEvent::aborted(&*self.request_id).to_bytes() else {
+                return;
+            };
+            let request_id = self.request_id.clone();
+            self.inner.runtime.spawn(async move {
+                if let Err(error) = pubsub.publish(&topic, payload).await {
+                    tracing::warn!(%error, request_id = %request_id, "could not publish call.aborted");
+                }
+            });
+        }
+    }
+}
+
+impl MapInner {
+    /// Registers a new request and returns its guard.
+    fn register(
+        self: &Arc<Self>,
+        operation_id: &str,
+        entry: Entry,
+    ) -> Result<PendingGuard, CallError> {
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        self.table.insert(seq, entry)?;
+        Ok(PendingGuard {
+            inner: self.clone(),
+            seq,
+            request_id: Arc::from(format!("{}:{seq}", self.caller_id)),
+            operation_id: Arc::from(operation_id),
+            publish_abort: true,
+        })
+    }
+
+    /// Publishes `call.requested`; `OPERATION_NOT_FOUND` when the transport knows nobody
+    /// serves the operation.
+    async fn publish_request(
+        &self,
+        guard: &mut PendingGuard,
+        input: Value,
+        ctx: &OperationContext,
+        deadline: Option<Deadline>,
+    ) -> Result<(), CallError> {
+        let event = CallEvent::Requested(CallRequested {
+            request_id: guard.request_id.to_string(),
+            operation_id: guard.operation_id.to_string(),
+            input,
+            parent_request_id: ctx.parent_request_id().map(str::to_owned),
+            identity: ctx.identity().cloned(),
+            deadline: deadline.map(Deadline::epoch_millis),
+        });
+        let payload = event
+            .to_bytes()
+            .inspect_err(|_| guard.publish_abort = false)?;
+        let topic = topics::request_topic(&guard.operation_id);
+        match self.pubsub.publish(&topic, payload).await {
+            Ok(receipt) if receipt.reached_nobody() => {
+                guard.publish_abort = false;
+                Err(CallError::new(
+                    ErrorCode::OperationNotFound,
+                    format!(
+                        "no call handler serves `{}` on this bus (nobody listens on `{topic}`)",
+                        guard.operation_id
+                    ),
+                ))
+            }
+            Ok(_) => Ok(()),
+            Err(error) => {
+                guard.publish_abort = false;
+                Err(CallError::transport(format!(
+                    "could not publish the request for `{}`: {}",
+                    guard.operation_id,
+                    error.message()
+                )))
+            }
+        }
+    }
+}
+
+fn timed_out(operation_id: &str) -> CallError {
+    CallError::timeout(format!(
+        "`{operation_id}` did not answer before the call's deadline"
+    ))
+}
+
+fn aborted(operation_id: &str) -> CallError {
+    CallError::aborted(format!("the call to `{operation_id}` was cancelled"))
+}
+
+async fn call(
+    inner: Arc<MapInner>,
+    operation_id: String,
+    input: Value,
+    ctx: OperationContext,
+) -> Result<ResponseEnvelope, CallError> {
+    if ctx.is_cancelled() {
+        return Err(aborted(&operation_id));
+    }
+    let deadline = ctx
+        .deadline()
+        .unwrap_or_else(|| Deadline::after(inner.default_timeout));
+    if deadline.is_expired() {
+        return Err(timed_out(&operation_id));
+    }
+    let (sender, receiver) = oneshot::channel();
+    let mut guard = inner.register(&operation_id, Entry::Call(sender))?;
+    inner
+        .publish_request(&mut guard, input, &ctx, Some(deadline))
+        .await?;
+    // On the error arms, dropping the guard removes the entry and publishes `call.aborted`.
+    tokio::select! {
+        biased;
+        reply = receiver => reply.unwrap_or_else(|_| {
+            Err(CallError::transport("the PendingRequestMap closed before the reply arrived"))
+        }),
+        () = ctx.cancelled() => Err(aborted(&operation_id)),
+        () = tokio::time::sleep(deadline.remaining()) => Err(timed_out(&operation_id)),
+    }
+}
+
+async fn subscribe(
+    inner: Arc<MapInner>,
+    operation_id: String,
+    input: Value,
+    ctx: OperationContext,
+) -> Result<EnvelopeStream, CallError> {
+    if ctx.is_cancelled() {
+        return Err(aborted(&operation_id));
+    }
+    let deadline = ctx.deadline();
+    if deadline.is_some_and(Deadline::is_expired) {
+        return Err(timed_out(&operation_id));
+    }
+    let (sender, receiver) = mpsc::unbounded_channel();
+    let mut guard = inner.register(&operation_id, Entry::Stream(sender))?;
+    inner
+        .publish_request(&mut guard, input, &ctx, deadline)
+        .await?;
+    let idle = match deadline {
+        Some(_) => None,
+        None => inner
+            .idle_timeout
+            .map(|idle| (idle, Box::pin(tokio::time::sleep(idle)))),
+    };
+    Ok(Box::pin(RemoteStream {
+        events: receiver,
+        guard: Some(guard),
+        deadline: deadline.map(|deadline| Box::pin(tokio::time::sleep(deadline.remaining()))),
+        idle,
+        cancelled: ctx
+            .cancellation()
+            .map(|token| Box::pin(token.clone().cancelled_owned())),
+    }))
+}
+
+/// A remote subscription's envelopes. Dropping it while the subscription runs publishes
+/// `call.aborted` (through its guard).
+struct RemoteStream {
+    events: mpsc::UnboundedReceiver<StreamEvent>,
+    /// `None` once the stream has ended.
+    guard: Option<PendingGuard>,
+    deadline: Option<Pin<Box<Sleep>>>,
+    idle: Option<(Duration, Pin<Box<Sleep>>)>,
+    cancelled: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+}
+
+impl RemoteStream {
+    /// Ends the stream; the guard removes the entry and, if still pending, aborts the request.
+    fn end(
+        &mut self,
+        item: Option<Result<ResponseEnvelope, CallError>>,
+    ) -> Poll<Option<<Self as Stream>::Item>> {
+        self.guard = None;
+        Poll::Ready(item)
+    }
+}
+
+impl Stream for RemoteStream {
+    type Item = Result<ResponseEnvelope, CallError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        let Some(guard) = &this.guard else {
+            return Poll::Ready(None);
+        };
+        let operation_id = guard.operation_id.clone();
+        if let Some(cancelled) = this.cancelled.as_mut()
+            && cancelled.as_mut().poll(cx).is_ready()
+        {
+            return this.end(Some(Err(aborted(&operation_id))));
+        }
+        match this.events.poll_recv(cx) {
+            Poll::Ready(Some(StreamEvent::Item(envelope))) => {
+                if let Some((idle, sleep)) = this.idle.as_mut() {
+                    sleep.as_mut().reset(Instant::now() + *idle);
+                }
+                return Poll::Ready(Some(Ok(envelope)));
+            }
+            Poll::Ready(Some(StreamEvent::End(None))) => return this.end(None),
+            Poll::Ready(Some(StreamEvent::End(Some(error)))) => return this.end(Some(Err(error))),
+            Poll::Ready(None) => {
+                return this.end(Some(Err(CallError::transport(
+                    "the PendingRequestMap closed before the subscription ended",
+                ))));
+            }
+            Poll::Pending => {}
+        }
+        if let Some(sleep) = this.deadline.as_mut()
+            && sleep.as_mut().poll(cx).is_ready()
+        {
+            return this.end(Some(Err(timed_out(&operation_id))));
+        }
+        if let Some((idle, sleep)) = this.idle.as_mut()
+            && sleep.as_mut().poll(cx).is_ready()
+        {
+            let error = CallError::timeout(format!(
+                "`{operation_id}` sent nothing for {idle:?} (the subscription idle timeout)"
+            ));
+            return this.end(Some(Err(error)));
+        }
+        Poll::Pending
+    }
+}

@@ -1,0 +1,141 @@
+//! The transport seam: [`PubSub`], its [`Subscription`]s, [`Receipt`]s and [`TransportError`].
+
+use crate::error::CallError;
+use bytes::Bytes;
+use futures::Stream;
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use std::fmt;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// A transport failed: a publish or subscribe did not go through, or a connection was lost.
+///
+/// Becomes a `TRANSPORT_ERROR` [`CallError`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("transport error: {message}")]
+pub struct TransportError {
+    message: String,
+}
+
+impl TransportError {
+    /// An error with a message saying what failed.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+
+    /// What failed.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl From<TransportError> for CallError {
+    fn from(error: TransportError) -> Self {
+        CallError::transport(error.message)
+    }
+}
+
+/// What a transport knows about who received a published message.
+///
+/// Transports that know how many subscribers a message reached (in-memory, Redis `PUBLISH`)
+/// say so; the others (durable queues, a WebSocket hub without acks) return
+/// [`Receipt::unknown`]. A known count of zero on a request topic lets a caller fail at once
+/// with `OPERATION_NOT_FOUND` instead of waiting for its deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Receipt {
+    receivers: Option<usize>,
+}
+
+impl Receipt {
+    /// The transport does not know who received the message.
+    pub const fn unknown() -> Self {
+        Self { receivers: None }
+    }
+
+    /// The message reached `receivers` subscribers (each group counts once).
+    pub const fn delivered(receivers: usize) -> Self {
+        Self {
+            receivers: Some(receivers),
+        }
+    }
+
+    /// How many subscribers the message reached, when known.
+    pub const fn receivers(self) -> Option<usize> {
+        self.receivers
+    }
+
+    /// `true` when the transport knows that nobody received the message.
+    pub const fn reached_nobody(self) -> bool {
+        matches!(self.receivers, Some(0))
+    }
+}
+
+/// The messages of one subscription, in the order they were published. Dropping it
+/// unsubscribes. The stream ends when the transport loses the subscription.
+pub struct Subscription {
+    messages: BoxStream<'static, Bytes>,
+}
+
+impl Subscription {
+    /// Wraps a transport's stream of payloads; dropping the stream must unsubscribe.
+    pub fn new(messages: impl Stream<Item = Bytes> + Send + 'static) -> Self {
+        Self {
+            messages: Box::pin(messages),
+        }
+    }
+}
+
+impl fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Subscription")
+    }
+}
+
+impl Stream for Subscription {
+    type Item = Bytes;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        self.messages.as_mut().poll_next(cx)
+    }
+}
+
+/// The transport seam of the call protocol: publish and subscribe by topic, with bytes as
+/// payloads. Object-safe: the protocol holds an `Arc<dyn PubSub>`.
+///
+/// What a transport must provide:
+/// - [`publish`](PubSub::publish) sends a payload to the topic's current subscribers, at most
+///   once each; payloads from one publisher on one topic arrive in publish order.
+/// - [`subscribe`](PubSub::subscribe): every subscriber of a topic gets every message (fan-out).
+/// - [`subscribe_group`](PubSub::subscribe_group): the members of one group on a topic share its
+///   messages, each message going to exactly one member (competing consumers, like NATS queue
+///   groups or Redis Streams consumer groups). A group counts as one receiver of each message,
+///   beside the plain subscribers.
+/// - A subscription is live once its future resolves: every message published afterwards is
+///   delivered to it. Dropping the [`Subscription`] unsubscribes.
+///
+/// [`MemoryPubSub`](super::MemoryPubSub) is the in-process implementation; the Redis and
+/// WebSocket transports of `opkit-adapters` implement the same trait.
+pub trait PubSub: Send + Sync + 'static {
+    /// Publishes `payload` on `topic`.
+    fn publish<'a>(
+        &'a self,
+        topic: &'a str,
+        payload: Bytes,
+    ) -> BoxFuture<'a, Result<Receipt, TransportError>>;
+
+    /// Subscribes to every message of `topic`.
+    fn subscribe<'a>(
+        &'a self,
+        topic: &'a str,
+    ) -> BoxFuture<'a, Result<Subscription, TransportError>>;
+
+    /// Joins `group` on `topic`: each message of the topic goes to one member of the group.
+    fn subscribe_group<'a>(
+        &'a self,
+        topic: &'a str,
+        group: &'a str,
+    ) -> BoxFuture<'a, Result<Subscription, TransportError>>;
+}

@@ -1,0 +1,84 @@
+//! Topic names and request ids: how the call protocol lays its traffic out on a bus.
+//!
+//! | topic | who publishes | who listens | delivery |
+//! |---|---|---|---|
+//! | `opkit.request.<operationId>` | callers (`call.requested`) | every [`CallHandler`](super::CallHandler) serving the operation, in the group [`HANDLER_GROUP`] | each message to **one** member (competing consumers) |
+//! | `opkit.abort.<operationId>` | callers (`call.aborted`) | every handler serving the operation | every listener (broadcast) |
+//! | `opkit.reply.<callerId>` | handlers (`call.responded`, `call.completed`, `call.error`) | the one [`PendingRequestMap`](super::PendingRequestMap) owning `callerId` | every listener |
+//! | `opkit.reply` | handlers, for request ids without a caller part | foreign callers that filter by request id | every listener |
+//!
+//! Request ids minted by a [`PendingRequestMap`](super::PendingRequestMap) are
+//! `<callerId>:<sequence>`; a handler answers on the reply topic of the part before the last
+//! `:` (see [`reply_topic_for`]).
+
+/// The group every [`CallHandler`](super::CallHandler) joins on the request topics: each
+/// request goes to exactly one of the handlers serving the operation.
+pub const HANDLER_GROUP: &str = "opkit.handlers";
+
+/// Where handlers answer requests whose id carries no (valid) caller part.
+pub const FALLBACK_REPLY_TOPIC: &str = "opkit.reply";
+
+/// The longest caller id a reply topic is derived from.
+pub const MAX_CALLER_ID_LEN: usize = 128;
+
+/// The topic `call.requested` events for `operation_id` are published on.
+///
+/// ```
+/// assert_eq!(opkit::protocol::topics::request_topic("math.add"), "opkit.request.math.add");
+/// ```
+pub fn request_topic(operation_id: &str) -> String {
+    format!("opkit.request.{operation_id}")
+}
+
+/// The topic `call.aborted` events for requests to `operation_id` are published on.
+pub fn abort_topic(operation_id: &str) -> String {
+    format!("opkit.abort.{operation_id}")
+}
+
+/// The topic a caller with id `caller_id` receives its replies on.
+pub fn reply_topic(caller_id: &str) -> String {
+    format!("{FALLBACK_REPLY_TOPIC}.{caller_id}")
+}
+
+/// `true` when `caller_id` is 1 to [`MAX_CALLER_ID_LEN`] characters of `[A-Za-z0-9_-]`, so
+/// that the reply topic is a single, wildcard-free topic segment on every transport.
+pub fn is_valid_caller_id(caller_id: &str) -> bool {
+    !caller_id.is_empty()
+        && caller_id.len() <= MAX_CALLER_ID_LEN
+        && caller_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The caller part of a request id: the text before its last `:`, when it is a valid caller id.
+///
+/// ```
+/// use opkit::protocol::topics::caller_of;
+/// assert_eq!(caller_of("c0ffee:42"), Some("c0ffee"));
+/// assert_eq!(caller_of("no-caller"), None);
+/// assert_eq!(caller_of("bad caller:1"), None);
+/// ```
+pub fn caller_of(request_id: &str) -> Option<&str> {
+    let (caller, _) = request_id.rsplit_once(':')?;
+    is_valid_caller_id(caller).then_some(caller)
+}
+
+/// The topic a handler answers `request_id` on: the caller's reply topic, or
+/// [`FALLBACK_REPLY_TOPIC`] when the id has no valid caller part.
+///
+/// ```
+/// use opkit::protocol::topics::reply_topic_for;
+/// assert_eq!(reply_topic_for("c0ffee:42"), "opkit.reply.c0ffee");
+/// assert_eq!(reply_topic_for("4d2c-uuid-only"), "opkit.reply");
+/// ```
+pub fn reply_topic_for(request_id: &str) -> String {
+    match caller_of(request_id) {
+        Some(caller) => reply_topic(caller),
+        None => FALLBACK_REPLY_TOPIC.to_owned(),
+    }
+}
+
+/// A fresh random caller id (32 hex digits).
+pub fn new_caller_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
