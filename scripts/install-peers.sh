@@ -8,3 +8,11 @@ cd "$(dirname "$0")/.."
 # FastAPI, Prism, schemathesis) are added here as their adapters land, pinned in
 # package.json / package-lock.json and requirements.txt.
 command -v cargo >/dev/null || { echo "cargo is required" >&2; exit 1; }
+
+# Redis transport tests (opkit-adapters, feature `redis`): the harness starts its own
+# redis-server on a free loopback port, so only the binary is needed (the Debian package
+# does not start a service here).
+if ! command -v redis-server >/dev/null; then
+    apt-get update
+    apt-get install -y redis-server
+fi
