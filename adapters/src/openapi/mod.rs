@@ -1,0 +1,315 @@
+//! OpenAPI import: any HTTP API with an OpenAPI 3.0, 3.1 or 3.2 document becomes operations
+//! in a registry, called through the same `execute`/`subscribe` and returning
+//! [`http_envelope`](opkit::envelope::http_envelope)s.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use opkit::prelude::*;
+//! use opkit_adapters::openapi::{OpenApiAuth, OpenApiImporter, OpenApiOptions};
+//! use serde_json::json;
+//!
+//! let registry = OperationRegistry::new();
+//! let options = OpenApiOptions::new("petstore")
+//!     .base_url("http://127.0.0.1:4010")
+//!     .auth(OpenApiAuth::new().api_key("special-key"));
+//! let import = OpenApiImporter::new(options).import_file("petstore.yaml")?;
+//! for skipped in &import.skipped {
+//!     eprintln!("{skipped}");
+//! }
+//! import.register_into(&registry)?;
+//!
+//! let envelope = registry
+//!     .execute("petstore.getPetById", json!({"petId": 1}), &OperationContext::default())
+//!     .await?;
+//! println!("{}", serde_json::to_string_pretty(&envelope)?);
+//! # Ok(()) }
+//! ```
+//!
+//! # What becomes what
+//!
+//! * **One operation per HTTP operation** (`paths.*.{get,put,post,delete,options,head,patch,trace}`,
+//!   plus 3.2's `query` and `additionalOperations`): id `<namespace>.<name>`, the namespace
+//!   from [`OpenApiOptions`], the name from `operationId` or method + path (see
+//!   [naming](#names)). Kind: `SUBSCRIPTION` when the success response is
+//!   `text/event-stream`, `QUERY` for GET/HEAD/QUERY, `MUTATION` otherwise. Description:
+//!   `summary` and `description`.
+//! * **Input schema**: an object of the path, query, header and cookie parameters (by name)
+//!   and `body`; **output schema**: the success response's JSON schema, self-contained
+//!   (every `$ref` resolved; recursive schemas through `$defs`) and in JSON Schema 2020-12
+//!   (3.0 schemas are converted: `nullable`, boolean `exclusiveMinimum`/`exclusiveMaximum`,
+//!   `example`, `format: binary|byte`), or Unknown. Details in the source of `mapping`.
+//! * **Handlers** send the request with reqwest and return `http_envelope(data, status,
+//!   headers, contentType)`: JSON bodies parsed, text as a string, an empty body as `null`,
+//!   **anything else as a base64 string**; headers lower-cased with repeated values joined
+//!   by `", "`. A non-2xx status is `EXECUTION_ERROR` with `details: {status, headers,
+//!   contentType, body}`; a timeout is `TIMEOUT`; a connection failure `TRANSPORT_ERROR`.
+//! * **SSE** subscriptions yield one `http_envelope` per event, `contentType:
+//!   "text/event-stream"` (the `headers` snapshot keeps the response's full
+//!   `content-type`), data parsed as JSON when it is JSON. When the item schema declares
+//!   JSON (the 3.2 `itemSchema` with `contentSchema`, as FastAPI emits it), a frame whose
+//!   data does not parse is skipped with a warning; the data schema is the operation's
+//!   output schema, so the shared pipeline casts and validates each item. The event's
+//!   `event`/`id`/`retry` fields are not part of the envelope. The HTTP connection is
+//!   owned by the stream: dropping the stream closes it. There is no automatic
+//!   reconnection (it would replay non-idempotent requests); subscribe again instead.
+//!
+//! # Decisions
+//!
+//! * **Versions**: the document is parsed into a `serde_json::Value` and branched on
+//!   `openapi` `major.minor` (3.0, 3.1, 3.2; the patch is ignored; Swagger 2.0 and other
+//!   versions are rejected with the pointer `/swagger` or `/openapi`). **3.2 is accepted**:
+//!   `itemSchema`, the `query` method, `additionalOperations`, `in: querystring` and
+//!   `style: cookie` are understood; other 3.2 additions are ignored like unknown keys.
+//!   `itemSchema` is honoured in 3.1 documents too, since FastAPI emits it there.
+//! * **YAML** is read with `serde_norway` (the maintained fork of `serde_yaml`;
+//!   `serde_yml` is deprecated and `yaml-rust2` has no serde bridge); JSON is detected by a
+//!   leading `{`.
+//! * **References**: only local (`#/...`) references; an external file or URL, an anchor,
+//!   or a dangling pointer skips the operation that needs it (the skip names the pointer).
+//! * **Bodies**: JSON, form-urlencoded, multipart, text and raw media types (see
+//!   the `body` module); binary request bodies and binary multipart fields are **base64
+//!   strings in the input**. **GET and HEAD request bodies are not imported**.
+//! * **Header parameters named `Accept`, `Content-Type` or `Authorization` are ignored**, as
+//!   the specification says: `Accept` comes from the success response's media type,
+//!   `Content-Type` from the body's, `Authorization` from the security schemes.
+//! * **Auth** comes from [`OpenApiAuth`] and is matched to the document's security schemes
+//!   per operation (see [`OpenApiAuth`]).
+//! * **Servers**: [`OpenApiOptions::base_url`] replaces them all; otherwise the first server
+//!   of the operation, path item or root (default `/`), with variables substituted, and a
+//!   relative URL resolved against the document's URL (an error for a document read from a
+//!   string or file: set `base_url`).
+//! * **Skipping**: an operation that cannot be mapped (bad parameter, undeclared path
+//!   parameter, unresolvable `$ref`, a schema that does not compile, ...) is left out with a
+//!   `tracing::warn!` and listed in [`OpenApiImport::skipped`] with the pointer and reason;
+//!   nothing panics.
+//!
+//! # Names
+//!
+//! `operationId` is sanitized to `[A-Za-z_][A-Za-z0-9_]*` (other characters become `_`,
+//! case is kept, a leading digit gets a `_` prefix); without one the name is
+//! `<method>_<path>` with `{param}` → `by_<param>` (`GET /pets/{petId}` →
+//! `get_pets_by_petId`). When names collide, operations in a deterministic order (paths
+//! sorted, then methods get, put, post, delete, options, head, patch, trace, query) keep the
+//! name for the first and add `_2`, `_3`, ... to the others.
+
+mod auth;
+mod body;
+mod convert;
+mod document;
+mod error;
+mod mapping;
+mod naming;
+mod options;
+mod params;
+mod refs;
+mod request;
+mod response;
+mod servers;
+mod sse;
+
+pub use document::SpecVersion;
+pub use error::{OpenApiError, SkippedOperation};
+pub use options::{Credential, OpenApiAuth, OpenApiOptions};
+pub use sse::{SseEvent, SseParser};
+
+use opkit::{Handler, OperationRegistry, OperationSpec, RegistryError};
+use std::path::Path;
+use std::sync::Arc;
+use url::Url;
+
+/// Imports OpenAPI documents with one set of [`OpenApiOptions`].
+#[derive(Debug, Clone)]
+pub struct OpenApiImporter {
+    options: OpenApiOptions,
+}
+
+/// One imported operation: its spec and its handler.
+#[derive(Debug, Clone)]
+pub struct ImportedOperation {
+    /// The operation's spec (its `extensions["openapi"]` holds the method, path, pointer,
+    /// base URL and `operationId`).
+    pub spec: OperationSpec,
+    /// The handler that sends the HTTP request.
+    pub handler: Handler,
+}
+
+/// The result of an import: the operations, and the ones that were skipped.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct OpenApiImport {
+    /// The document's OpenAPI version.
+    pub version: SpecVersion,
+    /// `info.title`, when present.
+    pub title: Option<String>,
+    /// The imported operations, in the document's (deterministic) order.
+    pub operations: Vec<ImportedOperation>,
+    /// The operations that could not be mapped, each with the pointer and reason.
+    pub skipped: Vec<SkippedOperation>,
+}
+
+impl OpenApiImport {
+    /// The `(spec, handler)` pairs, for registering by hand.
+    pub fn into_pairs(self) -> Vec<(OperationSpec, Handler)> {
+        self.operations
+            .into_iter()
+            .map(|op| (op.spec, op.handler))
+            .collect()
+    }
+
+    /// The ids of the imported operations.
+    pub fn ids(&self) -> Vec<String> {
+        self.operations.iter().map(|op| op.spec.id()).collect()
+    }
+
+    /// Registers every operation; stops at the first registry error (a duplicate id, most
+    /// likely from importing the same namespace twice). Returns the registered ids.
+    pub fn register_into(self, registry: &OperationRegistry) -> Result<Vec<String>, RegistryError> {
+        let mut ids = Vec::with_capacity(self.operations.len());
+        for op in self.operations {
+            let id = op.spec.id();
+            registry.register(op.spec, op.handler)?;
+            ids.push(id);
+        }
+        Ok(ids)
+    }
+}
+
+impl OpenApiImporter {
+    /// An importer with these options.
+    pub fn new(options: OpenApiOptions) -> Self {
+        Self { options }
+    }
+
+    /// The options.
+    pub fn options(&self) -> &OpenApiOptions {
+        &self.options
+    }
+
+    /// Imports a document held in a string (JSON or YAML).
+    pub fn import_str(&self, text: &str) -> Result<OpenApiImport, OpenApiError> {
+        let value = document::parse_text(text)?;
+        self.import_value(value)
+    }
+
+    /// Imports a document already parsed into JSON.
+    pub fn import_value(&self, value: serde_json::Value) -> Result<OpenApiImport, OpenApiError> {
+        self.import_document(value, None)
+    }
+
+    /// Imports a document from a file (JSON or YAML).
+    pub fn import_file(&self, path: impl AsRef<Path>) -> Result<OpenApiImport, OpenApiError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| OpenApiError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        self.import_str(&text)
+    }
+
+    /// Fetches a document from a URL (JSON or YAML); relative server URLs resolve against it.
+    ///
+    /// The request carries the options' extra headers and uses their client and timeout.
+    pub async fn import_url(&self, url: &str) -> Result<OpenApiImport, OpenApiError> {
+        let fetch_error = |message: String| OpenApiError::Fetch {
+            url: url.to_owned(),
+            message,
+        };
+        let parsed = Url::parse(url).map_err(|error| fetch_error(error.to_string()))?;
+        let client = self.client();
+        let mut request = client.get(parsed);
+        for (name, value) in &self.options.headers {
+            request = request.header(name, value);
+        }
+        if let Some(timeout) = self.options.timeout {
+            request = request.timeout(timeout);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|error| fetch_error(error.to_string()))?;
+        if !response.status().is_success() {
+            return Err(fetch_error(format!("HTTP {}", response.status())));
+        }
+        let location = response.url().clone();
+        let text = response
+            .text()
+            .await
+            .map_err(|error| fetch_error(error.to_string()))?;
+        let value = document::parse_text(&text)?;
+        self.import_document(value, Some(location))
+    }
+
+    fn client(&self) -> reqwest::Client {
+        self.options.client.clone().unwrap_or_default()
+    }
+
+    fn check_options(&self) -> Result<(), OpenApiError> {
+        let namespace = &self.options.namespace;
+        let valid = !namespace.is_empty()
+            && namespace.split('.').all(|segment| {
+                let mut chars = segment.chars();
+                matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+                    && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+            });
+        if !valid {
+            return Err(OpenApiError::Options(format!(
+                "the namespace {namespace:?} must be segments of [A-Za-z_][A-Za-z0-9_]* separated by `.`"
+            )));
+        }
+        if let Some(base) = &self.options.base_url {
+            let url = Url::parse(base)
+                .map_err(|error| OpenApiError::Options(format!("base_url {base:?}: {error}")))?;
+            if !matches!(url.scheme(), "http" | "https") {
+                return Err(OpenApiError::Options(format!(
+                    "base_url {base:?} is not http(s)"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn import_document(
+        &self,
+        value: serde_json::Value,
+        location: Option<Url>,
+    ) -> Result<OpenApiImport, OpenApiError> {
+        self.check_options()?;
+        let doc = document::check(value, location)?;
+        let (mapped, skipped) = mapping::map_document(&doc, &self.options);
+        for skip in &skipped {
+            tracing::warn!(
+                method = %skip.method,
+                path = %skip.path,
+                pointer = %skip.pointer,
+                reason = %skip.reason,
+                "OpenAPI operation skipped"
+            );
+        }
+        let shared = Arc::new(request::Shared {
+            client: self.client(),
+            timeout: self.options.timeout,
+        });
+        let operations = mapped
+            .into_iter()
+            .map(|mapping::Mapped { spec, plan }| {
+                let plan = Arc::new(plan);
+                let handler = if plan.sse.is_some() {
+                    request::stream(plan, shared.clone())
+                } else {
+                    request::unary(plan, shared.clone())
+                };
+                ImportedOperation { spec, handler }
+            })
+            .collect();
+        Ok(OpenApiImport {
+            version: doc.version,
+            title: doc
+                .root
+                .pointer("/info/title")
+                .and_then(|t| t.as_str())
+                .map(str::to_owned),
+            operations,
+            skipped,
+        })
+    }
+}

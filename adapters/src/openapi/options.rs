@@ -1,0 +1,177 @@
+//! Import options: namespace, base URL, credentials, timeout, extra headers.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// How to import a document: where the operations go and how their requests are sent.
+///
+/// ```
+/// use opkit_adapters::openapi::{OpenApiAuth, OpenApiOptions};
+/// use std::time::Duration;
+/// let options = OpenApiOptions::new("petstore")
+///     .base_url("http://127.0.0.1:4010")
+///     .auth(OpenApiAuth::new().api_key("special-key").bearer("token"))
+///     .timeout(Duration::from_secs(10))
+///     .header("x-client", "opkit");
+/// assert_eq!(options.namespace, "petstore");
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct OpenApiOptions {
+    /// Namespace of every imported operation (`namespace.name`); segments of
+    /// `[A-Za-z_][A-Za-z0-9_]*` separated by `.`.
+    pub namespace: String,
+    /// Replaces the document's `servers` for every operation (an absolute URL; the path
+    /// templates are appended to it).
+    pub base_url: Option<String>,
+    /// Values for server variables (`{region}` in a server URL); others use their `default`.
+    pub server_variables: BTreeMap<String, String>,
+    /// Credentials, matched to the document's security schemes.
+    pub auth: OpenApiAuth,
+    /// Per-request timeout (connect to end of body; for SSE, until the response headers).
+    /// The context's deadline applies too; the earlier of the two wins.
+    pub timeout: Option<Duration>,
+    /// Headers sent with every request (after the document's own parameters).
+    pub headers: BTreeMap<String, String>,
+    /// The HTTP client to use; a default `reqwest::Client` when `None`.
+    pub client: Option<reqwest::Client>,
+}
+
+impl OpenApiOptions {
+    /// Options with a namespace and nothing else: the document's servers, no credentials,
+    /// no timeout besides the context's deadline.
+    pub fn new(namespace: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            base_url: None,
+            server_variables: BTreeMap::new(),
+            auth: OpenApiAuth::default(),
+            timeout: None,
+            headers: BTreeMap::new(),
+            client: None,
+        }
+    }
+
+    /// Sends every request to `base_url` instead of the document's servers.
+    #[must_use]
+    pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = Some(base_url.into());
+        self
+    }
+
+    /// Sets a server variable.
+    #[must_use]
+    pub fn server_variable(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.server_variables.insert(name.into(), value.into());
+        self
+    }
+
+    /// Sets the credentials.
+    #[must_use]
+    pub fn auth(mut self, auth: OpenApiAuth) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    /// Sets the per-request timeout.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Adds a header sent with every request.
+    #[must_use]
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.insert(name.into(), value.into());
+        self
+    }
+
+    /// Uses this HTTP client (connection pool, TLS and proxy settings) for every request.
+    #[must_use]
+    pub fn client(mut self, client: reqwest::Client) -> Self {
+        self.client = Some(client);
+        self
+    }
+}
+
+/// One credential, applied the way the security scheme it is matched to says.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Credential {
+    /// A token: `Authorization: Bearer <token>` for `http`/`bearer`, `oauth2` and
+    /// `openIdConnect` schemes; the key itself for `apiKey` schemes.
+    Bearer(String),
+    /// A user and password: `Authorization: Basic base64(user:password)`.
+    Basic {
+        /// The user name.
+        username: String,
+        /// The password.
+        password: String,
+    },
+    /// An API key: sent where the `apiKey` scheme says (header, query or cookie); as a bearer
+    /// token for token schemes.
+    ApiKey(String),
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print secrets.
+        f.write_str(match self {
+            Self::Bearer(_) => "Credential::Bearer(***)",
+            Self::Basic { .. } => "Credential::Basic(***)",
+            Self::ApiKey(_) => "Credential::ApiKey(***)",
+        })
+    }
+}
+
+/// Credentials for the imported API, matched to the document's security schemes.
+///
+/// A credential given for a scheme *by name* ([`OpenApiAuth::scheme`]) wins; otherwise the
+/// kind decides: [`bearer`](Self::bearer) serves `http`/`bearer`, `oauth2` and `openIdConnect`
+/// schemes, [`basic`](Self::basic) serves `http`/`basic`, [`api_key`](Self::api_key) serves
+/// `apiKey` schemes. For each operation the first alternative of its `security` list whose
+/// schemes are all satisfied is applied (an empty alternative `{}` is used only when no other
+/// one is satisfied); when none is, the request goes out without credentials.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenApiAuth {
+    pub(crate) schemes: BTreeMap<String, Credential>,
+    pub(crate) bearer: Option<String>,
+    pub(crate) basic: Option<(String, String)>,
+    pub(crate) api_key: Option<String>,
+}
+
+impl OpenApiAuth {
+    /// No credentials.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A bearer token for token schemes (`http`/`bearer`, `oauth2`, `openIdConnect`).
+    #[must_use]
+    pub fn bearer(mut self, token: impl Into<String>) -> Self {
+        self.bearer = Some(token.into());
+        self
+    }
+
+    /// A user and password for `http`/`basic` schemes.
+    #[must_use]
+    pub fn basic(mut self, username: impl Into<String>, password: impl Into<String>) -> Self {
+        self.basic = Some((username.into(), password.into()));
+        self
+    }
+
+    /// A key for `apiKey` schemes (placed in the header, query or cookie the scheme names).
+    #[must_use]
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// A credential for the security scheme named `name` in `components/securitySchemes`.
+    #[must_use]
+    pub fn scheme(mut self, name: impl Into<String>, credential: Credential) -> Self {
+        self.schemes.insert(name.into(), credential);
+        self
+    }
+}

@@ -1,0 +1,250 @@
+//! The handlers: build the request from the plan and the input, send it with reqwest, and
+//! turn the response into an envelope (or a stream of them).
+//!
+//! Timeouts: the options' `timeout` bounds each request (for SSE, until the response
+//! headers arrive); the context's deadline bounds the call as a whole (the registry stops
+//! the handler at the deadline and the dropped request closes its connection). Errors: a
+//! non-2xx status is `EXECUTION_ERROR` (status, headers and body in `details`); a timeout
+//! is `TIMEOUT`; a connection failure is `TRANSPORT_ERROR`; an input the request cannot
+//! carry (a header value with a line break, a bad base64 body) is `VALIDATION_ERROR`.
+
+use super::auth::AuthAction;
+use super::body::{self, Encoded};
+use super::mapping::OperationPlan;
+use super::params::{self, Location};
+use super::response;
+use super::sse;
+use futures::StreamExt;
+use opkit::{CallError, ErrorCode, Handler, OperationContext};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, COOKIE, HeaderMap, HeaderName, HeaderValue};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What every handler of one import shares.
+#[derive(Debug, Clone)]
+pub(crate) struct Shared {
+    pub client: reqwest::Client,
+    pub timeout: Option<Duration>,
+}
+
+/// `TRANSPORT_ERROR` (or `TIMEOUT`) for a reqwest failure.
+pub(crate) fn transport_error(label: &str, error: &reqwest::Error) -> CallError {
+    let mut message = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(inner) = source {
+        message.push_str(": ");
+        message.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    if error.is_timeout() {
+        CallError::timeout(format!("{label} timed out: {message}"))
+    } else {
+        CallError::transport(format!("{label} failed: {message}"))
+    }
+}
+
+fn invalid(message: String) -> CallError {
+    CallError::new(ErrorCode::ValidationError, message)
+}
+
+/// Builds the request for `input`.
+pub(crate) fn build(
+    plan: &OperationPlan,
+    shared: &Shared,
+    input: &Value,
+) -> Result<reqwest::RequestBuilder, CallError> {
+    let empty = serde_json::Map::new();
+    let input = input.as_object().unwrap_or(&empty);
+    let mut path = plan.path.clone();
+    let mut query: Vec<String> = Vec::new();
+    let mut headers = HeaderMap::new();
+    let mut cookies: Vec<String> = Vec::new();
+    for param in &plan.params {
+        let Some(value) = input.get(&param.property) else {
+            if param.location == Location::Path {
+                return Err(invalid(format!(
+                    "{}: the path parameter `{}` is missing",
+                    plan.label, param.name
+                )));
+            }
+            continue;
+        };
+        // `content` parameters are serialized with their media type (JSON text, or plain).
+        let owned;
+        let value = match &param.content {
+            Some(media)
+                if response::is_json(&response::MediaType::parse(media).essence)
+                    && param.location != Location::QueryString =>
+            {
+                owned = Value::String(value.to_string());
+                &owned
+            }
+            _ => value,
+        };
+        match param.location {
+            Location::Path => {
+                let text = params::path(&param.name, value, param.style, param.explode);
+                path = path.replace(&format!("{{{}}}", param.name), &text);
+            }
+            Location::Query => query.extend(params::query(
+                &param.name,
+                value,
+                param.style,
+                param.explode,
+                param.allow_reserved,
+            )),
+            Location::QueryString => query.extend(match value {
+                Value::String(text) => vec![text.trim_start_matches('?').to_owned()],
+                other => params::form_pairs(other),
+            }),
+            Location::Header => {
+                let text = params::header(value, param.explode);
+                insert_header(&mut headers, &param.name, &text, &plan.label)?;
+            }
+            Location::Cookie => cookies.extend(params::cookie(
+                &param.name,
+                value,
+                param.style,
+                param.explode,
+            )),
+        }
+    }
+    for action in &plan.auth {
+        match action {
+            AuthAction::Header(name, value) => {
+                insert_header(&mut headers, name, value, &plan.label)?
+            }
+            AuthAction::Query(name, value) => {
+                query.push(format!(
+                    "{}={}",
+                    params::encode_component(name),
+                    params::encode_component(value)
+                ));
+            }
+            AuthAction::Cookie(name, value) => cookies.push(format!("{name}={value}")),
+        }
+    }
+    if !cookies.is_empty() {
+        insert_header(
+            &mut headers,
+            COOKIE.as_str(),
+            &cookies.join("; "),
+            &plan.label,
+        )?;
+    }
+    if let Some(accept) = &plan.accept {
+        insert_header(&mut headers, ACCEPT.as_str(), accept, &plan.label)?;
+    }
+    for (name, value) in &plan.headers {
+        insert_header(&mut headers, name, value, &plan.label)?;
+    }
+    let mut url = format!("{}{}", plan.base_url, path);
+    if !query.is_empty() {
+        url.push('?');
+        url.push_str(&query.join("&"));
+    }
+    let mut request = shared
+        .client
+        .request(plan.method.clone(), &url)
+        .headers(headers);
+    if let Some(body_plan) = &plan.body
+        && let Some(value) = input.get("body")
+    {
+        request = match body::encode(body_plan, value)? {
+            Encoded::Bytes(bytes) => request
+                .header(CONTENT_TYPE, &body_plan.content_type)
+                .body(bytes),
+            Encoded::Multipart(form) => request.multipart(form),
+        };
+    }
+    Ok(request)
+}
+
+fn insert_header(
+    headers: &mut HeaderMap,
+    name: &str,
+    value: &str,
+    label: &str,
+) -> Result<(), CallError> {
+    let name = HeaderName::from_bytes(name.as_bytes())
+        .map_err(|_| invalid(format!("{label}: {name:?} is not a valid header name")))?;
+    let value = HeaderValue::from_str(value)
+        .map_err(|_| invalid(format!("{label}: the value of header `{name}` cannot be sent (line breaks or control characters)")))?;
+    headers.insert(name, value);
+    Ok(())
+}
+
+/// The timeout of one request: the options' timeout and the context's deadline.
+fn effective_timeout(shared: &Shared, ctx: &OperationContext) -> Option<Duration> {
+    let deadline = ctx.deadline().map(|deadline| deadline.remaining());
+    match (shared.timeout, deadline) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// A handler for a query or mutation.
+pub(crate) fn unary(plan: Arc<OperationPlan>, shared: Arc<Shared>) -> Handler {
+    Handler::unary(move |input: Value, ctx: OperationContext| {
+        let plan = plan.clone();
+        let shared = shared.clone();
+        async move {
+            let mut request = build(&plan, &shared, &input)?;
+            if let Some(timeout) = effective_timeout(&shared, &ctx) {
+                request = request.timeout(timeout);
+            }
+            let response = request
+                .send()
+                .await
+                .map_err(|error| transport_error(&plan.label, &error))?;
+            response::into_result(response, &plan.label).await
+        }
+    })
+}
+
+/// A handler for an SSE subscription.
+pub(crate) fn stream(plan: Arc<OperationPlan>, shared: Arc<Shared>) -> Handler {
+    Handler::stream(move |input: Value, ctx: OperationContext| {
+        let plan = plan.clone();
+        let shared = shared.clone();
+        let timeout = effective_timeout(&shared, &ctx);
+        futures::stream::once(async move {
+            let request = build(&plan, &shared, &input)?;
+            let sending = request.send();
+            let response = match timeout {
+                Some(limit) => tokio::time::timeout(limit, sending).await.map_err(|_| {
+                    CallError::timeout(format!("{} did not answer within {limit:?}", plan.label))
+                })?,
+                None => sending.await,
+            }
+            .map_err(|error| transport_error(&plan.label, &error))?;
+            if !response.status().is_success() {
+                let error = response::into_result(response, &plan.label).await;
+                return Err(error
+                    .err()
+                    .unwrap_or_else(|| CallError::execution("unreachable")));
+            }
+            let content_type = response
+                .headers()
+                .get(CONTENT_TYPE)
+                .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+                .unwrap_or_default();
+            if !sse::is_event_stream(&content_type) {
+                return Err(CallError::execution(format!(
+                    "{} answered with Content-Type {content_type:?}, not text/event-stream",
+                    plan.label
+                ))
+                .with_details(
+                    json!({"status": response.status().as_u16(), "contentType": content_type}),
+                ));
+            }
+            let mode = plan.sse.unwrap_or(sse::EventData::Sniff);
+            Ok(sse::envelopes(response, mode, plan.label.clone()))
+        })
+        .flat_map(|opened| match opened {
+            Ok(events) => events.boxed(),
+            Err(error) => futures::stream::once(async move { Err(error) }).boxed(),
+        })
+    })
+}
