@@ -4,9 +4,17 @@
 //! |---|---|---|
 //! | `openapi` | [`openapi`] | imports an OpenAPI 3.0/3.1/3.2 API as operations |
 //! | `mcp` | [`mcp`] | imports an MCP server's tools as operations |
+//! | `http-server` | [`http_server`] | serves a registry over HTTP: a route per operation, SSE subscriptions, `/openapi.json` |
+//! | `mcp-server` | [`mcp_server`] | serves a registry as an MCP server over stdio and Streamable HTTP (enables `http-server`) |
 
 #[cfg(feature = "openapi")]
 pub mod openapi;
 
 #[cfg(feature = "mcp")]
 pub mod mcp;
+
+#[cfg(feature = "http-server")]
+pub mod http_server;
+
+#[cfg(feature = "mcp-server")]
+pub mod mcp_server;

@@ -1,0 +1,360 @@
+//! The axum handlers: `/ops/{id}`, `/openapi.json` and the 404 fallback.
+
+use super::identity::{IdentityResolver, identify};
+use super::openapi::{DocumentInfo, document};
+use super::query::QueryShape;
+use super::status_for;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::{Stream, StreamExt};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
+use opkit::{
+    CallError, EnvelopeStream, ErrorCode, OperationContext, OperationKind, OperationRegistry,
+    OperationSpec,
+};
+use serde_json::{Value, json};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+/// The response header carrying the request id of the call.
+pub(crate) const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Everything the handlers share.
+pub(crate) struct Shared {
+    pub(crate) registry: OperationRegistry,
+    pub(crate) resolver: Option<Arc<dyn IdentityResolver>>,
+    pub(crate) body_limit: usize,
+    pub(crate) request_timeout: Duration,
+    pub(crate) subscription_timeout: Option<Duration>,
+    pub(crate) keep_alive: Duration,
+    pub(crate) info: DocumentInfo,
+}
+
+/// A `CallError` as an HTTP response: the mapped status and the wire JSON as the body.
+pub(crate) fn error_response(error: &CallError) -> Response {
+    error_with_status(status_for(error.code), error)
+}
+
+fn error_with_status(status: StatusCode, error: &CallError) -> Response {
+    (status, axum::Json(error)).into_response()
+}
+
+fn unauthorized() -> Response {
+    let error = CallError::access_denied("the bearer token was not accepted");
+    let mut response = error_with_status(StatusCode::UNAUTHORIZED, &error);
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer error=\"invalid_token\""),
+    );
+    response
+}
+
+fn method_not_allowed(id: &str, method: &Method, allowed: &[Method]) -> Response {
+    let names: Vec<&str> = allowed.iter().map(Method::as_str).collect();
+    let error = CallError::new(
+        ErrorCode::ValidationError,
+        format!(
+            "`{id}` does not take {method} requests; use {}",
+            names.join(" or ")
+        ),
+    );
+    let mut response = error_with_status(StatusCode::METHOD_NOT_ALLOWED, &error);
+    if let Ok(value) = HeaderValue::from_str(&names.join(", ")) {
+        response.headers_mut().insert(header::ALLOW, value);
+    }
+    response
+}
+
+/// `GET /openapi.json`.
+pub(crate) async fn openapi(State(shared): State<Arc<Shared>>) -> Response {
+    axum::Json(document(&shared.registry, &shared.info)).into_response()
+}
+
+/// Anything that is not a route.
+pub(crate) async fn fallback(method: Method, uri: Uri) -> Response {
+    let error = CallError::new(
+        ErrorCode::OperationNotFound,
+        format!(
+            "no route for {method} {}; operations are served at /ops/<id>, the API is described at /openapi.json",
+            uri.path()
+        ),
+    );
+    error_response(&error)
+}
+
+/// The methods an operation answers: queries and subscriptions take GET (when their input
+/// spreads over query parameters) and POST; mutations take POST.
+fn allowed_methods(spec: &OperationSpec) -> Vec<Method> {
+    let get = QueryShape::of(&spec.input_schema).is_some();
+    match spec.kind {
+        OperationKind::Mutation => vec![Method::POST],
+        OperationKind::Query | OperationKind::Subscription if get => {
+            vec![Method::GET, Method::POST]
+        }
+        OperationKind::Query | OperationKind::Subscription => vec![Method::POST],
+    }
+}
+
+/// Reads the body up to `limit` bytes.
+async fn read_body(body: Body, limit: usize) -> Result<Vec<u8>, Rejection> {
+    let mut bytes = Vec::new();
+    let mut frames = body.into_data_stream();
+    while let Some(frame) = frames.next().await {
+        let chunk = frame.map_err(|error| {
+            Rejection::from(CallError::new(
+                ErrorCode::ValidationError,
+                format!("the request body could not be read: {error}"),
+            ))
+        })?;
+        if bytes.len() + chunk.len() > limit {
+            return Err(too_large(limit));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
+fn too_large(limit: usize) -> Rejection {
+    Rejection {
+        status: StatusCode::PAYLOAD_TOO_LARGE,
+        error: CallError::new(
+            ErrorCode::ValidationError,
+            format!("the request body is larger than {limit} bytes"),
+        ),
+    }
+}
+
+/// A request refused before the registry is called: a status and a `CallError`.
+struct Rejection {
+    status: StatusCode,
+    error: CallError,
+}
+
+impl From<CallError> for Rejection {
+    fn from(error: CallError) -> Self {
+        Self {
+            status: status_for(error.code),
+            error,
+        }
+    }
+}
+
+impl Rejection {
+    fn into_response(self) -> Response {
+        error_with_status(self.status, &self.error)
+    }
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return true;
+    };
+    let Ok(text) = value.to_str() else {
+        return false;
+    };
+    let essence = text
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// The input of a POST: the JSON body (empty means `{}`).
+async fn body_input(shared: &Shared, headers: &HeaderMap, body: Body) -> Result<Value, Rejection> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|text| text.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > shared.body_limit as u64) {
+        return Err(too_large(shared.body_limit));
+    }
+    let bytes = match tokio::time::timeout(
+        shared.request_timeout,
+        read_body(body, shared.body_limit),
+    )
+    .await
+    {
+        Ok(result) => result?,
+        Err(_) => {
+            return Err(Rejection::from(CallError::timeout(
+                "the request body did not arrive before the request timeout",
+            )));
+        }
+    };
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(json!({}));
+    }
+    if !is_json(headers) {
+        return Err(Rejection {
+            status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            error: CallError::new(
+                ErrorCode::ValidationError,
+                "the request body must be application/json",
+            ),
+        });
+    }
+    serde_json::from_slice(&bytes).map_err(|error| {
+        Rejection::from(CallError::new(
+            ErrorCode::ValidationError,
+            format!("the request body is not valid JSON: {error}"),
+        ))
+    })
+}
+
+/// The input of a GET: the query string, spread over the input schema's properties.
+fn query_input(spec: &OperationSpec, uri: &Uri) -> Result<Value, Rejection> {
+    let shape = QueryShape::of(&spec.input_schema).unwrap_or(QueryShape { params: Vec::new() });
+    let pairs: Vec<(String, String)> =
+        match axum::extract::Query::<Vec<(String, String)>>::try_from_uri(uri) {
+            Ok(axum::extract::Query(pairs)) => pairs,
+            Err(error) => {
+                return Err(Rejection::from(CallError::new(
+                    ErrorCode::ValidationError,
+                    format!("the query string cannot be decoded: {error}"),
+                )));
+            }
+        };
+    shape.decode(pairs).map_err(Rejection::from)
+}
+
+fn with_request_id(mut response: Response, ctx: &OperationContext) -> Response {
+    if let Ok(value) = HeaderValue::from_str(ctx.request_id()) {
+        response.headers_mut().insert(REQUEST_ID, value);
+    }
+    response
+}
+
+/// `/ops/{id}`, any method.
+pub(crate) async fn operation(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<String>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let Ok(identity) = identify(shared.resolver.as_deref(), &headers).await else {
+        return unauthorized();
+    };
+    let Some(spec) = shared.registry.spec(&id) else {
+        return error_response(&CallError::not_found(&id));
+    };
+    let allowed = allowed_methods(&spec);
+    if !allowed.contains(&method) {
+        return method_not_allowed(&id, &method, &allowed);
+    }
+    if let Err(error) = spec.access.check(identity.as_ref()) {
+        return error_response(&error);
+    }
+    let input = if method == Method::GET {
+        query_input(&spec, &uri)
+    } else {
+        body_input(&shared, &headers, body).await
+    };
+    let input = match input {
+        Ok(input) => input,
+        Err(rejection) => return rejection.into_response(),
+    };
+    let mut ctx = OperationContext::new().with_identity_opt(identity);
+    if let Some(request_id) = headers
+        .get(REQUEST_ID)
+        .and_then(|value| value.to_str().ok())
+        .filter(|text| !text.is_empty() && text.len() <= 128)
+    {
+        ctx = ctx.with_request_id(request_id);
+    }
+    if spec.kind.is_stream() {
+        if let Some(timeout) = shared.subscription_timeout {
+            ctx = ctx.with_timeout(timeout);
+        }
+        let token = CancellationToken::new();
+        let ctx = ctx.with_cancellation(token.clone());
+        let response = match shared.registry.subscribe(&id, input, &ctx).await {
+            Ok(stream) => {
+                let events = sse_events(stream, token.drop_guard(), ctx.request_id().to_owned());
+                let mut response = Sse::new(events)
+                    .keep_alive(KeepAlive::new().interval(shared.keep_alive))
+                    .into_response();
+                response.headers_mut().insert(
+                    HeaderName::from_static("x-accel-buffering"),
+                    HeaderValue::from_static("no"),
+                );
+                response
+            }
+            Err(error) => error_response(&error),
+        };
+        with_request_id(response, &ctx)
+    } else {
+        let ctx = ctx.with_timeout(shared.request_timeout);
+        let response = match shared.registry.execute(&id, input, &ctx).await {
+            Ok(envelope) => axum::Json(envelope).into_response(),
+            Err(error) => error_response(&error),
+        };
+        with_request_id(response, &ctx)
+    }
+}
+
+/// Where the event stream of a subscription is.
+struct EventState {
+    /// `None` once the final event was sent.
+    items: Option<EnvelopeStream>,
+    next_id: u64,
+    request_id: String,
+    /// Cancels the handler's context when the response body is dropped (client gone).
+    _guard: DropGuard,
+}
+
+fn json_event(name: Option<&'static str>, value: &impl serde::Serialize) -> Event {
+    let event = Event::default();
+    let event = match name {
+        Some(name) => event.event(name),
+        None => event,
+    };
+    match serde_json::to_string(value) {
+        Ok(text) => event.data(text),
+        Err(error) => Event::default()
+            .event("error")
+            .data(json!({"code": "EXECUTION_ERROR", "message": error.to_string()}).to_string()),
+    }
+}
+
+/// The SSE events of a subscription: one per envelope, then `complete` or `error`.
+/// Dropping the returned stream drops the registry stream and cancels the context.
+fn sse_events(
+    items: EnvelopeStream,
+    guard: DropGuard,
+    request_id: String,
+) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static {
+    let state = EventState {
+        items: Some(items),
+        next_id: 0,
+        request_id,
+        _guard: guard,
+    };
+    futures::stream::unfold(state, |mut state| async move {
+        let items = state.items.as_mut()?;
+        let event = match items.next().await {
+            Some(Ok(envelope)) => {
+                let event = json_event(None, &envelope).id(state.next_id.to_string());
+                state.next_id += 1;
+                event
+            }
+            Some(Err(error)) => {
+                state.items = None;
+                json_event(Some("error"), &error)
+            }
+            None => {
+                state.items = None;
+                json_event(Some("complete"), &json!({"requestId": state.request_id}))
+            }
+        };
+        Some((Ok(event), state))
+    })
+}

@@ -1,0 +1,306 @@
+//! Serve a registry over HTTP (feature `http-server`, built on axum): one route per
+//! operation, subscriptions as server-sent events, and a generated OpenAPI 3.1 document.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use opkit::{Handler, Identity, OperationKind, OperationRegistry, OperationSpec};
+//! use opkit_adapters::http_server::{HttpServer, StaticTokens};
+//! use serde_json::json;
+//!
+//! let registry = OperationRegistry::new();
+//! registry
+//!     .register(
+//!         OperationSpec::new("math", "add", OperationKind::Query).input_schema(json!({
+//!             "type": "object",
+//!             "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+//!             "required": ["a", "b"]
+//!         })),
+//!         Handler::unary(|input, _ctx| async move {
+//!             Ok(json!(input["a"].as_i64().unwrap_or(0) + input["b"].as_i64().unwrap_or(0)))
+//!         }),
+//!     )
+//!     .unwrap();
+//! let server = HttpServer::new(registry)
+//!     .identity_resolver(StaticTokens::new().with("s3cret", Identity::new("ann")));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! // GET  http://127.0.0.1:8080/ops/math.add?a=2&b=40
+//! // POST http://127.0.0.1:8080/ops/math.add  {"a": 2, "b": 40}
+//! // GET  http://127.0.0.1:8080/openapi.json
+//! server.serve(listener).await
+//! # }
+//! ```
+//!
+//! # URL layout
+//!
+//! | route | what |
+//! |---|---|
+//! | `GET /openapi.json` | the OpenAPI 3.1 document, generated from the registry's current specs |
+//! | `GET /ops/<id>?<params>` | a query or subscription, input from the query string (below) |
+//! | `POST /ops/<id>` | any operation, input from the `application/json` body (an empty body is `{}`) |
+//! | anything else | `404` with a `CallError` body |
+//!
+//! `<id>` is the operation id as is (`/ops/math.add`). Mutations take only `POST`; queries
+//! and subscriptions take both `GET` and `POST`, except that `GET` needs an input schema
+//! that spreads over query parameters — an object schema with `properties` and no
+//! combinator at its root: each property is one parameter, primitives as plain values
+//! (`?a=2&flag=true`), arrays of primitives as repeated keys (`?tag=x&tag=y`), anything else
+//! as JSON (`?filter={"name":"ann"}`). Other methods get `405` with an `Allow` header.
+//! The OpenAPI document describes **one** HTTP operation per opkit operation
+//! (`operationId` = the opkit id): `GET` when it is possible for queries and subscriptions,
+//! `POST` otherwise — importing the document gives back the same operations.
+//!
+//! # Responses
+//!
+//! **The whole [`ResponseEnvelope`](opkit::ResponseEnvelope) is the body**, so both the data
+//! and the meta survive (an operation that returns its own HTTP or MCP envelope keeps it):
+//! `200 {"data": .., "meta": {"source": "local", "operationId": .., "timestamp": ..}}`.
+//! The status is the call's: an envelope whose meta says `statusCode: 404` or
+//! `isError: true` is still a successful call and comes back with `200`.
+//! Failures carry the [`CallError`] wire JSON `{code, message, details?}` with the status
+//! from [`status_for`]:
+//!
+//! | code | status |
+//! |---|---|
+//! | `VALIDATION_ERROR` (input, query string, body JSON) | 400 (413 for a body over the limit, 415 for a non-JSON body) |
+//! | `ACCESS_DENIED` | 403 (401 with `WWW-Authenticate: Bearer` for a token the resolver rejects) |
+//! | `OPERATION_NOT_FOUND` | 404 |
+//! | `EXECUTION_ERROR` | 500 |
+//! | `TRANSPORT_ERROR` | 502 |
+//! | `ABORTED` | 503 |
+//! | `TIMEOUT` | 504 |
+//!
+//! Every response to `/ops/<id>` carries the call's request id in `x-request-id` (a
+//! request may choose it by sending that header).
+//!
+//! # Subscriptions
+//!
+//! A subscription answers `200` with `Content-Type: text/event-stream` (and
+//! `Cache-Control: no-cache`, `X-Accel-Buffering: no`):
+//!
+//! ```text
+//! id: 0
+//! data: {"data":{"tick":0},"meta":{"source":"local","operationId":"clock.ticks","timestamp":1767225600000}}
+//!
+//! id: 1
+//! data: {"data":{"tick":1},"meta":{..}}
+//!
+//! event: complete
+//! data: {"requestId":"1b4e28ba-2fa1-11d2-883f-0016d3cca427"}
+//! ```
+//!
+//! One unnamed event (type `message`, so `EventSource.onmessage` sees it) per envelope, then
+//! either `event: complete` or — when the stream fails — `event: error` with a `CallError`,
+//! and the response ends. Errors found before the stream starts (validation, access) are
+//! ordinary JSON error responses. Comments (`:`) are sent as keep-alives. When the client
+//! disconnects, the response body is dropped, which drops the registry stream (and the
+//! handler's stream) and cancels the context's cancellation token.
+//!
+//! # Identity and access
+//!
+//! With an [`IdentityResolver`] configured, `Authorization: Bearer <token>` is resolved
+//! into the call's [`Identity`](opkit::Identity); no header means an anonymous call; a
+//! header the resolver rejects is `401`. Without a resolver the header is ignored and every
+//! call is anonymous. The server is an untrusted entry point: each operation's
+//! [`AccessRule`](opkit::AccessRule) is checked before the registry is called (`403`).
+//!
+//! # Limits
+//!
+//! | setting | default | what |
+//! |---|---|---|
+//! | [`HttpServer::body_limit`] | 1 MiB | larger bodies get `413` |
+//! | [`HttpServer::request_timeout`] | 30 s | the deadline of queries and mutations (and of reading the body): `504` |
+//! | [`HttpServer::subscription_timeout`] | none | the deadline of subscriptions: an `error` event with `TIMEOUT` |
+//! | [`HttpServer::keep_alive`] | 15 s | interval of SSE keep-alive comments |
+
+mod handlers;
+mod identity;
+mod openapi;
+mod query;
+pub(crate) mod refs;
+
+pub use identity::{IdentityResolver, StaticTokens, async_resolver};
+
+pub(crate) use identity::identify;
+
+use axum::Router;
+use axum::routing::{any, get};
+use handlers::Shared;
+use http::StatusCode;
+use opkit::{CallError, ErrorCode, OperationRegistry};
+use serde_json::Value;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The HTTP status of a [`CallError`] code.
+///
+/// ```
+/// use http::StatusCode;
+/// use opkit::ErrorCode;
+/// use opkit_adapters::http_server::status_for;
+/// assert_eq!(status_for(ErrorCode::ValidationError), StatusCode::BAD_REQUEST);
+/// assert_eq!(status_for(ErrorCode::Timeout), StatusCode::GATEWAY_TIMEOUT);
+/// ```
+pub fn status_for(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::ValidationError => StatusCode::BAD_REQUEST,
+        ErrorCode::AccessDenied => StatusCode::FORBIDDEN,
+        ErrorCode::OperationNotFound => StatusCode::NOT_FOUND,
+        ErrorCode::ExecutionError => StatusCode::INTERNAL_SERVER_ERROR,
+        ErrorCode::TransportError => StatusCode::BAD_GATEWAY,
+        ErrorCode::Aborted => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,
+    }
+}
+
+/// The response of a [`CallError`]: [`status_for`] its code, the wire JSON as the body.
+pub fn error_response(error: &CallError) -> axum::response::Response {
+    handlers::error_response(error)
+}
+
+/// Serves an [`OperationRegistry`] over HTTP; see the [module docs](self) for the routes.
+///
+/// Operations registered or removed after the server started are served (and documented)
+/// from then on.
+#[derive(Clone)]
+pub struct HttpServer {
+    registry: OperationRegistry,
+    resolver: Option<Arc<dyn IdentityResolver>>,
+    body_limit: usize,
+    request_timeout: Duration,
+    subscription_timeout: Option<Duration>,
+    keep_alive: Duration,
+    title: String,
+    version: String,
+    description: Option<String>,
+}
+
+impl std::fmt::Debug for HttpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpServer")
+            .field("registry", &self.registry)
+            .field("has_resolver", &self.resolver.is_some())
+            .field("body_limit", &self.body_limit)
+            .field("request_timeout", &self.request_timeout)
+            .field("subscription_timeout", &self.subscription_timeout)
+            .field("keep_alive", &self.keep_alive)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpServer {
+    /// A server for `registry` with the default limits, no identity resolver, and the
+    /// document title `opkit`.
+    pub fn new(registry: OperationRegistry) -> Self {
+        Self {
+            registry,
+            resolver: None,
+            body_limit: 1024 * 1024,
+            request_timeout: Duration::from_secs(30),
+            subscription_timeout: None,
+            keep_alive: Duration::from_secs(15),
+            title: "opkit".to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            description: None,
+        }
+    }
+
+    /// Resolves `Authorization: Bearer` tokens into identities.
+    #[must_use]
+    pub fn identity_resolver(mut self, resolver: impl IdentityResolver) -> Self {
+        self.resolver = Some(Arc::new(resolver));
+        self
+    }
+
+    /// The largest request body accepted, in bytes (default 1 MiB).
+    #[must_use]
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = bytes;
+        self
+    }
+
+    /// The deadline of queries and mutations, and of reading a request body (default 30 s).
+    #[must_use]
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// The deadline of subscriptions (default none: they run until they end or the client
+    /// disconnects).
+    #[must_use]
+    pub fn subscription_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.subscription_timeout = timeout;
+        self
+    }
+
+    /// The interval of SSE keep-alive comments (default 15 s).
+    #[must_use]
+    pub fn keep_alive(mut self, interval: Duration) -> Self {
+        self.keep_alive = interval;
+        self
+    }
+
+    /// The document's `info.title` and `info.version`.
+    #[must_use]
+    pub fn info(mut self, title: impl Into<String>, version: impl Into<String>) -> Self {
+        self.title = title.into();
+        self.version = version.into();
+        self
+    }
+
+    /// The document's `info.description`.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    fn document_info(&self) -> openapi::DocumentInfo {
+        openapi::DocumentInfo {
+            title: self.title.clone(),
+            version: self.version.clone(),
+            description: self.description.clone(),
+            bearer: self.resolver.is_some(),
+        }
+    }
+
+    /// The OpenAPI 3.1 document of the registry as it is now (what `/openapi.json` serves).
+    pub fn openapi(&self) -> Value {
+        openapi::document(&self.registry, &self.document_info())
+    }
+
+    /// The routes, ready to serve or to merge into a larger axum app.
+    pub fn router(&self) -> Router {
+        let shared = Arc::new(Shared {
+            registry: self.registry.clone(),
+            resolver: self.resolver.clone(),
+            body_limit: self.body_limit,
+            request_timeout: self.request_timeout,
+            subscription_timeout: self.subscription_timeout,
+            keep_alive: self.keep_alive,
+            info: self.document_info(),
+        });
+        Router::new()
+            .route("/openapi.json", get(handlers::openapi))
+            .route("/ops/{id}", any(handlers::operation))
+            .fallback(handlers::fallback)
+            .with_state(shared)
+    }
+
+    /// Serves on `listener` until the process ends.
+    pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        axum::serve(listener, self.router()).await
+    }
+
+    /// Serves on `listener` until `shutdown` completes, then finishes the open requests.
+    pub async fn serve_with_shutdown(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        axum::serve(listener, self.router())
+            .with_graceful_shutdown(shutdown)
+            .await
+    }
+}

@@ -1,0 +1,323 @@
+//! The OpenAPI 3.1 document of a served registry (`GET /openapi.json`).
+//!
+//! One path per operation (`/ops/{id}`) with **one** documented HTTP operation whose
+//! `operationId` is the opkit id, so that importing the document gives back one operation
+//! per served operation:
+//!
+//! - a query or subscription whose input spreads over query parameters is documented as
+//!   `GET` with those parameters (see the [query module docs](super#url-layout)); the
+//!   `POST` form also works but is not documented, to keep one entry per operation;
+//! - every other operation is documented as `POST` with an `application/json` body.
+//!
+//! Schemas live in `components/schemas`: `<id>.Input`, `<id>.Output`, `<id>.Envelope` (what
+//! the 200 response carries: `{data: <id>.Output, meta: ResponseMeta}`), their `$defs` as
+//! `<id>.Input.<Def>` / `<id>.Output.<Def>`, and the shared `ResponseEnvelope`, `ResponseMeta`
+//! (and the meta variants) and `CallError`. Every error status the server can answer is
+//! described with the `CallError` body. Each operation also carries `x-opkit-id`,
+//! `x-opkit-kind` and, when restricted, `x-opkit-access`.
+
+use super::query::{ParamStyle, QueryShape};
+use super::refs::{add_component, component_rewriter, encode_token, rewrite_refs};
+use opkit::{OperationKind, OperationRegistry, OperationSpec};
+use serde_json::{Map, Value, json};
+
+/// Where operations are served: `/ops/<id>`.
+pub(crate) const OPS_PREFIX: &str = "/ops/";
+
+/// What the document says about the API as a whole.
+#[derive(Debug, Clone)]
+pub(crate) struct DocumentInfo {
+    pub(crate) title: String,
+    pub(crate) version: String,
+    pub(crate) description: Option<String>,
+    /// A bearer-token resolver is configured: document the security scheme and 401s.
+    pub(crate) bearer: bool,
+}
+
+/// The HTTP method an operation is documented with.
+pub(crate) fn documented_method(spec: &OperationSpec) -> &'static str {
+    match spec.kind {
+        OperationKind::Mutation => "post",
+        OperationKind::Query | OperationKind::Subscription => {
+            if QueryShape::of(&spec.input_schema).is_some() {
+                "get"
+            } else {
+                "post"
+            }
+        }
+    }
+}
+
+fn error_response(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CallError"}}}
+    })
+}
+
+/// `components/responses`: one entry per error status.
+fn error_responses(bearer: bool) -> Map<String, Value> {
+    let mut responses = Map::new();
+    let entries = [
+        (
+            "BadRequest",
+            "`VALIDATION_ERROR`: the input does not match the input schema (`details` lists every violation as `{path, message}`), or the request is malformed.",
+        ),
+        (
+            "Forbidden",
+            "`ACCESS_DENIED`: the caller's identity does not satisfy the operation's access rule.",
+        ),
+        (
+            "NotFound",
+            "`OPERATION_NOT_FOUND`: no such operation (it may have been removed).",
+        ),
+        (
+            "PayloadTooLarge",
+            "`VALIDATION_ERROR`: the request body is larger than the server's limit.",
+        ),
+        (
+            "UnsupportedMediaType",
+            "`VALIDATION_ERROR`: the request body is not `application/json`.",
+        ),
+        (
+            "ExecutionError",
+            "`EXECUTION_ERROR`: the operation failed (returned an error or panicked).",
+        ),
+        (
+            "TransportError",
+            "`TRANSPORT_ERROR`: a service the operation depends on could not be reached.",
+        ),
+        ("Aborted", "`ABORTED`: the call was cancelled."),
+        (
+            "Timeout",
+            "`TIMEOUT`: the operation did not finish before its deadline.",
+        ),
+    ];
+    for (name, description) in entries {
+        responses.insert(name.to_owned(), error_response(description));
+    }
+    if bearer {
+        let mut unauthorized = error_response(
+            "`ACCESS_DENIED`: the `Authorization` header is not a bearer token the server accepts.",
+        );
+        unauthorized["headers"] = json!({
+            "WWW-Authenticate": {"description": "`Bearer error=\"invalid_token\"`", "schema": {"type": "string"}}
+        });
+        responses.insert("Unauthorized".to_owned(), unauthorized);
+    }
+    responses
+}
+
+fn response_ref(name: &str) -> Value {
+    json!({"$ref": format!("#/components/responses/{name}")})
+}
+
+/// A property schema (written relative to the input schema) with its local refs pointing
+/// into the input's component.
+fn property_schema(schema: &Value, input_key: &str) -> Value {
+    let mut schema = schema.clone();
+    let defs_prefix = format!("{input_key}.");
+    rewrite_refs(
+        &mut schema,
+        &mut component_rewriter(input_key, &defs_prefix),
+    );
+    schema
+}
+
+fn parameters(shape: &QueryShape, input_key: &str) -> Vec<Value> {
+    shape
+        .params
+        .iter()
+        .map(|param| {
+            let schema = property_schema(&param.schema, input_key);
+            let mut parameter = json!({
+                "name": param.name,
+                "in": "query",
+                "required": param.required,
+            });
+            if let Some(description) = param.schema.get("description").and_then(Value::as_str) {
+                parameter["description"] = json!(description);
+            }
+            match param.style {
+                ParamStyle::Scalar(_) | ParamStyle::Array(_) => {
+                    parameter["schema"] = schema;
+                }
+                ParamStyle::Json => {
+                    parameter["content"] = json!({"application/json": {"schema": schema}});
+                }
+            }
+            parameter
+        })
+        .collect()
+}
+
+fn has_required(schema: &Value) -> bool {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .is_some_and(|required| !required.is_empty())
+}
+
+fn summary(spec: &OperationSpec) -> String {
+    spec.description
+        .as_deref()
+        .and_then(|text| text.lines().map(str::trim).find(|line| !line.is_empty()))
+        .map_or_else(|| format!("{} {}", spec.kind, spec.id()), str::to_owned)
+}
+
+fn operation(
+    spec: &OperationSpec,
+    components: &mut Map<String, Value>,
+    meta_schema: &Value,
+    info: &DocumentInfo,
+) -> (String, Value) {
+    let id = spec.id();
+    let input_key = format!("{id}.Input");
+    let output_key = format!("{id}.Output");
+    let envelope_key = format!("{id}.Envelope");
+    let input_ref = add_component(
+        components,
+        &input_key,
+        &format!("{input_key}."),
+        &spec.input_schema,
+    );
+    let output_ref = add_component(
+        components,
+        &output_key,
+        &format!("{output_key}."),
+        &spec.output_schema,
+    );
+    components.insert(
+        envelope_key.clone(),
+        json!({
+            "type": "object",
+            "description": format!("The `ResponseEnvelope` of `{id}`."),
+            "required": ["data", "meta"],
+            "properties": {"data": output_ref, "meta": meta_schema},
+        }),
+    );
+    let envelope_ref =
+        json!({"$ref": format!("#/components/schemas/{}", encode_token(&envelope_key))});
+
+    let method = documented_method(spec);
+    let mut op = json!({
+        "operationId": id,
+        "summary": summary(spec),
+        "tags": [spec.namespace],
+        "x-opkit-id": id,
+        "x-opkit-kind": spec.kind.as_str(),
+    });
+    if let Some(description) = &spec.description {
+        op["description"] = json!(description);
+    }
+    if !spec.access.is_public() {
+        op["x-opkit-access"] = json!(spec.access);
+    }
+    if method == "get" {
+        let shape = QueryShape::of(&spec.input_schema).unwrap_or(QueryShape { params: Vec::new() });
+        op["parameters"] = json!(parameters(&shape, &input_key));
+    } else {
+        op["requestBody"] = json!({
+            "description": "The input object. An empty body is read as `{}`.",
+            "required": has_required(&spec.input_schema),
+            "content": {"application/json": {"schema": input_ref}},
+        });
+    }
+
+    let success = if spec.kind.is_stream() {
+        json!({
+            "description": "A `text/event-stream`: one unnamed (`message`) event per item whose data is the item's `ResponseEnvelope` JSON (`id` counts from 0), then either `event: complete` with data `{\"requestId\": ..}` or `event: error` with a `CallError`; `:` comments keep the connection alive. Closing the connection cancels the subscription.",
+            "content": {"text/event-stream": {
+                "schema": {"type": "string"},
+                "x-opkit-item-schema": envelope_ref,
+            }},
+        })
+    } else {
+        json!({
+            "description": "The result in a `ResponseEnvelope`: `data` is the operation's output, `meta` says where it came from.",
+            "content": {"application/json": {"schema": envelope_ref}},
+        })
+    };
+    let mut responses = Map::new();
+    responses.insert("200".to_owned(), success);
+    responses.insert("400".to_owned(), response_ref("BadRequest"));
+    if info.bearer {
+        responses.insert("401".to_owned(), response_ref("Unauthorized"));
+    }
+    if !spec.access.is_public() {
+        responses.insert("403".to_owned(), response_ref("Forbidden"));
+    }
+    responses.insert("404".to_owned(), response_ref("NotFound"));
+    if method == "post" {
+        responses.insert("413".to_owned(), response_ref("PayloadTooLarge"));
+        responses.insert("415".to_owned(), response_ref("UnsupportedMediaType"));
+    }
+    responses.insert("500".to_owned(), response_ref("ExecutionError"));
+    responses.insert("502".to_owned(), response_ref("TransportError"));
+    responses.insert("503".to_owned(), response_ref("Aborted"));
+    responses.insert("504".to_owned(), response_ref("Timeout"));
+    op["responses"] = Value::Object(responses);
+
+    if info.bearer {
+        op["security"] = if spec.access.is_public() {
+            json!([{}, {"bearerAuth": []}])
+        } else {
+            json!([{"bearerAuth": []}])
+        };
+    }
+    (method.to_owned(), op)
+}
+
+/// Builds the whole document from the registry's current specs.
+pub(crate) fn document(registry: &OperationRegistry, info: &DocumentInfo) -> Value {
+    let mut components = Map::new();
+    add_component(
+        &mut components,
+        "ResponseEnvelope",
+        "",
+        &opkit::envelope::envelope_schema(),
+    );
+    add_component(
+        &mut components,
+        "CallError",
+        "",
+        &opkit::schema::schema_for::<opkit::CallError>(),
+    );
+    let meta_schema = components
+        .get("ResponseEnvelope")
+        .and_then(|envelope| envelope.pointer("/properties/meta"))
+        .cloned()
+        .unwrap_or_else(|| json!({"type": "object"}));
+
+    let mut paths = Map::new();
+    for spec in registry.specs() {
+        let (method, op) = operation(&spec, &mut components, &meta_schema, info);
+        let mut item = Map::new();
+        item.insert(method, op);
+        paths.insert(format!("{OPS_PREFIX}{}", spec.id()), Value::Object(item));
+    }
+
+    let mut doc_info = json!({"title": info.title, "version": info.version});
+    if let Some(description) = &info.description {
+        doc_info["description"] = json!(description);
+    }
+    let mut component_map = json!({
+        "schemas": components,
+        "responses": error_responses(info.bearer),
+    });
+    if info.bearer {
+        component_map["securitySchemes"] = json!({
+            "bearerAuth": {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "A token the server's identity resolver accepts. Without one the call is anonymous.",
+            }
+        });
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": doc_info,
+        "paths": paths,
+        "components": component_map,
+    })
+}

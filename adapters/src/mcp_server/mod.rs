@@ -1,0 +1,453 @@
+//! Serve a registry as an MCP server (feature `mcp-server`, built on the official Rust SDK
+//! [`rmcp`]): every operation becomes a tool, over **stdio** and **Streamable HTTP**.
+//!
+//! ```no_run
+//! # async fn demo(registry: opkit::OperationRegistry) -> std::io::Result<()> {
+//! use opkit_adapters::mcp_server::McpServer;
+//!
+//! // Streamable HTTP at http://127.0.0.1:8081/mcp ...
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8081").await?;
+//! tokio::spawn(McpServer::new(registry.clone()).serve_http(listener));
+//! // ... and stdio (until the client closes stdin).
+//! McpServer::new(registry).name("calculator").serve_stdio().await
+//! # }
+//! ```
+//!
+//! # Tools
+//!
+//! | tool field | from the operation |
+//! |---|---|
+//! | `name` | the operation id as is (`math.add`: MCP allows `[A-Za-z0-9_.-]`) |
+//! | `description` | the spec's description (or `"<kind> <id>"`) |
+//! | `inputSchema` | the input schema, with `"type": "object"` added at the root when it has no `type` (an input that cannot be an object is not exposed) |
+//! | `outputSchema` | see below |
+//! | `annotations` | `readOnlyHint: true` for queries and subscriptions, `false` for mutations |
+//! | `_meta` | `opkit/operationId`, `opkit/kind` (`QUERY`…) and, when restricted, `opkit/access` |
+//!
+//! The list is the registry's at the time of the request, in id order, in one page.
+//!
+//! # Results
+//!
+//! A call runs [`OperationRegistry::execute`] and answers `structuredContent` plus one text
+//! block holding the same JSON; the envelope's meta travels in the result's
+//! `_meta["opkit/meta"]`. Clients of protocol revisions before 2026-07-28 accept only
+//! objects as `structuredContent`, so for them an operation whose output schema is not
+//! `type: "object"` (or is Unknown) is declared with the output schema
+//! `{"type":"object","properties":{"result": <output schema>},"required":["result"]}` and
+//! answers `{"result": <data>}`; clients of 2026-07-28 or later get the data and the
+//! output schema as they are (an Unknown output declares no `outputSchema`).
+//!
+//! A [`CallError`] (validation, access, execution, timeout…) is a tool error:
+//! `isError: true`, the message (`CODE: message`) as the text block and the `CallError`
+//! wire JSON `{code, message, details?}` as `structuredContent`. An unknown tool name is a
+//! JSON-RPC error (`-32602`), as the MCP spec asks. Unknown methods get `-32601`, which is
+//! what clients of the 2026-07-28 revision need to fall back to the `initialize` handshake;
+//! rmcp also answers `server/discover`, so both protocol eras are served.
+//!
+//! # Subscriptions
+//!
+//! MCP has no streamed tool results, so a subscription becomes a tool whose call runs the
+//! stream to its end and returns `{"items": [<data>, ..], "truncated": false}` (output
+//! schema accordingly). When the request carries a `progressToken`, every item is also sent
+//! at once as a `notifications/progress` whose `progress` counts the items and whose
+//! `message` is the item's JSON. The stream stops after [`McpServer::max_subscription_items`]
+//! items (`truncated: true`) or at the call timeout (a `TIMEOUT` tool error); a client that
+//! cancels the request (`notifications/cancelled`, or closing the HTTP response) drops the
+//! stream.
+//!
+//! # Identity and access
+//!
+//! Over Streamable HTTP the `Authorization: Bearer` token is resolved by the same
+//! [`IdentityResolver`] as the HTTP server: a token the resolver rejects gets HTTP `401`;
+//! no token is an anonymous call. Over stdio the caller is whoever started the process:
+//! the identity is [`McpServer::stdio_identity`] (anonymous by default). Each call checks
+//! the operation's [`AccessRule`](opkit::AccessRule) first; a denial is a tool error with
+//! `ACCESS_DENIED`. The tool list is the same for everyone.
+//!
+//! # Limits
+//!
+//! [`McpServer::call_timeout`] (default 60 s) is every call's deadline. The Streamable HTTP
+//! transport keeps rmcp's defaults (configurable with [`McpServer::http_config`]): a 4 MiB
+//! body limit, loopback-only `Host` names (set `allowed_hosts` to serve other names), SSE
+//! keep-alives every 15 s, sessions for clients before 2026-07-28.
+
+mod tools;
+
+use crate::http_server::{IdentityResolver, identify};
+use axum::Router;
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use opkit::{CallError, Identity, OperationContext, OperationKind, OperationRegistry};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities,
+    ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The identity of a Streamable HTTP request, resolved by [`McpServer::router`]'s middleware.
+#[derive(Debug, Clone)]
+struct RequestIdentity(Option<Identity>);
+
+/// Serves an [`OperationRegistry`] as an MCP server; see the [module docs](self).
+#[derive(Clone)]
+pub struct McpServer {
+    handler: Inner,
+    http_config: Option<StreamableHttpServerConfig>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.handler.name)
+            .field("version", &self.handler.version)
+            .field("registry", &self.handler.registry)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone)]
+struct Inner {
+    registry: OperationRegistry,
+    name: String,
+    version: String,
+    instructions: Option<String>,
+    resolver: Option<Arc<dyn IdentityResolver>>,
+    stdio_identity: Option<Identity>,
+    call_timeout: Option<Duration>,
+    max_items: usize,
+}
+
+/// The [`rmcp::ServerHandler`] of an [`McpServer`]: tools from the registry, calls into it.
+///
+/// Cloning is cheap. Use it to serve over a transport of your own
+/// (`handler.serve(transport)` with [`rmcp::ServiceExt`]).
+#[derive(Clone)]
+pub struct McpHandler {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for McpHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpHandler")
+            .field("name", &self.inner.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// A server for `registry`, named `opkit` with this crate's version.
+    pub fn new(registry: OperationRegistry) -> Self {
+        Self {
+            handler: Inner {
+                registry,
+                name: "opkit".to_owned(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+                instructions: None,
+                resolver: None,
+                stdio_identity: None,
+                call_timeout: Some(Duration::from_secs(60)),
+                max_items: 1000,
+            },
+            http_config: None,
+        }
+    }
+
+    /// The `serverInfo.name` (default `opkit`).
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.handler.name = name.into();
+        self
+    }
+
+    /// The `serverInfo.version` (default: this crate's version).
+    #[must_use]
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.handler.version = version.into();
+        self
+    }
+
+    /// Instructions for the client's model, sent with the server info.
+    #[must_use]
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.handler.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Resolves `Authorization: Bearer` tokens of Streamable HTTP requests.
+    #[must_use]
+    pub fn identity_resolver(mut self, resolver: impl IdentityResolver) -> Self {
+        self.handler.resolver = Some(Arc::new(resolver));
+        self
+    }
+
+    /// Sets the resolver from a shared one (to use the same as an [`HttpServer`](crate::http_server::HttpServer)).
+    #[must_use]
+    pub fn shared_identity_resolver(mut self, resolver: Arc<dyn IdentityResolver>) -> Self {
+        self.handler.resolver = Some(resolver);
+        self
+    }
+
+    /// The identity of calls over stdio (default: anonymous).
+    #[must_use]
+    pub fn stdio_identity(mut self, identity: Option<Identity>) -> Self {
+        self.handler.stdio_identity = identity;
+        self
+    }
+
+    /// The deadline of every call (default 60 s; `None` for no deadline).
+    #[must_use]
+    pub fn call_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.handler.call_timeout = timeout;
+        self
+    }
+
+    /// How many items a subscription tool collects before it stops the stream (default 1000).
+    #[must_use]
+    pub fn max_subscription_items(mut self, items: usize) -> Self {
+        self.handler.max_items = items.max(1);
+        self
+    }
+
+    /// rmcp's Streamable HTTP settings (allowed hosts and origins, body limit, keep-alive,
+    /// sessions); rmcp's defaults otherwise.
+    #[must_use]
+    pub fn http_config(mut self, config: StreamableHttpServerConfig) -> Self {
+        self.http_config = Some(config);
+        self
+    }
+
+    /// The rmcp handler.
+    pub fn handler(&self) -> McpHandler {
+        McpHandler {
+            inner: Arc::new(self.handler.clone()),
+        }
+    }
+
+    /// Serves over any byte stream pair (newline-delimited JSON-RPC) until the client closes
+    /// it.
+    pub async fn serve_io<R, W>(self, read: R, write: W) -> std::io::Result<()>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let running = self
+            .handler()
+            .serve((read, write))
+            .await
+            .map_err(std::io::Error::other)?;
+        running.waiting().await.map_err(std::io::Error::other)?;
+        Ok(())
+    }
+
+    /// Serves over this process's stdin and stdout until stdin closes. Nothing else may
+    /// write to stdout meanwhile (log to stderr).
+    pub async fn serve_stdio(self) -> std::io::Result<()> {
+        let (stdin, stdout) = rmcp::transport::stdio();
+        self.serve_io(stdin, stdout).await
+    }
+
+    /// The Streamable HTTP endpoint as a tower service (mount it where you like; it does
+    /// not resolve bearer tokens into 401s by itself — [`McpServer::router`] does — but
+    /// calls still resolve them and check access).
+    pub fn streamable_http_service(
+        &self,
+    ) -> StreamableHttpService<McpHandler, LocalSessionManager> {
+        let handler = self.handler();
+        StreamableHttpService::new(
+            move || Ok(handler.clone()),
+            Arc::new(LocalSessionManager::default()),
+            self.http_config.clone().unwrap_or_default(),
+        )
+    }
+
+    /// The Streamable HTTP endpoint at `/mcp`, with bearer-token resolution; merge it with
+    /// an [`HttpServer`](crate::http_server::HttpServer) router to serve both on one port.
+    pub fn router(&self) -> Router {
+        let resolver = self.handler.resolver.clone();
+        Router::new()
+            .nest_service("/mcp", self.streamable_http_service())
+            .layer(axum::middleware::from_fn(
+                move |mut request: Request, next: Next| {
+                    let resolver = resolver.clone();
+                    async move {
+                        match identify(resolver.as_deref(), request.headers()).await {
+                            Ok(identity) => {
+                                request.extensions_mut().insert(RequestIdentity(identity));
+                                next.run(request).await
+                            }
+                            Err(_) => unauthorized(),
+                        }
+                    }
+                },
+            ))
+    }
+
+    /// Serves Streamable HTTP at `/mcp` on `listener` until the process ends.
+    pub async fn serve_http(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        axum::serve(listener, self.router()).await
+    }
+}
+
+fn unauthorized() -> Response {
+    let mut response = (
+        http::StatusCode::UNAUTHORIZED,
+        axum::Json(CallError::access_denied(
+            "the bearer token was not accepted",
+        )),
+    )
+        .into_response();
+    response.headers_mut().insert(
+        http::header::WWW_AUTHENTICATE,
+        http::HeaderValue::from_static("Bearer error=\"invalid_token\""),
+    );
+    response
+}
+
+/// `true` for a client on protocol revision 2026-07-28 or later.
+fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+impl McpHandler {
+    /// The caller: the HTTP request's bearer identity, or the stdio identity.
+    async fn identity(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Option<Identity>, CallError> {
+        match context.extensions.get::<http::request::Parts>() {
+            Some(parts) => {
+                if let Some(RequestIdentity(identity)) = parts.extensions.get::<RequestIdentity>() {
+                    return Ok(identity.clone());
+                }
+                identify(self.inner.resolver.as_deref(), &parts.headers)
+                    .await
+                    .map_err(|_| CallError::access_denied("the bearer token was not accepted"))
+            }
+            None => Ok(self.inner.stdio_identity.clone()),
+        }
+    }
+
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let name = request.name.to_string();
+        let unknown = || McpError::invalid_params(format!("Unknown tool: {name}"), None);
+        let spec = self.inner.registry.spec(&name).ok_or_else(unknown)?;
+        if tools::input_schema(&spec).is_none() {
+            return Err(unknown());
+        }
+        let identity = match self.identity(&context).await {
+            Ok(identity) => identity,
+            Err(error) => return Ok(tools::failure(&error)),
+        };
+        if let Err(error) = spec.access.check(identity.as_ref()) {
+            return Ok(tools::failure(&error));
+        }
+        let input = Value::Object(request.arguments.unwrap_or_default());
+        let mut ctx = OperationContext::new()
+            .with_identity_opt(identity)
+            .with_cancellation(context.ct.clone());
+        if let Some(timeout) = self.inner.call_timeout {
+            ctx = ctx.with_timeout(timeout);
+        }
+        let (form, _) = tools::output(&spec, is_modern(&context));
+        let registry = &self.inner.registry;
+        if spec.kind != OperationKind::Subscription {
+            return Ok(match registry.execute(&name, input, &ctx).await {
+                Ok(envelope) => {
+                    tools::success(tools::structured(envelope.data, form), Some(&envelope.meta))
+                }
+                Err(error) => tools::failure(&error),
+            });
+        }
+        let mut stream = match registry.subscribe(&name, input, &ctx).await {
+            Ok(stream) => stream,
+            Err(error) => return Ok(tools::failure(&error)),
+        };
+        let progress_token = context.meta.get_progress_token();
+        let mut items = Vec::new();
+        let mut truncated = false;
+        while let Some(item) = stream.next().await {
+            let envelope = match item {
+                Ok(envelope) => envelope,
+                Err(error) => return Ok(tools::failure(&error)),
+            };
+            if let Some(token) = &progress_token {
+                let count = items.len() + 1;
+                let notification = ProgressNotificationParam::new(token.clone(), count as f64)
+                    .with_message(envelope.data.to_string());
+                if let Err(error) = context.peer.notify_progress(notification).await {
+                    tracing::debug!(%error, "progress notification not delivered");
+                }
+            }
+            items.push(envelope.data);
+            if items.len() >= self.inner.max_items {
+                truncated = true;
+                break;
+            }
+        }
+        drop(stream);
+        Ok(tools::success(
+            json!({"items": items, "truncated": truncated}),
+            None,
+        ))
+    }
+}
+
+impl ServerHandler for McpHandler {
+    fn get_info(&self) -> ServerConfig {
+        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                self.inner.name.clone(),
+                self.inner.version.clone(),
+            ));
+        if let Some(instructions) = &self.inner.instructions {
+            config = config.with_instructions(instructions.clone());
+        }
+        config
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let modern = is_modern(&context);
+        let tools: Vec<Tool> = self
+            .inner
+            .registry
+            .specs()
+            .iter()
+            .filter_map(|spec| tools::tool(spec, modern))
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let spec = self.inner.registry.spec(name)?;
+        tools::tool(&spec, true)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        self.call(request, context)
+            .await
+            .map(CallToolResponse::from)
+    }
+}

@@ -1,0 +1,232 @@
+//! Operation specs → MCP tools, and envelopes / errors → tool results.
+
+use crate::http_server::refs::nest_schema;
+use opkit::{CallError, OperationKind, OperationSpec, ResponseMeta};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject, Tool, ToolAnnotations};
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+/// How a tool's `structuredContent` relates to the operation's data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OutputForm {
+    /// `structuredContent` is the data.
+    Plain,
+    /// `structuredContent` is `{"result": data}` (non-object data for a legacy client).
+    Wrapped,
+    /// A subscription: `structuredContent` is `{"items": [data, ..], "truncated": bool}`.
+    Items,
+}
+
+/// `true` when the schema's root says `type: "object"`.
+fn object_typed(schema: &Value) -> bool {
+    match schema.get("type") {
+        Some(Value::String(kind)) => kind == "object",
+        _ => false,
+    }
+}
+
+/// The tool's `inputSchema`: the operation's, with a `type: "object"` root (MCP requires it).
+/// `None` when the input cannot be an object.
+pub(crate) fn input_schema(spec: &OperationSpec) -> Option<JsonObject> {
+    match &spec.input_schema {
+        Value::Bool(true) => Some(object_schema()),
+        Value::Object(map) => {
+            let mut map = map.clone();
+            match map.get("type") {
+                None => {
+                    map.insert("type".to_owned(), json!("object"));
+                }
+                Some(Value::String(kind)) if kind == "object" => {}
+                Some(Value::Array(kinds)) if kinds.iter().any(|kind| kind == "object") => {
+                    map.insert("type".to_owned(), json!("object"));
+                }
+                Some(_) => return None,
+            }
+            Some(map)
+        }
+        _ => None,
+    }
+}
+
+fn object_schema() -> JsonObject {
+    let mut map = Map::new();
+    map.insert("type".to_owned(), json!("object"));
+    map
+}
+
+/// `schema` placed at `pointer` of a new root: defs hoisted, Unknown as `{}`.
+fn nested(schema: &Value, pointer: &str) -> (Value, Map<String, Value>) {
+    let (nested, defs) = nest_schema(schema, pointer);
+    if opkit::schema::is_unknown(&nested) {
+        (json!({}), defs)
+    } else {
+        (nested, defs)
+    }
+}
+
+/// An object schema with the given (all required) properties and root `$defs`.
+fn object_with(properties: Vec<(&str, Value)>, defs: Map<String, Value>) -> JsonObject {
+    let mut root = object_schema();
+    let required: Vec<Value> = properties.iter().map(|(name, _)| json!(name)).collect();
+    let properties: Map<String, Value> = properties
+        .into_iter()
+        .map(|(name, schema)| (name.to_owned(), schema))
+        .collect();
+    root.insert("properties".to_owned(), Value::Object(properties));
+    root.insert("required".to_owned(), Value::Array(required));
+    if !defs.is_empty() {
+        root.insert("$defs".to_owned(), Value::Object(defs));
+    }
+    root
+}
+
+/// `{"result": <schema>}`.
+fn result_wrapper(schema: &Value) -> JsonObject {
+    let (result, defs) = nested(schema, "/properties/result");
+    object_with(vec![("result", result)], defs)
+}
+
+/// The output form and `outputSchema` of a tool; `modern` is a client on 2026-07-28 or later,
+/// which accepts any JSON as `structuredContent`.
+pub(crate) fn output(spec: &OperationSpec, modern: bool) -> (OutputForm, Option<JsonObject>) {
+    let schema = &spec.output_schema;
+    if spec.kind == OperationKind::Subscription {
+        let (item, defs) = nested(schema, "/properties/items/items");
+        let truncated = json!({
+            "type": "boolean",
+            "description": "true when the server stopped the stream at its item limit"
+        });
+        let root = object_with(
+            vec![
+                ("items", json!({"type": "array", "items": item})),
+                ("truncated", truncated),
+            ],
+            defs,
+        );
+        return (OutputForm::Items, Some(root));
+    }
+    if spec.has_unknown_output() {
+        return if modern {
+            (OutputForm::Plain, None)
+        } else {
+            (OutputForm::Wrapped, Some(result_wrapper(schema)))
+        };
+    }
+    match schema {
+        Value::Object(map) if modern || object_typed(schema) => {
+            (OutputForm::Plain, Some(map.clone()))
+        }
+        _ => (OutputForm::Wrapped, Some(result_wrapper(schema))),
+    }
+}
+
+/// The tool of an operation, or `None` when its input cannot be an MCP argument object.
+pub(crate) fn tool(spec: &OperationSpec, modern: bool) -> Option<Tool> {
+    let input = input_schema(spec)?;
+    let description = spec
+        .description
+        .clone()
+        .unwrap_or_else(|| format!("{} {}", spec.kind.as_str().to_ascii_lowercase(), spec.id()));
+    let description = if spec.kind == OperationKind::Subscription {
+        format!(
+            "{description}\n\n(A subscription: the call streams every item as a progress notification when the request carries a progressToken, and returns the items as `{{\"items\": [..]}}` when the stream ends.)"
+        )
+    } else {
+        description
+    };
+    let mut tool = Tool::new(spec.id(), description, Arc::new(input));
+    if let (_, Some(schema)) = output(spec, modern) {
+        tool = tool.with_raw_output_schema(Arc::new(schema));
+    }
+    let annotations = match spec.kind {
+        OperationKind::Query | OperationKind::Subscription => {
+            ToolAnnotations::new().read_only(true)
+        }
+        OperationKind::Mutation => ToolAnnotations::new().read_only(false),
+    };
+    let mut meta = Map::new();
+    meta.insert("opkit/operationId".to_owned(), json!(spec.id()));
+    meta.insert("opkit/kind".to_owned(), json!(spec.kind.as_str()));
+    if !spec.access.is_public() {
+        meta.insert("opkit/access".to_owned(), json!(spec.access));
+    }
+    Some(
+        tool.with_annotations(annotations)
+            .with_meta(MetaObject(meta)),
+    )
+}
+
+/// The `structuredContent` of `data` in the given form (not for [`OutputForm::Items`],
+/// whose value the caller builds).
+pub(crate) fn structured(data: Value, form: OutputForm) -> Value {
+    match form {
+        OutputForm::Plain | OutputForm::Items => data,
+        OutputForm::Wrapped => json!({"result": data}),
+    }
+}
+
+/// A successful call's result: `structuredContent`, the same JSON as a text block, and
+/// the envelope's meta (when there is one) in `_meta["opkit/meta"]`.
+pub(crate) fn success(structured: Value, meta: Option<&ResponseMeta>) -> CallToolResult {
+    let mut result = CallToolResult::structured(structured);
+    if let Some(meta) = meta
+        && let Ok(meta) = serde_json::to_value(meta)
+    {
+        let mut result_meta = Map::new();
+        result_meta.insert("opkit/meta".to_owned(), meta);
+        result.meta = Some(MetaObject(result_meta));
+    }
+    result
+}
+
+/// A failed call's result: `isError: true`, the message as text, the `CallError` wire JSON
+/// as `structuredContent`.
+pub(crate) fn failure(error: &CallError) -> CallToolResult {
+    let mut result = CallToolResult::error(vec![ContentBlock::text(error.to_string())]);
+    result.structured_content = serde_json::to_value(error).ok();
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outputs_per_era() {
+        let object = OperationSpec::new("a", "b", OperationKind::Query)
+            .output_schema(json!({"type": "object", "properties": {"x": {"type": "integer"}}}));
+        assert_eq!(output(&object, false).0, OutputForm::Plain);
+        let integer = OperationSpec::new("a", "b", OperationKind::Query)
+            .output_schema(json!({"type": "integer"}));
+        let (form, schema) = output(&integer, false);
+        assert_eq!(form, OutputForm::Wrapped);
+        assert_eq!(
+            Value::Object(schema.unwrap()),
+            json!({"type": "object", "properties": {"result": {"type": "integer"}}, "required": ["result"]})
+        );
+        assert_eq!(output(&integer, true).0, OutputForm::Plain);
+        let unknown = OperationSpec::new("a", "b", OperationKind::Query);
+        assert_eq!(output(&unknown, true), (OutputForm::Plain, None));
+        assert_eq!(output(&unknown, false).0, OutputForm::Wrapped);
+        let ticks = OperationSpec::new("a", "b", OperationKind::Subscription)
+            .output_schema(json!({"type": "integer"}));
+        let (form, schema) = output(&ticks, false);
+        assert_eq!(form, OutputForm::Items);
+        assert_eq!(
+            schema.unwrap()["properties"]["items"],
+            json!({"type": "array", "items": {"type": "integer"}})
+        );
+    }
+
+    #[test]
+    fn input_roots_become_objects() {
+        let open = OperationSpec::new("a", "b", OperationKind::Query).input_schema(json!(true));
+        assert_eq!(input_schema(&open).unwrap()["type"], "object");
+        let union = OperationSpec::new("a", "b", OperationKind::Query)
+            .input_schema(json!({"oneOf": [{"type": "object"}]}));
+        assert_eq!(input_schema(&union).unwrap()["type"], "object");
+        let number = OperationSpec::new("a", "b", OperationKind::Query)
+            .input_schema(json!({"type": "integer"}));
+        assert!(input_schema(&number).is_none());
+    }
+}

@@ -1,0 +1,195 @@
+//! Helpers of the `serve_*` tests: in-process servers on 127.0.0.1:0, the Python peers,
+//! child processes and temp dirs that clean up on drop, a small SSE reader.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+/// An axum app served on an ephemeral loopback port; aborted on drop.
+pub struct Served {
+    pub addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Served {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Serves `router` on 127.0.0.1 with a free port.
+pub async fn serve(router: axum::Router) -> Served {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1:0");
+    let addr = listener.local_addr().expect("local addr");
+    let task = tokio::spawn(async move {
+        axum::serve(listener, router).await.expect("server runs");
+    });
+    Served { addr, task }
+}
+
+/// The adapters crate's folder.
+pub fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The workspace root.
+pub fn workspace_dir() -> PathBuf {
+    crate_dir()
+        .parent()
+        .expect("the adapters crate sits in the workspace")
+        .to_path_buf()
+}
+
+/// The Python interpreter of the serving peers' virtualenv (`mcp`, `schemathesis`,
+/// `openapi-spec-validator`), installed by `scripts/install-peers.sh`.
+pub fn peer_python() -> PathBuf {
+    let python = crate_dir().join("peers/serve/.venv/bin/python");
+    assert!(
+        python.exists(),
+        "the Python peers of the serving tests are missing ({}): run `bash scripts/install-peers.sh`",
+        python.display()
+    );
+    python
+}
+
+/// A peer script in `adapters/peers/serve`.
+pub fn peer_script(name: &str) -> PathBuf {
+    crate_dir().join("peers/serve").join(name)
+}
+
+/// A built example binary (`cargo test` builds the examples of the selected features).
+pub fn example_binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    // target/<profile>/deps/<test>-<hash> -> target/<profile>/examples/<name>
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test binary sits in target/<profile>/deps");
+    let binary = profile_dir.join("examples").join(name);
+    assert!(
+        binary.exists(),
+        "example `{name}` is not built ({}): run the tests with `cargo test -p opkit-adapters --features http-server,mcp-server` (which builds the examples), or build it with `cargo build -p opkit-adapters --features http-server,mcp-server --example {name}`",
+        binary.display()
+    );
+    binary
+}
+
+/// A child process killed (and reaped) on drop.
+pub struct ChildGuard(pub Option<tokio::process::Child>);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut() {
+            let _ = child.start_kill();
+        }
+    }
+}
+
+/// The result of a peer process.
+#[derive(Debug)]
+pub struct Finished {
+    pub success: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `command` to completion (killed after `limit`), capturing its output.
+pub async fn run(mut command: tokio::process::Command, limit: Duration) -> Finished {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let child = command.spawn().expect("the peer process starts");
+    let mut guard = ChildGuard(Some(child));
+    let child = guard.0.take().expect("child");
+    match tokio::time::timeout(limit, child.wait_with_output()).await {
+        Ok(Ok(output)) => Finished {
+            success: output.status.success(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        },
+        Ok(Err(error)) => panic!("waiting for the peer process failed: {error}"),
+        Err(_) => panic!("the peer process did not finish within {limit:?}"),
+    }
+}
+
+/// A fresh directory under the system temp dir, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(label: &str) -> Self {
+        let path = std::env::temp_dir().join(format!(
+            "opkit-{label}-{}-{}",
+            std::process::id(),
+            uuid_like()
+        ));
+        std::fs::create_dir_all(&path).expect("create temp dir");
+        Self(path)
+    }
+}
+
+fn uuid_like() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos())
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One server-sent event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    pub event: String,
+    pub data: String,
+    pub id: Option<String>,
+}
+
+/// Parses a complete `text/event-stream` body (LF line endings, as our server writes).
+pub fn parse_sse(body: &str) -> Vec<SseEvent> {
+    let mut events = Vec::new();
+    for block in body.split("\n\n") {
+        let mut event = String::new();
+        let mut data: Vec<&str> = Vec::new();
+        let mut id = None;
+        for line in block.lines() {
+            if line.starts_with(':') || line.is_empty() {
+                continue;
+            }
+            let (field, value) = line.split_once(':').unwrap_or((line, ""));
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            match field {
+                "event" => event = value.to_owned(),
+                "data" => data.push(value),
+                "id" => id = Some(value.to_owned()),
+                _ => {}
+            }
+        }
+        if !data.is_empty() {
+            events.push(SseEvent {
+                event: if event.is_empty() {
+                    "message".to_owned()
+                } else {
+                    event
+                },
+                data: data.join("\n"),
+                id,
+            });
+        }
+    }
+    events
+}
