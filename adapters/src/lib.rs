@@ -6,6 +6,7 @@
 //! | `mcp` | [`mcp`] | imports an MCP server's tools as operations |
 //! | `http-server` | [`http_server`] | serves a registry over HTTP: a route per operation, SSE subscriptions, `/openapi.json` |
 //! | `mcp-server` | [`mcp_server`] | serves a registry as an MCP server over stdio and Streamable HTTP (enables `http-server`) |
+//! | `redis` | [`redis`] | the call protocol over Redis: streams consumer groups for requests, pub/sub for replies |
 
 #[cfg(feature = "openapi")]
 pub mod openapi;
@@ -18,3 +19,6 @@ pub mod http_server;
 
 #[cfg(feature = "mcp-server")]
 pub mod mcp_server;
+
+#[cfg(feature = "redis")]
+pub mod redis;

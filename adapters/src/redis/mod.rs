@@ -1,0 +1,608 @@
+//! The call protocol over Redis: [`RedisPubSub`], a [`PubSub`] transport built on Redis
+//! Streams consumer groups (competing consumers) and Redis pub/sub (fan-out).
+//!
+//! Any number of processes connect to one Redis server; each runs a
+//! [`CallHandler`](opkit::protocol::CallHandler) (a replica serving operations), a
+//! [`PendingRequestMap`](opkit::protocol::PendingRequestMap) (a caller), or both. The protocol
+//! code is unchanged: it only sees the [`PubSub`] trait.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use opkit::prelude::*;
+//! use opkit::protocol::{CallHandler, PendingRequestMap};
+//! use opkit_adapters::redis::RedisPubSub;
+//! use serde_json::json;
+//! use std::sync::Arc;
+//!
+//! // A replica (usually its own process):
+//! let registry = OperationRegistry::new();
+//! registry.register(
+//!     OperationSpec::new("math", "double", OperationKind::Query),
+//!     Handler::unary(|input, _ctx| async move { Ok(json!(input["n"].as_i64().unwrap_or(0) * 2)) }),
+//! )?;
+//! let bus = Arc::new(RedisPubSub::connect("redis://127.0.0.1:6379/").await?);
+//! let _replica = CallHandler::new(registry, bus.clone()).spawn().await?;
+//!
+//! // A caller (anywhere that reaches the same Redis):
+//! let env = OperationEnv::remote(PendingRequestMap::connect(bus).await?);
+//! assert_eq!(env.call("math.double", json!({"n": 21})).await?.data, json!(42));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Layout in Redis
+//!
+//! Every name starts with [`RedisOptions::with_prefix`] (default `opkit:`, written `P` below);
+//! `T` is a protocol topic such as `opkit.request.math.add`.
+//!
+//! | name | Redis type | what it holds |
+//! |---|---|---|
+//! | `P` + `T` | pub/sub channel | every message of `T`, for plain [`subscribe`](PubSub::subscribe)rs (fan-out) |
+//! | `P` + `stream:` + `T` | stream, one consumer group per [`subscribe_group`](PubSub::subscribe_group) group | the messages of `T` for groups: field `p` = the payload bytes |
+//! | `P` + `members:` + `T` | sorted set | the live group members of `T`: member `<consumer>:<group>`, score = lease expiry (ms, Redis clock) |
+//!
+//! **Publishing** runs one Lua script (atomic, one round trip): `PUBLISH` on the channel, then,
+//! only if `T` has a live group member, `XADD` to the stream with `MINID ~ now - retention`
+//! trimming. A topic nobody groups on (reply and abort topics) never gets a stream. The
+//! [`Receipt`] counts the channel's subscribers plus the groups with a live member, so a request
+//! for an operation no replica serves fails at once with `OPERATION_NOT_FOUND`, and a
+//! subscription whose caller is gone is stopped by its handler.
+//!
+//! **A group subscription** is a consumer of its own (`<instance>-<n>`, one per subscription)
+//! in the group, with a dedicated connection that loops on
+//! `XREADGROUP GROUP <group> <consumer> COUNT <batch> BLOCK <block> NOACK STREAMS <stream> >`.
+//! Joining creates the group (`XGROUP CREATE .. $ MKSTREAM`) and takes a lease in the members
+//! set, in one script, before the subscription is handed out (so it is live when
+//! [`subscribe_group`](PubSub::subscribe_group) resolves); the reader renews the lease every
+//! third of [`RedisOptions::with_lease`]. Dropping the subscription deletes the consumer and its
+//! lease. A plain subscription is a pub/sub connection of its own, `SUBSCRIBE`d to the channel.
+//!
+//! Why streams for groups and pub/sub for the rest: a consumer group hands each entry to exactly
+//! one consumer, across processes, which is what competing replicas need; pub/sub reaches every
+//! current subscriber and reports how many it reached, which is what replies and aborts need,
+//! and it stores nothing for topics nobody listens to.
+//!
+//! # Delivery guarantees
+//!
+//! - **Every message is delivered at most once** to each plain subscriber and to at most one
+//!   member of each group. Nothing is retried: a publish that fails is reported (a
+//!   [`TransportError`], which callers see as `TRANSPORT_ERROR`), never re-sent.
+//! - **Requests are executed at most once, never twice.** Group entries are read with `NOACK`:
+//!   Redis hands each entry to one consumer and never redelivers it (there is no pending-entries
+//!   list to claim from, and this transport never uses `XCLAIM`/`XAUTOCLAIM`). When a replica
+//!   serving the operation is up, each request reaches exactly one replica.
+//! - **A replica that dies after taking a request** (crash, kill, network cut) takes the request
+//!   with it: the request is not executed again elsewhere and the caller gets `TIMEOUT` at its
+//!   deadline (the protocol always sends one). Entries the dead replica had not read yet stay in
+//!   the stream and go to the other replicas; its lease expires after at most
+//!   [`RedisOptions::with_lease`], after which, with no replica left, calls fail at once with
+//!   `OPERATION_NOT_FOUND`.
+//! - **Order**: one publisher's messages on one topic arrive in publish order (one connection,
+//!   one script per publish, one reader per subscription).
+//! - **Old requests**: stream entries older than [`RedisOptions::with_retention`] are trimmed
+//!   and, if still read, dropped unread; a request read before its `deadline` but after it is
+//!   answered `TIMEOUT` by the call handler without running (the handler checks the deadline).
+//!
+//! # Failures and reconnection
+//!
+//! - **While Redis is down**, `publish`, `subscribe` and `subscribe_group` fail fast with a
+//!   [`TransportError`] (a refused connection is reported at once; connecting and each command
+//!   are bounded by [`RedisOptions::with_connect_timeout`] and
+//!   [`RedisOptions::with_command_timeout`]): calls made meanwhile end with `TRANSPORT_ERROR`.
+//! - **Existing subscriptions survive a restart of Redis**: each reconnects with backoff
+//!   ([`RedisOptions::with_reconnect_backoff`]), subscribes again, and (for groups) recreates its
+//!   group and lease — so a [`PendingRequestMap`](opkit::protocol::PendingRequestMap) and a
+//!   [`CallHandler`](opkit::protocol::CallHandler) keep working across the restart without being
+//!   rebuilt. Messages published while a subscription was disconnected are lost; calls in
+//!   flight across the outage end with `TIMEOUT` at their deadline (or an error event), never a
+//!   hang. The subscription streams never end on their own; they end when dropped.
+//! - **Bad input** (a stream entry without the `p` field or written by something else, bytes that
+//!   are not a call event) is logged and dropped; the transport and the protocol keep running
+//!   (malformed events are the protocol's to reject, see [`opkit::protocol`]).
+//!
+//! # Costs
+//!
+//! One multiplexed command connection per [`RedisPubSub`], plus one connection per
+//! subscription: a caller uses one, a call handler two per operation it serves (requests and
+//! aborts). Redis' default limit is 10,000 clients. Entries are read in batches of
+//! [`RedisOptions::with_batch`].
+//!
+//! # Clocks
+//!
+//! Leases and trimming use the Redis server's clock; the age check when reading uses the
+//! reader's. Like the protocol's deadlines, this assumes clocks that agree to well within a
+//! second.
+
+mod reader;
+
+use bytes::Bytes;
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use opkit::protocol::{PubSub, Receipt, Subscription, TransportError};
+use redis_crate::aio::MultiplexedConnection;
+use redis_crate::{AsyncConnectionConfig, Client, RedisError, Script};
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::time::Duration;
+
+// `redis` is both this module's name and the crate's: name the crate unambiguously.
+use ::redis as redis_crate;
+
+/// Settings of a [`RedisPubSub`]. Every setting has a default suited to a local or LAN Redis.
+///
+/// ```
+/// use opkit_adapters::redis::RedisOptions;
+/// use std::time::Duration;
+/// let options = RedisOptions::default()
+///     .with_prefix("billing:")
+///     .with_command_timeout(Duration::from_secs(2));
+/// assert_eq!(options.prefix(), "billing:");
+/// ```
+#[derive(Debug, Clone)]
+pub struct RedisOptions {
+    prefix: String,
+    connect_timeout: Duration,
+    command_timeout: Duration,
+    block: Duration,
+    lease: Duration,
+    retention: Duration,
+    batch: usize,
+    backoff_min: Duration,
+    backoff_max: Duration,
+}
+
+impl Default for RedisOptions {
+    fn default() -> Self {
+        Self {
+            prefix: "opkit:".to_owned(),
+            connect_timeout: Duration::from_secs(1),
+            command_timeout: Duration::from_secs(5),
+            block: Duration::from_secs(1),
+            lease: Duration::from_secs(6),
+            retention: Duration::from_secs(60),
+            batch: 16,
+            backoff_min: Duration::from_millis(50),
+            backoff_max: Duration::from_secs(1),
+        }
+    }
+}
+
+impl RedisOptions {
+    /// The prefix of every key and channel name (`opkit:` unless set). Buses with different
+    /// prefixes on one Redis do not see each other.
+    #[must_use]
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// The longest wait for a connection to Redis (1 s unless set).
+    #[must_use]
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// The longest wait for the answer to one command (5 s unless set).
+    #[must_use]
+    pub fn with_command_timeout(mut self, timeout: Duration) -> Self {
+        self.command_timeout = timeout;
+        self
+    }
+
+    /// How long a group reader blocks in `XREADGROUP` before it looks again (1 s unless set;
+    /// never more than a third of the lease).
+    #[must_use]
+    pub fn with_block(mut self, block: Duration) -> Self {
+        self.block = block;
+        self
+    }
+
+    /// How long a group member counts as live without renewing its lease (6 s unless set).
+    /// Members renew every third of it. A replica that dies stops counting after at most this.
+    #[must_use]
+    pub fn with_lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// How long group entries are kept (60 s unless set): older entries are trimmed on publish
+    /// (`XADD .. MINID ~`) and dropped unread by readers.
+    #[must_use]
+    pub fn with_retention(mut self, retention: Duration) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// How many group entries one `XREADGROUP` takes at most (16 unless set).
+    #[must_use]
+    pub fn with_batch(mut self, batch: usize) -> Self {
+        self.batch = batch.max(1);
+        self
+    }
+
+    /// The first and the longest pause between reconnection attempts of a subscription
+    /// (50 ms doubling up to 1 s unless set).
+    #[must_use]
+    pub fn with_reconnect_backoff(mut self, min: Duration, max: Duration) -> Self {
+        self.backoff_min = min;
+        self.backoff_max = max.max(min);
+        self
+    }
+
+    /// The prefix of every key and channel name.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The lease of group members.
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
+    /// How long group entries are kept.
+    pub fn retention(&self) -> Duration {
+        self.retention
+    }
+
+    /// How often members renew their lease.
+    fn heartbeat(&self) -> Duration {
+        (self.lease / 3).max(Duration::from_millis(10))
+    }
+
+    /// How long one `XREADGROUP` blocks.
+    fn block_for(&self) -> Duration {
+        self.block
+            .min(self.heartbeat())
+            .max(Duration::from_millis(1))
+    }
+}
+
+/// `PUBLISH` to the channel, then `XADD` to the stream when the topic has a live group member.
+/// Returns the number of receivers: channel subscribers + groups with a live member.
+///
+/// KEYS: stream, members. ARGV: channel, payload, retention ms.
+static PUBLISH_SCRIPT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local receivers = redis.call('PUBLISH', ARGV[1], ARGV[2])
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+  local members = redis.call('ZRANGE', KEYS[2], 0, -1)
+  if #members > 0 then
+    local groups = {}
+    local count = 0
+    for _, member in ipairs(members) do
+      local group = string.match(member, '^[^:]*:(.*)$') or member
+      if not groups[group] then
+        groups[group] = true
+        count = count + 1
+      end
+    end
+    local minid = now - tonumber(ARGV[3])
+    if minid < 0 then minid = 0 end
+    redis.call('XADD', KEYS[1], 'MINID', '~', minid, '*', 'p', ARGV[2])
+    receivers = receivers + count
+  end
+end
+return receivers
+",
+    )
+});
+
+/// Creates the group if needed (at `$`: it receives what is added from now on) and takes or
+/// renews a member's lease; keeps the stream and the members set from outliving their members.
+///
+/// KEYS: stream, members. ARGV: group, member, lease ms, stream ttl ms.
+static JOIN_SCRIPT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local created = redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1], '$', 'MKSTREAM')
+if type(created) == 'table' and created.err and not string.find(created.err, 'BUSYGROUP') then
+  return redis.error_reply(created.err)
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[2])
+redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[3]) * 2)
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[4]))
+return 1
+",
+    )
+});
+
+/// Gives a member's lease back and deletes its consumer.
+///
+/// KEYS: stream, members. ARGV: group, member, consumer.
+static LEAVE_SCRIPT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+redis.call('ZREM', KEYS[2], ARGV[2])
+redis.pcall('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[3])
+return 1
+",
+    )
+});
+
+/// A [`PubSub`] on a Redis server (5.0 or later; tested with 7.0): Redis Streams consumer
+/// groups for [`subscribe_group`](PubSub::subscribe_group), pub/sub channels for
+/// [`subscribe`](PubSub::subscribe). See the [module docs](self) for the layout and the
+/// delivery guarantees.
+///
+/// Cloning is cheap; clones share the command connection.
+#[derive(Clone)]
+pub struct RedisPubSub {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: Client,
+    options: RedisOptions,
+    /// This instance's random id: the prefix of its consumers' names.
+    instance: String,
+    next_consumer: AtomicU64,
+    /// The multiplexed connection for publishing and housekeeping; `None` until connected or
+    /// after it failed.
+    command: Mutex<Option<MultiplexedConnection>>,
+    /// Serializes reconnections of the command connection.
+    connecting: tokio::sync::Mutex<()>,
+}
+
+impl fmt::Debug for RedisPubSub {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisPubSub")
+            .field("instance", &self.inner.instance)
+            .field("prefix", &self.inner.options.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether an error means the connection is unusable (and a new one must be made).
+fn is_connection_error(error: &RedisError) -> bool {
+    error.is_io_error()
+        || error.is_connection_dropped()
+        || error.is_connection_refusal()
+        || error.is_timeout()
+        || error.is_unrecoverable_error()
+}
+
+fn transport_error(what: &str, error: impl fmt::Display) -> TransportError {
+    TransportError::new(format!("redis: {what}: {error}"))
+}
+
+/// Milliseconds as a Redis argument.
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The names a topic maps to.
+#[derive(Debug, Clone)]
+struct TopicKeys {
+    channel: String,
+    stream: String,
+    members: String,
+}
+
+impl RedisPubSub {
+    /// Connects to the Redis server at `url` (for example `redis://127.0.0.1:6379/`) with the
+    /// default [`RedisOptions`]; fails when the server does not answer `PING`.
+    pub async fn connect(url: &str) -> Result<Self, TransportError> {
+        Self::connect_with(url, RedisOptions::default()).await
+    }
+
+    /// [`connect`](Self::connect) with settings.
+    pub async fn connect_with(url: &str, options: RedisOptions) -> Result<Self, TransportError> {
+        let client = Client::open(url).map_err(|error| transport_error("invalid URL", error))?;
+        let pubsub = Self {
+            inner: Arc::new(Inner {
+                client,
+                options,
+                instance: opkit::protocol::topics::new_caller_id(),
+                next_consumer: AtomicU64::new(1),
+                command: Mutex::new(None),
+                connecting: tokio::sync::Mutex::new(()),
+            }),
+        };
+        pubsub
+            .inner
+            .command("PING", |mut conn| async move {
+                redis_crate::cmd("PING").query_async::<()>(&mut conn).await
+            })
+            .await?;
+        Ok(pubsub)
+    }
+
+    /// This instance's random id (the prefix of the consumer names of its group subscriptions).
+    pub fn instance_id(&self) -> &str {
+        &self.inner.instance
+    }
+
+    /// The settings.
+    pub fn options(&self) -> &RedisOptions {
+        &self.inner.options
+    }
+
+    /// The pub/sub channel of `topic`.
+    pub fn channel_name(&self, topic: &str) -> String {
+        self.inner.keys(topic).channel
+    }
+
+    /// The key of the stream that carries `topic` to its groups.
+    pub fn stream_key(&self, topic: &str) -> String {
+        self.inner.keys(topic).stream
+    }
+
+    /// The key of the sorted set of `topic`'s live group members.
+    pub fn members_key(&self, topic: &str) -> String {
+        self.inner.keys(topic).members
+    }
+}
+
+impl Inner {
+    fn keys(&self, topic: &str) -> TopicKeys {
+        let prefix = &self.options.prefix;
+        TopicKeys {
+            channel: format!("{prefix}{topic}"),
+            stream: format!("{prefix}stream:{topic}"),
+            members: format!("{prefix}members:{topic}"),
+        }
+    }
+
+    fn connection_config(&self, response_timeout: Option<Duration>) -> AsyncConnectionConfig {
+        AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.options.connect_timeout))
+            .set_response_timeout(response_timeout)
+    }
+
+    /// A new multiplexed connection (bounded by the connect timeout).
+    async fn connect(
+        &self,
+        response_timeout: Option<Duration>,
+    ) -> Result<MultiplexedConnection, RedisError> {
+        let config = self.connection_config(response_timeout);
+        match tokio::time::timeout(
+            self.options.connect_timeout * 2,
+            self.client
+                .get_multiplexed_async_connection_with_config(&config),
+        )
+        .await
+        {
+            Ok(result) => result,
+            Err(_) => Err(RedisError::from(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "connecting to redis timed out",
+            ))),
+        }
+    }
+
+    /// The command connection, connecting if there is none.
+    async fn command_connection(&self) -> Result<MultiplexedConnection, RedisError> {
+        if let Some(conn) = self.lock_command().clone() {
+            return Ok(conn);
+        }
+        let _connecting = self.connecting.lock().await;
+        if let Some(conn) = self.lock_command().clone() {
+            return Ok(conn);
+        }
+        let conn = self.connect(Some(self.options.command_timeout)).await?;
+        *self.lock_command() = Some(conn.clone());
+        Ok(conn)
+    }
+
+    fn lock_command(&self) -> std::sync::MutexGuard<'_, Option<MultiplexedConnection>> {
+        self.command.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` on the command connection; a connection failure drops the connection so the
+    /// next command reconnects. Never retries: a failure is reported at once.
+    async fn command<T, F, Fut>(&self, what: &str, f: F) -> Result<T, TransportError>
+    where
+        F: FnOnce(MultiplexedConnection) -> Fut,
+        Fut: Future<Output = Result<T, RedisError>>,
+    {
+        let bound = self.options.connect_timeout * 2 + self.options.command_timeout;
+        let run = async {
+            let conn = self.command_connection().await?;
+            f(conn).await
+        };
+        match tokio::time::timeout(bound, run).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => {
+                if is_connection_error(&error) {
+                    *self.lock_command() = None;
+                }
+                Err(transport_error(what, error))
+            }
+            Err(_) => {
+                *self.lock_command() = None;
+                Err(transport_error(what, "timed out"))
+            }
+        }
+    }
+
+    /// Takes or renews a group member's lease on `conn` (creating the group if needed).
+    async fn join(
+        &self,
+        conn: &mut MultiplexedConnection,
+        keys: &TopicKeys,
+        group: &str,
+        member: &str,
+    ) -> Result<(), RedisError> {
+        let stream_ttl = self.options.retention + self.options.lease * 2;
+        JOIN_SCRIPT
+            .key(&keys.stream)
+            .key(&keys.members)
+            .arg(group)
+            .arg(member)
+            .arg(millis(self.options.lease))
+            .arg(millis(stream_ttl))
+            .invoke_async::<()>(conn)
+            .await
+    }
+
+    /// Gives a member's lease back and deletes its consumer (best effort).
+    async fn leave(&self, keys: &TopicKeys, group: &str, member: &str, consumer: &str) {
+        let result = self
+            .command("leaving a group", |mut conn| async move {
+                LEAVE_SCRIPT
+                    .key(&keys.stream)
+                    .key(&keys.members)
+                    .arg(group)
+                    .arg(member)
+                    .arg(consumer)
+                    .invoke_async::<()>(&mut conn)
+                    .await
+            })
+            .await;
+        if let Err(error) = result {
+            tracing::debug!(%error, group, consumer, "could not leave a group (its lease will expire)");
+        }
+    }
+
+    async fn publish(&self, topic: &str, payload: Bytes) -> Result<Receipt, TransportError> {
+        let keys = self.keys(topic);
+        let retention = millis(self.options.retention);
+        let receivers: i64 = self
+            .command("publishing", |mut conn| async move {
+                PUBLISH_SCRIPT
+                    .key(&keys.stream)
+                    .key(&keys.members)
+                    .arg(&keys.channel)
+                    .arg(payload.as_ref())
+                    .arg(retention)
+                    .invoke_async(&mut conn)
+                    .await
+            })
+            .await?;
+        Ok(Receipt::delivered(usize::try_from(receivers).unwrap_or(0)))
+    }
+}
+
+impl PubSub for RedisPubSub {
+    fn publish<'a>(
+        &'a self,
+        topic: &'a str,
+        payload: Bytes,
+    ) -> BoxFuture<'a, Result<Receipt, TransportError>> {
+        self.inner.publish(topic, payload).boxed()
+    }
+
+    fn subscribe<'a>(
+        &'a self,
+        topic: &'a str,
+    ) -> BoxFuture<'a, Result<Subscription, TransportError>> {
+        reader::subscribe(self.inner.clone(), topic.to_owned()).boxed()
+    }
+
+    fn subscribe_group<'a>(
+        &'a self,
+        topic: &'a str,
+        group: &'a str,
+    ) -> BoxFuture<'a, Result<Subscription, TransportError>> {
+        reader::subscribe_group(self.inner.clone(), topic.to_owned(), group.to_owned()).boxed()
+    }
+}
