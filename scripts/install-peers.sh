@@ -16,3 +16,14 @@ if ! command -v redis-server >/dev/null; then
     apt-get update
     apt-get install -y redis-server
 fi
+
+# OpenAPI import tests (opkit-adapters, feature `openapi`): Prism and the ReadMe example
+# documents (npm, pinned by adapters/peers/openapi/package-lock.json; Prism 5.14 runs on
+# Node >= 18), and FastAPI + uvicorn (pinned by adapters/peers/openapi/requirements.txt).
+openapi_peers=adapters/peers/openapi
+if [ ! -x "$openapi_peers/node_modules/.bin/prism" ] \
+    || [ ! -f "$openapi_peers/node_modules/.package-lock.json" ] \
+    || [ "$openapi_peers/package-lock.json" -nt "$openapi_peers/node_modules/.package-lock.json" ]; then
+    (cd "$openapi_peers" && npm ci --no-audit --no-fund)
+fi
+python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -r "$openapi_peers/requirements.txt"
