@@ -17,6 +17,23 @@ if ! command -v redis-server >/dev/null; then
     apt-get install -y redis-server
 fi
 
+# MCP import tests (opkit-adapters, feature `mcp`): server-everything and server-filesystem
+# (npm, pinned by adapters/peers/mcp/package-lock.json) and the official Python SDK `mcp`
+# (pinned by adapters/peers/mcp/requirements.txt, in its own virtualenv adapters/peers/mcp/.venv).
+mcp_peers=adapters/peers/mcp
+if [ ! -d "$mcp_peers/node_modules/@modelcontextprotocol/server-everything" ] \
+    || [ ! -d "$mcp_peers/node_modules/@modelcontextprotocol/server-filesystem" ] \
+    || [ ! -f "$mcp_peers/node_modules/.package-lock.json" ] \
+    || [ "$mcp_peers/package-lock.json" -nt "$mcp_peers/node_modules/.package-lock.json" ]; then
+    (cd "$mcp_peers" && npm ci --no-audit --no-fund)
+fi
+if [ ! -f "$mcp_peers/.venv/.installed" ] \
+    || [ "$mcp_peers/requirements.txt" -nt "$mcp_peers/.venv/.installed" ]; then
+    python3 -m venv "$mcp_peers/.venv"
+    "$mcp_peers/.venv/bin/python" -m pip install -q --disable-pip-version-check -r "$mcp_peers/requirements.txt"
+    touch "$mcp_peers/.venv/.installed"
+fi
+
 # OpenAPI import tests (opkit-adapters, feature `openapi`): Prism and the ReadMe example
 # documents (npm, pinned by adapters/peers/openapi/package-lock.json; Prism 5.14 runs on
 # Node >= 18), and FastAPI + uvicorn (pinned by adapters/peers/openapi/requirements.txt).

@@ -1,0 +1,108 @@
+//! MCP import: every tool of an MCP server becomes an operation whose calls return
+//! [`mcp_envelope`](opkit::envelope::mcp_envelope)s.
+//!
+//! Built on the official Rust SDK [`rmcp`] (client role). A [`McpConnection`] talks to one
+//! server, over **stdio** ([`McpConnection::connect_stdio`]: a child process with arguments and
+//! environment) or **Streamable HTTP** ([`McpConnection::connect_http`]: a URL, extra headers,
+//! a bearer token). On connect it lists every tool (following `nextCursor`) and builds one
+//! [`OperationSpec`](opkit::OperationSpec) per tool; [`McpConnection::register_into`] adds them
+//! to a registry, [`McpConnection::refresh`] re-lists and updates every registry they were
+//! added to.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use opkit::{OperationContext, OperationRegistry};
+//! use opkit_adapters::mcp::{McpConnection, McpOptions};
+//! use serde_json::json;
+//!
+//! let server = McpConnection::connect_stdio(
+//!     "node",
+//!     ["server-everything/dist/index.js", "stdio"],
+//!     [("LOG_LEVEL", "warn")],
+//!     McpOptions::new("everything"),
+//! )
+//! .await?;
+//! let registry = OperationRegistry::new();
+//! server.register_into(&registry)?;
+//! // `echo` is the tool, `everything.echo` the operation.
+//! let envelope = registry
+//!     .execute("everything.echo", json!({"message": "hi"}), &OperationContext::default())
+//!     .await?;
+//! println!("{}", serde_json::to_string_pretty(&envelope)?);
+//! assert_eq!(server.tool_name("everything.echo").as_deref(), Some("echo"));
+//! # Ok(()) }
+//! ```
+//!
+//! # Operations
+//!
+//! See [`tools`] for how a tool becomes a spec: the namespace comes from
+//! [`McpOptions::namespace`], the name is the tool name sanitized to `[A-Za-z_][A-Za-z0-9_]*`
+//! (see [`sanitize_tool_name`]; collisions get `_2`, `_3` suffixes) with the real name kept
+//! in `spec.extensions["mcp.toolName"]` and through [`McpConnection::tool_name`]; the input
+//! schema is the tool's `inputSchema` (its `$schema` picks the dialect, so draft-07 and
+//! 2020-12 both work), the output schema its `outputSchema` or Unknown; `readOnlyHint: true`
+//! makes a Query, anything else a Mutation; the annotations are kept in
+//! `spec.extensions["mcp.annotations"]`. A schema the validator cannot compile (an unknown
+//! dialect, a remote `$ref`) is replaced by an open one with a warning, and the original kept
+//! in `mcp.inputSchema` / `mcp.outputSchema`; the server still validates its own input.
+//!
+//! # Results
+//!
+//! See [`content`]: `data` is `structuredContent` (cast to the output schema) when present
+//! and not `null`, else the content blocks mapped into [`McpContentBlock`]s; `meta` is
+//! [`McpMeta`] with `isError`, every block mapped 1:1 (unknown block types become a text
+//! block holding their JSON), `structuredContent` and `_meta`. A result with
+//! `isError: true` is an envelope, not an error (the registry's pipeline passes such an
+//! envelope through without casting its data to the output schema). A successful result
+//! without `structuredContent` from a tool that declares an `outputSchema` breaks a MUST of
+//! the spec; its content blocks are the data and the pipeline casts them to the schema like
+//! any other output (with a validation warning).
+//!
+//! **Raw decoding.** rmcp decodes a `tools/call` result into its typed `CallToolResult`, which
+//! fails as a whole on an unknown content type. The call is therefore sent as a plain
+//! `ClientRequest` and its `ServerResult` taken apart by hand: a result rmcp could type is
+//! turned back into JSON, and one it could not (an unknown block type) arrives as rmcp's
+//! catch-all `CustomResult` — the raw JSON — so both go through the same JSON mapping.
+//!
+//! # Errors
+//!
+//! | what happened | [`CallError`](opkit::CallError) |
+//! |---|---|
+//! | the server answered with a JSON-RPC error | `EXECUTION_ERROR` with the server's message; `details: {code, data?}` |
+//! | an answer that is not a tool result (a task handle, an MRTR `input_required`) | `EXECUTION_ERROR` |
+//! | the connection is lost or the server exited (pending and later calls) | `TRANSPORT_ERROR` |
+//! | the context's deadline passed / it was cancelled | `TIMEOUT` / `ABORTED`, and the server is told |
+//!
+//! **Cancellation.** A call whose context is cancelled, whose deadline passes, or whose
+//! future is dropped (the registry drops it on its own deadline) sends
+//! `notifications/cancelled` for the request (over Streamable HTTP in the 2026-07-28 era
+//! rmcp turns that into closing the request's response stream, as the spec asks).
+//!
+//! # Protocol eras
+//!
+//! Both eras are supported. [`McpLifecycle::Auto`] (the default) uses rmcp's
+//! `ClientLifecycleMode::Auto`: it probes `server/discover` (2026-07-28, stateless) and falls
+//! back to the `initialize` handshake (up to 2025-11-25) when the server answers like a legacy
+//! server; when the probe fails in a way rmcp does not classify (some legacy HTTP servers
+//! answer a sessionless request with an uncorrelated error), the connection is opened again
+//! with the handshake. [`McpLifecycle::Legacy`] and [`McpLifecycle::Modern`] pin one era.
+//!
+//! # Living with real servers
+//!
+//! Notifications that arrive mid-call (progress, logging, `list_changed`) are consumed by the
+//! client and never disturb a call; log messages and the child's stderr go to `tracing`
+//! (target `opkit_adapters::mcp`). `notifications/tools/list_changed` is counted
+//! ([`McpConnection::tool_list_changes`]); with [`McpOptions::auto_refresh`] it triggers a
+//! [`McpConnection::refresh`]. When the server exits or the connection drops, pending calls
+//! fail with `TRANSPORT_ERROR` and later calls fail at once.
+
+pub mod content;
+mod names;
+pub mod tools;
+
+mod connection;
+
+pub use connection::{McpConnection, McpError, McpLifecycle, McpOptions, RefreshReport};
+pub use content::{map_content_block, result_envelope};
+pub use names::{is_valid_name as is_valid_operation_name, sanitize as sanitize_tool_name};
+pub use opkit::envelope::{McpContentBlock, McpMeta};
