@@ -147,3 +147,43 @@ async fn petstore_3_0_against_prism() {
 async fn petstore_3_1_against_prism() {
     petstore("3.1", SpecVersion::V3_1).await;
 }
+
+/// Every 3.0 (JSON and YAML) and 3.1 document of `@readme/oas-examples` imports without a
+/// panic, an error or a skipped operation (they include circular schemas, every parameter
+/// style, callbacks, webhooks, polymorphism, draft-04 bounds and ECMA-only regexes).
+#[test]
+fn every_readme_example_document_imports() {
+    let root = openapi_support::peers_dir().join("node_modules/@readme/oas-examples");
+    let mut documents = 0;
+    let mut operations = 0;
+    for dir in ["3.0/json", "3.0/yaml", "3.1/json"] {
+        let mut paths: Vec<_> = std::fs::read_dir(root.join(dir))
+            .unwrap_or_else(|error| {
+                panic!("{dir}: {error}: run `bash scripts/install-peers.sh` first")
+            })
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.is_file())
+            .collect();
+        paths.sort();
+        for path in paths {
+            let import =
+                OpenApiImporter::new(OpenApiOptions::new("ex").base_url("http://127.0.0.1:9"))
+                    .import_file(&path)
+                    .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+            assert!(
+                import.skipped.is_empty(),
+                "{}: {:?}",
+                path.display(),
+                import.skipped
+            );
+            let registry = OperationRegistry::new();
+            operations += import.operations.len();
+            import
+                .register_into(&registry)
+                .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+            documents += 1;
+        }
+    }
+    assert!(documents >= 90, "only {documents} documents");
+    assert!(operations >= 1000, "only {operations} operations");
+}

@@ -61,6 +61,15 @@ pub(crate) fn convert_30_node(mut map: Map<String, Value>) -> Value {
     }
 }
 
+/// 3.1+ schemas are 2020-12 already; only the draft-04 boolean `exclusiveMinimum` /
+/// `exclusiveMaximum` (allowed by a `jsonSchemaDialect` of draft-04, and never valid in
+/// 2020-12) is rewritten to the numeric form.
+pub(crate) fn convert_31_node(mut map: Map<String, Value>) -> Value {
+    exclusive_bound(&mut map, "exclusiveMinimum", "minimum");
+    exclusive_bound(&mut map, "exclusiveMaximum", "maximum");
+    Value::Object(map)
+}
+
 fn exclusive_bound(map: &mut Map<String, Value>, exclusive: &str, bound: &str) {
     match map.get(exclusive) {
         Some(Value::Bool(true)) => match map.remove(bound) {
@@ -123,6 +132,19 @@ mod tests {
         );
         // A dangling `exclusiveMinimum: true` without `minimum` means nothing.
         assert_eq!(convert(json!({"exclusiveMinimum": true})), json!({}));
+    }
+
+    #[test]
+    fn draft_04_bounds_in_3_1_documents() {
+        assert_eq!(
+            convert_31_node(
+                json!({"minimum": 1, "exclusiveMinimum": true, "example": 2})
+                    .as_object()
+                    .unwrap()
+                    .clone()
+            ),
+            json!({"exclusiveMinimum": 1, "example": 2})
+        );
     }
 
     #[test]

@@ -441,13 +441,13 @@ fn map_operation(
     };
     let output = output_bundle.finish(output)?;
 
-    CompiledSchema::compile(&input).map_err(|error| {
+    let input = compilable(input, &label, "input").map_err(|error| {
         MapError::new(
             &op.pointer,
             format!("the input schema does not compile: {error}"),
         )
     })?;
-    CompiledSchema::compile(&output).map_err(|error| {
+    let output = compilable(output, &label, "output").map_err(|error| {
         MapError::new(
             &responses_pointer,
             format!("the output schema does not compile: {error}"),
@@ -506,6 +506,41 @@ fn map_operation(
         sse,
     };
     Ok(Mapped { spec, plan })
+}
+
+/// Compiles a schema; a `pattern` the validator's regex engine rejects (ECMA-262 syntax
+/// that Rust regexes lack) is dropped with a warning instead of losing the operation.
+fn compilable(
+    mut schema: Value,
+    label: &str,
+    which: &str,
+) -> Result<Value, opkit::schema::SchemaError> {
+    for _ in 0..16 {
+        match CompiledSchema::compile(&schema) {
+            Ok(_) => return Ok(schema),
+            Err(error) => {
+                let Some((parent, keyword)) = error.path.rsplit_once('/') else {
+                    return Err(error);
+                };
+                let removable = keyword == "pattern"
+                    && schema.pointer(&error.path).is_some_and(Value::is_string);
+                match schema.pointer_mut(parent).and_then(Value::as_object_mut) {
+                    Some(map) if removable => {
+                        tracing::warn!(
+                            operation = label,
+                            schema = which,
+                            at = %error.path,
+                            %error,
+                            "dropping a `pattern` the validator cannot compile"
+                        );
+                        map.remove(keyword);
+                    }
+                    _ => return Err(error),
+                }
+            }
+        }
+    }
+    CompiledSchema::compile(&schema).map(|_| schema)
 }
 
 /// A parameter object, its pointer and the reference's overrides.

@@ -17,7 +17,7 @@
 //! generators put there meaning "or null"); in 3.1+ they apply, as annotations that override
 //! the target's or, for constraints, as an `allOf` with it.
 
-use super::convert::convert_30_node;
+use super::convert::{convert_30_node, convert_31_node};
 use super::document::{SpecVersion, escape_segment, join_pointer};
 use super::error::MapError;
 use percent_encoding::percent_decode_str;
@@ -221,7 +221,7 @@ impl<'a> SchemaBundle<'a> {
         Ok(if self.resolver.version == SpecVersion::V3_0 {
             convert_30_node(out)
         } else {
-            Value::Object(out)
+            convert_31_node(out)
         })
     }
 
