@@ -43,6 +43,7 @@ async fn petstore(version: &str, expected: SpecVersion) {
 
     let ctx = OperationContext::default().with_timeout(Duration::from_secs(60));
     let mut called = 0;
+    let mut envelopes = 0;
     for spec in registry.specs() {
         let input = openapi_support::example_for(&spec.input_schema, &spec.input_schema, 0);
         let method = spec.extensions["openapi"]["method"]
@@ -63,6 +64,7 @@ async fn petstore(version: &str, expected: SpecVersion) {
         called += 1;
         match result {
             Ok(envelope) => {
+                envelopes += 1;
                 let ResponseMeta::Http(meta) = &envelope.meta else {
                     panic!("{}: not an http envelope", spec.id());
                 };
@@ -112,6 +114,10 @@ async fn petstore(version: &str, expected: SpecVersion) {
         }
     }
     assert_eq!(called, 20);
+    eprintln!(
+        "petstore {version}: {called} operations called, {envelopes} envelopes, {} documented error statuses",
+        called - envelopes
+    );
 
     // A typed look at one call: the mocked pet, with Prism's headers.
     let envelope = registry

@@ -81,7 +81,10 @@
 //! * **Skipping**: an operation that cannot be mapped (bad parameter, undeclared path
 //!   parameter, unresolvable `$ref`, a schema that does not compile, ...) is left out with a
 //!   `tracing::warn!` and listed in [`OpenApiImport::skipped`] with the pointer and reason;
-//!   nothing panics.
+//!   nothing panics. One exception keeps operations alive: a `pattern` written in ECMA-262
+//!   syntax that the validator's regex engine rejects is dropped (with a warning) rather
+//!   than losing the operation; draft-04 boolean `exclusiveMinimum`/`exclusiveMaximum` in
+//!   3.1 documents (a `jsonSchemaDialect` of draft-04) are converted like 3.0's.
 //!
 //! # Names
 //!
