@@ -220,6 +220,7 @@ impl Tombstones {
 struct Served {
     stop: CancellationToken,
     generation: u64,
+    task: Option<tokio::task::JoinHandle<()>>,
 }
 
 struct Shared {
@@ -268,20 +269,29 @@ impl Shared {
             return Ok(());
         }
         let wanted: BTreeSet<String> = self.registry.specs().iter().map(|spec| spec.id()).collect();
-        let added: Vec<String> = {
+        let (added, removed): (Vec<String>, Vec<Served>) = {
             let mut served = lock(&self.served);
-            served.retain(|id, operation| {
-                let keep = wanted.contains(id);
-                if !keep {
-                    operation.stop.cancel();
-                }
-                keep
-            });
-            wanted
+            let gone: Vec<String> = served
+                .keys()
+                .filter(|id| !wanted.contains(*id))
+                .cloned()
+                .collect();
+            let removed = gone.iter().filter_map(|id| served.remove(id)).collect();
+            let added = wanted
                 .into_iter()
                 .filter(|id| !served.contains_key(id))
-                .collect()
+                .collect();
+            (added, removed)
         };
+        // Wait until the removed operations' subscriptions are dropped, so that requests
+        // published after the refresh no longer reach this handler.
+        for mut operation in removed {
+            operation.stop.cancel();
+            if let Some(task) = operation.task.take() {
+                // The task only ends by itself; a panic in it was already reported.
+                drop(task.await);
+            }
+        }
         for id in added {
             let requests = self
                 .pubsub
@@ -290,17 +300,27 @@ impl Shared {
             let aborts = self.pubsub.subscribe(&topics::abort_topic(&id)).await?;
             let stop = self.shutdown.child_token();
             let generation = self.generation.fetch_add(1, Ordering::Relaxed);
+            // Listed before the task starts: a task that ends at once unlists itself.
             lock(&self.served).insert(
                 id.clone(),
                 Served {
                     stop: stop.clone(),
                     generation,
+                    task: None,
                 },
             );
-            tokio::spawn(
-                self.clone()
-                    .serve_operation(id, generation, requests, aborts, stop),
-            );
+            let task = tokio::spawn(self.clone().serve_operation(
+                id.clone(),
+                generation,
+                requests,
+                aborts,
+                stop,
+            ));
+            if let Some(served) = lock(&self.served).get_mut(&id)
+                && served.generation == generation
+            {
+                served.task = Some(task);
+            }
         }
         Ok(())
     }

@@ -1,0 +1,215 @@
+//! Routing: each caller receives only its own requests' events; replicas on one bus execute
+//! each request once; request ids carry the caller.
+
+mod protocol_support;
+
+use futures::StreamExt;
+use opkit::protocol::topics::{
+    FALLBACK_REPLY_TOPIC, abort_topic, caller_of, reply_topic, reply_topic_for, request_topic,
+};
+use opkit::protocol::{CallEvent, CallHandler, CallRequested, PendingRequestMap, Subscription};
+use opkit::{Handler, OperationContext, OperationKind, OperationRegistry, OperationSpec};
+use protocol_support::{Counter, Probes, bus, has_message, next_event, publish, registry};
+use serde_json::json;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn ctx() -> OperationContext {
+    OperationContext::default().with_timeout(Duration::from_secs(20))
+}
+
+#[test]
+fn the_topic_layout() {
+    assert_eq!(request_topic("math.add"), "opkit.request.math.add");
+    assert_eq!(abort_topic("math.add"), "opkit.abort.math.add");
+    assert_eq!(reply_topic("c1"), "opkit.reply.c1");
+    assert_eq!(reply_topic_for("c1:42"), "opkit.reply.c1");
+    assert_eq!(reply_topic_for("a:b:42"), FALLBACK_REPLY_TOPIC);
+    assert_eq!(caller_of("a:b:42"), None, "`a:b` is not a valid caller id");
+    assert_eq!(reply_topic_for("plain-uuid"), FALLBACK_REPLY_TOPIC);
+    assert_eq!(reply_topic_for("*.>:1"), FALLBACK_REPLY_TOPIC);
+    assert_eq!(reply_topic_for(":1"), FALLBACK_REPLY_TOPIC);
+}
+
+/// Drains every message waiting on `subscription` as events.
+async fn drain(subscription: &mut Subscription) -> Vec<CallEvent> {
+    let mut events = Vec::new();
+    while has_message_and_take(subscription, &mut events) {}
+    events
+}
+
+fn has_message_and_take(subscription: &mut Subscription, events: &mut Vec<CallEvent>) -> bool {
+    match futures::FutureExt::now_or_never(subscription.next()) {
+        Some(Some(payload)) => {
+            events.push(CallEvent::from_slice(&payload).unwrap());
+            true
+        }
+        _ => false,
+    }
+}
+
+#[tokio::test]
+async fn a_caller_receives_only_its_own_events() {
+    let (memory, bus) = bus();
+    let _handler = CallHandler::new(registry(&Probes::default()), bus.clone())
+        .spawn()
+        .await
+        .unwrap();
+    let alice = PendingRequestMap::connect(bus.clone()).await.unwrap();
+    let bob = PendingRequestMap::connect(bus.clone()).await.unwrap();
+    assert_ne!(alice.reply_topic(), bob.reply_topic());
+    // Taps on both reply topics see what each caller's listener sees.
+    let mut alice_tap = bus.subscribe(alice.reply_topic()).await.unwrap();
+    let mut bob_tap = bus.subscribe(bob.reply_topic()).await.unwrap();
+
+    for i in 0..20 {
+        alice
+            .call("math.add", json!({"a": i, "b": 0}), &ctx())
+            .await
+            .unwrap();
+    }
+    let items = alice
+        .subscribe("clock.count", json!({"to": 3}), &ctx())
+        .await
+        .unwrap()
+        .collect::<Vec<_>>()
+        .await;
+    assert_eq!(items.len(), 3);
+    for i in 0..5 {
+        bob.call("math.add", json!({"a": i, "b": 0}), &ctx())
+            .await
+            .unwrap();
+    }
+
+    let alice_events = drain(&mut alice_tap).await;
+    let bob_events = drain(&mut bob_tap).await;
+    assert_eq!(
+        alice_events.len(),
+        20 + 3 + 1,
+        "20 replies, 3 items, 1 completed"
+    );
+    assert_eq!(bob_events.len(), 5);
+    let alice_prefix = format!("{}:", alice.caller_id());
+    let bob_prefix = format!("{}:", bob.caller_id());
+    assert!(
+        alice_events
+            .iter()
+            .all(|e| e.request_id().starts_with(&alice_prefix))
+    );
+    assert!(
+        bob_events
+            .iter()
+            .all(|e| e.request_id().starts_with(&bob_prefix))
+    );
+    // Each caller subscribes to one reply topic, its own.
+    assert_eq!(memory.subscriber_count(alice.reply_topic()), 2); // the map + the tap
+    assert_eq!(memory.subscriber_count(FALLBACK_REPLY_TOPIC), 0);
+}
+
+#[tokio::test]
+async fn request_ids_without_a_caller_are_answered_on_the_fallback_topic() {
+    let (_, bus) = bus();
+    let _handler = CallHandler::new(registry(&Probes::default()), bus.clone())
+        .spawn()
+        .await
+        .unwrap();
+    let mut fallback = bus.subscribe(FALLBACK_REPLY_TOPIC).await.unwrap();
+    let request = CallRequested::new("4b1d-no-caller", "math.add", json!({"a": 1, "b": 2}));
+    publish(
+        &*bus,
+        &request_topic("math.add"),
+        &CallEvent::Requested(request),
+    )
+    .await;
+    match next_event(&mut fallback).await {
+        CallEvent::Responded(responded) => {
+            assert_eq!(responded.request_id, "4b1d-no-caller");
+            assert_eq!(responded.output.data, json!({"sum": 3}));
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(!has_message(&mut fallback));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_handlers_on_one_registry_execute_each_request_once() {
+    let (memory, bus) = bus();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let registry = OperationRegistry::new();
+    let log = seen.clone();
+    registry
+        .register(
+            OperationSpec::new("work", "item", OperationKind::Mutation),
+            Handler::unary(move |input, _ctx| {
+                log.lock().unwrap().push(input["n"].as_u64().unwrap());
+                async move { Ok(input["n"].clone()) }
+            }),
+        )
+        .unwrap();
+    let _a = CallHandler::new(registry.clone(), bus.clone())
+        .spawn()
+        .await
+        .unwrap();
+    let _b = CallHandler::new(registry, bus.clone())
+        .spawn()
+        .await
+        .unwrap();
+    assert_eq!(memory.subscriber_count(&request_topic("work.item")), 2);
+    let map = PendingRequestMap::connect(bus).await.unwrap();
+    let calls = (0..1000u64).map(|n| {
+        let map = map.clone();
+        async move { map.call("work.item", json!({"n": n}), &ctx()).await }
+    });
+    let results = futures::future::join_all(calls).await;
+    for (n, result) in results.into_iter().enumerate() {
+        assert_eq!(result.unwrap().data, json!(n));
+    }
+    let mut seen = seen.lock().unwrap().clone();
+    seen.sort_unstable();
+    assert_eq!(
+        seen,
+        (0..1000).collect::<Vec<_>>(),
+        "each request executed exactly once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_share_the_work() {
+    let (_, bus) = bus();
+    // Two replicas of one service (same operation id, separate registries), to tell them apart.
+    let replica = |runs: &Counter| {
+        let registry = OperationRegistry::new();
+        let runs = runs.clone();
+        registry
+            .register(
+                OperationSpec::new("work", "item", OperationKind::Mutation),
+                Handler::unary(move |input, _ctx| {
+                    runs.bump();
+                    async move { Ok(input["n"].clone()) }
+                }),
+            )
+            .unwrap();
+        registry
+    };
+    let (runs_a, runs_b) = (Counter::default(), Counter::default());
+    let _a = CallHandler::new(replica(&runs_a), bus.clone())
+        .spawn()
+        .await
+        .unwrap();
+    let _b = CallHandler::new(replica(&runs_b), bus.clone())
+        .spawn()
+        .await
+        .unwrap();
+    let map = PendingRequestMap::connect(bus).await.unwrap();
+    let calls = (0..200u64).map(|n| {
+        let map = map.clone();
+        async move {
+            map.call("work.item", json!({"n": n}), &ctx())
+                .await
+                .unwrap()
+        }
+    });
+    futures::future::join_all(calls).await;
+    assert_eq!(runs_a.get() + runs_b.get(), 200, "none lost, none twice");
+    assert!(runs_a.get() > 0 && runs_b.get() > 0, "both replicas worked");
+}
