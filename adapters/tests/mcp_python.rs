@@ -43,10 +43,10 @@ where
     panic!("{what} did not happen within 10 s");
 }
 
-/// The tags the server's `slow` tool recorded as cancelled.
-async fn cancellations(registry: &OperationRegistry) -> Vec<String> {
-    let envelope = call(registry, "py.cancellations", json!({})).await;
-    serde_json::from_value(envelope.data["result"].clone()).unwrap_or_default()
+/// The tags the server's `slow` tool recorded as `"started"` or `"cancelled"`.
+async fn slow_calls(registry: &OperationRegistry, which: &str) -> Vec<String> {
+    let envelope = call(registry, "py.slow_calls", json!({})).await;
+    serde_json::from_value(envelope.data[which].clone()).unwrap_or_default()
 }
 
 async fn check_structured_output(connection: &McpConnection) {
@@ -155,9 +155,26 @@ async fn both_protocol_eras_are_spoken() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cancellation_and_deadlines_reach_the_server() {
+async fn cancellation_and_deadlines_reach_the_server_over_stdio() {
     let (connection, _guard) = python_stdio(McpOptions::new("py")).await;
-    let registry = registry_of(&connection);
+    check_cancellation(&connection).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellation_and_deadlines_reach_the_server_over_streamable_http() {
+    let server = start_python_http();
+    let connection = McpConnection::connect_http(&server.mcp_url(), McpOptions::new("py"))
+        .await
+        .expect("connect over Streamable HTTP");
+    check_cancellation(&connection).await;
+}
+
+async fn check_cancellation(connection: &McpConnection) {
+    let registry = registry_of(connection);
+    let has = |which: &'static str, tag: &'static str| {
+        let registry = registry.clone();
+        async move { slow_calls(&registry, which).await.contains(&tag.to_owned()) }
+    };
 
     // Cancelling the context aborts the call and tells the server.
     let token = CancellationToken::new();
@@ -170,28 +187,29 @@ async fn cancellation_and_deadlines_reach_the_server() {
                 .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    eventually("the server starting the call", || {
+        has("started", "cancelled")
+    })
+    .await;
     token.cancel();
     let error = pending.await.unwrap().unwrap_err();
     assert_eq!(error.code, ErrorCode::Aborted, "{error}");
-    eventually("the server seeing the cancellation", || async {
-        cancellations(&registry)
-            .await
-            .contains(&"cancelled".to_owned())
+    eventually("the server seeing the cancellation", || {
+        has("cancelled", "cancelled")
     })
     .await;
 
-    // A deadline ends the call with TIMEOUT and tells the server.
-    let ctx = OperationContext::new().with_timeout(Duration::from_millis(500));
+    // A deadline ends the call with TIMEOUT and tells the server (3 s: long enough for the
+    // server to have started the call, on a loaded machine too).
+    let ctx = OperationContext::new().with_timeout(Duration::from_secs(3));
     let error = registry
         .execute("py.slow", json!({"seconds": 60, "tag": "deadline"}), &ctx)
         .await
         .unwrap_err();
     assert_eq!(error.code, ErrorCode::Timeout, "{error}");
-    eventually("the server seeing the deadline's cancellation", || async {
-        cancellations(&registry)
-            .await
-            .contains(&"deadline".to_owned())
+    assert!(has("started", "deadline").await);
+    eventually("the server seeing the deadline's cancellation", || {
+        has("cancelled", "deadline")
     })
     .await;
 
@@ -303,11 +321,19 @@ async fn an_http_server_that_dies_fails_the_call() {
         tokio::spawn(async move {
             let ctx = OperationContext::new().with_timeout(Duration::from_secs(60));
             registry
-                .execute("py.slow", json!({"seconds": 60}), &ctx)
+                .execute("py.slow", json!({"seconds": 60, "tag": "doomed"}), &ctx)
                 .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    eventually("the server starting the call", || {
+        let registry = registry.clone();
+        async move {
+            slow_calls(&registry, "started")
+                .await
+                .contains(&"doomed".to_owned())
+        }
+    })
+    .await;
     server.kill();
     let error = pending.await.unwrap().unwrap_err();
     assert_eq!(error.code, ErrorCode::TransportError, "{error}");

@@ -24,7 +24,8 @@ from mcp.types import ToolAnnotations
 
 server = MCPServer("opkit-structured", version="1.0.0")
 
-# What the cancellable tool saw, read back by `cancellations`.
+# What the cancellable tool saw, read back by `slow_calls`.
+STARTED: list[str] = []
 CANCELLED: list[str] = []
 
 
@@ -74,7 +75,8 @@ def protocol_error(message: str) -> str:
 
 @server.tool()
 async def slow(seconds: float, tag: str = "slow") -> str:
-    """Sleeps; records its tag when it is cancelled."""
+    """Sleeps; records its tag when it starts and when it is cancelled."""
+    STARTED.append(tag)
     try:
         await asyncio.sleep(seconds)
     except asyncio.CancelledError:
@@ -83,10 +85,15 @@ async def slow(seconds: float, tag: str = "slow") -> str:
     return f"slept {seconds}"
 
 
+class SlowCalls(TypedDict):
+    started: list[str]
+    cancelled: list[str]
+
+
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
-def cancellations() -> list[str]:
-    """The tags of the `slow` calls that were cancelled so far."""
-    return list(CANCELLED)
+def slow_calls() -> SlowCalls:
+    """The tags of the `slow` calls that started and that were cancelled so far."""
+    return {"started": list(STARTED), "cancelled": list(CANCELLED)}
 
 
 @server.tool()
