@@ -7,6 +7,7 @@
 //! | `http-server` | [`http_server`] | serves a registry over HTTP: a route per operation, SSE subscriptions, `/openapi.json` |
 //! | `mcp-server` | [`mcp_server`] | serves a registry as an MCP server over stdio and Streamable HTTP (enables `http-server`) |
 //! | `redis` | [`redis`] | the call protocol over Redis: streams consumer groups for requests, pub/sub for replies |
+//! | `websocket` | [`websocket`] | the call protocol over a WebSocket hub with authenticated spokes |
 
 #[cfg(feature = "openapi")]
 pub mod openapi;
@@ -22,3 +23,6 @@ pub mod mcp_server;
 
 #[cfg(feature = "redis")]
 pub mod redis;
+
+#[cfg(feature = "websocket")]
+pub mod websocket;

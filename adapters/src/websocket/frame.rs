@@ -1,0 +1,143 @@
+//! Frames: a JSON header, then optionally `\n` and the payload's raw bytes.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use tokio_tungstenite::tungstenite::Message;
+
+/// A frame's header (see the module docs for the table).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub(crate) enum Header {
+    Welcome {
+        spoke: String,
+    },
+    Subscribe {
+        id: u64,
+        topic: String,
+    },
+    SubscribeGroup {
+        id: u64,
+        topic: String,
+        group: String,
+    },
+    Unsubscribe {
+        id: u64,
+    },
+    Publish {
+        id: u64,
+        topic: String,
+    },
+    Ok {
+        id: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        receivers: Option<usize>,
+    },
+    Error {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u64>,
+        message: String,
+    },
+    Message {
+        sub: u64,
+    },
+}
+
+/// Encodes a frame: text without a payload, binary with one.
+pub(crate) fn encode(header: &Header, payload: Option<&[u8]>) -> Message {
+    let json = serde_json::to_string(header).expect("frame headers always serialize");
+    match payload {
+        None => Message::text(json),
+        Some(payload) => {
+            let mut bytes = BytesMut::with_capacity(json.len() + 1 + payload.len());
+            bytes.put_slice(json.as_bytes());
+            bytes.put_u8(b'\n');
+            bytes.put_slice(payload);
+            Message::Binary(bytes.freeze())
+        }
+    }
+}
+
+/// Decodes a frame's bytes into its header and payload (empty when absent).
+pub(crate) fn decode(data: &Bytes) -> Result<(Header, Bytes), String> {
+    let (head, payload) = match data.iter().position(|&byte| byte == b'\n') {
+        Some(at) => (data.slice(..at), data.slice(at + 1..)),
+        None => (data.clone(), Bytes::new()),
+    };
+    let header = serde_json::from_slice(&head).map_err(|error| error.to_string())?;
+    Ok((header, payload))
+}
+
+/// The bytes of a data message; `None` for control messages.
+pub(crate) fn data_of(message: Message) -> Option<Bytes> {
+    match message {
+        Message::Text(text) => Some(Bytes::from(text)),
+        Message::Binary(bytes) => Some(bytes),
+        _ => None,
+    }
+}
+
+/// What the transports read from call events (without decoding the whole event).
+#[derive(Debug, Deserialize)]
+pub(crate) struct Peek<'a> {
+    #[serde(rename = "type", borrow, default)]
+    pub(crate) kind: Option<Cow<'a, str>>,
+    #[serde(rename = "requestId", borrow, default)]
+    pub(crate) request_id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    pub(crate) deadline: Option<u64>,
+}
+
+/// The `type`, `requestId` and `deadline` of a call event, if the payload is one.
+pub(crate) fn peek(payload: &[u8]) -> Option<Peek<'_>> {
+    serde_json::from_slice::<Peek<'_>>(payload)
+        .ok()
+        .filter(|peek| peek.kind.is_some() && peek.request_id.is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_with_and_without_payload() {
+        let header = Header::Publish {
+            id: 7,
+            topic: "t".into(),
+        };
+        let message = encode(&header, Some(b"{\"a\":1}\n\xff"));
+        let data = data_of(message).unwrap();
+        assert_eq!(
+            &data[..],
+            b"{\"op\":\"publish\",\"id\":7,\"topic\":\"t\"}\n{\"a\":1}\n\xff"
+        );
+        let (decoded, payload) = decode(&data).unwrap();
+        assert_eq!(decoded, header);
+        assert_eq!(&payload[..], b"{\"a\":1}\n\xff");
+
+        let ok = encode(
+            &Header::Ok {
+                id: 1,
+                receivers: None,
+            },
+            None,
+        );
+        let data = data_of(ok).unwrap();
+        assert_eq!(&data[..], b"{\"op\":\"ok\",\"id\":1}");
+        assert!(decode(&Bytes::from_static(b"{\"op\":\"fly\"}")).is_err());
+        assert!(decode(&Bytes::from_static(b"\xff\xfe")).is_err());
+        assert!(decode(&Bytes::from_static(b"{\"op\":\"publish\",\"id\":1}")).is_err());
+    }
+
+    #[test]
+    fn peeks_at_call_events() {
+        let peeked =
+            peek(br#"{"type":"call.requested","requestId":"c:1","deadline":5,"input":{}}"#)
+                .unwrap();
+        assert_eq!(peeked.kind.as_deref(), Some("call.requested"));
+        assert_eq!(peeked.request_id.as_deref(), Some("c:1"));
+        assert_eq!(peeked.deadline, Some(5));
+        assert!(peek(b"garbage").is_none());
+        assert!(peek(br#"{"type":"x"}"#).is_none());
+    }
+}

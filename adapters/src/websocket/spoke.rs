@@ -1,0 +1,531 @@
+//! The spoke: a [`PubSub`] that talks to a [`WsHub`](super::WsHub) over one WebSocket,
+//! reconnecting with backoff.
+
+use super::frame::{self, Header};
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use futures::stream::{SplitSink, SplitStream};
+use futures::{FutureExt, SinkExt, Stream, StreamExt};
+use opkit::protocol::{PubSub, Receipt, Subscription, TransportError};
+use std::collections::HashMap;
+use std::fmt;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::{HeaderValue, header};
+use tokio_tungstenite::tungstenite::{self, Message};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tokio_util::sync::CancellationToken;
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// Settings of a [`WsSpoke`].
+///
+/// ```
+/// use opkit_adapters::websocket::SpokeOptions;
+/// use std::time::Duration;
+/// let options = SpokeOptions::new("s3cret")
+///     .with_backoff(Duration::from_millis(100), Duration::from_secs(10));
+/// ```
+#[derive(Clone)]
+pub struct SpokeOptions {
+    token: String,
+    backoff_min: Duration,
+    backoff_max: Duration,
+    request_timeout: Duration,
+    connect_timeout: Duration,
+}
+
+impl fmt::Debug for SpokeOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SpokeOptions")
+            .field("token", &"<redacted>")
+            .field("backoff_min", &self.backoff_min)
+            .field("backoff_max", &self.backoff_max)
+            .field("request_timeout", &self.request_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .finish()
+    }
+}
+
+impl SpokeOptions {
+    /// Settings with the token the spoke presents to the hub.
+    pub fn new(token: impl Into<String>) -> Self {
+        Self {
+            token: token.into(),
+            backoff_min: Duration::from_millis(50),
+            backoff_max: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// The first and the longest pause between reconnection attempts (50 ms doubling up to
+    /// 5 s unless set).
+    #[must_use]
+    pub fn with_backoff(mut self, min: Duration, max: Duration) -> Self {
+        self.backoff_min = min;
+        self.backoff_max = max.max(min);
+        self
+    }
+
+    /// How long a publish or subscribe waits for the hub's answer (10 s unless set).
+    #[must_use]
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// How long connecting (TCP, handshake, welcome) may take (5 s unless set).
+    #[must_use]
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+}
+
+type Ack = oneshot::Sender<Result<Option<usize>, String>>;
+
+struct Sub {
+    topic: String,
+    group: Option<String>,
+    sender: mpsc::UnboundedSender<Bytes>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The current connection's outgoing queue; `None` while disconnected.
+    link: Option<mpsc::UnboundedSender<Message>>,
+    /// The hub's name for the current connection.
+    name: Option<String>,
+    /// Publishes and subscribes waiting for the hub's answer, by id.
+    pending: HashMap<u64, Ack>,
+    subscriptions: HashMap<u64, Sub>,
+}
+
+struct Inner {
+    url: String,
+    options: SpokeOptions,
+    state: Mutex<State>,
+    next_id: AtomicU64,
+    closed: CancellationToken,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Closes the connection when the last [`WsSpoke`] clone and subscription are gone.
+struct Handle {
+    inner: Arc<Inner>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.inner.closed.cancel();
+    }
+}
+
+/// A spoke of a [`WsHub`](super::WsHub): a [`PubSub`] whose messages the hub routes. See the
+/// [module docs](super) for the frames and the delivery guarantees.
+///
+/// Cloning is cheap; clones share the connection. The connection closes when every clone and
+/// every subscription made through it are dropped, or on [`close`](Self::close).
+#[derive(Clone)]
+pub struct WsSpoke {
+    handle: Arc<Handle>,
+}
+
+impl fmt::Debug for WsSpoke {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WsSpoke")
+            .field("url", &self.handle.inner.url)
+            .field("name", &self.name())
+            .field("connected", &self.is_connected())
+            .finish()
+    }
+}
+
+fn transport(message: impl fmt::Display) -> TransportError {
+    TransportError::new(format!("websocket: {message}"))
+}
+
+impl WsSpoke {
+    /// Connects to the hub at `url` (`ws://host:port/`) with `token` and the default settings.
+    /// Fails when the hub cannot be reached or refuses the token.
+    pub async fn connect(url: &str, token: &str) -> Result<Self, TransportError> {
+        Self::connect_with(url, SpokeOptions::new(token)).await
+    }
+
+    /// [`connect`](Self::connect) with settings.
+    pub async fn connect_with(url: &str, options: SpokeOptions) -> Result<Self, TransportError> {
+        let inner = Arc::new(Inner {
+            url: url.to_owned(),
+            options,
+            state: Mutex::new(State::default()),
+            next_id: AtomicU64::new(1),
+            closed: CancellationToken::new(),
+        });
+        let (socket, name) = open(&inner).await?;
+        // Connected before this returns: publishing works at once.
+        let running = start(&inner, socket, name);
+        tokio::spawn(supervise(inner.clone(), running));
+        Ok(Self {
+            handle: Arc::new(Handle { inner }),
+        })
+    }
+
+    /// `true` while connected to the hub.
+    pub fn is_connected(&self) -> bool {
+        self.handle.inner.lock().link.is_some()
+    }
+
+    /// The hub's name for the current connection (`<grant name>#<n>`), while connected.
+    pub fn name(&self) -> Option<String> {
+        let state = self.handle.inner.lock();
+        state.link.as_ref().and(state.name.clone())
+    }
+
+    /// Closes the connection for good: publishing and subscribing fail from now on.
+    pub fn close(&self) {
+        self.handle.inner.closed.cancel();
+    }
+
+    async fn request(
+        &self,
+        id: u64,
+        message: Message,
+        subscription: Option<Sub>,
+    ) -> Result<Option<usize>, TransportError> {
+        let inner = &self.handle.inner;
+        let (ack, answer) = oneshot::channel();
+        {
+            let mut state = inner.lock();
+            let Some(link) = state.link.clone() else {
+                return Err(transport("not connected to the hub"));
+            };
+            if let Some(subscription) = subscription {
+                state.subscriptions.insert(id, subscription);
+            }
+            state.pending.insert(id, ack);
+            if link.send(message).is_err() {
+                state.pending.remove(&id);
+                state.subscriptions.remove(&id);
+                return Err(transport("the connection to the hub closed"));
+            }
+        }
+        let result = match tokio::time::timeout(inner.options.request_timeout, answer).await {
+            Ok(Ok(Ok(receivers))) => return Ok(receivers),
+            Ok(Ok(Err(message))) => Err(transport(format!("the hub refused: {message}"))),
+            Ok(Err(_)) => Err(transport("disconnected from the hub before it answered")),
+            Err(_) => Err(transport("the hub did not answer in time")),
+        };
+        let mut state = inner.lock();
+        state.pending.remove(&id);
+        state.subscriptions.remove(&id);
+        result
+    }
+
+    async fn subscribe_to(
+        &self,
+        topic: &str,
+        group: Option<&str>,
+    ) -> Result<Subscription, TransportError> {
+        let id = self.handle.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let header = subscribe_header(id, topic, group);
+        let sub = Sub {
+            topic: topic.to_owned(),
+            group: group.map(str::to_owned),
+            sender,
+        };
+        self.request(id, frame::encode(&header, None), Some(sub))
+            .await?;
+        Ok(Subscription::new(SpokeSubscription {
+            receiver,
+            id,
+            handle: self.handle.clone(),
+        }))
+    }
+}
+
+fn subscribe_header(id: u64, topic: &str, group: Option<&str>) -> Header {
+    match group {
+        Some(group) => Header::SubscribeGroup {
+            id,
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+        },
+        None => Header::Subscribe {
+            id,
+            topic: topic.to_owned(),
+        },
+    }
+}
+
+impl PubSub for WsSpoke {
+    fn publish<'a>(
+        &'a self,
+        topic: &'a str,
+        payload: Bytes,
+    ) -> BoxFuture<'a, Result<Receipt, TransportError>> {
+        async move {
+            let id = self.handle.inner.next_id.fetch_add(1, Ordering::Relaxed);
+            let header = Header::Publish {
+                id,
+                topic: topic.to_owned(),
+            };
+            let receivers = self
+                .request(id, frame::encode(&header, Some(&payload)), None)
+                .await?;
+            Ok(receivers.map_or(Receipt::unknown(), Receipt::delivered))
+        }
+        .boxed()
+    }
+
+    fn subscribe<'a>(
+        &'a self,
+        topic: &'a str,
+    ) -> BoxFuture<'a, Result<Subscription, TransportError>> {
+        self.subscribe_to(topic, None).boxed()
+    }
+
+    fn subscribe_group<'a>(
+        &'a self,
+        topic: &'a str,
+        group: &'a str,
+    ) -> BoxFuture<'a, Result<Subscription, TransportError>> {
+        self.subscribe_to(topic, Some(group)).boxed()
+    }
+}
+
+/// One subscription's messages; dropping it unsubscribes.
+struct SpokeSubscription {
+    receiver: mpsc::UnboundedReceiver<Bytes>,
+    id: u64,
+    handle: Arc<Handle>,
+}
+
+impl Stream for SpokeSubscription {
+    type Item = Bytes;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        self.receiver.poll_recv(cx)
+    }
+}
+
+impl Drop for SpokeSubscription {
+    fn drop(&mut self) {
+        let mut state = self.handle.inner.lock();
+        if state.subscriptions.remove(&self.id).is_some()
+            && let Some(link) = &state.link
+        {
+            let _ = link.send(frame::encode(&Header::Unsubscribe { id: self.id }, None));
+        }
+    }
+}
+
+/// Connects, authenticates and waits for the hub's welcome (bounded by the connect timeout).
+async fn open(inner: &Inner) -> Result<(Socket, String), TransportError> {
+    let mut request = inner
+        .url
+        .as_str()
+        .into_client_request()
+        .map_err(|error| transport(format!("invalid hub URL: {error}")))?;
+    let bearer = HeaderValue::from_str(&format!("Bearer {}", inner.options.token))
+        .map_err(|_| transport("the token is not a valid header value"))?;
+    request.headers_mut().insert(header::AUTHORIZATION, bearer);
+    let connect = async {
+        let (mut socket, _) = tokio_tungstenite::connect_async(request)
+            .await
+            .map_err(|error| match error {
+                tungstenite::Error::Http(response) => transport(format!(
+                    "the hub refused the connection: {}",
+                    response.status()
+                )),
+                other => transport(format!("could not connect to the hub: {other}")),
+            })?;
+        while let Some(message) = socket.next().await {
+            let message = message.map_err(|error| transport(format!("hub handshake: {error}")))?;
+            let Some(data) = frame::data_of(message) else {
+                continue;
+            };
+            return match frame::decode(&data) {
+                Ok((Header::Welcome { spoke }, _)) => Ok((socket, spoke)),
+                Ok((other, _)) => Err(transport(format!(
+                    "the hub sent {other:?} instead of a welcome"
+                ))),
+                Err(error) => Err(transport(format!(
+                    "the hub sent a malformed welcome: {error}"
+                ))),
+            };
+        }
+        Err(transport(
+            "the hub closed the connection during the handshake",
+        ))
+    };
+    match tokio::time::timeout(inner.options.connect_timeout, connect).await {
+        Ok(result) => result,
+        Err(_) => Err(transport("connecting to the hub timed out")),
+    }
+}
+
+/// Runs connections one after the other until the spoke is closed.
+async fn supervise(inner: Arc<Inner>, running: Running) {
+    let mut connection = Some(running);
+    let mut backoff = inner.options.backoff_min;
+    loop {
+        if let Some(running) = connection.take() {
+            run(&inner, running).await;
+            if inner.closed.is_cancelled() {
+                return;
+            }
+            tracing::warn!(hub = %inner.url, "lost the connection to the hub: reconnecting");
+        }
+        tokio::select! {
+            () = inner.closed.cancelled() => return,
+            () = tokio::time::sleep(backoff) => {}
+        }
+        match open(&inner).await {
+            Ok((socket, name)) => {
+                tracing::info!(hub = %inner.url, spoke = %name, "reconnected to the hub");
+                connection = Some(start(&inner, socket, name));
+                backoff = inner.options.backoff_min;
+            }
+            Err(error) => {
+                tracing::debug!(%error, "the hub is still unreachable");
+                backoff = (backoff * 2).min(inner.options.backoff_max);
+            }
+        }
+    }
+}
+
+/// A connection in use.
+struct Running {
+    source: SplitStream<Socket>,
+    outbound: mpsc::UnboundedSender<Message>,
+    writer: tokio::task::JoinHandle<()>,
+}
+
+/// Puts a fresh connection in use: subscribes again to every live subscription (under the
+/// same ids), then lets publishes and subscribes through.
+fn start(inner: &Inner, socket: Socket, name: String) -> Running {
+    let (sink, source) = socket.split();
+    let (outbound, queue) = mpsc::unbounded_channel::<Message>();
+    let writer = tokio::spawn(write(sink, queue));
+    let mut state = inner.lock();
+    for (id, sub) in &state.subscriptions {
+        let header = subscribe_header(*id, &sub.topic, sub.group.as_deref());
+        let _ = outbound.send(frame::encode(&header, None));
+    }
+    state.link = Some(outbound.clone());
+    state.name = Some(name);
+    Running {
+        source,
+        outbound,
+        writer,
+    }
+}
+
+/// Reads one connection until it ends.
+async fn run(inner: &Inner, running: Running) {
+    let Running {
+        mut source,
+        outbound,
+        writer,
+    } = running;
+    loop {
+        tokio::select! {
+            () = inner.closed.cancelled() => {
+                let _ = outbound.send(Message::Close(None));
+                break;
+            }
+            message = source.next() => match message {
+                Some(Ok(message)) => {
+                    if matches!(message, Message::Close(_)) {
+                        break;
+                    }
+                    if let Some(data) = frame::data_of(message) {
+                        handle(inner, &data);
+                    }
+                }
+                Some(Err(error)) => {
+                    tracing::debug!(%error, "the connection to the hub failed");
+                    break;
+                }
+                None => break,
+            }
+        }
+    }
+    let pending = {
+        let mut state = inner.lock();
+        state.link = None;
+        std::mem::take(&mut state.pending)
+    };
+    for (_, ack) in pending {
+        let _ = ack.send(Err("disconnected from the hub".to_owned()));
+    }
+    drop(outbound);
+    // Let the writer flush a close frame, but not for long.
+    let _ = tokio::time::timeout(Duration::from_millis(200), writer).await;
+}
+
+async fn write(mut sink: SplitSink<Socket, Message>, mut queue: mpsc::UnboundedReceiver<Message>) {
+    while let Some(message) = queue.recv().await {
+        let closing = matches!(message, Message::Close(_));
+        if sink.send(message).await.is_err() || closing {
+            break;
+        }
+    }
+    let _ = sink.close().await;
+}
+
+/// Handles one frame from the hub; malformed frames are logged and dropped.
+fn handle(inner: &Inner, data: &Bytes) {
+    let (header, payload) = match frame::decode(data) {
+        Ok(decoded) => decoded,
+        Err(error) => {
+            tracing::warn!(%error, "dropping a malformed frame from the hub");
+            return;
+        }
+    };
+    match header {
+        Header::Message { sub } => {
+            let mut state = inner.lock();
+            let delivered = state
+                .subscriptions
+                .get(&sub)
+                .is_some_and(|subscription| subscription.sender.send(payload).is_ok());
+            if !delivered && state.subscriptions.remove(&sub).is_none() {
+                tracing::debug!(sub, "a message for a subscription that is gone");
+            }
+        }
+        Header::Ok { id, receivers } => {
+            if let Some(ack) = inner.lock().pending.remove(&id) {
+                let _ = ack.send(Ok(receivers));
+            }
+        }
+        Header::Error {
+            id: Some(id),
+            message,
+        } => {
+            let ack = inner.lock().pending.remove(&id);
+            match ack {
+                Some(ack) => drop(ack.send(Err(message))),
+                None => tracing::warn!(id, message, "the hub refused a request"),
+            }
+        }
+        Header::Error { id: None, message } => {
+            tracing::warn!(message, "the hub refused a frame");
+        }
+        Header::Welcome { .. } => {}
+        other => tracing::warn!(frame = ?other, "dropping a frame hubs do not send"),
+    }
+}
