@@ -8,7 +8,7 @@ mod cast;
 mod generate;
 mod validate;
 
-pub use cast::{CAST_MAX_DEPTH, cast};
+pub use cast::{CAST_MAX_DEPTH, cast, cast_with_root};
 pub use generate::{input_schema_for, schema_for};
 pub use validate::{CompiledSchema, SchemaError};
 
