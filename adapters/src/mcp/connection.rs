@@ -479,7 +479,9 @@ impl McpConnection {
     }
 
     /// Registers one operation per tool; all or nothing. Later [`refresh`](Self::refresh)es
-    /// update this registry too. Returns the ids of the registered operations.
+    /// update this registry too (the connection keeps a handle on it for that). Returns the
+    /// ids of the registered operations. A taken id fails with [`McpError::Registry`]
+    /// naming both operations; pick another namespace in [`McpOptions::new`].
     pub fn register_into(&self, registry: &OperationRegistry) -> Result<Vec<String>, McpError> {
         let tools = self.tools();
         let mut registered: Vec<String> = Vec::with_capacity(tools.len());
@@ -1092,5 +1094,118 @@ impl Drop for CancelOnDrop {
                 tracing::debug!(target: "opkit_adapters::mcp", %error, "could not send notifications/cancelled");
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(tools: &[ImportedTool]) -> Vec<(String, String)> {
+        tools
+            .iter()
+            .map(|tool| (tool.tool_name.clone(), tool.spec.id()))
+            .collect()
+    }
+
+    #[test]
+    fn builds_one_spec_per_named_tool() {
+        let raw = vec![
+            json!({"name": "get-sum", "inputSchema": {"type": "object"}}),
+            json!({"name": "get-sum", "inputSchema": {"type": "object", "title": "again"}}),
+            json!({"inputSchema": {"type": "object"}}),
+            json!({"name": "echo", "inputSchema": {"type": "object"}}),
+        ];
+        let tools = build_tools("ns", "server", &raw, &HashMap::new());
+        assert_eq!(
+            names(&tools),
+            [
+                ("echo".to_owned(), "ns.echo".to_owned()),
+                ("get-sum".to_owned(), "ns.get_sum".to_owned())
+            ]
+        );
+        // The first of two definitions with one name wins.
+        assert_eq!(tools[1].spec.input_schema, json!({"type": "object"}));
+        assert_eq!(
+            tools[1].spec.origin.as_deref(),
+            Some("mcp server tool get-sum")
+        );
+    }
+
+    #[test]
+    fn keeps_operation_names_across_a_refresh() {
+        let first = build_tools(
+            "ns",
+            "s",
+            &[json!({"name": "a.b", "inputSchema": {"type": "object"}})],
+            &HashMap::new(),
+        );
+        let previous: HashMap<String, String> = first
+            .iter()
+            .map(|tool| (tool.tool_name.clone(), tool.spec.name.clone()))
+            .collect();
+        let second = build_tools(
+            "ns",
+            "s",
+            &[
+                json!({"name": "a-b", "inputSchema": {"type": "object"}}),
+                json!({"name": "a.b", "inputSchema": {"type": "object"}}),
+            ],
+            &previous,
+        );
+        assert_eq!(
+            names(&second),
+            [
+                ("a-b".to_owned(), "ns.a_b_2".to_owned()),
+                ("a.b".to_owned(), "ns.a_b".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn schemas_that_do_not_compile_are_opened_up_and_kept() {
+        let bad_input = json!({"type": "object", "properties": {"n": {"type": 5}}});
+        let bad_output = json!({"type": "nonsense"});
+        let tools = build_tools(
+            "ns",
+            "s",
+            &[json!({"name": "t", "inputSchema": bad_input, "outputSchema": bad_output})],
+            &HashMap::new(),
+        );
+        let spec = &tools[0].spec;
+        assert_eq!(spec.input_schema, json!({"type": "object"}));
+        assert!(spec.has_unknown_output());
+        assert_eq!(spec.extensions["mcp.inputSchema"], bad_input);
+        assert_eq!(spec.extensions["mcp.outputSchema"], bad_output);
+        // And the result registers.
+        let registry = OperationRegistry::new();
+        registry
+            .register(
+                spec.clone(),
+                Handler::unary(|_, _| async { Ok(Value::Null) }),
+            )
+            .unwrap();
+    }
+
+    #[test]
+    fn namespaces_are_checked() {
+        assert!(check_namespace("github").is_ok());
+        assert!(check_namespace("org.github_2").is_ok());
+        for bad in ["", "a-b", "a..b", "9x", "a.", "with space"] {
+            assert!(check_namespace(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn options_debug_redacts_secrets() {
+        let options = McpOptions::new("ns")
+            .bearer_token("s3cret")
+            .header("X-Api-Key", "k3y");
+        let debug = format!("{options:?}");
+        assert!(
+            !debug.contains("s3cret") && !debug.contains("k3y"),
+            "{debug}"
+        );
+        assert!(debug.contains("X-Api-Key"));
     }
 }
