@@ -213,3 +213,108 @@ async fn replicas_share_the_work() {
     assert_eq!(runs_a.get() + runs_b.get(), 200, "none lost, none twice");
     assert!(runs_a.get() > 0 && runs_b.get() > 0, "both replicas worked");
 }
+
+/// A transport wrapper that records the type of every event published through it.
+struct Recording {
+    inner: Arc<dyn opkit::protocol::PubSub>,
+    published: Mutex<Vec<(String, String)>>,
+}
+
+impl Recording {
+    fn new(inner: Arc<dyn opkit::protocol::PubSub>) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            published: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn types(&self) -> std::collections::BTreeSet<String> {
+        let published = self.published.lock().unwrap();
+        published.iter().map(|(_, kind)| kind.clone()).collect()
+    }
+}
+
+impl opkit::protocol::PubSub for Recording {
+    fn publish<'a>(
+        &'a self,
+        topic: &'a str,
+        payload: bytes::Bytes,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<opkit::protocol::Receipt, opkit::protocol::TransportError>,
+    > {
+        let event = CallEvent::from_slice(&payload).unwrap();
+        self.published
+            .lock()
+            .unwrap()
+            .push((topic.to_owned(), event.type_name().to_owned()));
+        self.inner.publish(topic, payload)
+    }
+
+    fn subscribe<'a>(
+        &'a self,
+        topic: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Subscription, opkit::protocol::TransportError>> {
+        self.inner.subscribe(topic)
+    }
+
+    fn subscribe_group<'a>(
+        &'a self,
+        topic: &'a str,
+        group: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Subscription, opkit::protocol::TransportError>> {
+        self.inner.subscribe_group(topic, group)
+    }
+}
+
+#[tokio::test]
+async fn callers_publish_requests_and_aborts_handlers_publish_the_rest() {
+    let (_, bus) = bus();
+    let probes = Probes::default();
+    let handler_side = Recording::new(bus.clone());
+    let caller_side = Recording::new(bus.clone());
+    let handler = CallHandler::new(registry(&probes), handler_side.clone())
+        .spawn()
+        .await
+        .unwrap();
+    let map = PendingRequestMap::connect(caller_side.clone())
+        .await
+        .unwrap();
+    map.call("math.add", json!({"a": 1, "b": 2}), &ctx())
+        .await
+        .unwrap();
+    map.call("test.fail", json!({}), &ctx()).await.unwrap_err();
+    let items = map
+        .subscribe("clock.count", json!({"to": 2}), &ctx())
+        .await
+        .unwrap()
+        .collect::<Vec<_>>()
+        .await;
+    assert_eq!(items.len(), 2);
+    let short = OperationContext::default().with_timeout(Duration::from_millis(20));
+    map.call("test.forever", json!({}), &short)
+        .await
+        .unwrap_err();
+    protocol_support::eventually("the aborted request ended", || handler.in_flight() == 0).await;
+
+    assert_eq!(
+        caller_side.types().into_iter().collect::<Vec<_>>(),
+        ["call.aborted", "call.requested"]
+    );
+    assert_eq!(
+        handler_side.types().into_iter().collect::<Vec<_>>(),
+        ["call.completed", "call.error", "call.responded"],
+        "the handler is the only publisher of call.responded"
+    );
+    let caller_topics = caller_side.published.lock().unwrap().clone();
+    assert!(caller_topics.iter().all(|(topic, kind)| {
+        (kind == "call.requested" && topic.starts_with("opkit.request."))
+            || (kind == "call.aborted" && topic == "opkit.abort.test.forever")
+    }));
+    let handler_topics = handler_side.published.lock().unwrap().clone();
+    assert!(
+        handler_topics
+            .iter()
+            .all(|(topic, _)| topic == map.reply_topic())
+    );
+}

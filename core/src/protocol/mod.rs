@@ -101,6 +101,9 @@
 //!   instant, each with its own clock, so their clocks should agree to well within a timeout.
 //! - **No pending entry outlives its call**: entries are removed on every path (reply, error,
 //!   timeout, abort, drop), and [`PendingRequestMap::pending_count`] reaches zero.
+//! - **No flow control.** A handler publishes a subscription's items as fast as its stream
+//!   yields them; the caller queues them (unbounded) until the stream is polled. Pace fast
+//!   producers in the handler.
 //!
 //! # Access and trust
 //!
