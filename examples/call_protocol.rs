@@ -43,7 +43,7 @@ fn register_all(registry: &OperationRegistry) -> Result<(), opkit::RegistryError
             let abc = env
                 .call("math.add", json!({"a": ab.data["sum"], "b": input["c"]}))
                 .await?;
-            Ok(json!({"sum": abc.data["sum"], "parentRequestId": ctx.request_id()}))
+            Ok(json!({"sum": abc.data["sum"], "parentOfNestedCalls": ctx.request_id()}))
         }),
     )?;
     registry.register(
