@@ -1,109 +1,100 @@
-//! Quickstart: register a few operations, execute and subscribe, print the envelopes.
+//! Quickstart: declare operations with `#[operation]`, collect them with `from_inventory()`,
+//! execute and subscribe, and print the envelopes.
 //!
 //! Run with `cargo run --example quickstart`. Needs no server.
 
-use futures::StreamExt;
 use opkit::envelope::http_envelope;
 use opkit::prelude::*;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 use std::collections::BTreeMap;
 
-fn object_schema(properties: Value, required: &[&str]) -> Value {
-    json!({"type": "object", "properties": properties, "required": required})
+/// Adds two integers.
+#[operation(namespace = "math")]
+async fn add(a: i64, b: i64) -> i64 {
+    a + b
 }
 
-fn register_all(registry: &OperationRegistry) -> Result<(), opkit::RegistryError> {
-    // A query.
-    registry.register(
-        OperationSpec::new("math", "add", OperationKind::Query)
-            .description("Adds two integers.")
-            .input_schema(object_schema(
-                json!({"a": {"type": "integer"}, "b": {"type": "integer"}}),
-                &["a", "b"],
-            ))
-            .output_schema(object_schema(json!({"sum": {"type": "integer"}}), &["sum"])),
-        Handler::unary(|input, _ctx| async move {
-            let sum = input["a"].as_i64().unwrap_or(0) + input["b"].as_i64().unwrap_or(0);
-            Ok(json!({"sum": sum}))
-        }),
-    )?;
-    // A mutation.
-    registry.register(
-        OperationSpec::new("users", "create", OperationKind::Mutation)
-            .description("Creates a user.")
-            .input_schema(object_schema(
-                json!({"name": {"type": "string"}}),
-                &["name"],
-            ))
-            .output_schema(object_schema(
-                json!({"id": {"type": "integer"}, "name": {"type": "string"}}),
-                &["id", "name"],
-            )),
-        Handler::unary(|input, _ctx| async move { Ok(json!({"id": 1, "name": input["name"]})) }),
-    )?;
-    // A subscription.
-    registry.register(
-        OperationSpec::new("clock", "ticks", OperationKind::Subscription)
-            .description("Counts up to `count`.")
-            .input_schema(object_schema(
-                json!({"count": {"type": "integer", "minimum": 0}}),
-                &["count"],
-            ))
-            .output_schema(object_schema(
-                json!({"tick": {"type": "integer"}}),
-                &["tick"],
-            )),
-        Handler::stream(|input, _ctx| {
-            let count = input["count"].as_u64().unwrap_or(0);
-            futures::stream::iter(0..count).map(|tick| Ok(json!({"tick": tick})))
-        }),
-    )?;
-    // An operation that returns its own envelope.
-    registry.register(
-        OperationSpec::new("web", "health", OperationKind::Query)
-            .description("Reports health as an HTTP response would."),
-        Handler::unary(|_input, _ctx| async move {
-            let headers =
-                BTreeMap::from([("content-type".to_owned(), "application/json".to_owned())]);
-            let envelope = http_envelope(json!({"status": "ok"}), 200, headers, "application/json");
-            serde_json::to_value(envelope).map_err(|error| CallError::execution(error.to_string()))
-        }),
-    )?;
-    Ok(())
+/// What `users.create` takes.
+#[derive(Deserialize, Serialize, schemars::JsonSchema)]
+struct NewUser {
+    /// The user's display name.
+    name: String,
 }
 
-fn print(label: &str, value: &impl serde::Serialize) {
+/// A created user.
+#[derive(Deserialize, Serialize, schemars::JsonSchema)]
+struct User {
+    id: u64,
+    name: String,
+}
+
+/// Creates a user.
+#[operation(namespace = "users", mutation, access(scopes = ["users:write"]))]
+async fn create(Input(user): Input<NewUser>) -> Result<User, CallError> {
+    if user.name.trim().is_empty() {
+        return Err(CallError::new(
+            ErrorCode::ValidationError,
+            "a name is required",
+        ));
+    }
+    Ok(User {
+        id: 1,
+        name: user.name,
+    })
+}
+
+/// One tick of the clock.
+#[derive(Serialize, schemars::JsonSchema)]
+struct Tick {
+    tick: u32,
+}
+
+/// Counts up to `count`.
+#[operation(namespace = "clock", subscription)]
+fn ticks(count: u32) -> impl Stream<Item = Tick> + Send + 'static {
+    futures::stream::iter((0..count).map(|tick| Tick { tick }))
+}
+
+/// Reports health as an HTTP response would: the operation returns its own envelope.
+#[operation(namespace = "web")]
+async fn health() -> ResponseEnvelope<serde_json::Value> {
+    let headers = BTreeMap::from([("content-type".to_owned(), "application/json".to_owned())]);
+    http_envelope(json!({"status": "ok"}), 200, headers, "application/json")
+}
+
+fn print(label: &str, value: &impl Serialize) {
     let text = serde_json::to_string_pretty(value).unwrap_or_else(|error| error.to_string());
     println!("# {label}\n{text}\n");
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let registry = OperationRegistry::new();
-    register_all(&registry)?;
+    // Every `#[operation]` linked into this program.
+    let registry = OperationRegistry::from_inventory();
     let ctx = OperationContext::default();
+    let ids: Vec<String> = registry.specs().iter().map(|spec| spec.id()).collect();
+    println!("# operations\n{}\n", ids.join(", "));
+    print("math.add spec", &add::spec());
 
-    print(
-        "math.add",
-        &registry
-            .execute("math.add", json!({"a": 2, "b": 40}), &ctx)
-            .await?,
-    );
-    print(
-        "users.create",
-        &registry
-            .execute("users.create", json!({"name": "Ada"}), &ctx)
-            .await?,
-    );
+    // Dynamic calls: JSON in, validated against the input schema, an envelope out.
+    let sum = registry
+        .execute("math.add", json!({"a": 2, "b": 40}), &ctx)
+        .await?;
+    print("math.add", &sum);
+    let user = registry
+        .execute("users.create", json!({"name": "Ada"}), &ctx)
+        .await?;
+    print("users.create", &user);
     print(
         "web.health",
         &registry.execute("web.health", json!({}), &ctx).await?,
     );
 
-    let mut ticks = registry
+    let mut items = registry
         .subscribe("clock.ticks", json!({"count": 3}), &ctx)
         .await?;
-    while let Some(item) = ticks.next().await {
+    while let Some(item) = items.next().await {
         print("clock.ticks item", &item?);
     }
 
@@ -112,5 +103,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await
         .unwrap_err();
     print("math.add with bad input", &error);
+
+    // Typed calls: the fn runs directly, no JSON round trip, and the data keeps its type.
+    let typed = add::call(&ctx, 2, 40).await?;
+    println!("# add::call(&ctx, 2, 40).data\n{}\n", typed.data);
     Ok(())
 }

@@ -44,3 +44,15 @@ if [ ! -x "$openapi_peers/node_modules/.bin/prism" ] \
     (cd "$openapi_peers" && npm ci --no-audit --no-fund)
 fi
 python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -r "$openapi_peers/requirements.txt"
+
+# Serving tests (opkit-adapters, features `http-server` and `mcp-server`): the official
+# Python MCP SDK client, schemathesis and openapi-spec-validator, pinned by
+# adapters/peers/serve/requirements.txt, in their own virtualenv (adapters/peers/serve/.venv)
+# so that their pins cannot clash with other Python peers.
+serve_peers=adapters/peers/serve
+if [ ! -f "$serve_peers/.venv/.installed" ] \
+    || [ "$serve_peers/requirements.txt" -nt "$serve_peers/.venv/.installed" ]; then
+    python3 -m venv "$serve_peers/.venv"
+    "$serve_peers/.venv/bin/python" -m pip install -q --disable-pip-version-check -r "$serve_peers/requirements.txt"
+    touch "$serve_peers/.venv/.installed"
+fi

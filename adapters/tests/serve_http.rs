@@ -85,11 +85,14 @@ async fn mutations_take_post_only_and_check_access() {
 
     let body = json!({"name": "Ada"});
     let anonymous = client.post(&url).json(&body).send().await.unwrap();
-    let (status, error) = json_of(anonymous).await;
     assert_eq!(
-        (status, error["code"].as_str()),
-        (403, Some("ACCESS_DENIED"))
+        anonymous.status().as_u16(),
+        401,
+        "anonymous callers are told to authenticate"
     );
+    assert_eq!(anonymous.headers()["www-authenticate"], "Bearer");
+    let (_, error) = json_of(anonymous).await;
+    assert_eq!(error["code"], "ACCESS_DENIED");
 
     let bad_token = client
         .post(&url)
@@ -612,33 +615,46 @@ async fn the_openapi_document_describes_every_operation() {
     for spec in registry.specs() {
         let id = spec.id();
         let item = paths[&format!("/ops/{id}")].as_object().unwrap();
-        assert_eq!(item.len(), 1, "one documented method for {id}");
-        let (method, op) = item.iter().next().unwrap();
-        assert_eq!(op["operationId"], id.as_str());
-        assert_eq!(op["x-opkit-kind"], spec.kind.as_str());
-        let expected = match (spec.kind, id.as_str()) {
-            (OperationKind::Mutation, _) => "post",
-            _ => "get",
-        };
-        assert_eq!(method, expected, "{id}");
-        for status in ["200", "400", "401", "404", "500", "504"] {
-            assert!(
-                op["responses"].get(status).is_some(),
-                "{id} documents {status}"
-            );
-        }
-        assert_eq!(
-            op["responses"].get("403").is_some(),
-            !spec.access.is_public()
-        );
-        let content = &op["responses"]["200"]["content"];
-        if spec.kind.is_stream() {
-            assert!(content.get("text/event-stream").is_some());
+        // Mutations: POST. Queries and subscriptions here: GET (canonical) and its POST twin.
+        let canonical = if spec.kind == OperationKind::Mutation {
+            assert_eq!(item.len(), 1, "{id}");
+            &item["post"]
         } else {
+            assert_eq!(item.len(), 2, "{id}");
+            let alias = &item["post"];
+            assert_eq!(alias["operationId"], format!("{id}.post"));
+            assert_eq!(alias["x-opkit-alias"], true);
+            assert_eq!(alias["x-opkit-id"], id.as_str());
+            &item["get"]
+        };
+        assert_eq!(canonical["operationId"], id.as_str());
+        assert!(canonical.get("x-opkit-alias").is_none());
+        for (method, op) in item {
+            assert_eq!(op["x-opkit-kind"], spec.kind.as_str());
+            for status in ["200", "400", "401", "404", "500", "504"] {
+                assert!(
+                    op["responses"].get(status).is_some(),
+                    "{id} documents {status}"
+                );
+            }
             assert_eq!(
-                content["application/json"]["schema"]["$ref"],
-                format!("#/components/schemas/{id}.Envelope")
+                op["responses"].get("403").is_some(),
+                !spec.access.is_public()
             );
+            assert_eq!(op["responses"].get("413").is_some(), method == "post");
+            let content = &op["responses"]["200"]["content"];
+            if spec.kind.is_stream() {
+                let events = &content["text/event-stream"]["schema"];
+                assert_eq!(
+                    events["oneOf"][0]["properties"]["data"]["contentSchema"]["$ref"],
+                    format!("#/components/schemas/{id}.Envelope")
+                );
+            } else {
+                assert_eq!(
+                    content["application/json"]["schema"]["$ref"],
+                    format!("#/components/schemas/{id}.Envelope")
+                );
+            }
         }
     }
     let schemas = &doc["components"]["schemas"];
@@ -716,10 +732,15 @@ async fn round_trip_through_the_document_gives_the_same_operations_and_data() {
         .json()
         .await
         .unwrap();
-    // Same operations: one documented HTTP operation per spec, same kinds and schemas.
+    // Same operations: one canonical (non-alias) HTTP operation per spec, same kinds.
     let mut imported: Vec<(String, String)> = Vec::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {
+            if op.get("x-opkit-alias").is_some() {
+                continue;
+            }
+            let spec = registry.spec(op["x-opkit-id"].as_str().unwrap()).unwrap();
+            assert_eq!(op["x-opkit-kind"], spec.kind.as_str());
             imported.push((
                 op["operationId"].as_str().unwrap().to_owned(),
                 method.clone(),
@@ -765,7 +786,12 @@ async fn round_trip_through_the_document_gives_the_same_operations_and_data() {
     assert_eq!(inputs.len(), ids.len());
     for (id, input) in inputs {
         let path_item = &doc["paths"][format!("/ops/{id}")];
-        let (method, op) = path_item.as_object().unwrap().iter().next().unwrap();
+        let (method, op) = path_item
+            .as_object()
+            .unwrap()
+            .iter()
+            .find(|(_, op)| op["operationId"] == id)
+            .unwrap();
         let url = served.url(&format!("/ops/{id}"));
         let request = if method == "get" {
             client.get(&url).query(&query_pairs(op, &input))

@@ -31,6 +31,8 @@
 //! - [`envelope`]: [`ResponseEnvelope`], the meta variants, detection and factories.
 //! - [`OperationSpec`], [`OperationKind`], [`AccessRule`], [`Identity`]: what an operation is.
 //! - [`OperationContext`]: what a handler knows about its call; [`OperationEnv`] for nested calls.
+//! - [`operation`]: the attribute that turns a fn into an operation (signature shapes,
+//!   arguments, the linker caveat); [`TypedOperation`] and [`Input`] for typed use.
 //! - [`OperationRegistry`] and [`Handler`]: registration and the shared result pipeline.
 //! - [`schema`]: schema generation, compiled validation and normalization (cast).
 //! - [`CallError`] / [`ErrorCode`]: the one error type.
@@ -46,6 +48,7 @@ mod env;
 mod error;
 mod registry;
 mod spec;
+mod typed;
 
 #[doc(hidden)]
 #[path = "private.rs"]
@@ -56,17 +59,20 @@ pub use context::{Deadline, OperationContext, new_request_id};
 pub use env::{EnvBackend, OperationEnv};
 pub use envelope::{ResponseEnvelope, ResponseMeta};
 pub use error::{CallError, ErrorCode, Violation};
+#[doc = include_str!("operation.md")]
 pub use opkit_macros::operation;
 pub use protocol::{CallHandler, MemoryPubSub, PendingRequestMap, PubSub};
 pub use registry::{EnvelopeStream, Handler, OperationRegistry, RegistryError};
 pub use spec::{OperationKind, OperationSpec};
+pub use typed::{Input, TypedOperation};
 
 /// The names most programs need: `use opkit::prelude::*;`.
 pub mod prelude {
     pub use crate::envelope::ResponseEnvelope;
     pub use crate::{
-        AccessRule, CallError, EnvelopeStream, ErrorCode, Handler, Identity, OperationContext,
-        OperationEnv, OperationKind, OperationRegistry, OperationSpec, operation,
+        AccessRule, CallError, EnvelopeStream, ErrorCode, Handler, Identity, Input,
+        OperationContext, OperationEnv, OperationKind, OperationRegistry, OperationSpec,
+        TypedOperation, operation,
     };
     pub use futures::{Stream, StreamExt};
 }

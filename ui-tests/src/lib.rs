@@ -1,1 +1,1 @@
-//! trybuild cases for `#[operation]`: see `tests/ui.rs`.
+//! trybuild cases for `#[operation]`: see `tests/ui.rs` and `README.md`.

@@ -43,13 +43,18 @@ fn error_with_status(status: StatusCode, error: &CallError) -> Response {
     (status, axum::Json(error)).into_response()
 }
 
-fn unauthorized() -> Response {
-    let error = CallError::access_denied("the bearer token was not accepted");
-    let mut response = error_with_status(StatusCode::UNAUTHORIZED, &error);
-    response.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static("Bearer error=\"invalid_token\""),
-    );
+/// `401` with a `WWW-Authenticate: Bearer` challenge (`error="invalid_token"` when a token
+/// was presented and rejected).
+fn unauthorized(error: &CallError, invalid_token: bool) -> Response {
+    let mut response = error_with_status(StatusCode::UNAUTHORIZED, error);
+    let challenge = if invalid_token {
+        HeaderValue::from_static("Bearer error=\"invalid_token\"")
+    } else {
+        HeaderValue::from_static("Bearer")
+    };
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, challenge);
     response
 }
 
@@ -188,7 +193,7 @@ async fn body_input(shared: &Shared, headers: &HeaderMap, body: Body) -> Result<
             )));
         }
     };
-    if bytes.iter().all(u8::is_ascii_whitespace) {
+    if bytes.is_empty() {
         return Ok(json!({}));
     }
     if !is_json(headers) {
@@ -241,7 +246,8 @@ pub(crate) async fn operation(
     body: Body,
 ) -> Response {
     let Ok(identity) = identify(shared.resolver.as_deref(), &headers).await else {
-        return unauthorized();
+        let error = CallError::access_denied("the bearer token was not accepted");
+        return unauthorized(&error, true);
     };
     let Some(spec) = shared.registry.spec(&id) else {
         return error_response(&CallError::not_found(&id));
@@ -251,7 +257,11 @@ pub(crate) async fn operation(
         return method_not_allowed(&id, &method, &allowed);
     }
     if let Err(error) = spec.access.check(identity.as_ref()) {
-        return error_response(&error);
+        return if identity.is_none() && shared.resolver.is_some() {
+            unauthorized(&error, false)
+        } else {
+            error_response(&error)
+        };
     }
     let input = if method == Method::GET {
         query_input(&spec, &uri)

@@ -45,9 +45,12 @@
 //! combinator at its root: each property is one parameter, primitives as plain values
 //! (`?a=2&flag=true`), arrays of primitives as repeated keys (`?tag=x&tag=y`), anything else
 //! as JSON (`?filter={"name":"ann"}`). Other methods get `405` with an `Allow` header.
-//! The OpenAPI document describes **one** HTTP operation per opkit operation
-//! (`operationId` = the opkit id): `GET` when it is possible for queries and subscriptions,
-//! `POST` otherwise — importing the document gives back the same operations.
+//! The OpenAPI document describes every method the server answers. The canonical HTTP
+//! operation of an opkit operation has `operationId` = the opkit id: `GET` when that is
+//! possible for a query or subscription, `POST` otherwise; the `POST` twin of a `GET`
+//! operation has `operationId` `<id>.post` and `x-opkit-alias: true` (an importer that wants
+//! one operation per opkit operation skips aliases). Every documented operation carries
+//! `x-opkit-id` and `x-opkit-kind`.
 //!
 //! # Responses
 //!
@@ -62,7 +65,7 @@
 //! | code | status |
 //! |---|---|
 //! | `VALIDATION_ERROR` (input, query string, body JSON) | 400 (413 for a body over the limit, 415 for a non-JSON body) |
-//! | `ACCESS_DENIED` | 403 (401 with `WWW-Authenticate: Bearer` for a token the resolver rejects) |
+//! | `ACCESS_DENIED` | 403; 401 with `WWW-Authenticate: Bearer` when a resolver is configured and the caller is anonymous or its token is rejected |
 //! | `OPERATION_NOT_FOUND` | 404 |
 //! | `EXECUTION_ERROR` | 500 |
 //! | `TRANSPORT_ERROR` | 502 |
@@ -101,7 +104,10 @@
 //! into the call's [`Identity`](opkit::Identity); no header means an anonymous call; a
 //! header the resolver rejects is `401`. Without a resolver the header is ignored and every
 //! call is anonymous. The server is an untrusted entry point: each operation's
-//! [`AccessRule`](opkit::AccessRule) is checked before the registry is called (`403`).
+//! [`AccessRule`](opkit::AccessRule) is checked before the registry is called: an
+//! authenticated caller that lacks a scope or role gets `403`, an anonymous one `401` (with
+//! `WWW-Authenticate: Bearer`, so that it knows to authenticate; `403` when no resolver is
+//! configured, since no token could help).
 //!
 //! # Limits
 //!

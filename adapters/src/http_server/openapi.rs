@@ -1,20 +1,20 @@
 //! The OpenAPI 3.1 document of a served registry (`GET /openapi.json`).
 //!
-//! One path per operation (`/ops/{id}`) with **one** documented HTTP operation whose
-//! `operationId` is the opkit id, so that importing the document gives back one operation
-//! per served operation:
-//!
-//! - a query or subscription whose input spreads over query parameters is documented as
-//!   `GET` with those parameters (see the [query module docs](super#url-layout)); the
-//!   `POST` form also works but is not documented, to keep one entry per operation;
-//! - every other operation is documented as `POST` with an `application/json` body.
+//! One path per operation (`/ops/{id}`). The HTTP operation whose `operationId` is the opkit
+//! id is the canonical one: `GET` with query parameters for a query or subscription whose
+//! input spreads over them, `POST` with an `application/json` body otherwise. A query or
+//! subscription documented as `GET` also documents its `POST` twin (`operationId`
+//! `<id>.post`, `x-opkit-alias: true`), because the server answers it — and an undocumented
+//! method must answer `405`.
 //!
 //! Schemas live in `components/schemas`: `<id>.Input`, `<id>.Output`, `<id>.Envelope` (what
 //! the 200 response carries: `{data: <id>.Output, meta: ResponseMeta}`), their `$defs` as
 //! `<id>.Input.<Def>` / `<id>.Output.<Def>`, and the shared `ResponseEnvelope`, `ResponseMeta`
-//! (and the meta variants) and `CallError`. Every error status the server can answer is
-//! described with the `CallError` body. Each operation also carries `x-opkit-id`,
-//! `x-opkit-kind` and, when restricted, `x-opkit-access`.
+//! (and the meta variants) and `CallError`. Subscriptions describe their
+//! `text/event-stream` per event (`{data, event?, id?, retry?}`, the OpenAPI 3.2 /
+//! schemathesis view), with the JSON in `data` given by `contentSchema`. Every error status
+//! the server can answer is described with the `CallError` body. Each operation also carries
+//! `x-opkit-id`, `x-opkit-kind` and, when restricted, `x-opkit-access`.
 
 use super::query::{ParamStyle, QueryShape};
 use super::refs::{add_component, component_rewriter, encode_token, rewrite_refs};
@@ -32,20 +32,6 @@ pub(crate) struct DocumentInfo {
     pub(crate) description: Option<String>,
     /// A bearer-token resolver is configured: document the security scheme and 401s.
     pub(crate) bearer: bool,
-}
-
-/// The HTTP method an operation is documented with.
-pub(crate) fn documented_method(spec: &OperationSpec) -> &'static str {
-    match spec.kind {
-        OperationKind::Mutation => "post",
-        OperationKind::Query | OperationKind::Subscription => {
-            if QueryShape::of(&spec.input_schema).is_some() {
-                "get"
-            } else {
-                "post"
-            }
-        }
-    }
 }
 
 fn error_response(description: &str) -> Value {
@@ -98,10 +84,14 @@ fn error_responses(bearer: bool) -> Map<String, Value> {
     }
     if bearer {
         let mut unauthorized = error_response(
-            "`ACCESS_DENIED`: the `Authorization` header is not a bearer token the server accepts.",
+            "`ACCESS_DENIED`: the `Authorization` header is not a bearer token the server accepts, or the operation needs an identity and the call is anonymous.",
         );
         unauthorized["headers"] = json!({
-            "WWW-Authenticate": {"description": "`Bearer error=\"invalid_token\"`", "schema": {"type": "string"}}
+            "WWW-Authenticate": {
+                "description": "`Bearer` (no token given) or `Bearer error=\"invalid_token\"`.",
+                "required": true,
+                "schema": {"type": "string"}
+            }
         });
         responses.insert("Unauthorized".to_owned(), unauthorized);
     }
@@ -165,12 +155,57 @@ fn summary(spec: &OperationSpec) -> String {
         .map_or_else(|| format!("{} {}", spec.kind, spec.id()), str::to_owned)
 }
 
-fn operation(
+/// The schema of one SSE event as schemathesis and OpenAPI 3.2 see it (`{data, event?, id?,
+/// retry?}`), with the JSON carried in `data` described by `contentSchema`.
+fn event_schema(envelope_ref: &Value) -> Value {
+    let data = |schema: Value| json!({"type": "string", "contentMediaType": "application/json", "contentSchema": schema});
+    json!({
+        "type": "object",
+        "required": ["data"],
+        "properties": {
+            "event": {"type": "string"},
+            "data": {"type": "string"},
+            "id": {"type": "string"},
+            "retry": {"type": "integer", "minimum": 0},
+        },
+        "oneOf": [
+            {
+                "description": "An item: its `ResponseEnvelope`; `id` counts from 0.",
+                "properties": {"event": {"const": "message"}, "data": data(envelope_ref.clone())},
+            },
+            {
+                "description": "The stream ended normally.",
+                "required": ["event"],
+                "properties": {
+                    "event": {"const": "complete"},
+                    "data": data(json!({
+                        "type": "object",
+                        "required": ["requestId"],
+                        "properties": {"requestId": {"type": "string"}},
+                    })),
+                },
+            },
+            {
+                "description": "The stream failed; nothing follows.",
+                "required": ["event"],
+                "properties": {
+                    "event": {"const": "error"},
+                    "data": data(json!({"$ref": "#/components/schemas/CallError"})),
+                },
+            },
+        ],
+    })
+}
+
+/// The documented HTTP operations of one opkit operation: the canonical one (`operationId`
+/// = the id) and, for a query or subscription documented as `GET`, its `POST` twin
+/// (`operationId` = `<id>.post`, `x-opkit-alias: true`).
+fn operations(
     spec: &OperationSpec,
     components: &mut Map<String, Value>,
     meta_schema: &Value,
     info: &DocumentInfo,
-) -> (String, Value) {
+) -> Vec<(String, Value)> {
     let id = spec.id();
     let input_key = format!("{id}.Input");
     let output_key = format!("{id}.Output");
@@ -199,38 +234,10 @@ fn operation(
     let envelope_ref =
         json!({"$ref": format!("#/components/schemas/{}", encode_token(&envelope_key))});
 
-    let method = documented_method(spec);
-    let mut op = json!({
-        "operationId": id,
-        "summary": summary(spec),
-        "tags": [spec.namespace],
-        "x-opkit-id": id,
-        "x-opkit-kind": spec.kind.as_str(),
-    });
-    if let Some(description) = &spec.description {
-        op["description"] = json!(description);
-    }
-    if !spec.access.is_public() {
-        op["x-opkit-access"] = json!(spec.access);
-    }
-    if method == "get" {
-        let shape = QueryShape::of(&spec.input_schema).unwrap_or(QueryShape { params: Vec::new() });
-        op["parameters"] = json!(parameters(&shape, &input_key));
-    } else {
-        op["requestBody"] = json!({
-            "description": "The input object. An empty body is read as `{}`.",
-            "required": has_required(&spec.input_schema),
-            "content": {"application/json": {"schema": input_ref}},
-        });
-    }
-
     let success = if spec.kind.is_stream() {
         json!({
             "description": "A `text/event-stream`: one unnamed (`message`) event per item whose data is the item's `ResponseEnvelope` JSON (`id` counts from 0), then either `event: complete` with data `{\"requestId\": ..}` or `event: error` with a `CallError`; `:` comments keep the connection alive. Closing the connection cancels the subscription.",
-            "content": {"text/event-stream": {
-                "schema": {"type": "string"},
-                "x-opkit-item-schema": envelope_ref,
-            }},
+            "content": {"text/event-stream": {"schema": event_schema(&envelope_ref)}},
         })
     } else {
         json!({
@@ -238,34 +245,70 @@ fn operation(
             "content": {"application/json": {"schema": envelope_ref}},
         })
     };
-    let mut responses = Map::new();
-    responses.insert("200".to_owned(), success);
-    responses.insert("400".to_owned(), response_ref("BadRequest"));
-    if info.bearer {
-        responses.insert("401".to_owned(), response_ref("Unauthorized"));
+    let responses = |method: &str| {
+        let mut responses = Map::new();
+        responses.insert("200".to_owned(), success.clone());
+        responses.insert("400".to_owned(), response_ref("BadRequest"));
+        if info.bearer {
+            responses.insert("401".to_owned(), response_ref("Unauthorized"));
+        }
+        if !spec.access.is_public() {
+            responses.insert("403".to_owned(), response_ref("Forbidden"));
+        }
+        responses.insert("404".to_owned(), response_ref("NotFound"));
+        if method == "post" {
+            responses.insert("413".to_owned(), response_ref("PayloadTooLarge"));
+            responses.insert("415".to_owned(), response_ref("UnsupportedMediaType"));
+        }
+        responses.insert("500".to_owned(), response_ref("ExecutionError"));
+        responses.insert("502".to_owned(), response_ref("TransportError"));
+        responses.insert("503".to_owned(), response_ref("Aborted"));
+        responses.insert("504".to_owned(), response_ref("Timeout"));
+        Value::Object(responses)
+    };
+    let base = |operation_id: String, method: &str| {
+        let mut op = json!({
+            "operationId": operation_id,
+            "summary": summary(spec),
+            "tags": [spec.namespace],
+            "x-opkit-id": id,
+            "x-opkit-kind": spec.kind.as_str(),
+        });
+        if let Some(description) = &spec.description {
+            op["description"] = json!(description);
+        }
+        if !spec.access.is_public() {
+            op["x-opkit-access"] = json!(spec.access);
+        }
+        op["responses"] = responses(method);
+        if info.bearer {
+            op["security"] = if spec.access.is_public() {
+                json!([{}, {"bearerAuth": []}])
+            } else {
+                json!([{"bearerAuth": []}])
+            };
+        }
+        op
+    };
+    let post = |operation_id: String| {
+        let mut op = base(operation_id, "post");
+        op["requestBody"] = json!({
+            "description": "The input object. An empty body is read as `{}`.",
+            "required": has_required(&spec.input_schema),
+            "content": {"application/json": {"schema": input_ref}},
+        });
+        op
+    };
+    match QueryShape::of(&spec.input_schema) {
+        Some(shape) if spec.kind != OperationKind::Mutation => {
+            let mut get = base(id.clone(), "get");
+            get["parameters"] = json!(parameters(&shape, &input_key));
+            let mut alias = post(format!("{id}.post"));
+            alias["x-opkit-alias"] = json!(true);
+            vec![("get".to_owned(), get), ("post".to_owned(), alias)]
+        }
+        _ => vec![("post".to_owned(), post(id.clone()))],
     }
-    if !spec.access.is_public() {
-        responses.insert("403".to_owned(), response_ref("Forbidden"));
-    }
-    responses.insert("404".to_owned(), response_ref("NotFound"));
-    if method == "post" {
-        responses.insert("413".to_owned(), response_ref("PayloadTooLarge"));
-        responses.insert("415".to_owned(), response_ref("UnsupportedMediaType"));
-    }
-    responses.insert("500".to_owned(), response_ref("ExecutionError"));
-    responses.insert("502".to_owned(), response_ref("TransportError"));
-    responses.insert("503".to_owned(), response_ref("Aborted"));
-    responses.insert("504".to_owned(), response_ref("Timeout"));
-    op["responses"] = Value::Object(responses);
-
-    if info.bearer {
-        op["security"] = if spec.access.is_public() {
-            json!([{}, {"bearerAuth": []}])
-        } else {
-            json!([{"bearerAuth": []}])
-        };
-    }
-    (method.to_owned(), op)
 }
 
 /// Builds the whole document from the registry's current specs.
@@ -291,9 +334,10 @@ pub(crate) fn document(registry: &OperationRegistry, info: &DocumentInfo) -> Val
 
     let mut paths = Map::new();
     for spec in registry.specs() {
-        let (method, op) = operation(&spec, &mut components, &meta_schema, info);
         let mut item = Map::new();
-        item.insert(method, op);
+        for (method, op) in operations(&spec, &mut components, &meta_schema, info) {
+            item.insert(method, op);
+        }
         paths.insert(format!("{OPS_PREFIX}{}", spec.id()), Value::Object(item));
     }
 

@@ -16,6 +16,8 @@ mod stream;
 pub use handler::Handler;
 pub use stream::EnvelopeStream;
 
+pub(crate) use run::{run_guarded, start_guarded_stream};
+
 use crate::context::OperationContext;
 use crate::env::EnvBackend;
 use crate::envelope::ResponseEnvelope;
@@ -72,6 +74,14 @@ pub enum RegistryError {
         id: String,
         /// The declared kind.
         kind: OperationKind,
+    },
+    /// `register_operation` was given a value that is not an `#[operation]` fn.
+    #[error(
+        "`{type_name}` is not an `#[operation]` fn linked into this program: pass the fn item itself (`registry.register_operation(add)`), or use `register_typed::<add>()` or `register(spec, handler)`"
+    )]
+    NotAnOperation {
+        /// The type of the value that was passed.
+        type_name: &'static str,
     },
 }
 
@@ -177,6 +187,55 @@ impl OperationRegistry {
         next.insert(operation.id.clone(), Arc::new(operation));
         self.inner.operations.store(Arc::new(next));
         Ok(())
+    }
+
+    /// Adds the `#[operation]` fn `operation`, passed as the fn item itself.
+    ///
+    /// The fn is found among the operations linked into the program by its type (every fn item
+    /// has its own), so this fails with [`RegistryError::NotAnOperation`] for anything else, and
+    /// like [`register`](Self::register) for a taken id.
+    ///
+    /// ```
+    /// use opkit::prelude::*;
+    ///
+    /// #[operation(namespace = "math")]
+    /// async fn add(a: i64, b: i64) -> i64 {
+    ///     a + b
+    /// }
+    ///
+    /// let registry = OperationRegistry::new();
+    /// registry.register_operation(add).unwrap();
+    /// assert!(registry.contains("math.add"));
+    /// assert!(registry.register_operation(42).is_err());
+    /// ```
+    pub fn register_operation<F: 'static>(&self, operation: F) -> Result<(), RegistryError> {
+        let wanted = std::any::TypeId::of::<F>();
+        drop(operation);
+        let registration = crate::__private::registrations()
+            .find(|registration| (registration.fn_type_id)() == wanted)
+            .ok_or(RegistryError::NotAnOperation {
+                type_name: std::any::type_name::<F>(),
+            })?;
+        let (spec, handler) = (registration.build)();
+        self.register(spec, handler)
+    }
+
+    /// Adds the operation of a typed handle: `registry.register_typed::<add>()`.
+    ///
+    /// ```
+    /// use opkit::prelude::*;
+    ///
+    /// #[operation(namespace = "math")]
+    /// async fn double(n: i64) -> i64 {
+    ///     n * 2
+    /// }
+    ///
+    /// let registry = OperationRegistry::new();
+    /// registry.register_typed::<double>().unwrap();
+    /// assert_eq!(registry.specs()[0].id(), "math.double");
+    /// ```
+    pub fn register_typed<O: crate::TypedOperation>(&self) -> Result<(), RegistryError> {
+        self.register(O::spec(), O::handler())
     }
 
     /// Removes an operation; returns whether it was there.

@@ -2,12 +2,13 @@
 
 use super::handler::Handler;
 use super::operation::Operation;
-use super::stream::{EnvelopeStream, PipelineStream};
+use super::stream::{EnvelopeStream, GuardedStream, PipelineStream};
 use crate::context::OperationContext;
 use crate::error::CallError;
 use futures::FutureExt;
 use serde_json::Value;
 use std::any::Any;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
@@ -61,19 +62,36 @@ pub(crate) async fn run_unary(
     let Handler::Unary(handler) = &operation.handler else {
         unreachable!("kinds are checked at registration")
     };
+    run_guarded(&operation.id, ctx, |ctx| handler(input, ctx)).await
+}
+
+/// Runs the future `start(ctx)` makes as operation `id`: a call already cancelled or past its
+/// deadline does not start; a panic (in `start` or while polling) becomes `EXECUTION_ERROR`;
+/// the deadline ends it with `TIMEOUT`, a cancellation with `ABORTED`.
+///
+/// Shared by the registry (JSON handlers) and typed calls of `#[operation]` fns.
+pub(crate) async fn run_guarded<T, F, Fut>(
+    id: &str,
+    ctx: OperationContext,
+    start: F,
+) -> Result<T, CallError>
+where
+    F: FnOnce(OperationContext) -> Fut,
+    Fut: Future<Output = Result<T, CallError>>,
+{
     if ctx.is_cancelled() {
-        return Err(aborted(&operation.id));
+        return Err(aborted(id));
     }
     let deadline = ctx.deadline();
     if deadline.is_some_and(|deadline| deadline.is_expired()) {
-        return Err(timed_out(&operation.id));
+        return Err(timed_out(id));
     }
     let cancellation = ctx.cancellation().cloned();
-    let future = std::panic::catch_unwind(AssertUnwindSafe(|| handler(input, ctx)))
-        .map_err(|payload| panicked(&operation.id, &*payload))?;
+    let future = std::panic::catch_unwind(AssertUnwindSafe(|| start(ctx)))
+        .map_err(|payload| panicked(id, &*payload))?;
     let guarded = AssertUnwindSafe(future)
         .catch_unwind()
-        .map(|outcome| outcome.unwrap_or_else(|payload| Err(panicked(&operation.id, &*payload))));
+        .map(|outcome| outcome.unwrap_or_else(|payload| Err(panicked(id, &*payload))));
     match (deadline, cancellation) {
         (None, None) => guarded.await,
         (deadline, cancellation) => {
@@ -92,8 +110,8 @@ pub(crate) async fn run_unary(
             tokio::select! {
                 biased;
                 result = guarded => result,
-                () = cancelled => Err(aborted(&operation.id)),
-                () = sleep => Err(timed_out(&operation.id)),
+                () = cancelled => Err(aborted(id)),
+                () = sleep => Err(timed_out(id)),
             }
         }
     }
@@ -108,20 +126,33 @@ pub(crate) fn start_stream(
     let Handler::Stream(handler) = &operation.handler else {
         unreachable!("kinds are checked at registration")
     };
+    let items = start_guarded_stream(operation.id.clone(), ctx, |ctx| handler(input, ctx))?;
+    Ok(Box::pin(PipelineStream::new(operation, items)))
+}
+
+/// Starts the stream `start(ctx)` makes as operation `id`, guarded like [`run_guarded`]: a call
+/// already cancelled or past its deadline does not start, a panic while starting is
+/// `EXECUTION_ERROR`, and the returned stream ends with an error on a panic while polling, the
+/// deadline or a cancellation.
+///
+/// Shared by the registry (JSON handlers) and typed subscriptions of `#[operation]` fns.
+pub(crate) fn start_guarded_stream<S, F>(
+    id: Arc<str>,
+    ctx: OperationContext,
+    start: F,
+) -> Result<GuardedStream<S>, CallError>
+where
+    F: FnOnce(OperationContext) -> S,
+{
     if ctx.is_cancelled() {
-        return Err(aborted(&operation.id));
-    }
-    if ctx.deadline().is_some_and(|deadline| deadline.is_expired()) {
-        return Err(timed_out(&operation.id));
+        return Err(aborted(&id));
     }
     let deadline = ctx.deadline();
+    if deadline.is_some_and(|deadline| deadline.is_expired()) {
+        return Err(timed_out(&id));
+    }
     let cancellation = ctx.cancellation().cloned();
-    let items = std::panic::catch_unwind(AssertUnwindSafe(|| handler(input, ctx)))
-        .map_err(|payload| panicked(&operation.id, &*payload))?;
-    Ok(Box::pin(PipelineStream::new(
-        operation,
-        items,
-        deadline,
-        cancellation,
-    )))
+    let items = std::panic::catch_unwind(AssertUnwindSafe(|| start(ctx)))
+        .map_err(|payload| panicked(&id, &*payload))?;
+    Ok(GuardedStream::new(id, items, deadline, cancellation))
 }

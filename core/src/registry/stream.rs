@@ -24,21 +24,48 @@ pub type EnvelopeStream =
 /// cancellation ends it with `ABORTED`. Dropping it drops the handler's stream.
 pub(crate) struct PipelineStream {
     operation: Arc<Operation>,
-    /// `None` once the stream has ended.
-    items: Option<BoxStream<'static, Result<Value, CallError>>>,
-    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
-    cancelled: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    items: GuardedStream<BoxStream<'static, Result<Value, CallError>>>,
 }
 
 impl PipelineStream {
     pub(crate) fn new(
         operation: Arc<Operation>,
-        items: BoxStream<'static, Result<Value, CallError>>,
+        items: GuardedStream<BoxStream<'static, Result<Value, CallError>>>,
+    ) -> Self {
+        Self { operation, items }
+    }
+}
+
+impl Stream for PipelineStream {
+    type Item = Result<ResponseEnvelope, CallError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        Pin::new(&mut this.items)
+            .poll_next(cx)
+            .map(|item| item.map(|result| result.map(|value| finish(&this.operation, value))))
+    }
+}
+
+/// A stream of results guarded for operation `id`: a panic while polling, the deadline and a
+/// cancellation end it with a final error. Dropping it drops the inner stream.
+pub(crate) struct GuardedStream<S> {
+    id: Arc<str>,
+    /// `None` once the stream has ended.
+    items: Option<S>,
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+    cancelled: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+}
+
+impl<S> GuardedStream<S> {
+    pub(crate) fn new(
+        id: Arc<str>,
+        items: S,
         deadline: Option<Deadline>,
         cancellation: Option<CancellationToken>,
     ) -> Self {
         Self {
-            operation,
+            id,
             items: Some(items),
             deadline: deadline.map(|deadline| Box::pin(tokio::time::sleep(deadline.remaining()))),
             cancelled: cancellation.map(|token| Box::pin(token.cancelled_owned())),
@@ -46,14 +73,17 @@ impl PipelineStream {
     }
 
     /// Ends the stream with a final error.
-    fn end_with(&mut self, error: CallError) -> Poll<Option<<Self as Stream>::Item>> {
+    fn end_with<T>(&mut self, error: CallError) -> Poll<Option<Result<T, CallError>>> {
         self.items = None;
         Poll::Ready(Some(Err(error)))
     }
 }
 
-impl Stream for PipelineStream {
-    type Item = Result<ResponseEnvelope, CallError>;
+impl<S, T> Stream for GuardedStream<S>
+where
+    S: Stream<Item = Result<T, CallError>> + Unpin,
+{
+    type Item = Result<T, CallError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
@@ -63,28 +93,24 @@ impl Stream for PipelineStream {
         if let Some(cancelled) = this.cancelled.as_mut()
             && cancelled.as_mut().poll(cx).is_ready()
         {
-            let error = aborted(&this.operation.id);
+            let error = aborted(&this.id);
             return this.end_with(error);
         }
         if let Some(sleep) = this.deadline.as_mut()
             && sleep.as_mut().poll(cx).is_ready()
         {
-            let error = timed_out(&this.operation.id);
+            let error = timed_out(&this.id);
             return this.end_with(error);
         }
-        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| items.as_mut().poll_next(cx)));
+        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(items).poll_next(cx)));
         match polled {
-            Ok(Poll::Ready(Some(Ok(value)))) => {
-                Poll::Ready(Some(Ok(finish(&this.operation, value))))
-            }
-            Ok(Poll::Ready(Some(Err(error)))) => Poll::Ready(Some(Err(error))),
             Ok(Poll::Ready(None)) => {
                 this.items = None;
                 Poll::Ready(None)
             }
-            Ok(Poll::Pending) => Poll::Pending,
+            Ok(poll) => poll,
             Err(payload) => {
-                let error = panicked(&this.operation.id, &*payload);
+                let error = panicked(&this.id, &*payload);
                 this.end_with(error)
             }
         }

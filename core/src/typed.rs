@@ -1,0 +1,135 @@
+//! Typed operations: the [`TypedOperation`] trait behind `#[operation]` handles, and [`Input`].
+
+use crate::registry::Handler;
+use crate::spec::{OperationKind, OperationSpec};
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+
+/// An operation known at compile time, with typed input and output.
+///
+/// `#[operation]` implements it for the *handle* it generates beside the function: a braced
+/// empty struct named after the function (so `add` the fn and `add` the handle live in
+/// different namespaces). Use the handle for explicit registration
+/// ([`OperationRegistry::register_typed`](crate::OperationRegistry::register_typed)) and typed
+/// nested calls ([`OperationEnv::call_typed`](crate::OperationEnv::call_typed)); the handle also
+/// has inherent items: `add::ID`, `add::spec()`, `add::input(..)`, and
+/// `add::call(&ctx, ..)` (queries and mutations) or `add::subscribe(&ctx, ..)`
+/// (subscriptions), which call the function directly, without JSON.
+///
+/// ```
+/// use opkit::prelude::*;
+/// use opkit::TypedOperation;
+///
+/// /// Adds two integers.
+/// #[operation(namespace = "math")]
+/// async fn add(a: i64, b: i64) -> i64 {
+///     a + b
+/// }
+///
+/// assert_eq!(<add as TypedOperation>::ID, "math.add");
+/// assert_eq!(add::ID, "math.add");
+/// assert_eq!(add::spec().description.as_deref(), Some("Adds two integers."));
+/// let input: <add as TypedOperation>::Input = add::input(2, 3);
+/// assert_eq!(serde_json::to_value(&input).unwrap(), serde_json::json!({"a": 2, "b": 3}));
+/// ```
+///
+/// Implementing it by hand is possible (the spec and handler must agree with the types), but
+/// `#[operation]` is the intended way.
+pub trait TypedOperation: Send + Sync + 'static {
+    /// The operation id, `namespace.name`.
+    const ID: &'static str;
+    /// Query, mutation or subscription.
+    const KIND: OperationKind;
+    /// The whole input object: a generated struct with one field per parameter, or `T` for a
+    /// parameter `Input<T>`.
+    ///
+    /// `#[operation]` makes sure it implements `Deserialize` and `JsonSchema`, and it
+    /// implements `Serialize` when every parameter type does (typed calls through an env need
+    /// it). The trait itself does not repeat these bounds: `#[operation]` checks each type
+    /// where the user wrote it, so a missing impl is one error at that type, and generic code
+    /// asks for what it uses (as [`OperationEnv::call_typed`](crate::OperationEnv::call_typed)
+    /// does).
+    type Input: Send + 'static;
+    /// The data of a result (for subscriptions: of one item): `T` for a function returning
+    /// `T`, `Result<T, E>` or `ResponseEnvelope<T>`. `#[operation]` makes sure it implements
+    /// `Serialize` and `JsonSchema` (checked where written, like `Input`).
+    type Output: Send + 'static;
+
+    /// The spec. Schemas are computed once; this clones the cached spec.
+    fn spec() -> OperationSpec;
+
+    /// The type-erased JSON handler the registry runs.
+    fn handler() -> Handler;
+}
+
+/// The whole input of an operation as one value: a parameter `Input<T>` (or the pattern
+/// `Input(x): Input<T>`) makes the input object `T` itself, with `T`'s serde attributes and
+/// JSON Schema, instead of one field per parameter.
+///
+/// Serializes, deserializes and describes itself exactly as `T` (transparent).
+///
+/// ```
+/// use opkit::prelude::*;
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct NewUser {
+///     name: String,
+/// }
+///
+/// #[operation(namespace = "users", mutation)]
+/// async fn create(Input(user): Input<NewUser>) -> String {
+///     user.name
+/// }
+///
+/// let schema = create::spec().input_schema;
+/// assert_eq!(schema["properties"]["name"]["type"], "string");
+/// ```
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct Input<T>(pub T);
+
+impl<T> Input<T> {
+    /// Takes the value out.
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+impl<T> std::ops::Deref for Input<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> std::ops::DerefMut for Input<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
+}
+
+impl<T> From<T> for Input<T> {
+    fn from(value: T) -> Self {
+        Self(value)
+    }
+}
+
+impl<T: schemars::JsonSchema> schemars::JsonSchema for Input<T> {
+    fn inline_schema() -> bool {
+        T::inline_schema()
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        T::schema_name()
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        T::schema_id()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        T::json_schema(generator)
+    }
+}

@@ -1,0 +1,432 @@
+//! The attribute's arguments: `namespace = "..", name = "..", mutation | subscription,
+//! access(scopes = [..], roles = [..]), crate = path`.
+
+use crate::errors::Errors;
+use proc_macro2::{Span, TokenStream};
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{Expr, ExprLit, Lit, LitStr, Meta, Token};
+
+/// Every argument `#[operation(..)]` accepts, for "expected one of" messages.
+const KEYS: &[&str] = &[
+    "namespace",
+    "name",
+    "query",
+    "mutation",
+    "subscription",
+    "access",
+    "crate",
+];
+const ACCESS_KEYS: &[&str] = &["scopes", "roles"];
+
+/// Query, mutation or subscription, as written in the attribute.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Query,
+    Mutation,
+    Subscription,
+}
+
+impl Kind {
+    fn keyword(self) -> &'static str {
+        match self {
+            Self::Query => "query",
+            Self::Mutation => "mutation",
+            Self::Subscription => "subscription",
+        }
+    }
+}
+
+/// The parsed arguments. Each is `None` when absent or invalid (the error is recorded).
+#[derive(Default)]
+pub(crate) struct Args {
+    /// The namespace literal (already checked).
+    pub namespace: Option<LitStr>,
+    /// The name literal (already checked).
+    pub name: Option<LitStr>,
+    /// The kind flag and where it was written.
+    pub kind: Option<(Kind, Span)>,
+    pub scopes: Vec<LitStr>,
+    pub roles: Vec<LitStr>,
+    /// `crate = path`: where the `opkit` crate is.
+    pub krate: Option<syn::Path>,
+    /// `false` when the arguments did not even parse.
+    pub parsed: bool,
+    /// `true` when `namespace = ..` was written (valid or not).
+    pub namespace_given: bool,
+    /// `true` when two kinds were given (the error is recorded; kind checks are skipped).
+    pub kind_conflict: bool,
+}
+
+impl Args {
+    pub(crate) fn kind(&self) -> Kind {
+        self.kind.map_or(Kind::Query, |(kind, _)| kind)
+    }
+}
+
+/// One argument slot; a second value for it is a "given twice" error.
+struct Slot<T> {
+    key: &'static str,
+    value: Option<(Span, T)>,
+}
+
+impl<T> Slot<T> {
+    fn new(key: &'static str) -> Self {
+        Self { key, value: None }
+    }
+
+    fn set(&mut self, errors: &Errors, span: Span, value: T) {
+        if self.value.is_some() {
+            errors.at(
+                span,
+                format_args!("`{}` is given twice: keep one", self.key),
+            );
+        } else {
+            self.value = Some((span, value));
+        }
+    }
+
+    fn take(self) -> Option<T> {
+        self.value.map(|(_, value)| value)
+    }
+}
+
+/// Parses and checks the attribute's arguments, recording every problem in `errors`.
+pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
+    let metas = match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(tokens) {
+        Ok(metas) => metas,
+        Err(error) => {
+            errors.push(error);
+            return Args::default();
+        }
+    };
+    CONFLICT.with(|flag| flag.set(false));
+    let mut namespace = Slot::new("namespace");
+    let mut name = Slot::new("name");
+    let mut kind: Slot<Kind> = Slot::new("kind");
+    let mut access = Slot::new("access");
+    let mut krate = Slot::new("crate");
+    for meta in &metas {
+        let key = meta_key(meta);
+        let span = meta.path().span();
+        match key.as_str() {
+            "namespace" => {
+                if let Some(lit) = string_value(meta, errors) {
+                    if check_name(&lit, true, errors) {
+                        namespace.set(errors, span, lit);
+                    } else {
+                        namespace.set(errors, span, LitStr::new("", lit.span()));
+                    }
+                }
+            }
+            "name" => {
+                if let Some(lit) = string_value(meta, errors) {
+                    if check_name(&lit, false, errors) {
+                        name.set(errors, span, lit);
+                    } else {
+                        name.set(errors, span, LitStr::new("", lit.span()));
+                    }
+                }
+            }
+            "query" => set_kind(&mut kind, meta, Kind::Query, errors),
+            "mutation" => set_kind(&mut kind, meta, Kind::Mutation, errors),
+            "subscription" => set_kind(&mut kind, meta, Kind::Subscription, errors),
+            "access" => {
+                if let Some(rule) = parse_access(meta, errors) {
+                    access.set(errors, span, rule);
+                }
+            }
+            "crate" => {
+                if let Some(path) = crate_path(meta, errors) {
+                    krate.set(errors, span, path);
+                }
+            }
+            _ => errors.spanned(meta.path(), unknown_key(&key, KEYS)),
+        }
+    }
+    let namespace_given = metas.iter().any(|meta| meta.path().is_ident("namespace"));
+    let kind = kind.value.map(|(span, kind)| (kind, span));
+    let (scopes, roles) = access.take().unwrap_or_default();
+    Args {
+        namespace: namespace.take().filter(|lit| !lit.value().is_empty()),
+        name: name.take().filter(|lit| !lit.value().is_empty()),
+        kind,
+        scopes,
+        roles,
+        krate: krate.take(),
+        parsed: true,
+        namespace_given,
+        kind_conflict: CONFLICT.with(std::cell::Cell::get),
+    }
+}
+
+fn meta_key(meta: &Meta) -> String {
+    let path = meta.path();
+    match path.get_ident() {
+        Some(ident) => ident.to_string(),
+        None => quote::quote!(#path).to_string().replace(' ', ""),
+    }
+}
+
+/// "unknown argument `x`", the accepted ones, and the closest one when it is close.
+fn unknown_key(key: &str, keys: &[&str]) -> String {
+    let list = keys
+        .iter()
+        .map(|key| format!("`{key}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut message = format!("unknown argument `{key}`; expected one of: {list}");
+    if let Some(close) = keys
+        .iter()
+        .filter(|candidate| edit_distance(key, candidate) <= 2)
+        .min_by_key(|candidate| edit_distance(key, candidate))
+    {
+        message.push_str(&format!("\n  help: did you mean `{close}`?"));
+    }
+    message
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            current.push(
+                (previous[j] + cost)
+                    .min(previous[j + 1] + 1)
+                    .min(current[j] + 1),
+            );
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+fn slot_conflict(errors: &Errors, span: Span, message: std::fmt::Arguments<'_>) {
+    errors.at(span, message);
+    CONFLICT.with(|flag| flag.set(true));
+}
+
+thread_local! {
+    /// Set when two kinds are given, read once per attribute in [`parse`].
+    static CONFLICT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn set_kind(slot: &mut Slot<Kind>, meta: &Meta, kind: Kind, errors: &Errors) {
+    if !matches!(meta, Meta::Path(_)) {
+        errors.spanned(
+            meta,
+            format_args!("`{0}` takes no value: write `{0}` alone", kind.keyword()),
+        );
+        return;
+    }
+    let span = meta.path().span();
+    match &slot.value {
+        Some((_, first)) if *first == kind => errors.at(
+            span,
+            format_args!("`{}` is given twice: keep one", kind.keyword()),
+        ),
+        Some((_, first)) => slot_conflict(
+            errors,
+            span,
+            format_args!(
+                "an operation has one kind, but both `{}` and `{}` are given: keep one (a query is the default)",
+                first.keyword(),
+                kind.keyword()
+            ),
+        ),
+        None => slot.value = Some((span, kind)),
+    }
+}
+
+/// The string literal of `key = "value"`.
+fn string_value(meta: &Meta, errors: &Errors) -> Option<LitStr> {
+    let key = meta_key(meta);
+    match meta {
+        Meta::NameValue(pair) => match &pair.value {
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(lit), ..
+            }) => Some(lit.clone()),
+            other => {
+                errors.spanned(
+                    other,
+                    format_args!("expected a string literal: `{key} = \"...\"`"),
+                );
+                None
+            }
+        },
+        _ => {
+            errors.spanned(
+                meta,
+                format_args!("`{key}` needs a value: `{key} = \"...\"`"),
+            );
+            None
+        }
+    }
+}
+
+/// Checks a namespace (dotted) or name (one segment) against `[A-Za-z_][A-Za-z0-9_]*`;
+/// the error points at the literal and suggests a valid spelling.
+fn check_name(lit: &LitStr, dotted: bool, errors: &Errors) -> bool {
+    let text = lit.value();
+    let what = if dotted { "namespace" } else { "name" };
+    if text.is_empty() {
+        errors.spanned(lit, format_args!("the {what} cannot be empty"));
+        return false;
+    }
+    if !dotted && text.contains('.') {
+        errors.spanned(
+            lit,
+            format_args!(
+                "invalid name {text:?}: a name is a single segment without `.`; put the dotted part in the namespace (`namespace = \"a.b\", name = \"c\"`)"
+            ),
+        );
+        return false;
+    }
+    let bad_segment = text.split('.').find(|segment| !valid_segment(segment));
+    let Some(segment) = bad_segment else {
+        return true;
+    };
+    let rule = if dotted {
+        "each `.`-separated segment must match `[A-Za-z_][A-Za-z0-9_]*`"
+    } else {
+        "it must match `[A-Za-z_][A-Za-z0-9_]*`"
+    };
+    let problem = if segment.is_empty() {
+        "an empty segment".to_owned()
+    } else {
+        format!("segment {segment:?}")
+    };
+    let suggestion = suggest_name(&text);
+    errors.spanned(
+        lit,
+        format_args!("invalid {what} {text:?} ({problem}): {rule}\n  help: try {suggestion:?}"),
+    );
+    false
+}
+
+/// `true` when `segment` matches `[A-Za-z_][A-Za-z0-9_]*`.
+pub(crate) fn valid_segment(segment: &str) -> bool {
+    let mut chars = segment.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// A valid spelling close to `text`: other characters become `_`, empty segments go away.
+pub(crate) fn suggest_name(text: &str) -> String {
+    let segments: Vec<String> = text
+        .split('.')
+        .filter(|segment| !segment.is_empty())
+        .map(|segment| {
+            let mut fixed: String = segment
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                .collect();
+            if fixed.starts_with(|c: char| c.is_ascii_digit()) {
+                fixed.insert(0, '_');
+            }
+            fixed
+        })
+        .collect();
+    if segments.is_empty() {
+        "my_operation".to_owned()
+    } else {
+        segments.join(".")
+    }
+}
+
+/// `access(scopes = [..], roles = [..])`.
+fn parse_access(meta: &Meta, errors: &Errors) -> Option<(Vec<LitStr>, Vec<LitStr>)> {
+    let Meta::List(list) = meta else {
+        errors.spanned(
+            meta,
+            "`access` takes a list: `access(scopes = [\"users:write\"], roles = [\"admin\"])`",
+        );
+        return None;
+    };
+    let entries = match list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated) {
+        Ok(entries) => entries,
+        Err(error) => {
+            errors.push(error);
+            return None;
+        }
+    };
+    let mut scopes = Slot::new("scopes");
+    let mut roles = Slot::new("roles");
+    for entry in &entries {
+        let key = meta_key(entry);
+        let span = entry.path().span();
+        match key.as_str() {
+            "scopes" => {
+                if let Some(values) = string_list(entry, errors) {
+                    scopes.set(errors, span, values);
+                }
+            }
+            "roles" => {
+                if let Some(values) = string_list(entry, errors) {
+                    roles.set(errors, span, values);
+                }
+            }
+            _ => errors.spanned(entry.path(), unknown_key(&key, ACCESS_KEYS)),
+        }
+    }
+    Some((
+        scopes.take().unwrap_or_default(),
+        roles.take().unwrap_or_default(),
+    ))
+}
+
+/// `key = ["a", "b"]`.
+fn string_list(meta: &Meta, errors: &Errors) -> Option<Vec<LitStr>> {
+    let key = meta_key(meta);
+    let usage = format!("expected a list of strings: `{key} = [\"...\"]`");
+    let Meta::NameValue(pair) = meta else {
+        errors.spanned(meta, usage);
+        return None;
+    };
+    let Expr::Array(array) = &pair.value else {
+        errors.spanned(&pair.value, usage);
+        return None;
+    };
+    let mut values = Vec::new();
+    for element in &array.elems {
+        match element {
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(lit), ..
+            }) if !lit.value().trim().is_empty() => values.push(lit.clone()),
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(lit), ..
+            }) => errors.spanned(lit, format_args!("an entry of `{key}` cannot be empty")),
+            other => errors.spanned(other, &usage),
+        }
+    }
+    Some(values)
+}
+
+/// `crate = path` (or `crate = "path"`): where generated code finds opkit.
+fn crate_path(meta: &Meta, errors: &Errors) -> Option<syn::Path> {
+    let usage = "expected a path to the opkit crate: `crate = ::my_reexport::opkit`";
+    let Meta::NameValue(pair) = meta else {
+        errors.spanned(meta, usage);
+        return None;
+    };
+    match &pair.value {
+        Expr::Path(path) if path.qself.is_none() => Some(path.path.clone()),
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(lit), ..
+        }) => match lit.parse::<syn::Path>() {
+            Ok(path) => Some(path),
+            Err(_) => {
+                errors.spanned(lit, usage);
+                None
+            }
+        },
+        other => {
+            errors.spanned(other, usage);
+            None
+        }
+    }
+}

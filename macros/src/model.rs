@@ -1,0 +1,77 @@
+//! The operation model: what the attribute and the signature say, checked, ready to expand.
+
+use crate::args::Kind;
+use proc_macro2::{Ident, TokenStream};
+use syn::{Expr, ItemFn, LitStr, Type};
+
+/// One `#[operation]` fn, parsed and checked.
+pub(crate) struct Operation<'a> {
+    /// The user's function.
+    pub func: &'a ItemFn,
+    /// The path of the runtime's hidden module, e.g. `::opkit::__private`.
+    pub private: TokenStream,
+    /// `namespace.name`.
+    pub id: String,
+    pub namespace: String,
+    pub name: String,
+    pub kind: Kind,
+    /// The values of the fn's `#[doc]` attributes, in order.
+    pub docs: Vec<&'a Expr>,
+    pub scopes: Vec<LitStr>,
+    pub roles: Vec<LitStr>,
+    /// The parameters, in order.
+    pub params: Vec<Param<'a>>,
+    /// The result type (or stream item type) and whether the fn streams.
+    pub output: Output,
+}
+
+/// One parameter of the fn.
+pub(crate) enum Param<'a> {
+    /// `&OperationContext` (`by_ref`) or `OperationContext`: injected, not part of the input.
+    Context { ty: &'a Type, by_ref: bool },
+    /// `name: T`: one field of the generated input struct.
+    Field {
+        /// The binding, without `mut`.
+        ident: Ident,
+        /// The JSON name (the binding without `r#`).
+        name: String,
+        ty: &'a Type,
+        /// The values of the parameter's doc comments.
+        docs: Vec<&'a Expr>,
+    },
+    /// `Input<T>` (`ty`), destructured or not: the whole input is `inner`.
+    Whole { ty: &'a Type, inner: &'a Type },
+}
+
+/// What the fn produces.
+pub(crate) struct Output {
+    /// `true` for `-> impl Stream<Item = T>` (from a plain or an async fn).
+    pub stream: bool,
+    /// The return type, or the stream's item type; `()` when the fn declares no return type.
+    pub value: Type,
+    /// `true` for `async fn`.
+    pub is_async: bool,
+}
+
+impl Operation<'_> {
+    /// The whole-input parameter's inner type, if the fn takes one.
+    pub(crate) fn whole_input(&self) -> Option<&Type> {
+        self.params.iter().find_map(|param| match param {
+            Param::Whole { inner, .. } => Some(*inner),
+            _ => None,
+        })
+    }
+
+    /// The input fields, in order.
+    pub(crate) fn fields(&self) -> impl Iterator<Item = (&Ident, &str, &Type, &[&Expr])> {
+        self.params.iter().filter_map(|param| match param {
+            Param::Field {
+                ident,
+                name,
+                ty,
+                docs,
+            } => Some((ident, name.as_str(), *ty, docs.as_slice())),
+            _ => None,
+        })
+    }
+}

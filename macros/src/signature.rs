@@ -1,0 +1,398 @@
+//! Signature checks: turn the attribute's arguments and the fn's signature into the model,
+//! recording one spanned error per problem.
+
+use crate::args::{self, Args, Kind};
+use crate::errors::Errors;
+use crate::model::{Operation, Output, Param};
+use crate::shape::{self, ContextParam, Streaming};
+use proc_macro2::Span;
+use quote::{ToTokens, quote};
+use syn::ext::IdentExt;
+use syn::{Attribute, Expr, FnArg, ItemFn, Meta, Pat, PatType, ReturnType, Type};
+
+/// The shapes `#[operation]` accepts, shown after signature errors.
+const USAGE: &str = "\
+  = note: `#[operation]` accepts:
+          async fn name(a: A, b: B, ..) -> T                      (query, or `mutation`)
+          async fn name(ctx: &OperationContext, Input(x): Input<X>) -> Result<T, E>
+          fn name(..) -> impl Stream<Item = T> + Send + 'static    (with `subscription`)
+          the output is `T`, `Result<T, E>`, `ResponseEnvelope<T>` or `()`";
+
+/// Builds the model, or records why it cannot be built.
+pub(crate) fn analyze<'a>(func: &'a ItemFn, args: Args, errors: &Errors) -> Option<Operation<'a>> {
+    let before = errors.count();
+    let fn_name = func.sig.ident.unraw().to_string();
+    check_qualifiers(func, errors);
+    let params = check_params(func, errors);
+    let output = check_output(func, args.kind(), args.kind_conflict, errors);
+    let namespace = args.namespace.as_ref().map(syn::LitStr::value);
+    if !args.namespace_given && args.parsed {
+        errors.at(
+            Span::call_site(),
+            format_args!(
+                "`#[operation]` needs a namespace: write `#[operation(namespace = \"...\")]`; the operation id is `<namespace>.{fn_name}`"
+            ),
+        );
+    }
+    let name = match &args.name {
+        Some(lit) => lit.value(),
+        None => {
+            if !args::valid_segment(&fn_name) {
+                errors.spanned(
+                    &func.sig.ident,
+                    format_args!(
+                        "`{fn_name}` is not a valid operation name (`[A-Za-z_][A-Za-z0-9_]*`): set one with `name = {:?}`",
+                        args::suggest_name(&fn_name)
+                    ),
+                );
+            }
+            fn_name
+        }
+    };
+    if errors.count() > before {
+        return None;
+    }
+    let namespace = namespace?;
+    let private = match &args.krate {
+        Some(path) => quote!(#path::__private),
+        None => quote!(::opkit::__private),
+    };
+    Some(Operation {
+        func,
+        private,
+        id: format!("{namespace}.{name}"),
+        namespace,
+        name,
+        kind: args.kind(),
+        docs: doc_values(&func.attrs),
+        scopes: args.scopes,
+        roles: args.roles,
+        params: params?,
+        output: output?,
+    })
+}
+
+/// The values of `#[doc = ..]` attributes.
+pub(crate) fn doc_values(attrs: &[Attribute]) -> Vec<&Expr> {
+    attrs
+        .iter()
+        .filter_map(|attr| match &attr.meta {
+            Meta::NameValue(pair) if pair.path.is_ident("doc") => Some(&pair.value),
+            _ => None,
+        })
+        .collect()
+}
+
+fn check_qualifiers(func: &ItemFn, errors: &Errors) {
+    let sig = &func.sig;
+    let name = &sig.ident;
+    if let Some(constness) = &sig.constness {
+        errors.spanned(
+            constness,
+            format_args!("operation `{name}` cannot be a `const fn`: remove `const`"),
+        );
+    }
+    if let Some(unsafety) = &sig.unsafety {
+        errors.spanned(
+            unsafety,
+            format_args!(
+                "operation `{name}` cannot be an `unsafe fn`: callers through the registry cannot uphold its contract; make it safe and use `unsafe` blocks inside"
+            ),
+        );
+    }
+    if let Some(abi) = &sig.abi {
+        errors.spanned(
+            abi,
+            format_args!("operation `{name}` cannot have an `extern` ABI: remove it"),
+        );
+    }
+    if let Some(variadic) = &sig.variadic {
+        errors.spanned(
+            variadic,
+            format_args!("operation `{name}` cannot be variadic"),
+        );
+    }
+    if !sig.generics.params.is_empty() {
+        errors.spanned(
+            &sig.generics,
+            format_args!(
+                "operation `{name}` cannot be generic: its input and output schemas are computed from concrete types\n  help: use concrete types, or write one `#[operation]` per type, each calling a generic helper"
+            ),
+        );
+    } else if let Some(where_clause) = &sig.generics.where_clause {
+        errors.spanned(
+            where_clause,
+            format_args!("operation `{name}` cannot have a `where` clause: use concrete types"),
+        );
+    }
+}
+
+fn check_params<'a>(func: &'a ItemFn, errors: &Errors) -> Option<Vec<Param<'a>>> {
+    let name = &func.sig.ident;
+    let before = errors.count();
+    let mut params = Vec::new();
+    let mut context_seen = false;
+    for arg in &func.sig.inputs {
+        let typed = match arg {
+            FnArg::Receiver(receiver) => {
+                errors.spanned(
+                    receiver,
+                    format_args!(
+                        "operation `{name}` cannot take `self`: an operation is a free function\n  help: move it out of the `impl` block, or write a free `async fn` that calls the method\n{USAGE}"
+                    ),
+                );
+                continue;
+            }
+            FnArg::Typed(typed) => typed,
+        };
+        if let Some(param) = check_param(name, typed, &mut context_seen, errors) {
+            params.push(param);
+        }
+    }
+    check_whole_input_alone(&params, errors);
+    (errors.count() == before).then_some(params)
+}
+
+fn check_param<'a>(
+    fn_name: &syn::Ident,
+    typed: &'a PatType,
+    context_seen: &mut bool,
+    errors: &Errors,
+) -> Option<Param<'a>> {
+    let ty = &*typed.ty;
+    if shape::contains_impl_trait(ty) {
+        errors.spanned(
+            ty,
+            format_args!(
+                "an `impl Trait` parameter makes operation `{fn_name}` generic, and an operation's input schema needs a concrete type\n  help: take a concrete type, e.g. `String` or a struct of yours deriving `Deserialize` and `JsonSchema`"
+            ),
+        );
+        return None;
+    }
+    if let Some(context) = shape::context_param(ty) {
+        let (inner, by_ref) = match context {
+            ContextParam::Ref(inner) => (inner, true),
+            ContextParam::Owned(inner) => (inner, false),
+            ContextParam::RefMut => {
+                errors.spanned(
+                    ty,
+                    "the context is shared: take `&OperationContext` (or `OperationContext`), not `&mut OperationContext`",
+                );
+                return None;
+            }
+        };
+        if std::mem::replace(context_seen, true) {
+            errors.spanned(
+                typed,
+                format_args!(
+                    "operation `{fn_name}` takes the context twice: keep one `&OperationContext` parameter"
+                ),
+            );
+            return None;
+        }
+        return Some(Param::Context { ty: inner, by_ref });
+    }
+    if let Some(inner) = shape::input_param(ty) {
+        return Some(Param::Whole { ty, inner });
+    }
+    if let Type::Reference(reference) = shape::peel(ty) {
+        let owned = owned_suggestion(&reference.elem);
+        errors.spanned(
+            ty,
+            format_args!(
+                "operation parameters are read from JSON and must own their data: take `{owned}` instead of `{}`",
+                display(ty)
+            ),
+        );
+        return None;
+    }
+    match &*typed.pat {
+        Pat::Ident(binding) if binding.by_ref.is_none() && binding.subpat.is_none() => {
+            Some(Param::Field {
+                ident: syn::Ident::new(&binding.ident.to_string(), binding.ident.span()),
+                name: binding.ident.unraw().to_string(),
+                ty,
+                docs: doc_values(&typed.attrs),
+            })
+        }
+        Pat::Wild(wild) => {
+            errors.spanned(
+                wild,
+                "name this parameter: its name becomes the name of its field in the operation's input",
+            );
+            None
+        }
+        Pat::TupleStruct(tuple)
+            if tuple
+                .path
+                .segments
+                .last()
+                .is_some_and(|s| s.ident == "Input") =>
+        {
+            errors.spanned(
+                ty,
+                format_args!(
+                    "the pattern `Input(..)` takes the whole input, so the type must be `Input<T>`: write `{}: Input<{}>`",
+                    display(&typed.pat),
+                    display(ty)
+                ),
+            );
+            None
+        }
+        other => {
+            errors.spanned(
+                other,
+                "operation parameters must be plain names (their names become the input's field names); the only pattern accepted is `Input(x): Input<T>`\n  help: bind the parameter to a name (`point: Point`) and destructure it in the body",
+            );
+            None
+        }
+    }
+}
+
+/// The owned type to suggest for a borrowed parameter type.
+fn owned_suggestion(elem: &Type) -> String {
+    match shape::peel(elem) {
+        Type::Path(path) if path.path.is_ident("str") => "String".to_owned(),
+        Type::Slice(slice) => format!("Vec<{}>", display(&slice.elem)),
+        Type::Path(path) if path.path.is_ident("Path") => "PathBuf".to_owned(),
+        other => display(other),
+    }
+}
+
+/// `Input<T>` must be the only input parameter.
+fn check_whole_input_alone(params: &[Param<'_>], errors: &Errors) {
+    let wholes: Vec<&Type> = params
+        .iter()
+        .filter_map(|param| match param {
+            Param::Whole { ty, .. } => Some(*ty),
+            _ => None,
+        })
+        .collect();
+    let fields: Vec<String> = params
+        .iter()
+        .filter_map(|param| match param {
+            Param::Field { name, .. } => Some(format!("`{name}`")),
+            _ => None,
+        })
+        .collect();
+    let Some(first) = wholes.first() else {
+        return;
+    };
+    if wholes.len() > 1 {
+        errors.spanned(
+            wholes[1],
+            "the input is taken whole twice: keep one `Input<T>` parameter",
+        );
+    } else if !fields.is_empty() {
+        errors.spanned(
+            first,
+            format_args!(
+                "`Input<T>` takes the whole input, so it must be the only input parameter, but {} {} also here\n  help: move {} into `T`, or drop `Input<..>` and take every field as its own parameter",
+                fields.join(", "),
+                if fields.len() == 1 { "is" } else { "are" },
+                if fields.len() == 1 { "it" } else { "them" },
+            ),
+        );
+    }
+}
+
+fn check_output(func: &ItemFn, kind: Kind, kind_conflict: bool, errors: &Errors) -> Option<Output> {
+    let sig = &func.sig;
+    let name = &sig.ident;
+    let is_async = sig.asyncness.is_some();
+    let return_span: &dyn ToTokens = match &sig.output {
+        ReturnType::Type(_, ty) => ty,
+        ReturnType::Default => &sig.ident,
+    };
+    let value = match shape::streaming(&sig.output) {
+        Streaming::Items(_) | Streaming::No if kind_conflict => return None,
+        Streaming::Items(item) => {
+            if kind != Kind::Subscription {
+                errors.spanned(
+                    return_span,
+                    format_args!(
+                        "operation `{name}` returns a stream, so it is a subscription: add `subscription` to the attribute, e.g. `#[operation(namespace = \"...\", subscription)]`"
+                    ),
+                );
+                return None;
+            }
+            item.clone()
+        }
+        Streaming::NoItem => {
+            errors.spanned(
+                return_span,
+                "name the stream's item type: `impl Stream<Item = T> + Send + 'static`",
+            );
+            return None;
+        }
+        Streaming::No => {
+            if kind == Kind::Subscription {
+                errors.spanned(
+                    return_span,
+                    format_args!(
+                        "operation `{name}` is a subscription, so it must return a stream: `-> impl Stream<Item = T> + Send + 'static` (from a `fn` or an `async fn`)\n  help: or remove `subscription` to make it a query"
+                    ),
+                );
+                return None;
+            }
+            if !is_async {
+                errors.spanned(
+                    sig.fn_token,
+                    format_args!(
+                        "operation `{name}` must be an `async fn`: queries and mutations are `async fn`s; only subscriptions, which return `impl Stream<Item = T>`, may be plain `fn`s\n  help: write `async fn {name}(..)`\n{USAGE}"
+                    ),
+                );
+                return None;
+            }
+            match &sig.output {
+                ReturnType::Type(_, ty) => (**ty).clone(),
+                ReturnType::Default => syn::parse_quote!(()),
+            }
+        }
+    };
+    if shape::contains_impl_trait(&value) {
+        errors.spanned(
+            &value,
+            format_args!(
+                "the output type of operation `{name}` must be a concrete type, not `impl Trait`: its JSON Schema is derived from it"
+            ),
+        );
+        return None;
+    }
+    Some(Output {
+        stream: kind == Kind::Subscription,
+        value,
+        is_async,
+    })
+}
+
+/// Tokens as a user would write them: `Vec<T>`, `&str`, `Result<T, E>`.
+pub(crate) fn display<T: ToTokens>(tokens: T) -> String {
+    let text = tokens.to_token_stream().to_string();
+    let chars: Vec<char> = text.chars().collect();
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(text.len());
+    for (i, &c) in chars.iter().enumerate() {
+        if c == ' ' {
+            let before = i.checked_sub(1).map(|j| chars[j]);
+            let after = chars.get(i + 1).copied();
+            let keep = match (before, after) {
+                (Some(b), Some(a)) => {
+                    (word(b) && (word(a) || a == '\''))
+                        || b == ','
+                        || b == '+'
+                        || a == '+'
+                        || b == '='
+                        || a == '='
+                }
+                _ => false,
+            };
+            if keep {
+                out.push(c);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}

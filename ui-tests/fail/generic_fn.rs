@@ -1,0 +1,8 @@
+use opkit::prelude::*;
+
+#[operation(namespace = "util")]
+async fn echo<T: serde::Serialize>(value: T) -> T {
+    value
+}
+
+fn main() {}

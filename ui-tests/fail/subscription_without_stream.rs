@@ -1,0 +1,8 @@
+use opkit::prelude::*;
+
+#[operation(namespace = "clock", subscription)]
+async fn now() -> u64 {
+    0
+}
+
+fn main() {}
