@@ -86,6 +86,14 @@
 //! server; when the probe fails in a way rmcp does not classify (some legacy HTTP servers
 //! answer a sessionless request with an uncorrelated error), the connection is opened again
 //! with the handshake. [`McpLifecycle::Legacy`] and [`McpLifecycle::Modern`] pin one era.
+//! A server that does not answer `server/discover` at all (neither a result nor an error)
+//! delays [`McpLifecycle::Auto`] by rmcp's 10 s probe timeout; pin `Legacy` for such servers.
+//! In the 2026-07-28 era `tools/list_changed` only arrives on a `subscriptions/listen`
+//! stream, so the client opens one when the server announces `tools.listChanged`.
+//!
+//! `tools/list` is always sent to the server (following `nextCursor`, `""` included, with a
+//! bound on the number of pages and a check against repeated cursors): rmcp's response cache
+//! (`ttlMs`) is bypassed so that [`McpConnection::refresh`] sees the current list.
 //!
 //! # Living with real servers
 //!
