@@ -399,9 +399,16 @@ async fn spokes_reconnect_after_a_drop_and_a_hub_restart() {
         .await
         .unwrap_err();
     assert_eq!(error.code, ErrorCode::TransportError, "{error:?}");
-    let hub = WsHub::bind_with(address, tokens(), HubOptions::default())
-        .await
-        .unwrap();
+    // The old hub's listener closes in its own task, shortly after the drop.
+    let hub = within("the address is free again", async {
+        loop {
+            match WsHub::bind_with(address, tokens(), HubOptions::default()).await {
+                Ok(hub) => return hub,
+                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+    })
+    .await;
     within("calls work through the new hub", async {
         while works(map.clone()).await.is_err() {
             tokio::time::sleep(Duration::from_millis(20)).await;

@@ -196,7 +196,8 @@ fn now_millis() -> u64 {
 /// between them (and in-process participants, through [`pubsub`](Self::pubsub)). See the
 /// [module docs](super) for the frames and the delivery guarantees.
 ///
-/// Dropping the hub stops accepting and disconnects every spoke.
+/// Dropping the hub stops accepting and disconnects every spoke (the listening socket is
+/// closed by the hub's accept task, shortly after the drop).
 pub struct WsHub {
     shared: Arc<Shared>,
     address: SocketAddr,
