@@ -1,8 +1,8 @@
 //! The `#[operation]` attribute of opkit. Use it through `opkit::operation`; its documentation
 //! lives there, with examples.
 //!
-//! Stages: [`args`] parses the attribute, [`signature`] checks the fn and builds the
-//! [`model`] (reading names through [`shape`]), [`expand`] generates code; [`errors`] collects
+//! Stages: `args` parses the attribute, `signature` checks the fn and builds the
+//! `model` (reading names through `shape`), `expand` generates code; `errors` collects
 //! every problem so all are reported at once.
 
 mod args;
@@ -11,6 +11,8 @@ mod expand;
 mod model;
 mod shape;
 mod signature;
+#[cfg(test)]
+mod tests;
 
 use proc_macro::TokenStream;
 use quote::quote;

@@ -1,0 +1,194 @@
+//! Unit tests: argument parsing, name rules, shape reading, and expansion snapshots
+//! (`macros/tests/expanded/*.rs`; refresh with `OPKIT_BLESS=1 cargo test -p opkit-macros`).
+
+use crate::args::{self, Kind};
+use crate::errors::Errors;
+use crate::shape::Shape;
+use proc_macro2::TokenStream;
+use quote::quote;
+
+fn parse_args(tokens: TokenStream) -> (args::Args, Vec<String>) {
+    let errors = Errors::new();
+    let args = args::parse(tokens, &errors);
+    let messages = match errors.finish() {
+        Ok(()) => Vec::new(),
+        Err(tokens) => tokens
+            .to_string()
+            .split("compile_error !")
+            .skip(1)
+            .map(str::to_owned)
+            .collect(),
+    };
+    (args, messages)
+}
+
+#[test]
+fn parses_every_argument() {
+    let (args, errors) = parse_args(quote!(
+        namespace = "a.b",
+        name = "c",
+        mutation,
+        access(scopes = ["s:w"], roles = ["admin", "ops"]),
+        crate = ::my::opkit
+    ));
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(args.namespace.unwrap().value(), "a.b");
+    assert_eq!(args.name.unwrap().value(), "c");
+    assert!(matches!(args.kind, Some((Kind::Mutation, _))));
+    assert_eq!(args.scopes.len(), 1);
+    assert_eq!(args.roles.len(), 2);
+    assert!(args.krate.is_some());
+}
+
+#[test]
+fn reports_every_argument_problem_at_once() {
+    let (_, errors) = parse_args(quote!(
+        namespace = "x-y",
+        nmae = "z",
+        query,
+        query,
+        access(scope = [])
+    ));
+    assert_eq!(errors.len(), 4, "{errors:?}");
+    assert!(errors[0].contains("invalid namespace"));
+    assert!(errors[1].contains("did you mean `name`"));
+    assert!(errors[2].contains("given twice"));
+    assert!(errors[3].contains("expected one of: `scopes`, `roles`"));
+}
+
+#[test]
+fn suggests_valid_names() {
+    assert!(args::valid_segment("_a1"));
+    assert!(!args::valid_segment("1a"));
+    assert!(!args::valid_segment("café"));
+    assert_eq!(args::suggest_name("my-ns..x y"), "my_ns.x_y");
+    assert_eq!(args::suggest_name("2fast"), "_2fast");
+}
+
+fn marker(ty: TokenStream) -> String {
+    let ty: syn::Type = syn::parse2(ty).unwrap();
+    Shape::of(&ty)
+        .marker(&quote!(p))
+        .to_string()
+        .replace(' ', "")
+}
+
+#[test]
+fn reads_output_shapes_from_how_types_are_written() {
+    assert_eq!(marker(quote!(i64)), "p::Plain");
+    assert_eq!(marker(quote!(())), "p::Plain");
+    assert_eq!(marker(quote!(Result<i64, E>)), "p::Fallible<p::Plain>");
+    assert_eq!(
+        marker(quote!(std::io::Result<i64>)),
+        "p::Fallible<p::Plain>"
+    );
+    assert_eq!(marker(quote!(ResponseEnvelope)), "p::Envelope");
+    assert_eq!(
+        marker(quote!(Result<opkit::ResponseEnvelope<u8>, E>)),
+        "p::Fallible<p::Envelope>"
+    );
+    // A type of the user's named `Result`, without arguments, is plain data.
+    assert_eq!(marker(quote!(Result)), "p::Plain");
+}
+
+/// Expands `item` under `args` and compares it, formatted by rustfmt, with the snapshot.
+fn check_expansion(name: &str, args: TokenStream, item: TokenStream) {
+    let expanded = crate::operation_impl(args, item);
+    let file: syn::File = syn::parse2(expanded.clone()).expect("the expansion parses as items");
+    assert!(!file.items.is_empty());
+    let text = format_rust(&expanded.to_string());
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/expanded")
+        .join(format!("{name}.rs"));
+    if std::env::var_os("OPKIT_BLESS").is_some() || !path.exists() {
+        std::fs::write(&path, &text).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        expected == text,
+        "the expansion of `{name}` changed; review it and refresh with OPKIT_BLESS=1\n{text}"
+    );
+}
+
+fn format_rust(code: &str) -> String {
+    use std::io::Write;
+    let child =
+        std::process::Command::new(std::env::var("RUSTFMT").unwrap_or_else(|_| "rustfmt".into()))
+            .args(["--edition", "2024", "--emit", "stdout"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn();
+    let Ok(mut child) = child else {
+        return code.to_owned();
+    };
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(code.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    if output.status.success() {
+        String::from_utf8(output.stdout).unwrap()
+    } else {
+        code.to_owned()
+    }
+}
+
+#[test]
+fn expands_a_query() {
+    check_expansion(
+        "query",
+        quote!(namespace = "math"),
+        quote! {
+            /// Adds two integers.
+            pub async fn add(a: i64, b: i64) -> i64 { a + b }
+        },
+    );
+}
+
+#[test]
+fn expands_a_subscription_borrowing_the_context() {
+    check_expansion(
+        "subscription",
+        quote!(namespace = "clock", subscription),
+        quote! {
+            fn ticks(ctx: &OperationContext, count: u32) -> impl Stream<Item = Result<u32, CallError>> + Send {
+                futures::stream::iter((0..count).map(Ok))
+            }
+        },
+    );
+}
+
+#[test]
+fn expands_a_whole_input_mutation() {
+    check_expansion(
+        "whole_input",
+        quote!(
+            namespace = "users",
+            mutation,
+            access(scopes = ["users:write"])
+        ),
+        quote! {
+            async fn create(ctx: OperationContext, Input(user): Input<NewUser>) -> ResponseEnvelope<User> {
+                todo!()
+            }
+        },
+    );
+}
+
+#[test]
+fn on_error_emits_the_errors_and_the_fn_unchanged() {
+    let expanded = crate::operation_impl(
+        quote!(),
+        quote!(
+            fn add(a: i64) -> i64 {
+                a
+            }
+        ),
+    );
+    let text = expanded.to_string();
+    assert_eq!(text.matches("compile_error").count(), 2, "{text}");
+    assert!(text.ends_with("fn add (a : i64) -> i64 { a }"), "{text}");
+}
