@@ -2,7 +2,7 @@
 //!
 //! This library defines a few `#[operation]`s in a crate of its own, so the tests can check
 //! that `OperationRegistry::from_inventory()` finds operations defined in another crate of the
-//! workspace (the test binaries reference [`linked`] so the linker keeps this crate).
+//! workspace. A test binary links this crate by naming it (`use opkit_tests as _;`).
 
 use opkit::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -27,6 +27,3 @@ pub async fn greet(name: String) -> Greeting {
 pub fn count(to: u32) -> impl Stream<Item = u32> + Send + 'static {
     futures::stream::iter(0..to)
 }
-
-/// Referenced by test binaries so the linker keeps this crate and its operations.
-pub fn linked() {}
