@@ -8,77 +8,82 @@
 //! ```
 //!
 //! `--stdio` serves the same operations as an MCP server over stdin/stdout instead. The
-//! operations are registered by hand with `OperationSpec` and `Handler` (the same ones as
-//! `examples/quickstart.rs`).
+//! operations are the quickstart's (declared with `#[operation]`, collected with
+//! `OperationRegistry::from_inventory()`); `users.create` needs the scope `users:write`,
+//! which the printed demo bearer token has (over stdio every call has it).
 
-use futures::StreamExt;
 use opkit::envelope::http_envelope;
 use opkit::prelude::*;
-use opkit_adapters::http_server::HttpServer;
+use opkit_adapters::http_server::{HttpServer, StaticTokens};
 use opkit_adapters::mcp_server::McpServer;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 use std::collections::BTreeMap;
 
-fn object_schema(properties: Value, required: &[&str]) -> Value {
-    json!({"type": "object", "properties": properties, "required": required})
+// The quickstart operations (the same as `examples/quickstart.rs`).
+
+/// Adds two integers.
+#[operation(namespace = "math")]
+async fn add(a: i64, b: i64) -> i64 {
+    a.wrapping_add(b)
 }
 
-fn quickstart_registry() -> Result<OperationRegistry, opkit::RegistryError> {
-    let registry = OperationRegistry::new();
-    registry.register(
-        OperationSpec::new("math", "add", OperationKind::Query)
-            .description("Adds two integers.")
-            .input_schema(object_schema(
-                json!({"a": {"type": "integer"}, "b": {"type": "integer"}}),
-                &["a", "b"],
-            ))
-            .output_schema(object_schema(json!({"sum": {"type": "integer"}}), &["sum"])),
-        Handler::unary(|input, _ctx| async move {
-            let a = input["a"].as_i64().unwrap_or(0);
-            let b = input["b"].as_i64().unwrap_or(0);
-            Ok(json!({"sum": a.wrapping_add(b)}))
-        }),
-    )?;
-    registry.register(
-        OperationSpec::new("users", "create", OperationKind::Mutation)
-            .description("Creates a user.")
-            .input_schema(object_schema(
-                json!({"name": {"type": "string"}}),
-                &["name"],
-            ))
-            .output_schema(object_schema(
-                json!({"id": {"type": "integer"}, "name": {"type": "string"}}),
-                &["id", "name"],
-            )),
-        Handler::unary(|input, _ctx| async move { Ok(json!({"id": 1, "name": input["name"]})) }),
-    )?;
-    registry.register(
-        OperationSpec::new("clock", "ticks", OperationKind::Subscription)
-            .description("Counts up to `count`.")
-            .input_schema(object_schema(
-                json!({"count": {"type": "integer", "minimum": 0}}),
-                &["count"],
-            ))
-            .output_schema(object_schema(
-                json!({"tick": {"type": "integer"}}),
-                &["tick"],
-            )),
-        Handler::stream(|input, _ctx| {
-            let count = input["count"].as_u64().unwrap_or(0);
-            futures::stream::iter(0..count).map(|tick| Ok(json!({"tick": tick})))
-        }),
-    )?;
-    registry.register(
-        OperationSpec::new("web", "health", OperationKind::Query)
-            .description("Reports health as an HTTP response would."),
-        Handler::unary(|_input, _ctx| async move {
-            let headers =
-                BTreeMap::from([("content-type".to_owned(), "application/json".to_owned())]);
-            let envelope = http_envelope(json!({"status": "ok"}), 200, headers, "application/json");
-            serde_json::to_value(envelope).map_err(|error| CallError::execution(error.to_string()))
-        }),
-    )?;
-    Ok(registry)
+/// What `users.create` takes.
+#[derive(Deserialize, Serialize, schemars::JsonSchema)]
+struct NewUser {
+    /// The user's display name.
+    name: String,
+}
+
+/// A created user.
+#[derive(Deserialize, Serialize, schemars::JsonSchema)]
+struct User {
+    id: u64,
+    name: String,
+}
+
+/// Creates a user.
+#[operation(namespace = "users", mutation, access(scopes = ["users:write"]))]
+async fn create(Input(user): Input<NewUser>) -> Result<User, CallError> {
+    if user.name.trim().is_empty() {
+        return Err(CallError::new(
+            ErrorCode::ValidationError,
+            "a name is required",
+        ));
+    }
+    Ok(User {
+        id: 1,
+        name: user.name,
+    })
+}
+
+/// One tick of the clock.
+#[derive(Serialize, schemars::JsonSchema)]
+struct Tick {
+    tick: u32,
+}
+
+/// Counts up to `count`.
+#[operation(namespace = "clock", subscription)]
+fn ticks(count: u32) -> impl Stream<Item = Tick> + Send + 'static {
+    futures::stream::iter((0..count).map(|tick| Tick { tick }))
+}
+
+/// Reports health as an HTTP response would: the operation returns its own envelope.
+#[operation(namespace = "web")]
+async fn health() -> ResponseEnvelope<serde_json::Value> {
+    let headers = BTreeMap::from([("content-type".to_owned(), "application/json".to_owned())]);
+    http_envelope(json!({"status": "ok"}), 200, headers, "application/json")
+}
+
+/// The bearer token of the demo identity, which may call `users.create`.
+const DEMO_TOKEN: &str = "demo-token";
+
+fn tokens() -> StaticTokens {
+    StaticTokens::new().with(
+        DEMO_TOKEN,
+        Identity::new("demo").with_scopes(["users:write"]),
+    )
 }
 
 #[tokio::main]
@@ -98,17 +103,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     }
-    let registry = quickstart_registry()?;
+    // Every `#[operation]` linked into this program: the four above.
+    let registry = OperationRegistry::from_inventory();
     let mcp = McpServer::new(registry.clone())
         .name("opkit-quickstart")
-        .version("1.0.0");
+        .version("1.0.0")
+        .identity_resolver(tokens());
     if stdio {
+        // Over stdio the caller is whoever started the process: let it create users.
+        let mcp = mcp.stdio_identity(tokens().get(DEMO_TOKEN).cloned());
         mcp.serve_stdio().await?;
         return Ok(());
     }
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let base = format!("http://{}", listener.local_addr()?);
-    let http = HttpServer::new(registry.clone()).info("opkit quickstart", "1.0.0");
+    let http = HttpServer::new(registry.clone())
+        .info("opkit quickstart", "1.0.0")
+        .identity_resolver(tokens());
     let app = http.router().merge(mcp.router());
     println!("opkit serves {} operations on {base}", registry.len());
     println!("  OpenAPI document: {base}/openapi.json");
@@ -121,7 +132,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!("  try: curl '{base}/ops/math.add?a=2&b=40'");
     println!("  try: curl -N '{base}/ops/clock.ticks?count=3'");
-    println!("  MCP (Streamable HTTP): {base}/mcp");
+    println!(
+        "  try: curl -H 'Authorization: Bearer {DEMO_TOKEN}' -H 'Content-Type: application/json' -d '{{\"name\":\"Ada\"}}' {base}/ops/users.create"
+    );
+    println!("  MCP (Streamable HTTP): {base}/mcp  (bearer token {DEMO_TOKEN} may create users)");
     println!(
         "  MCP (stdio): cargo run -p opkit-adapters --features http-server,mcp-server --example serve -- --stdio"
     );

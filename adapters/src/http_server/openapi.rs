@@ -158,13 +158,17 @@ fn summary(spec: &OperationSpec) -> String {
 /// The schema of one SSE event as schemathesis and OpenAPI 3.2 see it (`{data, event?, id?,
 /// retry?}`), with the JSON carried in `data` described by `contentSchema`.
 fn event_schema(envelope_ref: &Value) -> Value {
-    let data = |schema: Value| json!({"type": "string", "contentMediaType": "application/json", "contentSchema": schema});
+    let data =
+        |schema: Value| json!({"contentMediaType": "application/json", "contentSchema": schema});
+    // `data` is not typed at the top: importers that read this schema as the schema of the
+    // (parsed) data of each event, rather than of the event, then keep the envelope intact.
     json!({
         "type": "object",
         "required": ["data"],
+        "additionalProperties": true,
         "properties": {
             "event": {"type": "string"},
-            "data": {"type": "string"},
+            "data": {"description": "The event's data: JSON, as `contentSchema` says per event type."},
             "id": {"type": "string"},
             "retry": {"type": "integer", "minimum": 0},
         },
