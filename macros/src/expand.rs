@@ -85,6 +85,18 @@ fn doc_option(private: &TokenStream, docs: &[&Expr]) -> TokenStream {
     quote!(#private::Some(#private::concat!(#(#lines),*)))
 }
 
+/// `private` with every token at `span`, so a helper's path points where its check applies.
+fn respan(private: &TokenStream, span: Span) -> TokenStream {
+    private
+        .clone()
+        .into_iter()
+        .map(|mut token| {
+            token.set_span(span);
+            token
+        })
+        .collect()
+}
+
 /// The span of the output data type as written (the return type when it is not written).
 fn data_span(op: &Operation<'_>) -> Span {
     let shape = Shape::of(&op.output.value);
@@ -146,7 +158,8 @@ fn input_type(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         .map(|((_, name, ty, docs), konst)| {
             let description = doc_option(private, docs);
             // The one use of the parameter's type that requires its traits.
-            let new = quote_spanned!(ty.span()=> #private::typed_field::<#ty>);
+            let at = respan(private, ty.span());
+            let new = quote_spanned!(ty.span()=> #at::typed_field::<#ty>);
             quote!(const #konst: #private::TypedField<#ty> = #new(#name, #description);)
         });
     let takes = idents
@@ -270,10 +283,14 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     let scopes = &op.scopes;
     let roles = &op.roles;
     let input_schema = match op.whole_input() {
-        Some(inner) => quote_spanned!(inner.span()=> #private::whole_input_schema::<#inner>),
+        Some(inner) => {
+            let at = respan(private, inner.span());
+            quote_spanned!(inner.span()=> #at::whole_input_schema::<#inner>)
+        }
         None => quote!(|| #private::fields_input_schema(__OPKIT_FIELDS)),
     };
-    let output_schema = quote_spanned!(data_span(op)=> #private::output_schema::<#data>);
+    let at = respan(private, data_span(op));
+    let output_schema = quote_spanned!(data_span(op)=> #at::output_schema::<#data>);
     let checks = type_checks(op);
     let handler = json_handler(op, locals);
     quote! {
@@ -315,16 +332,18 @@ fn type_checks(op: &Operation<'_>) -> TokenStream {
     let private = &op.private;
     let contexts = op.params.iter().filter_map(|param| match param {
         Param::Context { ty, .. } => {
-            Some(quote_spanned!(ty.span()=> #private::assert_context::<#ty>();))
+            let at = respan(private, ty.span());
+            Some(quote_spanned!(ty.span()=> #at::assert_context::<#ty>();))
         }
         _ => None,
     });
     let plain = Shape::of(&op.output.value).plain().map(|ty| {
+        let at = respan(private, ty.span());
         quote_spanned! {ty.span()=>
             {
                 #[allow(unused_imports)]
-                use #private::{PlainProbe as _, ShapedProbe as _};
-                #private::assert_plain((&#private::Probe::<#ty>::new()).verdict());
+                use #at::{PlainProbe as _, ShapedProbe as _};
+                #at::assert_plain((&#at::Probe::<#ty>::new()).verdict());
             }
         }
     });
@@ -366,7 +385,8 @@ fn args_from_input(op: &Operation<'_>, locals: &Locals) -> Vec<TokenStream> {
         .filter_map(|param| match param {
             Param::Field { ident, .. } => Some(quote!(#input.#ident)),
             Param::Whole { ty, .. } => {
-                Some(quote_spanned!(ty.span()=> #private::wrap_input::<#ty>(#input)))
+                let at = respan(private, ty.span());
+                Some(quote_spanned!(ty.span()=> #at::wrap_input::<#ty>(#input)))
             }
             Param::Context { .. } => None,
         })
@@ -402,7 +422,8 @@ fn run_fn(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         #private::CallError,
     >);
     if !op.output.stream {
-        let produce = quote_spanned!(value_span=> #private::produce::<#marker, _, _>);
+        let at = respan(private, value_span);
+        let produce = quote_spanned!(value_span=> #at::produce::<#marker, _, _>);
         return quote! {
             fn __opkit_run(#ctx: #private::OperationContext, #(#params),*)
                 -> impl #private::Future<Output = #item> + use<>
@@ -430,7 +451,8 @@ fn run_fn(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     } else {
         quote!(#ident(#(#args),*))
     };
-    let produce = quote_spanned!(value_span=> #private::produce_stream::<#marker, _, _>);
+    let at = respan(private, value_span);
+    let produce = quote_spanned!(value_span=> #at::produce_stream::<#marker, _, _>);
     quote! {
         fn __opkit_run(#ctx: #private::OperationContext, #(#params),*)
             -> impl #private::futures::Stream<Item = #item> + use<>
@@ -451,11 +473,15 @@ fn json_handler(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         quote!(#private::unary_handler::<Self, _, _>)
     };
     let decode = match op.whole_input() {
-        Some(inner) => quote_spanned!(inner.span()=> #private::decode::<#inner>),
+        Some(inner) => {
+            let at = respan(private, inner.span());
+            quote_spanned!(inner.span()=> #at::decode::<#inner>)
+        }
         None => quote!(#private::decode::<__OpkitInput>),
     };
     let data = data_type(op);
-    let encode = quote_spanned!(data_span(op)=> #private::encode::<#data>);
+    let at = respan(private, data_span(op));
+    let encode = quote_spanned!(data_span(op)=> #at::encode::<#data>);
     quote! {
         #helper(#private::Codec { decode: #decode, encode: #encode }, |#input: <Self as #private::TypedOperation>::Input, #ctx: #private::OperationContext| {
             __opkit_run(#ctx, #(#args),*)
@@ -476,7 +502,10 @@ fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         Param::Whole { ty, .. } => Some(*ty),
         _ => None,
     }) {
-        Some(ty) => quote_spanned!(ty.span()=> #private::unwrap_input::<#ty>(#input)),
+        Some(ty) => {
+            let at = respan(private, ty.span());
+            quote_spanned!(ty.span()=> #at::unwrap_input::<#ty>(#input))
+        }
         None => {
             let idents = op.fields().map(|(ident, ..)| ident);
             quote!(__OpkitInput { #(#idents),* })
