@@ -155,6 +155,10 @@ impl OperationRegistry {
 
     /// A registry holding every `#[operation]` linked into the program.
     ///
+    /// Only crates that are linked count: a crate holding operations that the program never
+    /// names is left out by the linker, with its operations. Name it once (`use my_ops as _;`);
+    /// see [the linker caveat](macro@crate::operation#registration).
+    ///
     /// # Panics
     ///
     /// When two linked operations share an id, or one is invalid (a programming error, like a
