@@ -550,3 +550,80 @@ async fn round_trip_through_rmcp_gives_the_same_operations_and_data() {
     assert_eq!(result.structured_content.unwrap()["items"], json!(local));
     client.cancel().await.unwrap();
 }
+
+/// Sends one JSON-RPC line and reads lines until the response with `id` arrives.
+async fn exchange(
+    write: &mut (impl tokio::io::AsyncWrite + Unpin),
+    lines: &mut tokio::io::Lines<tokio::io::BufReader<impl tokio::io::AsyncRead + Unpin>>,
+    message: Value,
+) -> Option<Value> {
+    use tokio::io::AsyncWriteExt;
+    let id = message.get("id").cloned();
+    let mut text = message.to_string();
+    text.push('\n');
+    write.write_all(text.as_bytes()).await.unwrap();
+    let id = id?;
+    for _ in 0..50 {
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("the server answers")
+            .unwrap()
+            .expect("the server keeps the pipe open");
+        let value: Value = serde_json::from_str(&line).unwrap();
+        if value.get("id") == Some(&id) {
+            return Some(value);
+        }
+    }
+    panic!("no response with id {id}");
+}
+
+#[tokio::test]
+async fn discover_is_answered_and_unknown_methods_are_method_not_found() {
+    use tokio::io::AsyncBufReadExt;
+    let (server_io, client_io) = tokio::io::duplex(1 << 16);
+    let (read, write) = tokio::io::split(server_io);
+    tokio::spawn(McpServer::new(fixture_registry(false)).serve_io(read, write));
+    let (client_read, mut client_write) = tokio::io::split(client_io);
+    let mut lines = tokio::io::BufReader::new(client_read).lines();
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}
+    });
+    // A 2026-07-28 client probes first: `server/discover` is answered...
+    let discover = exchange(
+        &mut client_write,
+        &mut lines,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}),
+    )
+    .await
+    .unwrap();
+    let versions = discover["result"]["supportedVersions"].as_array().unwrap();
+    assert!(versions.contains(&json!("2026-07-28")) && versions.contains(&json!("2025-11-25")));
+    // ... and a legacy client can still initialize on the same connection.
+    let init = exchange(
+        &mut client_write,
+        &mut lines,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}
+        }}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(init["result"]["serverInfo"]["name"], "opkit");
+    exchange(
+        &mut client_write,
+        &mut lines,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    let unknown = exchange(
+        &mut client_write,
+        &mut lines,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "no/such/method", "params": {}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+}

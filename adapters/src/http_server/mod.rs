@@ -126,6 +126,7 @@ pub(crate) mod refs;
 
 pub use identity::{IdentityResolver, StaticTokens, async_resolver};
 
+#[cfg(feature = "mcp-server")]
 pub(crate) use identity::identify;
 
 use axum::Router;

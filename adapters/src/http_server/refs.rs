@@ -164,6 +164,7 @@ pub(crate) fn component_rewriter<'a>(
 /// Places a standalone schema under `pointer` (e.g. `/properties/result`) of a new root:
 /// its definitions move to the root's `$defs` (returned) and every other local `$ref` is
 /// prefixed with `pointer`. `$defs` references keep working because the root holds them.
+#[cfg(any(feature = "mcp-server", test))]
 pub(crate) fn nest_schema(schema: &Value, pointer: &str) -> (Value, Map<String, Value>) {
     let mut schema = schema.clone();
     if let Value::Object(map) = &mut schema {
