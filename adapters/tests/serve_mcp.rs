@@ -311,28 +311,44 @@ async fn subscriptions_stream_progress_and_return_the_items() {
     client.cancel().await.unwrap();
 }
 
-#[tokio::test]
-async fn cancelling_a_request_cancels_the_operation() {
-    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
-    let (cancelled_tx, cancelled_rx) = tokio::sync::oneshot::channel::<()>();
-    let slot = Arc::new(Mutex::new(Some((started_tx, cancelled_tx))));
+/// A registry with `test.wait`, which reports when it starts and when its context is
+/// cancelled.
+fn waiting_registry() -> (
+    OperationRegistry,
+    tokio::sync::mpsc::UnboundedReceiver<&'static str>,
+) {
+    let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
     let registry = OperationRegistry::new();
     registry
         .register(
             OperationSpec::new("test", "wait", OperationKind::Query),
             Handler::unary(move |_input, ctx: OperationContext| {
-                let senders = slot.lock().unwrap().take();
+                let events = events_tx.clone();
                 async move {
-                    let (started, cancelled) = senders.expect("called once");
-                    let _ = started.send(());
+                    let _ = events.send("started");
                     ctx.cancelled().await;
-                    let _ = cancelled.send(());
+                    let _ = events.send("cancelled");
                     Ok(Value::Null)
                 }
             }),
         )
         .unwrap();
-    let client = connect_duplex(McpServer::new(registry).call_timeout(None)).await;
+    (registry, events_rx)
+}
+
+async fn next_event(
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<&'static str>,
+) -> Option<&'static str> {
+    tokio::time::timeout(Duration::from_secs(20), events.recv())
+        .await
+        .expect("the operation reports in time")
+}
+
+/// Starts `test.wait`, cancels the request, and waits for the operation to see it.
+async fn check_cancellation(
+    client: &Client,
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<&'static str>,
+) {
     let handle = client
         .send_cancellable_request(
             ClientRequest::CallToolRequest(Request::new(CallToolRequestParams::new("test.wait"))),
@@ -340,16 +356,31 @@ async fn cancelling_a_request_cancels_the_operation() {
         )
         .await
         .unwrap();
-    tokio::time::timeout(Duration::from_secs(20), started_rx)
-        .await
-        .expect("the operation starts")
-        .unwrap();
+    assert_eq!(next_event(events).await, Some("started"));
     handle.cancel(Some("test".to_owned())).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(20), cancelled_rx)
-        .await
-        .expect("the operation's context is cancelled")
-        .unwrap();
+    assert_eq!(
+        next_event(events).await,
+        Some("cancelled"),
+        "the operation's context is cancelled"
+    );
+}
+
+#[tokio::test]
+async fn cancelling_a_request_cancels_the_operation() {
+    // stdio (a pipe): `notifications/cancelled`.
+    let (registry, mut events) = waiting_registry();
+    let client = connect_duplex(McpServer::new(registry).call_timeout(None)).await;
+    check_cancellation(&client, &mut events).await;
     client.cancel().await.unwrap();
+
+    // Streamable HTTP: `notifications/cancelled` (legacy) or closing the response (2026-07-28).
+    let (registry, mut events) = waiting_registry();
+    let served = serve(McpServer::new(registry).call_timeout(None).router()).await;
+    for mode in [None, Some(modern())] {
+        let client = http_client(&served.url("/mcp"), None, mode).await;
+        check_cancellation(&client, &mut events).await;
+        client.cancel().await.unwrap();
+    }
 }
 
 async fn http_client(url: &str, token: Option<&str>, mode: Option<ClientLifecycleMode>) -> Client {
