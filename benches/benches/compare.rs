@@ -1,0 +1,507 @@
+//! opkit side by side with the frameworks users would pick instead (issue 9).
+//!
+//! Every bench runs on a tokio `current_thread` runtime. A future is first polled once in
+//! place (no scheduler cost when it is ready at once, as direct calls are) and handed to
+//! `block_on` only when it is pending, so all frameworks pay the same driving cost.
+//! Inputs are built outside the timed section (`with_inputs`). Stream benches consume
+//! `ITEMS` items per iteration: divide by `ITEMS` for a per-item figure (`run.sh` does).
+
+use divan::Bencher;
+use futures::StreamExt;
+use opkit::prelude::*;
+use opkit::protocol::{CallHandler, MemoryPubSub, PendingRequestMap, PubSub};
+use opkit_benches::*;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use tokio::runtime::Runtime;
+
+/// Items per stream iteration.
+const ITEMS: u32 = 1000;
+
+fn main() {
+    divan::main();
+}
+
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// Polls `fut` once in place; drives it on `rt` only when it is pending.
+fn run<F: Future>(rt: &Runtime, fut: F) -> F::Output {
+    let _entered = rt.enter();
+    let mut fut = pin!(fut);
+    if let Poll::Ready(output) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        return output;
+    }
+    rt.block_on(fut)
+}
+
+fn validator_for<T: schemars::JsonSchema>() -> jsonschema::Validator {
+    let schema = serde_json::to_value(schemars::schema_for!(T)).expect("schema");
+    jsonschema::validator_for(&schema).expect("validator")
+}
+
+/// A served registry over a `MemoryPubSub`, and a caller.
+fn memory_protocol(rt: &Runtime) -> (PendingRequestMap, Box<dyn std::any::Any>) {
+    rt.block_on(async {
+        let registry = OperationRegistry::from_inventory();
+        let bus: Arc<dyn PubSub> = Arc::new(MemoryPubSub::new());
+        let handle = CallHandler::new(registry, bus.clone())
+            .spawn()
+            .await
+            .expect("handler");
+        let map = PendingRequestMap::connect(bus).await.expect("caller");
+        (map, Box::new(handle) as Box<dyn std::any::Any>)
+    })
+}
+
+fn tarpc_client(rt: &Runtime) -> BenchServiceClient {
+    use tarpc::server::Channel;
+    rt.block_on(async {
+        let (client_side, server_side) = tarpc::transport::channel::unbounded();
+        let server = tarpc::server::BaseChannel::with_defaults(server_side);
+        tokio::spawn(
+            server
+                .execute(TarpcServer.serve())
+                .for_each(|call| async move {
+                    tokio::spawn(call);
+                }),
+        );
+        BenchServiceClient::new(tarpc::client::Config::default(), client_side).spawn()
+    })
+}
+
+fn graphql_request(query: &str, variables: Value) -> async_graphql::Request {
+    async_graphql::Request::new(query).variables(async_graphql::Variables::from_json(variables))
+}
+
+/// `add(a, b) -> {sum}`.
+#[divan::bench_group(sample_count = 100, sample_size = 500)]
+mod tiny {
+    use super::*;
+
+    #[divan::bench]
+    fn direct_typed(bencher: Bencher) {
+        let rt = runtime();
+        bencher
+            .with_inputs(|| (2i64, 40i64))
+            .bench_local_values(|(a, b)| run(&rt, add(a, b)));
+    }
+
+    #[divan::bench]
+    fn direct_typed_plus_envelope(bencher: Bencher) {
+        let rt = runtime();
+        bencher
+            .with_inputs(|| (2i64, 40i64))
+            .bench_local_values(|(a, b)| {
+                let data = run(&rt, add(a, b));
+                opkit::envelope::local_envelope(data, add::ID)
+            });
+    }
+
+    #[divan::bench]
+    fn json_floor(bencher: Bencher) {
+        let rt = runtime();
+        bencher.with_inputs(tiny_json).bench_local_values(|input| {
+            let input = AddIn::deserialize(&input).expect("input");
+            let output = run(&rt, add(input.a, input.b));
+            serde_json::to_value(output).expect("output")
+        });
+    }
+
+    #[divan::bench]
+    fn json_floor_jsonschema(bencher: Bencher) {
+        let rt = runtime();
+        let validator = validator_for::<AddIn>();
+        bencher.with_inputs(tiny_json).bench_local_values(|input| {
+            assert!(validator.is_valid(&input));
+            let input = AddIn::deserialize(&input).expect("input");
+            let output = run(&rt, add(input.a, input.b));
+            serde_json::to_value(output).expect("output")
+        });
+    }
+
+    #[divan::bench]
+    fn opkit_execute(bencher: Bencher) {
+        let rt = runtime();
+        let registry = OperationRegistry::from_inventory();
+        let ctx = OperationContext::default();
+        bencher.with_inputs(tiny_json).bench_local_values(|input| {
+            run(&rt, registry.execute(add::ID, input, &ctx)).expect("execute")
+        });
+    }
+
+    #[divan::bench]
+    fn opkit_typed_call(bencher: Bencher) {
+        let rt = runtime();
+        let ctx = OperationContext::default();
+        bencher
+            .with_inputs(|| (2i64, 40i64))
+            .bench_local_values(|(a, b)| run(&rt, add::call(&ctx, a, b)).expect("call"));
+    }
+
+    #[divan::bench]
+    fn opkit_protocol_memory(bencher: Bencher) {
+        let rt = runtime();
+        let (map, _handle) = memory_protocol(&rt);
+        let ctx = OperationContext::default();
+        bencher
+            .with_inputs(tiny_json)
+            .bench_local_values(|input| run(&rt, map.call(add::ID, input, &ctx)).expect("call"));
+    }
+
+    #[divan::bench]
+    fn jsonrpsee_raw_json_request(bencher: Bencher) {
+        let rt = runtime();
+        let module = jsonrpc::module();
+        let request = jsonrpc::request("add", tiny_json());
+        bencher
+            .with_inputs(|| request.clone())
+            .bench_local_values(|request| {
+                run(&rt, module.raw_json_request(&request, 1))
+                    .expect("request")
+                    .0
+            });
+    }
+
+    #[divan::bench]
+    fn tarpc_channel(bencher: Bencher) {
+        let rt = runtime();
+        let client = tarpc_client(&rt);
+        bencher
+            .with_inputs(|| (2i64, 40i64))
+            .bench_local_values(|(a, b)| {
+                run(&rt, client.add(tarpc::context::current(), a, b)).expect("tarpc")
+            });
+    }
+
+    #[divan::bench]
+    fn async_graphql_execute(bencher: Bencher) {
+        let rt = runtime();
+        let schema = graphql::schema();
+        let check = run(
+            &rt,
+            schema.execute(graphql_request(graphql::TINY, tiny_json())),
+        );
+        assert!(check.errors.is_empty(), "{:?}", check.errors);
+        bencher
+            .with_inputs(|| graphql_request(graphql::TINY, tiny_json()))
+            .bench_local_values(|request| run(&rt, schema.execute(request)));
+    }
+}
+
+/// 10 input fields with a nested object and a 20-item array; similar output.
+#[divan::bench_group(sample_count = 100, sample_size = 100)]
+mod medium {
+    use super::*;
+
+    #[divan::bench]
+    fn direct_typed(bencher: Bencher) {
+        let rt = runtime();
+        bencher
+            .with_inputs(medium_typed)
+            .bench_local_values(|input| run(&rt, medium(Input(input))));
+    }
+
+    #[divan::bench]
+    fn direct_typed_plus_envelope(bencher: Bencher) {
+        let rt = runtime();
+        bencher
+            .with_inputs(medium_typed)
+            .bench_local_values(|input| {
+                let data = run(&rt, medium(Input(input)));
+                opkit::envelope::local_envelope(data, opkit_benches::medium::ID)
+            });
+    }
+
+    #[divan::bench]
+    fn json_floor(bencher: Bencher) {
+        let rt = runtime();
+        bencher
+            .with_inputs(medium_json)
+            .bench_local_values(|input| {
+                let input = MediumIn::deserialize(&input).expect("input");
+                let output = run(&rt, medium(Input(input)));
+                serde_json::to_value(output).expect("output")
+            });
+    }
+
+    #[divan::bench]
+    fn json_floor_jsonschema(bencher: Bencher) {
+        let rt = runtime();
+        let validator = validator_for::<MediumIn>();
+        bencher
+            .with_inputs(medium_json)
+            .bench_local_values(|input| {
+                assert!(validator.is_valid(&input));
+                let input = MediumIn::deserialize(&input).expect("input");
+                let output = run(&rt, medium(Input(input)));
+                serde_json::to_value(output).expect("output")
+            });
+    }
+
+    #[divan::bench]
+    fn opkit_execute(bencher: Bencher) {
+        let rt = runtime();
+        let registry = OperationRegistry::from_inventory();
+        let ctx = OperationContext::default();
+        bencher
+            .with_inputs(medium_json)
+            .bench_local_values(|input| {
+                run(
+                    &rt,
+                    registry.execute(opkit_benches::medium::ID, input, &ctx),
+                )
+                .expect("execute")
+            });
+    }
+
+    #[divan::bench]
+    fn opkit_typed_call(bencher: Bencher) {
+        let rt = runtime();
+        let ctx = OperationContext::default();
+        bencher
+            .with_inputs(medium_typed)
+            .bench_local_values(|input| {
+                run(&rt, opkit_benches::medium::call(&ctx, Input(input))).expect("call")
+            });
+    }
+
+    #[divan::bench]
+    fn opkit_protocol_memory(bencher: Bencher) {
+        let rt = runtime();
+        let (map, _handle) = memory_protocol(&rt);
+        let ctx = OperationContext::default();
+        bencher
+            .with_inputs(medium_json)
+            .bench_local_values(|input| {
+                run(&rt, map.call(opkit_benches::medium::ID, input, &ctx)).expect("call")
+            });
+    }
+
+    #[divan::bench]
+    fn jsonrpsee_raw_json_request(bencher: Bencher) {
+        let rt = runtime();
+        let module = jsonrpc::module();
+        let request = jsonrpc::request("medium", medium_json());
+        bencher
+            .with_inputs(|| request.clone())
+            .bench_local_values(|request| {
+                run(&rt, module.raw_json_request(&request, 1))
+                    .expect("request")
+                    .0
+            });
+    }
+
+    #[divan::bench]
+    fn tarpc_channel(bencher: Bencher) {
+        let rt = runtime();
+        let client = tarpc_client(&rt);
+        bencher
+            .with_inputs(medium_typed)
+            .bench_local_values(|input| {
+                run(&rt, client.medium(tarpc::context::current(), input)).expect("tarpc")
+            });
+    }
+
+    #[divan::bench]
+    fn async_graphql_execute(bencher: Bencher) {
+        let rt = runtime();
+        let schema = graphql::schema();
+        let variables = || json!({"input": medium_json()});
+        let check = run(
+            &rt,
+            schema.execute(graphql_request(graphql::MEDIUM, variables())),
+        );
+        assert!(check.errors.is_empty(), "{:?}", check.errors);
+        bencher
+            .with_inputs(|| graphql_request(graphql::MEDIUM, variables()))
+            .bench_local_values(|request| run(&rt, schema.execute(request)));
+    }
+}
+
+/// `ITEMS` tiny items per iteration.
+#[divan::bench_group(sample_count = 100, sample_size = 3)]
+mod stream {
+    use super::*;
+
+    #[divan::bench]
+    fn json_floor(bencher: Bencher) {
+        let rt = runtime();
+        bencher.bench_local(|| {
+            run(&rt, async {
+                let mut items = pin!(item_stream(ITEMS));
+                let mut n = 0usize;
+                while let Some(item) = items.next().await {
+                    n += divan::black_box(serde_json::to_value(item).expect("item")).is_object()
+                        as usize;
+                }
+                n
+            })
+        });
+    }
+
+    #[divan::bench]
+    fn opkit_subscribe(bencher: Bencher) {
+        let rt = runtime();
+        let registry = OperationRegistry::from_inventory();
+        let ctx = OperationContext::default();
+        bencher.bench_local(|| {
+            run(&rt, async {
+                let mut items = registry
+                    .subscribe(items::ID, json!({"count": ITEMS}), &ctx)
+                    .await
+                    .expect("subscribe");
+                let mut n = 0usize;
+                while let Some(item) = items.next().await {
+                    n += divan::black_box(item.expect("item")).data.is_object() as usize;
+                }
+                n
+            })
+        });
+    }
+
+    #[divan::bench]
+    fn opkit_typed_subscribe(bencher: Bencher) {
+        let rt = runtime();
+        let ctx = OperationContext::default();
+        bencher.bench_local(|| {
+            run(&rt, async {
+                let mut items = pin!(items::subscribe(&ctx, ITEMS));
+                let mut n = 0usize;
+                while let Some(item) = items.next().await {
+                    n += (divan::black_box(item.expect("item")).data.sum >= 0) as usize;
+                }
+                n
+            })
+        });
+    }
+
+    #[divan::bench]
+    fn jsonrpsee_subscription(bencher: Bencher) {
+        let rt = runtime();
+        let module = jsonrpc::module();
+        bencher.bench_local(|| {
+            run(&rt, async {
+                let mut sub = module
+                    .subscribe_unbounded("sub_items", [ITEMS])
+                    .await
+                    .expect("subscribe");
+                let mut n = 0usize;
+                for _ in 0..ITEMS {
+                    let (item, _id) = sub.next::<Sum>().await.expect("item").expect("item");
+                    n += (divan::black_box(item).sum >= 0) as usize;
+                }
+                n
+            })
+        });
+    }
+
+    #[divan::bench]
+    fn async_graphql_subscription(bencher: Bencher) {
+        let rt = runtime();
+        let schema = graphql::schema();
+        bencher.bench_local(|| {
+            run(&rt, async {
+                let mut items =
+                    schema.execute_stream(graphql_request(graphql::ITEMS, json!({"n": ITEMS})));
+                let mut n = 0usize;
+                while let Some(response) = items.next().await {
+                    n += divan::black_box(response).errors.is_empty() as usize;
+                }
+                assert_eq!(n, ITEMS as usize);
+                n
+            })
+        });
+    }
+}
+
+/// Round trips through a real `redis-server` (`REDIS_URL`; `run.sh` starts one), one call
+/// at a time on both sides.
+#[divan::bench_group(sample_count = 100, sample_size = 20)]
+mod redis_rt {
+    use super::*;
+    use opkit_adapters::redis::RedisPubSub;
+
+    fn url() -> Option<String> {
+        std::env::var("REDIS_URL").ok()
+    }
+
+    #[divan::bench]
+    fn raw_pubsub_round_trip(bencher: Bencher) {
+        let Some(url) = url() else { return };
+        let rt = runtime();
+        let (mut replies, publisher) = rt.block_on(async {
+            let client = redis::Client::open(url.as_str()).expect("client");
+            // The responder: echoes every request to the reply channel.
+            let mut requests = client.get_async_pubsub().await.expect("pubsub");
+            requests.subscribe("raw:req").await.expect("subscribe");
+            let mut responder = client
+                .get_multiplexed_async_connection()
+                .await
+                .expect("conn");
+            tokio::spawn(async move {
+                let mut requests = requests.into_on_message();
+                while let Some(message) = requests.next().await {
+                    let payload: Vec<u8> = message.get_payload().expect("payload");
+                    let _: () = redis::AsyncCommands::publish(&mut responder, "raw:resp", payload)
+                        .await
+                        .expect("publish");
+                }
+            });
+            let mut replies = client.get_async_pubsub().await.expect("pubsub");
+            replies.subscribe("raw:resp").await.expect("subscribe");
+            let publisher = client
+                .get_multiplexed_async_connection()
+                .await
+                .expect("conn");
+            (replies.into_on_message(), publisher)
+        });
+        let mut publisher = publisher;
+        let payload = tiny_json().to_string();
+        bencher.bench_local(|| {
+            run(&rt, async {
+                let _: () = redis::AsyncCommands::publish(&mut publisher, "raw:req", &payload)
+                    .await
+                    .expect("publish");
+                replies
+                    .next()
+                    .await
+                    .expect("reply")
+                    .get_payload_bytes()
+                    .len()
+            })
+        });
+    }
+
+    #[divan::bench]
+    fn opkit_protocol_redis(bencher: Bencher) {
+        let Some(url) = url() else { return };
+        let rt = runtime();
+        let (map, _handle) = rt.block_on(async {
+            let serving: Arc<dyn PubSub> =
+                Arc::new(RedisPubSub::connect(&url).await.expect("redis"));
+            let calling: Arc<dyn PubSub> =
+                Arc::new(RedisPubSub::connect(&url).await.expect("redis"));
+            let handle = CallHandler::new(OperationRegistry::from_inventory(), serving)
+                .spawn()
+                .await
+                .expect("handler");
+            let map = PendingRequestMap::connect(calling).await.expect("caller");
+            (map, handle)
+        });
+        let ctx = OperationContext::default();
+        // Let the handler's group readers start.
+        run(&rt, map.call(add::ID, tiny_json(), &ctx)).expect("warm-up call");
+        bencher
+            .with_inputs(tiny_json)
+            .bench_local_values(|input| run(&rt, map.call(add::ID, input, &ctx)).expect("call"));
+    }
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs the side-by-side benchmarks (benches/benches/compare.rs) and regenerates
+# docs/benchmarks.md from their output.
+#
+#   bash benches/run.sh                 # everything, 100 samples per bench (about a minute)
+#   SAMPLES=30 bash benches/run.sh      # quicker, noisier
+#   BENCH_FILTER=tiny bash benches/run.sh   # only benches whose path contains "tiny"
+#
+# benches/ is its own cargo workspace (target dir benches/target), so the root
+# `cargo test --workspace` never builds the peer frameworks. The Redis benches need
+# `redis-server` on PATH (bash scripts/install-peers.sh) or REDIS_URL; without either they
+# are skipped.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+cd "$here"
+
+redis_pid=""
+cleanup() {
+    if [ -n "$redis_pid" ]; then kill "$redis_pid" 2>/dev/null || true; fi
+}
+trap cleanup EXIT
+
+if [ -z "${REDIS_URL:-}" ] && command -v redis-server >/dev/null 2>&1; then
+    port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
+    redis_pid=$!
+    for _ in $(seq 1 50); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+        sleep 0.1
+    done
+    export REDIS_URL="redis://127.0.0.1:$port/"
+fi
+
+mkdir -p target
+out="target/bench-output.txt"
+cargo bench --bench compare -- ${SAMPLES:+--sample-count "$SAMPLES"} ${BENCH_FILTER:+"$BENCH_FILTER"} | tee "$out"
+
+if [ -n "${BENCH_FILTER:-}" ]; then
+    echo "filtered run: docs/benchmarks.md left as is"
+    exit 0
+fi
+python3 "$here/report.py" "$out" "$here/Cargo.lock" > "$root/docs/benchmarks.md"
+echo "wrote docs/benchmarks.md"

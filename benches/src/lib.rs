@@ -1,0 +1,271 @@
+//! Shared fixtures for the side-by-side benchmarks: the tiny and medium operations, written
+//! once as plain Rust and declared for opkit, jsonrpsee, tarpc and async-graphql.
+
+use async_graphql::{InputObject, SimpleObject};
+use futures::Stream;
+use opkit::prelude::*;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// Tiny input.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct AddIn {
+    /// Left operand.
+    pub a: i64,
+    /// Right operand.
+    pub b: i64,
+}
+
+/// Tiny output (also the stream item).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, SimpleObject)]
+pub struct Sum {
+    /// `a + b`.
+    pub sum: i64,
+}
+
+/// The nested object of the medium operation.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, SimpleObject, InputObject)]
+#[graphql(input_name = "AddressInput")]
+pub struct Address {
+    /// Street.
+    pub street: String,
+    /// City.
+    pub city: String,
+    /// Postal code.
+    pub zip: String,
+    /// Country code.
+    pub country: String,
+}
+
+/// Medium input: 10 fields, a nested object and a 20-item array.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, InputObject)]
+#[graphql(name = "MediumInput")]
+pub struct MediumIn {
+    /// Id.
+    pub id: u64,
+    /// Name.
+    pub name: String,
+    /// Email.
+    pub email: String,
+    /// Age.
+    pub age: u32,
+    /// Active flag.
+    pub active: bool,
+    /// Score.
+    pub score: f64,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Address.
+    pub address: Address,
+    /// 20 items.
+    pub items: Vec<i64>,
+    /// Optional note.
+    pub note: Option<String>,
+}
+
+/// Medium output: 10 fields, similar shape.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, SimpleObject)]
+pub struct MediumOut {
+    /// Id.
+    pub id: u64,
+    /// Name.
+    pub name: String,
+    /// Email.
+    pub email: String,
+    /// Age.
+    pub age: u32,
+    /// Active flag.
+    pub active: bool,
+    /// Score.
+    pub score: f64,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Address.
+    pub address: Address,
+    /// Sum of the items.
+    pub total: i64,
+    /// Number of items.
+    pub count: u32,
+}
+
+/// The medium operation's work, shared by every framework.
+pub fn compute(input: MediumIn) -> MediumOut {
+    MediumOut {
+        id: input.id,
+        name: input.name,
+        email: input.email,
+        age: input.age,
+        active: input.active,
+        score: input.score,
+        tags: input.tags,
+        address: input.address,
+        total: input.items.iter().sum(),
+        count: input.items.len() as u32,
+    }
+}
+
+/// The tiny input as JSON.
+pub fn tiny_json() -> Value {
+    json!({"a": 2, "b": 40})
+}
+
+/// The medium input as JSON.
+pub fn medium_json() -> Value {
+    json!({
+        "id": 12345,
+        "name": "Ada Lovelace",
+        "email": "ada@example.com",
+        "age": 36,
+        "active": true,
+        "score": 98.5,
+        "tags": ["math", "engines", "poetry"],
+        "address": {"street": "12 St James's Square", "city": "London", "zip": "SW1Y 4JH", "country": "GB"},
+        "items": (1..=20).collect::<Vec<i64>>(),
+        "note": "first programmer"
+    })
+}
+
+/// The medium input as a typed value.
+pub fn medium_typed() -> MediumIn {
+    serde_json::from_value(medium_json()).expect("medium input")
+}
+
+/// Tiny, as an opkit operation.
+#[operation(namespace = "bench")]
+pub async fn add(a: i64, b: i64) -> Sum {
+    Sum { sum: a + b }
+}
+
+/// Medium, as an opkit operation.
+#[operation(namespace = "bench")]
+pub async fn medium(Input(input): Input<MediumIn>) -> MediumOut {
+    compute(input)
+}
+
+/// A stream of `count` tiny items, as an opkit subscription.
+#[operation(namespace = "bench", subscription)]
+pub fn items(count: u32) -> impl Stream<Item = Sum> + Send + 'static {
+    item_stream(count)
+}
+
+/// The plain stream every framework serves.
+pub fn item_stream(count: u32) -> impl Stream<Item = Sum> + Send + 'static {
+    futures::stream::iter((0..count).map(|i| Sum { sum: i64::from(i) }))
+}
+
+/// The same operations as a tarpc service.
+#[tarpc::service]
+pub trait BenchService {
+    /// Tiny.
+    async fn add(a: i64, b: i64) -> Sum;
+    /// Medium.
+    async fn medium(input: MediumIn) -> MediumOut;
+}
+
+/// The tarpc server.
+#[derive(Clone)]
+pub struct TarpcServer;
+
+impl BenchService for TarpcServer {
+    async fn add(self, _: tarpc::context::Context, a: i64, b: i64) -> Sum {
+        Sum { sum: a + b }
+    }
+
+    async fn medium(self, _: tarpc::context::Context, input: MediumIn) -> MediumOut {
+        compute(input)
+    }
+}
+
+/// The same operations as a GraphQL schema.
+pub mod graphql {
+    use super::*;
+    use async_graphql::{EmptyMutation, Object, Schema, Subscription};
+
+    /// Queries.
+    pub struct Query;
+
+    #[Object]
+    impl Query {
+        async fn add(&self, a: i64, b: i64) -> Sum {
+            Sum { sum: a + b }
+        }
+
+        async fn medium(&self, input: MediumIn) -> MediumOut {
+            compute(input)
+        }
+    }
+
+    /// Subscriptions.
+    pub struct Subs;
+
+    #[Subscription]
+    impl Subs {
+        async fn items(&self, count: u32) -> impl Stream<Item = Sum> + use<> {
+            item_stream(count)
+        }
+    }
+
+    /// The schema.
+    pub type BenchSchema = Schema<Query, EmptyMutation, Subs>;
+
+    /// Builds the schema.
+    pub fn schema() -> BenchSchema {
+        Schema::new(Query, EmptyMutation, Subs)
+    }
+
+    /// The tiny query.
+    pub const TINY: &str = "query($a: Int!, $b: Int!) { add(a: $a, b: $b) { sum } }";
+    /// The medium query (every output field).
+    pub const MEDIUM: &str = "query($input: MediumInput!) { medium(input: $input) { id name email age active score tags address { street city zip country } total count } }";
+    /// The subscription.
+    pub const ITEMS: &str = "subscription($n: Int!) { items(count: $n) { sum } }";
+}
+
+/// The same operations as a jsonrpsee module.
+pub mod jsonrpc {
+    use super::*;
+    use jsonrpsee::RpcModule;
+    use jsonrpsee::types::ErrorObjectOwned;
+
+    /// Builds the module: `add`, `medium`, and the `sub_items` subscription.
+    pub fn module() -> RpcModule<()> {
+        let mut module = RpcModule::new(());
+        module
+            .register_method("add", |params, _, _| {
+                let input: AddIn = params.parse()?;
+                Ok::<_, ErrorObjectOwned>(Sum {
+                    sum: input.a + input.b,
+                })
+            })
+            .expect("add");
+        module
+            .register_method("medium", |params, _, _| {
+                let input: MediumIn = params.parse()?;
+                Ok::<_, ErrorObjectOwned>(compute(input))
+            })
+            .expect("medium");
+        module
+            .register_subscription(
+                "sub_items",
+                "item",
+                "unsub_items",
+                |params, pending, _, _| async move {
+                    let count: u32 = params.one()?;
+                    let sink = pending.accept().await?;
+                    for i in 0..count {
+                        let message = serde_json::value::to_raw_value(&Sum { sum: i64::from(i) })?;
+                        sink.send(message).await?;
+                    }
+                    Ok(())
+                },
+            )
+            .expect("sub_items");
+        module
+    }
+
+    /// A JSON-RPC request string.
+    pub fn request(method: &str, params: Value) -> String {
+        json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string()
+    }
+}
