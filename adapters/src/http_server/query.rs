@@ -7,7 +7,7 @@
 //!
 //! | property schema | style | wire | decoded as |
 //! |---|---|---|---|
-//! | primitive `type`s (`string`, `integer`, `number`, `boolean`, `null`), or an `enum`/`const` of primitives | scalar | `?a=2` | the first of integer, number, boolean, null (only without `string`), string that parses |
+//! | primitive `type`s (`string`, `integer`, `number`, `boolean`, `null`), or an `enum`/`const` of primitives | scalar | `?a=2` | the first of integer, number, boolean, null (`null`, only without `string`), string that parses |
 //! | `type: array` of primitives | array | `?a=1&a=2` (form, exploded) | an array, each item as above |
 //! | anything else (objects, unions, unconstrained) | JSON | `?a=%7B%22x%22%3A1%7D` (`content: application/json`) | the JSON value |
 //!
@@ -223,7 +223,7 @@ fn scalar(raw: &str, types: &[String]) -> Value {
             _ => {}
         }
     }
-    if allows("null") && !allows("string") && (raw.is_empty() || raw == "null") {
+    if allows("null") && !allows("string") && raw == "null" {
         return Value::Null;
     }
     Value::String(raw.to_owned())
@@ -283,7 +283,7 @@ mod tests {
             .decode(pairs(&[
                 ("a", "2"),
                 ("s", "2"),
-                ("n", ""),
+                ("n", "null"),
                 ("b", "true"),
                 ("tags", "x"),
                 ("tags", "y"),
