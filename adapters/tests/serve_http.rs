@@ -824,3 +824,43 @@ async fn round_trip_through_the_document_gives_the_same_operations_and_data() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_client_disconnect_cancels_a_running_query() {
+    let (events_tx, mut events) = tokio::sync::mpsc::unbounded_channel::<&'static str>();
+    let registry = OperationRegistry::new();
+    registry
+        .register(
+            OperationSpec::new("test", "wait", OperationKind::Query),
+            Handler::unary(move |_input, ctx: OperationContext| {
+                let events = events_tx.clone();
+                async move {
+                    let watcher = events.clone();
+                    let watched = ctx.clone();
+                    tokio::spawn(async move {
+                        watched.cancelled().await;
+                        let _ = watcher.send("cancelled");
+                    });
+                    let _ = events.send("started");
+                    std::future::pending::<()>().await;
+                    Ok(Value::Null)
+                }
+            }),
+        )
+        .unwrap();
+    let served = start(registry).await;
+    let url = served.url("/ops/test.wait");
+    let request = tokio::spawn(async move { reqwest::get(url).await });
+    let next = async |events: &mut tokio::sync::mpsc::UnboundedReceiver<&'static str>| {
+        tokio::time::timeout(Duration::from_secs(20), events.recv())
+            .await
+            .expect("the operation reports in time")
+    };
+    assert_eq!(next(&mut events).await, Some("started"));
+    request.abort();
+    assert_eq!(
+        next(&mut events).await,
+        Some("cancelled"),
+        "the context is cancelled when the client goes away"
+    );
+}

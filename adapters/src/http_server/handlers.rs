@@ -302,8 +302,16 @@ pub(crate) async fn operation(
         };
         with_request_id(response, &ctx)
     } else {
-        let ctx = ctx.with_timeout(shared.request_timeout);
-        let response = match shared.registry.execute(&id, input, &ctx).await {
+        // A client that disconnects drops this future: the guard then cancels the context
+        // (for work the handler spawned); a finished call disarms it.
+        let token = CancellationToken::new();
+        let ctx = ctx
+            .with_timeout(shared.request_timeout)
+            .with_cancellation(token.clone());
+        let guard = token.drop_guard();
+        let result = shared.registry.execute(&id, input, &ctx).await;
+        guard.disarm();
+        let response = match result {
             Ok(envelope) => axum::Json(envelope).into_response(),
             Err(error) => error_response(&error),
         };

@@ -73,7 +73,9 @@
 //! | `TIMEOUT` | 504 |
 //!
 //! Every response to `/ops/<id>` carries the call's request id in `x-request-id` (a
-//! request may choose it by sending that header).
+//! request may choose it by sending that header). When the client of a query or mutation
+//! disconnects before the answer, the call is dropped and its context's cancellation token
+//! cancelled (so work the handler spawned can stop too).
 //!
 //! # Subscriptions
 //!
