@@ -11,6 +11,10 @@ use std::sync::Arc;
 pub(crate) struct OutputCheck {
     pub(crate) schema: Value,
     pub(crate) validator: CompiledSchema,
+    /// The schema closed by [`super::pipeline::closed_schema`], when it has a closed form: data
+    /// it accepts (and that holds no integral float) is what `cast` would return unchanged,
+    /// and valid against `schema`, so the pipeline skips normalize and validate for it.
+    pub(crate) closed: Option<CompiledSchema>,
 }
 
 /// Everything the registry needs to run one operation, built once.
@@ -57,6 +61,8 @@ impl Operation {
             Some(OutputCheck {
                 validator: compile("output", &spec.output_schema)?,
                 schema: spec.output_schema.clone(),
+                closed: super::pipeline::closed_schema(&spec.output_schema)
+                    .and_then(|closed| CompiledSchema::compile(&closed).ok()),
             })
         };
         Ok(Self {

@@ -17,6 +17,13 @@ pub(crate) fn finish(operation: &Operation, value: Value) -> ResponseEnvelope {
     if let Some(output) = &operation.output
         && !envelope.is_error()
     {
+        // Fast path: data that already fits the closed schema is exactly what `cast` returns
+        // for it, and valid, so normalize and validate would change and report nothing.
+        if output.closed.as_ref().is_some_and(|closed| {
+            !has_integral_float(&envelope.data) && closed.is_valid(&envelope.data)
+        }) {
+            return envelope;
+        }
         let data = std::mem::take(&mut envelope.data);
         envelope.data = cast(&output.schema, data);
         if let Err(violations) = output.validator.validate(&envelope.data) {
@@ -39,4 +46,183 @@ fn detect_or_wrap(operation: &Operation, value: Value) -> ResponseEnvelope {
         unreachable!("is_response_envelope accepted a value from_value rejects")
     }
     local_envelope(value, &*operation.id)
+}
+
+/// Keywords whose meaning for `cast` is fully captured by the closed schema's validation:
+/// data valid against the closed schema is left unchanged by `cast` (no union branch to
+/// pick, no property to drop, nothing to create or truncate).
+const CLOSABLE_KEYWORDS: &[&str] = &[
+    "$schema",
+    "$id",
+    "$comment",
+    "$ref",
+    "$defs",
+    "definitions",
+    "title",
+    "description",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "default",
+    "type",
+    "format",
+    "enum",
+    "const",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+];
+
+/// The output schema with every object schema closed (`additionalProperties: false` where it
+/// declares properties and says nothing about extras), or `None` when the schema uses a
+/// keyword outside [`CLOSABLE_KEYWORDS`] (unions, `allOf`, pattern or unevaluated
+/// properties, tuples, ...): then the pipeline always casts.
+pub(crate) fn closed_schema(schema: &Value) -> Option<Value> {
+    match schema {
+        Value::Bool(_) => Some(schema.clone()),
+        Value::Object(map) => {
+            let mut closed = serde_json::Map::with_capacity(map.len() + 1);
+            for (keyword, value) in map {
+                if !CLOSABLE_KEYWORDS.contains(&keyword.as_str()) {
+                    return None;
+                }
+                let value = match keyword.as_str() {
+                    "properties" | "$defs" | "definitions" => {
+                        let Value::Object(members) = value else {
+                            return None;
+                        };
+                        let mut out = serde_json::Map::with_capacity(members.len());
+                        for (name, member) in members {
+                            out.insert(name.clone(), closed_schema(member)?);
+                        }
+                        Value::Object(out)
+                    }
+                    "items" | "additionalProperties" => closed_schema(value)?,
+                    "type" => match value {
+                        Value::String(_) => value.clone(),
+                        Value::Array(names) if names.iter().all(Value::is_string) => value.clone(),
+                        _ => return None,
+                    },
+                    "$ref" => {
+                        // Only local references, which the closed copy resolves to closed
+                        // definitions.
+                        let Value::String(target) = value else {
+                            return None;
+                        };
+                        if !(target == "#" || target.starts_with("#/")) {
+                            return None;
+                        }
+                        value.clone()
+                    }
+                    _ => value.clone(),
+                };
+                closed.insert(keyword.clone(), value);
+            }
+            let declares = |keyword: &str| match map.get(keyword) {
+                Some(Value::Object(members)) => !members.is_empty(),
+                Some(Value::Array(members)) => !members.is_empty(),
+                _ => false,
+            };
+            let declares_properties = declares("properties") || declares("required");
+            if declares_properties && !map.contains_key("additionalProperties") {
+                // `cast` drops undeclared properties; a key that is only `required` counts as
+                // declared there, but the closed schema rejects it, which only means the slow
+                // path runs.
+                closed.insert("additionalProperties".to_owned(), Value::Bool(false));
+            }
+            Some(Value::Object(closed))
+        }
+        _ => None,
+    }
+}
+
+/// `true` when `value` holds a float with no fractional part anywhere (`3.0`), which `cast`
+/// rewrites as an integer for `integer` schemas.
+fn has_integral_float(value: &Value) -> bool {
+    match value {
+        Value::Number(number) => {
+            !number.is_i64()
+                && !number.is_u64()
+                && number.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
+        Value::Array(items) => items.iter().any(has_integral_float),
+        Value::Object(map) => map.values().any(has_integral_float),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::CompiledSchema;
+    use serde_json::json;
+
+    /// Whenever the closed schema takes the fast path, `cast` would have returned the data
+    /// unchanged; data it refuses still reaches `cast`.
+    #[test]
+    fn fast_path_agrees_with_cast() {
+        let address = json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer", "minimum": 0},
+                "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+                "address": {"$ref": "#/$defs/Address"},
+                "note": {"type": ["string", "null"], "default": "x"},
+                "map": {"type": "object", "additionalProperties": {"type": "integer"}},
+                "free": {"type": "object"}
+            },
+            "required": ["n", "address"],
+            "$defs": {"Address": address}
+        });
+        let closed = CompiledSchema::compile(&closed_schema(&schema).unwrap()).unwrap();
+        let cases = [
+            (json!({"n": 1, "address": {"city": "x"}}), true),
+            (
+                json!({"n": 1, "address": {"city": "x"}, "tags": ["a"], "note": null, "map": {"k": 2}, "free": {"z": 1}}),
+                true,
+            ),
+            (json!({"n": 1, "address": {"city": "x"}, "extra": 1}), false),
+            (json!({"n": 1, "address": {"city": "x", "zip": "1"}}), false),
+            (json!({"n": 1.0, "address": {"city": "x"}}), false),
+            (json!({"n": "1", "address": {"city": "x"}}), false),
+            (json!({"address": {"city": "x"}}), false),
+        ];
+        for (data, fast) in cases {
+            let taken = !has_integral_float(&data) && closed.is_valid(&data);
+            assert_eq!(taken, fast, "{data}");
+            if taken {
+                assert_eq!(crate::schema::cast(&schema, data.clone()), data);
+            }
+        }
+    }
+
+    #[test]
+    fn unions_and_pattern_properties_have_no_closed_form() {
+        assert!(closed_schema(&json!({"anyOf": [{"type": "string"}, {"type": "null"}]})).is_none());
+        assert!(
+            closed_schema(&json!({"type": "object", "patternProperties": {"^a": {}}})).is_none()
+        );
+        assert!(closed_schema(&json!({"type": "array", "prefixItems": [{}]})).is_none());
+        assert!(closed_schema(&json!({"$ref": "https://example.com/s.json"})).is_none());
+        assert_eq!(
+            closed_schema(&json!({"type": "object", "properties": {"a": {"type": "integer"}}})),
+            Some(
+                json!({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": false})
+            )
+        );
+    }
 }
