@@ -587,3 +587,40 @@ async fn capture_warnings(body: impl std::future::Future<Output = ()>) -> String
     let bytes = buffer.0.lock().unwrap().clone();
     String::from_utf8(bytes).unwrap()
 }
+
+#[tokio::test]
+async fn undeclared_properties_are_dropped_even_when_no_property_is_declared() {
+    let registry = OperationRegistry::new();
+    registry
+        .register(
+            OperationSpec::new("shape", "empty", OperationKind::Query)
+                .output_schema(json!({"type": "object", "properties": {}})),
+            Handler::unary(|_, _| async move { Ok(json!({"extra": 1})) }),
+        )
+        .unwrap();
+    registry
+        .register(
+            OperationSpec::new("shape", "open", OperationKind::Query)
+                .output_schema(json!({"type": "object"})),
+            Handler::unary(|_, _| async move { Ok(json!({"extra": 1})) }),
+        )
+        .unwrap();
+    let empty = registry
+        .execute("shape.empty", json!({}), &ctx())
+        .await
+        .unwrap();
+    assert_eq!(
+        empty.data,
+        json!({}),
+        "declared (empty) properties close the object"
+    );
+    let open = registry
+        .execute("shape.open", json!({}), &ctx())
+        .await
+        .unwrap();
+    assert_eq!(
+        open.data,
+        json!({"extra": 1}),
+        "a free-form object keeps its entries"
+    );
+}

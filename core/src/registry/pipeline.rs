@@ -136,7 +136,8 @@ pub(crate) fn closed_schema(schema: &Value) -> Option<Value> {
                 Some(Value::Array(members)) => !members.is_empty(),
                 _ => false,
             };
-            let declares_properties = declares("properties") || declares("required");
+            // Any `properties` keyword, even an empty one, makes `cast` drop undeclared keys.
+            let declares_properties = map.contains_key("properties") || declares("required");
             if declares_properties && !map.contains_key("additionalProperties") {
                 // `cast` drops undeclared properties; a key that is only `required` counts as
                 // declared there, but the closed schema rejects it, which only means the slow
