@@ -117,6 +117,8 @@ proptest! {
 
 #[test]
 fn an_empty_document_is_a_clear_error() {
-    let error = importer().import_str("").err().expect("nothing to import");
+    let Err(error) = importer().import_str("") else {
+        panic!("an empty document has nothing to import")
+    };
     assert!(!error.to_string().is_empty());
 }
