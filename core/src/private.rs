@@ -19,6 +19,8 @@ pub use core::{concat, file, line};
 pub use std::any::TypeId;
 pub use std::borrow::Cow;
 pub use std::fmt;
+
+use crate::schema::json_type_name;
 pub use std::future::Future;
 pub use std::option::Option::{self, None, Some};
 pub use std::result::Result::{self, Err, Ok};
@@ -300,17 +302,6 @@ pub fn fields_input_schema(fields: &[Field]) -> Value {
     schema
 }
 
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Input
 
@@ -389,7 +380,7 @@ impl<'de> serde::Deserialize<'de> for InputFields {
             Value::Object(fields) => Ok(Self(fields)),
             other => Err(serde::de::Error::custom(format_args!(
                 "the input must be a JSON object, found {}",
-                json_type(&other)
+                json_type_name(&other)
             ))),
         }
     }

@@ -8,6 +8,7 @@
 //! `<<` merge keys applied.
 
 use super::error::OpenApiError;
+use opkit::schema::json_type_name;
 use serde_json::{Map, Number, Value};
 use url::Url;
 
@@ -160,7 +161,7 @@ pub(crate) fn check(root: Value, location: Option<Url>) -> Result<Document, Open
         Some(other) => {
             return Err(OpenApiError::invalid(
                 "/paths",
-                format!("`paths` must be an object, found {}", type_name(other)),
+                format!("`paths` must be an object, found {}", json_type_name(other)),
             ));
         }
     }
@@ -170,7 +171,7 @@ pub(crate) fn check(root: Value, location: Option<Url>) -> Result<Document, Open
         {
             return Err(OpenApiError::invalid(
                 format!("/{key}"),
-                format!("`{key}` must be an object, found {}", type_name(value)),
+                format!("`{key}` must be an object, found {}", json_type_name(value)),
             ));
         }
     }
@@ -180,7 +181,7 @@ pub(crate) fn check(root: Value, location: Option<Url>) -> Result<Document, Open
         {
             return Err(OpenApiError::invalid(
                 format!("/{key}"),
-                format!("`{key}` must be an array, found {}", type_name(value)),
+                format!("`{key}` must be an array, found {}", json_type_name(value)),
             ));
         }
     }
@@ -200,18 +201,6 @@ fn parse_version(text: &str) -> Option<SpecVersion> {
         ("3", "1") => Some(SpecVersion::V3_1),
         ("3", "2") => Some(SpecVersion::V3_2),
         _ => None,
-    }
-}
-
-/// A short name for a JSON value's type, for messages.
-pub(crate) fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -22,7 +22,7 @@
 
 use super::auth::{self, AuthAction};
 use super::body::{self, BodyKind, BodyPlan};
-use super::document::{Document, SpecVersion, join_pointer, type_name};
+use super::document::{Document, SpecVersion, join_pointer};
 use super::error::{MapError, SkippedOperation};
 use super::naming;
 use super::options::OpenApiOptions;
@@ -32,6 +32,7 @@ use super::response::MediaType;
 use super::servers;
 use super::sse::EventData;
 use opkit::schema::CompiledSchema;
+use opkit::schema::json_type_name;
 use opkit::{OperationKind, OperationSpec};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeSet, HashSet};
@@ -147,7 +148,10 @@ fn find_operations<'a>(
                     method: "*".into(),
                     path: path.clone(),
                     pointer: item_pointer,
-                    reason: format!("a path item must be an object, found {}", type_name(item)),
+                    reason: format!(
+                        "a path item must be an object, found {}",
+                        json_type_name(item)
+                    ),
                 });
                 continue;
             }
@@ -211,7 +215,7 @@ fn map_operation(
             &op.pointer,
             format!(
                 "an operation must be an object, found {}",
-                type_name(op.operation)
+                json_type_name(op.operation)
             ),
         )
     })?;
@@ -434,7 +438,10 @@ fn map_operation(
         Some(other) => {
             return Err(MapError::new(
                 &responses_pointer,
-                format!("`responses` must be an object, found {}", type_name(other)),
+                format!(
+                    "`responses` must be an object, found {}",
+                    json_type_name(other)
+                ),
             ));
         }
         None => (Value::Bool(true), None, None),
@@ -567,7 +574,10 @@ fn collect_parameters<'a>(
         let list = list.as_array().ok_or_else(|| {
             MapError::new(
                 &list_pointer,
-                format!("`parameters` must be an array, found {}", type_name(list)),
+                format!(
+                    "`parameters` must be an array, found {}",
+                    json_type_name(list)
+                ),
             )
         })?;
         for (i, raw) in list.iter().enumerate() {

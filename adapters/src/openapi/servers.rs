@@ -6,8 +6,9 @@
 //! `default`; a relative URL is resolved against the URL the document was fetched from (and
 //! is an error for a document read from a string or file).
 
-use super::document::{join_pointer, type_name};
+use super::document::join_pointer;
 use super::error::MapError;
+use opkit::schema::json_type_name;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use url::Url;
@@ -32,7 +33,10 @@ pub(crate) fn base_url(
             let url = url.as_str().ok_or_else(|| {
                 MapError::new(
                     join_pointer(&pointer, "url"),
-                    format!("a server `url` must be a string, found {}", type_name(url)),
+                    format!(
+                        "a server `url` must be a string, found {}",
+                        json_type_name(url)
+                    ),
                 )
             })?;
             (url.to_owned(), join_pointer(&pointer, "url"), Some(server))

@@ -2,6 +2,7 @@
 
 use super::{ResponseEnvelope, ResponseMeta};
 use crate::error::CallError;
+use crate::schema::json_type_name;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -48,22 +49,11 @@ impl From<EnvelopeError> for CallError {
     }
 }
 
-pub(crate) fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// Checks the meta half of a would-be envelope.
 fn parse_meta(meta: &Value) -> Result<ResponseMeta, EnvelopeError> {
     let Value::Object(fields) = meta else {
         return Err(EnvelopeError::MetaNotAnObject {
-            found: json_type(meta),
+            found: json_type_name(meta),
         });
     };
     let source = match fields.get("source") {
@@ -83,7 +73,7 @@ fn parse_meta(meta: &Value) -> Result<ResponseMeta, EnvelopeError> {
 pub(crate) fn check_envelope(value: &Value) -> Result<ResponseMeta, EnvelopeError> {
     let Value::Object(fields) = value else {
         return Err(EnvelopeError::NotAnObject {
-            found: json_type(value),
+            found: json_type_name(value),
         });
     };
     if !fields.contains_key("data") {

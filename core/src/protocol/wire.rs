@@ -9,6 +9,7 @@ use crate::access::Identity;
 use crate::context::Deadline;
 use crate::envelope::{EnvelopeError, ResponseEnvelope};
 use crate::error::{CallError, ErrorCode};
+use crate::schema::json_type_name;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -288,7 +289,7 @@ impl CallEvent {
     pub fn from_value(value: Value) -> Result<Self, WireError> {
         let Value::Object(map) = value else {
             return Err(WireError::NotAnObject {
-                found: json_type(&value),
+                found: json_type_name(&value),
             });
         };
         let kind = match map.get("type") {
@@ -304,7 +305,7 @@ impl CallEvent {
                     event: "call event",
                     field: "type",
                     expected: "a string",
-                    found: json_type(other).to_owned(),
+                    found: json_type_name(other).to_owned(),
                 });
             }
         };
@@ -385,7 +386,7 @@ impl Fields {
     fn string(&self, field: &'static str, value: Value) -> Result<String, WireError> {
         match value {
             Value::String(text) => Ok(text),
-            other => Err(self.invalid(field, "a string", json_type(&other).to_owned())),
+            other => Err(self.invalid(field, "a string", json_type_name(&other).to_owned())),
         }
     }
 
@@ -406,7 +407,7 @@ impl Fields {
                 value.as_u64().ok_or_else(|| {
                     let found = match &value {
                         Value::Number(number) => format!("the number {number}"),
-                        other => json_type(other).to_owned(),
+                        other => json_type_name(other).to_owned(),
                     };
                     self.invalid(
                         field,
@@ -436,7 +437,7 @@ impl Fields {
         let value = self.required(field)?;
         let found = match &value {
             Value::String(code) => format!("{code:?}"),
-            other => json_type(other).to_owned(),
+            other => json_type_name(other).to_owned(),
         };
         serde_json::from_value(value).map_err(|_| {
             self.invalid(
@@ -445,17 +446,5 @@ impl Fields {
                 found,
             )
         })
-    }
-}
-
-/// The JSON type of `value`, for messages.
-pub(crate) fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }

@@ -28,3 +28,19 @@ pub fn is_unknown(schema: &Value) -> bool {
         _ => false,
     }
 }
+
+/// The JSON type of `value` with its article (`"an object"`, `"null"`), for error messages.
+///
+/// ```
+/// assert_eq!(opkit::schema::json_type_name(&serde_json::json!([1])), "an array");
+/// ```
+pub fn json_type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
