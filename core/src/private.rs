@@ -37,6 +37,7 @@ pub use crate::typed::{Input, TypedOperation};
 use crate::access::AccessRule;
 use crate::envelope::local_envelope;
 use crate::error::ErrorCode;
+use crate::registry::{OperationRegistry, RegistryError};
 use futures::stream::{self, Stream, StreamExt};
 use schemars::generate::{Contract, SchemaSettings};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
@@ -53,8 +54,8 @@ use std::sync::Arc;
 ///
 /// Entries are `const`: the spec and handler are built on demand, once per registry.
 pub struct OperationRegistration {
-    /// Builds the operation's spec and handler.
-    pub build: fn() -> (OperationSpec, Handler),
+    /// Registers the operation (`OperationRegistry::register_typed`).
+    pub register: fn(&OperationRegistry) -> Result<(), RegistryError>,
     /// The `TypeId` of the `#[operation]` fn item, for `OperationRegistry::register_operation`.
     pub fn_type_id: fn() -> TypeId,
 }
@@ -66,9 +67,11 @@ pub fn registrations() -> impl Iterator<Item = &'static OperationRegistration> {
     inventory::iter::<OperationRegistration>.into_iter()
 }
 
-/// The spec and handler of a typed operation (the `build` of its registration).
-pub fn build_operation<O: TypedOperation>() -> (OperationSpec, Handler) {
-    (O::spec(), O::handler())
+/// Registers a typed operation (the `register` of its registration).
+pub fn register_typed<O: TypedOperation>(
+    registry: &OperationRegistry,
+) -> Result<(), RegistryError> {
+    registry.register_typed::<O>()
 }
 
 /// The `TypeId` of a value's type; used on fn items, whose type cannot be named.
@@ -371,30 +374,40 @@ impl IsContext for OperationContext {}
 /// Checks a context parameter's type.
 pub fn assert_context<T: IsContext + ?Sized>() {}
 
-/// The fields of a JSON input object, taken one by one by a generated `Deserialize`.
-pub struct InputFields(Map<String, Value>);
+/// The fields of a JSON input object, one slot per parameter in parameter order, taken one by
+/// one by the generated decoder.
+///
+/// The object is consumed in one pass (no map is rebuilt); keys that name no parameter are
+/// ignored, as a derived `Deserialize` ignores unknown fields.
+pub struct InputFields<const N: usize>([Option<Value>; N]);
 
-impl<'de> serde::Deserialize<'de> for InputFields {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        match Value::deserialize(deserializer)? {
-            Value::Object(fields) => Ok(Self(fields)),
-            other => Err(serde::de::Error::custom(format_args!(
+impl<const N: usize> InputFields<N> {
+    /// Sorts the entries of `input` into the slots of `fields`.
+    pub fn from_value(input: Value, fields: &[Field; N]) -> Result<Self, serde_json::Error> {
+        let Value::Object(entries) = input else {
+            return Err(serde::de::Error::custom(format_args!(
                 "the input must be a JSON object, found {}",
-                json_type_name(&other)
-            ))),
+                json_type_name(&input)
+            )));
+        };
+        let mut slots = [const { None }; N];
+        for (key, value) in entries {
+            if let Some(index) = fields.iter().position(|field| field.name == key) {
+                slots[index] = Some(value);
+            }
         }
+        Ok(Self(slots))
     }
-}
 
-impl InputFields {
-    /// Takes `field`; a missing field reads as `null` (so `Option<T>` fields are optional).
-    pub fn take<T, E: serde::de::Error>(&mut self, field: &TypedField<T>) -> Result<T, E> {
+    /// Takes the field in slot `index`; a missing field reads as `null` (so `Option<T>` fields
+    /// are optional).
+    pub fn take<T>(&mut self, index: usize, field: &TypedField<T>) -> Result<T, serde_json::Error> {
         let name = field.field.name;
-        (field.read)(self.0.remove(name)).map_err(|error| {
+        (field.read)(self.0[index].take()).map_err(|error| {
             if error == "missing" {
-                E::custom(format_args!("missing field `{name}`"))
+                serde::de::Error::custom(format_args!("missing field `{name}`"))
             } else {
-                E::custom(format_args!("field `{name}`: {error}"))
+                serde::de::Error::custom(format_args!("field `{name}`: {error}"))
             }
         })
     }

@@ -55,6 +55,14 @@ pub trait TypedOperation: Send + Sync + 'static {
     /// `Serialize` and `JsonSchema` (checked where written, like `Input`).
     type Output: Send + 'static;
 
+    /// `true` when the JSON handler's results are serialized from [`Output`](Self::Output)
+    /// itself (the fn returns `T` or `Result<T, E>`, not an envelope). The output schema is
+    /// derived from the same type, so the registry's pipeline wraps such results without
+    /// normalizing or validating them again; `#[operation]` sets it. Leave it `false` for a
+    /// hand-written handler that builds its JSON any other way.
+    #[doc(hidden)]
+    const OUTPUT_FROM_TYPE: bool = false;
+
     /// The spec. Schemas are computed once; this clones the cached spec.
     fn spec() -> OperationSpec;
 

@@ -136,6 +136,7 @@ fn input_type(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     let private = &op.private;
     let vis = &op.func.vis;
     let Locals {
+        input: input_var,
         fields: fields_var,
         state,
         serializer,
@@ -165,7 +166,8 @@ fn input_type(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     let takes = idents
         .iter()
         .zip(&consts)
-        .map(|(ident, konst)| quote!(#ident: #fields_var.take::<_, #error>(&#konst)?));
+        .enumerate()
+        .map(|(index, (ident, konst))| quote!(#ident: #fields_var.take(#index, &#konst)?));
     quote! {
         #[doc(hidden)]
         #vis struct __OpkitInput {
@@ -173,17 +175,28 @@ fn input_type(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         }
 
         #(#typed_fields)*
-        const __OPKIT_FIELDS: &[#private::Field] = &[#(#consts.erase()),*];
+        const __OPKIT_FIELDS: &[#private::Field; #count] = &[#(#consts.erase()),*];
+
+        impl __OpkitInput {
+            /// Reads the input from its JSON object in one pass (the registry's decoder).
+            fn __opkit_from_json(
+                #input_var: #private::serde_json::Value,
+            ) -> #private::Result<Self, #private::serde_json::Error> {
+                #[allow(unused_mut)]
+                let mut #fields_var = #private::InputFields::from_value(#input_var, __OPKIT_FIELDS)?;
+                #private::Ok(__OpkitInput { #(#takes,)* })
+            }
+        }
 
         impl<'de> #private::serde::Deserialize<'de> for __OpkitInput {
             fn deserialize<__D>(#deserializer: __D) -> #private::Result<Self, #error>
             where
                 __D: #private::serde::Deserializer<'de>,
             {
-                #[allow(unused_mut)]
-                let mut #fields_var =
-                    <#private::InputFields as #private::serde::Deserialize<'de>>::deserialize(#deserializer)?;
-                #private::Ok(__OpkitInput { #(#takes,)* })
+                let #input_var =
+                    <#private::serde_json::Value as #private::serde::Deserialize<'de>>::deserialize(#deserializer)?;
+                __OpkitInput::__opkit_from_json(#input_var)
+                    .map_err(<#error as #private::serde::de::Error>::custom)
             }
         }
 
@@ -279,6 +292,7 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     };
     let data = data_type(op);
     let output_ty = quote_spanned!(data_span(op)=> type Output = #data;);
+    let output_from_type = Shape::of(&op.output.value).is_data();
     let description = doc_option(private, &op.docs);
     let scopes = &op.scopes;
     let roles = &op.roles;
@@ -297,6 +311,7 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         impl #private::TypedOperation for #ident {
             const ID: &'static #private::str = #id;
             const KIND: #private::OperationKind = #kind;
+            const OUTPUT_FROM_TYPE: #private::bool = #output_from_type;
             #input_ty
             #output_ty
 
@@ -477,7 +492,7 @@ fn json_handler(op: &Operation<'_>, locals: &Locals) -> TokenStream {
             let at = respan(private, inner.span());
             quote_spanned!(inner.span()=> #at::decode::<#inner>)
         }
-        None => quote!(#private::decode::<__OpkitInput>),
+        None => quote!(__OpkitInput::__opkit_from_json),
     };
     let data = data_type(op);
     let at = respan(private, data_span(op));
@@ -577,7 +592,7 @@ fn registration(op: &Operation<'_>) -> TokenStream {
 
         #private::inventory::submit! {
             #private::OperationRegistration {
-                build: #private::build_operation::<#ident>,
+                register: #private::register_typed::<#ident>,
                 fn_type_id: #type_id,
             }
         }

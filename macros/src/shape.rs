@@ -168,6 +168,16 @@ impl<'a> Shape<'a> {
         Self::Plain(ty)
     }
 
+    /// `true` for data (`T`, or `Result` of data), whose JSON the handler serializes from the
+    /// output type itself; `false` for an envelope, which may carry data from elsewhere.
+    pub(crate) fn is_data(&self) -> bool {
+        match self {
+            Self::Plain(_) => true,
+            Self::Envelope { .. } => false,
+            Self::Fallible { ok } => ok.is_data(),
+        }
+    }
+
     /// The marker type naming this shape in `__private::OperationOutput<Shape>`.
     pub(crate) fn marker(&self, private: &TokenStream) -> TokenStream {
         match self {

@@ -85,7 +85,7 @@ pub enum RegistryError {
     },
 }
 
-type OperationMap = HashMap<Arc<str>, Arc<Operation>>;
+type OperationMap = HashMap<Arc<str>, Arc<Operation>, foldhash::fast::RandomState>;
 
 struct RegistryInner {
     operations: ArcSwap<OperationMap>,
@@ -146,7 +146,7 @@ impl OperationRegistry {
     pub fn new() -> Self {
         Self {
             inner: Arc::new_cyclic(|this| RegistryInner {
-                operations: ArcSwap::from_pointee(HashMap::new()),
+                operations: ArcSwap::from_pointee(OperationMap::default()),
                 writer: Mutex::new(()),
                 this: this.clone(),
             }),
@@ -166,8 +166,7 @@ impl OperationRegistry {
     pub fn from_inventory() -> Self {
         let registry = Self::new();
         for registration in crate::__private::registrations() {
-            let (spec, handler) = (registration.build)();
-            if let Err(error) = registry.register(spec, handler) {
+            if let Err(error) = (registration.register)(&registry) {
                 panic!("OperationRegistry::from_inventory: {error}");
             }
         }
@@ -177,7 +176,10 @@ impl OperationRegistry {
     /// Adds an operation. Fails, naming the id, when the id is taken, the names break the
     /// rules, a schema does not compile, or the handler's shape does not match the kind.
     pub fn register(&self, spec: OperationSpec, handler: Handler) -> Result<(), RegistryError> {
-        let operation = Operation::build(spec, handler)?;
+        self.insert(Operation::build(spec, handler)?)
+    }
+
+    fn insert(&self, operation: Operation) -> Result<(), RegistryError> {
         let _writer = self.lock_writer();
         let current = self.inner.operations.load();
         if let Some(existing) = current.get(&operation.id) {
@@ -220,8 +222,7 @@ impl OperationRegistry {
             .ok_or(RegistryError::NotAnOperation {
                 type_name: std::any::type_name::<F>(),
             })?;
-        let (spec, handler) = (registration.build)();
-        self.register(spec, handler)
+        (registration.register)(self)
     }
 
     /// Adds the operation of a typed handle: `registry.register_typed::<add>()`.
@@ -239,7 +240,9 @@ impl OperationRegistry {
     /// assert_eq!(registry.specs()[0].id(), "math.double");
     /// ```
     pub fn register_typed<O: crate::TypedOperation>(&self) -> Result<(), RegistryError> {
-        self.register(O::spec(), O::handler())
+        let mut operation = Operation::build(O::spec(), O::handler())?;
+        operation.output_from_type = O::OUTPUT_FROM_TYPE;
+        self.insert(operation)
     }
 
     /// Removes an operation; returns whether it was there.

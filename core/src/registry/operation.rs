@@ -26,6 +26,9 @@ pub(crate) struct Operation {
     pub(crate) input: Option<CompiledSchema>,
     /// `None` when the output schema is Unknown.
     pub(crate) output: Option<OutputCheck>,
+    /// The handler's results are serialized from the type the output schema is derived from
+    /// ([`TypedOperation::OUTPUT_FROM_TYPE`](crate::TypedOperation::OUTPUT_FROM_TYPE)).
+    pub(crate) output_from_type: bool,
 }
 
 impl Operation {
@@ -71,6 +74,7 @@ impl Operation {
             handler,
             input,
             output,
+            output_from_type: false,
         })
     }
 

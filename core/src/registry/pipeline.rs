@@ -11,6 +11,11 @@ use serde_json::Value;
 
 /// Turns whatever a handler returned into the envelope the caller receives.
 pub(crate) fn finish(operation: &Operation, value: Value) -> ResponseEnvelope {
+    // Data an `#[operation]` fn returned was serialized from the type its output schema is
+    // derived from: normalize and validate would find nothing to change or report.
+    if operation.output_from_type && !is_response_envelope(&value) {
+        return local_envelope(value, &*operation.id);
+    }
     let mut envelope = detect_or_wrap(operation, value);
     // An envelope that reports a failure (MCP `isError: true`) carries the error, not the
     // output: it is neither normalized nor validated against the output schema.

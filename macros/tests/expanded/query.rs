@@ -16,8 +16,22 @@ const _: () = {
         ::opkit::__private::typed_field::<i64>("a", ::opkit::__private::None);
     const __OPKIT_FIELD_1: ::opkit::__private::TypedField<i64> =
         ::opkit::__private::typed_field::<i64>("b", ::opkit::__private::None);
-    const __OPKIT_FIELDS: &[::opkit::__private::Field] =
+    const __OPKIT_FIELDS: &[::opkit::__private::Field; 2usize] =
         &[__OPKIT_FIELD_0.erase(), __OPKIT_FIELD_1.erase()];
+    impl __OpkitInput {
+        #[doc = r" Reads the input from its JSON object in one pass (the registry's decoder)."]
+        fn __opkit_from_json(
+            __input: ::opkit::__private::serde_json::Value,
+        ) -> ::opkit::__private::Result<Self, ::opkit::__private::serde_json::Error> {
+            #[allow(unused_mut)]
+            let mut __fields =
+                ::opkit::__private::InputFields::from_value(__input, __OPKIT_FIELDS)?;
+            ::opkit::__private::Ok(__OpkitInput {
+                a: __fields.take(0usize, &__OPKIT_FIELD_0)?,
+                b: __fields.take(1usize, &__OPKIT_FIELD_1)?,
+            })
+        }
+    }
     impl<'de> ::opkit::__private::serde::Deserialize<'de> for __OpkitInput {
         fn deserialize<__D>(
             __deserializer: __D,
@@ -28,17 +42,8 @@ const _: () = {
         where
             __D: ::opkit::__private::serde::Deserializer<'de>,
         {
-            # [allow (unused_mut)] let mut __fields = < :: opkit :: __private :: InputFields as :: opkit :: __private :: serde :: Deserialize < 'de >> :: deserialize (__deserializer) ? ;
-            ::opkit::__private::Ok(__OpkitInput {
-                a: __fields
-                    .take::<_, <__D as ::opkit::__private::serde::Deserializer<'de>>::Error>(
-                        &__OPKIT_FIELD_0,
-                    )?,
-                b: __fields
-                    .take::<_, <__D as ::opkit::__private::serde::Deserializer<'de>>::Error>(
-                        &__OPKIT_FIELD_1,
-                    )?,
-            })
+            let __input = < :: opkit :: __private :: serde_json :: Value as :: opkit :: __private :: serde :: Deserialize < 'de >> :: deserialize (__deserializer) ? ;
+            __OpkitInput :: __opkit_from_json (__input) . map_err (< < __D as :: opkit :: __private :: serde :: Deserializer < 'de >> :: Error as :: opkit :: __private :: serde :: de :: Error > :: custom)
         }
     }
     impl ::opkit::__private::serde::Serialize for __OpkitInput
@@ -107,6 +112,7 @@ const _: () = {
     impl ::opkit::__private::TypedOperation for add {
         const ID: &'static ::opkit::__private::str = "math.add";
         const KIND: ::opkit::__private::OperationKind = ::opkit::__private::OperationKind::Query;
+        const OUTPUT_FROM_TYPE: ::opkit::__private::bool = true;
         type Input = __OpkitInput;
         type Output = i64;
         fn spec() -> ::opkit::__private::OperationSpec {
@@ -143,7 +149,7 @@ const _: () = {
             }
             ::opkit::__private::unary_handler::<Self, _, _>(
                 ::opkit::__private::Codec {
-                    decode: ::opkit::__private::decode::<__OpkitInput>,
+                    decode: __OpkitInput::__opkit_from_json,
                     encode: ::opkit::__private::encode::<i64>,
                 },
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
@@ -198,5 +204,5 @@ const _: () = {
     fn __opkit_fn_type_id() -> ::opkit::__private::TypeId {
         ::opkit::__private::type_id_of(&add)
     }
-    ::opkit::__private::inventory::submit! { :: opkit :: __private :: OperationRegistration { build : :: opkit :: __private :: build_operation :: < add > , fn_type_id : __opkit_fn_type_id , } }
+    ::opkit::__private::inventory::submit! { :: opkit :: __private :: OperationRegistration { register : :: opkit :: __private :: register_typed :: < add > , fn_type_id : __opkit_fn_type_id , } }
 };

@@ -12,7 +12,20 @@ const _: () = {
     }
     const __OPKIT_FIELD_0: ::opkit::__private::TypedField<u32> =
         ::opkit::__private::typed_field::<u32>("count", ::opkit::__private::None);
-    const __OPKIT_FIELDS: &[::opkit::__private::Field] = &[__OPKIT_FIELD_0.erase()];
+    const __OPKIT_FIELDS: &[::opkit::__private::Field; 1usize] = &[__OPKIT_FIELD_0.erase()];
+    impl __OpkitInput {
+        #[doc = r" Reads the input from its JSON object in one pass (the registry's decoder)."]
+        fn __opkit_from_json(
+            __input: ::opkit::__private::serde_json::Value,
+        ) -> ::opkit::__private::Result<Self, ::opkit::__private::serde_json::Error> {
+            #[allow(unused_mut)]
+            let mut __fields =
+                ::opkit::__private::InputFields::from_value(__input, __OPKIT_FIELDS)?;
+            ::opkit::__private::Ok(__OpkitInput {
+                count: __fields.take(0usize, &__OPKIT_FIELD_0)?,
+            })
+        }
+    }
     impl<'de> ::opkit::__private::serde::Deserialize<'de> for __OpkitInput {
         fn deserialize<__D>(
             __deserializer: __D,
@@ -23,13 +36,8 @@ const _: () = {
         where
             __D: ::opkit::__private::serde::Deserializer<'de>,
         {
-            # [allow (unused_mut)] let mut __fields = < :: opkit :: __private :: InputFields as :: opkit :: __private :: serde :: Deserialize < 'de >> :: deserialize (__deserializer) ? ;
-            ::opkit::__private::Ok(__OpkitInput {
-                count: __fields
-                    .take::<_, <__D as ::opkit::__private::serde::Deserializer<'de>>::Error>(
-                        &__OPKIT_FIELD_0,
-                    )?,
-            })
+            let __input = < :: opkit :: __private :: serde_json :: Value as :: opkit :: __private :: serde :: Deserialize < 'de >> :: deserialize (__deserializer) ? ;
+            __OpkitInput :: __opkit_from_json (__input) . map_err (< < __D as :: opkit :: __private :: serde :: Deserializer < 'de >> :: Error as :: opkit :: __private :: serde :: de :: Error > :: custom)
         }
     }
     impl ::opkit::__private::serde::Serialize for __OpkitInput
@@ -91,6 +99,7 @@ const _: () = {
         const ID: &'static ::opkit::__private::str = "clock.ticks";
         const KIND: ::opkit::__private::OperationKind =
             ::opkit::__private::OperationKind::Subscription;
+        const OUTPUT_FROM_TYPE: ::opkit::__private::bool = true;
         type Input = __OpkitInput;
         type Output = u32;
         fn spec() -> ::opkit::__private::OperationSpec {
@@ -126,7 +135,7 @@ const _: () = {
             }
             ::opkit::__private::stream_handler::<Self, _, _>(
                 ::opkit::__private::Codec {
-                    decode: ::opkit::__private::decode::<__OpkitInput>,
+                    decode: __OpkitInput::__opkit_from_json,
                     encode: ::opkit::__private::encode::<u32>,
                 },
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
@@ -185,5 +194,5 @@ const _: () = {
     fn __opkit_fn_type_id() -> ::opkit::__private::TypeId {
         ::opkit::__private::type_id_of(&ticks)
     }
-    ::opkit::__private::inventory::submit! { :: opkit :: __private :: OperationRegistration { build : :: opkit :: __private :: build_operation :: < ticks > , fn_type_id : __opkit_fn_type_id , } }
+    ::opkit::__private::inventory::submit! { :: opkit :: __private :: OperationRegistration { register : :: opkit :: __private :: register_typed :: < ticks > , fn_type_id : __opkit_fn_type_id , } }
 };

@@ -9,6 +9,7 @@ const _: () = {
     impl ::opkit::__private::TypedOperation for create {
         const ID: &'static ::opkit::__private::str = "users.create";
         const KIND: ::opkit::__private::OperationKind = ::opkit::__private::OperationKind::Mutation;
+        const OUTPUT_FROM_TYPE: ::opkit::__private::bool = false;
         type Input = NewUser;
         type Output = User;
         fn spec() -> ::opkit::__private::OperationSpec {
@@ -97,5 +98,5 @@ const _: () = {
     fn __opkit_fn_type_id() -> ::opkit::__private::TypeId {
         ::opkit::__private::type_id_of(&create)
     }
-    ::opkit::__private::inventory::submit! { :: opkit :: __private :: OperationRegistration { build : :: opkit :: __private :: build_operation :: < create > , fn_type_id : __opkit_fn_type_id , } }
+    ::opkit::__private::inventory::submit! { :: opkit :: __private :: OperationRegistration { register : :: opkit :: __private :: register_typed :: < create > , fn_type_id : __opkit_fn_type_id , } }
 };
