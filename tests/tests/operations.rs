@@ -432,3 +432,48 @@ fn input_types_serialize_like_the_schema_says() {
             .contains("missing field `b`")
     );
 }
+
+/// Serializes a field its schema does not declare: a hand-written `Serialize` that disagrees
+/// with the derived `JsonSchema`.
+#[derive(schemars::JsonSchema)]
+struct Loose {
+    n: i64,
+}
+
+impl Serialize for Loose {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("n", &self.n)?;
+        map.serialize_entry("extra", &true)?;
+        map.end()
+    }
+}
+
+#[operation(namespace = "it.trust")]
+async fn loose_data() -> Loose {
+    Loose { n: 1 }
+}
+
+#[operation(namespace = "it.trust")]
+async fn loose_envelope() -> ResponseEnvelope<Loose> {
+    local_envelope(Loose { n: 1 }, "it.trust.loose_envelope")
+}
+
+/// Data an `#[operation]` fn returns is serialized from the type its output schema is derived
+/// from, so the pipeline wraps it as is; an envelope it returns may carry data from elsewhere
+/// and is normalized like any handler's.
+#[tokio::test]
+async fn data_from_a_typed_fn_is_trusted_and_an_envelope_is_normalized() {
+    let registry = OperationRegistry::from_inventory();
+    let data = registry
+        .execute("it.trust.loose_data", json!({}), &ctx())
+        .await
+        .unwrap();
+    assert_eq!(data.data, json!({"n": 1, "extra": true}));
+    let envelope = registry
+        .execute("it.trust.loose_envelope", json!({}), &ctx())
+        .await
+        .unwrap();
+    assert_eq!(envelope.data, json!({"n": 1}));
+}

@@ -3,6 +3,12 @@
 //! `execute`, `subscribe` (per item) and the call protocol's handler all finish results here.
 //! An envelope whose meta reports an error (MCP `isError: true`) skips normalize and
 //! validate: its data is the failure, not the operation's output.
+//!
+//! Data returned by an `#[operation]` fn (`T` or `Result<T, E>`, not an envelope) is
+//! serialized from `T`, the type its output schema is derived from, so it is wrapped without
+//! normalize and validate (DESIGN: typed paths may skip what the type system guarantees). A
+//! hand-written `Serialize` that disagrees with the type's `JsonSchema` is passed through as
+//! serialized; an envelope such a fn returns is normalized like any handler's.
 
 use super::operation::Operation;
 use crate::envelope::{ResponseEnvelope, is_response_envelope, local_envelope};
