@@ -31,6 +31,7 @@ use operation::Operation;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt;
+use std::future::Future;
 use std::sync::{Arc, Mutex, Weak};
 
 /// Why an operation could not be registered.
@@ -303,14 +304,16 @@ impl OperationRegistry {
 
     /// Runs a query or mutation: look up, validate the input, run, finish in the pipeline.
     ///
-    /// No access check: this is the trusted in-process path.
-    pub async fn execute(
+    /// No access check: this is the trusted in-process path. The lookup, the input check and
+    /// the handler's start happen in this call; the returned future (`'static`: it borrows
+    /// nothing, so it can be spawned) runs the handler and finishes its result.
+    pub fn execute(
         &self,
         id: &str,
         input: Value,
         ctx: &OperationContext,
-    ) -> Result<ResponseEnvelope, CallError> {
-        self.inner.execute(id, input, ctx).await
+    ) -> impl Future<Output = Result<ResponseEnvelope, CallError>> + Send + 'static + use<> {
+        self.inner.execute(id, input, ctx)
     }
 
     /// Starts a subscription: the same checks as `execute` up front, then one envelope per
@@ -363,16 +366,22 @@ impl RegistryInner {
         }
     }
 
-    async fn execute(
+    fn execute(
         &self,
         id: &str,
         input: Value,
         ctx: &OperationContext,
-    ) -> Result<ResponseEnvelope, CallError> {
-        let operation = self.find_kind(id, false)?;
-        run::validate_input(&operation, &input)?;
-        let value = run::run_unary(&operation, input, self.handler_context(ctx)).await?;
-        Ok(pipeline::finish(&operation, value))
+    ) -> impl Future<Output = Result<ResponseEnvelope, CallError>> + Send + 'static + use<> {
+        let started = self.find_kind(id, false).and_then(|operation| {
+            run::validate_input(&operation, &input)?;
+            let running = run::start_unary(&operation, input, self.handler_context(ctx))?;
+            Ok((operation, running))
+        });
+        async move {
+            let (operation, running) = started?;
+            let value = running.await?;
+            Ok(pipeline::finish(&operation, value))
+        }
     }
 
     fn subscribe(
@@ -394,15 +403,7 @@ impl EnvBackend for RegistryInner {
         input: Value,
         ctx: OperationContext,
     ) -> BoxFuture<'static, Result<ResponseEnvelope, CallError>> {
-        let this = self.this.upgrade();
-        let id = id.to_owned();
-        async move {
-            match this {
-                Some(inner) => inner.execute(&id, input, &ctx).await,
-                None => Err(CallError::transport("the registry was dropped")),
-            }
-        }
-        .boxed()
+        self.execute(id, input, &ctx).boxed()
     }
 
     fn subscribe(

@@ -3,7 +3,7 @@
 use super::handler::Handler;
 use super::operation::Operation;
 use super::stream::{EnvelopeStream, GuardedStream, PipelineStream};
-use crate::context::OperationContext;
+use crate::context::{Deadline, OperationContext};
 use crate::error::CallError;
 use futures::FutureExt;
 use serde_json::Value;
@@ -11,6 +11,7 @@ use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 /// Checks `input` against the operation's compiled input schema.
 pub(crate) fn validate_input(operation: &Operation, input: &Value) -> Result<(), CallError> {
@@ -53,31 +54,52 @@ pub(crate) fn aborted(id: &str) -> CallError {
     CallError::aborted(format!("operation `{id}` was cancelled"))
 }
 
-/// Runs a unary handler; a panic, the deadline or a cancellation end it with an error.
-pub(crate) async fn run_unary(
+/// Starts a unary handler: the returned future runs it to its JSON result, guarded (see
+/// [`start_checked`] and [`guard`]).
+pub(crate) fn start_unary(
     operation: &Operation,
     input: Value,
     ctx: OperationContext,
-) -> Result<Value, CallError> {
+) -> Result<impl Future<Output = Result<Value, CallError>> + Send + 'static + use<>, CallError> {
     let Handler::Unary(handler) = &operation.handler else {
         unreachable!("kinds are checked at registration")
     };
-    run_guarded(&operation.id, ctx, |ctx| handler(input, ctx)).await
+    let (future, limits) = start_checked(&operation.id, ctx, |ctx| handler(input, ctx))?;
+    Ok(guard(operation.id.clone(), future, limits))
 }
 
-/// Runs the future `start(ctx)` makes as operation `id`: a call already cancelled or past its
-/// deadline does not start; a panic (in `start` or while polling) becomes `EXECUTION_ERROR`;
-/// the deadline ends it with `TIMEOUT`, a cancellation with `ABORTED`.
+/// Runs the future `start(ctx)` makes as operation `id`, guarded (see [`start_checked`] and
+/// [`guard`]).
 ///
 /// Shared by the registry (JSON handlers) and typed calls of `#[operation]` fns.
 pub(crate) async fn run_guarded<T, F, Fut>(
-    id: &str,
+    id: &'static str,
     ctx: OperationContext,
     start: F,
 ) -> Result<T, CallError>
 where
     F: FnOnce(OperationContext) -> Fut,
     Fut: Future<Output = Result<T, CallError>>,
+{
+    let (future, limits) = start_checked(id, ctx, start)?;
+    guard(id, future, limits).await
+}
+
+/// The deadline and cancellation token a started call must respect.
+pub(crate) struct Limits {
+    deadline: Option<Deadline>,
+    cancellation: Option<CancellationToken>,
+}
+
+/// Makes the future `start(ctx)` for operation `id`: a call already cancelled or past its
+/// deadline does not start, and a panic while starting is `EXECUTION_ERROR`.
+pub(crate) fn start_checked<F, Fut>(
+    id: &str,
+    ctx: OperationContext,
+    start: F,
+) -> Result<(Fut, Limits), CallError>
+where
+    F: FnOnce(OperationContext) -> Fut,
 {
     if ctx.is_cancelled() {
         return Err(aborted(id));
@@ -86,34 +108,76 @@ where
     if deadline.is_some_and(|deadline| deadline.is_expired()) {
         return Err(timed_out(id));
     }
-    let cancellation = ctx.cancellation().cloned();
+    let limits = Limits {
+        deadline,
+        cancellation: ctx.cancellation().cloned(),
+    };
     let future = std::panic::catch_unwind(AssertUnwindSafe(|| start(ctx)))
         .map_err(|payload| panicked(id, &*payload))?;
-    let guarded = AssertUnwindSafe(future)
-        .catch_unwind()
-        .map(|outcome| outcome.unwrap_or_else(|payload| Err(panicked(id, &*payload))));
-    match (deadline, cancellation) {
-        (None, None) => guarded.await,
-        (deadline, cancellation) => {
-            let sleep = async {
-                match deadline {
-                    Some(deadline) => tokio::time::sleep(deadline.remaining()).await,
-                    None => std::future::pending().await,
-                }
-            };
-            let cancelled = async {
-                match cancellation {
-                    Some(token) => token.cancelled_owned().await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                biased;
-                result = guarded => result,
-                () = cancelled => Err(aborted(id)),
-                () = sleep => Err(timed_out(id)),
+    Ok((future, limits))
+}
+
+/// `future` with its panics, deadline and cancellation turned into errors.
+///
+/// A panic while polling is `EXECUTION_ERROR`; the deadline ends the call with `TIMEOUT`, a
+/// cancellation with `ABORTED`. Without either, the future is awaited directly; the timer and
+/// the token are only set up (in a box, so the common future stays small) when there is one.
+fn guard<T, Fut, I>(
+    id: I,
+    future: Fut,
+    Limits {
+        deadline,
+        cancellation,
+    }: Limits,
+) -> impl Future<Output = Result<T, CallError>> + use<T, Fut, I>
+where
+    I: AsRef<str>,
+    Fut: Future<Output = Result<T, CallError>>,
+{
+    async move {
+        let guarded = AssertUnwindSafe(future).catch_unwind();
+        let outcome = if deadline.is_none() && cancellation.is_none() {
+            guarded.await
+        } else {
+            match Box::pin(limited(guarded, deadline, cancellation)).await {
+                Ok(outcome) => outcome,
+                Err(Stopped::Cancelled) => return Err(aborted(id.as_ref())),
+                Err(Stopped::TimedOut) => return Err(timed_out(id.as_ref())),
             }
+        };
+        outcome.unwrap_or_else(|payload| Err(panicked(id.as_ref(), &*payload)))
+    }
+}
+
+/// Why [`limited`] stopped a future before it finished.
+enum Stopped {
+    Cancelled,
+    TimedOut,
+}
+
+/// `future`'s output, unless the token is cancelled or the deadline passes first.
+async fn limited<O>(
+    future: impl Future<Output = O>,
+    deadline: Option<Deadline>,
+    cancellation: Option<CancellationToken>,
+) -> Result<O, Stopped> {
+    let sleep = async {
+        match deadline {
+            Some(deadline) => tokio::time::sleep(deadline.remaining()).await,
+            None => std::future::pending().await,
         }
+    };
+    let cancelled = async {
+        match cancellation {
+            Some(token) => token.cancelled_owned().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        biased;
+        output = future => Ok(output),
+        () = cancelled => Err(Stopped::Cancelled),
+        () = sleep => Err(Stopped::TimedOut),
     }
 }
 
