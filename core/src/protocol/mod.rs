@@ -131,7 +131,7 @@ mod wire;
 
 pub use handler::{CallHandler, CallHandlerHandle, DEFAULT_REFRESH_INTERVAL};
 pub use memory::MemoryPubSub;
-pub use pending::{DEFAULT_TIMEOUT, PendingOptions, PendingRequestMap};
+pub use pending::{DEFAULT_MAX_PENDING, DEFAULT_TIMEOUT, PendingOptions, PendingRequestMap};
 pub use pubsub::{PubSub, Receipt, Subscription, TransportError};
 pub use wire::{
     CallAborted, CallCompleted, CallEvent, CallFailed, CallRequested, CallResponded, WireError,

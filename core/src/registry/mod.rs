@@ -303,7 +303,9 @@ impl OperationRegistry {
 
     /// Runs a query or mutation: look up, validate the input, run, finish in the pipeline.
     ///
-    /// No access check: this is the trusted in-process path.
+    /// Validation first refuses an input nested deeper than
+    /// [`MAX_INPUT_DEPTH`](crate::limits::MAX_INPUT_DEPTH) (`VALIDATION_ERROR`), so no
+    /// recursive code sees it. No access check: this is the trusted in-process path.
     pub async fn execute(
         &self,
         id: &str,
@@ -330,6 +332,7 @@ impl OperationRegistry {
             .inner
             .find(id)
             .ok_or_else(|| CallError::not_found(id))?;
+        crate::limits::check_input(input)?;
         run::validate_input(&operation, input)
     }
 }
@@ -369,6 +372,7 @@ impl RegistryInner {
         input: Value,
         ctx: &OperationContext,
     ) -> Result<ResponseEnvelope, CallError> {
+        let input = crate::limits::admit_input(input)?;
         let operation = self.find_kind(id, false)?;
         run::validate_input(&operation, &input)?;
         let value = run::run_unary(&operation, input, self.handler_context(ctx)).await?;
@@ -381,6 +385,7 @@ impl RegistryInner {
         input: Value,
         ctx: &OperationContext,
     ) -> Result<EnvelopeStream, CallError> {
+        let input = crate::limits::admit_input(input)?;
         let operation = self.find_kind(id, true)?;
         run::validate_input(&operation, &input)?;
         run::start_stream(operation, input, self.handler_context(ctx))
