@@ -1,8 +1,9 @@
 //! Property test: the SSE parser yields the same events whatever the chunk boundaries
-//! (including boundaries inside CRLF, inside multi-byte characters and inside the BOM).
+//! (including boundaries inside CRLF, inside multi-byte characters and inside the BOM), and
+//! reports events past a small size limit in the same places.
 #![cfg(feature = "openapi")]
 
-use opkit_adapters::openapi::{SseEvent, SseParser};
+use opkit_adapters::openapi::{SseError, SseEvent, SseParser};
 use proptest::prelude::*;
 
 /// One piece of an event stream: field lines, comments, blank lines, in any line ending.
@@ -43,8 +44,10 @@ fn arb_stream() -> impl Strategy<Value = Vec<u8>> {
         })
 }
 
-fn parse_in_chunks(bytes: &[u8], cuts: &[usize]) -> (Vec<SseEvent>, String, Option<u64>) {
-    let mut parser = SseParser::new();
+type Parsed = (Vec<Result<SseEvent, SseError>>, String, Option<u64>);
+
+fn parse_in_chunks(bytes: &[u8], cuts: &[usize], limit: Option<usize>) -> Parsed {
+    let mut parser = limit.map_or_else(SseParser::new, SseParser::with_max_event_bytes);
     let mut events = Vec::new();
     let mut start = 0;
     let mut cuts: Vec<usize> = cuts.iter().map(|cut| cut % (bytes.len() + 1)).collect();
@@ -67,11 +70,15 @@ proptest! {
     fn the_same_events_whatever_the_chunk_boundaries(
         bytes in arb_stream(),
         cuts in prop::collection::vec(any::<usize>(), 0..12),
+        limit in prop::option::of(8usize..40),
     ) {
-        let whole = parse_in_chunks(&bytes, &[]);
-        let chunked = parse_in_chunks(&bytes, &cuts);
+        let whole = parse_in_chunks(&bytes, &[], limit);
+        if limit.is_none() {
+            prop_assert!(whole.0.iter().all(Result::is_ok));
+        }
+        let chunked = parse_in_chunks(&bytes, &cuts, limit);
         prop_assert_eq!(&chunked, &whole);
         let byte_by_byte: Vec<usize> = (0..=bytes.len()).collect();
-        prop_assert_eq!(parse_in_chunks(&bytes, &byte_by_byte), whole);
+        prop_assert_eq!(parse_in_chunks(&bytes, &byte_by_byte, limit), whole);
     }
 }

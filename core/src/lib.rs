@@ -36,9 +36,11 @@
 //! - [`OperationRegistry`] and [`Handler`]: registration and the shared result pipeline.
 //! - [`schema`]: schema generation, compiled validation and normalization (cast).
 //! - [`CallError`] / [`ErrorCode`]: the one error type.
+//! - [`limits`]: every resource bound on outside data, its default and the error it gives.
 //! - [`protocol`]: the call protocol ([`PendingRequestMap`], [`CallHandler`], [`PubSub`], [`MemoryPubSub`]).
 
 pub mod envelope;
+pub mod limits;
 pub mod protocol;
 pub mod schema;
 

@@ -128,8 +128,11 @@ fn too_large(limit: usize) -> Rejection {
         status: StatusCode::PAYLOAD_TOO_LARGE,
         error: CallError::new(
             ErrorCode::ValidationError,
-            format!("the request body is larger than {limit} bytes"),
-        ),
+            format!(
+                "the request body is larger than the limit of {limit} bytes (HttpServer::body_limit)"
+            ),
+        )
+        .with_details(json!({"limit": "bodyLimit", "max": limit})),
     }
 }
 

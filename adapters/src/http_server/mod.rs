@@ -115,7 +115,8 @@
 //!
 //! | setting | default | what |
 //! |---|---|---|
-//! | [`HttpServer::body_limit`] | 1 MiB | larger bodies get `413` |
+//! | [`HttpServer::body_limit`] | [`DEFAULT_BODY_LIMIT`] (1 MiB) | a larger body (by `Content-Length` or as it streams in) gets `413` with a `VALIDATION_ERROR` naming the limit, `details: {"limit": "bodyLimit", "max": <bytes>}` |
+//! | JSON nesting of a body | 127 levels (serde_json's parser), then [`MAX_INPUT_DEPTH`](opkit::limits::MAX_INPUT_DEPTH) (100) | `400` with a `VALIDATION_ERROR`: `recursion limit exceeded` from the parser, or the registry's depth violation |
 //! | [`HttpServer::request_timeout`] | 30 s | the deadline of queries and mutations (and of reading the body): `504` |
 //! | [`HttpServer::subscription_timeout`] | none | the deadline of subscriptions: an `error` event with `TIMEOUT` |
 //! | [`HttpServer::keep_alive`] | 15 s | interval of SSE keep-alive comments |
@@ -167,6 +168,10 @@ pub fn error_response(error: &CallError) -> axum::response::Response {
     handlers::error_response(error)
 }
 
+/// The largest request body an [`HttpServer`] accepts unless [`HttpServer::body_limit`] says
+/// otherwise: 1 MiB.
+pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
+
 /// Serves an [`OperationRegistry`] over HTTP; see the [module docs](self) for the routes.
 ///
 /// Operations registered or removed after the server started are served (and documented)
@@ -204,7 +209,7 @@ impl HttpServer {
         Self {
             registry,
             resolver: None,
-            body_limit: 1024 * 1024,
+            body_limit: DEFAULT_BODY_LIMIT,
             request_timeout: Duration::from_secs(30),
             subscription_timeout: None,
             keep_alive: Duration::from_secs(15),
@@ -221,7 +226,7 @@ impl HttpServer {
         self
     }
 
-    /// The largest request body accepted, in bytes (default 1 MiB).
+    /// The largest request body accepted, in bytes (default [`DEFAULT_BODY_LIMIT`], 1 MiB).
     #[must_use]
     pub fn body_limit(mut self, bytes: usize) -> Self {
         self.body_limit = bytes;

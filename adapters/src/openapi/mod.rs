@@ -51,7 +51,24 @@
 //!   output schema, so the shared pipeline casts and validates each item. The event's
 //!   `event`/`id`/`retry` fields are not part of the envelope. The HTTP connection is
 //!   owned by the stream: dropping the stream closes it. There is no automatic
-//!   reconnection (it would replay non-idempotent requests); subscribe again instead.
+//!   reconnection (it would replay non-idempotent requests); subscribe again instead. An
+//!   event larger than [`OpenApiOptions::max_sse_event_bytes`]
+//!   ([`DEFAULT_MAX_SSE_EVENT_BYTES`], 16 MiB) ends the stream with an `EXECUTION_ERROR`
+//!   naming the limit (`details: {"limit": "maxSseEventBytes", "max": <bytes>}`) and closes
+//!   the connection.
+//!
+//! # Limits
+//!
+//! | bound | default | exceeding it |
+//! |---|---|---|
+//! | one SSE event ([`OpenApiOptions::max_sse_event_bytes`]) | 16 MiB | the subscription ends with `EXECUTION_ERROR` naming the limit |
+//! | a chain of Reference Objects (`$ref` to `$ref` ...) | 64 hops | the operation is skipped: "the reference chain is circular (or longer than 64 hops)" |
+//! | nesting of one schema while it is bundled | 256 levels | the operation is skipped: "the schema is nested too deeply" |
+//! | nesting of a document given as text | 127 levels (JSON), 128 (YAML) | [`OpenApiError::Parse`] with the parser's "recursion limit exceeded" |
+//!
+//! Recursive schemas (a tree node referring to itself) are not limits: each lands once in
+//! the bundled schema's `$defs` and validates values of any depth. Response bodies are read
+//! whole (bounded by the request timeout, not by size).
 //!
 //! # Decisions
 //!
@@ -113,7 +130,7 @@ mod sse;
 pub use document::SpecVersion;
 pub use error::{OpenApiError, SkippedOperation};
 pub use options::{Credential, OpenApiAuth, OpenApiOptions};
-pub use sse::{SseEvent, SseParser};
+pub use sse::{DEFAULT_MAX_SSE_EVENT_BYTES, SseError, SseEvent, SseParser};
 
 use opkit::{Handler, OperationRegistry, OperationSpec, RegistryError};
 use std::path::Path;
@@ -291,6 +308,7 @@ impl OpenApiImporter {
         let shared = Arc::new(request::Shared {
             client: self.client(),
             timeout: self.options.timeout,
+            max_sse_event_bytes: self.options.max_sse_event_bytes,
         });
         let operations = mapped
             .into_iter()

@@ -1,5 +1,6 @@
-//! Import options: namespace, base URL, credentials, timeout, extra headers.
+//! Import options: namespace, base URL, credentials, timeout, extra headers, SSE event limit.
 
+use super::sse::DEFAULT_MAX_SSE_EVENT_BYTES;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -35,6 +36,10 @@ pub struct OpenApiOptions {
     pub headers: BTreeMap<String, String>,
     /// The HTTP client to use; a default `reqwest::Client` when `None`.
     pub client: Option<reqwest::Client>,
+    /// The largest SSE event a subscription accepts, in bytes: its data plus the line being
+    /// read ([`DEFAULT_MAX_SSE_EVENT_BYTES`], 16 MiB, unless set). A larger event ends the
+    /// subscription with `EXECUTION_ERROR` naming the limit and closes the connection.
+    pub max_sse_event_bytes: usize,
 }
 
 impl OpenApiOptions {
@@ -49,6 +54,7 @@ impl OpenApiOptions {
             timeout: None,
             headers: BTreeMap::new(),
             client: None,
+            max_sse_event_bytes: DEFAULT_MAX_SSE_EVENT_BYTES,
         }
     }
 
@@ -84,6 +90,13 @@ impl OpenApiOptions {
     #[must_use]
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.insert(name.into(), value.into());
+        self
+    }
+
+    /// Sets the largest SSE event a subscription accepts, in bytes.
+    #[must_use]
+    pub fn max_sse_event_bytes(mut self, bytes: usize) -> Self {
+        self.max_sse_event_bytes = bytes;
         self
     }
 

@@ -26,6 +26,8 @@ use std::time::Duration;
 pub(crate) struct Shared {
     pub client: reqwest::Client,
     pub timeout: Option<Duration>,
+    /// The largest SSE event a subscription accepts.
+    pub max_sse_event_bytes: usize,
 }
 
 /// `TRANSPORT_ERROR` (or `TIMEOUT`) for a reqwest failure.
@@ -240,7 +242,12 @@ pub(crate) fn stream(plan: Arc<OperationPlan>, shared: Arc<Shared>) -> Handler {
                 ));
             }
             let mode = plan.sse.unwrap_or(sse::EventData::Sniff);
-            Ok(sse::envelopes(response, mode, plan.label.clone()))
+            Ok(sse::envelopes(
+                response,
+                mode,
+                plan.label.clone(),
+                shared.max_sse_event_bytes,
+            ))
         })
         .flat_map(|opened| match opened {
             Ok(events) => events.boxed(),

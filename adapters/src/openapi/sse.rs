@@ -23,18 +23,38 @@
 //! empty, else removes one trailing LF, defaults the type to `message`; data and type are
 //! reset after dispatch, the id is not; at end of stream an unterminated event is dropped.
 //!
-//! An event larger than 16 MiB is dropped with a warning (bounded memory).
+//! # Size limit
+//!
+//! Memory is bounded by a limit on one event: its data buffer (each `data` value plus its LF)
+//! and the line being read may hold at most [`SseParser::max_event_bytes`] bytes together
+//! ([`DEFAULT_MAX_SSE_EVENT_BYTES`], 16 MiB, unless set). The byte that would cross the limit
+//! makes [`SseParser::feed`] report [`SseError::EventTooLarge`] in the event's place; the rest
+//! of that event is skipped without being stored, and parsing goes on with the next one. The
+//! subscription stream of the importer ends with an `EXECUTION_ERROR` naming the limit and
+//! closes the connection (see [`OpenApiOptions::max_sse_event_bytes`](super::OpenApiOptions)).
 
 use super::response::MediaType;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use opkit::CallError;
 use opkit::envelope::http_envelope;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::collections::{BTreeMap, VecDeque};
 
-/// Largest event (data plus the current line) kept in memory.
-const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+/// The default limit on one SSE event (its data plus the line being read): 16 MiB.
+pub const DEFAULT_MAX_SSE_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// Why an SSE stream could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SseError {
+    /// An event grew past the parser's limit; the rest of it is skipped.
+    #[error("an SSE event (or one of its lines) is larger than the limit of {limit} bytes")]
+    EventTooLarge {
+        /// The limit, in bytes ([`SseParser::max_event_bytes`]).
+        limit: usize,
+    },
+}
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,18 +72,25 @@ pub struct SseEvent {
 /// An incremental parser: feed it chunks as they arrive.
 ///
 /// ```
-/// use opkit_adapters::openapi::SseParser;
+/// use opkit_adapters::openapi::{SseError, SseParser};
 /// let mut parser = SseParser::new();
 /// let mut events = parser.feed(b"\xEF\xBB\xBFdata: {\"n\":1}\r\n\r\nid: 7\ndata: a\ndata");
 /// events.extend(parser.feed(b"\n\n: comment\ndata: never dispatched"));
 /// parser.finish();
+/// let events: Vec<_> = events.into_iter().collect::<Result<_, _>>().unwrap();
 /// assert_eq!(events.len(), 2);
 /// assert_eq!(events[0].data, "{\"n\":1}");
 /// assert_eq!(events[1].data, "a\n");
 /// assert_eq!(events[1].id, "7");
 /// assert_eq!(events[1].event, "message");
+///
+/// // An event larger than the limit is an error in its place; parsing goes on after it.
+/// let mut small = SseParser::with_max_event_bytes(8);
+/// let results = small.feed(b"data: 12345678\n\ndata: ok\n\n");
+/// assert_eq!(results[0], Err(SseError::EventTooLarge { limit: 8 }));
+/// assert_eq!(results[1].as_ref().unwrap().data, "ok");
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SseParser {
     line: Vec<u8>,
     skip_lf: bool,
@@ -73,16 +100,44 @@ pub struct SseParser {
     event_type: String,
     last_id: String,
     retry: Option<u64>,
+    /// The current event passed the limit (already reported): skip it to its end.
     oversized: bool,
+    max_event_bytes: usize,
+}
+
+impl Default for SseParser {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl SseParser {
-    /// A parser at the start of a stream.
+    /// A parser at the start of a stream, with the default event limit
+    /// ([`DEFAULT_MAX_SSE_EVENT_BYTES`]).
     pub fn new() -> Self {
+        Self::with_max_event_bytes(DEFAULT_MAX_SSE_EVENT_BYTES)
+    }
+
+    /// A parser whose events (data plus the line being read) may hold at most
+    /// `max_event_bytes` bytes.
+    pub fn with_max_event_bytes(max_event_bytes: usize) -> Self {
         Self {
+            line: Vec::new(),
+            skip_lf: false,
             first_line: true,
-            ..Self::default()
+            started: false,
+            data: String::new(),
+            event_type: String::new(),
+            last_id: String::new(),
+            retry: None,
+            oversized: false,
+            max_event_bytes,
         }
+    }
+
+    /// The limit on one event, in bytes.
+    pub fn max_event_bytes(&self) -> usize {
+        self.max_event_bytes
     }
 
     /// The reconnection time the stream set last, in milliseconds.
@@ -95,8 +150,10 @@ impl SseParser {
         &self.last_id
     }
 
-    /// Parses a chunk; returns the events it completes.
-    pub fn feed(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
+    /// Parses a chunk; returns the events it completes, in order, with an
+    /// [`SseError::EventTooLarge`] in the place of an event that passed the limit (reported
+    /// once, when the limit is crossed).
+    pub fn feed(&mut self, chunk: &[u8]) -> Vec<Result<SseEvent, SseError>> {
         if !self.started {
             self.started = true;
             self.first_line = true;
@@ -112,15 +169,31 @@ impl SseParser {
                 }
                 other => {
                     self.skip_lf = false;
-                    if self.line.len() + self.data.len() < MAX_EVENT_BYTES {
+                    if self.oversized {
+                        // Skipping: remember only that the line is not empty.
+                        if self.line.is_empty() {
+                            self.line.push(other);
+                        }
+                    } else if self.line.len() + self.data.len() < self.max_event_bytes {
                         self.line.push(other);
                     } else {
-                        self.oversized = true;
+                        self.line = vec![other];
+                        self.overflow(&mut events);
                     }
                 }
             }
         }
         events
+    }
+
+    /// The current event passed the limit: report it, free what it holds, skip the rest.
+    fn overflow(&mut self, events: &mut Vec<Result<SseEvent, SseError>>) {
+        self.oversized = true;
+        self.data = String::new();
+        self.event_type.clear();
+        events.push(Err(SseError::EventTooLarge {
+            limit: self.max_event_bytes,
+        }));
     }
 
     /// Ends the stream: an event without its final empty line is discarded.
@@ -131,9 +204,10 @@ impl SseParser {
         self.oversized = false;
     }
 
-    fn end_line(&mut self, events: &mut Vec<SseEvent>) {
+    fn end_line(&mut self, events: &mut Vec<Result<SseEvent, SseError>>) {
         let raw = std::mem::take(&mut self.line);
-        let mut line = String::from_utf8_lossy(&raw).into_owned();
+        let mut line = String::from_utf8(raw)
+            .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned());
         if std::mem::take(&mut self.first_line)
             && let Some(rest) = line.strip_prefix('\u{feff}')
         {
@@ -141,11 +215,11 @@ impl SseParser {
         }
         if line.is_empty() {
             if let Some(event) = self.dispatch() {
-                events.push(event);
+                events.push(Ok(event));
             }
             return;
         }
-        if line.starts_with(':') {
+        if line.starts_with(':') || self.oversized {
             return;
         }
         let (field, value) = match line.split_once(':') {
@@ -155,11 +229,12 @@ impl SseParser {
         match field {
             "event" => self.event_type = value.to_owned(),
             "data" => {
-                if self.data.len() + value.len() < MAX_EVENT_BYTES {
+                // Invalid UTF-8 grows when replaced, so the line's check is not enough.
+                if self.data.len() + value.len() < self.max_event_bytes {
                     self.data.push_str(value);
                     self.data.push('\n');
                 } else {
-                    self.oversized = true;
+                    self.overflow(events);
                 }
             }
             "id" if !value.contains('\0') => self.last_id = value.to_owned(),
@@ -176,10 +251,6 @@ impl SseParser {
         let mut data = std::mem::take(&mut self.data);
         let event_type = std::mem::take(&mut self.event_type);
         if std::mem::take(&mut self.oversized) {
-            tracing::warn!(
-                limit = MAX_EVENT_BYTES,
-                "an SSE event is too large; skipped"
-            );
             return None;
         }
         if data.is_empty() {
@@ -234,11 +305,13 @@ pub(crate) fn event_data(event: &SseEvent, mode: EventData, label: &str) -> Opti
 
 /// The subscription stream of an SSE response: one `http_envelope` (as JSON) per event.
 ///
-/// The response is owned by the stream: dropping the stream closes the connection.
+/// The response is owned by the stream: dropping the stream closes the connection. An event
+/// larger than `max_event_bytes` ends the stream with [`too_large`] and closes the connection.
 pub(crate) fn envelopes(
     response: reqwest::Response,
     mode: EventData,
     label: String,
+    max_event_bytes: usize,
 ) -> impl Stream<Item = Result<Value, CallError>> + Send + 'static {
     let status = response.status().as_u16();
     let headers: BTreeMap<String, String> = super::response::headers_snapshot(response.headers());
@@ -246,12 +319,12 @@ pub(crate) fn envelopes(
     struct State {
         body: futures::stream::BoxStream<'static, reqwest::Result<Bytes>>,
         parser: SseParser,
-        queue: VecDeque<SseEvent>,
+        queue: VecDeque<Result<SseEvent, SseError>>,
         done: bool,
     }
     let state = State {
         body,
-        parser: SseParser::new(),
+        parser: SseParser::with_max_event_bytes(max_event_bytes),
         queue: VecDeque::new(),
         done: false,
     };
@@ -261,6 +334,16 @@ pub(crate) fn envelopes(
         async move {
             loop {
                 while let Some(event) = state.queue.pop_front() {
+                    let event = match event {
+                        Ok(event) => event,
+                        Err(error) => {
+                            // Stop reading: drop what is queued and close the connection.
+                            state.done = true;
+                            state.queue.clear();
+                            state.body = futures::stream::empty().boxed();
+                            return Some((Err(too_large(&label, &error)), state));
+                        }
+                    };
                     if let Some(data) = event_data(&event, mode, &label) {
                         let envelope =
                             http_envelope(data, status, headers.clone(), "text/event-stream");
@@ -292,6 +375,15 @@ pub(crate) fn envelopes(
     })
 }
 
+/// `EXECUTION_ERROR` for an event past the limit: the stream ends with it.
+fn too_large(label: &str, error: &SseError) -> CallError {
+    let SseError::EventTooLarge { limit } = error;
+    CallError::execution(format!(
+        "{label} sent {error}; the stream was closed (raise OpenApiOptions::max_sse_event_bytes to accept larger events)"
+    ))
+    .with_details(json!({"limit": "maxSseEventBytes", "max": limit}))
+}
+
 /// `true` when a `Content-Type` is `text/event-stream` (parameters and case ignored).
 pub(crate) fn is_event_stream(content_type: &str) -> bool {
     MediaType::parse(content_type).is_event_stream()
@@ -309,6 +401,9 @@ mod tests {
         }
         parser.finish();
         events
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .expect("no event is too large")
     }
 
     fn data(events: &[SseEvent]) -> Vec<&str> {
@@ -396,7 +491,81 @@ mod tests {
             );
         }
         let events = parser.feed(b"retry: 10\ndata: x\n\n");
-        assert_eq!(events[0].retry, Some(10));
+        assert_eq!(events[0].as_ref().unwrap().retry, Some(10));
+    }
+
+    /// Every result of feeding `chunks`: `Ok(data)` per event, `Err(limit)` per event too large.
+    fn results(parser: &mut SseParser, chunks: &[&[u8]]) -> Vec<Result<String, usize>> {
+        let mut results = Vec::new();
+        for chunk in chunks {
+            results.extend(parser.feed(chunk).into_iter().map(|result| match result {
+                Ok(event) => Ok(event.data),
+                Err(SseError::EventTooLarge { limit }) => Err(limit),
+            }));
+        }
+        results
+    }
+
+    #[test]
+    fn events_past_the_limit_are_errors_in_their_place() {
+        let mut parser = SseParser::with_max_event_bytes(10);
+        // "data: 1234" is 10 bytes: at the limit. In the second event its data (5 bytes)
+        // plus the 6-byte line "data: " would be 11: over.
+        let got = results(
+            &mut parser,
+            &[b"data: 1234\n\ndata: 1234\ndata: \n\ndata: ok\n\n"],
+        );
+        assert_eq!(got, [Ok("1234".into()), Err(10), Ok("ok".into())]);
+        // Reported once, as soon as the limit is crossed, whatever follows in the event.
+        let got = results(&mut parser, &[b"data: 0123456789", b"abcdef\ndata: more\n"]);
+        assert_eq!(got, [Err(10)]);
+        let got = results(&mut parser, &[b"id: 5\n\ndata: next\n\n"]);
+        assert_eq!(got, [Ok("next".into())]);
+        assert_eq!(
+            parser.last_event_id(),
+            "",
+            "the skipped event's lines are not read"
+        );
+        // A long comment counts too: it is a line held in memory.
+        let got = results(&mut parser, &[b": 0123456789\n\ndata: x\n\n"]);
+        assert_eq!(got, [Err(10), Ok("x".into())]);
+        // Invalid UTF-8 grows when replaced (1 byte -> 3): the data check catches it.
+        let mut parser = SseParser::with_max_event_bytes(12);
+        let got = results(&mut parser, &[b"data: \xFF\xFF\xFF\xFF\n\ndata: a\n\n"]);
+        assert_eq!(got, [Err(12), Ok("a".into())]);
+        // The split of the chunks does not matter.
+        let text = b"data: 1234\n\ndata: 0123456789\n\ndata: ok\n\n";
+        let chunks: Vec<&[u8]> = text.chunks(1).collect();
+        assert_eq!(
+            results(&mut SseParser::with_max_event_bytes(10), &chunks),
+            results(&mut SseParser::with_max_event_bytes(10), &[text])
+        );
+    }
+
+    #[test]
+    fn the_default_limit_is_16_mib() {
+        assert_eq!(DEFAULT_MAX_SSE_EVENT_BYTES, 16 * 1024 * 1024);
+        let mut parser = SseParser::new();
+        assert_eq!(parser.max_event_bytes(), DEFAULT_MAX_SSE_EVENT_BYTES);
+        // A line of exactly the limit is accepted; one byte more is an error.
+        let mut line = b"data: ".to_vec();
+        line.resize(DEFAULT_MAX_SSE_EVENT_BYTES, b'a');
+        line.extend_from_slice(b"\n\n");
+        let events = parser.feed(&line);
+        assert_eq!(events.len(), 1);
+        assert_eq!(
+            events[0].as_ref().map(|event| event.data.len()),
+            Ok(DEFAULT_MAX_SSE_EVENT_BYTES - 6)
+        );
+        drop(events);
+        line.insert(6, b'a');
+        let events = parser.feed(&line);
+        assert_eq!(
+            events,
+            [Err(SseError::EventTooLarge {
+                limit: DEFAULT_MAX_SSE_EVENT_BYTES
+            })]
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use super::pubsub::{PubSub, Receipt, Subscription, TransportError};
 use super::topics;
-use super::wire::{CallEvent, CallRequested};
+use super::wire::{CallEvent, CallRequested, WireError};
 use crate::context::{Deadline, OperationContext};
 use crate::env::EnvBackend;
 use crate::error::CallError;
@@ -367,7 +367,12 @@ impl Shared {
         let value: Value = match serde_json::from_slice(payload) {
             Ok(value) => value,
             Err(error) => {
-                tracing::warn!(%error, "ignoring a request that is not JSON");
+                tracing::warn!(%error, "a call.requested that does not parse as JSON arrived");
+                if let Some((kind, request_id)) = CallEvent::peek_ids(payload)
+                    && kind == "call.requested"
+                {
+                    self.refuse(request_id, WireError::NotJson(error.to_string()).into());
+                }
                 return;
             }
         };
@@ -387,14 +392,7 @@ impl Shared {
             Err(error) => {
                 tracing::warn!(%error, "a malformed call.requested arrived");
                 if let Some(request_id) = request_id {
-                    let shared = self.clone();
-                    let error = CallError::from(error);
-                    tokio::spawn(async move {
-                        let topic = topics::reply_topic_for(&request_id);
-                        shared
-                            .send(&topic, CallEvent::error(request_id, error))
-                            .await;
-                    });
+                    self.refuse(request_id, error.into());
                 }
                 return;
             }
@@ -421,6 +419,17 @@ impl Shared {
             let shared = guard.shared.clone();
             shared.serve(&guard.request_id, request, &token).await;
             drop(guard);
+        });
+    }
+
+    /// Answers a request that could not be decoded with `call.error`.
+    fn refuse(self: &Arc<Self>, request_id: String, error: CallError) {
+        let shared = self.clone();
+        tokio::spawn(async move {
+            let topic = topics::reply_topic_for(&request_id);
+            shared
+                .send(&topic, CallEvent::error(request_id, error))
+                .await;
         });
     }
 

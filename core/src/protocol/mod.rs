@@ -101,6 +101,12 @@
 //!   instant, each with its own clock, so their clocks should agree to well within a timeout.
 //! - **No pending entry outlives its call**: entries are removed on every path (reply, error,
 //!   timeout, abort, drop), and [`PendingRequestMap::pending_count`] reaches zero.
+//! - **Bounded waiting.** At most [`DEFAULT_MAX_PENDING`] calls and subscriptions wait on
+//!   one map ([`PendingOptions::with_max_pending`]); past it a new call fails at once with
+//!   `TRANSPORT_ERROR`. An input nested deeper than
+//!   [`MAX_INPUT_DEPTH`](crate::limits::MAX_INPUT_DEPTH) fails with `VALIDATION_ERROR` before
+//!   it is sent. An event too deeply nested to parse is answered with an error for its request
+//!   id when the id can be read, so neither side waits for a deadline.
 //! - **No flow control.** A handler publishes a subscription's items as fast as its stream
 //!   yields them; the caller queues them (unbounded) until the stream is polled. Pace fast
 //!   producers in the handler.
@@ -131,7 +137,7 @@ mod wire;
 
 pub use handler::{CallHandler, CallHandlerHandle, DEFAULT_REFRESH_INTERVAL};
 pub use memory::MemoryPubSub;
-pub use pending::{DEFAULT_TIMEOUT, PendingOptions, PendingRequestMap};
+pub use pending::{DEFAULT_MAX_PENDING, DEFAULT_TIMEOUT, PendingOptions, PendingRequestMap};
 pub use pubsub::{PubSub, Receipt, Subscription, TransportError};
 pub use wire::{
     CallAborted, CallCompleted, CallEvent, CallFailed, CallRequested, CallResponded, WireError,

@@ -26,6 +26,10 @@ use tokio_util::sync::WaitForCancellationFutureOwned;
 /// How long a call may take when its context has no deadline.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How many calls and subscriptions one [`PendingRequestMap`] keeps waiting at once, unless
+/// [`PendingOptions::with_max_pending`] says otherwise (see [`crate::limits`] for why).
+pub const DEFAULT_MAX_PENDING: usize = 65_536;
+
 /// Settings of a [`PendingRequestMap`].
 ///
 /// ```
@@ -34,14 +38,17 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// let options = PendingOptions::default()
 ///     .with_default_timeout(Duration::from_secs(5))
 ///     .with_subscription_idle_timeout(None)
-///     .with_caller_id("billing-1");
+///     .with_caller_id("billing-1")
+///     .with_max_pending(1_000);
 /// assert_eq!(options.default_timeout(), Duration::from_secs(5));
+/// assert_eq!(options.max_pending(), 1_000);
 /// ```
 #[derive(Debug, Clone)]
 pub struct PendingOptions {
     default_timeout: Duration,
     subscription_idle_timeout: Option<Duration>,
     caller_id: Option<String>,
+    max_pending: usize,
 }
 
 impl Default for PendingOptions {
@@ -50,6 +57,7 @@ impl Default for PendingOptions {
             default_timeout: DEFAULT_TIMEOUT,
             subscription_idle_timeout: Some(DEFAULT_TIMEOUT),
             caller_id: None,
+            max_pending: DEFAULT_MAX_PENDING,
         }
     }
 }
@@ -91,9 +99,24 @@ impl PendingOptions {
         self
     }
 
+    /// How many calls and subscriptions may wait for replies at once ([`DEFAULT_MAX_PENDING`]
+    /// unless set). A call or subscription started while that many are pending fails at once
+    /// with `TRANSPORT_ERROR` (the request is not published); the pending ones are
+    /// unaffected. `0` refuses every call.
+    #[must_use]
+    pub fn with_max_pending(mut self, max_pending: usize) -> Self {
+        self.max_pending = max_pending;
+        self
+    }
+
     /// The default timeout of queries and mutations.
     pub fn default_timeout(&self) -> Duration {
         self.default_timeout
+    }
+
+    /// The most calls and subscriptions that may wait for replies at once.
+    pub fn max_pending(&self) -> usize {
+        self.max_pending
     }
 
     /// The idle timeout of subscriptions without a deadline.
@@ -183,7 +206,7 @@ impl PendingRequestMap {
         let caller_id = options.caller_id.unwrap_or_else(topics::new_caller_id);
         let reply_topic = topics::reply_topic(&caller_id);
         let replies = pubsub.subscribe(&reply_topic).await?;
-        let table = Arc::new(Table::new(format!("{caller_id}:")));
+        let table = Arc::new(Table::new(format!("{caller_id}:"), options.max_pending));
         let listener = tokio::spawn(listen(table.clone(), replies)).abort_handle();
         Ok(Self {
             inner: Arc::new(MapInner {
@@ -206,6 +229,11 @@ impl PendingRequestMap {
     /// parent request id travel on the wire, and cancelling it aborts the call. The protocol
     /// request id is minted here (`<callerId>:<n>`), not taken from `ctx`. Dropping the future
     /// before it resolves publishes `call.aborted`.
+    ///
+    /// Nothing is published, and the call fails at once, when the input nests deeper than
+    /// [`MAX_INPUT_DEPTH`](crate::limits::MAX_INPUT_DEPTH) (`VALIDATION_ERROR`) or when
+    /// [`max_pending`](PendingOptions::with_max_pending) requests are already waiting
+    /// (`TRANSPORT_ERROR`). The same holds for [`subscribe`](Self::subscribe).
     pub async fn call(
         &self,
         id: &str,
@@ -325,13 +353,16 @@ struct TableState {
 struct Table {
     /// `<callerId>:`: request ids of this caller start with it.
     prefix: String,
+    /// The most entries the table holds.
+    max_entries: usize,
     state: Mutex<TableState>,
 }
 
 impl Table {
-    fn new(prefix: String) -> Self {
+    fn new(prefix: String, max_entries: usize) -> Self {
         Self {
             prefix,
+            max_entries,
             state: Mutex::new(TableState {
                 entries: HashMap::new(),
                 closed: None,
@@ -356,6 +387,9 @@ impl Table {
         let mut state = self.lock();
         if let Some(error) = &state.closed {
             return Err(error.clone());
+        }
+        if state.entries.len() >= self.max_entries {
+            return Err(too_many_pending(self.max_entries));
         }
         state.entries.insert(seq, entry);
         Ok(())
@@ -433,8 +467,21 @@ impl Table {
     fn route(&self, payload: &[u8]) {
         let fields = match serde_json::from_slice(payload) {
             Ok(Value::Object(fields)) => fields,
-            Ok(_) | Err(_) => {
+            Ok(_) => {
                 tracing::warn!("ignoring a reply that is not a JSON object");
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "a reply that does not parse as JSON arrived");
+                if let Some((_, request_id)) = CallEvent::peek_ids(payload) {
+                    let error = CallError::new(
+                        ErrorCode::ValidationError,
+                        format!(
+                            "the reply for request `{request_id}` could not be decoded: {error}"
+                        ),
+                    );
+                    self.fail(&request_id, error);
+                }
                 return;
             }
         };
@@ -594,6 +641,14 @@ impl MapInner {
     }
 }
 
+/// `TRANSPORT_ERROR` for a call refused because `max` requests are already pending.
+fn too_many_pending(max: usize) -> CallError {
+    CallError::transport(format!(
+        "{max} calls and subscriptions are already waiting for replies on this PendingRequestMap (the max_pending limit, PendingOptions::with_max_pending): the call was not sent"
+    ))
+    .with_details(json!({"limit": "maxPending", "max": max}))
+}
+
 fn timed_out(operation_id: &str) -> CallError {
     CallError::timeout(format!(
         "`{operation_id}` did not answer before the call's deadline"
@@ -610,6 +665,7 @@ async fn call(
     input: Value,
     ctx: OperationContext,
 ) -> Result<ResponseEnvelope, CallError> {
+    let input = crate::limits::admit_input(input)?;
     if ctx.is_cancelled() {
         return Err(aborted(&operation_id));
     }
@@ -641,6 +697,7 @@ async fn subscribe(
     input: Value,
     ctx: OperationContext,
 ) -> Result<EnvelopeStream, CallError> {
+    let input = crate::limits::admit_input(input)?;
     if ctx.is_cancelled() {
         return Err(aborted(&operation_id));
     }

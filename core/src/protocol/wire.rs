@@ -285,6 +285,23 @@ impl CallEvent {
         Self::from_value(value)
     }
 
+    /// The `type` and `requestId` of wire bytes that do not decode as a whole (for example JSON
+    /// nested deeper than the parser accepts), so that the request can still be answered.
+    ///
+    /// Everything else is skipped without building values, and skipping does not recurse,
+    /// whatever the nesting.
+    pub(crate) fn peek_ids(bytes: &[u8]) -> Option<(String, String)> {
+        #[derive(Deserialize)]
+        struct Peek {
+            #[serde(rename = "type")]
+            kind: String,
+            #[serde(rename = "requestId")]
+            request_id: String,
+        }
+        let peek: Peek = serde_json::from_slice(bytes).ok()?;
+        Some((peek.kind, peek.request_id))
+    }
+
     /// Decodes an event from its wire JSON, naming what is wrong when it is not one.
     pub fn from_value(value: Value) -> Result<Self, WireError> {
         let Value::Object(map) = value else {

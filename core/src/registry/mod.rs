@@ -304,9 +304,12 @@ impl OperationRegistry {
 
     /// Runs a query or mutation: look up, validate the input, run, finish in the pipeline.
     ///
-    /// No access check: this is the trusted in-process path. The lookup, the input check and
-    /// the handler's start happen in this call; the returned future (`'static`: it borrows
-    /// nothing, so it can be spawned) runs the handler and finishes its result.
+    /// Validation first refuses an input nested deeper than
+    /// [`MAX_INPUT_DEPTH`](crate::limits::MAX_INPUT_DEPTH) (`VALIDATION_ERROR`), so no
+    /// recursive code sees it. No access check: this is the trusted in-process path. The
+    /// lookup, the input check and the handler's start happen in this call; the returned
+    /// future (`'static`: it borrows nothing, so it can be spawned) runs the handler and
+    /// finishes its result.
     pub fn execute(
         &self,
         id: &str,
@@ -333,6 +336,7 @@ impl OperationRegistry {
             .inner
             .find(id)
             .ok_or_else(|| CallError::not_found(id))?;
+        crate::limits::check_input(input)?;
         run::validate_input(&operation, input)
     }
 }
@@ -372,7 +376,8 @@ impl RegistryInner {
         input: Value,
         ctx: &OperationContext,
     ) -> impl Future<Output = Result<ResponseEnvelope, CallError>> + Send + 'static + use<> {
-        let started = self.find_kind(id, false).and_then(|operation| {
+        let started = crate::limits::admit_input(input).and_then(|input| {
+            let operation = self.find_kind(id, false)?;
             run::validate_input(&operation, &input)?;
             let running = run::start_unary(&operation, input, self.handler_context(ctx))?;
             Ok((operation, running))
@@ -390,6 +395,7 @@ impl RegistryInner {
         input: Value,
         ctx: &OperationContext,
     ) -> Result<EnvelopeStream, CallError> {
+        let input = crate::limits::admit_input(input)?;
         let operation = self.find_kind(id, true)?;
         run::validate_input(&operation, &input)?;
         run::start_stream(operation, input, self.handler_context(ctx))
