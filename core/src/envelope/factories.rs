@@ -6,10 +6,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch, now.
 pub fn now_millis() -> u64 {
+    // Seconds and sub-second millis separately: no 128-bit arithmetic on this hot path.
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |elapsed| {
-            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+            elapsed
+                .as_secs()
+                .saturating_mul(1000)
+                .saturating_add(u64::from(elapsed.subsec_millis()))
         })
 }
 

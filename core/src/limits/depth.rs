@@ -2,10 +2,11 @@
 //!
 //! A [`Value`] built in code can nest arbitrarily deep (parsers stop at a limit; code does
 //! not), and deep values overflow the stack of recursive code: schema validation, cast,
-//! serialization, even serde_json's own `Drop`. [`check_depth`] walks a value with an explicit
-//! stack of iterators (no recursion, no allocation for values up to [`INLINE_FRAMES`] levels)
-//! and stops at the first container nested too deep; [`dismantle`] drops a value of any depth
-//! without recursion.
+//! serialization, even serde_json's own `Drop`. [`check_depth`] answers with a pass whose
+//! recursion stops at the limit (never more than `limit + 1` frames, whatever the value's depth),
+//! and only for a value that is too deep walks it again with an explicit stack of iterators
+//! (no recursion, no allocation up to [`INLINE_FRAMES`] levels) to name the first container
+//! nested too deep; [`dismantle`] drops a value of any depth without recursion.
 
 use crate::error::{CallError, Violation};
 use serde_json::Value;
@@ -37,6 +38,30 @@ pub struct TooDeep {
 /// member (`[]` and `{"a": 1}` have depth 1, `{"a": [1]}` depth 2). On failure the error
 /// names the first container (in document order) that lies deeper than `limit`.
 pub fn check_depth(value: &Value, limit: usize) -> Result<(), TooDeep> {
+    if deeper_than(value, limit) {
+        first_too_deep(value, limit)
+    } else {
+        Ok(())
+    }
+}
+
+/// `true` when `value` nests deeper than `limit`. The recursion stops at the limit: at most
+/// `limit + 1` frames, however deep the value is.
+fn deeper_than(value: &Value, limit: usize) -> bool {
+    match value {
+        Value::Array(items) => limit == 0 || items.iter().any(|item| deeper_than(item, limit - 1)),
+        Value::Object(members) => {
+            limit == 0
+                || members
+                    .values()
+                    .any(|member| deeper_than(member, limit - 1))
+        }
+        _ => false,
+    }
+}
+
+/// The first container (in document order) nested deeper than `limit`, found without recursion.
+fn first_too_deep(value: &Value, limit: usize) -> Result<(), TooDeep> {
     let Some(root) = Frame::of(value) else {
         return Ok(());
     };

@@ -24,8 +24,8 @@
 //!   ten thousand levels deep overflows the stack. 100 levels is far beyond any real input,
 //!   and it keeps every accepted input decodable on the other side of the call protocol:
 //!   `call.requested` wraps the input one level deeper, and serde_json's parser stops at 127.
-//!   The check is one iterative pass ([`check_depth`]) that allocates nothing for inputs up
-//!   to 8 levels deep.
+//!   The check ([`check_depth`]) is one pass whose recursion stops at the limit, so it is safe
+//!   on a value of any depth and allocates nothing unless the value is too deep.
 //! - **65,536 pending requests.** Each pending request holds a channel and a map entry (a few
 //!   hundred bytes), so the cap bounds a caller's memory at a few tens of MiB while staying far
 //!   above what a healthy caller keeps in flight; reaching it means the far side stopped
