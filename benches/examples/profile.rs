@@ -1,0 +1,87 @@
+//! A loop of one bench path for a profiler (callgrind or perf):
+//! `cargo build --release --example profile && valgrind --tool=callgrind target/release/examples/profile tiny 20000`.
+//! Paths: `tiny`, `medium`, `tiny-floor`, `medium-floor` (the JSON floor), (`registry.execute`), `stream` (`registry.subscribe`), `memory` (call
+//! protocol round trip over `MemoryPubSub`).
+
+use futures::StreamExt;
+use opkit::prelude::*;
+use opkit::protocol::{CallHandler, MemoryPubSub, PendingRequestMap, PubSub};
+use opkit_benches::*;
+use serde::Deserialize;
+use serde_json::json;
+use std::sync::Arc;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let path = args.next().unwrap_or_else(|| "tiny".to_owned());
+    let rounds: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(10_000);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let registry = OperationRegistry::from_inventory();
+    let ctx = OperationContext::default();
+    rt.block_on(async {
+        match path.as_str() {
+            "tiny" => {
+                for _ in 0..rounds {
+                    let out = registry.execute(add::ID, tiny_json(), &ctx).await;
+                    std::hint::black_box(out.expect("execute"));
+                }
+            }
+            "tiny-floor" => {
+                for _ in 0..rounds {
+                    let input = tiny_json();
+                    let input = AddIn::deserialize(&input).expect("input");
+                    let output = serde_json::to_value(add(input.a, input.b).await).expect("output");
+                    std::hint::black_box(output);
+                }
+            }
+            "medium-floor" => {
+                for _ in 0..rounds {
+                    let input = medium_json();
+                    let input = MediumIn::deserialize(&input).expect("input");
+                    let output = serde_json::to_value(medium(Input(input)).await).expect("output");
+                    std::hint::black_box(output);
+                }
+            }
+            "medium" => {
+                for _ in 0..rounds {
+                    let out = registry.execute(medium::ID, medium_json(), &ctx).await;
+                    std::hint::black_box(out.expect("execute"));
+                }
+            }
+            "stream" => {
+                let mut items = registry
+                    .subscribe(items::ID, json!({"count": rounds}), &ctx)
+                    .await
+                    .expect("subscribe");
+                while let Some(item) = items.next().await {
+                    std::hint::black_box(item.expect("item"));
+                }
+            }
+            "memory" => {
+                let bus: Arc<dyn PubSub> = Arc::new(MemoryPubSub::new());
+                let _handle = CallHandler::new(registry.clone(), bus.clone())
+                    .spawn()
+                    .await
+                    .expect("handler");
+                let map = PendingRequestMap::connect(bus).await.expect("caller");
+                for _ in 0..rounds {
+                    let out = map.call(add::ID, tiny_json(), &ctx).await;
+                    std::hint::black_box(out.expect("call"));
+                }
+            }
+            "sizes" => {
+                let execute = registry.execute(add::ID, tiny_json(), &ctx);
+                println!("execute future: {} bytes", std::mem::size_of_val(&execute));
+                let handler = registry.handler(add::ID).expect("handler");
+                if let Handler::Unary(handler) = handler {
+                    let future = handler(tiny_json(), ctx.clone());
+                    println!("boxed handler future: {} bytes", std::mem::size_of_val(&*future));
+                }
+            }
+            other => panic!("unknown path {other}"),
+        }
+    });
+}
