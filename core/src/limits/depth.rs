@@ -48,16 +48,17 @@ pub fn check_depth(value: &Value, limit: usize) -> Result<(), TooDeep> {
 /// `true` when `value` nests deeper than `limit`. The recursion stops at the limit: at most
 /// `limit + 1` frames, however deep the value is.
 fn deeper_than(value: &Value, limit: usize) -> bool {
+    // Scalars are tested inline: only containers cost a call.
+    let nested = |member: &Value| is_container(member) && deeper_than(member, limit - 1);
     match value {
-        Value::Array(items) => limit == 0 || items.iter().any(|item| deeper_than(item, limit - 1)),
-        Value::Object(members) => {
-            limit == 0
-                || members
-                    .values()
-                    .any(|member| deeper_than(member, limit - 1))
-        }
+        Value::Array(items) => limit == 0 || items.iter().any(nested),
+        Value::Object(members) => limit == 0 || members.values().any(nested),
         _ => false,
     }
+}
+
+fn is_container(value: &Value) -> bool {
+    matches!(value, Value::Array(_) | Value::Object(_))
 }
 
 /// The first container (in document order) nested deeper than `limit`, found without recursion.

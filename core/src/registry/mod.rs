@@ -383,8 +383,8 @@ impl RegistryInner {
             Ok((operation, running))
         });
         async move {
-            let (operation, running) = started?;
-            let value = running.await?;
+            let (operation, (future, limits)) = started?;
+            let value = run::guard(&*operation.id, future, limits).await?;
             Ok(pipeline::finish(&operation, value))
         }
     }

@@ -6,6 +6,7 @@ use super::stream::{EnvelopeStream, GuardedStream, PipelineStream};
 use crate::context::{Deadline, OperationContext};
 use crate::error::CallError;
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use serde_json::Value;
 use std::any::Any;
 use std::future::Future;
@@ -54,18 +55,16 @@ pub(crate) fn aborted(id: &str) -> CallError {
     CallError::aborted(format!("operation `{id}` was cancelled"))
 }
 
-/// Starts a unary handler: the returned future runs it to its JSON result, guarded (see
-/// [`start_checked`] and [`guard`]).
+/// Starts a unary handler; run the returned future with [`guard`] (see [`start_checked`]).
 pub(crate) fn start_unary(
     operation: &Operation,
     input: Value,
     ctx: OperationContext,
-) -> Result<impl Future<Output = Result<Value, CallError>> + Send + 'static + use<>, CallError> {
+) -> Result<(BoxFuture<'static, Result<Value, CallError>>, Limits), CallError> {
     let Handler::Unary(handler) = &operation.handler else {
         unreachable!("kinds are checked at registration")
     };
-    let (future, limits) = start_checked(&operation.id, ctx, |ctx| handler(input, ctx))?;
-    Ok(guard(operation.id.clone(), future, limits))
+    start_checked(&operation.id, ctx, |ctx| handler(input, ctx))
 }
 
 /// Runs the future `start(ctx)` makes as operation `id`, guarded (see [`start_checked`] and
@@ -122,7 +121,7 @@ where
 /// A panic while polling is `EXECUTION_ERROR`; the deadline ends the call with `TIMEOUT`, a
 /// cancellation with `ABORTED`. Without either, the future is awaited directly; the timer and
 /// the token are only set up (in a box, so the common future stays small) when there is one.
-fn guard<T, Fut, I>(
+pub(crate) fn guard<T, Fut, I>(
     id: I,
     future: Fut,
     Limits {
