@@ -364,6 +364,19 @@ impl Shared {
 
     /// Starts serving one `call.requested`.
     fn accept(self: &Arc<Self>, payload: &Bytes) {
+        let request = match super::fast_decode::decode_fast(payload) {
+            Some(CallEvent::Requested(request)) => request,
+            _ => match self.decode_request(payload) {
+                Some(request) => request,
+                None => return,
+            },
+        };
+        self.start(request);
+    }
+
+    /// Decodes a `call.requested` the fast path declined: anything else is logged, and a
+    /// malformed request whose id can be read is refused with `call.error`.
+    fn decode_request(self: &Arc<Self>, payload: &Bytes) -> Option<CallRequested> {
         let value: Value = match serde_json::from_slice(payload) {
             Ok(value) => value,
             Err(error) => {
@@ -373,30 +386,34 @@ impl Shared {
                 {
                     self.refuse(request_id, WireError::NotJson(error.to_string()).into());
                 }
-                return;
+                return None;
             }
         };
         let request_id = value
             .get("requestId")
             .and_then(Value::as_str)
             .map(str::to_owned);
-        let request = match CallEvent::from_value(value) {
-            Ok(CallEvent::Requested(request)) => request,
+        match CallEvent::from_value(value) {
+            Ok(CallEvent::Requested(request)) => Some(request),
             Ok(other) => {
                 tracing::warn!(
                     event = other.type_name(),
                     "ignoring an event on a request topic"
                 );
-                return;
+                None
             }
             Err(error) => {
                 tracing::warn!(%error, "a malformed call.requested arrived");
                 if let Some(request_id) = request_id {
                     self.refuse(request_id, error.into());
                 }
-                return;
+                None
             }
-        };
+        }
+    }
+
+    /// Runs a decoded request in its own task (unless it was aborted already or is a duplicate).
+    fn start(self: &Arc<Self>, request: CallRequested) {
         let request_id: Arc<str> = Arc::from(request.request_id.as_str());
         if lock(&self.tombstones).take(&request_id) {
             tracing::debug!(request_id = %request_id, "the request was aborted before it arrived");

@@ -409,25 +409,27 @@ impl Table {
             )
             .with_details(json!({"requestId": request_id}))
         })?;
+        Ok(self.deliver(request_id, envelope))
+    }
+
+    /// Hands a decoded result to the call or subscription waiting for it; `false` when none is.
+    fn deliver(&self, request_id: &str, envelope: ResponseEnvelope) -> bool {
         let Some(seq) = self.seq_of(request_id) else {
-            return Ok(false);
+            return false;
         };
         let mut state = self.lock();
         match state.entries.get(&seq) {
-            None => Ok(false),
+            None => false,
             Some(Entry::Stream(sender)) => {
-                if sender.send(StreamEvent::Item(envelope)).is_err() {
-                    // The stream is being dropped; its guard removes the entry.
-                    return Ok(false);
-                }
-                Ok(true)
+                // An error means the stream is being dropped; its guard removes the entry.
+                sender.send(StreamEvent::Item(envelope)).is_ok()
             }
             Some(Entry::Call(_)) => {
                 let Some(Entry::Call(sender)) = state.entries.remove(&seq) else {
                     unreachable!("the entry was just seen")
                 };
                 drop(state);
-                Ok(sender.send(Ok(envelope)).is_ok())
+                sender.send(Ok(envelope)).is_ok()
             }
         }
     }
@@ -465,6 +467,23 @@ impl Table {
 
     /// Routes one message of the reply topic.
     fn route(&self, payload: &[u8]) {
+        match super::fast_decode::decode_fast(payload) {
+            Some(CallEvent::Responded(event)) => {
+                self.deliver(&event.request_id, event.output);
+                return;
+            }
+            Some(CallEvent::Completed(event)) => {
+                self.complete(&event.request_id);
+                return;
+            }
+            Some(CallEvent::Error(event)) => {
+                let request_id = event.request_id.clone();
+                self.fail(&request_id, event.into_error());
+                return;
+            }
+            // Anything else (or nothing) takes the slow path, which names what is wrong.
+            _ => {}
+        }
         let fields = match serde_json::from_slice(payload) {
             Ok(Value::Object(fields)) => fields,
             Ok(_) => {

@@ -280,6 +280,9 @@ impl CallEvent {
 
     /// Decodes an event from its wire bytes.
     pub fn from_slice(bytes: &[u8]) -> Result<Self, WireError> {
+        if let Some(event) = super::fast_decode::decode_fast(bytes) {
+            return Ok(event);
+        }
         let value: Value =
             serde_json::from_slice(bytes).map_err(|error| WireError::NotJson(error.to_string()))?;
         Self::from_value(value)

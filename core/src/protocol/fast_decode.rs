@@ -1,0 +1,222 @@
+//! Call events decoded straight from their bytes, without building a JSON tree first.
+//!
+//! The receivers ([`CallEvent::from_slice`], the call handler and the pending-request map) try
+//! [`decode_fast`] first and fall back to [`CallEvent::from_value`] when it declines, so every
+//! error message still comes from one place. The fast path is only ever stricter: whatever it
+//! accepts, `from_value` accepts too and decodes to the same event (pinned by a property test
+//! in `core/tests/prop_boundaries.rs`); duplicate keys, mistyped fields of other event types and
+//! anything unusual are left to the slow path.
+
+use super::wire::{
+    CallAborted, CallCompleted, CallEvent, CallFailed, CallRequested, CallResponded,
+};
+use crate::access::Identity;
+use crate::envelope::{ResponseEnvelope, ResponseMeta};
+use crate::error::ErrorCode;
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+use std::borrow::Cow;
+
+/// Every field any event may carry; which ones must be there depends on `type`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawEvent<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    request_id: String,
+    operation_id: Option<String>,
+    /// `Some(Value::Null)` for `"input": null`, `None` when the key is absent.
+    #[serde(default, deserialize_with = "present")]
+    input: Option<Value>,
+    parent_request_id: Option<String>,
+    identity: Option<Identity>,
+    deadline: Option<u64>,
+    output: Option<RawEnvelope>,
+    code: Option<ErrorCode>,
+    message: Option<String>,
+    details: Option<Value>,
+}
+
+/// An envelope as the wire carries it: `data` must be present (it may be `null`).
+#[derive(Deserialize)]
+struct RawEnvelope {
+    #[serde(default, deserialize_with = "present")]
+    data: Option<Value>,
+    meta: ResponseMeta,
+}
+
+/// Wraps a present value in `Some`, so that `null` and an absent key can be told apart.
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
+}
+
+/// The event in `bytes`, or `None` when the fast path declines (the caller then decodes through
+/// [`CallEvent::from_value`], which names what is wrong or accepts what this path left out).
+pub(crate) fn decode_fast(bytes: &[u8]) -> Option<CallEvent> {
+    let raw: RawEvent<'_> = serde_json::from_slice(bytes).ok()?;
+    let request_id = raw.request_id;
+    Some(match &*raw.kind {
+        "call.requested" => CallEvent::Requested(CallRequested {
+            request_id,
+            operation_id: raw.operation_id?,
+            input: raw.input?,
+            parent_request_id: raw.parent_request_id,
+            identity: raw.identity,
+            deadline: raw.deadline,
+        }),
+        "call.responded" => {
+            let output = raw.output?;
+            CallEvent::Responded(CallResponded {
+                request_id,
+                output: ResponseEnvelope {
+                    data: output.data?,
+                    meta: output.meta,
+                },
+            })
+        }
+        "call.completed" => CallEvent::Completed(CallCompleted { request_id }),
+        "call.error" => CallEvent::Error(CallFailed {
+            request_id,
+            code: raw.code?,
+            message: raw.message?,
+            details: raw.details,
+        }),
+        "call.aborted" => CallEvent::Aborted(CallAborted { request_id }),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::{Map, json};
+
+    /// One value for a field: absent, or one of a few well- and ill-typed candidates.
+    fn field(candidates: Vec<Value>) -> impl Strategy<Value = Option<Value>> {
+        prop_oneof![
+            1 => Just(None),
+            4 => proptest::sample::select(candidates).prop_map(Some),
+        ]
+    }
+
+    fn envelope_candidates() -> Vec<Value> {
+        let meta = json!({"source": "local", "operationId": "a.b", "timestamp": 1});
+        vec![
+            json!({"data": {"sum": 1}, "meta": meta}),
+            json!({"data": null, "meta": meta}),
+            json!({"meta": meta}),
+            json!({"data": 1, "meta": {"source": "ftp"}}),
+            json!({"data": 1, "meta": {"source": "local", "operationId": "a.b", "timestamp": -1}}),
+            json!({"data": 1, "meta": {"source": "http", "statusCode": 200, "headers": {}, "contentType": ""}}),
+            json!({"data": 1, "meta": null, "extra": true}),
+            json!([1]),
+            Value::Null,
+        ]
+    }
+
+    /// Objects shaped like call events, with every field right, wrong, null or missing.
+    fn event_like() -> impl Strategy<Value = Value> {
+        let kinds = vec![
+            json!("call.requested"),
+            json!("call.responded"),
+            json!("call.completed"),
+            json!("call.error"),
+            json!("call.aborted"),
+            json!("call.other"),
+            json!(7),
+            Value::Null,
+        ];
+        let strings = vec![json!("c:1"), json!(""), Value::Null, json!(3), json!(["x"])];
+        let inputs = vec![Value::Null, json!({"a": 1}), json!([1, "x"]), json!("s")];
+        let identities = vec![
+            Value::Null,
+            json!({"id": "ann", "scopes": ["a"], "roles": []}),
+            json!({"id": "ann"}),
+            json!({"scopes": ["a"]}),
+            json!({"id": 5}),
+            json!("ann"),
+        ];
+        let deadlines = vec![Value::Null, json!(5), json!(-1), json!(1.5), json!("soon")];
+        let codes = vec![json!("TIMEOUT"), json!("NOPE"), json!(5), Value::Null];
+        let details = vec![Value::Null, json!({"why": 1}), json!(0)];
+        (
+            (
+                field(kinds),
+                field(strings.clone()),
+                field(strings.clone()),
+                field(inputs),
+                field(strings.clone()),
+            ),
+            (
+                field(identities),
+                field(deadlines),
+                field(envelope_candidates()),
+                field(codes),
+                field(strings),
+                field(details),
+            ),
+        )
+            .prop_map(|(head, tail)| {
+                let (kind, request_id, operation_id, input, parent) = head;
+                let (identity, deadline, output, code, message, details) = tail;
+                let mut event = Map::new();
+                for (key, value) in [
+                    ("type", kind),
+                    ("requestId", request_id),
+                    ("operationId", operation_id),
+                    ("input", input),
+                    ("parentRequestId", parent),
+                    ("identity", identity),
+                    ("deadline", deadline),
+                    ("output", output),
+                    ("code", code),
+                    ("message", message),
+                    ("details", details),
+                ] {
+                    if let Some(value) = value {
+                        event.insert(key.to_owned(), value);
+                    }
+                }
+                Value::Object(event)
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+        /// Whatever the fast path accepts, the slow path accepts and decodes the same way.
+        #[test]
+        fn the_fast_path_agrees_with_from_value(event in event_like(), duplicate in any::<bool>()) {
+            let mut bytes = serde_json::to_vec(&event).unwrap();
+            if duplicate && bytes.len() > 2 {
+                // A repeated key: serde_json keeps the last one, the fast path declines.
+                let mut with_duplicate = br#"{"type":"call.completed","#.to_vec();
+                with_duplicate.extend_from_slice(&bytes[1..]);
+                bytes = with_duplicate;
+            }
+            if let Some(fast) = decode_fast(&bytes) {
+                let value: Value = serde_json::from_slice(&bytes).unwrap();
+                prop_assert_eq!(CallEvent::from_value(value), Ok(fast));
+            }
+        }
+    }
+
+    #[test]
+    fn well_formed_events_take_the_fast_path() {
+        let events = [
+            CallEvent::Requested(CallRequested::new("c:1", "math.add", json!({"a": 1}))),
+            CallEvent::responded(
+                "c:1",
+                crate::envelope::local_envelope(json!({"sum": 3}), "math.add"),
+            ),
+            CallEvent::completed("c:1"),
+            CallEvent::error("c:1", crate::CallError::timeout("late")),
+            CallEvent::aborted("c:1"),
+        ];
+        for event in events {
+            let bytes = event.to_bytes().unwrap();
+            assert_eq!(decode_fast(&bytes), Some(event));
+        }
+    }
+}
