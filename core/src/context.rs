@@ -117,6 +117,25 @@ impl OperationContext {
         }
     }
 
+    /// A context for an existing request (one that arrived over a transport, say): the given
+    /// id and nothing else; no fresh id is generated.
+    ///
+    /// ```
+    /// use opkit::OperationContext;
+    /// let ctx = OperationContext::for_request("caller:7");
+    /// assert_eq!(ctx.request_id(), "caller:7");
+    /// ```
+    pub fn for_request(request_id: impl Into<Arc<str>>) -> Self {
+        Self {
+            request_id: request_id.into(),
+            parent_request_id: None,
+            identity: None,
+            deadline: None,
+            cancellation: None,
+            env: None,
+        }
+    }
+
     /// Sets the request id.
     #[must_use]
     pub fn with_request_id(mut self, request_id: impl Into<Arc<str>>) -> Self {

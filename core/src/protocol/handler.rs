@@ -474,7 +474,12 @@ impl Shared {
     }
 
     /// Runs one request and publishes its outcome.
-    async fn serve(&self, request_id: &str, request: CallRequested, token: &CancellationToken) {
+    async fn serve(
+        &self,
+        request_id: &Arc<str>,
+        request: CallRequested,
+        token: &CancellationToken,
+    ) {
         let reply_topic = topics::reply_topic_for(request_id);
         let Err(error) = self.run(request_id, request, token, &reply_topic).await else {
             return;
@@ -488,13 +493,13 @@ impl Shared {
         } else {
             error
         };
-        self.send(&reply_topic, CallEvent::error(request_id, error))
+        self.send(&reply_topic, CallEvent::error(&**request_id, error))
             .await;
     }
 
     async fn run(
         &self,
-        request_id: &str,
+        request_id: &Arc<str>,
         request: CallRequested,
         token: &CancellationToken,
         reply_topic: &str,
@@ -512,8 +517,7 @@ impl Shared {
             .spec(&operation_id)
             .ok_or_else(|| CallError::not_found(&operation_id))?;
         spec.access.check(identity.as_ref())?;
-        let mut ctx = OperationContext::new()
-            .with_request_id(request_id)
+        let mut ctx = OperationContext::for_request(request_id.clone())
             .with_identity_opt(identity)
             .with_cancellation(token.clone());
         if let Some(parent) = parent_request_id {
@@ -529,21 +533,21 @@ impl Shared {
             let mut items = self.registry.subscribe(&operation_id, input, &ctx).await?;
             while let Some(item) = items.next().await {
                 let receipt = self
-                    .send(reply_topic, CallEvent::responded(request_id, item?))
+                    .send(reply_topic, CallEvent::responded(&**request_id, item?))
                     .await;
                 if receipt.is_none_or(Receipt::reached_nobody) {
                     tracing::debug!(
-                        request_id,
+                        request_id = &**request_id,
                         "nobody listens for the subscription any more: stopping it"
                     );
                     return Ok(());
                 }
             }
-            self.send(reply_topic, CallEvent::completed(request_id))
+            self.send(reply_topic, CallEvent::completed(&**request_id))
                 .await;
         } else {
             let envelope = self.registry.execute(&operation_id, input, &ctx).await?;
-            self.send(reply_topic, CallEvent::responded(request_id, envelope))
+            self.send(reply_topic, CallEvent::responded(&**request_id, envelope))
                 .await;
         }
         Ok(())

@@ -609,7 +609,7 @@ impl MapInner {
         Ok(PendingGuard {
             inner: self.clone(),
             seq,
-            request_id: Arc::from(format!("{}:{seq}", self.caller_id)),
+            request_id: request_id(&self.caller_id, seq),
             operation_id: Arc::from(operation_id),
             publish_abort: true,
         })
@@ -812,5 +812,38 @@ impl Stream for RemoteStream {
             return this.end(Some(Err(error)));
         }
         Poll::Pending
+    }
+}
+
+/// `<callerId>:<seq>`, written without the formatting machinery (once per call).
+fn request_id(caller_id: &str, seq: u64) -> Arc<str> {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    let mut rest = seq;
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let mut id = String::with_capacity(caller_id.len() + 1 + digits.len() - start);
+    id.push_str(caller_id);
+    id.push(':');
+    id.extend(digits[start..].iter().map(|&digit| char::from(digit)));
+    Arc::from(id)
+}
+
+#[cfg(test)]
+mod request_id_tests {
+    #[test]
+    fn request_ids_are_caller_colon_sequence() {
+        assert_eq!(&*super::request_id("c", 0), "c:0");
+        assert_eq!(&*super::request_id("abc", 907), "abc:907");
+        assert_eq!(
+            &*super::request_id("x", u64::MAX),
+            format!("x:{}", u64::MAX).as_str()
+        );
     }
 }

@@ -27,17 +27,17 @@ pub const MAX_CALLER_ID_LEN: usize = 128;
 /// assert_eq!(opkit::protocol::topics::request_topic("math.add"), "opkit.request.math.add");
 /// ```
 pub fn request_topic(operation_id: &str) -> String {
-    format!("opkit.request.{operation_id}")
+    ["opkit.request.", operation_id].concat()
 }
 
 /// The topic `call.aborted` events for requests to `operation_id` are published on.
 pub fn abort_topic(operation_id: &str) -> String {
-    format!("opkit.abort.{operation_id}")
+    ["opkit.abort.", operation_id].concat()
 }
 
 /// The topic a caller with id `caller_id` receives its replies on.
 pub fn reply_topic(caller_id: &str) -> String {
-    format!("{FALLBACK_REPLY_TOPIC}.{caller_id}")
+    [FALLBACK_REPLY_TOPIC, ".", caller_id].concat()
 }
 
 /// `true` when `caller_id` is 1 to [`MAX_CALLER_ID_LEN`] characters of `[A-Za-z0-9_-]`, so
