@@ -380,7 +380,7 @@ impl Shared {
         let value: Value = match serde_json::from_slice(payload) {
             Ok(value) => value,
             Err(error) => {
-                tracing::warn!(%error, "a call.requested that does not parse as JSON arrived");
+                tracing::warn!(%error, "a call.requested that is not JSON arrived");
                 if let Some((kind, request_id)) = CallEvent::peek_ids(payload)
                     && kind == "call.requested"
                 {

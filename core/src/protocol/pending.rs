@@ -491,7 +491,7 @@ impl Table {
                 return;
             }
             Err(error) => {
-                tracing::warn!(%error, "a reply that does not parse as JSON arrived");
+                tracing::warn!(%error, "a reply that is not JSON arrived");
                 if let Some((_, request_id)) = CallEvent::peek_ids(payload) {
                     let error = CallError::new(
                         ErrorCode::ValidationError,
