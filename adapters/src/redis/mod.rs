@@ -270,20 +270,24 @@ static PUBLISH_SCRIPT: LazyLock<Script> = LazyLock::new(|| {
 local receivers = redis.call('PUBLISH', ARGV[1], ARGV[2])
 if redis.call('EXISTS', KEYS[2]) == 1 then
   local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-  local members = redis.call('ZRANGE', KEYS[2], 0, -1)
+  local now = t[1] * 1000 + math.floor(t[2] / 1000)
+  -- Live members only (expired ones are pruned when leases are taken or renewed).
+  local members = redis.call('ZRANGE', KEYS[2], '(' .. now, '+inf', 'BYSCORE')
   if #members > 0 then
-    local groups = {}
-    local count = 0
-    for _, member in ipairs(members) do
-      local group = string.match(member, '^[^:]*:(.*)$') or member
-      if not groups[group] then
-        groups[group] = true
-        count = count + 1
+    local count = 1
+    if #members > 1 then
+      local groups = {}
+      count = 0
+      for _, member in ipairs(members) do
+        local colon = string.find(member, ':', 1, true)
+        local group = colon and string.sub(member, colon + 1) or member
+        if not groups[group] then
+          groups[group] = true
+          count = count + 1
+        end
       end
     end
-    local minid = now - tonumber(ARGV[3])
+    local minid = now - ARGV[3]
     if minid < 0 then minid = 0 end
     redis.call('XADD', KEYS[1], 'MINID', '~', minid, '*', 'p', ARGV[2])
     receivers = receivers + count
@@ -294,8 +298,9 @@ return receivers
     )
 });
 
-/// Creates the group if needed (at `$`: it receives what is added from now on) and takes or
-/// renews a member's lease; keeps the stream and the members set from outliving their members.
+/// Creates the group if needed (at `$`: it receives what is added from now on), prunes expired
+/// leases and takes or renews a member's lease; keeps the stream and the members set from
+/// outliving their members.
 ///
 /// KEYS: stream, members. ARGV: group, member, lease ms, stream ttl ms.
 static JOIN_SCRIPT: LazyLock<Script> = LazyLock::new(|| {
@@ -307,6 +312,7 @@ if type(created) == 'table' and created.err and not string.find(created.err, 'BU
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[2])
 redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[3]) * 2)
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[4]))
