@@ -560,7 +560,7 @@ async fn bad_wire_input_is_logged_and_dropped() {
         "not JSON",
         "malformed call.requested",
         "unknown call event type",
-        "not a JSON object",
+        "must be a JSON object",
         "not an envelope",
     ] {
         assert!(
