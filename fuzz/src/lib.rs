@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-/// The bytes as JSON, when they parse (serde_json bounds nesting at 128 levels).
+/// The bytes as JSON, when they parse (serde_json refuses more than 127 levels of nesting).
 pub fn json(bytes: &[u8]) -> Option<Value> {
     serde_json::from_slice(bytes).ok()
 }
