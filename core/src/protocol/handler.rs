@@ -12,8 +12,10 @@ use futures::StreamExt;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Waker};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -120,7 +122,7 @@ impl CallHandler {
             registry: self.registry,
             pubsub: self.pubsub,
             env: self.env,
-            running: Mutex::new(HashMap::new()),
+            running: Mutex::new(HashMap::default()),
             tombstones: Mutex::new(Tombstones::default()),
             shutdown: CancellationToken::new(),
             served: Mutex::new(HashMap::new()),
@@ -192,7 +194,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[derive(Default)]
 struct Tombstones {
     order: VecDeque<Arc<str>>,
-    ids: HashSet<Arc<str>>,
+    ids: HashSet<Arc<str>, foldhash::fast::RandomState>,
 }
 
 impl Tombstones {
@@ -228,7 +230,7 @@ struct Shared {
     pubsub: Arc<dyn PubSub>,
     env: Option<Arc<dyn EnvBackend>>,
     /// Running requests by id, with the token that cancels each.
-    running: Mutex<HashMap<Arc<str>, CancellationToken>>,
+    running: Mutex<HashMap<Arc<str>, CancellationToken, foldhash::fast::RandomState>>,
     tombstones: Mutex<Tombstones>,
     shutdown: CancellationToken,
     /// Served operations by id.
@@ -432,11 +434,19 @@ impl Shared {
             shared: self.clone(),
             request_id,
         };
-        tokio::spawn(async move {
+        let mut serving = Box::pin(async move {
             let shared = guard.shared.clone();
             shared.serve(&guard.request_id, request, &token).await;
             drop(guard);
         });
+        // Most requests finish without waiting (the handler answers at once and the transport
+        // takes the reply): poll once here, and only a request that has to wait gets a task of
+        // its own. Its first poll there registers the real wakers (futures re-register on
+        // every poll), so nothing is lost by this poll's no-op waker.
+        let mut first_poll = Context::from_waker(Waker::noop());
+        if serving.as_mut().poll(&mut first_poll).is_pending() {
+            tokio::spawn(serving);
+        }
     }
 
     /// Answers a request that could not be decoded with `call.error`.

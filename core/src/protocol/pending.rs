@@ -345,7 +345,7 @@ impl Entry {
 }
 
 struct TableState {
-    entries: HashMap<u64, Entry>,
+    entries: HashMap<u64, Entry, foldhash::fast::RandomState>,
     /// Set once the reply subscription is gone: new calls fail with this error.
     closed: Option<CallError>,
 }
@@ -364,7 +364,7 @@ impl Table {
             prefix,
             max_entries,
             state: Mutex::new(TableState {
-                entries: HashMap::new(),
+                entries: HashMap::default(),
                 closed: None,
             }),
         }
