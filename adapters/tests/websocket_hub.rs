@@ -560,7 +560,7 @@ async fn bad_wire_input_is_logged_and_dropped() {
         "not JSON",
         "malformed call.requested",
         "unknown call event type",
-        "must be a JSON object",
+        "a reply that is not JSON",
         "not an envelope",
     ] {
         assert!(
