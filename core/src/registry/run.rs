@@ -121,31 +121,29 @@ where
 /// A panic while polling is `EXECUTION_ERROR`; the deadline ends the call with `TIMEOUT`, a
 /// cancellation with `ABORTED`. Without either, the future is awaited directly; the timer and
 /// the token are only set up (in a box, so the common future stays small) when there is one.
-pub(crate) fn guard<T, Fut, I>(
+pub(crate) async fn guard<T, Fut, I>(
     id: I,
     future: Fut,
     Limits {
         deadline,
         cancellation,
     }: Limits,
-) -> impl Future<Output = Result<T, CallError>> + use<T, Fut, I>
+) -> Result<T, CallError>
 where
     I: AsRef<str>,
     Fut: Future<Output = Result<T, CallError>>,
 {
-    async move {
-        let guarded = AssertUnwindSafe(future).catch_unwind();
-        let outcome = if deadline.is_none() && cancellation.is_none() {
-            guarded.await
-        } else {
-            match Box::pin(limited(guarded, deadline, cancellation)).await {
-                Ok(outcome) => outcome,
-                Err(Stopped::Cancelled) => return Err(aborted(id.as_ref())),
-                Err(Stopped::TimedOut) => return Err(timed_out(id.as_ref())),
-            }
-        };
-        outcome.unwrap_or_else(|payload| Err(panicked(id.as_ref(), &*payload)))
-    }
+    let guarded = AssertUnwindSafe(future).catch_unwind();
+    let outcome = if deadline.is_none() && cancellation.is_none() {
+        guarded.await
+    } else {
+        match Box::pin(limited(guarded, deadline, cancellation)).await {
+            Ok(outcome) => outcome,
+            Err(Stopped::Cancelled) => return Err(aborted(id.as_ref())),
+            Err(Stopped::TimedOut) => return Err(timed_out(id.as_ref())),
+        }
+    };
+    outcome.unwrap_or_else(|payload| Err(panicked(id.as_ref(), &*payload)))
 }
 
 /// Why [`limited`] stopped a future before it finished.
