@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Turns divan output from benches/run.sh into docs/benchmarks.md (stdout).
 
-usage: report.py BENCH_OUTPUT CARGO_LOCK
+usage: report.py CARGO_LOCK BENCH_OUTPUT [BENCH_OUTPUT ...]
+
+With several outputs (runs of the whole suite), each bench's figure is its best median across
+the runs.
 """
 
 import datetime
@@ -94,58 +97,83 @@ STREAM_ROWS = [
 ]
 NOTES = """## Notes
 
-- **What changed for these numbers.** The shared pipeline now skips normalize + validate for
-  output that already fits the *closed* output schema (every object schema that declares
-  properties gets `additionalProperties: false`; schemas with unions, `allOf`, pattern
-  properties or tuples have no closed form and always cast). Data the closed schema accepts
-  (and that holds no integral float such as `3.0`) is exactly what `cast` would return, so the
-  result is unchanged (`core/src/registry/pipeline.rs`, with a test comparing both paths).
-  Before it, `cast` was ~70% of a tiny `execute` (callgrind): tiny `execute` went from ~7× to
-  ~5× the JSON floor and `subscribe` from ~1.9 µs to ~0.27 µs per item.
-- **tiny `execute` (target 2.5×).** What remains per call (callgrind): the input is decoded
-  twice by the typed handler's codec (`InputFields`, then the generated input struct;
-  `core/src/private.rs` / the macro), the compiled input `jsonschema` check, the closed output
-  check, cloning the context and boxing the handler future, and stamping the envelope (an
-  operation-id `String` and `SystemTime::now`). The floor only deserializes and serializes, so
-  the target needs the single decode in the codec, which is outside the registry.
-- **medium `execute` (target 1.4×).** Input validation alone costs what the
-  `jsonschema` row shows over the floor, and the closed output check is a second validation
-  pass of similar size; with both schema checks required by the contract (§5, §4), 1.4× is
-  below what two validation passes cost on this input.
-- **typed call (target 3× direct + envelope).** ~500–900 instructions per call (context clone,
-  `run_guarded`'s cancellation/deadline checks and `catch_unwind`, envelope stamping); the
-  measured ratio swings between runs on this shared machine.
-- **subscriptions (target 5 M items/s).** Per item: the handler's JSON encode, envelope
-  detection, stamping and the closed output check; faster than jsonrpsee, short of 5 M/s.
-- **`MemoryPubSub` round trip vs tarpc.** The call protocol (`core/src/protocol`, not changed
-  here) serializes `call.requested` and `call.responded` to bytes and parses them back, and
-  each call crosses several tasks (caller, bus, `CallHandler`, per-request task, reply
-  listener); tarpc moves typed values through one mpsc pair.
-- **Redis (target 50% of raw).** The raw baseline is two `PUBLISH`es; the opkit transport
-  uses a streams consumer group for requests (`XADD`, `XREADGROUP BLOCK`, `XACK`, lease
-  bookkeeping) and pub/sub for replies, so it pays at least twice the Redis commands per call.
+Profiles: `benches/examples/profile.rs` loops one path (`tiny`, `medium`, `stream`, `memory`, and
+the floors `tiny-floor`, `medium-floor`) for `valgrind --tool=callgrind` (instruction counts,
+repeatable on a busy machine) or `perf record`. Commands are in its header.
+
+- **What made `execute` faster.** (1) The input of an `#[operation]` with one field per
+  parameter is decoded in one pass over the JSON object (it used to be rebuilt into a map
+  first, then taken apart). (2) Data an `#[operation]` fn returns is serialized from the type
+  its output schema is derived from, so the pipeline wraps it without a normalize/validate
+  pass (an envelope it returns is still checked; documented in `core/src/operation.md`).
+  (3) `execute` does its lookup, input check and handler start at call time and returns a
+  small `'static` future (872 → ~180 bytes); the deadline/cancellation race is only set up
+  (boxed) for calls that have one. (4) The id lookup uses foldhash. (5) The input-depth
+  bound (`opkit::limits::MAX_INPUT_DEPTH`) is one pass whose recursion stops at the limit.
+- **tiny `execute` (target 2.5×, missed).** In instructions (callgrind, input construction
+  subtracted) a tiny `execute` is 2.7× the floor (3,960 vs 1,480); in time it is about 3×, because what remains is many small
+  fixed costs that run at low IPC: about eight atomic read-modify-writes per call (the
+  registry's `arc-swap` load and the operation's `Arc`, the context clone with its request id
+  and env), four allocations more than the floor (the boxed handler future, the envelope's
+  operation-id `String`, ...), `SystemTime::now` for the envelope's timestamp, the compiled
+  input `jsonschema` check (the `jsonschema` row shows its cost), and the depth check. Reaching
+  2.5× would need a context passed by value instead of cloned, an operation id shared by
+  `Arc` in `LocalMeta` (a public-type change) and no per-call boxing of handler futures.
+- **medium `execute` (target 1.4×, missed in time).** In instructions it is 1.37× the floor
+  (29,760 vs 21,680), in time about 1.8×. Over the floor: the input `jsonschema` check
+  (the `jsonschema` row, ~1.3×), the depth check (a walk of the input), and the boxed handler
+  future, which for this input is over 1 KiB (input and output state), so glibc's allocator
+  consolidates its free lists on every call (`malloc_consolidate` in the profile).
+- **subscriptions (target 5 M items/s, near miss).** Per item over the floor's `to_value`:
+  the envelope (`SystemTime::now` alone is ~9% of the per-item time, plus the operation-id
+  `String`), envelope detection, and two dynamic stream polls; faster than jsonrpsee.
+- **`MemoryPubSub` round trip vs tarpc.** The protocol decodes events straight from their
+  bytes (a fast path with a fallback to the detailed decoder for errors, pinned by a property
+  test), reuses the request id for the handler's context, and polls each request once in
+  place before giving it a task. The tiny round trip is now on par with or under tarpc's
+  channel; the medium one is not: the protocol serializes the 10-field input and output to
+  JSON bytes and parses them back (by design: the same events cross Redis and WebSockets),
+  while tarpc's in-process channel moves the Rust values themselves.
+- **Redis (target 50% of raw).** The raw baseline is two `PUBLISH`es; opkit's transport sends
+  requests through a streams consumer group (a Lua script doing `PUBLISH` + live-member check +
+  `XADD`, then `XREADGROUP` on the replica) and replies through a second script. The publish
+  script was cut from ~26 to ~15 µs of Redis CPU (`INFO commandstats`): live members read
+  with one `ZRANGE .. BYSCORE`, pruning moved to lease renewal. What remains is the price of
+  competing consumers with leases, which plain pub/sub cannot offer.
 - **Not measured: rmcp.** `ToolRouter::call` needs a `RequestContext<RoleServer>`, whose
   `Peer` only rmcp's own service loop can build (`Peer::new` is crate-private); serving a
   router over an in-memory transport did not fit this round.
-- **Noise.** The reference machine had 2 cores shared with concurrent compiles; rows at the
-  tens-of-nanoseconds level (and the typed call) moved by up to 2× between runs. Compare
-  ratios from one run only.
+- **Noise.** The reference machine has 2 cores shared with other work; a whole group can run
+  slow (every row of it), so compare ratios within one run and rerun a group that looks off
+  (`BENCH_FILTER=tiny bash benches/run.sh` prints without rewriting this file).
 """
 
 PEERS = ["json_floor_jsonschema", "jsonrpsee_raw_json_request", "tarpc_channel", "async_graphql_execute"]
 
 
+def best_of(paths):
+    """Each bench's lowest median across runs."""
+    best = {}
+    for path in paths:
+        for key, median in parse(path).items():
+            best[key] = min(median, best.get(key, median))
+    return best
+
+
 def main():
-    medians = parse(sys.argv[1])
+    lock, outputs = sys.argv[1], sys.argv[2:]
+    medians = best_of(outputs)
     get = lambda group, name: medians.get(f"{group}::{name}")  # noqa: E731
     per_item = lambda name: (get("stream", name) / ITEMS) if get("stream", name) else None  # noqa: E731
     out = []
     w = out.append
     w("# Benchmarks\n")
     w("Generated by `bash benches/run.sh` (do not edit by hand). opkit against the JSON floor and the")
-    w("frameworks users would pick instead, in one run of one binary (`benches/benches/compare.rs`,")
-    w("divan, tokio `current_thread`, release). Figures are medians; only ratios are meaningful")
-    w("across machines. Inputs are built outside the timed section.\n")
+    w("frameworks users would pick instead, measured by one binary (`benches/benches/compare.rs`,")
+    w("divan, tokio `current_thread`, release). Figures are medians, each the best of "
+      f"{len(outputs)} run(s) of the")
+    w("whole suite; only ratios are meaningful across machines. Inputs are built outside the timed")
+    w("section.\n")
     w("- **tiny**: `add(a, b) -> {sum}`")
     w("- **medium**: 10 input fields incl. a nested object and a 20-item array; similar output")
     w(f"- **stream**: {ITEMS} `{{sum}}` items per iteration, reported per item\n")
@@ -158,7 +186,7 @@ def main():
     if redis:
         w(f"- {redis}")
     w(f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}")
-    w("- crates: " + ", ".join(f"{name} {version}" for name, version in versions(sys.argv[2])))
+    w("- crates: " + ", ".join(f"{name} {version}" for name, version in versions(lock)))
     w("")
 
     w("## Unary calls\n")

@@ -383,8 +383,8 @@ impl RegistryInner {
             Ok((operation, running))
         });
         async move {
-            let (operation, (future, limits)) = started?;
-            let value = run::guard(&*operation.id, future, limits).await?;
+            let (operation, (mut future, limits)) = started?;
+            let value = run::guard(&*operation.id, future.as_mut(), limits).await?;
             Ok(pipeline::finish(&operation, value))
         }
     }

@@ -11,6 +11,7 @@ use serde_json::Value;
 use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -81,7 +82,7 @@ where
     Fut: Future<Output = Result<T, CallError>>,
 {
     let (future, limits) = start_checked(id, ctx, start)?;
-    guard(id, future, limits).await
+    guard(id, std::pin::pin!(future), limits).await
 }
 
 /// The deadline and cancellation token a started call must respect.
@@ -123,7 +124,7 @@ where
 /// the token are only set up (in a box, so the common future stays small) when there is one.
 pub(crate) async fn guard<T, Fut, I>(
     id: I,
-    future: Fut,
+    future: Pin<&mut Fut>,
     Limits {
         deadline,
         cancellation,
@@ -131,8 +132,9 @@ pub(crate) async fn guard<T, Fut, I>(
 ) -> Result<T, CallError>
 where
     I: AsRef<str>,
-    Fut: Future<Output = Result<T, CallError>>,
+    Fut: Future<Output = Result<T, CallError>> + ?Sized,
 {
+    // The future stays where the caller pinned it: no copy of a large user future.
     let guarded = AssertUnwindSafe(future).catch_unwind();
     let outcome = if deadline.is_none() && cancellation.is_none() {
         guarded.await
