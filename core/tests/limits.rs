@@ -1,6 +1,7 @@
 //! The resource bounds of `opkit::limits`: each is exceeded here and gives its documented error.
 
 mod protocol_support;
+mod warnings_support;
 
 use bytes::Bytes;
 use futures::StreamExt;
@@ -14,6 +15,7 @@ use opkit::protocol::{
 use protocol_support::{bus, eventually, next_event, within};
 use serde_json::{Value, json};
 use std::sync::Arc;
+use warnings_support::capture_warnings;
 
 /// `depth` arrays nested around `0` (built without `json!`, which copies its arguments
 /// recursively).
@@ -349,30 +351,4 @@ async fn outputs_deeper_than_cast_max_depth_terminate_and_the_rest_is_reported()
         warnings.contains("deep.tree") && warnings.contains("output schema"),
         "{warnings}"
     );
-}
-
-/// Runs `body` with a tracing subscriber that records WARN events; returns its output and them.
-async fn capture_warnings<T>(body: impl std::future::Future<Output = T>) -> (T, String) {
-    use std::sync::Mutex;
-    #[derive(Clone, Default)]
-    struct Buffer(Arc<Mutex<Vec<u8>>>);
-    impl std::io::Write for Buffer {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let buffer = Buffer::default();
-    let writer = buffer.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::WARN)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _default = tracing::subscriber::set_default(subscriber);
-    let output = body.await;
-    let bytes = buffer.0.lock().unwrap().clone();
-    (output, String::from_utf8(bytes).unwrap())
 }

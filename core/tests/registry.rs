@@ -1,6 +1,8 @@
 //! `OperationRegistry`: registration rules, execute/subscribe checks, the shared pipeline,
 //! panics, deadlines, cancellation and stream dropping.
 
+mod warnings_support;
+
 use futures::StreamExt;
 use opkit::envelope::{ResponseMeta, http_envelope};
 use opkit::{
@@ -12,6 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
+use warnings_support::capture_warnings;
 
 fn add_spec() -> OperationSpec {
     OperationSpec::new("math", "add", OperationKind::Query)
@@ -548,7 +551,7 @@ async fn output_mismatches_are_warnings_not_errors() {
             Handler::unary(|_, _| async move { Ok(json!("abc")) }),
         )
         .unwrap();
-    let warnings = capture_warnings(async {
+    let ((), warnings) = capture_warnings(async {
         let envelope = registry
             .execute("bad.output", json!({}), &ctx())
             .await
@@ -560,32 +563,6 @@ async fn output_mismatches_are_warnings_not_errors() {
         warnings.contains("bad.output") && warnings.contains("output schema"),
         "{warnings}"
     );
-}
-
-/// Runs `body` with a tracing subscriber that records WARN events, and returns them.
-async fn capture_warnings(body: impl std::future::Future<Output = ()>) -> String {
-    use std::sync::Mutex;
-    #[derive(Clone, Default)]
-    struct Buffer(Arc<Mutex<Vec<u8>>>);
-    impl std::io::Write for Buffer {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let buffer = Buffer::default();
-    let writer = buffer.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::WARN)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _default = tracing::subscriber::set_default(subscriber);
-    body.await;
-    let bytes = buffer.0.lock().unwrap().clone();
-    String::from_utf8(bytes).unwrap()
 }
 
 #[tokio::test]
