@@ -1,4 +1,4 @@
-//! Nesting depth of JSON values, measured in one pass without recursion.
+//! Nesting depth of JSON values, measured with recursion bounded by the limit.
 //!
 //! A [`Value`] built in code can nest arbitrarily deep (parsers stop at a limit; code does
 //! not), and deep values overflow the stack of recursive code: schema validation, cast,
