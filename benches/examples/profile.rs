@@ -1,6 +1,6 @@
 //! A loop of one bench path for a profiler (callgrind or perf):
 //! `cargo build --release --example profile && valgrind --tool=callgrind target/release/examples/profile tiny 20000`.
-//! Paths: `tiny`, `medium`, `tiny-floor`, `medium-floor` (the JSON floor), (`registry.execute`), `stream` (`registry.subscribe`), `memory` (call
+//! Paths: `tiny`, `medium`, `tiny-floor`, `medium-floor` (the JSON floor), (`registry.execute`), `stream` (`registry.subscribe`), `typed-stream` (`items::subscribe`), `memory` (call
 //! protocol round trip over `MemoryPubSub`).
 
 use futures::StreamExt;
@@ -56,6 +56,12 @@ fn main() {
                     .subscribe(items::ID, json!({"count": rounds}), &ctx)
                     .await
                     .expect("subscribe");
+                while let Some(item) = items.next().await {
+                    std::hint::black_box(item.expect("item"));
+                }
+            }
+            "typed-stream" => {
+                let mut items = std::pin::pin!(items::subscribe(&ctx, rounds as u32));
                 while let Some(item) = items.next().await {
                     std::hint::black_box(item.expect("item"));
                 }
