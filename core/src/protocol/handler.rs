@@ -15,7 +15,7 @@ use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::{Context, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -444,8 +444,15 @@ impl Shared {
         // its own. Its first poll there registers the real wakers (futures re-register on
         // every poll), so nothing is lost by this poll's no-op waker.
         let mut first_poll = Context::from_waker(Waker::noop());
-        if serving.as_mut().poll(&mut first_poll).is_pending() {
-            tokio::spawn(serving);
+        // As in a task of its own, a panic ends this request only (handler panics are already
+        // errors; this covers the serving code around them), never the operation's loop.
+        let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            serving.as_mut().poll(&mut first_poll)
+        }));
+        match polled {
+            Ok(Poll::Pending) => drop(tokio::spawn(serving)),
+            Ok(Poll::Ready(())) => {}
+            Err(_) => tracing::error!("serving a request panicked; the request is dropped"),
         }
     }
 
