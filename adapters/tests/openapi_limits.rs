@@ -225,13 +225,17 @@ fn documents_nested_past_the_parsers_limits_are_parse_errors() {
     );
     let error = importer().import_str(&deep_json).unwrap_err();
     assert!(error.to_string().contains("recursion limit"), "{error}");
-    // The YAML parser reads the whole document before it checks nesting, in time that grows
-    // with the square of the nesting: a thousand levels is enough to show the error.
+    // The YAML parser would read the whole document before checking nesting, in time that
+    // grows with the square of the nesting; a linear pre-check refuses it first.
     let deep_yaml = format!(
         "openapi: 3.1.0\npaths: {{}}\nx-deep: {}0{}\n",
-        "[".repeat(1_000),
-        "]".repeat(1_000)
+        "[".repeat(1_000_000),
+        "]".repeat(1_000_000)
     );
     let error = importer().import_str(&deep_yaml).unwrap_err();
-    assert!(error.to_string().contains("YAML"), "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("YAML") && message.contains("deeper than 128 levels"),
+        "{message}"
+    );
 }

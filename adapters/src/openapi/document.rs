@@ -8,6 +8,7 @@
 //! `<<` merge keys applied.
 
 use super::error::OpenApiError;
+use super::yaml_depth;
 use opkit::schema::json_type_name;
 use serde_json::{Map, Number, Value};
 use url::Url;
@@ -53,6 +54,12 @@ pub(crate) fn parse_text(text: &str) -> Result<Value, OpenApiError> {
             message: error.to_string(),
         })
     } else {
+        yaml_depth::check_flow_depth(trimmed, yaml_depth::MAX_YAML_FLOW_DEPTH).map_err(
+            |message| OpenApiError::Parse {
+                format: "YAML",
+                message,
+            },
+        )?;
         let mut yaml: serde_norway::Value =
             serde_norway::from_str(trimmed).map_err(|error| OpenApiError::Parse {
                 format: "YAML",

@@ -126,6 +126,7 @@ mod request;
 mod response;
 mod servers;
 mod sse;
+mod yaml_depth;
 
 pub use document::SpecVersion;
 pub use error::{OpenApiError, SkippedOperation};
