@@ -87,19 +87,19 @@ where
 
 /// The deadline and cancellation token a started call must respect.
 pub(crate) struct Limits {
-    deadline: Option<Deadline>,
-    cancellation: Option<CancellationToken>,
+    pub(crate) deadline: Option<Deadline>,
+    pub(crate) cancellation: Option<CancellationToken>,
 }
 
-/// Makes the future `start(ctx)` for operation `id`: a call already cancelled or past its
-/// deadline does not start, and a panic while starting is `EXECUTION_ERROR`.
-pub(crate) fn start_checked<F, Fut>(
+/// Makes the future or stream `start(ctx)` for operation `id`: a call already cancelled or past
+/// its deadline does not start, and a panic while starting is `EXECUTION_ERROR`.
+pub(crate) fn start_checked<F, Started>(
     id: &str,
     ctx: OperationContext,
     start: F,
-) -> Result<(Fut, Limits), CallError>
+) -> Result<(Started, Limits), CallError>
 where
-    F: FnOnce(OperationContext) -> Fut,
+    F: FnOnce(OperationContext) -> Started,
 {
     if ctx.is_cancelled() {
         return Err(aborted(id));
@@ -112,9 +112,9 @@ where
         deadline,
         cancellation: ctx.cancellation().cloned(),
     };
-    let future = std::panic::catch_unwind(AssertUnwindSafe(|| start(ctx)))
+    let started = std::panic::catch_unwind(AssertUnwindSafe(|| start(ctx)))
         .map_err(|payload| panicked(id, &*payload))?;
-    Ok((future, limits))
+    Ok((started, limits))
 }
 
 /// `future` with its panics, deadline and cancellation turned into errors.
@@ -207,15 +207,6 @@ pub(crate) fn start_guarded_stream<S, F>(
 where
     F: FnOnce(OperationContext) -> S,
 {
-    if ctx.is_cancelled() {
-        return Err(aborted(&id));
-    }
-    let deadline = ctx.deadline();
-    if deadline.is_some_and(|deadline| deadline.is_expired()) {
-        return Err(timed_out(&id));
-    }
-    let cancellation = ctx.cancellation().cloned();
-    let items = std::panic::catch_unwind(AssertUnwindSafe(|| start(ctx)))
-        .map_err(|payload| panicked(&id, &*payload))?;
-    Ok(GuardedStream::new(id, items, deadline, cancellation))
+    let (items, limits) = start_checked(&id, ctx, start)?;
+    Ok(GuardedStream::new(id, items, limits))
 }

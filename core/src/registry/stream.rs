@@ -2,8 +2,7 @@
 
 use super::operation::Operation;
 use super::pipeline::finish;
-use super::run::{aborted, panicked, timed_out};
-use crate::context::Deadline;
+use super::run::{Limits, aborted, panicked, timed_out};
 use crate::envelope::ResponseEnvelope;
 use crate::error::CallError;
 use futures::Stream;
@@ -14,7 +13,7 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+use tokio_util::sync::WaitForCancellationFutureOwned;
 
 /// A subscription's results: one envelope (or error) per item of the handler's stream.
 pub type EnvelopeStream =
@@ -61,8 +60,10 @@ impl<S> GuardedStream<S> {
     pub(crate) fn new(
         id: Arc<str>,
         items: S,
-        deadline: Option<Deadline>,
-        cancellation: Option<CancellationToken>,
+        Limits {
+            deadline,
+            cancellation,
+        }: Limits,
     ) -> Self {
         Self {
             id,
