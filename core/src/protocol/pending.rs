@@ -399,6 +399,28 @@ impl Table {
         self.lock().entries.remove(&seq)
     }
 
+    /// Acts on a decoded event of the reply topic.
+    fn handle(&self, event: CallEvent) {
+        match event {
+            CallEvent::Responded(event) => {
+                self.deliver(&event.request_id, event.output);
+            }
+            CallEvent::Completed(event) => {
+                self.complete(&event.request_id);
+            }
+            CallEvent::Error(event) => {
+                let request_id = event.request_id.clone();
+                self.fail(&request_id, event.into_error());
+            }
+            other => {
+                tracing::debug!(
+                    event = other.type_name(),
+                    "ignoring an event on a reply topic"
+                );
+            }
+        }
+    }
+
     fn respond(&self, request_id: &str, output: Value) -> Result<bool, CallError> {
         let envelope = ResponseEnvelope::from_value(output).map_err(|error| {
             CallError::new(
@@ -467,22 +489,10 @@ impl Table {
 
     /// Routes one message of the reply topic.
     fn route(&self, payload: &[u8]) {
-        match super::fast_decode::decode_fast(payload) {
-            Some(CallEvent::Responded(event)) => {
-                self.deliver(&event.request_id, event.output);
-                return;
-            }
-            Some(CallEvent::Completed(event)) => {
-                self.complete(&event.request_id);
-                return;
-            }
-            Some(CallEvent::Error(event)) => {
-                let request_id = event.request_id.clone();
-                self.fail(&request_id, event.into_error());
-                return;
-            }
-            // Anything else (or nothing) takes the slow path, which names what is wrong.
-            _ => {}
+        // What the fast path declines takes the slow path, which names what is wrong.
+        if let Some(event) = super::fast_decode::decode_fast(payload) {
+            self.handle(event);
+            return;
         }
         let fields = match serde_json::from_slice(payload) {
             Ok(Value::Object(fields)) => fields,
@@ -526,19 +536,7 @@ impl Table {
             return;
         }
         match CallEvent::from_value(Value::Object(fields)) {
-            Ok(CallEvent::Completed(event)) => {
-                self.complete(&event.request_id);
-            }
-            Ok(CallEvent::Error(event)) => {
-                let request_id = event.request_id.clone();
-                self.fail(&request_id, event.into_error());
-            }
-            Ok(other) => {
-                tracing::debug!(
-                    event = other.type_name(),
-                    "ignoring an event on a reply topic"
-                );
-            }
+            Ok(event) => self.handle(event),
             Err(error) => {
                 tracing::warn!(%error, "a malformed event arrived on a reply topic");
                 if let Some(request_id) = request_id {
