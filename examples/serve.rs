@@ -120,7 +120,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let http = HttpServer::new(registry.clone())
         .info("opkit quickstart", "1.0.0")
         .identity_resolver(tokens());
-    let app = http.router().merge(mcp.router());
+    let app = http.router().nest("/mcp", mcp.router());
     println!("opkit serves {} operations on {base}", registry.len());
     println!("  OpenAPI document: {base}/openapi.json");
     for spec in registry.specs() {

@@ -375,7 +375,10 @@ async fn cancelling_a_request_cancels_the_operation() {
 
     // Streamable HTTP: `notifications/cancelled` (legacy) or closing the response (2026-07-28).
     let (registry, mut events) = waiting_registry();
-    let served = serve(McpServer::new(registry).call_timeout(None).router()).await;
+    let served = serve(
+        axum::Router::new().nest("/mcp", McpServer::new(registry).call_timeout(None).router()),
+    )
+    .await;
     for mode in [None, Some(modern())] {
         let client = http_client(&served.url("/mcp"), None, mode).await;
         check_cancellation(&client, &mut events).await;
@@ -403,7 +406,9 @@ async fn http_client(url: &str, token: Option<&str>, mode: Option<ClientLifecycl
 
 #[tokio::test]
 async fn streamable_http_serves_both_protocol_eras() {
-    let served = serve(McpServer::new(fixture_registry(false)).router()).await;
+    let served =
+        serve(axum::Router::new().nest("/mcp", McpServer::new(fixture_registry(false)).router()))
+            .await;
     let url = served.url("/mcp");
 
     let legacy = http_client(&url, None, None).await;
@@ -452,9 +457,12 @@ async fn streamable_http_serves_both_protocol_eras() {
 #[tokio::test]
 async fn streamable_http_resolves_bearer_tokens() {
     let served = serve(
-        McpServer::new(fixture_registry(false))
-            .identity_resolver(fixture_tokens())
-            .router(),
+        axum::Router::new().nest(
+            "/mcp",
+            McpServer::new(fixture_registry(false))
+                .identity_resolver(fixture_tokens())
+                .router(),
+        ),
     )
     .await;
     let url = served.url("/mcp");
@@ -524,9 +532,12 @@ async fn the_stdio_example_serves_the_fixtures() {
 async fn round_trip_through_rmcp_gives_the_same_operations_and_data() {
     let registry = fixture_registry(false);
     let served = serve(
-        McpServer::new(registry.clone())
-            .identity_resolver(fixture_tokens())
-            .router(),
+        axum::Router::new().nest(
+            "/mcp",
+            McpServer::new(registry.clone())
+                .identity_resolver(fixture_tokens())
+                .router(),
+        ),
     )
     .await;
     let client = http_client(&served.url("/mcp"), Some("admin-token"), Some(modern())).await;

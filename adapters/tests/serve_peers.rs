@@ -138,10 +138,13 @@ async fn the_python_mcp_client_over_stdio() {
 #[tokio::test]
 async fn the_python_mcp_client_over_streamable_http() {
     let served = serve(
-        McpServer::new(fixture_registry(true))
-            .name("opkit-fixtures")
-            .identity_resolver(fixture_tokens())
-            .router(),
+        axum::Router::new().nest(
+            "/mcp",
+            McpServer::new(fixture_registry(true))
+                .name("opkit-fixtures")
+                .identity_resolver(fixture_tokens())
+                .router(),
+        ),
     )
     .await;
     let url = served.url("/mcp");

@@ -237,9 +237,12 @@ async fn check_mcp_import(connection: &McpConnection, served_registry: &Operatio
 async fn importing_the_mcp_tools_gives_the_same_operations_and_data() {
     let served_registry = fixture_registry(false);
     let served = serve(
-        McpServer::new(served_registry.clone())
-            .identity_resolver(fixture_tokens())
-            .router(),
+        axum::Router::new().nest(
+            "/mcp",
+            McpServer::new(served_registry.clone())
+                .identity_resolver(fixture_tokens())
+                .router(),
+        ),
     )
     .await;
     let connection = McpConnection::connect_http(

@@ -2,6 +2,8 @@
 
 use crate::access::Identity;
 use crate::env::{EnvBackend, OperationEnv};
+use crate::error::CallError;
+use crate::state::StateMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -78,6 +80,7 @@ pub struct OperationContext {
     deadline: Option<Deadline>,
     cancellation: Option<CancellationToken>,
     env: Option<Arc<dyn EnvBackend>>,
+    states: Option<Arc<StateMap>>,
 }
 
 impl Default for OperationContext {
@@ -95,6 +98,7 @@ impl fmt::Debug for OperationContext {
             .field("deadline", &self.deadline)
             .field("cancelled", &self.is_cancelled())
             .field("has_env", &self.env.is_some())
+            .field("states", &self.states)
             .finish()
     }
 }
@@ -114,6 +118,7 @@ impl OperationContext {
             deadline: None,
             cancellation: None,
             env: None,
+            states: None,
         }
     }
 
@@ -133,6 +138,7 @@ impl OperationContext {
             deadline: None,
             cancellation: None,
             env: None,
+            states: None,
         }
     }
 
@@ -257,6 +263,70 @@ impl OperationContext {
                 .as_ref()
                 .map(CancellationToken::child_token),
             env: self.env.clone(),
+            states: self.states.clone(),
         }
+    }
+
+    /// Adds an application state value of type `T` (replacing one of the same type) for the
+    /// calls made with this context: typed calls (`add::call(&ctx, ..)`) read their
+    /// [`State<T>`](crate::State) parameters from here, and a registry falls back to these
+    /// values for the types it was not given (see [`crate::state`]).
+    ///
+    /// ```
+    /// use opkit::OperationContext;
+    /// let ctx = OperationContext::new().with_state(42_u32);
+    /// assert_eq!(ctx.state::<u32>().unwrap(), &42);
+    /// ```
+    #[must_use]
+    pub fn with_state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        let mut states = self.states.as_deref().cloned().unwrap_or_default();
+        states.insert(value);
+        self.states = Some(Arc::new(states));
+        self
+    }
+
+    /// The application state of type `T` this call sees (the running registry's, see
+    /// [`crate::state`]); an `EXECUTION_ERROR` naming the type when none was provided.
+    ///
+    /// What a dynamic handler uses where an `#[operation]` fn takes a
+    /// [`State<T>`](crate::State) parameter:
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use opkit::{Handler, OperationContext, OperationKind, OperationRegistry, OperationSpec};
+    /// use serde_json::json;
+    ///
+    /// struct Prefix(&'static str);
+    ///
+    /// let registry = OperationRegistry::new().with_state(Prefix("id-"));
+    /// registry.register(
+    ///     OperationSpec::new("ids", "make", OperationKind::Query).requires_state::<Prefix>(),
+    ///     Handler::unary(|_input, ctx| async move {
+    ///         let prefix = ctx.state::<Prefix>()?;
+    ///         Ok(json!(format!("{}7", prefix.0)))
+    ///     }),
+    /// ).unwrap();
+    /// let envelope = registry.execute("ids.make", json!({}), &OperationContext::new()).await.unwrap();
+    /// assert_eq!(envelope.data, "id-7");
+    /// # });
+    /// ```
+    pub fn state<T: Send + Sync + 'static>(&self) -> Result<&T, CallError> {
+        self.state_opt::<T>()
+            .ok_or_else(|| crate::state::missing_state(None, std::any::type_name::<T>()))
+    }
+
+    /// The application state of type `T`, when one was provided.
+    pub fn state_opt<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.states.as_deref().and_then(StateMap::get::<T>)
+    }
+
+    /// This context with a registry's state over its own (see [`crate::state`]).
+    pub(crate) fn with_registry_states(mut self, registry: &Arc<StateMap>) -> Self {
+        self.states = Some(match self.states.take() {
+            None => registry.clone(),
+            Some(own) if Arc::ptr_eq(&own, registry) || own.is_empty() => registry.clone(),
+            Some(own) => Arc::new(StateMap::layered(registry, &own)),
+        });
+        self
     }
 }

@@ -50,6 +50,7 @@ mod env;
 mod error;
 mod registry;
 mod spec;
+pub mod state;
 mod typed;
 
 #[doc(hidden)]
@@ -60,20 +61,21 @@ pub use access::{AccessRule, Identity};
 pub use context::{Deadline, OperationContext, new_request_id};
 pub use env::{EnvBackend, OperationEnv};
 pub use envelope::{ResponseEnvelope, ResponseMeta};
-pub use error::{CallError, ErrorCode, Violation};
+pub use error::{CallError, ErrorCode, ErrorKind, Violation};
 #[doc = include_str!("operation.md")]
 pub use opkit_macros::operation;
 pub use protocol::{CallHandler, MemoryPubSub, PendingRequestMap, PubSub};
 pub use registry::{EnvelopeStream, Handler, OperationRegistry, RegistryError};
 pub use spec::{OperationKind, OperationSpec};
+pub use state::State;
 pub use typed::{Input, TypedOperation};
 
 /// The names most programs need: `use opkit::prelude::*;`.
 pub mod prelude {
     pub use crate::envelope::ResponseEnvelope;
     pub use crate::{
-        AccessRule, CallError, EnvelopeStream, ErrorCode, Handler, Identity, Input,
-        OperationContext, OperationEnv, OperationKind, OperationRegistry, OperationSpec,
+        AccessRule, CallError, EnvelopeStream, ErrorCode, ErrorKind, Handler, Identity, Input,
+        OperationContext, OperationEnv, OperationKind, OperationRegistry, OperationSpec, State,
         TypedOperation, operation,
     };
     pub use futures::{Stream, StreamExt};

@@ -29,9 +29,10 @@ pub use std::sync::OnceLock;
 
 pub use crate::context::OperationContext;
 pub use crate::envelope::ResponseEnvelope;
-pub use crate::error::CallError;
+pub use crate::error::{CallError, ErrorKind};
 pub use crate::registry::Handler;
 pub use crate::spec::{OperationKind, OperationSpec};
+pub use crate::state::{State, StateKey};
 pub use crate::typed::{Input, TypedOperation};
 
 use crate::access::AccessRule;
@@ -96,6 +97,10 @@ pub struct SpecParts {
     pub scopes: &'static [&'static str],
     /// Accepted roles.
     pub roles: &'static [&'static str],
+    /// The application errors declared with `errors(..)`.
+    pub errors: &'static [ErrorKind],
+    /// The keys of the fn's `State<T>` parameters.
+    pub states: &'static [fn() -> StateKey],
     /// `file:line` of the definition.
     pub origin: &'static str,
 }
@@ -115,6 +120,10 @@ pub fn cached_spec(
             .output_schema(output_schema())
             .access(access)
             .origin(parts.origin);
+        for kind in parts.errors {
+            spec = spec.error(*kind);
+        }
+        spec.states = parts.states.iter().map(|key| key()).collect();
         spec.description = parts
             .description
             .map(normalize_doc)
@@ -737,4 +746,46 @@ where
         Ok(items) => items.left_stream(),
         Err(error) => stream::once(async move { Err(error) }).right_stream(),
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Application state
+
+/// A parameter whose type is named `State<..>` must be opkit's.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not `opkit::State<T>`",
+    label = "a parameter whose type is named `State<..>` receives the application state",
+    note = "use `opkit::State<T>` (in `opkit::prelude`), or rename your own `State` type",
+    note = "the value must be `Clone + Send + Sync + 'static`: wrap it in an `Arc` if it is not `Clone`"
+)]
+pub trait IsState: Sized {
+    /// The state's type.
+    type Inner;
+    /// Reads the state from the context.
+    fn read(ctx: &OperationContext, id: &str) -> Result<Self, CallError>;
+}
+
+impl<T: Clone + Send + Sync + 'static> IsState for State<T> {
+    type Inner = T;
+    fn read(ctx: &OperationContext, id: &str) -> Result<Self, CallError> {
+        ctx.state_opt::<T>()
+            .cloned()
+            .map(State)
+            .ok_or_else(|| crate::state::missing_state(Some(id), std::any::type_name::<T>()))
+    }
+}
+
+/// The `State<T>` argument of operation `id`, cloned from the context's state.
+pub fn state<S: IsState>(ctx: &OperationContext, id: &str) -> Result<S, CallError> {
+    S::read(ctx, id)
+}
+
+/// The key of the state `T`, for the spec.
+pub fn state_key<T: 'static>() -> StateKey {
+    StateKey::of::<T>()
+}
+
+/// A stream that fails at once (a state the stream fn needs is missing).
+pub fn failed_stream<T>(error: CallError) -> impl Stream<Item = Result<T, CallError>> {
+    stream::once(async move { Err(error) })
 }

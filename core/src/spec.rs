@@ -1,6 +1,8 @@
 //! `OperationSpec` and `OperationKind`: what an operation is, independent of how it runs.
 
 use crate::access::AccessRule;
+use crate::error::ErrorKind;
+use crate::state::StateKey;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -79,6 +81,16 @@ pub struct OperationSpec {
     /// used in duplicate-id errors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
+    /// The application errors the operation may answer with, beside the protocol's (the
+    /// HTTP server documents a response for each; see [`ErrorKind`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<ErrorKind>,
+    /// The application state types the operation reads (its `State<T>` parameters), so a
+    /// registry can report a missing one at startup
+    /// ([`OperationRegistry::check_states`](crate::OperationRegistry::check_states)). Not
+    /// part of the wire form.
+    #[serde(skip)]
+    pub states: Vec<StateKey>,
 }
 
 impl OperationSpec {
@@ -94,6 +106,8 @@ impl OperationSpec {
             access: AccessRule::default(),
             extensions: Map::new(),
             origin: None,
+            errors: Vec::new(),
+            states: Vec::new(),
         }
     }
 
@@ -134,6 +148,29 @@ impl OperationSpec {
     #[must_use]
     pub fn extension(mut self, key: impl Into<String>, value: Value) -> Self {
         self.extensions.insert(key.into(), value);
+        self
+    }
+
+    /// Declares an application error the operation may answer with (documented by the HTTP
+    /// server's OpenAPI document with its status).
+    #[must_use]
+    pub fn error(mut self, kind: ErrorKind) -> Self {
+        if !self.errors.contains(&kind) {
+            self.errors.push(kind);
+        }
+        self
+    }
+
+    /// Declares that the handler reads the application state `T`
+    /// ([`OperationContext::state`](crate::OperationContext::state)), so that
+    /// [`OperationRegistry::check_states`](crate::OperationRegistry::check_states) reports
+    /// it missing before the first call.
+    #[must_use]
+    pub fn requires_state<T: Send + Sync + 'static>(mut self) -> Self {
+        let key = StateKey::of::<T>();
+        if !self.states.contains(&key) {
+            self.states.push(key);
+        }
         self
     }
 

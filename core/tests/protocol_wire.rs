@@ -124,6 +124,26 @@ fn completed() {
 }
 
 #[test]
+fn error_kind_travels_and_an_unknown_kind_is_dropped() {
+    let event = CallEvent::error("c1:4", CallError::conflict("the title is taken"));
+    round_trip(
+        r#"{"type":"call.error","requestId":"c1:4","code":"EXECUTION_ERROR","message":"the title is taken","kind":"CONFLICT"}"#,
+        &event,
+    );
+    // A kind from a newer peer: the error still arrives, with its code.
+    let newer = CallEvent::from_slice(
+        br#"{"type":"call.error","requestId":"c1:5","code":"EXECUTION_ERROR","message":"m","kind":"TEAPOT"}"#,
+    )
+    .unwrap();
+    let CallEvent::Error(failed) = newer else {
+        panic!("a call.error")
+    };
+    let error = failed.into_error();
+    assert_eq!(error.code, ErrorCode::ExecutionError);
+    assert_eq!(error.kind, None);
+}
+
+#[test]
 fn error_with_and_without_details() {
     round_trip(
         r#"{"type":"call.error","requestId":"c1:2","code":"VALIDATION_ERROR","message":"input is invalid","details":[{"message":"not an integer","path":"/a"}]}"#,
@@ -132,6 +152,7 @@ fn error_with_and_without_details() {
             code: ErrorCode::ValidationError,
             message: "input is invalid".into(),
             details: Some(json!([{"path": "/a", "message": "not an integer"}])),
+            kind: None,
         }),
     );
     let event = CallEvent::error("c1:3", CallError::timeout("too slow"));

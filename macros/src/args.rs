@@ -16,7 +16,18 @@ const KEYS: &[&str] = &[
     "mutation",
     "subscription",
     "access",
+    "errors",
     "crate",
+];
+/// The words of `errors(..)`: the application error kinds (`opkit::ErrorKind`), by their
+/// snake_case names, and the variant each names.
+const ERROR_KINDS: &[(&str, &str)] = &[
+    ("not_found", "NotFound"),
+    ("conflict", "Conflict"),
+    ("unprocessable", "Unprocessable"),
+    ("rate_limited", "RateLimited"),
+    ("unauthenticated", "Unauthenticated"),
+    ("unavailable", "Unavailable"),
 ];
 const ACCESS_KEYS: &[&str] = &["scopes", "roles"];
 
@@ -49,6 +60,8 @@ pub(crate) struct Args {
     pub kind: Option<(Kind, Span)>,
     pub scopes: Vec<LitStr>,
     pub roles: Vec<LitStr>,
+    /// `errors(not_found, ..)`: the `ErrorKind` variants, spanned at the user's words.
+    pub errors: Vec<syn::Ident>,
     /// `crate = path`: where the `opkit` crate is.
     pub krate: Option<syn::Path>,
     /// `false` when the arguments did not even parse.
@@ -107,6 +120,7 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
     let mut kind: Slot<Kind> = Slot::new("kind");
     let mut access = Slot::new("access");
     let mut krate = Slot::new("crate");
+    let mut error_kinds = Slot::new("errors");
     for meta in &metas {
         let key = meta_key(meta);
         let span = meta.path().span();
@@ -137,6 +151,11 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
                     access.set(errors, span, rule);
                 }
             }
+            "errors" => {
+                if let Some(kinds) = parse_error_kinds(meta, errors) {
+                    error_kinds.set(errors, span, kinds);
+                }
+            }
             "crate" => {
                 if let Some(path) = crate_path(meta, errors) {
                     krate.set(errors, span, path);
@@ -154,6 +173,7 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
         kind,
         scopes,
         roles,
+        errors: error_kinds.take().unwrap_or_default(),
         krate: krate.take(),
         parsed: true,
         namespace_given,
@@ -240,6 +260,42 @@ fn set_kind(slot: &mut Slot<Kind>, meta: &Meta, kind: Kind, errors: &Errors) {
         ),
         None => slot.value = Some((span, kind)),
     }
+}
+
+/// `errors(not_found, conflict)`: the variants of `opkit::ErrorKind` the words name.
+fn parse_error_kinds(meta: &Meta, errors: &Errors) -> Option<Vec<syn::Ident>> {
+    let words: Vec<String> = ERROR_KINDS
+        .iter()
+        .map(|(word, _)| (*word).to_owned())
+        .collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let Meta::List(list) = meta else {
+        errors.spanned(
+            meta,
+            "write the application errors the operation may answer with as a list: `errors(not_found, conflict)`",
+        );
+        return None;
+    };
+    let parsed = list.parse_args_with(Punctuated::<syn::Ident, Token![,]>::parse_terminated);
+    let idents = match parsed {
+        Ok(idents) => idents,
+        Err(error) => {
+            errors.push(error);
+            return None;
+        }
+    };
+    let mut variants = Vec::new();
+    for ident in idents {
+        let word = ident.to_string();
+        match ERROR_KINDS.iter().find(|(known, _)| *known == word) {
+            Some((_, variant)) => variants.push(syn::Ident::new(variant, ident.span())),
+            None => errors.spanned(
+                &ident,
+                unknown_key(&word, &words).replace("argument", "error kind"),
+            ),
+        }
+    }
+    Some(variants)
 }
 
 /// The string literal of `key = "value"`.

@@ -296,6 +296,14 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     let description = doc_option(private, &op.docs);
     let scopes = &op.scopes;
     let roles = &op.roles;
+    let error_kinds = op
+        .errors
+        .iter()
+        .map(|variant| quote!(#private::ErrorKind::#variant));
+    let states = op.states().map(|inner| {
+        let at = respan(private, inner.span());
+        quote_spanned!(inner.span()=> #at::state_key::<#inner>)
+    });
     let input_schema = match op.whole_input() {
         Some(inner) => {
             let at = respan(private, inner.span());
@@ -326,6 +334,8 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
                         description: #description,
                         scopes: &[#(#scopes),*],
                         roles: &[#(#roles),*],
+                        errors: &[#(#error_kinds),*],
+                        states: &[#(#states),*],
                         origin: #private::concat!(#private::file!(), ":", #private::line!()),
                     },
                     #input_schema,
@@ -373,7 +383,7 @@ fn input_params(op: &Operation<'_>, locals: &Locals) -> Vec<TokenStream> {
         .filter_map(|param| match param {
             Param::Field { ident, ty, .. } => Some(quote!(#ident: #ty)),
             Param::Whole { ty, .. } => Some(quote!(#input: #ty)),
-            Param::Context { .. } => None,
+            Param::Context { .. } | Param::State { .. } => None,
         })
         .collect()
 }
@@ -386,7 +396,7 @@ fn input_args(op: &Operation<'_>, locals: &Locals) -> Vec<TokenStream> {
         .filter_map(|param| match param {
             Param::Field { ident, .. } => Some(quote!(#ident)),
             Param::Whole { .. } => Some(quote!(#input)),
-            Param::Context { .. } => None,
+            Param::Context { .. } | Param::State { .. } => None,
         })
         .collect()
 }
@@ -403,7 +413,7 @@ fn args_from_input(op: &Operation<'_>, locals: &Locals) -> Vec<TokenStream> {
                 let at = respan(private, ty.span());
                 Some(quote_spanned!(ty.span()=> #at::wrap_input::<#ty>(#input)))
             }
-            Param::Context { .. } => None,
+            Param::Context { .. } | Param::State { .. } => None,
         })
         .collect()
 }
@@ -411,6 +421,7 @@ fn args_from_input(op: &Operation<'_>, locals: &Locals) -> Vec<TokenStream> {
 /// The arguments of the user's fn inside `__opkit_run`.
 fn fn_args(op: &Operation<'_>, locals: &Locals) -> Vec<TokenStream> {
     let Locals { input, ctx, .. } = locals;
+    let mut states = state_vars(op).into_iter();
     op.params
         .iter()
         .map(|param| match param {
@@ -418,8 +429,40 @@ fn fn_args(op: &Operation<'_>, locals: &Locals) -> Vec<TokenStream> {
             Param::Context { by_ref: false, .. } => quote!(#ctx),
             Param::Field { ident, .. } => quote!(#ident),
             Param::Whole { .. } => quote!(#input),
+            Param::State { .. } => {
+                let var = states.next();
+                quote!(#var)
+            }
         })
         .collect()
+}
+
+/// The macro's locals holding the fn's `State<T>` arguments, one per state parameter.
+fn state_vars(op: &Operation<'_>) -> Vec<Ident> {
+    op.states()
+        .enumerate()
+        .map(|(index, _)| format_ident!("__opkit_state_{}", index, span = Span::mixed_site()))
+        .collect()
+}
+
+/// `(__opkit_state_0, ..)` and the expression reading them from the context: the
+/// `Result` of a tuple of the fn's `State<T>` arguments (`Ok(())` when it takes none).
+fn state_reads(op: &Operation<'_>, locals: &Locals) -> (TokenStream, TokenStream) {
+    let private = &op.private;
+    let ident = &op.func.sig.ident;
+    let ctx = &locals.ctx;
+    let vars = state_vars(op);
+    let reads = op.params.iter().filter_map(|param| match param {
+        Param::State { ty, .. } => {
+            let at = respan(private, ty.span());
+            Some(quote_spanned!(ty.span()=> #at::state::<#ty>(&#ctx, <#ident as #private::TypedOperation>::ID)?))
+        }
+        _ => None,
+    });
+    (
+        quote!((#(#vars,)*)),
+        quote!((|| #private::Ok::<_, #private::CallError>((#(#reads,)*)))()),
+    )
 }
 
 /// `__opkit_run`: calls the user's fn and splits its result, the one place the return type's
@@ -436,14 +479,27 @@ fn run_fn(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         #private::Produced<<#ident as #private::TypedOperation>::Output>,
         #private::CallError,
     >);
+    let has_states = op.states().next().is_some();
+    let (state_vars, state_reads) = state_reads(op, locals);
     if !op.output.stream {
         let at = respan(private, value_span);
         let produce = quote_spanned!(value_span=> #at::produce::<#marker, _, _>);
+        let body = if has_states {
+            quote! {
+                let __opkit_states = #state_reads;
+                async move {
+                    let #state_vars = __opkit_states?;
+                    #produce(#ident(#(#args),*).await)
+                }
+            }
+        } else {
+            quote!(async move { #produce(#ident(#(#args),*).await) })
+        };
         return quote! {
             fn __opkit_run(#ctx: #private::OperationContext, #(#params),*)
                 -> impl #private::Future<Output = #item> + use<>
             {
-                async move { #produce(#ident(#(#args),*).await) }
+                #body
             }
         };
     }
@@ -468,11 +524,21 @@ fn run_fn(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     };
     let at = respan(private, value_span);
     let produce = quote_spanned!(value_span=> #at::produce_stream::<#marker, _, _>);
+    let body = if has_states {
+        quote! {
+            match #state_reads {
+                #private::Ok(#state_vars) => #private::futures::StreamExt::left_stream(#produce(#items)),
+                #private::Err(error) => #private::futures::StreamExt::right_stream(#private::failed_stream(error)),
+            }
+        }
+    } else {
+        quote!(#produce(#items))
+    };
     quote! {
         fn __opkit_run(#ctx: #private::OperationContext, #(#params),*)
             -> impl #private::futures::Stream<Item = #item> + use<>
         {
-            #produce(#items)
+            #body
         }
     }
 }

@@ -19,6 +19,8 @@ pub(crate) struct Operation<'a> {
     pub docs: Vec<&'a Expr>,
     pub scopes: Vec<LitStr>,
     pub roles: Vec<LitStr>,
+    /// `errors(..)`: `ErrorKind` variant names.
+    pub errors: Vec<Ident>,
     /// The parameters, in order.
     pub params: Vec<Param<'a>>,
     /// The result type (or stream item type) and whether the fn streams.
@@ -39,6 +41,9 @@ pub(crate) enum Param<'a> {
         /// The values of the parameter's doc comments.
         docs: Vec<&'a Expr>,
     },
+    /// `State<T>` (`ty`), destructured or not: the application state `inner`, injected, not
+    /// part of the input.
+    State { ty: &'a Type, inner: &'a Type },
     /// `Input<T>` (`ty`), destructured or not: the whole input is `inner`.
     Whole { ty: &'a Type, inner: &'a Type },
 }
@@ -58,6 +63,14 @@ impl Operation<'_> {
     pub(crate) fn whole_input(&self) -> Option<&Type> {
         self.params.iter().find_map(|param| match param {
             Param::Whole { inner, .. } => Some(*inner),
+            _ => None,
+        })
+    }
+
+    /// The state parameters' inner types, in order.
+    pub(crate) fn states(&self) -> impl Iterator<Item = &Type> {
+        self.params.iter().filter_map(|param| match param {
+            Param::State { inner, .. } => Some(*inner),
             _ => None,
         })
     }

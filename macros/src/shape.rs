@@ -76,6 +76,14 @@ pub(crate) fn input_param(ty: &Type) -> Option<&Type> {
     (segment.ident == "Input" && args.len() == 1).then(|| args[0])
 }
 
+/// `State<T>` (any path whose last segment is `State` with one type argument): the
+/// application state `T`, injected.
+pub(crate) fn state_param(ty: &Type) -> Option<&Type> {
+    let segment = last_segment(ty)?;
+    let args = type_args(segment);
+    (segment.ident == "State" && args.len() == 1).then(|| args[0])
+}
+
 /// What a return type says about streaming.
 pub(crate) enum Streaming<'a> {
     /// Not an `impl Stream`.

@@ -67,6 +67,7 @@ pub(crate) fn analyze<'a>(func: &'a ItemFn, args: Args, errors: &Errors) -> Opti
         docs: doc_values(&func.attrs),
         scopes: args.scopes,
         roles: args.roles,
+        errors: args.errors,
         params: params?,
         output: output?,
     })
@@ -194,6 +195,9 @@ fn check_param<'a>(
     }
     if let Some(inner) = shape::input_param(ty) {
         return Some(Param::Whole { ty, inner });
+    }
+    if let Some(inner) = shape::state_param(ty) {
+        return Some(Param::State { ty, inner });
     }
     if let Type::Reference(reference) = shape::peel(ty) {
         let owned = owned_suggestion(&reference.elem);

@@ -1,11 +1,11 @@
 //! The axum handlers: `/ops/{id}`, `/openapi.json` and the 404 fallback.
 
-use super::identity::{IdentityResolver, identify};
+use super::identity::{Authenticator, authenticate};
 use super::openapi::{DocumentInfo, document};
 use super::query::QueryShape;
-use super::status_for;
+use super::status_of;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{OriginalUri, Path, Request, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
@@ -26,7 +26,10 @@ pub(crate) const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id"
 /// Everything the handlers share.
 pub(crate) struct Shared {
     pub(crate) registry: OperationRegistry,
-    pub(crate) resolver: Option<Arc<dyn IdentityResolver>>,
+    pub(crate) authenticator: Option<Arc<dyn Authenticator>>,
+    /// Where the routes are reachable from outside, when configured
+    /// ([`HttpServer::base_path`](super::HttpServer::base_path)).
+    pub(crate) base_path: Option<String>,
     pub(crate) body_limit: usize,
     pub(crate) request_timeout: Duration,
     pub(crate) subscription_timeout: Option<Duration>,
@@ -36,26 +39,49 @@ pub(crate) struct Shared {
 
 /// A `CallError` as an HTTP response: the mapped status and the wire JSON as the body.
 pub(crate) fn error_response(error: &CallError) -> Response {
-    error_with_status(status_for(error.code), error)
+    error_with_status(status_of(error), error)
 }
 
 fn error_with_status(status: StatusCode, error: &CallError) -> Response {
     (status, axum::Json(error)).into_response()
 }
 
-/// `401` with a `WWW-Authenticate: Bearer` challenge (`error="invalid_token"` when a token
-/// was presented and rejected).
-fn unauthorized(error: &CallError, invalid_token: bool) -> Response {
-    let mut response = error_with_status(StatusCode::UNAUTHORIZED, error);
-    let challenge = if invalid_token {
-        HeaderValue::from_static("Bearer error=\"invalid_token\"")
-    } else {
-        HeaderValue::from_static("Bearer")
-    };
-    response
-        .headers_mut()
-        .insert(header::WWW_AUTHENTICATE, challenge);
-    response
+impl Shared {
+    /// A `CallError` as a response, with the authenticator's `WWW-Authenticate` challenge on
+    /// a `401` (`refused`: credentials were presented and refused).
+    fn error_response(&self, status: StatusCode, error: &CallError, refused: bool) -> Response {
+        let mut response = error_with_status(status, error);
+        if status == StatusCode::UNAUTHORIZED {
+            if let Some(challenge) = self
+                .authenticator
+                .as_ref()
+                .and_then(|authenticator| authenticator.challenge(refused))
+            {
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, challenge);
+            }
+        }
+        response
+    }
+
+    /// The prefix the routes are reached at: the configured base path, else what the
+    /// request's original URI has before the path the router saw.
+    fn base_path(&self, original: &Uri, seen: &Uri) -> String {
+        if let Some(base) = &self.base_path {
+            return base.clone();
+        }
+        mount_prefix(original.path(), seen.path())
+    }
+}
+
+/// `original` without its suffix `seen` (the prefix a nested router was mounted at), or `""`.
+fn mount_prefix(original: &str, seen: &str) -> String {
+    original
+        .strip_suffix(seen)
+        .unwrap_or_default()
+        .trim_end_matches('/')
+        .to_owned()
 }
 
 fn method_not_allowed(id: &str, method: &Method, allowed: &[Method]) -> Response {
@@ -75,17 +101,30 @@ fn method_not_allowed(id: &str, method: &Method, allowed: &[Method]) -> Response
 }
 
 /// `GET /openapi.json`.
-pub(crate) async fn openapi(State(shared): State<Arc<Shared>>) -> Response {
-    axum::Json(document(&shared.registry, &shared.info)).into_response()
+pub(crate) async fn openapi(
+    State(shared): State<Arc<Shared>>,
+    original: Option<axum::Extension<OriginalUri>>,
+    uri: Uri,
+) -> Response {
+    let original = original.map_or_else(|| uri.clone(), |axum::Extension(OriginalUri(o))| o);
+    let base = shared.base_path(&original, &uri);
+    axum::Json(document(&shared.registry, &shared.info, &base)).into_response()
 }
 
 /// Anything that is not a route.
-pub(crate) async fn fallback(method: Method, uri: Uri) -> Response {
+pub(crate) async fn fallback(
+    State(shared): State<Arc<Shared>>,
+    original: Option<axum::Extension<OriginalUri>>,
+    method: Method,
+    uri: Uri,
+) -> Response {
+    let original = original.map_or_else(|| uri.clone(), |axum::Extension(OriginalUri(o))| o);
+    let base = shared.base_path(&original, &uri);
     let error = CallError::new(
         ErrorCode::OperationNotFound,
         format!(
-            "no route for {method} {}; operations are served at /ops/<id>, the API is described at /openapi.json",
-            uri.path()
+            "no route for {method} {}; operations are served at {base}/ops/<id>, the API is described at {base}/openapi.json",
+            original.path()
         ),
     );
     error_response(&error)
@@ -145,7 +184,7 @@ struct Rejection {
 impl From<CallError> for Rejection {
     fn from(error: CallError) -> Self {
         Self {
-            status: status_for(error.code),
+            status: status_of(&error),
             error,
         }
     }
@@ -243,33 +282,38 @@ fn with_request_id(mut response: Response, ctx: &OperationContext) -> Response {
 pub(crate) async fn operation(
     State(shared): State<Arc<Shared>>,
     Path(id): Path<String>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Body,
+    request: Request,
 ) -> Response {
-    let Ok(identity) = identify(shared.resolver.as_deref(), &headers).await else {
-        let error = CallError::access_denied("the bearer token was not accepted");
-        return unauthorized(&error, true);
+    let (parts, body) = request.into_parts();
+    let (method, uri, headers) = (&parts.method, &parts.uri, &parts.headers);
+    let identity = match authenticate(shared.authenticator.as_deref(), &parts).await {
+        Ok(identity) => identity,
+        Err(error) => {
+            let status = match status_of(&error) {
+                StatusCode::FORBIDDEN => StatusCode::UNAUTHORIZED,
+                status => status,
+            };
+            return shared.error_response(status, &error, true);
+        }
     };
     let Some(spec) = shared.registry.spec(&id) else {
-        return error_response(&CallError::not_found(&id));
+        return error_response(&CallError::operation_not_found(&id));
     };
     let allowed = allowed_methods(&spec);
-    if !allowed.contains(&method) {
-        return method_not_allowed(&id, &method, &allowed);
+    if !allowed.contains(method) {
+        return method_not_allowed(&id, method, &allowed);
     }
     if let Err(error) = spec.access.check(identity.as_ref()) {
-        return if identity.is_none() && shared.resolver.is_some() {
-            unauthorized(&error, false)
+        return if identity.is_none() && shared.authenticator.is_some() {
+            shared.error_response(StatusCode::UNAUTHORIZED, &error, false)
         } else {
             error_response(&error)
         };
     }
     let input = if method == Method::GET {
-        query_input(&spec, &uri)
+        query_input(&spec, uri)
     } else {
-        body_input(&shared, &headers, body).await
+        body_input(&shared, headers, body).await
     };
     let input = match input {
         Ok(input) => input,
@@ -301,7 +345,7 @@ pub(crate) async fn operation(
                 );
                 response
             }
-            Err(error) => error_response(&error),
+            Err(error) => shared.error_response(status_of(&error), &error, false),
         };
         with_request_id(response, &ctx)
     } else {
@@ -316,7 +360,7 @@ pub(crate) async fn operation(
         guard.disarm();
         let response = match result {
             Ok(envelope) => axum::Json(envelope).into_response(),
-            Err(error) => error_response(&error),
+            Err(error) => shared.error_response(status_of(&error), &error, false),
         };
         with_request_id(response, &ctx)
     }
@@ -378,4 +422,17 @@ fn sse_events(
         };
         Some((Ok(event), state))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mount_prefix;
+
+    #[test]
+    fn mount_prefix_is_what_the_original_path_has_before_the_seen_one() {
+        assert_eq!(mount_prefix("/api/openapi.json", "/openapi.json"), "/api");
+        assert_eq!(mount_prefix("/openapi.json", "/openapi.json"), "");
+        assert_eq!(mount_prefix("/a/b/ops/x", "/ops/x"), "/a/b");
+        assert_eq!(mount_prefix("/elsewhere", "/openapi.json"), "");
+    }
 }

@@ -1,11 +1,210 @@
-//! Who is calling: bearer tokens resolved into [`Identity`]s by a pluggable resolver.
+//! Who is calling: the identity the application's own middleware decided, or one an
+//! [`Authenticator`] reads from the request (bearer tokens, API keys, cookies, ...).
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use http::HeaderMap;
-use opkit::Identity;
+use http::request::Parts;
+use http::{HeaderMap, HeaderName, HeaderValue};
+use opkit::{CallError, Identity};
+use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::Arc;
+
+/// Decides who is calling from the whole HTTP request (headers, cookies, extensions, URI):
+/// what the [`HttpServer`](super::HttpServer) and the
+/// [`McpServer`](crate::mcp_server::McpServer) use to fill the call's identity.
+///
+/// `Ok(None)` is an anonymous call, `Ok(Some(identity))` an authenticated one, and an error
+/// refuses the request (a [`CallError::unauthenticated`] answers `401`). Any
+/// `Fn(&Parts) -> Result<Option<Identity>, CallError>` closure is an authenticator;
+/// [`BearerAuth`] and [`ApiKeyAuth`] are ready-made ones that also describe themselves in the
+/// OpenAPI document.
+///
+/// Before any authenticator, both servers take an [`Identity`] that the application's own
+/// middleware put into the request's extensions (a tower/axum layer that already logged the
+/// user in): only server-side code can put it there, so it is trusted as is.
+///
+/// ```
+/// use http::request::Parts;
+/// use opkit::{CallError, Identity};
+/// use opkit_adapters::http_server::Authenticator;
+///
+/// // A session cookie, looked up in the application's own table.
+/// let by_cookie = |request: &Parts| -> Result<Option<Identity>, CallError> {
+///     let cookie = request.headers.get("cookie").and_then(|value| value.to_str().ok());
+///     match cookie {
+///         None => Ok(None),
+///         Some(text) if text.contains("session=alice") => Ok(Some(Identity::new("alice"))),
+///         Some(_) => Err(CallError::unauthenticated("the session has expired")),
+///     }
+/// };
+/// # fn check(_: impl Authenticator) {}
+/// check(by_cookie);
+/// ```
+pub trait Authenticator: Send + Sync + 'static {
+    /// The identity of `request`; an error refuses it.
+    fn authenticate(
+        &self,
+        request: &Parts,
+    ) -> BoxFuture<'static, Result<Option<Identity>, CallError>>;
+
+    /// The OpenAPI security scheme (name and object) that documents this authenticator.
+    fn security_scheme(&self) -> Option<(String, Value)> {
+        None
+    }
+
+    /// The `WWW-Authenticate` challenge sent with a `401`; `refused` when the request's
+    /// credentials were presented and refused (rather than missing).
+    fn challenge(&self, refused: bool) -> Option<HeaderValue> {
+        let _ = refused;
+        None
+    }
+}
+
+impl<F> Authenticator for F
+where
+    F: Fn(&Parts) -> Result<Option<Identity>, CallError> + Send + Sync + 'static,
+{
+    fn authenticate(
+        &self,
+        request: &Parts,
+    ) -> BoxFuture<'static, Result<Option<Identity>, CallError>> {
+        futures::future::ready(self(request)).boxed()
+    }
+}
+
+/// `Authorization: Bearer <token>`, resolved by an [`IdentityResolver`]: what
+/// [`HttpServer::identity_resolver`](super::HttpServer::identity_resolver) installs. No header
+/// is an anonymous call; a header that does not resolve is refused with `401`.
+#[derive(Clone)]
+pub struct BearerAuth {
+    resolver: Arc<dyn IdentityResolver>,
+}
+
+impl BearerAuth {
+    /// Bearer tokens resolved by `resolver`.
+    pub fn new(resolver: impl IdentityResolver) -> Self {
+        Self::shared(Arc::new(resolver))
+    }
+
+    /// Bearer tokens resolved by a shared resolver.
+    pub fn shared(resolver: Arc<dyn IdentityResolver>) -> Self {
+        Self { resolver }
+    }
+}
+
+impl Authenticator for BearerAuth {
+    fn authenticate(
+        &self,
+        request: &Parts,
+    ) -> BoxFuture<'static, Result<Option<Identity>, CallError>> {
+        let token = match Credentials::from_headers(&request.headers) {
+            Credentials::Anonymous => return futures::future::ready(Ok(None)).boxed(),
+            Credentials::Malformed => return futures::future::ready(Err(invalid_token())).boxed(),
+            Credentials::Bearer(token) => token,
+        };
+        let resolving = self.resolver.resolve(&token);
+        async move { resolving.await.map(Some).ok_or_else(invalid_token) }.boxed()
+    }
+
+    fn security_scheme(&self) -> Option<(String, Value)> {
+        Some((
+            "bearerAuth".to_owned(),
+            json!({"type": "http", "scheme": "bearer"}),
+        ))
+    }
+
+    fn challenge(&self, refused: bool) -> Option<HeaderValue> {
+        Some(if refused {
+            HeaderValue::from_static("Bearer error=\"invalid_token\"")
+        } else {
+            HeaderValue::from_static("Bearer")
+        })
+    }
+}
+
+fn invalid_token() -> CallError {
+    CallError::unauthenticated("the bearer token was not accepted")
+}
+
+/// An API key in a request header (`x-api-key: <key>`), resolved by an [`IdentityResolver`]
+/// (the application's own key table). No header is an anonymous call; a key that does not
+/// resolve is refused with `401`. Documented as an `apiKey` security scheme.
+///
+/// ```
+/// use opkit::Identity;
+/// use opkit_adapters::http_server::{ApiKeyAuth, HttpServer};
+/// # let registry = opkit::OperationRegistry::new();
+/// let server = HttpServer::new(registry).authenticator(ApiKeyAuth::header(
+///     "x-api-key",
+///     |key: &str| (key == "k-123").then(|| Identity::new("svc")),
+/// ));
+/// ```
+#[derive(Clone)]
+pub struct ApiKeyAuth {
+    header: HeaderName,
+    resolver: Arc<dyn IdentityResolver>,
+}
+
+impl ApiKeyAuth {
+    /// Keys in the header `name`, resolved by `resolver`.
+    ///
+    /// # Panics
+    ///
+    /// When `name` is not a valid header name (a programming error).
+    pub fn header(name: &str, resolver: impl IdentityResolver) -> Self {
+        let header = HeaderName::from_bytes(name.as_bytes()).unwrap_or_else(|error| {
+            panic!("ApiKeyAuth::header: `{name}` is not a header name: {error}")
+        });
+        Self {
+            header,
+            resolver: Arc::new(resolver),
+        }
+    }
+}
+
+impl Authenticator for ApiKeyAuth {
+    fn authenticate(
+        &self,
+        request: &Parts,
+    ) -> BoxFuture<'static, Result<Option<Identity>, CallError>> {
+        let Some(value) = request.headers.get(&self.header) else {
+            return futures::future::ready(Ok(None)).boxed();
+        };
+        let header = self.header.clone();
+        let refused = move || {
+            CallError::unauthenticated(format!("the API key in `{header}` was not accepted"))
+        };
+        let Ok(key) = value.to_str() else {
+            return futures::future::ready(Err(refused())).boxed();
+        };
+        let resolving = self.resolver.resolve(key.trim());
+        async move { resolving.await.map(Some).ok_or_else(refused) }.boxed()
+    }
+
+    fn security_scheme(&self) -> Option<(String, Value)> {
+        Some((
+            "apiKeyAuth".to_owned(),
+            json!({"type": "apiKey", "in": "header", "name": self.header.as_str()}),
+        ))
+    }
+}
+
+/// The caller of `request`: an [`Identity`] the application's middleware put into the
+/// extensions, else what `authenticator` says, else anonymous.
+pub(crate) async fn authenticate(
+    authenticator: Option<&dyn Authenticator>,
+    request: &Parts,
+) -> Result<Option<Identity>, CallError> {
+    if let Some(identity) = request.extensions.get::<Identity>() {
+        return Ok(Some(identity.clone()));
+    }
+    match authenticator {
+        Some(authenticator) => authenticator.authenticate(request).await,
+        None => Ok(None),
+    }
+}
 
 /// Turns a bearer token into the caller's [`Identity`]; `None` rejects the token.
 ///
@@ -135,26 +334,6 @@ impl Credentials {
             }
             _ => Self::Malformed,
         }
-    }
-}
-
-/// Why a request's credentials were refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Rejected;
-
-/// Resolves a request's identity: no resolver or no header is anonymous; a header that does
-/// not resolve is [`Rejected`].
-pub(crate) async fn identify(
-    resolver: Option<&dyn IdentityResolver>,
-    headers: &HeaderMap,
-) -> Result<Option<Identity>, Rejected> {
-    let Some(resolver) = resolver else {
-        return Ok(None);
-    };
-    match Credentials::from_headers(headers) {
-        Credentials::Anonymous => Ok(None),
-        Credentials::Malformed => Err(Rejected),
-        Credentials::Bearer(token) => resolver.resolve(&token).await.map(Some).ok_or(Rejected),
     }
 }
 

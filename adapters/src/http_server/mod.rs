@@ -59,13 +59,15 @@
 //! `200 {"data": .., "meta": {"source": "local", "operationId": .., "timestamp": ..}}`.
 //! The status is the call's: an envelope whose meta says `statusCode: 404` or
 //! `isError: true` is still a successful call and comes back with `200`.
-//! Failures carry the [`CallError`] wire JSON `{code, message, details?}` with the status
-//! from [`status_for`]:
+//! Failures carry the [`CallError`] wire JSON `{code, message, details?, kind?}` with the
+//! status from [`status_of`]: an application error's [`ErrorKind`] decides it when it has
+//! one (`NOT_FOUND` 404, `CONFLICT` 409, `UNPROCESSABLE` 422, `RATE_LIMITED` 429,
+//! `UNAUTHENTICATED` 401, `UNAVAILABLE` 503), else the code does ([`status_for`]):
 //!
 //! | code | status |
 //! |---|---|
 //! | `VALIDATION_ERROR` (input, query string, body JSON) | 400 (413 for a body over the limit, 415 for a non-JSON body) |
-//! | `ACCESS_DENIED` | 403; 401 with `WWW-Authenticate: Bearer` when a resolver is configured and the caller is anonymous or its token is rejected |
+//! | `ACCESS_DENIED` | 403; 401 (with the authenticator's `WWW-Authenticate` challenge) when an authenticator is configured and the caller is anonymous or its credentials are refused |
 //! | `OPERATION_NOT_FOUND` | 404 |
 //! | `EXECUTION_ERROR` | 500 |
 //! | `TRANSPORT_ERROR` | 502 |
@@ -102,14 +104,46 @@
 //!
 //! # Identity and access
 //!
-//! With an [`IdentityResolver`] configured, `Authorization: Bearer <token>` is resolved
-//! into the call's [`Identity`](opkit::Identity); no header means an anonymous call; a
-//! header the resolver rejects is `401`. Without a resolver the header is ignored and every
-//! call is anonymous. The server is an untrusted entry point: each operation's
+//! The call's [`Identity`](opkit::Identity) is, in this order:
+//! 1. an `Identity` the application's own middleware put into the request's extensions
+//!    (`request.extensions_mut().insert(identity)` in a tower/axum layer that already
+//!    authenticated the user: only server-side code can put it there, so it is trusted);
+//! 2. what the configured [`Authenticator`] reads from the whole request — [`BearerAuth`]
+//!    ([`HttpServer::identity_resolver`]: `Authorization: Bearer <token>`), [`ApiKeyAuth`]
+//!    (an API-key header), or any closure over the request's parts (cookies, mTLS
+//!    extensions, ...); credentials it refuses get `401`;
+//! 3. anonymous.
+//!
+//! The server is an untrusted entry point: each operation's
 //! [`AccessRule`](opkit::AccessRule) is checked before the registry is called: an
-//! authenticated caller that lacks a scope or role gets `403`, an anonymous one `401` (with
-//! `WWW-Authenticate: Bearer`, so that it knows to authenticate; `403` when no resolver is
-//! configured, since no token could help).
+//! authenticated caller that lacks a scope or role gets `403`, an anonymous one `401` when
+//! an authenticator is configured (so that it knows to authenticate), `403` otherwise.
+//!
+//! # Mounting
+//!
+//! [`HttpServer::router`] is root-relative, like every axum router: `merge` it to serve at
+//! the root, or `nest("/api", ..)` it to serve at `/api/ops/<id>` and `/api/openapi.json`.
+//! The document's `servers` entry and the paths named in error hints follow the prefix the
+//! router was reached through ([`HttpServer::base_path`] fixes it for a proxy that strips
+//! one). [`McpServer::router`](crate::mcp_server::McpServer::router) is root-relative too,
+//! so both mount alike:
+//!
+//! ```no_run
+//! # fn demo(registry: opkit::OperationRegistry) {
+//! use axum::Router;
+//! use opkit_adapters::http_server::HttpServer;
+//! use opkit_adapters::mcp_server::McpServer;
+//! let app: Router = Router::new()
+//!     .route("/health", axum::routing::get(|| async { "ok" }))
+//!     .nest("/api", HttpServer::new(registry.clone()).router())
+//!     .nest("/mcp", McpServer::new(registry).router());
+//! # }
+//! ```
+//!
+//! The routers carry their own axum state (they are `Router<()>`), so they mount into an
+//! app whose own routes use another `State`: nest or merge them after the app's
+//! `with_state(app_state)`, or, before it, turn them into the app's router type with
+//! `.with_state(())` (`Router<()>::with_state` gives a `Router<S>` for any `S`).
 //!
 //! # Limits
 //!
@@ -127,16 +161,17 @@ mod openapi;
 mod query;
 pub(crate) mod refs;
 
-pub use identity::{IdentityResolver, StaticTokens, async_resolver};
+pub use identity::{
+    ApiKeyAuth, Authenticator, BearerAuth, IdentityResolver, StaticTokens, async_resolver,
+};
 
-#[cfg(feature = "mcp-server")]
-pub(crate) use identity::identify;
+pub(crate) use identity::authenticate;
 
 use axum::Router;
 use axum::routing::{any, get};
 use handlers::Shared;
 use http::StatusCode;
-use opkit::{CallError, ErrorCode, OperationRegistry};
+use opkit::{CallError, ErrorCode, ErrorKind, OperationRegistry, RegistryError};
 use serde_json::Value;
 use std::future::Future;
 use std::sync::Arc;
@@ -163,7 +198,30 @@ pub fn status_for(code: ErrorCode) -> StatusCode {
     }
 }
 
-/// The response of a [`CallError`]: [`status_for`] its code, the wire JSON as the body.
+/// The HTTP status of a [`CallError`]: its application [`ErrorKind`] when it has one
+/// (`NOT_FOUND` 404, `CONFLICT` 409, `UNPROCESSABLE` 422, `RATE_LIMITED` 429,
+/// `UNAUTHENTICATED` 401, `UNAVAILABLE` 503), else [`status_for`] its code.
+///
+/// ```
+/// use http::StatusCode;
+/// use opkit::CallError;
+/// use opkit_adapters::http_server::status_of;
+/// assert_eq!(status_of(&CallError::conflict("the title is taken")), StatusCode::CONFLICT);
+/// assert_eq!(status_of(&CallError::execution("disk full")), StatusCode::INTERNAL_SERVER_ERROR);
+/// ```
+pub fn status_of(error: &CallError) -> StatusCode {
+    match error.kind {
+        Some(ErrorKind::NotFound) => StatusCode::NOT_FOUND,
+        Some(ErrorKind::Conflict) => StatusCode::CONFLICT,
+        Some(ErrorKind::Unprocessable) => StatusCode::UNPROCESSABLE_ENTITY,
+        Some(ErrorKind::RateLimited) => StatusCode::TOO_MANY_REQUESTS,
+        Some(ErrorKind::Unauthenticated) => StatusCode::UNAUTHORIZED,
+        Some(ErrorKind::Unavailable) => StatusCode::SERVICE_UNAVAILABLE,
+        _ => status_for(error.code),
+    }
+}
+
+/// The response of a [`CallError`]: [`status_of`] the error, the wire JSON as the body.
 pub fn error_response(error: &CallError) -> axum::response::Response {
     handlers::error_response(error)
 }
@@ -179,7 +237,8 @@ pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
 #[derive(Clone)]
 pub struct HttpServer {
     registry: OperationRegistry,
-    resolver: Option<Arc<dyn IdentityResolver>>,
+    authenticator: Option<Arc<dyn Authenticator>>,
+    base_path: Option<String>,
     body_limit: usize,
     request_timeout: Duration,
     subscription_timeout: Option<Duration>,
@@ -193,7 +252,8 @@ impl std::fmt::Debug for HttpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpServer")
             .field("registry", &self.registry)
-            .field("has_resolver", &self.resolver.is_some())
+            .field("has_authenticator", &self.authenticator.is_some())
+            .field("base_path", &self.base_path)
             .field("body_limit", &self.body_limit)
             .field("request_timeout", &self.request_timeout)
             .field("subscription_timeout", &self.subscription_timeout)
@@ -208,7 +268,8 @@ impl HttpServer {
     pub fn new(registry: OperationRegistry) -> Self {
         Self {
             registry,
-            resolver: None,
+            authenticator: None,
+            base_path: None,
             body_limit: DEFAULT_BODY_LIMIT,
             request_timeout: Duration::from_secs(30),
             subscription_timeout: None,
@@ -219,10 +280,36 @@ impl HttpServer {
         }
     }
 
-    /// Resolves `Authorization: Bearer` tokens into identities.
+    /// Resolves `Authorization: Bearer` tokens into identities (a [`BearerAuth`]).
     #[must_use]
-    pub fn identity_resolver(mut self, resolver: impl IdentityResolver) -> Self {
-        self.resolver = Some(Arc::new(resolver));
+    pub fn identity_resolver(self, resolver: impl IdentityResolver) -> Self {
+        self.authenticator(BearerAuth::new(resolver))
+    }
+
+    /// Decides who is calling from the whole request (see [`Authenticator`]): an API key, a
+    /// session cookie, anything the application uses. An [`Identity`](opkit::Identity) that
+    /// the application's middleware put into the request's extensions is taken first.
+    #[must_use]
+    pub fn authenticator(self, authenticator: impl Authenticator) -> Self {
+        self.shared_authenticator(Arc::new(authenticator))
+    }
+
+    /// [`authenticator`](Self::authenticator) from a shared one (the same as an
+    /// [`McpServer`](crate::mcp_server::McpServer)'s, say).
+    #[must_use]
+    pub fn shared_authenticator(mut self, authenticator: Arc<dyn Authenticator>) -> Self {
+        self.authenticator = Some(authenticator);
+        self
+    }
+
+    /// The path the routes are reachable at from outside (the document's `servers` entry
+    /// and the paths named in error hints), for a server behind a proxy that strips a
+    /// prefix. Without it the path the router is nested at (`Router::nest("/api", ..)`) is
+    /// used, found from each request.
+    #[must_use]
+    pub fn base_path(mut self, path: impl Into<String>) -> Self {
+        let path = path.into();
+        self.base_path = Some(path.trim_end_matches('/').to_owned());
         self
     }
 
@@ -275,36 +362,64 @@ impl HttpServer {
             title: self.title.clone(),
             version: self.version.clone(),
             description: self.description.clone(),
-            bearer: self.resolver.is_some(),
+            authenticated: self.authenticator.is_some(),
+            security: self
+                .authenticator
+                .as_ref()
+                .and_then(|authenticator| authenticator.security_scheme()),
         }
     }
 
-    /// The OpenAPI 3.1 document of the registry as it is now (what `/openapi.json` serves).
+    /// The OpenAPI 3.1 document of the registry as it is now (what `/openapi.json` serves),
+    /// for routes mounted at [`base_path`](Self::base_path) (the root unless set).
     pub fn openapi(&self) -> Value {
-        openapi::document(&self.registry, &self.document_info())
+        openapi::document(
+            &self.registry,
+            &self.document_info(),
+            self.base_path.as_deref().unwrap_or(""),
+        )
     }
 
-    /// The routes, ready to serve or to merge into a larger axum app.
+    /// The routes, ready to serve, or to mount in a larger axum app with `nest` (at a
+    /// prefix: `Router::new().nest("/api", server.router())` serves `/api/ops/<id>` and
+    /// documents `servers: [{"url": "/api"}]`) or `merge` (at the root). They carry their
+    /// own state, so they mount into an app whose routes use another `State`.
+    ///
+    /// # Panics
+    ///
+    /// When an operation reads application state the registry was not given (see
+    /// [`try_router`](Self::try_router), which returns that error instead).
     pub fn router(&self) -> Router {
+        self.try_router()
+            .unwrap_or_else(|error| panic!("HttpServer::router: {error}"))
+    }
+
+    /// [`router`](Self::router), or the [`RegistryError::MissingState`] naming each operation
+    /// whose application state the registry lacks.
+    pub fn try_router(&self) -> Result<Router, RegistryError> {
+        self.registry.check_states()?;
         let shared = Arc::new(Shared {
             registry: self.registry.clone(),
-            resolver: self.resolver.clone(),
+            authenticator: self.authenticator.clone(),
+            base_path: self.base_path.clone(),
             body_limit: self.body_limit,
             request_timeout: self.request_timeout,
             subscription_timeout: self.subscription_timeout,
             keep_alive: self.keep_alive,
             info: self.document_info(),
         });
-        Router::new()
+        Ok(Router::new()
             .route("/openapi.json", get(handlers::openapi))
             .route("/ops/{id}", any(handlers::operation))
             .fallback(handlers::fallback)
-            .with_state(shared)
+            .with_state(shared))
     }
 
-    /// Serves on `listener` until the process ends.
+    /// Serves on `listener` until the process ends (an error, before serving, when an
+    /// operation lacks its application state).
     pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-        axum::serve(listener, self.router()).await
+        let router = self.try_router().map_err(std::io::Error::other)?;
+        axum::serve(listener, router).await
     }
 
     /// Serves on `listener` until `shutdown` completes, then finishes the open requests.
@@ -313,7 +428,8 @@ impl HttpServer {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        axum::serve(listener, self.router())
+        let router = self.try_router().map_err(std::io::Error::other)?;
+        axum::serve(listener, router)
             .with_graceful_shutdown(shutdown)
             .await
     }

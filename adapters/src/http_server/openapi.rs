@@ -18,7 +18,7 @@
 
 use super::query::{ParamStyle, QueryShape};
 use super::refs::{add_component, component_rewriter, encode_token, rewrite_refs};
-use opkit::{OperationKind, OperationRegistry, OperationSpec};
+use opkit::{ErrorKind, OperationKind, OperationRegistry, OperationSpec};
 use serde_json::{Map, Value, json};
 
 /// Where operations are served: `/ops/<id>`.
@@ -30,8 +30,10 @@ pub(crate) struct DocumentInfo {
     pub(crate) title: String,
     pub(crate) version: String,
     pub(crate) description: Option<String>,
-    /// A bearer-token resolver is configured: document the security scheme and 401s.
-    pub(crate) bearer: bool,
+    /// An authenticator is configured: document 401s (and its security scheme, when it has one).
+    pub(crate) authenticated: bool,
+    /// The security scheme's name and object.
+    pub(crate) security: Option<(String, Value)>,
 }
 
 fn error_response(description: &str) -> Value {
@@ -41,8 +43,51 @@ fn error_response(description: &str) -> Value {
     })
 }
 
+/// The `components/responses` entry and the status of each application error kind.
+fn kind_response(kind: ErrorKind) -> (&'static str, &'static str, &'static str) {
+    match kind {
+        ErrorKind::NotFound => (
+            "404",
+            "ResourceNotFound",
+            "`NOT_FOUND` (kind; code `EXECUTION_ERROR`): what the call is about does not exist; or `OPERATION_NOT_FOUND`: no such operation.",
+        ),
+        ErrorKind::Conflict => (
+            "409",
+            "Conflict",
+            "`CONFLICT` (kind; code `EXECUTION_ERROR`): the call conflicts with the current state.",
+        ),
+        ErrorKind::Unprocessable => (
+            "422",
+            "Unprocessable",
+            "`UNPROCESSABLE` (kind; code `VALIDATION_ERROR`): the input breaks a rule of the domain.",
+        ),
+        ErrorKind::RateLimited => (
+            "429",
+            "RateLimited",
+            "`RATE_LIMITED` (kind; code `EXECUTION_ERROR`): too many calls; retry later.",
+        ),
+        ErrorKind::Unauthenticated => (
+            "401",
+            "Unauthenticated",
+            "`UNAUTHENTICATED` (kind; code `ACCESS_DENIED`): the caller must authenticate.",
+        ),
+        ErrorKind::Unavailable => (
+            "503",
+            "Unavailable",
+            "`UNAVAILABLE` (kind; code `EXECUTION_ERROR`): a dependency is down; retry later. Or `ABORTED`: the call was cancelled.",
+        ),
+        // `ErrorKind` is non-exhaustive: a kind added later is documented as a server error
+        // until it gets its own entry.
+        _ => (
+            "500",
+            "ExecutionError",
+            "`EXECUTION_ERROR`: the operation failed (returned an error or panicked).",
+        ),
+    }
+}
+
 /// `components/responses`: one entry per error status.
-fn error_responses(bearer: bool) -> Map<String, Value> {
+fn error_responses(info: &DocumentInfo) -> Map<String, Value> {
     let mut responses = Map::new();
     let entries = [
         (
@@ -82,17 +127,16 @@ fn error_responses(bearer: bool) -> Map<String, Value> {
     for (name, description) in entries {
         responses.insert(name.to_owned(), error_response(description));
     }
-    if bearer {
-        let mut unauthorized = error_response(
-            "`ACCESS_DENIED`: the `Authorization` header is not a bearer token the server accepts, or the operation needs an identity and the call is anonymous.",
+    for kind in ErrorKind::ALL {
+        let (_, name, description) = kind_response(kind);
+        responses
+            .entry(name.to_owned())
+            .or_insert_with(|| error_response(description));
+    }
+    if info.authenticated {
+        let unauthorized = error_response(
+            "`ACCESS_DENIED` (kind `UNAUTHENTICATED`): the request's credentials were not accepted, or the operation needs an identity and the call is anonymous.",
         );
-        unauthorized["headers"] = json!({
-            "WWW-Authenticate": {
-                "description": "`Bearer` (no token given) or `Bearer error=\"invalid_token\"`.",
-                "required": true,
-                "schema": {"type": "string"}
-            }
-        });
         responses.insert("Unauthorized".to_owned(), unauthorized);
     }
     responses
@@ -253,7 +297,7 @@ fn operations(
         let mut responses = Map::new();
         responses.insert("200".to_owned(), success.clone());
         responses.insert("400".to_owned(), response_ref("BadRequest"));
-        if info.bearer {
+        if info.authenticated {
             responses.insert("401".to_owned(), response_ref("Unauthorized"));
         }
         if !spec.access.is_public() {
@@ -268,6 +312,13 @@ fn operations(
         responses.insert("502".to_owned(), response_ref("TransportError"));
         responses.insert("503".to_owned(), response_ref("Aborted"));
         responses.insert("504".to_owned(), response_ref("Timeout"));
+        for kind in &spec.errors {
+            let (status, name, _) = kind_response(*kind);
+            if status == "401" && info.authenticated {
+                continue;
+            }
+            responses.insert(status.to_owned(), response_ref(name));
+        }
         Value::Object(responses)
     };
     let base = |operation_id: String, method: &str| {
@@ -285,11 +336,11 @@ fn operations(
             op["x-opkit-access"] = json!(spec.access);
         }
         op["responses"] = responses(method);
-        if info.bearer {
+        if let Some((scheme, _)) = &info.security {
             op["security"] = if spec.access.is_public() {
-                json!([{}, {"bearerAuth": []}])
+                json!([{}, {scheme.as_str(): []}])
             } else {
-                json!([{"bearerAuth": []}])
+                json!([{scheme.as_str(): []}])
             };
         }
         op
@@ -315,8 +366,13 @@ fn operations(
     }
 }
 
-/// Builds the whole document from the registry's current specs.
-pub(crate) fn document(registry: &OperationRegistry, info: &DocumentInfo) -> Value {
+/// Builds the whole document from the registry's current specs; `base_path` is where the
+/// routes are mounted (`""` at the root), the document's `servers` entry.
+pub(crate) fn document(
+    registry: &OperationRegistry,
+    info: &DocumentInfo,
+    base_path: &str,
+) -> Value {
     let mut components = Map::new();
     add_component(
         &mut components,
@@ -351,20 +407,22 @@ pub(crate) fn document(registry: &OperationRegistry, info: &DocumentInfo) -> Val
     }
     let mut component_map = json!({
         "schemas": components,
-        "responses": error_responses(info.bearer),
+        "responses": error_responses(info),
     });
-    if info.bearer {
-        component_map["securitySchemes"] = json!({
-            "bearerAuth": {
-                "type": "http",
-                "scheme": "bearer",
-                "description": "A token the server's identity resolver accepts. Without one the call is anonymous.",
-            }
-        });
+    if let Some((scheme, object)) = &info.security {
+        let mut object = object.clone();
+        if object.get("description").is_none() {
+            object["description"] = json!(
+                "Credentials the server's authenticator accepts. Without them the call is anonymous."
+            );
+        }
+        component_map["securitySchemes"] = json!({ scheme.as_str(): object });
     }
+    let server = if base_path.is_empty() { "/" } else { base_path };
     json!({
         "openapi": "3.1.0",
         "info": doc_info,
+        "servers": [{"url": server, "description": "where these operations are served (relative to this document's host)"}],
         "paths": paths,
         "components": component_map,
     })

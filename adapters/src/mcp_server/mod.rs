@@ -5,7 +5,8 @@
 //! # async fn demo(registry: opkit::OperationRegistry) -> std::io::Result<()> {
 //! use opkit_adapters::mcp_server::McpServer;
 //!
-//! // Streamable HTTP at http://127.0.0.1:8081/mcp ...
+//! // Streamable HTTP at http://127.0.0.1:8081/mcp (or mount `McpServer::router()` in your
+//! // axum app with `.nest("/mcp", ..)`) ...
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8081").await?;
 //! tokio::spawn(McpServer::new(registry.clone()).serve_http(listener));
 //! // ... and stdio (until the client closes stdin).
@@ -37,9 +38,10 @@
 //! answers `{"result": <data>}`; clients of 2026-07-28 or later get the data and the
 //! output schema as they are (an Unknown output declares no `outputSchema`).
 //!
-//! A [`CallError`] (validation, access, execution, timeout…) is a tool error:
-//! `isError: true`, the message (`CODE: message`) as the text block and the `CallError`
-//! wire JSON `{code, message, details?}` as `structuredContent`. An unknown tool name is a
+//! A [`CallError`] (validation, access, execution, timeout, or an application error such as
+//! [`CallError::not_found`]) is a tool error: `isError: true`, the message
+//! (`CODE: message`) as the text block and the `CallError` wire JSON
+//! `{code, message, details?, kind?}` as `structuredContent`. An unknown tool name is a
 //! JSON-RPC error (`-32602`), as the MCP spec asks. Unknown methods get `-32601`, which is
 //! what clients of the 2026-07-28 revision need to fall back to the `initialize` handshake;
 //! rmcp also answers `server/discover`, so both protocol eras are served.
@@ -57,9 +59,11 @@
 //!
 //! # Identity and access
 //!
-//! Over Streamable HTTP the `Authorization: Bearer` token is resolved by the same
-//! [`IdentityResolver`] as the HTTP server: a token the resolver rejects gets HTTP `401`;
-//! no token is an anonymous call. Over stdio the caller is whoever started the process:
+//! Over Streamable HTTP the caller is found as by the HTTP server: an
+//! [`Identity`] the application's middleware put into the request's extensions, else the
+//! configured [`Authenticator`] ([`McpServer::identity_resolver`] for bearer tokens,
+//! [`ApiKeyAuth`](crate::http_server::ApiKeyAuth), or any closure over the request); refused
+//! credentials get HTTP `401`; none is an anonymous call. Over stdio the caller is whoever started the process:
 //! the identity is [`McpServer::stdio_identity`] (anonymous by default). Each call checks
 //! the operation's [`AccessRule`](opkit::AccessRule) first; a denial is a tool error with
 //! `ACCESS_DENIED`. The tool list is the same for everyone.
@@ -73,13 +77,15 @@
 
 mod tools;
 
-use crate::http_server::{IdentityResolver, identify};
+use crate::http_server::{Authenticator, BearerAuth, IdentityResolver, authenticate};
 use axum::Router;
 use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use opkit::{CallError, Identity, OperationContext, OperationKind, OperationRegistry};
+use opkit::{
+    CallError, Identity, OperationContext, OperationKind, OperationRegistry, RegistryError,
+};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities,
@@ -120,7 +126,7 @@ struct Inner {
     name: String,
     version: String,
     instructions: Option<String>,
-    resolver: Option<Arc<dyn IdentityResolver>>,
+    authenticator: Option<Arc<dyn Authenticator>>,
     stdio_identity: Option<Identity>,
     call_timeout: Option<Duration>,
     max_items: usize,
@@ -152,7 +158,7 @@ impl McpServer {
                 name: "opkit".to_owned(),
                 version: env!("CARGO_PKG_VERSION").to_owned(),
                 instructions: None,
-                resolver: None,
+                authenticator: None,
                 stdio_identity: None,
                 call_timeout: Some(Duration::from_secs(60)),
                 max_items: 1000,
@@ -182,17 +188,33 @@ impl McpServer {
         self
     }
 
-    /// Resolves `Authorization: Bearer` tokens of Streamable HTTP requests.
+    /// Resolves `Authorization: Bearer` tokens of Streamable HTTP requests (a
+    /// [`BearerAuth`]).
     #[must_use]
-    pub fn identity_resolver(mut self, resolver: impl IdentityResolver) -> Self {
-        self.handler.resolver = Some(Arc::new(resolver));
-        self
+    pub fn identity_resolver(self, resolver: impl IdentityResolver) -> Self {
+        self.authenticator(BearerAuth::new(resolver))
     }
 
-    /// Sets the resolver from a shared one (to use the same as an [`HttpServer`](crate::http_server::HttpServer)).
+    /// Sets the bearer-token resolver from a shared one (to use the same as an
+    /// [`HttpServer`](crate::http_server::HttpServer)).
     #[must_use]
-    pub fn shared_identity_resolver(mut self, resolver: Arc<dyn IdentityResolver>) -> Self {
-        self.handler.resolver = Some(resolver);
+    pub fn shared_identity_resolver(self, resolver: Arc<dyn IdentityResolver>) -> Self {
+        self.authenticator(BearerAuth::shared(resolver))
+    }
+
+    /// Decides who is calling from the whole Streamable HTTP request (an API key, a session
+    /// cookie, ...; see [`Authenticator`]), as the HTTP server does. An
+    /// [`Identity`] the application's middleware put into the request's extensions is taken
+    /// first.
+    #[must_use]
+    pub fn authenticator(self, authenticator: impl Authenticator) -> Self {
+        self.shared_authenticator(Arc::new(authenticator))
+    }
+
+    /// [`authenticator`](Self::authenticator) from a shared one.
+    #[must_use]
+    pub fn shared_authenticator(mut self, authenticator: Arc<dyn Authenticator>) -> Self {
+        self.handler.authenticator = Some(authenticator);
         self
     }
 
@@ -239,6 +261,7 @@ impl McpServer {
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
+        self.check()?;
         let running = self
             .handler()
             .serve((read, write))
@@ -256,8 +279,8 @@ impl McpServer {
     }
 
     /// The Streamable HTTP endpoint as a tower service (mount it where you like; it does
-    /// not resolve bearer tokens into 401s by itself — [`McpServer::router`] does — but
-    /// calls still resolve them and check access).
+    /// not turn refused credentials into 401s by itself — [`McpServer::router`] does — but
+    /// calls still authenticate and check access).
     pub fn streamable_http_service(
         &self,
     ) -> StreamableHttpService<McpHandler, LocalSessionManager> {
@@ -269,46 +292,68 @@ impl McpServer {
         )
     }
 
-    /// The Streamable HTTP endpoint at `/mcp`, with bearer-token resolution; merge it with
-    /// an [`HttpServer`](crate::http_server::HttpServer) router to serve both on one port.
+    /// The Streamable HTTP endpoint, root-relative like
+    /// [`HttpServer::router`](crate::http_server::HttpServer::router): mount it with
+    /// `Router::nest("/mcp", server.router())` to serve at `/mcp` beside the HTTP routes.
+    /// Requests are authenticated first (an `Identity` in the extensions, else the
+    /// [`Authenticator`]); refused credentials get `401`.
+    ///
+    /// # Panics
+    ///
+    /// When an operation reads application state the registry was not given
+    /// ([`try_router`](Self::try_router) returns that error instead).
     pub fn router(&self) -> Router {
-        let resolver = self.handler.resolver.clone();
-        Router::new()
-            .nest_service("/mcp", self.streamable_http_service())
+        self.try_router()
+            .unwrap_or_else(|error| panic!("McpServer::router: {error}"))
+    }
+
+    /// [`router`](Self::router), or the [`RegistryError::MissingState`] naming each operation
+    /// whose application state the registry lacks.
+    pub fn try_router(&self) -> Result<Router, RegistryError> {
+        self.handler.registry.check_states()?;
+        let authenticator = self.handler.authenticator.clone();
+        Ok(Router::new()
+            .route_service("/", self.streamable_http_service())
             .layer(axum::middleware::from_fn(
-                move |mut request: Request, next: Next| {
-                    let resolver = resolver.clone();
+                move |request: Request, next: Next| {
+                    let authenticator = authenticator.clone();
                     async move {
-                        match identify(resolver.as_deref(), request.headers()).await {
+                        let (mut parts, body) = request.into_parts();
+                        match authenticate(authenticator.as_deref(), &parts).await {
                             Ok(identity) => {
-                                request.extensions_mut().insert(RequestIdentity(identity));
-                                next.run(request).await
+                                parts.extensions.insert(RequestIdentity(identity));
+                                next.run(Request::from_parts(parts, body)).await
                             }
-                            Err(_) => unauthorized(),
+                            Err(error) => unauthorized(authenticator.as_deref(), &error),
                         }
                     }
                 },
-            ))
+            )))
     }
 
-    /// Serves Streamable HTTP at `/mcp` on `listener` until the process ends.
+    /// Serves Streamable HTTP at `/mcp` on `listener` until the process ends (an error,
+    /// before serving, when an operation lacks its application state).
     pub async fn serve_http(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-        axum::serve(listener, self.router()).await
+        let router = self.try_router().map_err(std::io::Error::other)?;
+        axum::serve(listener, Router::new().nest("/mcp", router)).await
+    }
+
+    /// Serves over stdio after checking the registry's application state.
+    fn check(&self) -> std::io::Result<()> {
+        self.handler
+            .registry
+            .check_states()
+            .map_err(std::io::Error::other)
     }
 }
 
-fn unauthorized() -> Response {
-    let mut response = (
-        http::StatusCode::UNAUTHORIZED,
-        axum::Json(CallError::access_denied(
-            "the bearer token was not accepted",
-        )),
-    )
-        .into_response();
-    response.headers_mut().insert(
-        http::header::WWW_AUTHENTICATE,
-        http::HeaderValue::from_static("Bearer error=\"invalid_token\""),
-    );
+fn unauthorized(authenticator: Option<&dyn Authenticator>, error: &CallError) -> Response {
+    let mut response = (http::StatusCode::UNAUTHORIZED, axum::Json(error)).into_response();
+    if let Some(challenge) = authenticator.and_then(|authenticator| authenticator.challenge(true)) {
+        response
+            .headers_mut()
+            .insert(http::header::WWW_AUTHENTICATE, challenge);
+    }
     response
 }
 
@@ -320,7 +365,8 @@ fn is_modern(context: &RequestContext<RoleServer>) -> bool {
 }
 
 impl McpHandler {
-    /// The caller: the HTTP request's bearer identity, or the stdio identity.
+    /// The caller: the HTTP request's identity (found by [`McpServer::router`]'s middleware,
+    /// or authenticated here when the service is mounted on its own), or the stdio identity.
     async fn identity(
         &self,
         context: &RequestContext<RoleServer>,
@@ -330,9 +376,7 @@ impl McpHandler {
                 if let Some(RequestIdentity(identity)) = parts.extensions.get::<RequestIdentity>() {
                     return Ok(identity.clone());
                 }
-                identify(self.inner.resolver.as_deref(), &parts.headers)
-                    .await
-                    .map_err(|_| CallError::access_denied("the bearer token was not accepted"))
+                authenticate(self.inner.authenticator.as_deref(), parts).await
             }
             None => Ok(self.inner.stdio_identity.clone()),
         }

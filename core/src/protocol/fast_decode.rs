@@ -35,6 +35,8 @@ struct RawEvent<'a> {
     code: Option<ErrorCode>,
     message: Option<String>,
     details: Option<Value>,
+    #[serde(rename = "kind")]
+    error_kind: Option<Value>,
 }
 
 /// An envelope as the wire carries it: `data` must be present (it may be `null`).
@@ -80,6 +82,7 @@ pub(crate) fn decode_fast(bytes: &[u8]) -> Option<CallEvent> {
             code: raw.code?,
             message: raw.message?,
             details: raw.details,
+            kind: raw.error_kind.and_then(super::wire::error_kind),
         }),
         "call.aborted" => CallEvent::Aborted(CallAborted { request_id }),
         _ => return None,

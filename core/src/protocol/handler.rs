@@ -115,9 +115,14 @@ impl CallHandler {
     /// Subscribes to the request and abort topics of every operation in the registry, then
     /// serves them in background tasks until the returned handle is dropped.
     ///
+    /// First checks that the registry holds the application state its operations read
+    /// ([`OperationRegistry::check_states`]): a replica that lacks one refuses to start,
+    /// naming the operation and the type, instead of failing calls later.
+    ///
     /// When this resolves the handler is listening: requests published afterwards reach it.
     /// Must run inside a tokio runtime.
-    pub async fn spawn(self) -> Result<CallHandlerHandle, TransportError> {
+    pub async fn spawn(self) -> Result<CallHandlerHandle, SpawnError> {
+        self.registry.check_states()?;
         let shared = Arc::new(Shared {
             registry: self.registry,
             pubsub: self.pubsub,
@@ -137,6 +142,26 @@ impl CallHandler {
             tokio::spawn(refresh_periodically(shared, interval));
         }
         Ok(handle)
+    }
+}
+
+/// Why a [`CallHandler`] did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    /// Subscribing to the operations' topics failed.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    /// An operation reads application state the registry was not given.
+    #[error(transparent)]
+    Registry(#[from] crate::registry::RegistryError),
+}
+
+impl From<SpawnError> for crate::CallError {
+    fn from(error: SpawnError) -> Self {
+        match error {
+            SpawnError::Transport(error) => error.into(),
+            SpawnError::Registry(error) => crate::CallError::execution(error.to_string()),
+        }
     }
 }
 
@@ -532,7 +557,7 @@ impl Shared {
         let spec = self
             .registry
             .spec(&operation_id)
-            .ok_or_else(|| CallError::not_found(&operation_id))?;
+            .ok_or_else(|| CallError::operation_not_found(&operation_id))?;
         spec.access.check(identity.as_ref())?;
         let mut ctx = OperationContext::for_request(request_id.clone())
             .with_identity_opt(identity)

@@ -136,7 +136,7 @@ mod pubsub;
 pub mod topics;
 mod wire;
 
-pub use handler::{CallHandler, CallHandlerHandle, DEFAULT_REFRESH_INTERVAL};
+pub use handler::{CallHandler, CallHandlerHandle, DEFAULT_REFRESH_INTERVAL, SpawnError};
 pub use memory::MemoryPubSub;
 pub use pending::{DEFAULT_MAX_PENDING, DEFAULT_TIMEOUT, PendingOptions, PendingRequestMap};
 pub use pubsub::{PubSub, Receipt, Subscription, TransportError};

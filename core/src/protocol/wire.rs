@@ -8,7 +8,7 @@
 use crate::access::Identity;
 use crate::context::Deadline;
 use crate::envelope::{EnvelopeError, ResponseEnvelope};
-use crate::error::{CallError, ErrorCode};
+use crate::error::{CallError, ErrorCode, ErrorKind};
 use crate::schema::json_type_name;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -142,6 +142,10 @@ pub struct CallFailed {
     /// Structured details.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
+    /// The application error kind (an optional field: peers that do not know it ignore it
+    /// and act on `code`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ErrorKind>,
 }
 
 impl CallFailed {
@@ -152,15 +156,20 @@ impl CallFailed {
             code: error.code,
             message: error.message,
             details: error.details,
+            kind: error.kind,
         }
     }
 
     /// The [`CallError`] this event carries.
     pub fn into_error(self) -> CallError {
-        CallError {
-            code: self.code,
-            message: self.message,
-            details: self.details,
+        let error = CallError::new(self.code, self.message);
+        let error = match self.details {
+            Some(details) => error.with_details(details),
+            None => error,
+        };
+        match self.kind {
+            Some(kind) => error.with_kind(kind),
+            None => error,
         }
     }
 }
@@ -360,10 +369,17 @@ impl CallEvent {
                 code: fields.required_code("code")?,
                 message: fields.required_string("message")?,
                 details: fields.optional("details"),
+                kind: fields.optional("kind").and_then(error_kind),
             }),
             _ => Self::Aborted(CallAborted { request_id }),
         })
     }
+}
+
+/// The `kind` of a `call.error`: a kind this version does not know (a newer peer's) is
+/// dropped, so the error still arrives with its code.
+pub(crate) fn error_kind(value: Value) -> Option<ErrorKind> {
+    serde_json::from_value(value).ok()
 }
 
 impl<'de> Deserialize<'de> for CallEvent {

@@ -24,6 +24,7 @@ use crate::envelope::ResponseEnvelope;
 use crate::error::{CallError, ErrorCode};
 use crate::schema::SchemaError;
 use crate::spec::{OperationKind, OperationSpec};
+use crate::state::StateMap;
 use arc_swap::ArcSwap;
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -76,6 +77,16 @@ pub enum RegistryError {
         /// The declared kind.
         kind: OperationKind,
     },
+    /// Operations read application state that the registry was not given
+    /// ([`OperationRegistry::check_states`]).
+    #[error(
+        "{}; give each to the registry with `OperationRegistry::with_state`",
+        missing.iter().map(|(id, ty)| format!("operation `{id}` needs the state `{ty}`, which the registry was not given")).collect::<Vec<_>>().join("; ")
+    )]
+    MissingState {
+        /// `(operation id, type name)` of every missing state.
+        missing: Vec<(String, &'static str)>,
+    },
     /// `register_operation` was given a value that is not an `#[operation]` fn.
     #[error(
         "`{type_name}` is not an `#[operation]` fn linked into this program: pass the fn item itself (`registry.register_operation(add)`), or use `register_typed::<add>()` or `register(spec, handler)`"
@@ -90,6 +101,9 @@ type OperationMap = HashMap<Arc<str>, Arc<Operation>, foldhash::fast::RandomStat
 
 struct RegistryInner {
     operations: ArcSwap<OperationMap>,
+    /// The application state handlers see (see [`crate::state`]); replaced whole when a
+    /// value is added, read once per call.
+    states: ArcSwap<StateMap>,
     writer: Mutex<()>,
     this: Weak<RegistryInner>,
 }
@@ -148,6 +162,7 @@ impl OperationRegistry {
         Self {
             inner: Arc::new_cyclic(|this| RegistryInner {
                 operations: ArcSwap::from_pointee(OperationMap::default()),
+                states: ArcSwap::from_pointee(StateMap::default()),
                 writer: Mutex::new(()),
                 this: this.clone(),
             }),
@@ -172,6 +187,68 @@ impl OperationRegistry {
             }
         }
         registry
+    }
+
+    /// Provides the application state value of type `T` (replacing one of the same type) to
+    /// every operation this registry runs: `State<T>` parameters and
+    /// [`OperationContext::state`] read it. See [`crate::state`].
+    ///
+    /// ```
+    /// use opkit::OperationRegistry;
+    /// # #[derive(Clone)] struct Pool;
+    /// let registry = OperationRegistry::from_inventory().with_state(Pool);
+    /// registry.check_states().unwrap();
+    /// ```
+    #[must_use]
+    pub fn with_state<T: Send + Sync + 'static>(self, value: T) -> Self {
+        self.set_state(value);
+        self
+    }
+
+    /// [`with_state`](Self::with_state) on a shared registry: calls that start afterwards see
+    /// the value.
+    pub fn set_state<T: Send + Sync + 'static>(&self, value: T) {
+        let _writer = self.lock_writer();
+        let mut states = StateMap::clone(&self.inner.states.load());
+        states.insert(value);
+        self.inner.states.store(Arc::new(states));
+    }
+
+    /// The state value of type `T` this registry was given.
+    pub fn state<T: Clone + Send + Sync + 'static>(&self) -> Option<T> {
+        self.inner.states.load().get::<T>().cloned()
+    }
+
+    /// Checks that every operation's application state (its `State<T>` parameters, or
+    /// [`OperationSpec::requires_state`]) was given to this registry, naming each operation
+    /// and type that lacks one. The servers and the call handler run it when they start, so a
+    /// missing state is found at startup rather than at the first call.
+    pub fn check_states(&self) -> Result<(), RegistryError> {
+        let states = self.inner.states.load();
+        let operations = self.inner.operations.load();
+        let mut missing: Vec<(String, &'static str)> = operations
+            .values()
+            .flat_map(|operation| {
+                operation
+                    .spec
+                    .states
+                    .iter()
+                    .filter(|key| !states.contains(key))
+                    .map(|key| (operation.id.to_string(), key.type_name()))
+            })
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        missing.sort();
+        Err(RegistryError::MissingState { missing })
+    }
+
+    /// A context for calls into this registry's operations that do not go through it, such
+    /// as typed calls (`add::call(&registry.context(), ..)`): nested calls go through this
+    /// registry and `State<T>` parameters read its state.
+    pub fn context(&self) -> OperationContext {
+        self.inner.handler_context(&OperationContext::new())
     }
 
     /// Adds an operation. Fails, naming the id, when the id is taken, the names break the
@@ -335,7 +412,7 @@ impl OperationRegistry {
         let operation = self
             .inner
             .find(id)
-            .ok_or_else(|| CallError::not_found(id))?;
+            .ok_or_else(|| CallError::operation_not_found(id))?;
         crate::limits::check_input(input)?;
         run::validate_input(&operation, input)
     }
@@ -347,7 +424,9 @@ impl RegistryInner {
     }
 
     fn find_kind(&self, id: &str, stream: bool) -> Result<Arc<Operation>, CallError> {
-        let operation = self.find(id).ok_or_else(|| CallError::not_found(id))?;
+        let operation = self
+            .find(id)
+            .ok_or_else(|| CallError::operation_not_found(id))?;
         if operation.spec.kind.is_stream() != stream {
             let hint = if stream {
                 "call it with execute"
@@ -362,11 +441,18 @@ impl RegistryInner {
         Ok(operation)
     }
 
-    /// The context the handler sees: the caller's, with this registry as env when it has none.
+    /// The context the handler sees: the caller's, with this registry as env when it has
+    /// none, and this registry's state over the context's.
     fn handler_context(&self, ctx: &OperationContext) -> OperationContext {
-        match (ctx.env_backend(), self.this.upgrade()) {
+        let ctx = match (ctx.env_backend(), self.this.upgrade()) {
             (None, Some(this)) => ctx.clone().with_env(this),
             _ => ctx.clone(),
+        };
+        let states = self.states.load();
+        if states.is_empty() {
+            ctx
+        } else {
+            ctx.with_registry_states(&states)
         }
     }
 
