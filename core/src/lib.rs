@@ -5,6 +5,98 @@
 //! called in-process, across processes, or imported from HTTP APIs and MCP servers, and every
 //! result comes back in one shape: a [`ResponseEnvelope`] `{ data, meta }`.
 //!
+//! ## Operations from functions
+//!
+//! [`#[operation]`](macro@operation) derives the input and output JSON Schemas of a fn and
+//! collects it into a registry; the fn stays a plain fn, and a typed handle of the same name
+//! calls it without JSON.
+//!
+//! ```rust,standalone_crate
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use opkit::prelude::*;
+//! use serde_json::json;
+//!
+//! /// Adds two integers.
+//! #[operation(namespace = "math")]
+//! async fn add(a: i64, b: i64) -> i64 {
+//!     a + b
+//! }
+//!
+//! let registry = OperationRegistry::from_inventory();
+//! let ctx = OperationContext::default();
+//! // Dynamic call: JSON in, validated, envelope out.
+//! let envelope = registry.execute("math.add", json!({"a": 2, "b": 40}), &ctx).await?;
+//! assert_eq!(envelope.data, json!(42));
+//! // Typed call: no JSON round trip.
+//! assert_eq!(add::call(&ctx, 2, 40).await?.data, 42);
+//! # Ok::<(), CallError>(())
+//! # }).unwrap();
+//! ```
+//!
+//! ## Inside an application
+//!
+//! **Application state** (a database pool, a config, a client) is given once to the
+//! registry and reaches each operation as a [`State<T>`] parameter, like axum's — not part of
+//! the input schema. A registry that lacks a state its operations read says so at startup
+//! ([`OperationRegistry::check_states`], run by the servers and the call handler), naming
+//! the operation and the type. Dynamic handlers read it with [`OperationContext::state`].
+//!
+//! **Domain errors** say what went wrong in the application's terms —
+//! [`CallError::not_found`], [`conflict`](CallError::conflict),
+//! [`unprocessable`](CallError::unprocessable), [`rate_limited`](CallError::rate_limited),
+//! [`unauthenticated`](CallError::unauthenticated), [`unavailable`](CallError::unavailable) —
+//! as an [`ErrorKind`] beside the protocol's [`ErrorCode`]: the HTTP server answers 404, 409,
+//! 422, 429, 401 and 503 for them and documents them per operation (`errors(..)` in the
+//! attribute), the MCP server returns them as tool errors, and the call protocol carries the
+//! kind, so a remote caller sees the same error as a local one.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use opkit::prelude::*;
+//! use serde_json::json;
+//! use std::collections::HashMap;
+//! use std::sync::{Arc, Mutex};
+//!
+//! /// The application's store: cheap to clone, shared by every call.
+//! #[derive(Clone, Default)]
+//! struct Notes(Arc<Mutex<HashMap<u64, String>>>);
+//!
+//! /// A note by id.
+//! #[operation(namespace = "notes", errors(not_found))]
+//! async fn get(State(notes): State<Notes>, id: u64) -> Result<String, CallError> {
+//!     let notes = notes.0.lock().unwrap();
+//!     notes.get(&id).cloned().ok_or_else(|| CallError::not_found(format!("no note {id}")))
+//! }
+//!
+//! let notes = Notes::default();
+//! notes.0.lock().unwrap().insert(1, "milk".into());
+//! let registry = OperationRegistry::new().with_state(notes);
+//! registry.register_operation(get)?;
+//! registry.check_states()?;
+//!
+//! let ctx = OperationContext::default();
+//! assert_eq!(registry.execute("notes.get", json!({"id": 1}), &ctx).await?.data, "milk");
+//! let missing = registry.execute("notes.get", json!({"id": 2}), &ctx).await.unwrap_err();
+//! assert_eq!(missing.kind, Some(ErrorKind::NotFound));
+//! // Typed calls read the state from the context: `registry.context()` carries it.
+//! assert_eq!(get::call(&registry.context(), 1).await?.data, "milk");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+//!
+//! **The application's own authentication** and **mounting** are the servers' part
+//! (`opkit-adapters`): `HttpServer` and `McpServer` take the caller's [`Identity`] from what
+//! the application's middleware put into the request's extensions, or from an
+//! `Authenticator` that sees the whole request (API keys, cookies, bearer tokens); their
+//! routers are root-relative, so `Router::nest("/api", ..)` and `nest("/mcp", ..)` mount
+//! them beside the application's own routes. Over the call protocol the identity travels
+//! in `call.requested` and is trusted as stated: see [`protocol`] for who may state it.
+//!
+//! ## The dynamic API
+//!
+//! Operations can also be built at run time from a spec and a handler (what the adapters do
+//! for imported APIs and MCP servers):
+//!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! use opkit::prelude::*;
@@ -35,7 +127,9 @@
 //!   arguments, the linker caveat); [`TypedOperation`] and [`Input`] for typed use.
 //! - [`OperationRegistry`] and [`Handler`]: registration and the shared result pipeline.
 //! - [`schema`]: schema generation, compiled validation and normalization (cast).
-//! - [`CallError`] / [`ErrorCode`]: the one error type.
+//! - [`CallError`] / [`ErrorCode`] / [`ErrorKind`]: the one error type, its protocol codes and
+//!   the application error kinds.
+//! - [`state`]: application state ([`State<T>`]) and which value a call sees.
 //! - [`limits`]: every resource bound on outside data, its default and the error it gives.
 //! - [`protocol`]: the call protocol ([`PendingRequestMap`], [`CallHandler`], [`PubSub`], [`MemoryPubSub`]).
 

@@ -149,6 +149,39 @@ fn expands_a_query() {
 }
 
 #[test]
+fn expands_state_parameters_and_declared_errors() {
+    check_expansion(
+        "state",
+        quote!(namespace = "notes", errors(not_found)),
+        quote! {
+            pub async fn get(State(db): State<Db>, ctx: &OperationContext, id: i64) -> Result<Note, CallError> {
+                db.get(ctx, id).await
+            }
+        },
+    );
+}
+
+#[test]
+fn parses_the_declared_errors_and_refuses_unknown_ones() {
+    let (args, errors) = parse_args(quote!(namespace = "a", errors(not_found, rate_limited)));
+    assert!(errors.is_empty(), "{errors:?}");
+    let names: Vec<String> = args.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(names, ["NotFound", "RateLimited"]);
+    let (_, errors) = parse_args(quote!(namespace = "a", errors(not_fund)));
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].contains("unknown error kind `not_fund`"),
+        "{}",
+        errors[0]
+    );
+    assert!(
+        errors[0].contains("did you mean `not_found`"),
+        "{}",
+        errors[0]
+    );
+}
+
+#[test]
 fn expands_a_subscription_borrowing_the_context() {
     check_expansion(
         "subscription",

@@ -116,8 +116,30 @@
 //! Every request arriving through the protocol is checked against the operation's
 //! [`AccessRule`](crate::AccessRule) with the request's `identity` before anything else runs;
 //! [`OperationRegistry::execute`](crate::OperationRegistry::execute) stays the trusted
-//! in-process path. The identity is asserted by the caller: the bus itself must be trusted
-//! (authenticate clients at the transport).
+//! in-process path.
+//!
+//! **Who may state an identity.** The `identity` of `call.requested` is taken as stated:
+//! a [`CallHandler`] cannot tell who published a request, so *every peer that can publish
+//! on the bus is trusted to say who the caller is*. The trust boundary is the transport:
+//!
+//! | transport | who can state an identity |
+//! |---|---|
+//! | [`MemoryPubSub`] | code in the same process |
+//! | Redis (`opkit_adapters::redis`) | every client that can connect to the Redis server (protect it with its ACLs, TLS and network rules as you would a database) |
+//! | WebSocket hub (`opkit_adapters::websocket`) | each spoke authenticates with a token at the hub; a spoke whose grant carries an identity has it stamped on every request it publishes (its own claim is overwritten), so only spokes granted no identity state their own |
+//!
+//! An edge that authenticates end users (the HTTP or MCP server, a gateway of yours) is
+//! such a trusted publisher: it puts the identity it established into the context, and
+//! [`PendingRequestMap`] sends it on. Nested calls keep the caller's identity.
+//!
+//! Application errors ([`ErrorKind`](crate::ErrorKind)) travel in `call.error` as the
+//! optional `kind` field beside `code`, so a remote caller sees the same error as a local
+//! one; peers that do not know `kind` act on `code`, and a kind this version does not know
+//! is dropped (the error arrives with its code).
+//!
+//! Application state ([`State<T>`](crate::State)) never travels: each replica's
+//! [`CallHandler`] runs calls through its own registry, with that registry's state, and
+//! refuses to start when the registry lacks a state its operations read.
 //!
 //! # Nested calls
 //!

@@ -196,7 +196,7 @@ impl OperationRegistry {
     /// ```
     /// use opkit::OperationRegistry;
     /// # #[derive(Clone)] struct Pool;
-    /// let registry = OperationRegistry::from_inventory().with_state(Pool);
+    /// let registry = OperationRegistry::new().with_state(Pool);
     /// registry.check_states().unwrap();
     /// ```
     #[must_use]

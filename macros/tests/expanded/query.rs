@@ -129,6 +129,8 @@ const _: () = {
                     )),
                     scopes: &[],
                     roles: &[],
+                    errors: &[],
+                    states: &[],
                     origin: ::opkit::__private::concat!(
                         ::opkit::__private::file!(),
                         ":",

@@ -114,6 +114,8 @@ const _: () = {
                     description: ::opkit::__private::None,
                     scopes: &[],
                     roles: &[],
+                    errors: &[],
+                    states: &[],
                     origin: ::opkit::__private::concat!(
                         ::opkit::__private::file!(),
                         ":",

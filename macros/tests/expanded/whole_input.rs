@@ -24,6 +24,8 @@ const _: () = {
                     description: ::opkit::__private::None,
                     scopes: &["users:write"],
                     roles: &[],
+                    errors: &[],
+                    states: &[],
                     origin: ::opkit::__private::concat!(
                         ::opkit::__private::file!(),
                         ":",

@@ -1,0 +1,118 @@
+//! Two `notes` processes share one SQLite database through the Redis call protocol: each
+//! serves the operations with its own state (its own connection and name), callers reach
+//! them through a real `redis-server`, and a domain error crosses the protocol unchanged.
+//! Also: a registry that lacks the state its operations read refuses to start.
+
+mod support;
+
+use opkit::protocol::{CallHandler, PendingRequestMap};
+use opkit::{ErrorCode, ErrorKind, OperationContext, OperationEnv, RegistryError};
+use opkit_adapters::http_server::HttpServer;
+use opkit_adapters::redis::RedisPubSub;
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+#[tokio::test]
+async fn two_replicas_share_the_database_through_redis() {
+    let redis = support::Redis::start().await;
+    let db = support::temp_db("replicas");
+    let db = db.to_string_lossy().into_owned();
+    let _a = support::notes(&["replica", "--db", &db, "--redis", &redis.url, "--name", "a"]).await;
+    let _b = support::notes(&["replica", "--db", &db, "--redis", &redis.url, "--name", "b"]).await;
+
+    let bus = Arc::new(
+        RedisPubSub::connect(&redis.url)
+            .await
+            .expect("redis connects"),
+    );
+    let env = OperationEnv::remote(PendingRequestMap::connect(bus).await.expect("a caller"));
+
+    // Create notes until both replicas stored some (bounded): competing consumers spread
+    // the mutations, each runs once.
+    let mut stored_by = BTreeSet::new();
+    let mut created = 0;
+    while created < 200 && (stored_by.len() < 2 || created < 20) {
+        let note = env
+            .call("notes.create", json!({"title": format!("note {created}")}))
+            .await
+            .expect("notes.create over redis");
+        stored_by.insert(
+            note.data["stored_by"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        );
+        created += 1;
+    }
+    assert_eq!(
+        stored_by,
+        BTreeSet::from(["a".to_owned(), "b".to_owned()]),
+        "both replicas served"
+    );
+
+    // Whichever replica answers sees every note: the database is shared.
+    for _ in 0..4 {
+        let all = env
+            .call("notes.list", json!({"limit": 1000}))
+            .await
+            .expect("notes.list over redis");
+        assert_eq!(all.data.as_array().map(Vec::len), Some(created));
+    }
+    let summary = env
+        .call("notes.summary", json!({}))
+        .await
+        .expect("a nested call");
+    assert_eq!(summary.data["count"], created);
+
+    // A domain error reaches the remote caller as a local one would see it.
+    let error = env
+        .call("notes.get", json!({"id": 100_000}))
+        .await
+        .expect_err("no such note");
+    assert_eq!(error.code, ErrorCode::ExecutionError);
+    assert_eq!(error.kind, Some(ErrorKind::NotFound));
+    assert_eq!(error.message, "there is no note 100000");
+    let error = env
+        .call("notes.create", json!({"title": "note 0"}))
+        .await
+        .expect_err("a duplicate title");
+    assert_eq!(error.kind, Some(ErrorKind::Conflict));
+}
+
+#[tokio::test]
+async fn a_registry_without_its_state_refuses_to_start() {
+    // Every notes operation linked, no state given.
+    let registry = opkit::OperationRegistry::from_inventory();
+    let error = registry.check_states().expect_err("the state is missing");
+    let RegistryError::MissingState { missing } = &error else {
+        panic!("MissingState, got {error}")
+    };
+    assert!(missing.contains(&("notes.get".to_owned(), "opkit_example_notes::db::Db")));
+    assert!(
+        error
+            .to_string()
+            .contains("operation `notes.get` needs the state `opkit_example_notes::db::Db`")
+    );
+
+    assert!(HttpServer::new(registry.clone()).try_router().is_err());
+    let bus = Arc::new(opkit::MemoryPubSub::new());
+    let refused = CallHandler::new(registry.clone(), bus).spawn().await;
+    assert!(
+        refused.is_err(),
+        "a replica without its state does not start"
+    );
+
+    // A call that reaches an operation anyway names the operation and the type.
+    let error = registry
+        .execute("notes.get", json!({"id": 1}), &OperationContext::new())
+        .await
+        .expect_err("no state");
+    assert!(
+        error
+            .message
+            .contains("operation `notes.get` needs the state `opkit_example_notes::db::Db`"),
+        "{}",
+        error.message
+    );
+}
