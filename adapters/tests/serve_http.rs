@@ -167,6 +167,102 @@ async fn mutations_take_post_only_and_check_access() {
 }
 
 #[tokio::test]
+async fn an_api_key_authenticator_and_an_identity_from_the_apps_middleware() {
+    use opkit_adapters::http_server::ApiKeyAuth;
+    let http = HttpServer::new(fixture_registry(false)).authenticator(ApiKeyAuth::header(
+        "x-api-key",
+        |key: &str| {
+            (key == "k-writer").then(|| Identity::new("writer").with_scopes(["users:write"]))
+        },
+    ));
+    let document = http.openapi();
+    assert_eq!(
+        document["components"]["securitySchemes"]["apiKeyAuth"]["name"],
+        "x-api-key"
+    );
+    assert_eq!(document["servers"][0]["url"], "/");
+    let served = serve(http.router()).await;
+    let client = reqwest::Client::new();
+    let create = |key: Option<&str>| {
+        let request = client
+            .post(served.url("/ops/users.create"))
+            .json(&json!({"name": "x"}));
+        match key {
+            Some(key) => request.header("x-api-key", key),
+            None => request,
+        }
+    };
+    assert_eq!(
+        create(Some("k-writer"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        200
+    );
+    let (status, error) = json_of(create(Some("wrong")).send().await.unwrap()).await;
+    assert_eq!(
+        (status, &error["kind"]),
+        (401, &json!("UNAUTHENTICATED")),
+        "{error}"
+    );
+    assert!(error["message"].as_str().unwrap().contains("x-api-key"));
+    // Anonymous, with an authenticator configured: 401 so that the caller knows to send a key.
+    assert_eq!(create(None).send().await.unwrap().status().as_u16(), 401);
+
+    // An app whose own middleware decided who calls: its Identity in the extensions is used,
+    // whatever the authenticator would say.
+    let app = HttpServer::new(fixture_registry(false))
+        .router()
+        .layer(axum::middleware::from_fn(
+            |mut request: axum::extract::Request, next: axum::middleware::Next| async move {
+                if request.headers().contains_key("x-session") {
+                    request
+                        .extensions_mut()
+                        .insert(Identity::new("session-user").with_scopes(["users:write"]));
+                }
+                next.run(request).await
+            },
+        ));
+    let served = serve(app).await;
+    let response = client
+        .post(served.url("/ops/users.create"))
+        .header("x-session", "1")
+        .json(&json!({"name": "x"}))
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = json_of(response).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+#[tokio::test]
+async fn nested_under_a_prefix_the_document_and_hints_name_it() {
+    let app =
+        axum::Router::new().nest("/api/v1", HttpServer::new(fixture_registry(false)).router());
+    let served = serve(app).await;
+    let document: Value = reqwest::get(served.url("/api/v1/openapi.json"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(document["servers"][0]["url"], "/api/v1");
+    let (status, error) = json_of(reqwest::get(served.url("/api/v1/nope")).await.unwrap()).await;
+    assert_eq!(status, 404);
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("served at /api/v1/ops/<id>"),
+        "{error}"
+    );
+    let fixed = HttpServer::new(fixture_registry(false)).base_path("/behind/proxy/");
+    assert_eq!(fixed.openapi()["servers"][0]["url"], "/behind/proxy");
+}
+
+#[tokio::test]
 async fn without_a_resolver_tokens_are_ignored() {
     let served = serve(HttpServer::new(fixture_registry(false)).router()).await;
     let client = reqwest::Client::new();

@@ -755,29 +755,29 @@ where
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not `opkit::State<T>`",
     label = "a parameter whose type is named `State<..>` receives the application state",
-    note = "use `opkit::State<T>` (in `opkit::prelude`), or rename your own `State` type",
-    note = "the value must be `Clone + Send + Sync + 'static`: wrap it in an `Arc` if it is not `Clone`"
+    note = "use `opkit::State<T>` (in `opkit::prelude`), or rename your own `State` type"
 )]
-pub trait IsState: Sized {
-    /// The state's type.
-    type Inner;
-    /// Reads the state from the context.
-    fn read(ctx: &OperationContext, id: &str) -> Result<Self, CallError>;
-}
+pub trait IsState {}
+impl<T> IsState for State<T> {}
 
-impl<T: Clone + Send + Sync + 'static> IsState for State<T> {
-    type Inner = T;
-    fn read(ctx: &OperationContext, id: &str) -> Result<Self, CallError> {
-        ctx.state_opt::<T>()
-            .cloned()
-            .map(State)
-            .ok_or_else(|| crate::state::missing_state(Some(id), std::any::type_name::<T>()))
-    }
-}
+/// Checks a state parameter's type.
+pub fn assert_state_param<S: IsState>() {}
+
+/// What application state must be: cloned out for each call, shared across tasks.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be application state: it must be `Clone + Send + Sync + 'static`",
+    label = "each call gets a clone of the state the registry was given",
+    note = "wrap it in an `Arc`: `State<Arc<{Self}>>`, given with `registry.with_state(Arc::new(..))`; or derive `Clone` when a clone is cheap (a pool handle)"
+)]
+pub trait StateValue: Clone + Send + Sync + 'static {}
+impl<T: Clone + Send + Sync + 'static> StateValue for T {}
 
 /// The `State<T>` argument of operation `id`, cloned from the context's state.
-pub fn state<S: IsState>(ctx: &OperationContext, id: &str) -> Result<S, CallError> {
-    S::read(ctx, id)
+pub fn state<T: StateValue>(ctx: &OperationContext, id: &str) -> Result<State<T>, CallError> {
+    ctx.state_opt::<T>()
+        .cloned()
+        .map(State)
+        .ok_or_else(|| crate::state::missing_state(Some(id), std::any::type_name::<T>()))
 }
 
 /// The key of the state `T`, for the spec.

@@ -360,6 +360,10 @@ fn type_checks(op: &Operation<'_>) -> TokenStream {
             let at = respan(private, ty.span());
             Some(quote_spanned!(ty.span()=> #at::assert_context::<#ty>();))
         }
+        Param::State { ty, .. } => {
+            let at = respan(private, ty.span());
+            Some(quote_spanned!(ty.span()=> #at::assert_state_param::<#ty>();))
+        }
         _ => None,
     });
     let plain = Shape::of(&op.output.value).plain().map(|ty| {
@@ -453,9 +457,9 @@ fn state_reads(op: &Operation<'_>, locals: &Locals) -> (TokenStream, TokenStream
     let ctx = &locals.ctx;
     let vars = state_vars(op);
     let reads = op.params.iter().filter_map(|param| match param {
-        Param::State { ty, .. } => {
-            let at = respan(private, ty.span());
-            Some(quote_spanned!(ty.span()=> #at::state::<#ty>(&#ctx, <#ident as #private::TypedOperation>::ID)?))
+        Param::State { inner, .. } => {
+            let at = respan(private, inner.span());
+            Some(quote_spanned!(inner.span()=> #at::state::<#inner>(&#ctx, <#ident as #private::TypedOperation>::ID)?))
         }
         _ => None,
     });

@@ -5,6 +5,9 @@
 
 mod support;
 
+// Links the notes operations (the test names nothing else of the library).
+use opkit_example_notes as _;
+
 use opkit::protocol::{CallHandler, PendingRequestMap};
 use opkit::{ErrorCode, ErrorKind, OperationContext, OperationEnv, RegistryError};
 use opkit_adapters::http_server::HttpServer;

@@ -126,6 +126,7 @@ const _: () = {
             )
         }
         fn handler() -> ::opkit::__private::Handler {
+            ::opkit::__private::assert_state_param::<State<Db>>();
             ::opkit::__private::assert_context::<OperationContext>();
             {
                 #[allow(unused_imports)]
@@ -157,7 +158,7 @@ const _: () = {
     > + use<> {
         let __opkit_states = (|| {
             ::opkit::__private::Ok::<_, ::opkit::__private::CallError>((
-                ::opkit::__private::state::<State<Db>>(
+                ::opkit::__private::state::<Db>(
                     &__ctx,
                     <get as ::opkit::__private::TypedOperation>::ID,
                 )?,
