@@ -51,16 +51,15 @@ impl Shared {
     /// a `401` (`refused`: credentials were presented and refused).
     fn error_response(&self, status: StatusCode, error: &CallError, refused: bool) -> Response {
         let mut response = error_with_status(status, error);
-        if status == StatusCode::UNAUTHORIZED {
-            if let Some(challenge) = self
+        if status == StatusCode::UNAUTHORIZED
+            && let Some(challenge) = self
                 .authenticator
                 .as_ref()
                 .and_then(|authenticator| authenticator.challenge(refused))
-            {
-                response
-                    .headers_mut()
-                    .insert(header::WWW_AUTHENTICATE, challenge);
-            }
+        {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, challenge);
         }
         response
     }
