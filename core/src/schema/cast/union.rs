@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use super::check::{CHECK_BUDGET, Mode};
 use super::json::{json_equal, node_count};
+use super::types::Types;
 use super::view::View;
 use super::{Caster, TRIAL_BUDGET};
 
@@ -151,13 +152,26 @@ impl<'a> Caster<'a> {
         }
     }
 
-    /// The branch allowing `null`, else the first one.
+    /// The branch that declares `null` (by `type`, `const` or `enum`), else the first one.
     fn null_or_first(&self, branches: &'a [Value], depth: usize) -> &'a Value {
         let mut budget = CHECK_BUDGET;
         branches
             .iter()
-            .find(|branch| self.check(branch, &Value::Null, Mode::Full, depth, &mut budget))
+            .find(|branch| {
+                self.declares_null(branch)
+                    && self.check(branch, &Value::Null, Mode::Full, depth, &mut budget)
+            })
             .unwrap_or(&branches[0])
+    }
+
+    /// `schema` names `null` in its `type`, `const` or `enum` (an unconstrained schema
+    /// allows `null` without declaring it).
+    fn declares_null(&self, schema: &'a Value) -> bool {
+        let view = self.view(schema);
+        view.types()
+            .is_some_and(|types| types.contains(Types::NULL))
+            || view.first("const") == Some(&Value::Null)
+            || view.enums().any(|members| members.contains(&Value::Null))
     }
 
     /// The branches without repeats (equal schemas, or references to the same target), in
