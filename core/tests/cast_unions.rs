@@ -195,3 +195,24 @@ fn conditional_and_dependent_subschemas_keep_what_they_evaluate() {
         json!({"foo": "f", "bar": "bar"})
     );
 }
+
+#[test]
+fn dropping_undeclared_keys_keeps_a_valid_object_valid() {
+    let counted =
+        json!({"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 2});
+    assert_eq!(
+        cast_keeping_validity(&counted, json!({"a": 1, "b": 2})),
+        json!({"a": 1, "b": 2})
+    );
+    // An invalid object is cast as usual: its undeclared keys are dropped.
+    assert_eq!(
+        cast_keeping_validity(&counted, json!({"a": "x", "b": 2, "c": 3})),
+        json!({"a": 0})
+    );
+    let dependent = json!({"type": "object", "properties": {"a": {"type": "integer"}},
+        "dependentRequired": {"a": ["b"]}});
+    assert_eq!(
+        cast_keeping_validity(&dependent, json!({"a": 1, "b": 2, "c": 3})),
+        json!({"a": 1, "b": 2})
+    );
+}

@@ -35,6 +35,17 @@ impl<'a> Caster<'a> {
         self.check(schema, value, Mode::Full, depth, &mut budget)
     }
 
+    /// `value` is valid against every schema object of `view` (unions checked, not chosen).
+    pub(super) fn fits_view(&self, view: &View<'a>, value: &Value, depth: usize) -> bool {
+        let mut budget = CHECK_BUDGET;
+        !view.never
+            && view
+                .maps
+                .iter()
+                .all(|map| self.check_map(map, value, Mode::Full, depth, &mut budget))
+            && self.check_unevaluated(view, value, depth, &mut budget)
+    }
+
     /// `value` satisfies `schema` in `mode`. Out of depth or budget → `true`.
     pub(super) fn check(
         &self,

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::array::count_keyword;
 use super::view::{View, is_required, property_schemas, required_keys};
 use super::{Caster, Keywords};
 
@@ -11,8 +12,18 @@ impl<'a> Caster<'a> {
     /// missing required ones created.
     pub(super) fn cast_object(&self, view: &View<'a>, mut object: Keywords, depth: usize) -> Value {
         let maps = view.maps.as_slice();
-        let extra = Extra::of(maps);
-        object.retain(|key, slot| self.cast_entry(maps, &extra, key, slot, depth + 1));
+        let mut extra = Extra::of(maps);
+        if matches!(extra, Extra::Absent)
+            && self.dropping_breaks_min_properties(maps, &object)
+            && self.fits_view(view, &Value::Object(object.clone()), depth)
+        {
+            extra = Extra::Allowed;
+        }
+        let dependents = dependent_required(maps, &object);
+        object.retain(|key, slot| {
+            self.cast_entry(maps, &extra, key, slot, depth + 1)
+                || dependents.contains(&key.as_str())
+        });
         for key in required_keys(maps) {
             if !object.contains_key(key) {
                 let created = self.create_property(maps, &extra, key, depth + 1);
@@ -20,6 +31,26 @@ impl<'a> Caster<'a> {
             }
         }
         Value::Object(object)
+    }
+
+    /// The object satisfies `minProperties` but would not once its undeclared keys are
+    /// dropped (a valid object keeps them then, so that it stays valid).
+    fn dropping_breaks_min_properties(&self, maps: &[&'a Keywords], object: &Keywords) -> bool {
+        let Some(min) = count_keyword(maps, "minProperties").max() else {
+            return false;
+        };
+        if object.len() < min {
+            return false;
+        }
+        let declared = object
+            .keys()
+            .filter(|key| {
+                property_schemas(maps, key).next().is_some()
+                    || is_required(maps, key)
+                    || !self.pattern_schemas(maps, key).is_empty()
+            })
+            .count();
+        declared < min
     }
 
     /// Casts one entry of an object in place; `false` drops it.
@@ -100,4 +131,17 @@ impl<'a> Extra<'a> {
         }
         extra
     }
+}
+
+/// The keys `dependentRequired` requires because a key naming them is present: they count
+/// as declared.
+fn dependent_required<'a>(maps: &[&'a Keywords], object: &Keywords) -> Vec<&'a str> {
+    maps.iter()
+        .filter_map(|map| map.get("dependentRequired").and_then(Value::as_object))
+        .flatten()
+        .filter(|(key, _)| object.contains_key(key.as_str()))
+        .filter_map(|(_, required)| required.as_array())
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
 }
