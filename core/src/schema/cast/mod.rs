@@ -34,46 +34,98 @@
 //!   documents, anchors) leaves the value as it is.
 //! * **`allOf`**: members are read as one merged view — object members pool their
 //!   `properties` and `required`, `type`s are intersected, array members apply in turn.
-//! * **`anyOf` / `oneOf`**: the first branch the value already fits (a structural check:
-//!   types, `const`/`enum`, required properties, declared property and item shapes,
-//!   `additionalProperties: false`) is chosen; a `null` value therefore stays `null` when a
-//!   branch allows it. Otherwise the branch with the best TypeBox `ScoreUnion` score wins
-//!   (for objects: declared properties present, fitting, and matching a `const`
-//!   discriminator; ties go to the first branch). When no branch resembles the value at all
-//!   (every score is zero), the value is replaced by a created one. The chosen branch is
-//!   merged with its parent, so `{type: object, properties, oneOf}` (what schemars emits
-//!   for a flattened enum) keeps the properties of both.
+//! * **`anyOf` / `oneOf`**: a value valid against some branches is cast to the one whose
+//!   cast keeps the most of it (ties: the first), so a valid value stays valid and an
+//!   untagged union does not cut it down to a narrower branch; a `null` value stays `null`
+//!   when a branch allows it. Else the first branch the value fits in shape (types,
+//!   `const` / `enum`, required keys, property and item shapes — constraint failures are
+//!   kept for the validator). Else the branch with the best TypeBox `ScoreUnion` score: for
+//!   an object, per declared property 100 when it equals the property's `const` (a
+//!   discriminator), 10 when it is valid against the property's schema, 1 when present; a
+//!   nested or referenced union scores as its best branch; ties go to the first branch.
+//!   When every branch scores zero, the value is created from the union's `default` if it
+//!   has one, else cast to the branch declaring `null` (so a mismatching `Option<T>`
+//!   becomes `None`), else cast to the first branch. The chosen branch is merged with its
+//!   parent, so `{type: object, properties, oneOf}` (what schemars emits for a flattened
+//!   enum) keeps the properties of both.
+//! * **`if` / `then` / `else`, `dependentSchemas`**: the `if` and `then` (when the value
+//!   is valid against `if`) or the `else`, and the dependent schemas of present keys, join
+//!   the view like `allOf` members, so the keys they declare are kept and their required
+//!   keys created. A key that `dependentRequired` requires because its trigger is present
+//!   counts as declared.
 //! * **Boolean and empty schemas** (`true`, `false`, `{}`) leave the value as it is: nothing
 //!   can be invented that satisfies `false`.
 //!
 //! A replaced value is *created* from the schema: its `default` (the nearest one, including
 //! a `default` next to a `$ref`), else its `const`, else the first `enum` member, else `null`
 //! when the schema allows `null` (so a mismatching `Option<T>` becomes `None`), else by type:
-//! an object of its created required properties, an array of `minItems` created items, `""`,
+//! an object of its created required properties, an array of `minItems` created items,
+//! `minLength` spaces (`""` without one),
 //! `false`, `null`, or for numbers the lower bound (`minimum`, rounded up for integers;
 //! `exclusiveMinimum` → the next integer above it), else `0` (or the upper bound when `0`
 //! would exceed it). A schema with no type information creates `null`.
 //!
+//! # Valid values
+//!
+//! A value that is already valid against the schema is still valid after the cast: the
+//! cast drops only undeclared keys (and keeps them when dropping would break
+//! `minProperties`), rewrites integral floats of `integer` schemas, and never replaces
+//! anything of a valid value. Of the union branches a value is valid against, the one whose
+//! cast keeps the most of it is taken, so a wider branch wins over a narrower one; when two
+//! valid branches declare different keys, only the keys of the branch keeping more survive.
+//! This is checked against every valid instance of the JSON-Schema-Test-Suite
+//! (draft2020-12) in `core/tests/cast_json_schema_suite.rs`.
+//!
 //! # Deviations from TypeBox
 //!
+//! `core/tests/cast_typebox.rs` compares `cast` with TypeBox 0.34 `Value.Cast` on a few
+//! thousand generated schema/value pairs; each intended difference below is a class of
+//! `core/tests/cast_typebox/deviations.rs`, and any other difference fails the test.
+//!
+//! * **Undeclared keys are dropped from valid values too.** TypeBox returns a value that
+//!   already validates untouched; the pipeline drops the keys no schema declares (the
+//!   value stays valid).
 //! * **Constraints are not repaired.** Only type, `const` and `enum` mismatches replace a
 //!   value. A string failing `minLength`, `pattern` or `format`, a number outside
-//!   `minimum`/`maximum` or `multipleOf` is kept unchanged: no value can be invented that
-//!   satisfies arbitrary constraints, keeping the original loses less information, and the
-//!   validation step reports it.
-//! * **Always walks.** TypeBox returns an already-valid value untouched; here undeclared
-//!   properties are dropped even when the value is otherwise valid.
-//! * **`additionalProperties: true` keeps extras** (TypeBox keeps them only for a schema).
-//! * A union whose branches all score zero yields the created value of the union (which is
-//!   `null` for a nullable union) rather than a cast to the first branch.
+//!   `minimum`/`maximum` or `multipleOf` is kept unchanged (also when that decides between
+//!   union branches): no value can be invented that satisfies arbitrary constraints,
+//!   keeping the original loses less information, and the validation step reports it.
+//! * **Free-form objects.** `additionalProperties: true` keeps extras (TypeBox keeps them
+//!   only for a schema), and `{"type": "object"}` without declared properties keeps every
+//!   entry. A schema without any constraint (`{}`) creates `null` where TypeBox creates
+//!   `{}` (or leaves a missing required property missing).
+//! * **Nullable unions.** A value that no branch of a union resembles becomes `null` when a
+//!   branch declares `null`, and creating a nullable union's value creates `null`; TypeBox
+//!   casts to, and creates, the first branch.
+//! * **Union defaults.** A union's `default` replaces only a value no branch resembles;
+//!   TypeBox returns it for every value the union rejects.
+//! * **TypeBox quirks not copied.** An intersect (`allOf`) that rejects a value is not
+//!   recreated and reset (TypeBox creates the intersect and assigns the value over it, or
+//!   returns the created value when that fails); an array is not cast to an object (in
+//!   JavaScript arrays are objects, so TypeBox scores and casts them as such).
+//!
+//! # What cast does not honour
+//!
+//! * **References it cannot resolve locally** — remote documents, `$anchor` / `$dynamicRef`
+//!   targets — leave the value under them unchanged.
+//! * **`unevaluatedProperties` / `unevaluatedItems`** are read like `additionalProperties`
+//!   / not at all: the keys evaluated by an applicator the cast does not merge (a union
+//!   branch other than the chosen one, `not`) are dropped when `unevaluatedProperties` is
+//!   `false`, and items are never dropped for `unevaluatedItems`.
+//! * **`not`, `oneOf` exclusivity, `propertyNames`, `contains`** decide branch choice
+//!   but are not repaired; a valid value whose undeclared keys are dropped could in theory
+//!   start matching a `not` schema or a second `oneOf` branch.
+//! * **`format`** is neither checked nor repaired.
 //!
 //! # Limits
 //!
 //! Recursion through nested values and recursive schemas stops at [`CAST_MAX_DEPTH`]: deeper
 //! values are kept unchanged and deeper created values are `null`. Branch selection spends
-//! at most a fixed budget of structural checks per union (a check that runs out of budget
-//! counts as fitting), and one call creates at most a fixed number of values (further
-//! created values are `null`, and `minItems` padding stops). So `cast` terminates on any
+//! at most a fixed budget of checks per union (a check that runs out of budget counts as
+//! passing), one call spends at most a fixed number of trial casts comparing branches a
+//! value is valid against (then the first such branch is taken), and one call creates at
+//! most a fixed number of values (further created values are `null`, `minItems` padding
+//! stops, and a created string is padded to at most 65,536 characters). So `cast` terminates on any
 //! schema, cyclic ones included, and treats malformed keywords (`{"type": 5}`,
 //! `{"properties": []}`) as absent.
 
