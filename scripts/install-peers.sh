@@ -56,3 +56,28 @@ if [ ! -f "$serve_peers/.venv/.installed" ] \
     "$serve_peers/.venv/bin/python" -m pip install -q --disable-pip-version-check -r "$serve_peers/requirements.txt"
     touch "$serve_peers/.venv/.installed"
 fi
+
+# ----- Cast tests (core: tests/cast_typebox.rs, tests/cast_json_schema_suite.rs) -----------------
+# TypeBox, the reference implementation of `Value.Cast` (npm, pinned by
+# core/peers/typebox/package-lock.json), and the JSON-Schema-Test-Suite as shipped in the
+# source archive of the PyPI `jsonschema` package (pinned below), unpacked to the gitignored
+# core/peers/json-schema-test-suite/ (its draft2020-12 tests and the remote documents).
+typebox_peers=core/peers/typebox
+if [ ! -f "$typebox_peers/node_modules/@sinclair/typebox/package.json" ] \
+    || [ ! -f "$typebox_peers/node_modules/.package-lock.json" ] \
+    || [ "$typebox_peers/package-lock.json" -nt "$typebox_peers/node_modules/.package-lock.json" ]; then
+    (cd "$typebox_peers" && npm ci --no-audit --no-fund)
+fi
+suite_version=4.26.0
+suite_dir=core/peers/json-schema-test-suite
+if [ ! -f "$suite_dir/.installed-$suite_version" ]; then
+    suite_download=$(mktemp -d)
+    python3 -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: \
+        "jsonschema==$suite_version" -d "$suite_download"
+    rm -rf "$suite_dir"
+    mkdir -p "$suite_dir"
+    tar -xzf "$suite_download/jsonschema-$suite_version.tar.gz" -C "$suite_dir" --strip-components=2 \
+        "jsonschema-$suite_version/json/tests/draft2020-12" "jsonschema-$suite_version/json/remotes"
+    rm -rf "$suite_download"
+    touch "$suite_dir/.installed-$suite_version"
+fi
