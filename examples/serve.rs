@@ -119,9 +119,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let base = format!("http://{}", listener.local_addr()?);
     let http = HttpServer::new(registry.clone())
         .info("opkit quickstart", "1.0.0")
-        .identity_resolver(tokens());
+        .identity_resolver(tokens())
+        .explorer("/explorer")
+        .explorer_mcp_link("/mcp");
     let app = http.router().nest("/mcp", mcp.router());
     println!("opkit serves {} operations on {base}", registry.len());
+    println!("  Explorer (open it in a browser): {base}/explorer");
     println!("  OpenAPI document: {base}/openapi.json");
     for spec in registry.specs() {
         println!(

@@ -81,3 +81,19 @@ if [ ! -f "$suite_dir/.installed-$suite_version" ]; then
     rm -rf "$suite_download"
     touch "$suite_dir/.installed-$suite_version"
 fi
+
+# The explorer page's browser test (opkit-adapters, feature `http-server`): Debian's chromium
+# and chromedriver, driven by Selenium (pinned by adapters/peers/explorer/requirements.txt, in
+# its own virtualenv adapters/peers/explorer/.venv). Selenium is given both binaries, so it
+# never tries to download a browser or a driver.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    apt-get update
+    apt-get install -y chromium chromium-driver
+fi
+explorer_peers=adapters/peers/explorer
+if [ ! -f "$explorer_peers/.venv/.installed" ] \
+    || [ "$explorer_peers/requirements.txt" -nt "$explorer_peers/.venv/.installed" ]; then
+    python3 -m venv "$explorer_peers/.venv"
+    "$explorer_peers/.venv/bin/python" -m pip install -q --disable-pip-version-check -r "$explorer_peers/requirements.txt"
+    touch "$explorer_peers/.venv/.installed"
+fi

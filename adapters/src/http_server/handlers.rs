@@ -30,6 +30,8 @@ pub(crate) struct Shared {
     /// Where the routes are reachable from outside, when configured
     /// ([`HttpServer::base_path`](super::HttpServer::base_path)).
     pub(crate) base_path: Option<String>,
+    /// The explorer page, when enabled.
+    pub(crate) explorer: Option<super::explorer::Explorer>,
     pub(crate) body_limit: usize,
     pub(crate) request_timeout: Duration,
     pub(crate) subscription_timeout: Option<Duration>,

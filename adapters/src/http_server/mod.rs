@@ -35,6 +35,7 @@
 //! | route | what |
 //! |---|---|
 //! | `GET /openapi.json` | the OpenAPI 3.1 document, generated from the registry's current specs |
+//! | `GET /explorer` (when enabled, at the path given to [`HttpServer::explorer`]) | the operations explorer, a page for people |
 //! | `GET /ops/<id>?<params>` | a query or subscription, input from the query string (below) |
 //! | `POST /ops/<id>` | any operation, input from the `application/json` body (an empty body is `{}`) |
 //! | anything else | `404` with a `CallError` body |
@@ -155,6 +156,7 @@
 //! | [`HttpServer::subscription_timeout`] | none | the deadline of subscriptions: an `error` event with `TIMEOUT` |
 //! | [`HttpServer::keep_alive`] | 15 s | interval of SSE keep-alive comments |
 
+mod explorer;
 mod handlers;
 mod identity;
 mod openapi;
@@ -239,6 +241,7 @@ pub struct HttpServer {
     registry: OperationRegistry,
     authenticator: Option<Arc<dyn Authenticator>>,
     base_path: Option<String>,
+    explorer: Option<explorer::Explorer>,
     body_limit: usize,
     request_timeout: Duration,
     subscription_timeout: Option<Duration>,
@@ -270,6 +273,7 @@ impl HttpServer {
             registry,
             authenticator: None,
             base_path: None,
+            explorer: None,
             body_limit: DEFAULT_BODY_LIMIT,
             request_timeout: Duration::from_secs(30),
             subscription_timeout: None,
@@ -310,6 +314,42 @@ impl HttpServer {
     pub fn base_path(mut self, path: impl Into<String>) -> Self {
         let path = path.into();
         self.base_path = Some(path.trim_end_matches('/').to_owned());
+        self
+    }
+
+    /// Serves the operations explorer at `path` (relative to where the router is mounted, e.g.
+    /// `"/explorer"`): a page where a person sees every operation grouped by namespace with
+    /// its description, kind and access rule, fills a form generated from its input schema
+    /// (or raw JSON, checked against the schema as it is typed), calls it with a token or API
+    /// key and sees the whole envelope, and watches subscriptions item by item. It reads
+    /// `openapi.json`, so it shows exactly what clients see. Off unless enabled: it is a
+    /// developer's tool, and an API for machines need not serve a page.
+    ///
+    /// ```
+    /// # let registry = opkit::OperationRegistry::new();
+    /// use opkit_adapters::http_server::HttpServer;
+    /// let server = HttpServer::new(registry).explorer("/explorer").explorer_mcp_link("/mcp");
+    /// ```
+    #[must_use]
+    pub fn explorer(mut self, path: impl Into<String>) -> Self {
+        let mut path = path.into();
+        if !path.starts_with('/') {
+            path.insert(0, '/');
+        }
+        let mcp = self.explorer.take().and_then(|explorer| explorer.mcp);
+        self.explorer = Some(explorer::Explorer { path, mcp });
+        self
+    }
+
+    /// The MCP endpoint the explorer links (a path from the site's root, like `/mcp`, or a
+    /// URL), for a server that also serves MCP.
+    #[must_use]
+    pub fn explorer_mcp_link(mut self, mcp: impl Into<String>) -> Self {
+        let explorer = self.explorer.get_or_insert_with(|| explorer::Explorer {
+            path: "/explorer".to_owned(),
+            mcp: None,
+        });
+        explorer.mcp = Some(mcp.into());
         self
     }
 
@@ -402,17 +442,20 @@ impl HttpServer {
             registry: self.registry.clone(),
             authenticator: self.authenticator.clone(),
             base_path: self.base_path.clone(),
+            explorer: self.explorer.clone(),
             body_limit: self.body_limit,
             request_timeout: self.request_timeout,
             subscription_timeout: self.subscription_timeout,
             keep_alive: self.keep_alive,
             info: self.document_info(),
         });
-        Ok(Router::new()
+        let mut router = Router::new()
             .route("/openapi.json", get(handlers::openapi))
-            .route("/ops/{id}", any(handlers::operation))
-            .fallback(handlers::fallback)
-            .with_state(shared))
+            .route("/ops/{id}", any(handlers::operation));
+        if let Some(explorer) = &self.explorer {
+            router = router.route(&explorer.path, get(explorer::explorer));
+        }
+        Ok(router.fallback(handlers::fallback).with_state(shared))
     }
 
     /// Serves on `listener` until the process ends (an error, before serving, when an

@@ -97,7 +97,10 @@ async fn whoami(State(app): State<AppState>, request: Request) -> Json<serde_jso
 ///
 /// When the registry lacks application state its operations read (a startup error).
 pub fn app(registry: &OperationRegistry, keys: ApiKeys, name: &str) -> Router {
-    let http = HttpServer::new(registry.clone()).info("notes", env!("CARGO_PKG_VERSION"));
+    let http = HttpServer::new(registry.clone())
+        .info("notes", env!("CARGO_PKG_VERSION"))
+        .explorer("/explorer")
+        .explorer_mcp_link("/mcp");
     let mcp = McpServer::new(registry.clone()).name("notes");
     Router::new()
         .route("/health", get(health))

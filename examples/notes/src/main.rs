@@ -84,6 +84,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let addr = listener.local_addr()?;
             let router = app::app(&registry, keys, &name);
             ready(&format!("listening on http://{addr}"));
+            eprintln!("explorer: http://{addr}/api/explorer  (API key: demo-key)");
             axum::serve(listener, router).await?;
         }
         "replica" => {
