@@ -12,7 +12,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
@@ -108,30 +108,82 @@ impl TokenVerifier for StaticTokens {
     }
 }
 
-/// Settings of a [`WsHub`].
+/// How many bytes of frames may wait for one spoke unless
+/// [`HubOptions::with_max_queued_bytes`] says otherwise: 64 MiB.
+pub const DEFAULT_MAX_QUEUED_BYTES: usize = 64 * 1024 * 1024;
+
+/// How many subscriptions one spoke may hold unless
+/// [`HubOptions::with_max_subscriptions`] says otherwise: 4,096 (a spoke serving an
+/// operation holds two: its request and abort topics).
+pub const DEFAULT_MAX_SUBSCRIPTIONS: usize = 4096;
+
+/// Settings of a [`WsHub`]. Every bound and timing of the hub is here.
 #[derive(Debug, Clone)]
 pub struct HubOptions {
     ping_interval: Duration,
+    silent_intervals: u32,
+    handshake_timeout: Duration,
     orphan_grace: Duration,
     max_queued: usize,
+    max_queued_bytes: usize,
+    max_subscriptions: usize,
 }
 
 impl Default for HubOptions {
     fn default() -> Self {
         Self {
             ping_interval: Duration::from_secs(5),
+            silent_intervals: 3,
+            handshake_timeout: Duration::from_secs(10),
             orphan_grace: Duration::from_secs(60),
             max_queued: 65_536,
+            max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
+            max_subscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
         }
     }
 }
 
 impl HubOptions {
-    /// How often the hub pings each spoke (5 s unless set); a spoke silent for three intervals
-    /// is disconnected.
+    /// How often the hub pings each spoke (5 s unless set); a spoke silent for
+    /// [`with_silent_intervals`](Self::with_silent_intervals) intervals is disconnected.
     #[must_use]
     pub fn with_ping_interval(mut self, interval: Duration) -> Self {
         self.ping_interval = interval.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How many ping intervals a spoke may stay silent before it is disconnected (3 unless
+    /// set).
+    #[must_use]
+    pub fn with_silent_intervals(mut self, intervals: u32) -> Self {
+        self.silent_intervals = intervals.max(1);
+        self
+    }
+
+    /// How long a connecting spoke may take to complete the WebSocket handshake (10 s unless
+    /// set).
+    #[must_use]
+    pub fn with_handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake_timeout = timeout;
+        self
+    }
+
+    /// How many bytes of frames may wait for one spoke that does not read them
+    /// ([`DEFAULT_MAX_QUEUED_BYTES`], 64 MiB, unless set). A spoke that goes over is
+    /// disconnected with a logged reason; the requests it was running fail with
+    /// `TRANSPORT_ERROR`, and its queue is freed.
+    #[must_use]
+    pub fn with_max_queued_bytes(mut self, bytes: usize) -> Self {
+        self.max_queued_bytes = bytes.max(1);
+        self
+    }
+
+    /// How many subscriptions one spoke may hold ([`DEFAULT_MAX_SUBSCRIPTIONS`] unless set);
+    /// one more is refused with an error naming the limit (the spoke's `subscribe` fails with
+    /// a transport error).
+    #[must_use]
+    pub fn with_max_subscriptions(mut self, subscriptions: usize) -> Self {
+        self.max_subscriptions = subscriptions.max(1);
         self
     }
 
@@ -143,7 +195,8 @@ impl HubOptions {
         self
     }
 
-    /// How many frames may wait for one spoke before it is disconnected (65,536 unless set).
+    /// How many frames may wait for one spoke before it is disconnected (65,536 unless set;
+    /// [`with_max_queued_bytes`](Self::with_max_queued_bytes) bounds their size).
     #[must_use]
     pub fn with_max_queued(mut self, frames: usize) -> Self {
         self.max_queued = frames.max(1);
@@ -554,7 +607,7 @@ async fn connection(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
                 },
             }
         });
-    let socket = match tokio::time::timeout(Duration::from_secs(10), handshake).await {
+    let socket = match tokio::time::timeout(shared.options.handshake_timeout, handshake).await {
         Ok(Ok(socket)) => socket,
         Ok(Err(error)) => {
             tracing::warn!(%peer, %error, "refused a spoke connection");
@@ -581,7 +634,7 @@ async fn connection(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
     tracing::info!(spoke = %name, %peer, "spoke connected");
 
     let (mut sink, mut source) = socket.split();
-    let (outbound, mut queue) = mpsc::channel::<Message>(shared.options.max_queued);
+    let (outbound, mut queue) = Outbound::new(&shared.options, spoke.clone(), kick.clone());
     let writer_stop = kick.clone();
     let writer = tokio::spawn(async move {
         while let Some(message) = queue.recv().await {
@@ -596,7 +649,6 @@ async fn connection(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
         shared: shared.clone(),
         spoke: spoke.clone(),
         outbound,
-        kick: kick.clone(),
     };
     link.send(frame::encode(
         &Header::Welcome {
@@ -612,7 +664,7 @@ async fn connection(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
         tokio::select! {
             () = kick.cancelled() => break,
             _ = ping.tick() => {
-                if last_heard.elapsed() > ping_interval * 3 {
+                if last_heard.elapsed() > ping_interval * shared.options.silent_intervals {
                     tracing::warn!(spoke = %name, "a spoke went silent: disconnecting it");
                     break;
                 }
@@ -641,26 +693,103 @@ async fn connection(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
     shared.spoke_gone(id, &spoke).await;
 }
 
+/// A spoke's outgoing queue, bounded in frames and in bytes.
+///
+/// Invariant: `queued` is the total payload size of the frames sent into the channel and
+/// not yet taken out by the writer ([`OutboundQueue::recv`] subtracts what it hands out).
+/// A frame that would take it past the byte budget, or a full channel, disconnects the
+/// spoke (the kick); when the connection ends the channel and every frame in it are
+/// dropped, so a spoke that stopped reading costs at most its budget, and nothing after
+/// it leaves.
+#[derive(Clone)]
+struct Outbound {
+    sender: mpsc::Sender<Message>,
+    queued: Arc<AtomicUsize>,
+    budget: usize,
+    spoke: Arc<Mutex<SpokeState>>,
+    kick: CancellationToken,
+}
+
+/// The writer's end of an [`Outbound`].
+struct OutboundQueue {
+    receiver: mpsc::Receiver<Message>,
+    queued: Arc<AtomicUsize>,
+}
+
+impl OutboundQueue {
+    async fn recv(&mut self) -> Option<Message> {
+        let message = self.receiver.recv().await?;
+        self.queued.fetch_sub(message.len(), Ordering::AcqRel);
+        Some(message)
+    }
+}
+
+impl Outbound {
+    fn new(
+        options: &HubOptions,
+        spoke: Arc<Mutex<SpokeState>>,
+        kick: CancellationToken,
+    ) -> (Self, OutboundQueue) {
+        let (sender, receiver) = mpsc::channel(options.max_queued);
+        let queued = Arc::new(AtomicUsize::new(0));
+        let outbound = Self {
+            sender,
+            queued: queued.clone(),
+            budget: options.max_queued_bytes,
+            spoke,
+            kick,
+        };
+        (outbound, OutboundQueue { receiver, queued })
+    }
+
+    /// Queues a frame; a spoke over its budget (frames or bytes) is disconnected.
+    fn send(&self, message: Message) -> bool {
+        let size = message.len();
+        let before = self.queued.fetch_add(size, Ordering::AcqRel);
+        if before + size > self.budget {
+            self.queued.fetch_sub(size, Ordering::AcqRel);
+            self.overflow(format_args!(
+                "{} bytes wait for it, and {size} more would pass the budget of {} (HubOptions::with_max_queued_bytes)",
+                before, self.budget
+            ));
+            return false;
+        }
+        match self.sender.try_send(message) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                self.queued.fetch_sub(size, Ordering::AcqRel);
+                self.overflow(format_args!(
+                    "{} frames wait for it (HubOptions::with_max_queued)",
+                    self.sender.max_capacity()
+                ));
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                self.queued.fetch_sub(size, Ordering::AcqRel);
+                false
+            }
+        }
+    }
+
+    fn overflow(&self, why: std::fmt::Arguments<'_>) {
+        if !self.kick.is_cancelled() {
+            tracing::warn!(spoke = %lock(&self.spoke).name, "a spoke fell too far behind: disconnecting it; {why}");
+        }
+        self.kick.cancel();
+    }
+}
+
 /// A connected spoke's side of the hub: its outgoing queue and its state.
 struct Link {
     shared: Arc<Shared>,
     spoke: Arc<Mutex<SpokeState>>,
-    outbound: mpsc::Sender<Message>,
-    kick: CancellationToken,
+    outbound: Outbound,
 }
 
 impl Link {
     /// Queues a frame; a spoke too far behind is disconnected.
     fn send(&self, message: Message) -> bool {
-        match self.outbound.try_send(message) {
-            Ok(()) => true,
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                tracing::warn!(spoke = %lock(&self.spoke).name, "a spoke fell too far behind: disconnecting it");
-                self.kick.cancel();
-                false
-            }
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
-        }
+        self.outbound.send(message)
     }
 
     fn reply(&self, id: u64, result: Result<Option<usize>, String>) {
@@ -723,8 +852,24 @@ impl Link {
     }
 
     async fn subscribe(&self, id: u64, topic: String, group: Option<String>) {
-        if lock(&self.spoke).subscriptions.contains_key(&id) {
-            self.reply(id, Err(format!("subscription {id} exists already")));
+        let held = {
+            let state = lock(&self.spoke);
+            if state.subscriptions.contains_key(&id) {
+                drop(state);
+                self.reply(id, Err(format!("subscription {id} exists already")));
+                return;
+            }
+            state.subscriptions.len()
+        };
+        let limit = self.shared.options.max_subscriptions;
+        if held >= limit {
+            tracing::warn!(spoke = %lock(&self.spoke).name, limit, "refused a subscription over the spoke's limit");
+            self.reply(
+                id,
+                Err(format!(
+                    "this spoke holds {held} subscriptions, the hub's limit (HubOptions::with_max_subscriptions): unsubscribe from one first"
+                )),
+            );
             return;
         }
         self.shared.unorphan(&topic);
@@ -744,7 +889,6 @@ impl Link {
             spoke: self.spoke.clone(),
             shared: self.shared.clone(),
             outbound: self.outbound.clone(),
-            kick: self.kick.clone(),
             id,
             track: group.is_some(),
         };
@@ -761,8 +905,7 @@ impl Link {
 struct Forwarder {
     spoke: Arc<Mutex<SpokeState>>,
     shared: Arc<Shared>,
-    outbound: mpsc::Sender<Message>,
-    kick: CancellationToken,
+    outbound: Outbound,
     id: u64,
     track: bool,
 }
@@ -818,13 +961,6 @@ impl Forwarder {
             }
         }
         let message = frame::encode(&Header::Message { sub: self.id }, Some(&payload));
-        match self.outbound.try_send(message) {
-            Ok(()) => {}
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                tracing::warn!(spoke = %lock(&self.spoke).name, "a spoke fell too far behind: disconnecting it");
-                self.kick.cancel();
-            }
-            Err(mpsc::error::TrySendError::Closed(_)) => {}
-        }
+        self.outbound.send(message);
     }
 }

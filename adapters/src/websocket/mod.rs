@@ -102,9 +102,14 @@
 //!   its `publish` and `subscribe` fail at once with a `TransportError` (calls made then end
 //!   with `TRANSPORT_ERROR`); calls it had in flight end with an error or `TIMEOUT` at their
 //!   deadline, never a hang.
-//! - **Backpressure**: each spoke's outgoing queue holds [`HubOptions::with_max_queued`]
-//!   frames; a spoke that falls further behind is disconnected (and its requests fail as above)
-//!   rather than letting the hub's memory grow without bound.
+//! - **Backpressure**: each spoke's outgoing queue holds at most
+//!   [`HubOptions::with_max_queued_bytes`] bytes ([`DEFAULT_MAX_QUEUED_BYTES`], 64 MiB) and
+//!   [`HubOptions::with_max_queued`] frames; a spoke that falls further behind (it stopped
+//!   reading) is disconnected with a logged reason — its requests fail with `TRANSPORT_ERROR`
+//!   as above and its queue is freed — rather than letting the hub's memory grow without
+//!   bound. One spoke holds at most [`HubOptions::with_max_subscriptions`]
+//!   ([`DEFAULT_MAX_SUBSCRIPTIONS`]) subscriptions; one more fails with a `TransportError`
+//!   naming the limit.
 //!
 //! [`Subscription`]: opkit::protocol::Subscription
 
@@ -112,5 +117,8 @@ mod frame;
 mod hub;
 mod spoke;
 
-pub use hub::{HubOptions, HubPubSub, SpokeGrant, StaticTokens, TokenVerifier, WsHub};
+pub use hub::{
+    DEFAULT_MAX_QUEUED_BYTES, DEFAULT_MAX_SUBSCRIPTIONS, HubOptions, HubPubSub, SpokeGrant,
+    StaticTokens, TokenVerifier, WsHub,
+};
 pub use spoke::{SpokeOptions, WsSpoke};
