@@ -76,7 +76,13 @@
 //!   deadline (the protocol always sends one). Entries the dead replica had not read yet stay in
 //!   the stream and go to the other replicas; its lease expires after at most
 //!   [`RedisOptions::with_lease`], after which, with no replica left, calls fail at once with
-//!   `OPERATION_NOT_FOUND`.
+//!   `OPERATION_NOT_FOUND` — except within [`RedisOptions::with_rejoin_grace`] (30 s) of the
+//!   last time this caller's request on that operation reached a replica: then they fail with
+//!   `TRANSPORT_ERROR` (transient: retry), because replicas are usually rejoining.
+//! - **After a Redis restart** the members set is empty until the replicas' subscriptions
+//!   reconnect and take their leases again (well under a second with the default backoff).
+//!   Calls made meanwhile fail at once with `TRANSPORT_ERROR` (the rejoin grace above), never
+//!   with `OPERATION_NOT_FOUND`, so retry logic keyed on transient errors retries them.
 //! - **Order**: one publisher's messages on one topic arrive in publish order (one connection,
 //!   one script per publish, one reader per subscription).
 //! - **Old requests**: stream entries older than [`RedisOptions::with_retention`] are trimmed
@@ -121,11 +127,12 @@ use futures::future::BoxFuture;
 use opkit::protocol::{PubSub, Receipt, Subscription, TransportError};
 use redis_crate::aio::MultiplexedConnection;
 use redis_crate::{AsyncConnectionConfig, Client, RedisError, Script};
+use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 // `redis` is both this module's name and the crate's: name the crate unambiguously.
 use ::redis as redis_crate;
@@ -151,6 +158,7 @@ pub struct RedisOptions {
     batch: usize,
     backoff_min: Duration,
     backoff_max: Duration,
+    rejoin_grace: Duration,
 }
 
 impl Default for RedisOptions {
@@ -165,6 +173,7 @@ impl Default for RedisOptions {
             batch: 16,
             backoff_min: Duration::from_millis(50),
             backoff_max: Duration::from_secs(1),
+            rejoin_grace: Duration::from_secs(30),
         }
     }
 }
@@ -235,6 +244,16 @@ impl RedisOptions {
     /// The prefix of every key and channel name.
     pub fn prefix(&self) -> &str {
         &self.prefix
+    }
+
+    /// How long after a request topic was last seen served a publish that reaches no replica
+    /// fails with a [`TransportError`] (`TRANSPORT_ERROR`, worth retrying: replicas are
+    /// rejoining after a Redis restart or a redeploy) rather than `OPERATION_NOT_FOUND` (30 s
+    /// unless set; zero turns it off).
+    #[must_use]
+    pub fn with_rejoin_grace(mut self, grace: Duration) -> Self {
+        self.rejoin_grace = grace;
+        self
     }
 
     /// The lease of group members.
@@ -356,7 +375,13 @@ struct Inner {
     command: Mutex<Option<MultiplexedConnection>>,
     /// Serializes reconnections of the command connection.
     connecting: tokio::sync::Mutex<()>,
+    /// When each request topic this instance published on last reached a replica; pruned of
+    /// entries older than the rejoin grace whenever it grows past [`SERVED_PRUNE_AT`].
+    served: Mutex<HashMap<String, Instant>>,
 }
+
+/// How many served topics are remembered before the stale ones are pruned.
+const SERVED_PRUNE_AT: usize = 4096;
 
 impl fmt::Debug for RedisPubSub {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -411,6 +436,7 @@ impl RedisPubSub {
                 next_consumer: AtomicU64::new(1),
                 command: Mutex::new(None),
                 connecting: tokio::sync::Mutex::new(()),
+                served: Mutex::new(HashMap::new()),
             }),
         };
         pubsub
@@ -584,9 +610,43 @@ impl Inner {
                     .await
             })
             .await?;
-        Ok(Receipt::delivered(usize::try_from(receivers).unwrap_or(0)))
+        let receivers = usize::try_from(receivers).unwrap_or(0);
+        self.note_served(topic, receivers)?;
+        Ok(Receipt::delivered(receivers))
+    }
+
+    /// Remembers request topics that reached a replica; a publish on one that reaches nobody
+    /// within the rejoin grace is a transport error, not "nobody serves it".
+    fn note_served(&self, topic: &str, receivers: usize) -> Result<(), TransportError> {
+        let grace = self.options.rejoin_grace;
+        if grace.is_zero() || !topic.starts_with(REQUEST_PREFIX.as_str()) {
+            return Ok(());
+        }
+        let mut served = self.served.lock().unwrap_or_else(PoisonError::into_inner);
+        if receivers > 0 {
+            if let Some(seen) = served.get_mut(topic) {
+                *seen = Instant::now();
+            } else {
+                if served.len() >= SERVED_PRUNE_AT {
+                    served.retain(|_, seen| seen.elapsed() < grace);
+                }
+                served.insert(topic.to_owned(), Instant::now());
+            }
+            return Ok(());
+        }
+        match served.get(topic) {
+            Some(seen) if seen.elapsed() < grace => Err(TransportError::new(format!(
+                "no replica serves `{topic}` right now, though one did {} ms ago: replicas may be rejoining (after a Redis restart or a redeploy); retry",
+                seen.elapsed().as_millis()
+            ))),
+            _ => Ok(()),
+        }
     }
 }
+
+/// The prefix of the protocol's request topics.
+static REQUEST_PREFIX: LazyLock<String> =
+    LazyLock::new(|| opkit::protocol::topics::request_topic(""));
 
 impl PubSub for RedisPubSub {
     fn publish<'a>(
