@@ -1,7 +1,10 @@
-//! The HTTP server's bounds on request bodies, at their defaults: size (`413` naming the
-//! limit) and JSON nesting (`400` from the parser or from the registry's depth check).
+//! The HTTP server's bounds: request bodies at their defaults — size (`413` naming the limit)
+//! and JSON nesting (`400` from the parser or from the registry's depth check) — and its
+//! connections: the header-read timeout and the connection limit.
 #![cfg(feature = "http-server")]
 
+#[path = "../../examples/serve_fixtures.rs"]
+mod serve_fixtures;
 mod serve_support;
 
 use opkit::limits::MAX_INPUT_DEPTH;
@@ -103,4 +106,74 @@ async fn deeply_nested_bodies_are_validation_errors() {
             .contains("recursion limit"),
         "{error}"
     );
+}
+
+/// Serves the fixtures with `limits` through `HttpServer::serve` (opkit's accept loop).
+async fn start_limited(
+    limits: opkit_adapters::http_server::ConnectionLimits,
+) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = HttpServer::new(serve_fixtures::fixture_registry(false)).connection_limits(limits);
+    tokio::spawn(server.serve(listener));
+    addr
+}
+
+/// A client that sends one header byte and then nothing is closed after the header-read
+/// timeout (a slowloris holds no connection for long).
+#[tokio::test]
+async fn a_client_too_slow_to_send_its_headers_is_disconnected() {
+    use opkit_adapters::http_server::ConnectionLimits;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = start_limited(
+        ConnectionLimits::default().header_read_timeout(std::time::Duration::from_millis(300)),
+    )
+    .await;
+    let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
+    slow.write_all(b"G").await.unwrap();
+    let mut buffer = Vec::new();
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        slow.read_to_end(&mut buffer),
+    )
+    .await
+    .expect("the server closes the connection well before 10 s");
+    // Closed: either a clean end of stream or a reset; what matters is that it ended.
+    drop(read);
+    // A well-behaved client is served meanwhile.
+    let ok = reqwest::get(format!("http://{addr}/ops/math.add?a=1&b=2"))
+        .await
+        .unwrap();
+    assert_eq!(ok.status().as_u16(), 200);
+}
+
+/// Past the connection limit, a new connection waits until one closes; then it is served.
+#[tokio::test]
+async fn connections_past_the_limit_wait_for_one_to_close() {
+    use opkit_adapters::http_server::ConnectionLimits;
+    let addr = start_limited(ConnectionLimits::default().max_connections(2)).await;
+    let holders: Vec<tokio::net::TcpStream> = vec![
+        tokio::net::TcpStream::connect(addr).await.unwrap(),
+        tokio::net::TcpStream::connect(addr).await.unwrap(),
+    ];
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    let url = format!("http://{addr}/ops/math.add?a=1&b=2");
+    let waiting = tokio::time::timeout(
+        std::time::Duration::from_millis(500),
+        client.get(&url).send(),
+    )
+    .await;
+    assert!(
+        waiting.is_err(),
+        "a third connection is not served while two are held"
+    );
+    drop(holders);
+    let served = tokio::time::timeout(std::time::Duration::from_secs(10), client.get(&url).send())
+        .await
+        .expect("served once the held connections closed")
+        .unwrap();
+    assert_eq!(served.status().as_u16(), 200);
 }

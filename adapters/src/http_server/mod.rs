@@ -155,6 +155,12 @@
 //! | [`HttpServer::request_timeout`] | 30 s | the deadline of queries and mutations (and of reading the body): `504` |
 //! | [`HttpServer::subscription_timeout`] | none | the deadline of subscriptions: an `error` event with `TIMEOUT` |
 //! | [`HttpServer::keep_alive`] | 15 s | interval of SSE keep-alive comments |
+//! | [`ConnectionLimits::header_read_timeout`] | [`DEFAULT_HEADER_READ_TIMEOUT`] (10 s) | a client slower to send its headers, or a kept-alive connection idle longer, is closed |
+//! | [`ConnectionLimits::max_connections`] | [`DEFAULT_MAX_CONNECTIONS`] (10,000) | further connections wait in the listen backlog until one closes |
+//!
+//! The connection limits apply where the server accepts connections: [`HttpServer::serve`],
+//! or [`serve_router`] for an application that mounts the routers in its own app (with
+//! `axum::serve` instead, configure them there).
 
 mod explorer;
 mod handlers;
@@ -162,12 +168,17 @@ mod identity;
 mod openapi;
 mod query;
 pub(crate) mod refs;
+mod serve;
 
 pub use identity::{
     ApiKeyAuth, Authenticator, BearerAuth, IdentityResolver, StaticTokens, async_resolver,
 };
 
+#[cfg(feature = "mcp-server")]
 pub(crate) use identity::authenticate;
+pub use serve::{
+    ConnectionLimits, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS, serve_router,
+};
 
 use axum::Router;
 use axum::routing::{any, get};
@@ -242,6 +253,7 @@ pub struct HttpServer {
     authenticator: Option<Arc<dyn Authenticator>>,
     base_path: Option<String>,
     explorer: Option<explorer::Explorer>,
+    connections: ConnectionLimits,
     body_limit: usize,
     request_timeout: Duration,
     subscription_timeout: Option<Duration>,
@@ -274,6 +286,7 @@ impl HttpServer {
             authenticator: None,
             base_path: None,
             explorer: None,
+            connections: ConnectionLimits::default(),
             body_limit: DEFAULT_BODY_LIMIT,
             request_timeout: Duration::from_secs(30),
             subscription_timeout: None,
@@ -350,6 +363,15 @@ impl HttpServer {
             mcp: None,
         });
         explorer.mcp = Some(mcp.into());
+        self
+    }
+
+    /// The connection limits [`serve`](Self::serve) applies: header-read timeout and
+    /// connection count (see [`ConnectionLimits`]). An application that serves
+    /// [`router`](Self::router) itself applies them with [`serve_router`].
+    #[must_use]
+    pub fn connection_limits(mut self, limits: ConnectionLimits) -> Self {
+        self.connections = limits;
         self
     }
 
@@ -461,8 +483,8 @@ impl HttpServer {
     /// Serves on `listener` until the process ends (an error, before serving, when an
     /// operation lacks its application state).
     pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-        let router = self.try_router().map_err(std::io::Error::other)?;
-        axum::serve(listener, router).await
+        self.serve_with_shutdown(listener, std::future::pending())
+            .await
     }
 
     /// Serves on `listener` until `shutdown` completes, then finishes the open requests.
@@ -472,8 +494,6 @@ impl HttpServer {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let router = self.try_router().map_err(std::io::Error::other)?;
-        axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown)
-            .await
+        serve_router(listener, router, self.connections, shutdown).await
     }
 }

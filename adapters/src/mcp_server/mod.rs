@@ -335,7 +335,13 @@ impl McpServer {
     /// before serving, when an operation lacks its application state).
     pub async fn serve_http(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
         let router = self.try_router().map_err(std::io::Error::other)?;
-        axum::serve(listener, Router::new().nest("/mcp", router)).await
+        crate::http_server::serve_router(
+            listener,
+            Router::new().nest("/mcp", router),
+            crate::http_server::ConnectionLimits::default(),
+            std::future::pending(),
+        )
+        .await
     }
 
     /// Serves over stdio after checking the registry's application state.

@@ -85,7 +85,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let router = app::app(&registry, keys, &name);
             ready(&format!("listening on http://{addr}"));
             eprintln!("explorer: http://{addr}/api/explorer  (API key: demo-key)");
-            axum::serve(listener, router).await?;
+            // The app's routes and opkit's, behind the header-read timeout and connection
+            // limit of opkit's accept loop.
+            let limits = opkit_adapters::http_server::ConnectionLimits::default();
+            opkit_adapters::http_server::serve_router(listener, router, limits, async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await?;
         }
         "replica" => {
             if _replica.is_none() {

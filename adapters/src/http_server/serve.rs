@@ -1,0 +1,123 @@
+//! The server's accept loop: axum routes behind hyper connections that honour a
+//! header-read timeout and a connection limit (what `axum::serve` does not offer).
+
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+/// How long a client may take to send a request's headers (and how long a kept-alive
+/// connection may stay idle before its next request) unless
+/// [`ConnectionLimits::header_read_timeout`] says otherwise: 10 s.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How many connections are served at once unless [`ConnectionLimits::max_connections`] says
+/// otherwise: 10,000.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+
+/// Connection-level bounds of a server: what [`HttpServer::serve`](super::HttpServer::serve)
+/// applies, and what [`serve_router`] applies to any router (an application's own, with
+/// opkit's mounted in it).
+///
+/// ```
+/// use opkit_adapters::http_server::ConnectionLimits;
+/// use std::time::Duration;
+/// let limits = ConnectionLimits::default()
+///     .header_read_timeout(Duration::from_secs(5))
+///     .max_connections(2_000);
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionLimits {
+    header_read_timeout: Duration,
+    max_connections: usize,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+        }
+    }
+}
+
+impl ConnectionLimits {
+    /// How long a client may take to send a request's headers, and a kept-alive connection
+    /// may stay idle ([`DEFAULT_HEADER_READ_TIMEOUT`] unless set): a slower one is closed.
+    #[must_use]
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// How many connections are served at once ([`DEFAULT_MAX_CONNECTIONS`] unless set):
+    /// further ones wait in the listen backlog until one closes.
+    #[must_use]
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
+        self
+    }
+}
+
+/// Serves `router` on `listener` with `limits` until `shutdown` completes, then lets the
+/// open connections finish (HTTP/1 keep-alive ends after the current request).
+///
+/// Invariant: at most `max_connections` connections exist at once — a permit is taken
+/// before `accept` and released when the connection's task ends.
+pub async fn serve_router(
+    listener: TcpListener,
+    router: Router,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let graceful = GracefulShutdown::new();
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    builder.http2().timer(TokioTimer::new());
+    let builder = Arc::new(builder);
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            () = &mut shutdown => break,
+            permit = permits.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+        };
+        let (stream, _peer) = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of file descriptors and the like: wait, then accept again.
+                    tracing::warn!(%error, "the HTTP server could not accept a connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let service = TowerToHyperService::new(router.clone());
+        let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+        let connection = graceful.watch(connection.into_owned());
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "an HTTP connection ended with an error");
+            }
+            drop(permit);
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
+}
