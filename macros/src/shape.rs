@@ -8,7 +8,8 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
-use syn::{GenericArgument, PathArguments, PathSegment, ReturnType, Type, TypeParamBound};
+use syn::punctuated::Punctuated;
+use syn::{GenericArgument, PathArguments, PathSegment, ReturnType, Token, Type, TypeParamBound};
 
 /// `ty` without invisible groups and parentheses.
 pub(crate) fn peel(mut ty: &Type) -> &Type {
@@ -78,23 +79,51 @@ pub(crate) fn input_param(ty: &Type) -> Option<&Type> {
 
 /// What a return type says about streaming.
 pub(crate) enum Streaming<'a> {
-    /// Not an `impl Stream`.
+    /// Not a stream.
     No,
-    /// `impl Stream<Item = T> + ..`.
+    /// `impl Stream<Item = T> + ..`, a boxed stream of `T`.
     Items(&'a Type),
-    /// `impl Stream` without `Item = ..`.
+    /// `impl Stream` (or `dyn Stream`) without `Item = ..`.
     NoItem,
 }
 
-/// Reads `-> impl Stream<Item = T> + ..`.
+/// Reads `-> impl Stream<Item = T> + ..`, `-> BoxStream<'a, T>` (or `LocalBoxStream`) and
+/// `-> Pin<Box<dyn Stream<Item = T> + ..>>`.
 pub(crate) fn streaming(output: &ReturnType) -> Streaming<'_> {
     let ReturnType::Type(_, ty) = output else {
         return Streaming::No;
     };
-    let Type::ImplTrait(bounds) = peel(ty) else {
-        return Streaming::No;
-    };
-    for bound in &bounds.bounds {
+    match peel(ty) {
+        Type::ImplTrait(opaque) => stream_bounds(&opaque.bounds),
+        other => boxed_stream(other).unwrap_or(Streaming::No),
+    }
+}
+
+/// `BoxStream<'a, T>`, `LocalBoxStream<'a, T>` or `Pin<Box<dyn Stream<Item = T> + ..>>`.
+fn boxed_stream(ty: &Type) -> Option<Streaming<'_>> {
+    let segment = last_segment(ty)?;
+    if segment.ident == "BoxStream" || segment.ident == "LocalBoxStream" {
+        return Some(match type_args(segment).first() {
+            Some(item) => Streaming::Items(item),
+            None => Streaming::NoItem,
+        });
+    }
+    if segment.ident != "Pin" {
+        return None;
+    }
+    let pointer = last_segment(type_args(segment).first()?)?;
+    if pointer.ident != "Box" {
+        return None;
+    }
+    match peel(type_args(pointer).first()?) {
+        Type::TraitObject(object) => Some(stream_bounds(&object.bounds)),
+        _ => None,
+    }
+}
+
+/// The `Stream<Item = T>` among the bounds of an `impl` or `dyn` type.
+fn stream_bounds(bounds: &Punctuated<TypeParamBound, Token![+]>) -> Streaming<'_> {
+    for bound in bounds {
         let TypeParamBound::Trait(bound) = bound else {
             continue;
         };
