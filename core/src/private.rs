@@ -15,7 +15,7 @@ pub use serde;
 pub use serde_json;
 
 pub use core::primitive::{bool, str};
-pub use core::{concat, file, line};
+pub use core::{concat, file, line, unreachable};
 pub use std::any::TypeId;
 pub use std::borrow::Cow;
 pub use std::fmt;

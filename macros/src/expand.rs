@@ -62,12 +62,60 @@ pub(crate) fn expand(op: &Operation<'_>) -> TokenStream {
     }
 }
 
+/// What stands in for the handle when the attribute has errors: the struct with `ID`,
+/// `spec()` and a `TypedOperation` impl, so uses of the handle elsewhere (`add::ID`,
+/// `register_typed::<add>()`) do not add errors to the ones that matter. Nothing in it runs:
+/// the crate does not compile.
+pub(crate) fn stub_handle(func: &syn::ItemFn, private: &TokenStream) -> TokenStream {
+    if func.sig.receiver().is_some() {
+        // A method: in an `impl` or `trait` block, where a struct cannot be.
+        return TokenStream::new();
+    }
+    let vis = &func.vis;
+    let ident = &func.sig.ident;
+    let cfgs: Vec<&syn::Attribute> = cfgs_of(func).collect();
+    let value = quote!(#private::serde_json::Value);
+    quote! {
+        #(#cfgs)*
+        #[allow(non_camel_case_types, dead_code)]
+        #vis struct #ident {}
+
+        #(#cfgs)*
+        #[allow(dead_code)]
+        const _: () = {
+            impl #ident {
+                #vis const ID: &'static #private::str = "";
+
+                #vis fn spec() -> #private::OperationSpec {
+                    #private::unreachable!()
+                }
+            }
+
+            impl #private::TypedOperation for #ident {
+                const ID: &'static #private::str = "";
+                const KIND: #private::OperationKind = #private::OperationKind::Query;
+                type Input = #value;
+                type Output = #value;
+
+                fn spec() -> #private::OperationSpec {
+                    #private::unreachable!()
+                }
+
+                fn handler() -> #private::Handler {
+                    #private::unreachable!()
+                }
+            }
+        };
+    }
+}
+
 /// The fn's `#[cfg]`s, repeated on every generated item so they come and go together.
 fn cfg_attrs<'a>(op: &'a Operation<'_>) -> impl Iterator<Item = &'a syn::Attribute> {
-    op.func
-        .attrs
-        .iter()
-        .filter(|attr| attr.path().is_ident("cfg"))
+    cfgs_of(op.func)
+}
+
+fn cfgs_of(func: &syn::ItemFn) -> impl Iterator<Item = &syn::Attribute> {
+    func.attrs.iter().filter(|attr| attr.path().is_ident("cfg"))
 }
 
 /// `concat!(doc, "\n", doc, ..)` of doc attribute values, as `Option<&'static str>`.

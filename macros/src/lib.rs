@@ -42,12 +42,20 @@ fn operation_impl(
     };
     let errors = errors::Errors::new();
     let args = args::parse(args, &errors);
+    let private = args.private();
     let operation = signature::analyze(&func, args, &errors);
     let generated = operation.as_ref().map(expand::expand);
-    let emitted = strip_param_docs(&func);
+    let mut emitted = strip_param_docs(&func);
     match errors.finish() {
         Ok(()) => quote!(#emitted #generated),
-        Err(compile_errors) => quote!(#compile_errors #emitted),
+        Err(compile_errors) => {
+            // `const async fn` is rejected by Rust too; the error above already says so.
+            if emitted.sig.asyncness.is_some() {
+                emitted.sig.constness = None;
+            }
+            let stub = expand::stub_handle(&func, &private);
+            quote!(#compile_errors #emitted #stub)
+        }
     }
 }
 
