@@ -484,14 +484,15 @@ fn run_fn(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         #private::Produced<<#ident as #private::TypedOperation>::Output>,
         #private::CallError,
     >);
+    let convert = error_converter(op);
     if !op.output.stream {
         let at = respan(private, value_span);
-        let produce = quote_spanned!(value_span=> #at::produce::<#marker, _, _>);
+        let produce = quote_spanned!(value_span=> #at::produce::<#marker, _, _, _>);
         return quote! {
             fn __opkit_run(#ctx: #private::OperationContext, #(#params),*)
                 -> impl #private::Future<Output = #item> + use<>
             {
-                async move { #produce(#ident(#(#args),*).await) }
+                async move { #produce(#ident(#(#args),*).await, #convert) }
             }
         };
     }
@@ -515,12 +516,33 @@ fn run_fn(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         quote!(#ident(#(#args),*))
     };
     let at = respan(private, value_span);
-    let produce = quote_spanned!(value_span=> #at::produce_stream::<#marker, _, _>);
+    let produce = quote_spanned!(value_span=> #at::produce_stream::<#marker, _, _, _>);
     quote! {
         fn __opkit_run(#ctx: #private::OperationContext, #(#params),*)
             -> impl #private::futures::Stream<Item = #item> + use<>
         {
-            #produce(#items)
+            #produce(#items, #convert)
+        }
+    }
+}
+
+/// The conversion of the fn's error into the call's `CallError`, chosen by the error's type
+/// (see `__private::ErrorProbe`: the user's `Into<CallError>`, else a `std::error::Error`,
+/// else `anyhow::Error`) and spanned at the error type as written.
+fn error_converter(op: &Operation<'_>) -> TokenStream {
+    let private = &op.private;
+    let value = &op.output.value;
+    let Shape::Fallible { error, .. } = Shape::of(value) else {
+        return quote!(#private::no_error);
+    };
+    let span = error.map_or_else(|| value.span(), Spanned::span);
+    let at = respan(private, span);
+    let error = Ident::new("__error", span);
+    quote_spanned! {span=>
+        |#error| {
+            #[allow(unused_imports)]
+            use #at::{AnyhowErrorKind as _, IntoCallErrorKind as _, OtherErrorKind as _, StdErrorKind as _};
+            (&&&&#at::ErrorProbe(&#error)).opkit_error_kind().into_call_error(#error)
         }
     }
 }

@@ -173,8 +173,12 @@ pub(crate) enum Shape<'a> {
     Plain(&'a Type),
     /// `ResponseEnvelope<T>` (`data` is `None` for a bare `ResponseEnvelope`).
     Envelope { data: Option<&'a Type> },
-    /// `Result<T, E>` (or an alias spelled `..Result<T>`), whose `Ok` has shape `ok`.
-    Fallible { ok: Box<Shape<'a>> },
+    /// `Result<T, E>` (or an alias spelled `..Result<T>`), whose `Ok` has shape `ok`; `error`
+    /// is `E` when it is written.
+    Fallible {
+        ok: Box<Shape<'a>>,
+        error: Option<&'a Type>,
+    },
 }
 
 impl<'a> Shape<'a> {
@@ -186,6 +190,7 @@ impl<'a> Shape<'a> {
             if segment.ident == "Result" && !args.is_empty() {
                 return Self::Fallible {
                     ok: Box::new(Self::of(args[0])),
+                    error: args.get(1).copied(),
                 };
             }
             if segment.ident == "ResponseEnvelope" {
@@ -203,7 +208,7 @@ impl<'a> Shape<'a> {
         match self {
             Self::Plain(_) => true,
             Self::Envelope { .. } => false,
-            Self::Fallible { ok } => ok.is_data(),
+            Self::Fallible { ok, .. } => ok.is_data(),
         }
     }
 
@@ -212,7 +217,7 @@ impl<'a> Shape<'a> {
         match self {
             Self::Plain(_) => quote!(#private::Plain),
             Self::Envelope { .. } => quote!(#private::Envelope),
-            Self::Fallible { ok } => {
+            Self::Fallible { ok, .. } => {
                 let ok = ok.marker(private);
                 quote!(#private::Fallible<#ok>)
             }
@@ -224,7 +229,7 @@ impl<'a> Shape<'a> {
         match self {
             Self::Plain(ty) => Some(ty),
             Self::Envelope { data } => *data,
-            Self::Fallible { ok } => ok.data(),
+            Self::Fallible { ok, .. } => ok.data(),
         }
     }
 
@@ -233,7 +238,7 @@ impl<'a> Shape<'a> {
         match self {
             Self::Plain(ty) => Some(ty),
             Self::Envelope { .. } => None,
-            Self::Fallible { ok } => ok.plain(),
+            Self::Fallible { ok, .. } => ok.plain(),
         }
     }
 }

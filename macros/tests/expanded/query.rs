@@ -169,7 +169,12 @@ const _: () = {
             ::opkit::__private::CallError,
         >,
     > + use<> {
-        async move { ::opkit::__private::produce::<::opkit::__private::Plain, _, _>(add(a, b).await) }
+        async move {
+            ::opkit::__private::produce::<::opkit::__private::Plain, _, _, _>(
+                add(a, b).await,
+                ::opkit::__private::no_error,
+            )
+        }
     }
     #[allow(dead_code, clippy::too_many_arguments)]
     impl add {

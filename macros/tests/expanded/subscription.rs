@@ -158,9 +158,22 @@ const _: () = {
             ::opkit::__private::Fallible<::opkit::__private::Plain>,
             _,
             _,
-        >(::opkit::__private::forward_stream(
-            move |__sink| async move { ::opkit::__private::forward(ticks(&__ctx, count), __sink).await },
-        ))
+            _,
+        >(
+            ::opkit::__private::forward_stream(move |__sink| async move {
+                ::opkit::__private::forward(ticks(&__ctx, count), __sink).await
+            }),
+            |__error| {
+                #[allow(unused_imports)]
+                use ::opkit::__private::{
+                    AnyhowErrorKind as _, IntoCallErrorKind as _, OtherErrorKind as _,
+                    StdErrorKind as _,
+                };
+                (&&&&::opkit::__private::ErrorProbe(&__error))
+                    .opkit_error_kind()
+                    .into_call_error(__error)
+            },
+        )
     }
     #[allow(dead_code, clippy::too_many_arguments)]
     impl ticks {

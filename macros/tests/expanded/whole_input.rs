@@ -61,8 +61,9 @@ const _: () = {
         >,
     > + use<> {
         async move {
-            ::opkit::__private::produce::<::opkit::__private::Envelope, _, _>(
+            ::opkit::__private::produce::<::opkit::__private::Envelope, _, _, _>(
                 create(__ctx, __input).await,
+                ::opkit::__private::no_error,
             )
         }
     }
