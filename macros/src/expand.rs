@@ -45,6 +45,7 @@ pub(crate) fn expand(op: &Operation<'_>) -> TokenStream {
     let handle = handle_struct(op);
     let input = input_type(op, &locals);
     let typed = typed_operation(op, &locals);
+    let send_cause = send_cause(op);
     let inherent = inherent_items(op, &locals);
     let registration = registration(op);
     quote! {
@@ -56,6 +57,7 @@ pub(crate) fn expand(op: &Operation<'_>) -> TokenStream {
         const _: () = {
             #input
             #typed
+            #send_cause
             #inherent
             #registration
         };
@@ -552,11 +554,6 @@ fn json_handler(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     let private = &op.private;
     let Locals { input, ctx, .. } = locals;
     let args = args_from_input(op, locals);
-    let helper = if op.output.stream {
-        quote!(#private::stream_handler::<Self, _, _>)
-    } else {
-        quote!(#private::unary_handler::<Self, _, _>)
-    };
     let decode = match op.whole_input() {
         Some(inner) => {
             let at = respan(private, inner.span());
@@ -567,10 +564,63 @@ fn json_handler(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     let data = data_type(op);
     let at = respan(private, data_span(op));
     let encode = quote_spanned!(data_span(op)=> #at::encode::<#data>);
+    let span = send_span(op);
+    let at = respan(private, span);
+    let (probes, build, checked) = if op.output.stream {
+        (
+            quote_spanned!(span=> #at::{NotSendProbe as _, SendStreamProbe as _}),
+            quote_spanned!(span=> streaming),
+            quote_spanned!(span=> stream::<Self>),
+        )
+    } else {
+        (
+            quote_spanned!(span=> #at::{NotSendProbe as _, SendProbe as _}),
+            quote_spanned!(span=> unary),
+            quote_spanned!(span=> future::<Self>),
+        )
+    };
+    let verdict = Ident::new("__verdict", Span::mixed_site());
     quote! {
-        #helper(#private::Codec { decode: #decode, encode: #encode }, |#input: <Self as #private::TypedOperation>::Input, #ctx: #private::OperationContext| {
+        #[allow(unused_imports)]
+        use #probes;
+        let #verdict = (&#private::Runner::<Self, _>::new(|#input: <Self as #private::TypedOperation>::Input, #ctx: #private::OperationContext| {
             __opkit_run(#ctx, #(#args),*)
-        })
+        }))
+        .#build(#private::Codec { decode: #decode, encode: #encode });
+        #verdict.#checked()
+    }
+}
+
+/// Where a future or stream that is not `Send` is reported: the return type of a
+/// subscription (where `+ Send` goes), the name of a query or mutation.
+fn send_span(op: &Operation<'_>) -> Span {
+    match &op.func.sig.output {
+        syn::ReturnType::Type(_, ty) if op.output.stream => ty.span(),
+        _ => op.func.sig.ident.span(),
+    }
+}
+
+/// A fn that is never called, calling the user's fn only to require `Send` of what it makes:
+/// when the handler finds it is not `Send` (one error, of ours), the compiler explains this
+/// bound with the value and the `.await` involved.
+fn send_cause(op: &Operation<'_>) -> TokenStream {
+    let private = &op.private;
+    let ident = &op.func.sig.ident;
+    let span = send_span(op);
+    let at = respan(private, span);
+    let args = op.params.iter().map(|_| quote!(#private::never()));
+    let made = quote_spanned!(span=> #ident(#(#args),*));
+    let check = if op.output.stream && op.output.is_async {
+        quote_spanned!(span=> #at::assert_send_output(#made);)
+    } else {
+        quote_spanned!(span=> #at::assert_send(#made);)
+    };
+    let name = Ident::new("__opkit_send_cause", Span::mixed_site());
+    quote! {
+        #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
+        fn #name() {
+            #check
+        }
     }
 }
 

@@ -36,11 +36,9 @@ const _: () = {
         }
         fn handler() -> ::opkit::__private::Handler {
             ::opkit::__private::assert_context::<OperationContext>();
-            ::opkit::__private::unary_handler::<Self, _, _>(
-                ::opkit::__private::Codec {
-                    decode: ::opkit::__private::decode::<NewUser>,
-                    encode: ::opkit::__private::encode::<User>,
-                },
+            #[allow(unused_imports)]
+            use ::opkit::__private::{NotSendProbe as _, SendProbe as _};
+            let __verdict = (&::opkit::__private::Runner::<Self, _>::new(
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
                  __ctx: ::opkit::__private::OperationContext| {
                     __opkit_run(
@@ -48,8 +46,20 @@ const _: () = {
                         ::opkit::__private::wrap_input::<Input<NewUser>>(__input),
                     )
                 },
-            )
+            ))
+                .unary(::opkit::__private::Codec {
+                    decode: ::opkit::__private::decode::<NewUser>,
+                    encode: ::opkit::__private::encode::<User>,
+                });
+            __verdict.future::<Self>()
         }
+    }
+    #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
+    fn __opkit_send_cause() {
+        ::opkit::__private::assert_send(create(
+            ::opkit::__private::never(),
+            ::opkit::__private::never(),
+        ));
     }
     fn __opkit_run(
         __ctx: ::opkit::__private::OperationContext,
