@@ -15,7 +15,7 @@ pub use serde;
 pub use serde_json;
 
 pub use core::primitive::{bool, str};
-pub use core::{concat, file, line};
+pub use core::{concat, file, line, unreachable};
 pub use std::any::TypeId;
 pub use std::borrow::Cow;
 pub use std::fmt;
@@ -457,40 +457,53 @@ impl<T> Produced<T> {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned by an operation",
     label = "unsupported output type",
-    note = "an operation returns `T`, `Result<T, E>` with `E: Into<opkit::CallError>`, `opkit::ResponseEnvelope<T>` or `()`",
+    note = "an operation returns `T`, `Result<T, E>`, `opkit::ResponseEnvelope<T>` or `()`",
     note = "a return type whose last path segment is `Result<..>` is read as `std::result::Result` and one named `ResponseEnvelope` as `opkit::ResponseEnvelope`; rename a type of yours that shares those names"
 )]
 pub trait OperationOutput<Shape>: Sized {
     /// The data type.
     type Data;
-    /// Splits the value into data or envelope, or the error.
-    fn into_produced(self) -> Result<Produced<Self::Data>, CallError>;
+    /// The error the fn may return (`Infallible` for plain data and envelopes).
+    type Error;
+    /// Splits the value into data or envelope, or the error, which `convert` turns into the
+    /// call's error.
+    fn into_produced<C>(self, convert: C) -> Result<Produced<Self::Data>, CallError>
+    where
+        C: FnOnce(Self::Error) -> CallError;
 }
 
 impl<T> OperationOutput<Plain> for T {
     type Data = T;
-    fn into_produced(self) -> Result<Produced<T>, CallError> {
+    type Error = std::convert::Infallible;
+    fn into_produced<C>(self, _: C) -> Result<Produced<T>, CallError> {
         Ok(Produced::Data(self))
     }
 }
 
 impl<T> OperationOutput<Envelope> for ResponseEnvelope<T> {
     type Data = T;
-    fn into_produced(self) -> Result<Produced<T>, CallError> {
+    type Error = std::convert::Infallible;
+    fn into_produced<C>(self, _: C) -> Result<Produced<T>, CallError> {
         Ok(Produced::Envelope(self))
     }
 }
 
+/// The error `E` is converted by the caller (see [`ErrorProbe`]); the error of a nested
+/// `Result` in `T` must convert into `CallError`.
 impl<T, E, S> OperationOutput<Fallible<S>> for Result<T, E>
 where
     T: OperationOutput<S>,
-    E: Into<CallError>,
+    T::Error: Into<CallError>,
 {
     type Data = T::Data;
-    fn into_produced(self) -> Result<Produced<T::Data>, CallError> {
+    type Error = E;
+    fn into_produced<C>(self, convert: C) -> Result<Produced<T::Data>, CallError>
+    where
+        C: FnOnce(E) -> CallError,
+    {
         match self {
-            Ok(value) => value.into_produced(),
-            Err(error) => Err(error.into()),
+            Ok(value) => value.into_produced(Into::into),
+            Err(error) => Err(convert(error)),
         }
     }
 }
@@ -570,21 +583,322 @@ impl PlainVerdict for IsPlain {}
 /// Fails to compile unless the probe found plain data.
 pub fn assert_plain<V: PlainVerdict>(_: V) {}
 
-/// Splits what the fn returned: the one place the return type's shape is checked.
-pub fn produce<M, R, D>(returned: R) -> Result<Produced<D>, CallError>
+/// Splits what the fn returned: the one place the return type's shape is checked. The
+/// macro's `convert` turns the fn's error into a `CallError` (see [`ErrorProbe`]).
+pub fn produce<M, R, D, C>(returned: R, convert: C) -> Result<Produced<D>, CallError>
 where
     R: OperationOutput<M, Data = D>,
+    C: FnOnce(R::Error) -> CallError,
 {
-    returned.into_produced()
+    returned.into_produced(convert)
 }
 
 /// [`produce`] for each item of a stream.
-pub fn produce_stream<M, S, D>(items: S) -> impl Stream<Item = Result<Produced<D>, CallError>>
+pub fn produce_stream<M, S, D, C>(
+    items: S,
+    convert: C,
+) -> impl Stream<Item = Result<Produced<D>, CallError>>
 where
     S: Stream,
     S::Item: OperationOutput<M, Data = D>,
+    C: Fn(<S::Item as OperationOutput<M>>::Error) -> CallError,
 {
-    items.map(OperationOutput::into_produced)
+    items.map(move |item| item.into_produced(&convert))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+/// Probe choosing how the error `E` of a returned `Result<T, E>` becomes a `CallError`, by
+/// autoref specialization on `(&&&&ErrorProbe(&error)).opkit_error_kind()`: a conversion
+/// into `CallError` the user wrote ([`IntoCallErrorKind`]) wins over reading the error as a
+/// `std::error::Error` ([`StdErrorKind`]), then `anyhow::Error` ([`AnyhowErrorKind`]); any
+/// other type gets [`OtherErrorKind`], whose conversion does not compile.
+pub struct ErrorProbe<'a, E>(pub &'a E);
+
+/// The error converts into `CallError` (`impl From<E> for CallError`, `CallError` itself,
+/// `String`, `&str`, a boxed error).
+pub struct ConvertInto;
+/// The error is a `std::error::Error`: `EXECUTION_ERROR` with its message and source chain.
+pub struct ConvertStdError;
+/// The error is an `anyhow::Error`: `EXECUTION_ERROR` with its message and chain.
+pub struct ConvertAnyhow;
+/// The error is none of those.
+pub struct ConvertUnsupported;
+
+/// First choice: the error converts into `CallError`.
+pub trait IntoCallErrorKind {
+    /// The verdict.
+    fn opkit_error_kind(&self) -> ConvertInto {
+        ConvertInto
+    }
+}
+impl<E: Into<CallError>> IntoCallErrorKind for &&&ErrorProbe<'_, E> {}
+
+/// Second choice: the error is a `std::error::Error`.
+pub trait StdErrorKind {
+    /// The verdict.
+    fn opkit_error_kind(&self) -> ConvertStdError {
+        ConvertStdError
+    }
+}
+impl<E: std::error::Error + Send + Sync + 'static> StdErrorKind for &&ErrorProbe<'_, E> {}
+
+/// Third choice: the error is an `anyhow::Error` (with the `anyhow` feature).
+pub trait AnyhowErrorKind {
+    /// The verdict.
+    fn opkit_error_kind(&self) -> ConvertAnyhow {
+        ConvertAnyhow
+    }
+}
+#[cfg(feature = "anyhow")]
+impl AnyhowErrorKind for &ErrorProbe<'_, anyhow::Error> {}
+
+/// Last choice: an error opkit cannot convert.
+pub trait OtherErrorKind {
+    /// The verdict.
+    fn opkit_error_kind(&self) -> ConvertUnsupported {
+        ConvertUnsupported
+    }
+}
+impl<E> OtherErrorKind for ErrorProbe<'_, E> {}
+
+impl ConvertInto {
+    /// The user's conversion.
+    pub fn into_call_error<E: Into<CallError>>(self, error: E) -> CallError {
+        error.into()
+    }
+}
+
+impl ConvertStdError {
+    /// `EXECUTION_ERROR` with the error's message and source chain.
+    pub fn into_call_error<E: std::error::Error + Send + Sync + 'static>(
+        self,
+        error: E,
+    ) -> CallError {
+        error_chain(&error)
+    }
+}
+
+#[cfg(feature = "anyhow")]
+impl ConvertAnyhow {
+    /// `EXECUTION_ERROR` with the error's message and chain.
+    pub fn into_call_error(self, error: anyhow::Error) -> CallError {
+        error_chain(error.as_ref())
+    }
+}
+
+impl ConvertUnsupported {
+    /// Does not compile: `E` is not an error opkit can convert.
+    pub fn into_call_error<E: OperationError>(self, error: E) -> CallError {
+        error.into_call_error()
+    }
+}
+
+/// The error of an operation must convert into `CallError` or be a `std::error::Error`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the error of an operation: implement `std::error::Error` for it, or `From<{Self}>` for `opkit::CallError`",
+    label = "the `Err` of this `Result` becomes the call's error",
+    note = "an error converts when it implements `Into<opkit::CallError>` or is a `std::error::Error + Send + Sync + 'static`; this one is neither",
+    note = "a `std::error::Error` (e.g. `#[derive(Debug, thiserror::Error)]` with an `#[error(\"..\")]` message) becomes an `EXECUTION_ERROR` with its message and source chain; `impl From<{Self}> for opkit::CallError` chooses the code and details instead",
+    note = "a boxed error must be `Box<dyn std::error::Error + Send + Sync>`; for `anyhow::Result<T>`, enable the `anyhow` feature of `opkit`"
+)]
+pub trait OperationError {
+    /// The call's error.
+    fn into_call_error(self) -> CallError;
+}
+
+/// A type that is no operation and no error: it implements the traits that are required only
+/// to fail with their message, which keeps the compiler from suggesting impls of them.
+pub struct Unimplemented;
+
+#[diagnostic::do_not_recommend]
+impl OperationError for Unimplemented {
+    fn into_call_error(self) -> CallError {
+        unreachable!()
+    }
+}
+
+/// The error conversion of plain data and envelopes, which have no error.
+pub fn no_error(never: std::convert::Infallible) -> CallError {
+    match never {}
+}
+
+/// `EXECUTION_ERROR` for a `std::error::Error`: the message is the error's, followed by the
+/// messages of its sources (`"outer: inner: root"`, a source already quoted by the message
+/// before it is not repeated); `details` is `{"chain": [outer, inner, root]}` when the error
+/// has sources.
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> CallError {
+    const MAX_SOURCES: usize = 32;
+    let mut message = error.to_string();
+    let mut chain = vec![Value::from(message.clone())];
+    let mut source = error.source();
+    while let Some(cause) = source {
+        if chain.len() > MAX_SOURCES {
+            break;
+        }
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        chain.push(Value::from(text));
+        source = cause.source();
+    }
+    let error = CallError::execution(message);
+    if chain.len() > 1 {
+        let mut details = Map::new();
+        details.insert("chain".to_owned(), Value::Array(chain));
+        error.with_details(Value::Object(details))
+    } else {
+        error
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Send checks
+
+/// Probe telling whether what the fn makes (the future of a query or mutation, the stream of
+/// a subscription) is `Send`, by autoref specialization: [`SendProbe`] applies first when it
+/// can, [`NotSendProbe`] otherwise. Only a `Send` run function is handed to
+/// [`unary_handler`] or [`stream_handler`], so a future or stream that is not `Send` is
+/// reported once, by [`SendFuture`] or [`SendStream`], at the user's fn.
+pub struct Runner<O, F>(F, PhantomData<O>);
+
+impl<O, F> Runner<O, F> {
+    /// The run function of operation `O`'s handler.
+    pub fn new(run: F) -> Self {
+        Self(run, PhantomData)
+    }
+}
+
+/// The verdict: what the run function makes is `Send`; the handler is built.
+pub struct IsSend(Handler);
+/// The verdict: it is not.
+pub struct NotSend;
+
+/// Chosen by method resolution when the run function's future is `Send`.
+pub trait SendProbe<I, D> {
+    /// The JSON handler of a query or mutation.
+    fn unary(&self, codec: Codec<I, D>) -> IsSend;
+}
+impl<O, F, Fut> SendProbe<O::Input, O::Output> for Runner<O, F>
+where
+    O: TypedOperation,
+    F: Fn(O::Input, OperationContext) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<Produced<O::Output>, CallError>> + Send + 'static,
+{
+    fn unary(&self, codec: Codec<O::Input, O::Output>) -> IsSend {
+        IsSend(unary_handler::<O, F, Fut>(codec, self.0.clone()))
+    }
+}
+
+/// Chosen by method resolution when the run function's stream is `Send`.
+pub trait SendStreamProbe<I, D> {
+    /// The JSON handler of a subscription.
+    fn streaming(&self, codec: Codec<I, D>) -> IsSend;
+}
+impl<O, F, S> SendStreamProbe<O::Input, O::Output> for Runner<O, F>
+where
+    O: TypedOperation,
+    F: Fn(O::Input, OperationContext) -> S + Clone + Send + Sync + 'static,
+    S: Stream<Item = Result<Produced<O::Output>, CallError>> + Send + 'static,
+{
+    fn streaming(&self, codec: Codec<O::Input, O::Output>) -> IsSend {
+        IsSend(stream_handler::<O, F, S>(codec, self.0.clone()))
+    }
+}
+
+/// Chosen by method resolution otherwise (one autoref further).
+pub trait NotSendProbe<I, D> {
+    /// No handler: the future is not `Send`.
+    fn unary(&self, _: Codec<I, D>) -> NotSend {
+        NotSend
+    }
+    /// No handler: the stream is not `Send`.
+    fn streaming(&self, _: Codec<I, D>) -> NotSend {
+        NotSend
+    }
+}
+impl<O: TypedOperation, F> NotSendProbe<O::Input, O::Output> for &Runner<O, F> {}
+
+impl IsSend {
+    /// The handler of a query or mutation.
+    pub fn future<O>(self) -> Handler {
+        self.0
+    }
+
+    /// The handler of a subscription.
+    pub fn stream<O>(self) -> Handler {
+        self.0
+    }
+}
+
+impl NotSend {
+    /// Does not compile: the future of operation `O` is not `Send`.
+    pub fn future<O: SendFuture>(self) -> Handler {
+        O::unreachable()
+    }
+
+    /// Does not compile: the stream of operation `O` is not `Send`.
+    pub fn stream<O: SendStream>(self) -> Handler {
+        O::unreachable()
+    }
+}
+
+/// Implemented by no operation: required of one whose future is not `Send`.
+#[diagnostic::on_unimplemented(
+    message = "the future returned by operation `{Self}` is not `Send`: hold no `Rc`, `RefCell` borrow or `std::sync::MutexGuard` across an `.await`",
+    label = "operations run on a multi-threaded runtime, so their futures must be `Send`",
+    note = "the fn holds a value that is not `Send` across an `.await`, or takes a parameter that is not `Send`; the next error names it",
+    note = "use `Arc` instead of `Rc` and `tokio::sync::Mutex` for a lock held across an `.await`, or end the value's scope before the `.await` (`{{ .. }}` or `drop(value)`)"
+)]
+pub trait SendFuture {
+    /// Never called.
+    fn unreachable() -> Handler;
+}
+
+/// Implemented by no operation: required of one whose stream is not `Send`.
+#[diagnostic::on_unimplemented(
+    message = "the stream returned by operation `{Self}` is not `Send`: return `impl Stream<Item = T> + Send + 'static`, holding no `Rc` or `RefCell`",
+    label = "operations run on a multi-threaded runtime, so their streams must be `Send`",
+    note = "the stream (or the future of the `async fn` that makes it) holds a value that is not `Send` (an `Rc`, a `RefCell`, a `std::sync::MutexGuard`, ...); the next error names it",
+    note = "declare the return type `impl Stream<Item = T> + Send + 'static` (or `BoxStream<'static, T>`): the compiler then checks the fn's body and points at the value; use `Arc` instead of `Rc`"
+)]
+pub trait SendStream {
+    /// Never called.
+    fn unreachable() -> Handler;
+}
+
+#[diagnostic::do_not_recommend]
+impl SendFuture for Unimplemented {
+    fn unreachable() -> Handler {
+        unreachable!()
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl SendStream for Unimplemented {
+    fn unreachable() -> Handler {
+        unreachable!()
+    }
+}
+
+/// Names what is not `Send` when [`NotSend::future`] or [`NotSend::stream`] fails: the compiler
+/// explains this bound with the value and the `.await` involved.
+pub fn assert_send<T: Send>(_: T) {}
+
+/// [`assert_send`] for an `async fn` that makes a stream: its future and the stream.
+pub fn assert_send_output<F>(_: F)
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+}
+
+/// A value of any type, for type-checking a call that never runs.
+pub fn never<T>() -> T {
+    unreachable!("opkit: a type check, never called")
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -76,6 +76,14 @@ impl Args {
     pub(crate) fn kind(&self) -> Kind {
         self.kind.map_or(Kind::Query, |(kind, _)| kind)
     }
+
+    /// The path of the runtime's hidden module, e.g. `::opkit::__private`.
+    pub(crate) fn private(&self) -> TokenStream {
+        match &self.krate {
+            Some(path) => quote::quote!(#path::__private),
+            None => quote::quote!(::opkit::__private),
+        }
+    }
 }
 
 /// One argument slot; a second value for it is a "given twice" error.
@@ -164,7 +172,10 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
             _ => errors.spanned(meta.path(), unknown_key(&key, KEYS)),
         }
     }
-    let namespace_given = metas.iter().any(|meta| meta.path().is_ident("namespace"));
+    // A misspelt `namespace` already has its error ("did you mean `namespace`?").
+    let namespace_given = metas.iter().any(|meta| {
+        meta.path().is_ident("namespace") || closest_key(&meta_key(meta), KEYS) == Some("namespace")
+    });
     let kind = kind.value.map(|(span, kind)| (kind, span));
     let (scopes, roles) = access.take().unwrap_or_default();
     Args {
@@ -190,21 +201,25 @@ fn meta_key(meta: &Meta) -> String {
 }
 
 /// "unknown argument `x`", the accepted ones, and the closest one when it is close.
-fn unknown_key(key: &str, keys: &[&str]) -> String {
+fn unknown_key(key: &str, keys: &[&'static str]) -> String {
     let list = keys
         .iter()
         .map(|key| format!("`{key}`"))
         .collect::<Vec<_>>()
         .join(", ");
     let mut message = format!("unknown argument `{key}`; expected one of: {list}");
-    if let Some(close) = keys
-        .iter()
-        .filter(|candidate| edit_distance(key, candidate) <= 2)
-        .min_by_key(|candidate| edit_distance(key, candidate))
-    {
+    if let Some(close) = closest_key(key, keys) {
         message.push_str(&format!("\n  help: did you mean `{close}`?"));
     }
     message
+}
+
+/// The accepted key `key` is most likely a misspelling of, if any is close.
+fn closest_key(key: &str, keys: &[&'static str]) -> Option<&'static str> {
+    keys.iter()
+        .copied()
+        .filter(|candidate| *candidate != key && edit_distance(key, candidate) <= 2)
+        .min_by_key(|candidate| edit_distance(key, candidate))
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {
@@ -264,11 +279,7 @@ fn set_kind(slot: &mut Slot<Kind>, meta: &Meta, kind: Kind, errors: &Errors) {
 
 /// `errors(not_found, conflict)`: the variants of `opkit::ErrorKind` the words name.
 fn parse_error_kinds(meta: &Meta, errors: &Errors) -> Option<Vec<syn::Ident>> {
-    let words: Vec<String> = ERROR_KINDS
-        .iter()
-        .map(|(word, _)| (*word).to_owned())
-        .collect();
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let words: Vec<&'static str> = ERROR_KINDS.iter().map(|(word, _)| *word).collect();
     let Meta::List(list) = meta else {
         errors.spanned(
             meta,

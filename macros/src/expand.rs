@@ -45,6 +45,7 @@ pub(crate) fn expand(op: &Operation<'_>) -> TokenStream {
     let handle = handle_struct(op);
     let input = input_type(op, &locals);
     let typed = typed_operation(op, &locals);
+    let send_cause = send_cause(op);
     let inherent = inherent_items(op, &locals);
     let registration = registration(op);
     quote! {
@@ -56,18 +57,67 @@ pub(crate) fn expand(op: &Operation<'_>) -> TokenStream {
         const _: () = {
             #input
             #typed
+            #send_cause
             #inherent
             #registration
         };
     }
 }
 
+/// What stands in for the handle when the attribute has errors: the struct with `ID`,
+/// `spec()` and a `TypedOperation` impl, so uses of the handle elsewhere (`add::ID`,
+/// `register_typed::<add>()`) do not add errors to the ones that matter. Nothing in it runs:
+/// the crate does not compile.
+pub(crate) fn stub_handle(func: &syn::ItemFn, private: &TokenStream) -> TokenStream {
+    if func.sig.receiver().is_some() {
+        // A method: in an `impl` or `trait` block, where a struct cannot be.
+        return TokenStream::new();
+    }
+    let vis = &func.vis;
+    let ident = &func.sig.ident;
+    let cfgs: Vec<&syn::Attribute> = cfgs_of(func).collect();
+    let value = quote!(#private::serde_json::Value);
+    quote! {
+        #(#cfgs)*
+        #[allow(non_camel_case_types, dead_code)]
+        #vis struct #ident {}
+
+        #(#cfgs)*
+        #[allow(dead_code)]
+        const _: () = {
+            impl #ident {
+                #vis const ID: &'static #private::str = "";
+
+                #vis fn spec() -> #private::OperationSpec {
+                    #private::unreachable!()
+                }
+            }
+
+            impl #private::TypedOperation for #ident {
+                const ID: &'static #private::str = "";
+                const KIND: #private::OperationKind = #private::OperationKind::Query;
+                type Input = #value;
+                type Output = #value;
+
+                fn spec() -> #private::OperationSpec {
+                    #private::unreachable!()
+                }
+
+                fn handler() -> #private::Handler {
+                    #private::unreachable!()
+                }
+            }
+        };
+    }
+}
+
 /// The fn's `#[cfg]`s, repeated on every generated item so they come and go together.
 fn cfg_attrs<'a>(op: &'a Operation<'_>) -> impl Iterator<Item = &'a syn::Attribute> {
-    op.func
-        .attrs
-        .iter()
-        .filter(|attr| attr.path().is_ident("cfg"))
+    cfgs_of(op.func)
+}
+
+fn cfgs_of(func: &syn::ItemFn) -> impl Iterator<Item = &syn::Attribute> {
+    func.attrs.iter().filter(|attr| attr.path().is_ident("cfg"))
 }
 
 /// `concat!(doc, "\n", doc, ..)` of doc attribute values, as `Option<&'static str>`.
@@ -485,19 +535,20 @@ fn run_fn(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     >);
     let has_states = op.states().next().is_some();
     let (state_vars, state_reads) = state_reads(op, locals);
+    let convert = error_converter(op);
     if !op.output.stream {
         let at = respan(private, value_span);
-        let produce = quote_spanned!(value_span=> #at::produce::<#marker, _, _>);
+        let produce = quote_spanned!(value_span=> #at::produce::<#marker, _, _, _>);
         let body = if has_states {
             quote! {
                 let __opkit_states = #state_reads;
                 async move {
                     let #state_vars = __opkit_states?;
-                    #produce(#ident(#(#args),*).await)
+                    #produce(#ident(#(#args),*).await, #convert)
                 }
             }
         } else {
-            quote!(async move { #produce(#ident(#(#args),*).await) })
+            quote!(async move { #produce(#ident(#(#args),*).await, #convert) })
         };
         return quote! {
             fn __opkit_run(#ctx: #private::OperationContext, #(#params),*)
@@ -527,16 +578,16 @@ fn run_fn(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         quote!(#ident(#(#args),*))
     };
     let at = respan(private, value_span);
-    let produce = quote_spanned!(value_span=> #at::produce_stream::<#marker, _, _>);
+    let produce = quote_spanned!(value_span=> #at::produce_stream::<#marker, _, _, _>);
     let body = if has_states {
         quote! {
             match #state_reads {
-                #private::Ok(#state_vars) => #private::futures::StreamExt::left_stream(#produce(#items)),
+                #private::Ok(#state_vars) => #private::futures::StreamExt::left_stream(#produce(#items, #convert)),
                 #private::Err(error) => #private::futures::StreamExt::right_stream(#private::failed_stream(error)),
             }
         }
     } else {
-        quote!(#produce(#items))
+        quote!(#produce(#items, #convert))
     };
     quote! {
         fn __opkit_run(#ctx: #private::OperationContext, #(#params),*)
@@ -547,16 +598,32 @@ fn run_fn(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     }
 }
 
+/// The conversion of the fn's error into the call's `CallError`, chosen by the error's type
+/// (see `__private::ErrorProbe`: the user's `Into<CallError>`, else a `std::error::Error`,
+/// else `anyhow::Error`) and spanned at the error type as written.
+fn error_converter(op: &Operation<'_>) -> TokenStream {
+    let private = &op.private;
+    let value = &op.output.value;
+    let Shape::Fallible { error, .. } = Shape::of(value) else {
+        return quote!(#private::no_error);
+    };
+    let span = error.map_or_else(|| value.span(), Spanned::span);
+    let at = respan(private, span);
+    let error = Ident::new("__error", span);
+    quote_spanned! {span=>
+        |#error| {
+            #[allow(unused_imports)]
+            use #at::{AnyhowErrorKind as _, IntoCallErrorKind as _, OtherErrorKind as _, StdErrorKind as _};
+            (&&&&#at::ErrorProbe(&#error)).opkit_error_kind().into_call_error(#error)
+        }
+    }
+}
+
 /// The type-erased JSON handler the registry runs.
 fn json_handler(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     let private = &op.private;
     let Locals { input, ctx, .. } = locals;
     let args = args_from_input(op, locals);
-    let helper = if op.output.stream {
-        quote!(#private::stream_handler::<Self, _, _>)
-    } else {
-        quote!(#private::unary_handler::<Self, _, _>)
-    };
     let decode = match op.whole_input() {
         Some(inner) => {
             let at = respan(private, inner.span());
@@ -567,10 +634,63 @@ fn json_handler(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     let data = data_type(op);
     let at = respan(private, data_span(op));
     let encode = quote_spanned!(data_span(op)=> #at::encode::<#data>);
+    let span = send_span(op);
+    let at = respan(private, span);
+    let (probes, build, checked) = if op.output.stream {
+        (
+            quote_spanned!(span=> #at::{NotSendProbe as _, SendStreamProbe as _}),
+            quote_spanned!(span=> streaming),
+            quote_spanned!(span=> stream::<Self>),
+        )
+    } else {
+        (
+            quote_spanned!(span=> #at::{NotSendProbe as _, SendProbe as _}),
+            quote_spanned!(span=> unary),
+            quote_spanned!(span=> future::<Self>),
+        )
+    };
+    let verdict = Ident::new("__verdict", Span::mixed_site());
     quote! {
-        #helper(#private::Codec { decode: #decode, encode: #encode }, |#input: <Self as #private::TypedOperation>::Input, #ctx: #private::OperationContext| {
+        #[allow(unused_imports)]
+        use #probes;
+        let #verdict = (&#private::Runner::<Self, _>::new(|#input: <Self as #private::TypedOperation>::Input, #ctx: #private::OperationContext| {
             __opkit_run(#ctx, #(#args),*)
-        })
+        }))
+        .#build(#private::Codec { decode: #decode, encode: #encode });
+        #verdict.#checked()
+    }
+}
+
+/// Where a future or stream that is not `Send` is reported: the return type of a
+/// subscription (where `+ Send` goes), the name of a query or mutation.
+fn send_span(op: &Operation<'_>) -> Span {
+    match &op.func.sig.output {
+        syn::ReturnType::Type(_, ty) if op.output.stream => ty.span(),
+        _ => op.func.sig.ident.span(),
+    }
+}
+
+/// A fn that is never called, calling the user's fn only to require `Send` of what it makes:
+/// when the handler finds it is not `Send` (one error, of ours), the compiler explains this
+/// bound with the value and the `.await` involved.
+fn send_cause(op: &Operation<'_>) -> TokenStream {
+    let private = &op.private;
+    let ident = &op.func.sig.ident;
+    let span = send_span(op);
+    let at = respan(private, span);
+    let args = op.params.iter().map(|_| quote!(#private::never()));
+    let made = quote_spanned!(span=> #ident(#(#args),*));
+    let check = if op.output.stream && op.output.is_async {
+        quote_spanned!(span=> #at::assert_send_output(#made);)
+    } else {
+        quote_spanned!(span=> #at::assert_send(#made);)
+    };
+    let name = Ident::new("__opkit_send_cause", Span::mixed_site());
+    quote! {
+        #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
+        fn #name() {
+            #check
+        }
     }
 }
 

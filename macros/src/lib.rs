@@ -1,11 +1,13 @@
 //! The `#[operation]` attribute of opkit. Use it through `opkit::operation`; its documentation
 //! lives there, with examples.
 //!
-//! Stages: `args` parses the attribute, `signature` checks the fn and builds the
-//! `model` (reading names through `shape`), `expand` generates code; `errors` collects
-//! every problem so all are reported at once.
+//! Stages: `enclosing` tells whether the fn sits in an `impl` or `trait` block, `args` parses
+//! the attribute, `signature` checks the fn and builds the `model` (reading names through
+//! `shape`), `expand` generates code; `errors` collects every problem so all are reported at
+//! once.
 
 mod args;
+mod enclosing;
 mod errors;
 mod expand;
 mod model;
@@ -22,12 +24,14 @@ use quote::quote;
 /// See `opkit::operation` for the arguments, the accepted signatures and examples.
 #[proc_macro_attribute]
 pub fn operation(args: TokenStream, item: TokenStream) -> TokenStream {
-    operation_impl(args.into(), item.into()).into()
+    let block = enclosing::of(proc_macro::Span::call_site());
+    operation_impl(args.into(), item.into(), block).into()
 }
 
 fn operation_impl(
     args: proc_macro2::TokenStream,
     item: proc_macro2::TokenStream,
+    block: Option<enclosing::Block>,
 ) -> proc_macro2::TokenStream {
     let func: syn::ItemFn = match syn::parse2(item.clone()) {
         Ok(func) => func,
@@ -40,15 +44,57 @@ fn operation_impl(
             return quote!(#error #item);
         }
     };
+    // A method gets its own error ("cannot take `self`") below.
+    let associated = block.filter(|_| func.sig.receiver().is_none());
+    if let Some(error) = associated.and_then(|block| associated_fn_error(&func, block)) {
+        let error = error.to_compile_error();
+        let emitted = strip_param_docs(&func);
+        return quote!(#error #emitted);
+    }
     let errors = errors::Errors::new();
     let args = args::parse(args, &errors);
+    let private = args.private();
     let operation = signature::analyze(&func, args, &errors);
     let generated = operation.as_ref().map(expand::expand);
-    let emitted = strip_param_docs(&func);
+    let mut emitted = strip_param_docs(&func);
     match errors.finish() {
         Ok(()) => quote!(#emitted #generated),
-        Err(compile_errors) => quote!(#compile_errors #emitted),
+        Err(compile_errors) => {
+            // `const async fn` is rejected by Rust too; the error above already says so.
+            if emitted.sig.asyncness.is_some() {
+                emitted.sig.constness = None;
+            }
+            let stub = expand::stub_handle(&func, &private);
+            quote!(#compile_errors #emitted #stub)
+        }
     }
+}
+
+/// The error for an operation written inside an `impl` or `trait` block, where its handle (a
+/// struct) cannot be; nothing else is generated, so it is the only error.
+fn associated_fn_error(func: &syn::ItemFn, block: enclosing::Block) -> Option<syn::Error> {
+    let name = &func.sig.ident;
+    let (block, remedy) = match block {
+        enclosing::Block::Impl => (
+            "an `impl` block",
+            format!(
+                "move `{name}` out of the `impl` block, to the module; to keep a method, write a free `#[operation]` fn that calls it (`Type::{name}(..)`)"
+            ),
+        ),
+        enclosing::Block::Trait => (
+            "a `trait`",
+            format!(
+                "move `{name}` out of the `trait`, to the module; a free `#[operation]` fn can call the trait's method"
+            ),
+        ),
+        enclosing::Block::Other => return None,
+    };
+    Some(syn::Error::new(
+        name.span(),
+        format!(
+            "operation `{name}` is inside {block}, but an operation is a free fn: its handle `{name}` is a struct beside the fn, which {block} cannot hold\n  help: {remedy}"
+        ),
+    ))
 }
 
 /// The user's fn as written, except doc comments on parameters (which Rust rejects there):

@@ -8,7 +8,8 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
-use syn::{GenericArgument, PathArguments, PathSegment, ReturnType, Type, TypeParamBound};
+use syn::punctuated::Punctuated;
+use syn::{GenericArgument, PathArguments, PathSegment, ReturnType, Token, Type, TypeParamBound};
 
 /// `ty` without invisible groups and parentheses.
 pub(crate) fn peel(mut ty: &Type) -> &Type {
@@ -86,23 +87,51 @@ pub(crate) fn state_param(ty: &Type) -> Option<&Type> {
 
 /// What a return type says about streaming.
 pub(crate) enum Streaming<'a> {
-    /// Not an `impl Stream`.
+    /// Not a stream.
     No,
-    /// `impl Stream<Item = T> + ..`.
+    /// `impl Stream<Item = T> + ..`, a boxed stream of `T`.
     Items(&'a Type),
-    /// `impl Stream` without `Item = ..`.
+    /// `impl Stream` (or `dyn Stream`) without `Item = ..`.
     NoItem,
 }
 
-/// Reads `-> impl Stream<Item = T> + ..`.
+/// Reads `-> impl Stream<Item = T> + ..`, `-> BoxStream<'a, T>` (or `LocalBoxStream`) and
+/// `-> Pin<Box<dyn Stream<Item = T> + ..>>`.
 pub(crate) fn streaming(output: &ReturnType) -> Streaming<'_> {
     let ReturnType::Type(_, ty) = output else {
         return Streaming::No;
     };
-    let Type::ImplTrait(bounds) = peel(ty) else {
-        return Streaming::No;
-    };
-    for bound in &bounds.bounds {
+    match peel(ty) {
+        Type::ImplTrait(opaque) => stream_bounds(&opaque.bounds),
+        other => boxed_stream(other).unwrap_or(Streaming::No),
+    }
+}
+
+/// `BoxStream<'a, T>`, `LocalBoxStream<'a, T>` or `Pin<Box<dyn Stream<Item = T> + ..>>`.
+fn boxed_stream(ty: &Type) -> Option<Streaming<'_>> {
+    let segment = last_segment(ty)?;
+    if segment.ident == "BoxStream" || segment.ident == "LocalBoxStream" {
+        return Some(match type_args(segment).first() {
+            Some(item) => Streaming::Items(item),
+            None => Streaming::NoItem,
+        });
+    }
+    if segment.ident != "Pin" {
+        return None;
+    }
+    let pointer = last_segment(type_args(segment).first()?)?;
+    if pointer.ident != "Box" {
+        return None;
+    }
+    match peel(type_args(pointer).first()?) {
+        Type::TraitObject(object) => Some(stream_bounds(&object.bounds)),
+        _ => None,
+    }
+}
+
+/// The `Stream<Item = T>` among the bounds of an `impl` or `dyn` type.
+fn stream_bounds(bounds: &Punctuated<TypeParamBound, Token![+]>) -> Streaming<'_> {
+    for bound in bounds {
         let TypeParamBound::Trait(bound) = bound else {
             continue;
         };
@@ -152,8 +181,12 @@ pub(crate) enum Shape<'a> {
     Plain(&'a Type),
     /// `ResponseEnvelope<T>` (`data` is `None` for a bare `ResponseEnvelope`).
     Envelope { data: Option<&'a Type> },
-    /// `Result<T, E>` (or an alias spelled `..Result<T>`), whose `Ok` has shape `ok`.
-    Fallible { ok: Box<Shape<'a>> },
+    /// `Result<T, E>` (or an alias spelled `..Result<T>`), whose `Ok` has shape `ok`; `error`
+    /// is `E` when it is written.
+    Fallible {
+        ok: Box<Shape<'a>>,
+        error: Option<&'a Type>,
+    },
 }
 
 impl<'a> Shape<'a> {
@@ -165,6 +198,7 @@ impl<'a> Shape<'a> {
             if segment.ident == "Result" && !args.is_empty() {
                 return Self::Fallible {
                     ok: Box::new(Self::of(args[0])),
+                    error: args.get(1).copied(),
                 };
             }
             if segment.ident == "ResponseEnvelope" {
@@ -182,7 +216,7 @@ impl<'a> Shape<'a> {
         match self {
             Self::Plain(_) => true,
             Self::Envelope { .. } => false,
-            Self::Fallible { ok } => ok.is_data(),
+            Self::Fallible { ok, .. } => ok.is_data(),
         }
     }
 
@@ -191,7 +225,7 @@ impl<'a> Shape<'a> {
         match self {
             Self::Plain(_) => quote!(#private::Plain),
             Self::Envelope { .. } => quote!(#private::Envelope),
-            Self::Fallible { ok } => {
+            Self::Fallible { ok, .. } => {
                 let ok = ok.marker(private);
                 quote!(#private::Fallible<#ok>)
             }
@@ -203,7 +237,7 @@ impl<'a> Shape<'a> {
         match self {
             Self::Plain(ty) => Some(ty),
             Self::Envelope { data } => *data,
-            Self::Fallible { ok } => ok.data(),
+            Self::Fallible { ok, .. } => ok.data(),
         }
     }
 
@@ -212,7 +246,7 @@ impl<'a> Shape<'a> {
         match self {
             Self::Plain(ty) => Some(ty),
             Self::Envelope { .. } => None,
-            Self::Fallible { ok } => ok.plain(),
+            Self::Fallible { ok, .. } => ok.plain(),
         }
     }
 }

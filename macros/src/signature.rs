@@ -6,7 +6,7 @@ use crate::errors::Errors;
 use crate::model::{Operation, Output, Param};
 use crate::shape::{self, ContextParam, Streaming};
 use proc_macro2::Span;
-use quote::{ToTokens, quote};
+use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::{Attribute, Expr, FnArg, ItemFn, Meta, Pat, PatType, ReturnType, Type};
 
@@ -16,6 +16,7 @@ const USAGE: &str = "\
           async fn name(a: A, b: B, ..) -> T                      (query, or `mutation`)
           async fn name(ctx: &OperationContext, Input(x): Input<X>) -> Result<T, E>
           fn name(..) -> impl Stream<Item = T> + Send + 'static    (with `subscription`)
+          a stream may also be `BoxStream<'static, T>` or `Pin<Box<dyn Stream<Item = T> + Send>>`
           the output is `T`, `Result<T, E>`, `ResponseEnvelope<T>` or `()`";
 
 /// Builds the model, or records why it cannot be built.
@@ -53,10 +54,7 @@ pub(crate) fn analyze<'a>(func: &'a ItemFn, args: Args, errors: &Errors) -> Opti
         return None;
     }
     let namespace = namespace?;
-    let private = match &args.krate {
-        Some(path) => quote!(#path::__private),
-        None => quote!(::opkit::__private),
-    };
+    let private = args.private();
     Some(Operation {
         func,
         private,
@@ -119,11 +117,6 @@ fn check_qualifiers(func: &ItemFn, errors: &Errors) {
             format_args!(
                 "operation `{name}` cannot be generic: its input and output schemas are computed from concrete types\n  help: use concrete types, or write one `#[operation]` per type, each calling a generic helper"
             ),
-        );
-    } else if let Some(where_clause) = &sig.generics.where_clause {
-        errors.spanned(
-            where_clause,
-            format_args!("operation `{name}` cannot have a `where` clause: use concrete types"),
         );
     }
 }
@@ -201,19 +194,22 @@ fn check_param<'a>(
     }
     if let Type::Reference(reference) = shape::peel(ty) {
         let owned = owned_suggestion(&reference.elem);
-        errors.spanned(
-            ty,
-            format_args!(
-                "operation parameters are read from JSON and must own their data: take `{owned}` instead of `{}`",
-                display(ty)
-            ),
+        let mut message = format!(
+            "operation parameters are read from JSON and must own their data: take `{owned}` instead of `{}`",
+            display(ty)
         );
+        if may_name_the_context(&reference.elem) {
+            message.push_str(&format!(
+                "\n  help: if `{owned}` is the context under another name, write `&OperationContext`: the context parameter is recognised by that name"
+            ));
+        }
+        errors.spanned(ty, message);
         return None;
     }
     match &*typed.pat {
         Pat::Ident(binding) if binding.by_ref.is_none() && binding.subpat.is_none() => {
             Some(Param::Field {
-                ident: syn::Ident::new(&binding.ident.to_string(), binding.ident.span()),
+                ident: binding.ident.clone(),
                 name: binding.ident.unraw().to_string(),
                 ty,
                 docs: doc_values(&typed.attrs),
@@ -250,6 +246,29 @@ fn check_param<'a>(
             );
             None
         }
+    }
+}
+
+/// Borrowed types that are surely data, never the context under another name.
+const NOT_CONTEXTS: &[&str] = &[
+    "str", "String", "Path", "PathBuf", "OsStr", "CStr", "bool", "char", "i8", "i16", "i32", "i64",
+    "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize", "f32", "f64",
+];
+
+/// `true` when a borrowed type could be `OperationContext` under another name (an alias or a
+/// renamed import): a plain path without type arguments.
+fn may_name_the_context(elem: &Type) -> bool {
+    match shape::peel(elem) {
+        Type::Path(path) => {
+            path.qself.is_none()
+                && path
+                    .path
+                    .segments
+                    .iter()
+                    .all(|segment| segment.arguments.is_none())
+                && !NOT_CONTEXTS.iter().any(|name| path.path.is_ident(name))
+        }
+        _ => false,
     }
 }
 
@@ -334,7 +353,7 @@ fn check_output(func: &ItemFn, kind: Kind, kind_conflict: bool, errors: &Errors)
                 errors.spanned(
                     return_span,
                     format_args!(
-                        "operation `{name}` is a subscription, so it must return a stream: `-> impl Stream<Item = T> + Send + 'static` (from a `fn` or an `async fn`)\n  help: or remove `subscription` to make it a query"
+                        "operation `{name}` is a subscription, so it must return a stream: `-> impl Stream<Item = T> + Send + 'static`, `BoxStream<'static, T>` or `Pin<Box<dyn Stream<Item = T> + Send>>` (from a `fn` or an `async fn`)\n  help: or remove `subscription` to make it a query"
                     ),
                 );
                 return None;

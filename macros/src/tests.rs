@@ -93,7 +93,7 @@ fn reads_output_shapes_from_how_types_are_written() {
 
 /// Expands `item` under `args` and compares it, formatted by rustfmt, with the snapshot.
 fn check_expansion(name: &str, args: TokenStream, item: TokenStream) {
-    let expanded = crate::operation_impl(args, item);
+    let expanded = crate::operation_impl(args, item, None);
     let file: syn::File = syn::parse2(expanded.clone()).expect("the expansion parses as items");
     assert!(!file.items.is_empty());
     let text = format_rust(&expanded.to_string());
@@ -220,8 +220,55 @@ fn on_error_emits_the_errors_and_the_fn_unchanged() {
                 a
             }
         ),
+        None,
     );
     let text = expanded.to_string();
     assert_eq!(text.matches("compile_error").count(), 2, "{text}");
-    assert!(text.ends_with("fn add (a : i64) -> i64 { a }"), "{text}");
+    assert!(text.contains("fn add (a : i64) -> i64 { a }"), "{text}");
+    // A stub handle, so uses of `add::ID` elsewhere add no errors.
+    assert!(text.contains("struct add { }"), "{text}");
+    assert!(
+        text.contains("impl :: opkit :: __private :: TypedOperation for add"),
+        "{text}"
+    );
+}
+
+#[test]
+fn finds_the_block_around_an_item() {
+    use crate::enclosing::{Block, around};
+    let source = r##"
+mod m {
+    /* { */ // {
+    const S: &str = "{ \" {";
+    const R: &str = r#"{ " {"#;
+    const C: char = '{';
+    fn f<'a>(x: &'a str) -> impl Fn() + 'a { move || { let _ = x; } }
+    #[cfg(all())]
+    pub(crate) unsafe impl<T: Clone> Send for W<T> where T: Send {
+        #[operation(namespace = "a")]
+        async fn inside() {}
+    }
+    #[operation(namespace = "a")]
+    async fn outside() {}
+    trait T {
+        #[operation(namespace = "a")]
+        fn in_trait();
+    }
+}
+#[operation(namespace = "a")]
+async fn top() {}
+"##;
+    let at = |needle: &str| {
+        let (line, text) = source
+            .lines()
+            .enumerate()
+            .filter(|(_, text)| text.contains("#[operation"))
+            .find(|(index, _)| source.lines().nth(index + 1).unwrap().contains(needle))
+            .unwrap();
+        around(source, line + 1, text.find('#').unwrap() + 1)
+    };
+    assert_eq!(at("inside"), Block::Impl);
+    assert_eq!(at("outside"), Block::Other);
+    assert_eq!(at("in_trait"), Block::Trait);
+    assert_eq!(at("top"), Block::Other);
 }

@@ -149,17 +149,27 @@ const _: () = {
                     (&::opkit::__private::Probe::<i64>::new()).verdict(),
                 );
             }
-            ::opkit::__private::unary_handler::<Self, _, _>(
-                ::opkit::__private::Codec {
-                    decode: __OpkitInput::__opkit_from_json,
-                    encode: ::opkit::__private::encode::<i64>,
-                },
+            #[allow(unused_imports)]
+            use ::opkit::__private::{NotSendProbe as _, SendProbe as _};
+            let __verdict = (&::opkit::__private::Runner::<Self, _>::new(
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
                  __ctx: ::opkit::__private::OperationContext| {
                     __opkit_run(__ctx, __input.a, __input.b)
                 },
-            )
+            ))
+                .unary(::opkit::__private::Codec {
+                    decode: __OpkitInput::__opkit_from_json,
+                    encode: ::opkit::__private::encode::<i64>,
+                });
+            __verdict.future::<Self>()
         }
+    }
+    #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
+    fn __opkit_send_cause() {
+        ::opkit::__private::assert_send(add(
+            ::opkit::__private::never(),
+            ::opkit::__private::never(),
+        ));
     }
     fn __opkit_run(
         __ctx: ::opkit::__private::OperationContext,
@@ -171,7 +181,12 @@ const _: () = {
             ::opkit::__private::CallError,
         >,
     > + use<> {
-        async move { ::opkit::__private::produce::<::opkit::__private::Plain, _, _>(add(a, b).await) }
+        async move {
+            ::opkit::__private::produce::<::opkit::__private::Plain, _, _, _>(
+                add(a, b).await,
+                ::opkit::__private::no_error,
+            )
+        }
     }
     #[allow(dead_code, clippy::too_many_arguments)]
     impl add {

@@ -135,17 +135,28 @@ const _: () = {
                     (&::opkit::__private::Probe::<Note>::new()).verdict(),
                 );
             }
-            ::opkit::__private::unary_handler::<Self, _, _>(
-                ::opkit::__private::Codec {
-                    decode: __OpkitInput::__opkit_from_json,
-                    encode: ::opkit::__private::encode::<Note>,
-                },
+            #[allow(unused_imports)]
+            use ::opkit::__private::{NotSendProbe as _, SendProbe as _};
+            let __verdict = (&::opkit::__private::Runner::<Self, _>::new(
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
                  __ctx: ::opkit::__private::OperationContext| {
                     __opkit_run(__ctx, __input.id)
                 },
-            )
+            ))
+                .unary(::opkit::__private::Codec {
+                    decode: __OpkitInput::__opkit_from_json,
+                    encode: ::opkit::__private::encode::<Note>,
+                });
+            __verdict.future::<Self>()
         }
+    }
+    #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
+    fn __opkit_send_cause() {
+        ::opkit::__private::assert_send(get(
+            ::opkit::__private::never(),
+            ::opkit::__private::never(),
+            ::opkit::__private::never(),
+        ));
     }
     fn __opkit_run(
         __ctx: ::opkit::__private::OperationContext,
@@ -170,7 +181,17 @@ const _: () = {
                 ::opkit::__private::Fallible<::opkit::__private::Plain>,
                 _,
                 _,
-            >(get(__opkit_state_0, &__ctx, id).await)
+                _,
+            >(get(__opkit_state_0, &__ctx, id).await, |__error| {
+                #[allow(unused_imports)]
+                use ::opkit::__private::{
+                    AnyhowErrorKind as _, IntoCallErrorKind as _, OtherErrorKind as _,
+                    StdErrorKind as _,
+                };
+                (&&&&::opkit::__private::ErrorProbe(&__error))
+                    .opkit_error_kind()
+                    .into_call_error(__error)
+            })
         }
     }
     #[allow(dead_code, clippy::too_many_arguments)]

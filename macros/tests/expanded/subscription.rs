@@ -135,17 +135,27 @@ const _: () = {
                     (&::opkit::__private::Probe::<u32>::new()).verdict(),
                 );
             }
-            ::opkit::__private::stream_handler::<Self, _, _>(
-                ::opkit::__private::Codec {
-                    decode: __OpkitInput::__opkit_from_json,
-                    encode: ::opkit::__private::encode::<u32>,
-                },
+            #[allow(unused_imports)]
+            use ::opkit::__private::{NotSendProbe as _, SendStreamProbe as _};
+            let __verdict = (&::opkit::__private::Runner::<Self, _>::new(
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
                  __ctx: ::opkit::__private::OperationContext| {
                     __opkit_run(__ctx, __input.count)
                 },
-            )
+            ))
+                .streaming(::opkit::__private::Codec {
+                    decode: __OpkitInput::__opkit_from_json,
+                    encode: ::opkit::__private::encode::<u32>,
+                });
+            __verdict.stream::<Self>()
         }
+    }
+    #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
+    fn __opkit_send_cause() {
+        ::opkit::__private::assert_send(ticks(
+            ::opkit::__private::never(),
+            ::opkit::__private::never(),
+        ));
     }
     fn __opkit_run(
         __ctx: ::opkit::__private::OperationContext,
@@ -160,9 +170,22 @@ const _: () = {
             ::opkit::__private::Fallible<::opkit::__private::Plain>,
             _,
             _,
-        >(::opkit::__private::forward_stream(
-            move |__sink| async move { ::opkit::__private::forward(ticks(&__ctx, count), __sink).await },
-        ))
+            _,
+        >(
+            ::opkit::__private::forward_stream(move |__sink| async move {
+                ::opkit::__private::forward(ticks(&__ctx, count), __sink).await
+            }),
+            |__error| {
+                #[allow(unused_imports)]
+                use ::opkit::__private::{
+                    AnyhowErrorKind as _, IntoCallErrorKind as _, OtherErrorKind as _,
+                    StdErrorKind as _,
+                };
+                (&&&&::opkit::__private::ErrorProbe(&__error))
+                    .opkit_error_kind()
+                    .into_call_error(__error)
+            },
+        )
     }
     #[allow(dead_code, clippy::too_many_arguments)]
     impl ticks {

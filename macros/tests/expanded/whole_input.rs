@@ -38,11 +38,9 @@ const _: () = {
         }
         fn handler() -> ::opkit::__private::Handler {
             ::opkit::__private::assert_context::<OperationContext>();
-            ::opkit::__private::unary_handler::<Self, _, _>(
-                ::opkit::__private::Codec {
-                    decode: ::opkit::__private::decode::<NewUser>,
-                    encode: ::opkit::__private::encode::<User>,
-                },
+            #[allow(unused_imports)]
+            use ::opkit::__private::{NotSendProbe as _, SendProbe as _};
+            let __verdict = (&::opkit::__private::Runner::<Self, _>::new(
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
                  __ctx: ::opkit::__private::OperationContext| {
                     __opkit_run(
@@ -50,8 +48,20 @@ const _: () = {
                         ::opkit::__private::wrap_input::<Input<NewUser>>(__input),
                     )
                 },
-            )
+            ))
+                .unary(::opkit::__private::Codec {
+                    decode: ::opkit::__private::decode::<NewUser>,
+                    encode: ::opkit::__private::encode::<User>,
+                });
+            __verdict.future::<Self>()
         }
+    }
+    #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
+    fn __opkit_send_cause() {
+        ::opkit::__private::assert_send(create(
+            ::opkit::__private::never(),
+            ::opkit::__private::never(),
+        ));
     }
     fn __opkit_run(
         __ctx: ::opkit::__private::OperationContext,
@@ -63,8 +73,9 @@ const _: () = {
         >,
     > + use<> {
         async move {
-            ::opkit::__private::produce::<::opkit::__private::Envelope, _, _>(
+            ::opkit::__private::produce::<::opkit::__private::Envelope, _, _, _>(
                 create(__ctx, __input).await,
+                ::opkit::__private::no_error,
             )
         }
     }

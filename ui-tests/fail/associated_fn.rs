@@ -1,0 +1,12 @@
+use opkit::prelude::*;
+
+struct Calculator;
+
+impl Calculator {
+    #[operation(namespace = "math")]
+    async fn add(a: i64, b: i64) -> i64 {
+        a + b
+    }
+}
+
+fn main() {}
