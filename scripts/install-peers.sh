@@ -34,6 +34,17 @@ if [ ! -f "$mcp_peers/.venv/.installed" ] \
     touch "$mcp_peers/.venv/.installed"
 fi
 
+# MCP conformance tests (opkit-adapters, features `mcp` and `mcp-server`): the official MCP
+# conformance suite, Node 22 to run it (the npm package `node`) and the official TypeScript
+# SDK client, pinned by adapters/peers/conformance/package-lock.json.
+conformance_peers=adapters/peers/conformance
+if [ ! -x "$conformance_peers/node_modules/.bin/conformance" ] \
+    || [ ! -x "$conformance_peers/node_modules/.bin/node" ] \
+    || [ ! -f "$conformance_peers/node_modules/.package-lock.json" ] \
+    || [ "$conformance_peers/package-lock.json" -nt "$conformance_peers/node_modules/.package-lock.json" ]; then
+    (cd "$conformance_peers" && npm ci --no-audit --no-fund)
+fi
+
 # OpenAPI import tests (opkit-adapters, feature `openapi`): Prism and the ReadMe example
 # documents (npm, pinned by adapters/peers/openapi/package-lock.json; Prism 5.14 runs on
 # Node >= 18), and FastAPI + uvicorn (pinned by adapters/peers/openapi/requirements.txt).

@@ -75,6 +75,19 @@ fn text_of(result: &CallToolResult) -> String {
         .clone()
 }
 
+/// The `CallError` wire JSON of a tool error (in `_meta["opkit/error"]`), after checking
+/// that the result is a tool error without `structuredContent`.
+fn error_of(result: &CallToolResult) -> Value {
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(result.structured_content, None, "{result:?}");
+    result
+        .meta
+        .as_ref()
+        .and_then(|meta| meta.0.get("opkit/error"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no opkit/error in {result:?}"))
+}
+
 fn tool<'a>(tools: &'a [Tool], name: &str) -> &'a Tool {
     tools
         .iter()
@@ -177,12 +190,11 @@ async fn call_errors_are_tool_errors_and_unknown_tools_protocol_errors() {
     assert_eq!(result.is_error, Some(true));
     assert_eq!(text_of(&result), "EXECUTION_ERROR: the job failed");
     assert_eq!(
-        result.structured_content,
-        Some(json!({"code": "EXECUTION_ERROR", "message": "the job failed"}))
+        error_of(&result),
+        json!({"code": "EXECUTION_ERROR", "message": "the job failed"})
     );
     let result = call(&client, "math.add", json!({"a": "x"})).await;
-    assert_eq!(result.is_error, Some(true));
-    let error = result.structured_content.unwrap();
+    let error = error_of(&result);
     assert_eq!(error["code"], "VALIDATION_ERROR");
     assert_eq!(error["details"].as_array().unwrap().len(), 2);
     let result = call(&client, "jobs.panic", json!({})).await;
@@ -210,7 +222,7 @@ async fn calls_time_out_with_a_tool_error() {
     .await;
     let result = call(&client, "jobs.slow", json!({"ms": 600000})).await;
     assert_eq!(result.is_error, Some(true));
-    assert_eq!(result.structured_content.unwrap()["code"], "TIMEOUT");
+    assert_eq!(error_of(&result)["code"], "TIMEOUT");
     client.cancel().await.unwrap();
 }
 
@@ -219,7 +231,7 @@ async fn stdio_calls_run_as_the_configured_identity() {
     let anonymous = connect_duplex(McpServer::new(fixture_registry(false))).await;
     let result = call(&anonymous, "users.create", json!({"name": "Ada"})).await;
     assert_eq!(result.is_error, Some(true));
-    assert_eq!(result.structured_content.unwrap()["code"], "ACCESS_DENIED");
+    assert_eq!(error_of(&result)["code"], "ACCESS_DENIED");
     anonymous.cancel().await.unwrap();
 
     let writer = fixture_tokens().get("writer-token").cloned();
@@ -304,10 +316,7 @@ async fn subscriptions_stream_progress_and_return_the_items() {
     // A failing stream is a tool error.
     let result = call(&client, "jobs.broken", json!({})).await;
     assert_eq!(result.is_error, Some(true));
-    assert_eq!(
-        result.structured_content.unwrap()["message"],
-        "the stream broke"
-    );
+    assert_eq!(error_of(&result)["message"], "the stream broke");
     client.cancel().await.unwrap();
 }
 
@@ -468,7 +477,7 @@ async fn streamable_http_resolves_bearer_tokens() {
     let url = served.url("/mcp");
     let anonymous = http_client(&url, None, None).await;
     let result = call(&anonymous, "users.create", json!({"name": "Ada"})).await;
-    assert_eq!(result.structured_content.unwrap()["code"], "ACCESS_DENIED");
+    assert_eq!(error_of(&result)["code"], "ACCESS_DENIED");
     anonymous.cancel().await.unwrap();
 
     for mode in [None, Some(modern())] {
@@ -477,7 +486,7 @@ async fn streamable_http_resolves_bearer_tokens() {
         assert_eq!(result.is_error, Some(false));
         assert_eq!(result.structured_content.unwrap()["createdBy"], "writer");
         let result = call(&writer, "admin.stats", json!({})).await;
-        assert_eq!(result.structured_content.unwrap()["code"], "ACCESS_DENIED");
+        assert_eq!(error_of(&result)["code"], "ACCESS_DENIED");
         writer.cancel().await.unwrap();
     }
 

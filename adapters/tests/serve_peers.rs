@@ -108,9 +108,12 @@ fn check_report(report: &Value, modern: bool, writer: &str) {
         failed["content"][0]["text"],
         "EXECUTION_ERROR: the job failed"
     );
+    // No structuredContent on errors (it would not match the outputSchema the client
+    // checks); the CallError rides in `_meta`.
     let invalid = call_entry(report, 7);
     assert_eq!(invalid["isError"], true);
-    assert_eq!(invalid["structuredContent"]["code"], "VALIDATION_ERROR");
+    assert!(invalid.get("structuredContent").is_none(), "{invalid}");
+    assert_eq!(invalid["_meta"]["opkit/error"]["code"], "VALIDATION_ERROR");
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@
 use crate::access::Identity;
 use crate::env::{EnvBackend, OperationEnv};
 use crate::error::CallError;
+use crate::report::{LogLevel, LogRecord, Progress, Reporter};
 use crate::state::StateMap;
 use std::fmt;
 use std::sync::Arc;
@@ -81,6 +82,7 @@ pub struct OperationContext {
     cancellation: Option<CancellationToken>,
     env: Option<Arc<dyn EnvBackend>>,
     states: Option<Arc<StateMap>>,
+    reporter: Option<Arc<dyn Reporter>>,
 }
 
 impl Default for OperationContext {
@@ -99,6 +101,7 @@ impl fmt::Debug for OperationContext {
             .field("cancelled", &self.is_cancelled())
             .field("has_env", &self.env.is_some())
             .field("states", &self.states)
+            .field("has_reporter", &self.reporter.is_some())
             .finish()
     }
 }
@@ -119,6 +122,7 @@ impl OperationContext {
             cancellation: None,
             env: None,
             states: None,
+            reporter: None,
         }
     }
 
@@ -139,6 +143,7 @@ impl OperationContext {
             cancellation: None,
             env: None,
             states: None,
+            reporter: None,
         }
     }
 
@@ -197,6 +202,46 @@ impl OperationContext {
         self
     }
 
+    /// Attaches the [`Reporter`] that [`progress`](Self::progress) and [`log`](Self::log)
+    /// report to (a server that can forward them does this; see [`crate::report`]).
+    #[must_use]
+    pub fn with_reporter(mut self, reporter: Arc<dyn Reporter>) -> Self {
+        self.reporter = Some(reporter);
+        self
+    }
+
+    /// `true` when someone listens to [`progress`](Self::progress) and [`log`](Self::log).
+    pub fn has_reporter(&self) -> bool {
+        self.reporter.is_some()
+    }
+
+    /// Reports how far the call has come (`progress` out of `total`, when known), for
+    /// long queries and mutations. The MCP server sends it to the caller as
+    /// `notifications/progress` when the request asked for progress; without a listener
+    /// it does nothing. `progress` should increase with every report of one call.
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(reporter) = &self.reporter {
+            let mut report = Progress::new(progress, total);
+            report.message = message.map(str::to_owned);
+            reporter.progress(report);
+        }
+    }
+
+    /// Sends a log record to the caller (the MCP server sends it as `notifications/message`,
+    /// honouring the client's `logging/setLevel`); without a listener it does nothing.
+    pub fn log(&self, level: LogLevel, data: impl Into<serde_json::Value>) {
+        if let Some(reporter) = &self.reporter {
+            reporter.log(LogRecord::new(level, data));
+        }
+    }
+
+    /// Sends a full [`LogRecord`] (with a logger name, say); see [`log`](Self::log).
+    pub fn log_record(&self, record: LogRecord) {
+        if let Some(reporter) = &self.reporter {
+            reporter.log(record);
+        }
+    }
+
     /// This request's id.
     pub fn request_id(&self) -> &str {
         &self.request_id
@@ -251,7 +296,8 @@ impl OperationContext {
         self.env.is_some()
     }
 
-    /// The context of a call made from this one.
+    /// The context of a call made from this one (without the reporter: the nested call's
+    /// progress is not the caller's).
     pub fn child(&self) -> Self {
         Self {
             request_id: Arc::from(new_request_id()),
@@ -264,6 +310,7 @@ impl OperationContext {
                 .map(CancellationToken::child_token),
             env: self.env.clone(),
             states: self.states.clone(),
+            reporter: None,
         }
     }
 

@@ -143,6 +143,7 @@ mod context;
 mod env;
 mod error;
 mod registry;
+pub mod report;
 mod spec;
 pub mod state;
 mod typed;

@@ -103,6 +103,8 @@ pub struct SpecParts {
     pub states: &'static [fn() -> StateKey],
     /// `file:line` of the definition.
     pub origin: &'static str,
+    /// `tool_name = ".."`: the [`OperationSpec::EXT_TOOL_NAME`] extension.
+    pub tool_name: Option<&'static str>,
 }
 
 /// The spec of an operation, built once and cloned from `cell` afterwards.
@@ -124,6 +126,9 @@ pub fn cached_spec(
             spec = spec.error(*kind);
         }
         spec.states = parts.states.iter().map(|key| key()).collect();
+        if let Some(tool_name) = parts.tool_name {
+            spec = spec.extension(OperationSpec::EXT_TOOL_NAME, Value::from(tool_name));
+        }
         spec.description = parts
             .description
             .map(normalize_doc)

@@ -94,6 +94,10 @@ pub struct OperationSpec {
 }
 
 impl OperationSpec {
+    /// Extension key: the name tool servers (the MCP server) serve the operation under,
+    /// instead of one derived from its id (`#[operation(tool_name = "..")]` sets it).
+    pub const EXT_TOOL_NAME: &'static str = "opkit.toolName";
+
     /// A spec with an open input schema (`{"type":"object"}`), Unknown output and public access.
     pub fn new(namespace: impl Into<String>, name: impl Into<String>, kind: OperationKind) -> Self {
         Self {

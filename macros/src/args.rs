@@ -18,6 +18,7 @@ const KEYS: &[&str] = &[
     "access",
     "errors",
     "crate",
+    "tool_name",
 ];
 /// The words of `errors(..)`: the application error kinds (`opkit::ErrorKind`), by their
 /// snake_case names, and the variant each names.
@@ -64,6 +65,8 @@ pub(crate) struct Args {
     pub errors: Vec<syn::Ident>,
     /// `crate = path`: where the `opkit` crate is.
     pub krate: Option<syn::Path>,
+    /// `tool_name = ".."`: the name tool servers (MCP) serve the operation under.
+    pub tool_name: Option<LitStr>,
     /// `false` when the arguments did not even parse.
     pub parsed: bool,
     /// `true` when `namespace = ..` was written (valid or not).
@@ -129,6 +132,7 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
     let mut access = Slot::new("access");
     let mut krate = Slot::new("crate");
     let mut error_kinds = Slot::new("errors");
+    let mut tool_name = Slot::new("tool_name");
     for meta in &metas {
         let key = meta_key(meta);
         let span = meta.path().span();
@@ -164,6 +168,15 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
                     error_kinds.set(errors, span, kinds);
                 }
             }
+            "tool_name" => {
+                if let Some(lit) = string_value(meta, errors) {
+                    if lit.value().is_empty() {
+                        errors.at(lit.span(), "`tool_name` must not be empty");
+                    } else {
+                        tool_name.set(errors, span, lit);
+                    }
+                }
+            }
             "crate" => {
                 if let Some(path) = crate_path(meta, errors) {
                     krate.set(errors, span, path);
@@ -186,6 +199,7 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
         roles,
         errors: error_kinds.take().unwrap_or_default(),
         krate: krate.take(),
+        tool_name: tool_name.take(),
         parsed: true,
         namespace_given,
         kind_conflict: CONFLICT.with(std::cell::Cell::get),

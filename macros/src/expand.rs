@@ -346,6 +346,10 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     let description = doc_option(private, &op.docs);
     let scopes = &op.scopes;
     let roles = &op.roles;
+    let tool_name = match &op.tool_name {
+        Some(name) => quote!(#private::Some(#name)),
+        None => quote!(#private::None),
+    };
     let error_kinds = op
         .errors
         .iter()
@@ -386,6 +390,7 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
                         roles: &[#(#roles),*],
                         errors: &[#(#error_kinds),*],
                         states: &[#(#states),*],
+                        tool_name: #tool_name,
                         origin: #private::concat!(#private::file!(), ":", #private::line!()),
                     },
                     #input_schema,

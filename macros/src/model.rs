@@ -21,6 +21,8 @@ pub(crate) struct Operation<'a> {
     pub roles: Vec<LitStr>,
     /// `errors(..)`: `ErrorKind` variant names.
     pub errors: Vec<Ident>,
+    /// `tool_name = ".."`.
+    pub tool_name: Option<LitStr>,
     /// The parameters, in order.
     pub params: Vec<Param<'a>>,
     /// The result type (or stream item type) and whether the fn streams.

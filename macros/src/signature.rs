@@ -66,6 +66,7 @@ pub(crate) fn analyze<'a>(func: &'a ItemFn, args: Args, errors: &Errors) -> Opti
         scopes: args.scopes,
         roles: args.roles,
         errors: args.errors,
+        tool_name: args.tool_name,
         params: params?,
         output: output?,
     })

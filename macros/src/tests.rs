@@ -41,6 +41,15 @@ fn parses_every_argument() {
 }
 
 #[test]
+fn parses_a_tool_name() {
+    let (args, errors) = parse_args(quote!(namespace = "a", tool_name = "add_numbers"));
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(args.tool_name.unwrap().value(), "add_numbers");
+    let (_, errors) = parse_args(quote!(namespace = "a", tool_name = ""));
+    assert!(errors[0].contains("must not be empty"), "{errors:?}");
+}
+
+#[test]
 fn reports_every_argument_problem_at_once() {
     let (_, errors) = parse_args(quote!(
         namespace = "x-y",

@@ -1,8 +1,9 @@
 //! [`McpConnection`]: one MCP server, its tools as operations, kept up to date.
 
-use super::content::result_envelope;
+use super::content::envelope_of;
 use super::names;
 use super::tools::{self, tool_spec};
+use opkit::report::{LogLevel, LogRecord};
 use opkit::schema::CompiledSchema;
 use opkit::{
     CallError, ErrorCode, Handler, OperationContext, OperationRegistry, OperationSpec,
@@ -10,8 +11,8 @@ use opkit::{
 };
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientRequest, CustomResult, Implementation, ListToolsRequest,
-    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, RequestId,
+    ClientConfig, ClientRequest, CustomResult, Implementation, ListToolsRequest, NumberOrString,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId,
     ServerNotification, ServerResult, SubscriptionFilter,
 };
 // Logging is deprecated from 2026-07-28 (SEP-2577), yet legacy servers still send it.
@@ -74,6 +75,9 @@ pub struct McpOptions {
     pub auto_refresh: bool,
     /// Let a stdio server's stderr through to this process's stderr (default: to `tracing`).
     pub inherit_stderr: bool,
+    /// Read a lone JSON text block as the data when a result has no `structuredContent`
+    /// (default `false`; see [`McpOptions::parse_json_text`]).
+    pub parse_json_text: bool,
 }
 
 impl fmt::Debug for McpOptions {
@@ -90,6 +94,7 @@ impl fmt::Debug for McpOptions {
             .field("lifecycle", &self.lifecycle)
             .field("auto_refresh", &self.auto_refresh)
             .field("inherit_stderr", &self.inherit_stderr)
+            .field("parse_json_text", &self.parse_json_text)
             .finish()
     }
 }
@@ -105,6 +110,7 @@ impl McpOptions {
             lifecycle: McpLifecycle::Auto,
             auto_refresh: false,
             inherit_stderr: false,
+            parse_json_text: false,
         }
     }
 
@@ -147,6 +153,17 @@ impl McpOptions {
     #[must_use]
     pub fn inherit_stderr(mut self, enabled: bool) -> Self {
         self.inherit_stderr = enabled;
+        self
+    }
+
+    /// Many servers send their data `JSON.stringify`'d in a text block instead of
+    /// `structuredContent`. With this on, a successful result without `structuredContent`
+    /// whose only block is a text block holding JSON has that JSON as its data, cast to the
+    /// tool's output schema when it has one; `meta.content` keeps the original block. Off by
+    /// default: a text that happens to be JSON is then still text.
+    #[must_use]
+    pub fn parse_json_text(mut self, enabled: bool) -> Self {
+        self.parse_json_text = enabled;
         self
     }
 }
@@ -325,6 +342,7 @@ impl McpConnection {
             service: service.0,
             label,
             pid: service.1,
+            parse_json_text: options.parse_json_text,
         };
         Self::finish(client, options, list_changes).await
     }
@@ -371,6 +389,7 @@ impl McpConnection {
             service,
             label,
             pid: None,
+            parse_json_text: options.parse_json_text,
         };
         Self::finish(client, options, list_changes).await
     }
@@ -723,11 +742,36 @@ fn forward_stderr(label: String, stderr: tokio::process::ChildStderr) {
 
 // ----- the rmcp client --------------------------------------------------------------------
 
-/// The client's notification handler: counts `list_changed`, logs the rest.
+/// The client's notification handler: counts `list_changed`, hands progress and log
+/// messages to the calls that listen (see [`Events::listen`]), logs the rest.
 #[derive(Clone)]
 struct Events {
     label: Arc<str>,
     list_changed: Arc<watch::Sender<u64>>,
+    listeners: Arc<Mutex<HashMap<String, OperationContext>>>,
+}
+
+/// A progress token as a map key (numbers and strings kept apart).
+fn token_key(token: &ProgressToken) -> String {
+    match &token.0 {
+        NumberOrString::Number(number) => format!("n:{number}"),
+        NumberOrString::String(text) => format!("s:{text}"),
+    }
+}
+
+/// A call's registration with [`Events`]; removed on drop.
+struct Listening {
+    listeners: Arc<Mutex<HashMap<String, OperationContext>>>,
+    token: String,
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.listeners
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&self.token);
+    }
 }
 
 impl Events {
@@ -737,9 +781,34 @@ impl Events {
             Self {
                 label: Arc::from(label),
                 list_changed: Arc::new(sender),
+                listeners: Arc::default(),
             },
             receiver,
         )
+    }
+
+    /// Registers a call whose context has a reporter: progress for its request's token goes
+    /// to it, and so do log messages while it runs (MCP log messages name no request, so
+    /// every listening call of the connection sees them).
+    fn listen(&self, ctx: &OperationContext, token: &ProgressToken) -> Listening {
+        let token = token_key(token);
+        self.listeners
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(token.clone(), ctx.clone());
+        Listening {
+            listeners: self.listeners.clone(),
+            token,
+        }
+    }
+
+    fn listeners(&self) -> Vec<OperationContext> {
+        self.listeners
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
     }
 }
 
@@ -757,6 +826,17 @@ impl ClientHandler for Events {
     ) {
         tracing::debug!(target: "opkit_adapters::mcp", server = %self.label,
             level = ?params.level, logger = ?params.logger, "server log: {}", params.data);
+        let Some(level) = serde_json::to_value(params.level)
+            .ok()
+            .and_then(|level| serde_json::from_value::<LogLevel>(level).ok())
+        else {
+            return;
+        };
+        let mut record = LogRecord::new(level, params.data);
+        record.logger = params.logger;
+        for ctx in self.listeners() {
+            ctx.log_record(record.clone());
+        }
     }
 
     async fn on_progress(
@@ -767,13 +847,25 @@ impl ClientHandler for Events {
         tracing::trace!(target: "opkit_adapters::mcp", server = %self.label,
             token = ?params.progress_token, progress = params.progress, total = ?params.total,
             "progress");
+        let ctx = self
+            .listeners
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&token_key(&params.progress_token))
+            .cloned();
+        if let Some(ctx) = ctx {
+            ctx.progress(params.progress, params.total, params.message.as_deref());
+        }
     }
 
     fn get_info(&self) -> ClientConfig {
+        // The version offered by `initialize` (Legacy, and Auto's fallback): one that has
+        // the handshake. `server/discover` offers its own preferred versions.
         ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new("opkit", env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 }
 
@@ -833,6 +925,7 @@ struct Client {
     service: RunningService<RoleClient, Events>,
     label: String,
     pid: Option<u32>,
+    parse_json_text: bool,
 }
 
 impl Client {
@@ -967,6 +1060,11 @@ impl Client {
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
             .map_err(|error| self.service_error(tool, error))?;
+        // A caller that listens to progress and logs gets the server's (see `Events`); rmcp
+        // gives every request a progress token.
+        let _listening = ctx
+            .has_reporter()
+            .then(|| self.service.service().listen(ctx, &handle.progress_token));
         // From here on, leaving early (cancellation, deadline, the future dropped) tells the server.
         let mut guard = CancelOnDrop {
             peer: self.peer().clone(),
@@ -1019,7 +1117,7 @@ impl Client {
                 "MCP tool `{tool}`: unsupported result type {kind:?}"
             )));
         }
-        Ok(result_envelope(&raw, output_schema))
+        Ok(envelope_of(&raw, output_schema, self.parse_json_text))
     }
 
     fn aborted(&self, tool: &str) -> CallError {

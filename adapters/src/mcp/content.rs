@@ -152,6 +152,47 @@ fn undo_f32_widening(value: f64) -> f64 {
 /// assert!(!envelope.is_error());
 /// ```
 pub fn result_envelope(result: &Value, output_schema: Option<&Value>) -> ResponseEnvelope {
+    envelope_of(result, output_schema, false)
+}
+
+/// `_meta` key under which opkit's MCP server puts a failed call's
+/// [`CallError`](opkit::CallError) wire JSON.
+pub const META_ERROR: &str = "opkit/error";
+
+/// The [`CallError`](opkit::CallError) behind an `isError` envelope, when the tool is served
+/// by opkit (its result carries the error in `_meta["opkit/error"]`).
+///
+/// ```
+/// use opkit_adapters::mcp::{call_error, result_envelope};
+/// use serde_json::json;
+/// let result = json!({
+///     "content": [{"type": "text", "text": "EXECUTION_ERROR: no user 7"}],
+///     "isError": true,
+///     "_meta": {"opkit/error": {"code": "EXECUTION_ERROR", "message": "no user 7", "kind": "NOT_FOUND"}}
+/// });
+/// let envelope = result_envelope(&result, None);
+/// assert_eq!(envelope.data["kind"], "NOT_FOUND");
+/// let error = call_error(&envelope).unwrap();
+/// assert_eq!(error.message, "no user 7");
+/// ```
+pub fn call_error(envelope: &ResponseEnvelope) -> Option<opkit::CallError> {
+    let opkit::ResponseMeta::Mcp(meta) = &envelope.meta else {
+        return None;
+    };
+    if !meta.is_error {
+        return None;
+    }
+    let wire = meta.meta.as_ref()?.get(META_ERROR)?;
+    serde_json::from_value(wire.clone()).ok()
+}
+
+/// [`result_envelope`], optionally reading a lone JSON text block as the data (see
+/// [`McpOptions::parse_json_text`](super::McpOptions::parse_json_text)).
+pub(crate) fn envelope_of(
+    result: &Value,
+    output_schema: Option<&Value>,
+    parse_json_text: bool,
+) -> ResponseEnvelope {
     let content: Vec<McpContentBlock> = result
         .get("content")
         .and_then(Value::as_array)
@@ -167,22 +208,41 @@ pub fn result_envelope(result: &Value, output_schema: Option<&Value>) -> Respons
         .get("isError")
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    let data = match &structured {
-        Some(value) => match output_schema {
-            Some(schema) if !opkit::schema::is_unknown(schema) => {
-                opkit::schema::cast(schema, value.clone())
-            }
-            _ => value.clone(),
+    let result_meta = result.get("_meta").cloned();
+    let cast = |value: Value| match output_schema {
+        Some(schema) if !opkit::schema::is_unknown(schema) => opkit::schema::cast(schema, value),
+        _ => value,
+    };
+    let opkit_error = result_meta
+        .as_ref()
+        .and_then(|meta| meta.get(META_ERROR))
+        .filter(|wire| {
+            is_error && serde_json::from_value::<opkit::CallError>((*wire).clone()).is_ok()
+        })
+        .cloned();
+    let data = match (&structured, opkit_error) {
+        (_, Some(wire)) => wire,
+        (Some(value), None) => cast(value.clone()),
+        (None, None) => match lone_json_text(&content).filter(|_| parse_json_text && !is_error) {
+            Some(value) => cast(value),
+            None => serde_json::to_value(&content).unwrap_or(Value::Array(Vec::new())),
         },
-        _ => serde_json::to_value(&content).unwrap_or(Value::Array(Vec::new())),
     };
     let meta = McpMeta {
         is_error,
         content,
         structured_content: structured,
-        meta: result.get("_meta").cloned(),
+        meta: result_meta,
     };
     mcp_envelope(data, meta)
+}
+
+/// The JSON in the only block of `content`, when that is a text block holding JSON.
+fn lone_json_text(content: &[McpContentBlock]) -> Option<Value> {
+    match content {
+        [McpContentBlock::Text { text, .. }] => serde_json::from_str(text.trim()).ok(),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -393,6 +453,55 @@ mod tests {
         assert_eq!(annotations.priority, Some(0.7));
         let exact = map_annotations(&json!({"priority": 0.3})).unwrap();
         assert_eq!(exact.priority, Some(0.3));
+    }
+
+    #[test]
+    fn lone_json_text_is_the_data_when_asked() {
+        let result =
+            json!({"content": [{"type": "text", "text": "{\"temperature\": 21, \"extra\": 1}"}]});
+        let schema = json!({"type": "object", "properties": {"temperature": {"type": "number"}}, "required": ["temperature"], "additionalProperties": false});
+        let off = envelope_of(&result, Some(&schema), false);
+        assert!(
+            off.data.is_array(),
+            "off by default: the blocks are the data"
+        );
+        let on = envelope_of(&result, Some(&schema), true);
+        assert_eq!(
+            on.data,
+            json!({"temperature": 21}),
+            "cast to the output schema"
+        );
+        assert_eq!(mcp_meta(&on).content.len(), 1, "the original block is kept");
+        assert_eq!(mcp_meta(&on).structured_content, None);
+        let plain = json!({"content": [{"type": "text", "text": "not json"}]});
+        assert!(envelope_of(&plain, None, true).data.is_array());
+        let two =
+            json!({"content": [{"type": "text", "text": "1"}, {"type": "text", "text": "2"}]});
+        assert!(envelope_of(&two, None, true).data.is_array());
+        let error = json!({"content": [{"type": "text", "text": "{}"}], "isError": true});
+        assert!(envelope_of(&error, None, true).data.is_array());
+    }
+
+    #[test]
+    fn opkit_errors_are_recovered() {
+        let wire = serde_json::to_value(opkit::CallError::not_found("no user 7")).unwrap();
+        let result = json!({
+            "content": [{"type": "text", "text": "EXECUTION_ERROR: no user 7"}],
+            "isError": true,
+            "_meta": {"opkit/error": wire}
+        });
+        let envelope = result_envelope(&result, None);
+        assert!(envelope.is_error());
+        assert_eq!(envelope.data, wire);
+        let error = call_error(&envelope).unwrap();
+        assert_eq!(
+            error,
+            serde_json::from_value::<opkit::CallError>(wire).unwrap()
+        );
+        assert_eq!(
+            call_error(&result_envelope(&json!({"content": []}), None)),
+            None
+        );
     }
 
     #[test]

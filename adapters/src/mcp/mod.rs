@@ -58,6 +58,16 @@
 //! the spec; its content blocks are the data and the pipeline casts them to the schema like
 //! any other output (with a validation warning).
 //!
+//! A tool error from an opkit server carries its [`CallError`](opkit::CallError) in the
+//! result's `_meta["opkit/error"]`: the envelope's data is that error's wire JSON and
+//! [`call_error`] gives it back typed.
+//!
+//! **JSON as text.** Many servers send `JSON.stringify`'d data in a text block instead of
+//! `structuredContent`. With [`McpOptions::parse_json_text`] (off by default) a successful
+//! result without `structuredContent` whose only block is a text block holding JSON has that
+//! JSON as its data, cast to the tool's output schema when it has one; `meta.content` keeps
+//! the original block.
+//!
 //! **Raw decoding.** rmcp decodes a `tools/call` result into its typed `CallToolResult`, which
 //! fails as a whole on an unknown content type. The call is therefore sent as a plain
 //! `ClientRequest` and its `ServerResult` taken apart by hand: a result rmcp could type is
@@ -86,6 +96,8 @@
 //! server; when the probe fails in a way rmcp does not classify (some legacy HTTP servers
 //! answer a sessionless request with an uncorrelated error), the connection is opened again
 //! with the handshake. [`McpLifecycle::Legacy`] and [`McpLifecycle::Modern`] pin one era.
+//! The `initialize` request offers `2025-11-25` (the latest revision with a handshake) in
+//! both `Legacy` and `Auto`'s fallback; `server/discover` offers `2026-07-28`.
 //! A server that does not answer `server/discover` at all (neither a result nor an error)
 //! delays [`McpLifecycle::Auto`] by rmcp's 10 s probe timeout; pin `Legacy` for such servers.
 //! In the 2026-07-28 era `tools/list_changed` only arrives on a `subscriptions/listen`
@@ -99,7 +111,13 @@
 //!
 //! Notifications that arrive mid-call (progress, logging, `list_changed`) are consumed by the
 //! client and never disturb a call; log messages and the child's stderr go to `tracing`
-//! (target `opkit_adapters::mcp`). `notifications/tools/list_changed` is counted
+//! (target `opkit_adapters::mcp`). A call whose context has a
+//! [`Reporter`](opkit::report::Reporter) (an opkit MCP server re-serving the tool attaches
+//! one) sends a `progressToken`: the server's progress for that call goes to the context's
+//! [`progress`](opkit::OperationContext::progress), and its log messages to the context's
+//! [`log_record`](opkit::OperationContext::log_record) — to every such call in flight on the
+//! connection, since MCP log messages name no request. The import does not send
+//! `logging/setLevel`. `notifications/tools/list_changed` is counted
 //! ([`McpConnection::tool_list_changes`]); with [`McpOptions::auto_refresh`] it triggers a
 //! [`McpConnection::refresh`]. When the server exits or the connection drops, pending calls
 //! fail with `TRANSPORT_ERROR` and later calls fail at once.
@@ -111,6 +129,6 @@ pub mod tools;
 mod connection;
 
 pub use connection::{McpConnection, McpError, McpLifecycle, McpOptions, RefreshReport};
-pub use content::{map_content_block, result_envelope};
+pub use content::{META_ERROR, call_error, map_content_block, result_envelope};
 pub use names::{is_valid_name as is_valid_operation_name, sanitize as sanitize_tool_name};
 pub use opkit::envelope::{McpContentBlock, McpMeta};

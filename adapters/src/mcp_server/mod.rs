@@ -18,20 +18,32 @@
 //!
 //! | tool field | from the operation |
 //! |---|---|
-//! | `name` | the operation id as is (`math.add`: MCP allows `[A-Za-z0-9_.-]`) |
+//! | `name` | per [`McpServer::tool_naming`]: the operation id as is (`math.add`: MCP allows `[A-Za-z0-9_.-]`) or [`ToolNaming::ProviderSafe`] (`math_add`, what model providers' function calling accepts); an operation's [`EXT_TOOL_NAME`] extension (`#[operation(tool_name = "..")]`) overrides it |
 //! | `description` | the spec's description (or `"<kind> <id>"`) |
 //! | `inputSchema` | the input schema, with `"type": "object"` added at the root when it has no `type` (an input that cannot be an object is not exposed) |
 //! | `outputSchema` | see below |
 //! | `annotations` | `readOnlyHint: true` for queries and subscriptions, `false` for mutations |
 //! | `_meta` | `opkit/operationId`, `opkit/kind` (`QUERY`…) and, when restricted, `opkit/access` |
 //!
-//! The list is the registry's at the time of the request, in id order, in one page.
+//! The list is the registry's at the time of the request, in id order, in one page. Calls
+//! find their operation by the same mapping. Two operations with one tool name, or a name
+//! that breaks the chosen form, are refused when the server starts ([`McpServer::check`],
+//! [`McpServerError::ToolName`]); an operation registered later that collides makes
+//! `tools/list` and `tools/call` answer an internal error naming the two operations.
+//!
+//! An imported MCP tool (a spec of the MCP import) without an output schema declares no
+//! `outputSchema`: its results are its content blocks.
 //!
 //! # Results
 //!
 //! A call runs [`OperationRegistry::execute`] and answers `structuredContent` plus one text
 //! block holding the same JSON; the envelope's meta travels in the result's
-//! `_meta["opkit/meta"]`. Clients of protocol revisions before 2026-07-28 accept only
+//! `_meta["opkit/meta"]` ([`META_ENVELOPE`]). An MCP envelope
+//! ([`mcp_envelope`](opkit::envelope::mcp_envelope): what an imported MCP tool returns, or
+//! an operation that builds content blocks) is served as it is: its blocks (text, image,
+//! audio, resource, resource_link), its `isError`, its `structuredContent` (in the output
+//! form below; on an error result only when it matches the declared `outputSchema`) and its
+//! `_meta`. Clients of protocol revisions before 2026-07-28 accept only
 //! objects as `structuredContent`, so for them an operation whose output schema is not
 //! `type: "object"` (or is Unknown) is declared with the output schema
 //! `{"type":"object","properties":{"result": <output schema>},"required":["result"]}` and
@@ -40,11 +52,30 @@
 //!
 //! A [`CallError`] (validation, access, execution, timeout, or an application error such as
 //! [`CallError::not_found`]) is a tool error: `isError: true`, the message
-//! (`CODE: message`) as the text block and the `CallError` wire JSON
-//! `{code, message, details?, kind?}` as `structuredContent`. An unknown tool name is a
+//! (`CODE: message`) as the only text block, **no** `structuredContent` (the official SDK
+//! clients check it against the tool's `outputSchema`, error results included, and fail the
+//! call on a mismatch), and the `CallError` wire JSON `{code, message, details?, kind?}` in
+//! `_meta["opkit/error"]` ([`META_ERROR`]), where opkit's MCP import finds it again
+//! (`opkit_adapters::mcp::call_error`, feature `mcp`). An unknown tool name is a
 //! JSON-RPC error (`-32602`), as the MCP spec asks. Unknown methods get `-32601`, which is
 //! what clients of the 2026-07-28 revision need to fall back to the `initialize` handshake;
 //! rmcp also answers `server/discover`, so both protocol eras are served.
+//!
+//! # Capabilities
+//!
+//! `tools` and `logging`. Resources, prompts and completion are not offered:
+//! `resources/list`, `resources/templates/list`, `prompts/list` and `completion/complete`
+//! answer `-32601` like every other method the server does not implement.
+//!
+//! # Progress and logs
+//!
+//! An operation reports progress with [`OperationContext::progress`](opkit::OperationContext::progress)
+//! and logs with [`OperationContext::log`](opkit::OperationContext::log). They become
+//! `notifications/progress` for the request's `progressToken` (none without a token; a
+//! report that does not increase `progress` is dropped) and `notifications/message`
+//! (filtered by the session's `logging/setLevel`; everything until the client sets a level),
+//! sent in order and before the call's result. Over Streamable HTTP progress rides the
+//! request's SSE stream and log messages the session's GET stream (they name no request).
 //!
 //! # Subscriptions
 //!
@@ -52,7 +83,8 @@
 //! stream to its end and returns `{"items": [<data>, ..], "truncated": false}` (output
 //! schema accordingly). When the request carries a `progressToken`, every item is also sent
 //! at once as a `notifications/progress` whose `progress` counts the items and whose
-//! `message` is the item's JSON. The stream stops after [`McpServer::max_subscription_items`]
+//! `message` is the item's JSON (the handler's own progress reports are not sent; its log
+//! records are). The stream stops after [`McpServer::max_subscription_items`]
 //! items (`truncated: true`) or at the call timeout (a `TIMEOUT` tool error); a client that
 //! cancels the request (`notifications/cancelled`, or closing the HTTP response) drops the
 //! stream.
@@ -75,27 +107,25 @@
 //! body limit, loopback-only `Host` names (set `allowed_hosts` to serve other names), SSE
 //! keep-alives every 15 s, sessions for clients before 2026-07-28.
 
+mod handler;
+mod names;
+mod report;
+mod results;
 mod tools;
+
+pub use handler::McpHandler;
+pub use names::{EXT_TOOL_NAME, ToolNameError, ToolNaming};
+pub use results::{META_ENVELOPE, META_ERROR};
 
 use crate::http_server::{Authenticator, BearerAuth, IdentityResolver, authenticate};
 use axum::Router;
 use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
-use opkit::{
-    CallError, Identity, OperationContext, OperationKind, OperationRegistry, RegistryError,
-};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities,
-    ServerConfig, Tool,
-};
-use rmcp::service::{RequestContext, RoleServer};
+use opkit::{CallError, Identity, OperationRegistry, RegistryError};
+use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
-use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -130,23 +160,19 @@ struct Inner {
     stdio_identity: Option<Identity>,
     call_timeout: Option<Duration>,
     max_items: usize,
+    naming: ToolNaming,
 }
 
-/// The [`rmcp::ServerHandler`] of an [`McpServer`]: tools from the registry, calls into it.
-///
-/// Cloning is cheap. Use it to serve over a transport of your own
-/// (`handler.serve(transport)` with [`rmcp::ServiceExt`]).
-#[derive(Clone)]
-pub struct McpHandler {
-    inner: Arc<Inner>,
-}
-
-impl std::fmt::Debug for McpHandler {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpHandler")
-            .field("name", &self.inner.name)
-            .finish_non_exhaustive()
-    }
+/// Why an [`McpServer`] cannot serve its registry.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpServerError {
+    /// An operation reads application state the registry was not given.
+    #[error(transparent)]
+    State(#[from] RegistryError),
+    /// Two operations would have one tool name, or a tool name is not valid.
+    #[error(transparent)]
+    ToolName(#[from] ToolNameError),
 }
 
 impl McpServer {
@@ -162,6 +188,7 @@ impl McpServer {
                 stdio_identity: None,
                 call_timeout: Some(Duration::from_secs(60)),
                 max_items: 1000,
+                naming: ToolNaming::OperationId,
             },
             http_config: None,
         }
@@ -239,6 +266,15 @@ impl McpServer {
         self
     }
 
+    /// How operation ids become tool names (default [`ToolNaming::OperationId`]; an
+    /// operation's [`EXT_TOOL_NAME`] extension overrides it). Names that collide or break
+    /// the chosen form are refused when the server starts ([`McpServerError::ToolName`]).
+    #[must_use]
+    pub fn tool_naming(mut self, naming: ToolNaming) -> Self {
+        self.handler.naming = naming;
+        self
+    }
+
     /// rmcp's Streamable HTTP settings (allowed hosts and origins, body limit, keep-alive,
     /// sessions); rmcp's defaults otherwise.
     #[must_use]
@@ -249,19 +285,17 @@ impl McpServer {
 
     /// The rmcp handler.
     pub fn handler(&self) -> McpHandler {
-        McpHandler {
-            inner: Arc::new(self.handler.clone()),
-        }
+        McpHandler::new(Arc::new(self.handler.clone()))
     }
 
     /// Serves over any byte stream pair (newline-delimited JSON-RPC) until the client closes
-    /// it.
+    /// it (an error, before serving, when [`check`](Self::check) fails).
     pub async fn serve_io<R, W>(self, read: R, write: W) -> std::io::Result<()>
     where
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
-        self.check()?;
+        self.check().map_err(std::io::Error::other)?;
         let running = self
             .handler()
             .serve((read, write))
@@ -284,9 +318,10 @@ impl McpServer {
     pub fn streamable_http_service(
         &self,
     ) -> StreamableHttpService<McpHandler, LocalSessionManager> {
-        let handler = self.handler();
+        // One handler per session: each keeps its own `logging/setLevel`.
+        let inner = Arc::new(self.handler.clone());
         StreamableHttpService::new(
-            move || Ok(handler.clone()),
+            move || Ok(McpHandler::new(inner.clone())),
             Arc::new(LocalSessionManager::default()),
             self.http_config.clone().unwrap_or_default(),
         )
@@ -300,17 +335,18 @@ impl McpServer {
     ///
     /// # Panics
     ///
-    /// When an operation reads application state the registry was not given
-    /// ([`try_router`](Self::try_router) returns that error instead).
+    /// When an operation reads application state the registry was not given, or tool names
+    /// collide ([`try_router`](Self::try_router) returns that error instead).
     pub fn router(&self) -> Router {
         self.try_router()
             .unwrap_or_else(|error| panic!("McpServer::router: {error}"))
     }
 
-    /// [`router`](Self::router), or the [`RegistryError::MissingState`] naming each operation
-    /// whose application state the registry lacks.
-    pub fn try_router(&self) -> Result<Router, RegistryError> {
-        self.handler.registry.check_states()?;
+    /// [`router`](Self::router), or why the registry cannot be served: the
+    /// [`RegistryError::MissingState`] naming each operation whose application state the
+    /// registry lacks, or a [`ToolNameError`].
+    pub fn try_router(&self) -> Result<Router, McpServerError> {
+        self.check()?;
         let authenticator = self.handler.authenticator.clone();
         Ok(Router::new()
             .route_service("/", self.streamable_http_service())
@@ -332,7 +368,8 @@ impl McpServer {
     }
 
     /// Serves Streamable HTTP at `/mcp` on `listener` until the process ends (an error,
-    /// before serving, when an operation lacks its application state).
+    /// before serving, when an operation lacks its application state or tool names
+    /// collide).
     pub async fn serve_http(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
         let router = self.try_router().map_err(std::io::Error::other)?;
         crate::http_server::serve_router(
@@ -344,12 +381,11 @@ impl McpServer {
         .await
     }
 
-    /// Serves over stdio after checking the registry's application state.
-    fn check(&self) -> std::io::Result<()> {
-        self.handler
-            .registry
-            .check_states()
-            .map_err(std::io::Error::other)
+    /// Checks that the registry can be served: its application state and its tool names.
+    pub fn check(&self) -> Result<(), McpServerError> {
+        self.handler.registry.check_states()?;
+        names::ToolNames::build(&self.handler.registry.specs(), self.handler.naming)?;
+        Ok(())
     }
 }
 
@@ -361,143 +397,4 @@ fn unauthorized(authenticator: Option<&dyn Authenticator>, error: &CallError) ->
             .insert(http::header::WWW_AUTHENTICATE, challenge);
     }
     response
-}
-
-/// `true` for a client on protocol revision 2026-07-28 or later.
-fn is_modern(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .protocol_version()
-        .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
-}
-
-impl McpHandler {
-    /// The caller: the HTTP request's identity (found by [`McpServer::router`]'s middleware,
-    /// or authenticated here when the service is mounted on its own), or the stdio identity.
-    async fn identity(
-        &self,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<Option<Identity>, CallError> {
-        match context.extensions.get::<http::request::Parts>() {
-            Some(parts) => {
-                if let Some(RequestIdentity(identity)) = parts.extensions.get::<RequestIdentity>() {
-                    return Ok(identity.clone());
-                }
-                authenticate(self.inner.authenticator.as_deref(), parts).await
-            }
-            None => Ok(self.inner.stdio_identity.clone()),
-        }
-    }
-
-    async fn call(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        let name = request.name.to_string();
-        let unknown = || McpError::invalid_params(format!("Unknown tool: {name}"), None);
-        let spec = self.inner.registry.spec(&name).ok_or_else(unknown)?;
-        if tools::input_schema(&spec).is_none() {
-            return Err(unknown());
-        }
-        let identity = match self.identity(&context).await {
-            Ok(identity) => identity,
-            Err(error) => return Ok(tools::failure(&error)),
-        };
-        if let Err(error) = spec.access.check(identity.as_ref()) {
-            return Ok(tools::failure(&error));
-        }
-        let input = Value::Object(request.arguments.unwrap_or_default());
-        let mut ctx = OperationContext::new()
-            .with_identity_opt(identity)
-            .with_cancellation(context.ct.clone());
-        if let Some(timeout) = self.inner.call_timeout {
-            ctx = ctx.with_timeout(timeout);
-        }
-        let (form, _) = tools::output(&spec, is_modern(&context));
-        let registry = &self.inner.registry;
-        if spec.kind != OperationKind::Subscription {
-            return Ok(match registry.execute(&name, input, &ctx).await {
-                Ok(envelope) => {
-                    tools::success(tools::structured(envelope.data, form), Some(&envelope.meta))
-                }
-                Err(error) => tools::failure(&error),
-            });
-        }
-        let mut stream = match registry.subscribe(&name, input, &ctx).await {
-            Ok(stream) => stream,
-            Err(error) => return Ok(tools::failure(&error)),
-        };
-        let progress_token = context.meta.get_progress_token();
-        let mut items = Vec::new();
-        let mut truncated = false;
-        while let Some(item) = stream.next().await {
-            let envelope = match item {
-                Ok(envelope) => envelope,
-                Err(error) => return Ok(tools::failure(&error)),
-            };
-            if let Some(token) = &progress_token {
-                let count = items.len() + 1;
-                let notification = ProgressNotificationParam::new(token.clone(), count as f64)
-                    .with_message(envelope.data.to_string());
-                if let Err(error) = context.peer.notify_progress(notification).await {
-                    tracing::debug!(%error, "progress notification not delivered");
-                }
-            }
-            items.push(envelope.data);
-            if items.len() >= self.inner.max_items {
-                truncated = true;
-                break;
-            }
-        }
-        drop(stream);
-        Ok(tools::success(
-            json!({"items": items, "truncated": truncated}),
-            None,
-        ))
-    }
-}
-
-impl ServerHandler for McpHandler {
-    fn get_info(&self) -> ServerConfig {
-        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(
-                self.inner.name.clone(),
-                self.inner.version.clone(),
-            ));
-        if let Some(instructions) = &self.inner.instructions {
-            config = config.with_instructions(instructions.clone());
-        }
-        config
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        let modern = is_modern(&context);
-        let tools: Vec<Tool> = self
-            .inner
-            .registry
-            .specs()
-            .iter()
-            .filter_map(|spec| tools::tool(spec, modern))
-            .collect();
-        Ok(ListToolsResult::with_all_items(tools))
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        let spec = self.inner.registry.spec(name)?;
-        tools::tool(&spec, true)
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        self.call(request, context)
-            .await
-            .map(CallToolResponse::from)
-    }
 }

@@ -1,8 +1,8 @@
-//! Operation specs → MCP tools, and envelopes / errors → tool results.
+//! Operation specs → MCP tools: names, schemas, output forms, annotations.
 
 use crate::http_server::refs::nest_schema;
-use opkit::{CallError, OperationKind, OperationSpec, ResponseMeta};
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject, Tool, ToolAnnotations};
+use opkit::{OperationKind, OperationSpec};
+use rmcp::model::{JsonObject, MetaObject, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
@@ -15,6 +15,15 @@ pub(crate) enum OutputForm {
     Wrapped,
     /// A subscription: `structuredContent` is `{"items": [data, ..], "truncated": bool}`.
     Items,
+    /// An imported MCP tool without an output schema: no `outputSchema`, results are its
+    /// content blocks (and whatever `structuredContent` the tool sent).
+    Content,
+}
+
+/// `true` for an operation that calls an MCP tool (the MCP import marks its specs).
+fn is_mcp_tool(spec: &OperationSpec) -> bool {
+    // The key of `opkit_adapters::mcp::tools::EXT_TOOL_NAME` (feature `mcp`).
+    spec.extensions.contains_key("mcp.toolName")
 }
 
 /// `true` when the schema's root says `type: "object"`.
@@ -106,7 +115,9 @@ pub(crate) fn output(spec: &OperationSpec, modern: bool) -> (OutputForm, Option<
         return (OutputForm::Items, Some(root));
     }
     if spec.has_unknown_output() {
-        return if modern {
+        return if is_mcp_tool(spec) {
+            (OutputForm::Content, None)
+        } else if modern {
             (OutputForm::Plain, None)
         } else {
             (OutputForm::Wrapped, Some(result_wrapper(schema)))
@@ -120,8 +131,9 @@ pub(crate) fn output(spec: &OperationSpec, modern: bool) -> (OutputForm, Option<
     }
 }
 
-/// The tool of an operation, or `None` when its input cannot be an MCP argument object.
-pub(crate) fn tool(spec: &OperationSpec, modern: bool) -> Option<Tool> {
+/// The tool of an operation, served as `name`, or `None` when its input cannot be an MCP
+/// argument object.
+pub(crate) fn tool(spec: &OperationSpec, name: &str, modern: bool) -> Option<Tool> {
     let input = input_schema(spec)?;
     let description = spec
         .description
@@ -134,7 +146,7 @@ pub(crate) fn tool(spec: &OperationSpec, modern: bool) -> Option<Tool> {
     } else {
         description
     };
-    let mut tool = Tool::new(spec.id(), description, Arc::new(input));
+    let mut tool = Tool::new(name.to_owned(), description, Arc::new(input));
     if let (_, Some(schema)) = output(spec, modern) {
         tool = tool.with_raw_output_schema(Arc::new(schema));
     }
@@ -154,37 +166,6 @@ pub(crate) fn tool(spec: &OperationSpec, modern: bool) -> Option<Tool> {
         tool.with_annotations(annotations)
             .with_meta(MetaObject(meta)),
     )
-}
-
-/// The `structuredContent` of `data` in the given form (not for [`OutputForm::Items`],
-/// whose value the caller builds).
-pub(crate) fn structured(data: Value, form: OutputForm) -> Value {
-    match form {
-        OutputForm::Plain | OutputForm::Items => data,
-        OutputForm::Wrapped => json!({"result": data}),
-    }
-}
-
-/// A successful call's result: `structuredContent`, the same JSON as a text block, and
-/// the envelope's meta (when there is one) in `_meta["opkit/meta"]`.
-pub(crate) fn success(structured: Value, meta: Option<&ResponseMeta>) -> CallToolResult {
-    let mut result = CallToolResult::structured(structured);
-    if let Some(meta) = meta
-        && let Ok(meta) = serde_json::to_value(meta)
-    {
-        let mut result_meta = Map::new();
-        result_meta.insert("opkit/meta".to_owned(), meta);
-        result.meta = Some(MetaObject(result_meta));
-    }
-    result
-}
-
-/// A failed call's result: `isError: true`, the message as text, the `CallError` wire JSON
-/// as `structuredContent`.
-pub(crate) fn failure(error: &CallError) -> CallToolResult {
-    let mut result = CallToolResult::error(vec![ContentBlock::text(error.to_string())]);
-    result.structured_content = serde_json::to_value(error).ok();
-    result
 }
 
 #[cfg(test)]

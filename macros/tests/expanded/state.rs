@@ -115,6 +115,7 @@ const _: () = {
                     roles: &[],
                     errors: &[::opkit::__private::ErrorKind::NotFound],
                     states: &[::opkit::__private::state_key::<Db>],
+                    tool_name: ::opkit::__private::None,
                     origin: ::opkit::__private::concat!(
                         ::opkit::__private::file!(),
                         ":",

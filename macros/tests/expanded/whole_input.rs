@@ -26,6 +26,7 @@ const _: () = {
                     roles: &[],
                     errors: &[],
                     states: &[],
+                    tool_name: ::opkit::__private::None,
                     origin: ::opkit::__private::concat!(
                         ::opkit::__private::file!(),
                         ":",

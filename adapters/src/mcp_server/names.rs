@@ -1,0 +1,203 @@
+//! Operation ids ↔ tool names.
+//!
+//! [`ToolNaming`] says how an id becomes a tool name; an operation may choose its own name
+//! with the spec extension [`EXT_TOOL_NAME`] (`#[operation(tool_name = "..")]` sets it).
+//! The mapping is built from the registry's specs, checked (every name valid for the chosen
+//! form, no two operations on one name) and applied both ways: `tools/list` shows the
+//! names, `tools/call` finds the operation by its name.
+
+use opkit::OperationSpec;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Spec extension: the tool name an operation is served under (a string), overriding
+/// [`ToolNaming`]; [`OperationSpec::EXT_TOOL_NAME`].
+pub const EXT_TOOL_NAME: &str = OperationSpec::EXT_TOOL_NAME;
+
+/// How operation ids become tool names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ToolNaming {
+    /// The id as it is (`math.add`): MCP allows `[A-Za-z0-9_.-]`, up to 128 characters.
+    #[default]
+    OperationId,
+    /// A name the function-calling APIs of the major model providers accept,
+    /// `^[a-zA-Z0-9_-]{1,64}$`: the id with each `.` replaced by `_` (`math_add`).
+    ProviderSafe,
+}
+
+impl ToolNaming {
+    fn name_of(self, id: &str) -> String {
+        match self {
+            Self::OperationId => id.to_owned(),
+            Self::ProviderSafe => id.replace('.', "_"),
+        }
+    }
+
+    /// Why `name` is not a valid tool name in this form, if it is not.
+    fn check(self, name: &str) -> Option<String> {
+        let (max, dots) = match self {
+            Self::OperationId => (128, true),
+            Self::ProviderSafe => (64, false),
+        };
+        let allowed =
+            |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-' || (dots && c == '.');
+        if name.is_empty() || name.len() > max {
+            return Some(format!("a tool name has 1 to {max} characters"));
+        }
+        if let Some(bad) = name.chars().find(|&c| !allowed(c)) {
+            let set = if dots {
+                "[A-Za-z0-9_.-]"
+            } else {
+                "[A-Za-z0-9_-]"
+            };
+            return Some(format!("{bad:?} is not allowed (use {set})"));
+        }
+        None
+    }
+}
+
+/// Why the tool names of a registry cannot be served.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolNameError {
+    /// Two operations would be served under one tool name.
+    #[error(
+        "operations `{first}` and `{second}` would both be the MCP tool `{tool}`: give one of them another name with `#[operation(tool_name = \"..\")]` (the spec extension `{EXT_TOOL_NAME}`) or choose another ToolNaming"
+    )]
+    Collision {
+        /// The contested tool name.
+        tool: String,
+        /// One operation's id.
+        first: String,
+        /// The other operation's id.
+        second: String,
+    },
+    /// An operation's tool name is not valid.
+    #[error("operation `{operation}` cannot be the MCP tool `{tool}`: {reason}")]
+    Invalid {
+        /// The operation's id.
+        operation: String,
+        /// The name it would get.
+        tool: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// The tool name of every operation, both ways.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ToolNames {
+    by_tool: BTreeMap<String, String>,
+    by_id: BTreeMap<String, String>,
+}
+
+impl ToolNames {
+    /// The mapping of `specs`, or the first problem found (in id order).
+    pub(crate) fn build(
+        specs: &[Arc<OperationSpec>],
+        naming: ToolNaming,
+    ) -> Result<Self, ToolNameError> {
+        let mut names = Self::default();
+        for spec in specs {
+            let id = spec.id();
+            let tool = tool_name_of(spec, naming);
+            if let Some(reason) = naming.check(&tool) {
+                return Err(ToolNameError::Invalid {
+                    operation: id,
+                    tool,
+                    reason,
+                });
+            }
+            if let Some(first) = names.by_tool.get(&tool) {
+                return Err(ToolNameError::Collision {
+                    tool,
+                    first: first.clone(),
+                    second: id,
+                });
+            }
+            names.by_tool.insert(tool.clone(), id.clone());
+            names.by_id.insert(id, tool);
+        }
+        Ok(names)
+    }
+
+    /// The operation served as `tool`.
+    pub(crate) fn operation(&self, tool: &str) -> Option<&str> {
+        self.by_tool.get(tool).map(String::as_str)
+    }
+
+    /// The tool name of operation `id`.
+    pub(crate) fn tool(&self, id: &str) -> Option<&str> {
+        self.by_id.get(id).map(String::as_str)
+    }
+}
+
+/// The tool name of one operation: its override, else its id in the given form.
+pub(crate) fn tool_name_of(spec: &OperationSpec, naming: ToolNaming) -> String {
+    match spec
+        .extensions
+        .get(EXT_TOOL_NAME)
+        .and_then(|name| name.as_str())
+    {
+        Some(name) => name.to_owned(),
+        None => naming.name_of(&spec.id()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opkit::OperationKind;
+    use serde_json::json;
+
+    fn spec(namespace: &str, name: &str) -> Arc<OperationSpec> {
+        Arc::new(OperationSpec::new(namespace, name, OperationKind::Query))
+    }
+
+    fn named(namespace: &str, name: &str, tool: &str) -> Arc<OperationSpec> {
+        Arc::new(
+            OperationSpec::new(namespace, name, OperationKind::Query)
+                .extension(EXT_TOOL_NAME, json!(tool)),
+        )
+    }
+
+    #[test]
+    fn ids_map_both_ways_in_either_form() {
+        let specs = [spec("math", "add"), spec("a.b", "c")];
+        let ids = ToolNames::build(&specs, ToolNaming::OperationId).unwrap();
+        assert_eq!(ids.tool("math.add"), Some("math.add"));
+        assert_eq!(ids.operation("a.b.c"), Some("a.b.c"));
+        let safe = ToolNames::build(&specs, ToolNaming::ProviderSafe).unwrap();
+        assert_eq!(safe.tool("a.b.c"), Some("a_b_c"));
+        assert_eq!(safe.operation("math_add"), Some("math.add"));
+        assert_eq!(safe.operation("math.add"), None);
+    }
+
+    #[test]
+    fn overrides_win_and_collisions_are_refused() {
+        let conformance = named("conformance", "simple", "test_simple_text");
+        let names = ToolNames::build(&[conformance], ToolNaming::OperationId).unwrap();
+        assert_eq!(
+            names.operation("test_simple_text"),
+            Some("conformance.simple")
+        );
+        let clash = [spec("a", "b_c"), spec("a_b", "c")];
+        let error = ToolNames::build(&clash, ToolNaming::ProviderSafe).unwrap_err();
+        assert_eq!(
+            error,
+            ToolNameError::Collision {
+                tool: "a_b_c".into(),
+                first: "a.b_c".into(),
+                second: "a_b.c".into()
+            }
+        );
+        assert!(error.to_string().contains("tool_name"), "{error}");
+        let dotted = named("x", "y", "x.y");
+        let error = ToolNames::build(&[dotted], ToolNaming::ProviderSafe).unwrap_err();
+        assert!(matches!(error, ToolNameError::Invalid { .. }), "{error}");
+        let long = spec("n", &"x".repeat(70));
+        assert!(ToolNames::build(std::slice::from_ref(&long), ToolNaming::ProviderSafe).is_err());
+        assert!(ToolNames::build(&[long], ToolNaming::OperationId).is_ok());
+    }
+}

@@ -1,0 +1,194 @@
+//! Envelopes and errors → `tools/call` results.
+//!
+//! - A plain envelope: `structuredContent` (in the tool's output form) plus the same JSON as
+//!   one text block; the envelope's meta in `_meta["opkit/meta"]`.
+//! - An MCP envelope ([`mcp_envelope`](opkit::envelope::mcp_envelope), what an imported MCP
+//!   tool returns): its content blocks as they are, its `isError`, its `structuredContent`
+//!   (in the tool's output form) and its `_meta`.
+//! - A [`CallError`]: `isError: true`, `CODE: message` as the only text block, no
+//!   `structuredContent` (it could not match the tool's `outputSchema`, which clients check),
+//!   and the `CallError` wire JSON in `_meta["opkit/error"]` for opkit's own MCP import.
+
+use super::tools::OutputForm;
+use opkit::envelope::{McpMeta, ResponseMeta};
+use opkit::schema::CompiledSchema;
+use opkit::{CallError, ResponseEnvelope};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject};
+use serde_json::{Map, Value, json};
+
+/// `_meta` key of a failed call's `CallError` wire JSON.
+pub const META_ERROR: &str = "opkit/error";
+/// `_meta` key of a plain envelope's meta.
+pub const META_ENVELOPE: &str = "opkit/meta";
+
+/// The `structuredContent` of `data` in the given form (not for [`OutputForm::Items`],
+/// whose value the caller builds).
+pub(crate) fn structured(data: Value, form: OutputForm) -> Option<Value> {
+    match form {
+        OutputForm::Plain | OutputForm::Items => Some(data),
+        OutputForm::Wrapped => Some(json!({"result": data})),
+        OutputForm::Content => None,
+    }
+}
+
+/// The result of a successful call; `schema` is the declared `outputSchema` (if any) and
+/// `legacy` a client before 2026-07-28 (which takes only objects as `structuredContent`).
+pub(crate) fn envelope_result(
+    envelope: ResponseEnvelope,
+    form: OutputForm,
+    schema: Option<&JsonObject>,
+    legacy: bool,
+) -> CallToolResult {
+    match envelope.meta {
+        ResponseMeta::Mcp(meta) => mcp_result(envelope.data, meta, form, schema, legacy),
+        meta => {
+            let mut result = match structured(envelope.data.clone(), form) {
+                Some(value) => CallToolResult::structured(value),
+                None => {
+                    CallToolResult::success(vec![ContentBlock::text(envelope.data.to_string())])
+                }
+            };
+            if let Ok(meta) = serde_json::to_value(&meta) {
+                let mut result_meta = Map::new();
+                result_meta.insert(META_ENVELOPE.to_owned(), meta);
+                result.meta = Some(MetaObject(result_meta));
+            }
+            result
+        }
+    }
+}
+
+/// An MCP envelope served as it is (see the module docs).
+fn mcp_result(
+    data: Value,
+    meta: McpMeta,
+    form: OutputForm,
+    schema: Option<&JsonObject>,
+    legacy: bool,
+) -> CallToolResult {
+    let content: Vec<ContentBlock> = meta.content.iter().filter_map(content_block).collect();
+    let structured_content = if meta.is_error {
+        // An error's structured content is kept only when the client can accept it.
+        meta.structured_content
+            .and_then(|value| match form {
+                OutputForm::Content => Some(value),
+                _ => structured(value, form),
+            })
+            .filter(|value| fits(value, schema, legacy))
+    } else {
+        match form {
+            OutputForm::Content => meta
+                .structured_content
+                .filter(|value| !legacy || value.is_object()),
+            _ => structured(meta.structured_content.unwrap_or(data), form),
+        }
+    };
+    let mut result = if meta.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    result.structured_content = structured_content;
+    if let Some(Value::Object(object)) = meta.meta {
+        result.meta = Some(MetaObject(object));
+    }
+    result
+}
+
+/// `true` when `value` may be sent as `structuredContent` of a tool with `schema`.
+fn fits(value: &Value, schema: Option<&JsonObject>, legacy: bool) -> bool {
+    if legacy && !value.is_object() {
+        return false;
+    }
+    match schema {
+        None => true,
+        Some(schema) => CompiledSchema::compile(&Value::Object(schema.clone()))
+            .is_ok_and(|compiled| compiled.is_valid(value)),
+    }
+}
+
+/// One opkit content block as an rmcp one (both are the MCP wire form).
+fn content_block(block: &opkit::envelope::McpContentBlock) -> Option<ContentBlock> {
+    let value = serde_json::to_value(block).ok()?;
+    match serde_json::from_value(value) {
+        Ok(block) => Some(block),
+        Err(error) => {
+            tracing::warn!(%error, "a content block rmcp cannot represent is left out");
+            None
+        }
+    }
+}
+
+/// A failed call's result (see the module docs).
+pub(crate) fn failure(error: &CallError) -> CallToolResult {
+    let mut result = CallToolResult::error(vec![ContentBlock::text(error.to_string())]);
+    if let Ok(wire) = serde_json::to_value(error) {
+        let mut meta = Map::new();
+        meta.insert(META_ERROR.to_owned(), wire);
+        result.meta = Some(MetaObject(meta));
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opkit::envelope::{EmbeddedResource, McpContentBlock, mcp_envelope};
+
+    #[test]
+    fn failures_carry_no_structured_content() {
+        let result = failure(&CallError::not_found("no user 7"));
+        assert_eq!(result.is_error, Some(true));
+        assert_eq!(result.structured_content, None);
+        let meta = result.meta.unwrap();
+        assert_eq!(meta.0[META_ERROR]["kind"], "NOT_FOUND");
+        assert_eq!(
+            result.content[0].as_text().unwrap().text,
+            CallError::not_found("no user 7").to_string()
+        );
+    }
+
+    #[test]
+    fn mcp_envelopes_keep_their_blocks_and_error_flag() {
+        let blocks = vec![
+            McpContentBlock::text("hi"),
+            McpContentBlock::Image {
+                data: "AAAA".into(),
+                mime_type: "image/png".into(),
+                annotations: None,
+            },
+            McpContentBlock::Resource {
+                resource: EmbeddedResource {
+                    uri: "test://r".into(),
+                    mime_type: Some("text/plain".into()),
+                    text: Some("body".into()),
+                    blob: None,
+                },
+                annotations: None,
+            },
+        ];
+        let meta = McpMeta {
+            is_error: true,
+            content: blocks,
+            structured_content: Some(json!({"code": 1})),
+            meta: Some(json!({"trace": "t"})),
+        };
+        let envelope = mcp_envelope(json!(null), meta);
+        let schema: JsonObject = serde_json::from_value(
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+        )
+        .unwrap();
+        let result = envelope_result(envelope.clone(), OutputForm::Plain, Some(&schema), true);
+        let wire = serde_json::to_value(&result).unwrap();
+        assert_eq!(wire["isError"], true);
+        assert_eq!(wire["content"][1]["type"], "image");
+        assert_eq!(wire["content"][2]["resource"]["text"], "body");
+        assert!(
+            wire.get("structuredContent").is_none(),
+            "it does not match the schema"
+        );
+        assert_eq!(wire["_meta"], json!({"trace": "t"}));
+        let result = envelope_result(envelope, OutputForm::Content, None, true);
+        assert_eq!(result.structured_content, Some(json!({"code": 1})));
+    }
+}

@@ -1,0 +1,101 @@
+//! Tool errors as the official SDK clients see them: the TypeScript SDK client
+//! (`@modelcontextprotocol/sdk`, pinned in adapters/peers/conformance) lists the tools, then
+//! calls each kind of failure. The SDK checks every `structuredContent` against the tool's
+//! `outputSchema` once it has listed the tools, error results included, and turns a
+//! mismatch into a protocol error (-32602); opkit's errors must come back as tool errors
+//! with their message. (The Python SDK client does the same in `serve_peers.rs`.)
+#![cfg(feature = "mcp-server")]
+
+#[path = "../../examples/serve_fixtures.rs"]
+mod serve_fixtures;
+mod serve_support;
+
+use opkit_adapters::mcp_server::McpServer;
+use serde_json::{Value, json};
+use serve_fixtures::{fixture_registry, fixture_tokens};
+use serve_support::{Finished, crate_dir, run, serve};
+use std::time::Duration;
+
+/// Runs the TypeScript SDK client script and returns its report.
+async fn ts_client(url: &str, token: &str, calls: &Value) -> Value {
+    let peers = crate_dir().join("peers/conformance");
+    let node = peers.join("node_modules/.bin/node");
+    assert!(
+        node.exists()
+            && peers
+                .join("node_modules/@modelcontextprotocol/sdk")
+                .exists(),
+        "the TypeScript SDK client or Node 22 is missing ({}): run `bash scripts/install-peers.sh`",
+        peers.display()
+    );
+    let mut command = tokio::process::Command::new(node);
+    command
+        .current_dir(&peers)
+        .arg(peers.join("ts_client.mjs"))
+        .args([url, token, &calls.to_string()]);
+    let Finished {
+        success,
+        stdout,
+        stderr,
+    } = run(command, Duration::from_secs(120)).await;
+    assert!(
+        success,
+        "the TypeScript SDK client failed:\n{stderr}\n{stdout}"
+    );
+    serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|error| panic!("no report ({error}):\n{stdout}\n{stderr}"))
+}
+
+#[tokio::test]
+async fn the_typescript_sdk_client_gets_every_kind_of_error_as_a_tool_error() {
+    let served = serve(
+        axum::Router::new().nest(
+            "/mcp",
+            McpServer::new(fixture_registry(true))
+                .identity_resolver(fixture_tokens())
+                .call_timeout(Some(Duration::from_secs(2)))
+                .router(),
+        ),
+    )
+    .await;
+    let calls = json!([
+        {"name": "math.add", "arguments": {"a": 2, "b": 40}},
+        {"name": "jobs.fail"},
+        {"name": "math.add", "arguments": {"a": "two"}},
+        {"name": "admin.stats"},
+        {"name": "jobs.slow", "arguments": {"ms": 600000}},
+        {"name": "jobs.panic"},
+        {"name": "math.double", "arguments": {"n": 21}},
+    ]);
+    // The writer may not read admin.stats.
+    let report = ts_client(&served.url("/mcp"), "writer-token", &calls).await;
+    assert!(
+        report["tools"]
+            .as_array()
+            .is_some_and(|tools| !tools.is_empty())
+    );
+    let call = |index: usize| -> &Value {
+        let entry = &report["calls"][index];
+        assert!(
+            entry.get("error").is_none(),
+            "call {index} threw in the TypeScript SDK client: {entry}"
+        );
+        &entry["result"]
+    };
+    assert_eq!(call(0)["structuredContent"], json!({"sum": 42}));
+    assert_eq!(call(6)["structuredContent"], json!({"result": 42}));
+    for (index, code) in [
+        (1, "EXECUTION_ERROR"),
+        (2, "VALIDATION_ERROR"),
+        (3, "ACCESS_DENIED"),
+        (4, "TIMEOUT"),
+        (5, "EXECUTION_ERROR"),
+    ] {
+        let result = call(index);
+        assert_eq!(result["isError"], true, "{result}");
+        assert!(result.get("structuredContent").is_none(), "{result}");
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.starts_with(code), "call {index}: {text}");
+        assert_eq!(result["_meta"]["opkit/error"]["code"], code, "{result}");
+    }
+}

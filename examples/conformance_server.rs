@@ -1,0 +1,207 @@
+//! The tools the official MCP conformance suite (`@modelcontextprotocol/conformance`) calls,
+//! written as ordinary opkit operations and served over Streamable HTTP at `/mcp`:
+//! content blocks through [`mcp_envelope`], an error, progress and log messages through the
+//! context, and a tool with a JSON Schema 2020-12 input. `tool_name = ".."` gives each the
+//! exact name the suite asks for.
+//!
+//! ```text
+//! cargo run -p opkit-adapters --features mcp-server --example conformance_server -- --port 3001
+//! npx @modelcontextprotocol/conformance server --url http://127.0.0.1:3001/mcp
+//! ```
+//!
+//! `adapters/tests/mcp_conformance.rs` runs the suite against it.
+
+use opkit::envelope::{EmbeddedResource, McpContentBlock, McpMeta, mcp_envelope};
+use opkit::prelude::*;
+use opkit::report::LogLevel;
+use opkit_adapters::mcp_server::McpServer;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// A 1x1 red PNG.
+const IMAGE: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+/// A minimal WAV file.
+const AUDIO: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=";
+
+/// The envelope of a result made of content blocks only.
+fn blocks(content: Vec<McpContentBlock>) -> ResponseEnvelope {
+    let text = content.iter().find_map(|block| match block {
+        McpContentBlock::Text { text, .. } => Some(text.clone()),
+        _ => None,
+    });
+    let meta = McpMeta {
+        is_error: false,
+        content,
+        structured_content: None,
+        meta: None,
+    };
+    mcp_envelope(text.map_or(Value::Null, Value::String), meta)
+}
+
+fn image() -> McpContentBlock {
+    McpContentBlock::Image {
+        data: IMAGE.into(),
+        mime_type: "image/png".into(),
+        annotations: None,
+    }
+}
+
+fn resource(uri: &str, mime_type: &str, text: &str) -> McpContentBlock {
+    McpContentBlock::Resource {
+        resource: EmbeddedResource {
+            uri: uri.into(),
+            mime_type: Some(mime_type.into()),
+            text: Some(text.into()),
+            blob: None,
+        },
+        annotations: None,
+    }
+}
+
+/// Returns a simple text.
+#[operation(namespace = "conformance", tool_name = "test_simple_text")]
+async fn simple_text() -> ResponseEnvelope {
+    blocks(vec![McpContentBlock::text(
+        "This is a simple text response for testing.",
+    )])
+}
+
+/// Returns an image (a 1x1 red PNG).
+#[operation(namespace = "conformance", tool_name = "test_image_content")]
+async fn image_content() -> ResponseEnvelope {
+    blocks(vec![image()])
+}
+
+/// Returns audio (a minimal WAV file).
+#[operation(namespace = "conformance", tool_name = "test_audio_content")]
+async fn audio_content() -> ResponseEnvelope {
+    blocks(vec![McpContentBlock::Audio {
+        data: AUDIO.into(),
+        mime_type: "audio/wav".into(),
+        annotations: None,
+    }])
+}
+
+/// Returns an embedded text resource.
+#[operation(namespace = "conformance", tool_name = "test_embedded_resource")]
+async fn embedded_resource() -> ResponseEnvelope {
+    blocks(vec![resource(
+        "test://embedded-resource",
+        "text/plain",
+        "This is an embedded resource content.",
+    )])
+}
+
+/// Returns a text, an image and an embedded resource.
+#[operation(namespace = "conformance", tool_name = "test_multiple_content_types")]
+async fn multiple_content_types() -> ResponseEnvelope {
+    blocks(vec![
+        McpContentBlock::text("Multiple content types test:"),
+        image(),
+        resource(
+            "test://mixed-content-resource",
+            "application/json",
+            r#"{"test":"data","value":123}"#,
+        ),
+    ])
+}
+
+/// Sends three log messages while it runs.
+#[operation(namespace = "conformance", tool_name = "test_tool_with_logging")]
+async fn tool_with_logging(ctx: &OperationContext) -> String {
+    ctx.log(LogLevel::Info, "Tool execution started");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    ctx.log(LogLevel::Info, "Tool processing data");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    ctx.log(LogLevel::Info, "Tool execution completed");
+    "Tool with logging executed successfully".to_owned()
+}
+
+/// Reports progress 0, 50 and 100 out of 100.
+#[operation(namespace = "conformance", tool_name = "test_tool_with_progress")]
+async fn tool_with_progress(ctx: &OperationContext) -> String {
+    for step in [0.0, 50.0, 100.0] {
+        ctx.progress(step, Some(100.0), Some(&format!("{step}% done")));
+        if step < 100.0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    "Tool with progress executed successfully".to_owned()
+}
+
+/// Always fails.
+#[operation(namespace = "conformance", tool_name = "test_error_handling")]
+async fn error_handling() -> Result<String, CallError> {
+    Err(CallError::execution(
+        "This tool intentionally returns an error for testing",
+    ))
+}
+
+/// The registry of the conformance tools.
+fn registry() -> Result<OperationRegistry, opkit::RegistryError> {
+    let registry = OperationRegistry::new();
+    registry.register_typed::<simple_text>()?;
+    registry.register_typed::<image_content>()?;
+    registry.register_typed::<audio_content>()?;
+    registry.register_typed::<embedded_resource>()?;
+    registry.register_typed::<multiple_content_types>()?;
+    registry.register_typed::<tool_with_logging>()?;
+    registry.register_typed::<tool_with_progress>()?;
+    registry.register_typed::<error_handling>()?;
+    // A hand-written JSON Schema 2020-12 input, served as it is.
+    registry.register(
+        OperationSpec::new("conformance", "json_schema_2020_12", OperationKind::Query)
+            .description("Tool with JSON Schema 2020-12 features ($schema, $defs, $ref).")
+            .input_schema(json!({
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "type": "object",
+                "$defs": {
+                    "address": {
+                        "type": "object",
+                        "properties": {"street": {"type": "string"}, "city": {"type": "string"}}
+                    }
+                },
+                "properties": {
+                    "name": {"type": "string"},
+                    "address": {"$ref": "#/$defs/address"}
+                },
+                "additionalProperties": false
+            }))
+            .output_schema(json!({"type": "string"}))
+            .extension(
+                OperationSpec::EXT_TOOL_NAME,
+                json!("json_schema_2020_12_tool"),
+            ),
+        Handler::unary(|input, _ctx| async move {
+            Ok(json!(format!(
+                "JSON Schema 2020-12 tool called with: {input}"
+            )))
+        }),
+    )?;
+    Ok(registry)
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut port = 0_u16;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--port" => port = args.next().ok_or("--port needs a number")?.parse()?,
+            other => {
+                return Err(format!(
+                    "unknown argument {other:?} (usage: conformance_server [--port N])"
+                )
+                .into());
+            }
+        }
+    }
+    let server = McpServer::new(registry()?)
+        .name("opkit-conformance")
+        .version("1.0.0");
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    // The test harness waits for this line.
+    println!("listening on http://{}/mcp", listener.local_addr()?);
+    server.serve_http(listener).await?;
+    Ok(())
+}
