@@ -1,6 +1,8 @@
 //! `is_response_envelope`, `unwrap` and `from_value` on malformed and borderline values.
 
-use opkit::envelope::{EnvelopeError, ResponseEnvelope, is_response_envelope, unwrap};
+use opkit::envelope::{
+    EnvelopeError, ResponseEnvelope, is_response_envelope, unwrap, unwrap_value,
+};
 use serde_json::{Value, json};
 
 fn local_meta() -> Value {
@@ -122,16 +124,22 @@ fn from_value_names_what_is_wrong() {
 }
 
 #[test]
+fn unwrap_takes_the_data_of_a_typed_envelope() {
+    let envelope: ResponseEnvelope<Vec<u8>> = opkit::envelope::local_envelope(vec![1, 2], "a.b");
+    assert_eq!(unwrap(envelope), vec![1, 2]);
+}
+
+#[test]
 fn unwrap_returns_data_of_envelopes_and_other_values_unchanged() {
     assert_eq!(
-        unwrap(json!({"data": [1, 2], "meta": local_meta()})),
+        unwrap_value(json!({"data": [1, 2], "meta": local_meta()})),
         json!([1, 2])
     );
     assert_eq!(
-        unwrap(json!({"data": 1, "meta": null})),
+        unwrap_value(json!({"data": 1, "meta": null})),
         json!({"data": 1, "meta": null})
     );
-    assert_eq!(unwrap(json!([1])), json!([1]));
+    assert_eq!(unwrap_value(json!([1])), json!([1]));
 }
 
 #[test]

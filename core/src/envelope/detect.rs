@@ -117,14 +117,29 @@ pub(crate) fn split_envelope(value: Value) -> Result<ResponseEnvelope, EnvelopeE
     Ok(ResponseEnvelope { data, meta })
 }
 
-/// The data of `value` if it is an envelope, otherwise `value` unchanged.
+/// The data of an envelope, its meta dropped: `unwrap(envelope)` at the call sites that only
+/// need the data (and a name to search for where the meta is thrown away).
 ///
 /// ```
-/// use opkit::envelope::unwrap;
-/// use serde_json::json;
-/// assert_eq!(unwrap(json!(5)), json!(5));
+/// use opkit::envelope::{local_envelope, unwrap};
+/// let envelope = local_envelope(vec![1, 2], "list.numbers");
+/// let numbers: Vec<i32> = unwrap(envelope);
+/// assert_eq!(numbers, [1, 2]);
 /// ```
-pub fn unwrap(value: Value) -> Value {
+pub fn unwrap<T>(envelope: ResponseEnvelope<T>) -> T {
+    envelope.data
+}
+
+/// The data of `value` if it is an envelope's JSON, otherwise `value` unchanged: the lenient
+/// form of [`unwrap`] for JSON that may or may not be an envelope.
+///
+/// ```
+/// use opkit::envelope::unwrap_value;
+/// use serde_json::json;
+/// assert_eq!(unwrap_value(json!(5)), json!(5));
+/// assert_eq!(unwrap_value(json!({"data": 5, "meta": {"source": "local", "operationId": "a.b", "timestamp": 0}})), json!(5));
+/// ```
+pub fn unwrap_value(value: Value) -> Value {
     if is_response_envelope(&value) {
         match value {
             Value::Object(mut fields) => fields.remove("data").unwrap_or(Value::Null),

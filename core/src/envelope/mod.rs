@@ -6,12 +6,13 @@
 //! implementations of the same protocol.
 //!
 //! ```
-//! use opkit::envelope::{is_response_envelope, local_envelope, unwrap};
+//! use opkit::envelope::{is_response_envelope, local_envelope, unwrap, unwrap_value};
 //! let envelope = local_envelope(serde_json::json!({"sum": 3}), "math.add");
 //! let wire = serde_json::to_value(&envelope).unwrap();
 //! assert!(is_response_envelope(&wire));
 //! assert_eq!(wire["meta"]["source"], "local");
-//! assert_eq!(unwrap(wire), serde_json::json!({"sum": 3}));
+//! assert_eq!(unwrap_value(wire), serde_json::json!({"sum": 3}));
+//! assert_eq!(unwrap(envelope), serde_json::json!({"sum": 3}));
 //! ```
 
 mod content;
@@ -21,7 +22,7 @@ mod meta;
 mod schemas;
 
 pub use content::{Annotations, EmbeddedResource, McpContentBlock, Role};
-pub use detect::{EnvelopeError, is_response_envelope, unwrap};
+pub use detect::{EnvelopeError, is_response_envelope, unwrap, unwrap_value};
 pub use factories::{http_envelope, local_envelope, mcp_envelope, now_millis};
 pub use meta::{HttpMeta, LocalMeta, McpMeta, ResponseMeta};
 pub use schemas::{
