@@ -45,6 +45,8 @@ fn calls() -> Value {
         {"name": "users.create", "arguments": {"name": "Ada"}},
         {"name": "jobs.fail", "arguments": {}},
         {"name": "math.add", "arguments": {"a": "two"}},
+        {"name": "jobs.panic", "arguments": {}},
+        {"name": "admin.stats", "arguments": {}},
     ])
 }
 
@@ -114,6 +116,21 @@ fn check_report(report: &Value, modern: bool, writer: &str) {
     assert_eq!(invalid["isError"], true);
     assert!(invalid.get("structuredContent").is_none(), "{invalid}");
     assert_eq!(invalid["_meta"]["opkit/error"]["code"], "VALIDATION_ERROR");
+    // Every kind of failure the client can meet is a tool error it accepts (it checks every
+    // structuredContent against the outputSchema, so any mismatch would have raised above).
+    let panicked = call_entry(report, 8);
+    assert_eq!(panicked["isError"], true, "{panicked}");
+    assert!(panicked.get("structuredContent").is_none(), "{panicked}");
+    assert_eq!(panicked["_meta"]["opkit/error"]["code"], "EXECUTION_ERROR");
+    let stats = call_entry(report, 9);
+    if writer == "writer" {
+        // The writer lacks the `admin` role.
+        assert_eq!(stats["isError"], true, "{stats}");
+        assert!(stats.get("structuredContent").is_none(), "{stats}");
+        assert_eq!(stats["_meta"]["opkit/error"]["code"], "ACCESS_DENIED");
+    } else {
+        assert_eq!(stats["isError"], false, "{stats}");
+    }
 }
 
 #[tokio::test]
