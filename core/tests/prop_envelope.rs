@@ -3,7 +3,7 @@
 
 use opkit::envelope::{
     EmbeddedResource, McpContentBlock, McpMeta, ResponseEnvelope, http_envelope,
-    is_response_envelope, local_envelope, mcp_envelope, unwrap,
+    is_response_envelope, local_envelope, mcp_envelope, unwrap_value,
 };
 use opkit::{
     ErrorCode, Handler, OperationContext, OperationKind, OperationRegistry, OperationSpec,
@@ -101,9 +101,9 @@ proptest! {
         let via_serde = serde_json::from_value::<ResponseEnvelope>(value.clone());
         if detected {
             prop_assert!(via_serde.is_ok());
-            prop_assert_eq!(unwrap(value.clone()), value["data"].clone());
+            prop_assert_eq!(unwrap_value(value.clone()), value["data"].clone());
         } else {
-            prop_assert_eq!(unwrap(value.clone()), value);
+            prop_assert_eq!(unwrap_value(value.clone()), value);
         }
     }
 
