@@ -22,16 +22,16 @@
 
 use super::auth::{self, AuthAction};
 use super::body::{self, BodyKind, BodyPlan};
+use super::bundle::{BudgetExceeded, Definitions, SchemaBundle};
 use super::document::{Document, SpecVersion, join_pointer};
 use super::error::{MapError, SkippedOperation};
 use super::naming;
 use super::options::OpenApiOptions;
 use super::params::{Location, Style};
-use super::refs::{Resolver, SchemaBundle};
+use super::refs::Resolver;
 use super::response::MediaType;
 use super::servers;
 use super::sse::EventData;
-use opkit::schema::CompiledSchema;
 use opkit::schema::json_type_name;
 use opkit::{OperationKind, OperationSpec};
 use serde_json::{Map, Value, json};
@@ -89,15 +89,25 @@ struct Found<'a> {
     path_item_pointer: String,
 }
 
-/// Maps every operation of the document.
+/// The schema budget ran out after `operations` operations.
+pub(crate) struct Exceeded {
+    pub limit: usize,
+    pub operations: usize,
+}
+
+/// Maps every operation of the document; stops when the schema budget is spent.
 pub(crate) fn map_document(
     doc: &Document,
     options: &OpenApiOptions,
-) -> (Vec<Mapped>, Vec<SkippedOperation>) {
+) -> Result<(Vec<Mapped>, Vec<SkippedOperation>), Exceeded> {
     let resolver = Resolver {
         root: &doc.root,
         version: doc.version,
     };
+    let budget = options
+        .max_schema_nodes
+        .unwrap_or_else(|| super::options::automatic_schema_budget(&doc.root));
+    let defs = Definitions::new(resolver, budget);
     let mut skipped = Vec::new();
     let found = find_operations(resolver, &mut skipped);
     let bases: Vec<String> = found
@@ -113,7 +123,13 @@ pub(crate) fn map_document(
     let names = naming::dedupe(&bases);
     let mut mapped = Vec::new();
     for (op, name) in found.iter().zip(names) {
-        match map_operation(doc, resolver, op, name, options) {
+        let result = map_operation(doc, &defs, op, name, options);
+        defs.check_budget()
+            .map_err(|BudgetExceeded { limit }| Exceeded {
+                limit,
+                operations: mapped.len() + skipped.len(),
+            })?;
+        match result {
             Ok(result) => mapped.push(result),
             Err(error) => skipped.push(SkippedOperation {
                 method: op.method.to_ascii_uppercase(),
@@ -123,7 +139,12 @@ pub(crate) fn map_document(
             }),
         }
     }
-    (mapped, skipped)
+    tracing::debug!(
+        schema_nodes = defs.used(),
+        budget,
+        "OpenAPI schemas bundled"
+    );
+    Ok((mapped, skipped))
 }
 
 fn find_operations<'a>(
@@ -203,10 +224,10 @@ fn find_operations<'a>(
     found
 }
 
-fn map_operation(
-    doc: &Document,
-    resolver: Resolver<'_>,
-    op: &Found<'_>,
+fn map_operation<'a>(
+    doc: &'a Document,
+    defs: &Definitions<'a>,
+    op: &Found<'a>,
     name: String,
     options: &OpenApiOptions,
 ) -> Result<Mapped, MapError> {
@@ -256,7 +277,11 @@ fn map_operation(
     };
 
     // Parameters.
-    let mut input_bundle = SchemaBundle::new(resolver);
+    let resolver = Resolver {
+        root: &doc.root,
+        version: doc.version,
+    };
+    let mut input_bundle = SchemaBundle::new(defs);
     let raw_params = collect_parameters(resolver, op)?;
     let mut properties = Map::new();
     let mut required = Vec::new();
@@ -425,7 +450,7 @@ fn map_operation(
 
     // Responses.
     let responses_pointer = join_pointer(&op.pointer, "responses");
-    let mut output_bundle = SchemaBundle::new(resolver);
+    let mut output_bundle = SchemaBundle::new(defs);
     let (output, accept, sse) = match operation.get("responses") {
         Some(Value::Object(responses)) => match success_response(responses) {
             Some(code) => {
@@ -447,19 +472,6 @@ fn map_operation(
         None => (Value::Bool(true), None, None),
     };
     let output = output_bundle.finish(output)?;
-
-    let input = compilable(input, &label, "input").map_err(|error| {
-        MapError::new(
-            &op.pointer,
-            format!("the input schema does not compile: {error}"),
-        )
-    })?;
-    let output = compilable(output, &label, "output").map_err(|error| {
-        MapError::new(
-            &responses_pointer,
-            format!("the output schema does not compile: {error}"),
-        )
-    })?;
 
     let kind = if sse.is_some() {
         OperationKind::Subscription
@@ -515,41 +527,6 @@ fn map_operation(
     Ok(Mapped { spec, plan })
 }
 
-/// Compiles a schema; a `pattern` the validator's regex engine rejects (ECMA-262 syntax
-/// that Rust regexes lack) is dropped with a warning instead of losing the operation.
-fn compilable(
-    mut schema: Value,
-    label: &str,
-    which: &str,
-) -> Result<Value, opkit::schema::SchemaError> {
-    for _ in 0..16 {
-        match CompiledSchema::compile(&schema) {
-            Ok(_) => return Ok(schema),
-            Err(error) => {
-                let Some((parent, keyword)) = error.path.rsplit_once('/') else {
-                    return Err(error);
-                };
-                let removable = keyword == "pattern"
-                    && schema.pointer(&error.path).is_some_and(Value::is_string);
-                match schema.pointer_mut(parent).and_then(Value::as_object_mut) {
-                    Some(map) if removable => {
-                        tracing::warn!(
-                            operation = label,
-                            schema = which,
-                            at = %error.path,
-                            %error,
-                            "dropping a `pattern` the validator cannot compile"
-                        );
-                        map.remove(keyword);
-                    }
-                    _ => return Err(error),
-                }
-            }
-        }
-    }
-    CompiledSchema::compile(&schema).map(|_| schema)
-}
-
 /// A parameter object, its pointer and the reference's overrides.
 type RawParameter<'a> = (&'a Value, String, Map<String, Value>);
 
@@ -595,7 +572,7 @@ fn collect_parameters<'a>(
 
 /// Maps one parameter: its plan (`None` when ignored), input schema and requiredness.
 fn map_parameter<'a>(
-    bundle: &mut SchemaBundle<'a>,
+    bundle: &mut SchemaBundle<'_, 'a>,
     param: &'a Value,
     pointer: &str,
     overrides: &Map<String, Value>,
@@ -735,7 +712,7 @@ fn success_response(responses: &Map<String, Value>) -> Option<&str> {
 
 /// Output schema, `Accept` header and SSE mode of a success response.
 fn response_output<'a>(
-    bundle: &mut SchemaBundle<'a>,
+    bundle: &mut SchemaBundle<'_, 'a>,
     response: &'a Value,
     pointer: &str,
 ) -> Result<(Value, Option<String>, Option<EventData>), MapError> {
@@ -788,7 +765,7 @@ fn response_output<'a>(
 
 /// The schema of one SSE event's data, and how to read it.
 fn sse_item_schema<'a>(
-    bundle: &mut SchemaBundle<'a>,
+    bundle: &mut SchemaBundle<'_, 'a>,
     entry: &'a Value,
     pointer: &str,
 ) -> Result<(Value, EventData), MapError> {

@@ -114,6 +114,7 @@
 
 mod auth;
 mod body;
+mod bundle;
 mod convert;
 mod document;
 mod error;
@@ -124,13 +125,17 @@ mod params;
 mod refs;
 mod request;
 mod response;
+mod sanitize;
 mod servers;
 mod sse;
+mod yaml;
 mod yaml_depth;
 
 pub use document::SpecVersion;
 pub use error::{OpenApiError, SkippedOperation};
-pub use options::{Credential, OpenApiAuth, OpenApiOptions};
+pub use options::{
+    Credential, MIN_SCHEMA_BUDGET, OpenApiAuth, OpenApiOptions, SCHEMA_BUDGET_FACTOR,
+};
 pub use sse::{DEFAULT_MAX_SSE_EVENT_BYTES, SseError, SseEvent, SseParser};
 
 use opkit::{Handler, OperationRegistry, OperationSpec, RegistryError};
@@ -184,15 +189,53 @@ impl OpenApiImport {
 
     /// Registers every operation; stops at the first registry error (a duplicate id, most
     /// likely from importing the same namespace twice). Returns the registered ids.
+    ///
+    /// The registry compiles each validator once, here. A schema the validator still refuses
+    /// (the import already degrades the keywords it knows it cannot take) makes that side of
+    /// the operation Unknown, with a `tracing::warn!` naming the operation and the error,
+    /// rather than losing the operation.
     pub fn register_into(self, registry: &OperationRegistry) -> Result<Vec<String>, RegistryError> {
         let mut ids = Vec::with_capacity(self.operations.len());
         for op in self.operations {
             let id = op.spec.id();
-            registry.register(op.spec, op.handler)?;
+            register_degrading(registry, op.spec, op.handler)?;
             ids.push(id);
         }
         Ok(ids)
     }
+}
+
+/// Registers one operation; a side whose schema does not compile becomes Unknown.
+fn register_degrading(
+    registry: &OperationRegistry,
+    mut spec: OperationSpec,
+    handler: Handler,
+) -> Result<(), RegistryError> {
+    // Input, then output: at most one retry per side.
+    for _ in 0..3 {
+        let attempt = spec.clone();
+        match registry.register(attempt, handler.clone()) {
+            Err(RegistryError::InvalidSchema { id, which, error }) => {
+                tracing::warn!(
+                    operation = %id,
+                    schema = which,
+                    %error,
+                    "the imported {which} schema does not compile; the operation is registered with an Unknown {which} schema"
+                );
+                let schema = if which == "input" {
+                    &mut spec.input_schema
+                } else {
+                    &mut spec.output_schema
+                };
+                if *schema == serde_json::Value::Bool(true) {
+                    return Err(RegistryError::InvalidSchema { id, which, error });
+                }
+                *schema = serde_json::Value::Bool(true);
+            }
+            other => return other,
+        }
+    }
+    registry.register(spec, handler)
 }
 
 impl OpenApiImporter {
@@ -296,7 +339,12 @@ impl OpenApiImporter {
     ) -> Result<OpenApiImport, OpenApiError> {
         self.check_options()?;
         let doc = document::check(value, location)?;
-        let (mapped, skipped) = mapping::map_document(&doc, &self.options);
+        let (mapped, skipped) = mapping::map_document(&doc, &self.options).map_err(
+            |mapping::Exceeded { limit, operations }| OpenApiError::SchemaBudget {
+                limit,
+                operations,
+            },
+        )?;
         for skip in &skipped {
             tracing::warn!(
                 method = %skip.method,

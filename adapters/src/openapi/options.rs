@@ -1,4 +1,5 @@
-//! Import options: namespace, base URL, credentials, timeout, extra headers, SSE event limit.
+//! Import options: namespace, base URL, credentials, timeout, extra headers, SSE event limit,
+//! schema budget.
 
 use super::sse::DEFAULT_MAX_SSE_EVENT_BYTES;
 use std::collections::BTreeMap;
@@ -40,6 +41,37 @@ pub struct OpenApiOptions {
     /// read ([`DEFAULT_MAX_SSE_EVENT_BYTES`], 16 MiB, unless set). A larger event ends the
     /// subscription with `EXECUTION_ERROR` naming the limit and closes the connection.
     pub max_sse_event_bytes: usize,
+    /// The schema budget of one import, in schema nodes built or copied into operation
+    /// schemas (see [`OpenApiError::SchemaBudget`](super::OpenApiError::SchemaBudget));
+    /// `None` (the default) is automatic: [`SCHEMA_BUDGET_FACTOR`] × the nodes of the
+    /// document, at least [`MIN_SCHEMA_BUDGET`].
+    pub max_schema_nodes: Option<usize>,
+}
+
+/// The automatic schema budget allows this many times the document's own nodes.
+pub const SCHEMA_BUDGET_FACTOR: usize = 256;
+/// The automatic schema budget is at least this many nodes.
+pub const MIN_SCHEMA_BUDGET: usize = 2_000_000;
+
+/// The automatic schema budget of a document.
+pub(crate) fn automatic_schema_budget(root: &serde_json::Value) -> usize {
+    fn count(value: &serde_json::Value) -> usize {
+        // The document's depth is bounded by its parser (or by the caller for a `Value`).
+        let mut total = 0;
+        let mut stack = vec![value];
+        while let Some(value) = stack.pop() {
+            total += 1;
+            match value {
+                serde_json::Value::Array(items) => stack.extend(items),
+                serde_json::Value::Object(map) => stack.extend(map.values()),
+                _ => {}
+            }
+        }
+        total
+    }
+    count(root)
+        .saturating_mul(SCHEMA_BUDGET_FACTOR)
+        .max(MIN_SCHEMA_BUDGET)
 }
 
 impl OpenApiOptions {
@@ -55,6 +87,7 @@ impl OpenApiOptions {
             headers: BTreeMap::new(),
             client: None,
             max_sse_event_bytes: DEFAULT_MAX_SSE_EVENT_BYTES,
+            max_schema_nodes: None,
         }
     }
 
@@ -97,6 +130,14 @@ impl OpenApiOptions {
     #[must_use]
     pub fn max_sse_event_bytes(mut self, bytes: usize) -> Self {
         self.max_sse_event_bytes = bytes;
+        self
+    }
+
+    /// Sets the schema budget of an import, in schema nodes (see
+    /// [`max_schema_nodes`](Self::max_schema_nodes)).
+    #[must_use]
+    pub fn max_schema_nodes(mut self, nodes: usize) -> Self {
+        self.max_schema_nodes = Some(nodes);
         self
     }
 
