@@ -77,8 +77,11 @@ async fn imports_the_document_fastapi_serves() {
         create.input_schema["properties"]["body"]["properties"]["name"]["type"],
         "string"
     );
+    // Nested components are shared through the schema's own `$defs`.
+    let item = &create.output_schema["properties"]["item"];
+    assert_eq!(item["$ref"], "#/$defs/Item");
     assert_eq!(
-        create.output_schema["properties"]["item"]["properties"]["price"]["type"],
+        create.output_schema["$defs"]["Item"]["properties"]["price"]["type"],
         "number"
     );
     assert!(!create.output_schema.to_string().contains("#/components"));

@@ -26,6 +26,7 @@ use super::bundle::{BudgetExceeded, Definitions, SchemaBundle};
 use super::document::{Document, SpecVersion, join_pointer};
 use super::error::{MapError, SkippedOperation};
 use super::naming;
+use super::normalize::{Normalization, Normalizer};
 use super::options::OpenApiOptions;
 use super::params::{Location, Style};
 use super::refs::Resolver;
@@ -36,6 +37,7 @@ use opkit::schema::json_type_name;
 use opkit::{OperationKind, OperationSpec};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
 
 /// The HTTP methods of a path item, in the order used for naming.
 const METHODS: [&str; 9] = [
@@ -71,6 +73,8 @@ pub(crate) struct OperationPlan {
     pub headers: Vec<(String, String)>,
     /// `Some` for subscriptions: how each event's data is read.
     pub sse: Option<EventData>,
+    /// What happens to the replies' data.
+    pub normalizer: Arc<Normalizer>,
 }
 
 /// One mapped operation.
@@ -110,27 +114,37 @@ pub(crate) fn map_document(
     let defs = Definitions::new(resolver, budget);
     let mut skipped = Vec::new();
     let found = find_operations(resolver, &mut skipped);
-    let bases: Vec<String> = found
+    // An operation offering JSON (or any other type) and SSE also gets a `_stream` twin; its
+    // name takes part in the collision handling like any other.
+    let twins: Vec<bool> = found
         .iter()
-        .map(|op| {
-            naming::base_name(
-                op.operation.get("operationId").and_then(Value::as_str),
-                &op.method,
-                &op.path,
-            )
-        })
+        .map(|op| offers_both_modes(resolver, op))
         .collect();
-    let names = naming::dedupe(&bases);
+    let mut bases: Vec<String> = Vec::with_capacity(found.len());
+    for (op, twin) in found.iter().zip(&twins) {
+        let base = naming::base_name(
+            op.operation.get("operationId").and_then(Value::as_str),
+            &op.method,
+            &op.path,
+        );
+        if *twin {
+            bases.push(format!("{base}_stream"));
+        }
+        bases.push(base);
+    }
+    let mut names = naming::dedupe(&bases).into_iter();
     let mut mapped = Vec::new();
-    for (op, name) in found.iter().zip(names) {
-        let result = map_operation(doc, &defs, op, name, options);
+    for (op, twin) in found.iter().zip(twins) {
+        let twin_name = if twin { names.next() } else { None };
+        let name = names.next().unwrap_or_default();
+        let result = map_operation(doc, &defs, op, (name, twin_name), options);
         defs.check_budget()
             .map_err(|BudgetExceeded { limit }| Exceeded {
                 limit,
                 operations: mapped.len() + skipped.len(),
             })?;
         match result {
-            Ok(result) => mapped.push(result),
+            Ok(result) => mapped.extend(result),
             Err(error) => skipped.push(SkippedOperation {
                 method: op.method.to_ascii_uppercase(),
                 path: op.path.clone(),
@@ -228,9 +242,9 @@ fn map_operation<'a>(
     doc: &'a Document,
     defs: &Definitions<'a>,
     op: &Found<'a>,
-    name: String,
+    (name, twin): (String, Option<String>),
     options: &OpenApiOptions,
-) -> Result<Mapped, MapError> {
+) -> Result<Vec<Mapped>, MapError> {
     let operation = op.operation.as_object().ok_or_else(|| {
         MapError::new(
             &op.pointer,
@@ -448,17 +462,16 @@ fn map_operation<'a>(
     }
     let input = input_bundle.finish(input)?;
 
-    // Responses.
+    // Responses: one operation, or two when the success response offers both SSE and
+    // another media type (the unary one and its `_stream` twin).
     let responses_pointer = join_pointer(&op.pointer, "responses");
-    let mut output_bundle = SchemaBundle::new(defs);
-    let (output, accept, sse) = match operation.get("responses") {
+    let success = match operation.get("responses") {
         Some(Value::Object(responses)) => match success_response(responses) {
             Some(code) => {
                 let pointer = join_pointer(&responses_pointer, code);
-                let (response, response_pointer, _) = resolver.deref(&responses[code], &pointer)?;
-                response_output(&mut output_bundle, response, &response_pointer)?
+                Some(resolver.deref(&responses[code], &pointer)?)
             }
-            None => (Value::Bool(true), None, None),
+            None => None,
         },
         Some(other) => {
             return Err(MapError::new(
@@ -469,21 +482,89 @@ fn map_operation<'a>(
                 ),
             ));
         }
-        None => (Value::Bool(true), None, None),
+        None => None,
     };
-    let output = output_bundle.finish(output)?;
-
-    let kind = if sse.is_some() {
-        OperationKind::Subscription
-    } else if matches!(op.method.as_str(), "get" | "head" | "query") {
-        OperationKind::Query
+    let modes: Vec<(String, bool)> = match twin {
+        Some(twin) => vec![(name, false), (twin, true)],
+        None => vec![(name, true)],
+    };
+    let twin_names: Vec<String> = if modes.len() == 2 {
+        modes.iter().map(|(name, _)| name.clone()).collect()
     } else {
-        OperationKind::Mutation
+        Vec::new()
     };
-    let mut spec = OperationSpec::new(options.namespace.clone(), name, kind)
-        .input_schema(input)
-        .output_schema(output)
-        .origin(format!("OpenAPI {label}"));
+    let mut out = Vec::with_capacity(modes.len());
+    for (name, streaming) in modes {
+        let mut output_bundle = SchemaBundle::new(defs);
+        let (output, accept, sse) = match &success {
+            Some((response, response_pointer, _)) => {
+                response_output(&mut output_bundle, response, response_pointer, streaming)?
+            }
+            None => (Value::Bool(true), None, None),
+        };
+        let mut output = output_bundle.finish(output)?;
+        let id = format!("{}.{name}", options.namespace);
+        let declared = (!opkit::schema::is_unknown(&output)).then(|| output.clone());
+        let mut moved_schema = None;
+        if options.normalization != Normalization::On && declared.is_some() {
+            // The pipeline would cast: the declared schema moves to the extension.
+            moved_schema = Some(std::mem::replace(&mut output, Value::Bool(true)));
+        }
+        let normalizer = Arc::new(Normalizer::new(options.normalization, id, declared));
+        let kind = if sse.is_some() {
+            OperationKind::Subscription
+        } else if matches!(op.method.as_str(), "get" | "head" | "query") {
+            OperationKind::Query
+        } else {
+            OperationKind::Mutation
+        };
+        let mut spec = OperationSpec::new(options.namespace.clone(), name, kind)
+            .input_schema(input.clone())
+            .output_schema(output)
+            .origin(format!("OpenAPI {label}"));
+        if let Some(description) = describe(operation) {
+            spec = spec.description(description);
+        }
+        let mut extension = json!({"method": method_upper, "path": op.path, "pointer": op.pointer, "baseUrl": base_url});
+        if let Some(id) = operation.get("operationId") {
+            extension["operationId"] = id.clone();
+        }
+        if operation.get("deprecated") == Some(&Value::Bool(true)) {
+            extension["deprecated"] = Value::Bool(true);
+        }
+        if let Some(other) = twin_names.iter().find(|n| **n != spec.name) {
+            // The operation's other mode: `stream` names the subscription, `unary` the call.
+            extension[if sse.is_some() { "unary" } else { "stream" }] =
+                json!(format!("{}.{other}", options.namespace));
+        }
+        if let Some(schema) = moved_schema {
+            extension["outputSchema"] = schema;
+        }
+        spec = spec.extension("openapi", extension);
+        let plan = OperationPlan {
+            label: label.clone(),
+            method: method.clone(),
+            path: op.path.clone(),
+            base_url: base_url.clone(),
+            params: params.clone(),
+            body: body.clone(),
+            accept,
+            auth: auth::resolve(resolver, operation.get("security"), &options.auth),
+            headers: options
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            sse,
+            normalizer,
+        };
+        out.push(Mapped { spec, plan });
+    }
+    Ok(out)
+}
+
+/// The description of an operation: its summary and description.
+fn describe(operation: &Map<String, Value>) -> Option<String> {
     let summary = operation
         .get("summary")
         .and_then(Value::as_str)
@@ -494,37 +575,33 @@ fn map_operation<'a>(
         .filter(|s| !s.trim().is_empty());
     match (summary, description) {
         (Some(summary), Some(description)) if summary.trim() != description.trim() => {
-            spec = spec.description(format!("{}\n\n{}", summary.trim(), description.trim()));
+            Some(format!("{}\n\n{}", summary.trim(), description.trim()))
         }
-        (Some(text), _) | (None, Some(text)) => spec = spec.description(text.trim()),
-        (None, None) => {}
+        (Some(text), _) | (None, Some(text)) => Some(text.trim().to_owned()),
+        (None, None) => None,
     }
-    let mut extension = json!({"method": method_upper, "path": op.path, "pointer": op.pointer, "baseUrl": base_url});
-    if let Some(id) = operation.get("operationId") {
-        extension["operationId"] = id.clone();
-    }
-    if operation.get("deprecated") == Some(&Value::Bool(true)) {
-        extension["deprecated"] = Value::Bool(true);
-    }
-    spec = spec.extension("openapi", extension);
+}
 
-    let plan = OperationPlan {
-        label,
-        method,
-        path: op.path.clone(),
-        base_url,
-        params,
-        body,
-        accept,
-        auth: auth::resolve(resolver, operation.get("security"), &options.auth),
-        headers: options
-            .headers
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-        sse,
+/// `true` when the success response offers `text/event-stream` and another media type:
+/// the operation is imported twice, as a call and as a subscription.
+fn offers_both_modes(resolver: Resolver<'_>, op: &Found<'_>) -> bool {
+    let Some(Value::Object(responses)) = op.operation.get("responses") else {
+        return false;
     };
-    Ok(Mapped { spec, plan })
+    let Some(code) = success_response(responses) else {
+        return false;
+    };
+    let Ok((response, _, _)) = resolver.deref(&responses[code], &op.pointer) else {
+        return false;
+    };
+    let Some(Value::Object(content)) = response.get("content") else {
+        return false;
+    };
+    let sse = content
+        .keys()
+        .filter(|key| MediaType::parse(key).is_event_stream())
+        .count();
+    sse > 0 && content.len() > sse
 }
 
 /// A parameter object, its pointer and the reference's overrides.
@@ -715,13 +792,14 @@ fn response_output<'a>(
     bundle: &mut SchemaBundle<'_, 'a>,
     response: &'a Value,
     pointer: &str,
+    streaming: bool,
 ) -> Result<(Value, Option<String>, Option<EventData>), MapError> {
     let Some(Value::Object(content)) = response.get("content") else {
         return Ok((Value::Bool(true), None, None));
     };
     let content_pointer = join_pointer(pointer, "content");
     let media = |key: &str| MediaType::parse(key);
-    if let Some(key) = content.keys().find(|key| media(key).is_event_stream()) {
+    if streaming && let Some(key) = content.keys().find(|key| media(key).is_event_stream()) {
         let entry = &content[key.as_str()];
         let entry_pointer = join_pointer(&content_pointer, key);
         let (schema, mode) = sse_item_schema(bundle, entry, &entry_pointer)?;
@@ -729,6 +807,7 @@ fn response_output<'a>(
     }
     let chosen = content
         .keys()
+        .filter(|key| !media(key).is_event_stream())
         .min_by_key(|key| {
             let m = media(key);
             let rank = if m.essence == "application/json" {

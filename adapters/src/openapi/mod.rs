@@ -120,6 +120,7 @@ mod document;
 mod error;
 mod mapping;
 mod naming;
+mod normalize;
 mod options;
 mod params;
 mod refs;
@@ -133,6 +134,7 @@ mod yaml_depth;
 
 pub use document::SpecVersion;
 pub use error::{OpenApiError, SkippedOperation};
+pub use normalize::Normalization;
 pub use options::{
     Credential, MIN_SCHEMA_BUDGET, OpenApiAuth, OpenApiOptions, SCHEMA_BUDGET_FACTOR,
 };

@@ -1,6 +1,7 @@
 //! Import options: namespace, base URL, credentials, timeout, extra headers, SSE event limit,
 //! schema budget.
 
+use super::normalize::Normalization;
 use super::sse::DEFAULT_MAX_SSE_EVENT_BYTES;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -46,6 +47,9 @@ pub struct OpenApiOptions {
     /// `None` (the default) is automatic: [`SCHEMA_BUDGET_FACTOR`] × the nodes of the
     /// document, at least [`MIN_SCHEMA_BUDGET`].
     pub max_schema_nodes: Option<usize>,
+    /// What happens to the API's replies: cast to the output schema with a warning when
+    /// that changes them (the default), validated only, or left alone (see [`Normalization`]).
+    pub normalization: Normalization,
 }
 
 /// The automatic schema budget allows this many times the document's own nodes.
@@ -88,6 +92,7 @@ impl OpenApiOptions {
             client: None,
             max_sse_event_bytes: DEFAULT_MAX_SSE_EVENT_BYTES,
             max_schema_nodes: None,
+            normalization: Normalization::default(),
         }
     }
 
@@ -138,6 +143,13 @@ impl OpenApiOptions {
     #[must_use]
     pub fn max_schema_nodes(mut self, nodes: usize) -> Self {
         self.max_schema_nodes = Some(nodes);
+        self
+    }
+
+    /// Chooses what happens to the API's replies (see [`Normalization`]).
+    #[must_use]
+    pub fn normalization(mut self, normalization: Normalization) -> Self {
+        self.normalization = normalization;
         self
     }
 

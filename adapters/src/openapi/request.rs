@@ -200,7 +200,7 @@ pub(crate) fn unary(plan: Arc<OperationPlan>, shared: Arc<Shared>) -> Handler {
                 .send()
                 .await
                 .map_err(|error| transport_error(&plan.label, &error))?;
-            response::into_result(response, &plan.label).await
+            response::into_result(response, &plan.label, Some(&plan.normalizer)).await
         }
     })
 }
@@ -222,7 +222,7 @@ pub(crate) fn stream(plan: Arc<OperationPlan>, shared: Arc<Shared>) -> Handler {
             }
             .map_err(|error| transport_error(&plan.label, &error))?;
             if !response.status().is_success() {
-                let error = response::into_result(response, &plan.label).await;
+                let error = response::into_result(response, &plan.label, None).await;
                 return Err(error
                     .err()
                     .unwrap_or_else(|| CallError::execution("unreachable")));
@@ -245,7 +245,7 @@ pub(crate) fn stream(plan: Arc<OperationPlan>, shared: Arc<Shared>) -> Handler {
             Ok(sse::envelopes(
                 response,
                 mode,
-                plan.label.clone(),
+                plan.clone(),
                 shared.max_sse_event_bytes,
             ))
         })

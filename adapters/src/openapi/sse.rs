@@ -310,9 +310,10 @@ pub(crate) fn event_data(event: &SseEvent, mode: EventData, label: &str) -> Opti
 pub(crate) fn envelopes(
     response: reqwest::Response,
     mode: EventData,
-    label: String,
+    plan: std::sync::Arc<super::mapping::OperationPlan>,
     max_event_bytes: usize,
 ) -> impl Stream<Item = Result<Value, CallError>> + Send + 'static {
+    let label = plan.label.clone();
     let status = response.status().as_u16();
     let headers: BTreeMap<String, String> = super::response::headers_snapshot(response.headers());
     let body = response.bytes_stream().boxed();
@@ -331,6 +332,7 @@ pub(crate) fn envelopes(
     futures::stream::unfold(state, move |mut state| {
         let headers = headers.clone();
         let label = label.clone();
+        let plan = plan.clone();
         async move {
             loop {
                 while let Some(event) = state.queue.pop_front() {
@@ -345,6 +347,7 @@ pub(crate) fn envelopes(
                         }
                     };
                     if let Some(data) = event_data(&event, mode, &label) {
+                        let data = plan.normalizer.apply(data);
                         let envelope =
                             http_envelope(data, status, headers.clone(), "text/event-stream");
                         let value = serde_json::to_value(envelope)
