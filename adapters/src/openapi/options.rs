@@ -1,5 +1,5 @@
-//! Import options: namespace, base URL, credentials, timeout, extra headers, SSE event limit,
-//! schema budget.
+//! Import options: namespace, base URL, credentials, timeout, extra headers, SSE event limit
+//! and resumption, schema budget, normalization of replies.
 
 use super::normalize::Normalization;
 use super::sse::DEFAULT_MAX_SSE_EVENT_BYTES;
@@ -50,6 +50,75 @@ pub struct OpenApiOptions {
     /// What happens to the API's replies: cast to the output schema with a warning when
     /// that changes them (the default), validated only, or left alone (see [`Normalization`]).
     pub normalization: Normalization,
+    /// How an SSE subscription whose connection drops is resumed (idempotent methods only;
+    /// see [`SseReconnect`]).
+    pub sse_reconnect: SseReconnect,
+}
+
+/// Resumption of SSE subscriptions whose connection drops, with `Last-Event-ID`, the way an
+/// `EventSource` resumes them. Only for idempotent methods (GET, HEAD, PUT, DELETE,
+/// OPTIONS, TRACE, QUERY): a POST is never sent twice.
+///
+/// ```
+/// use opkit_adapters::openapi::{OpenApiOptions, SseReconnect};
+/// use std::time::Duration;
+/// let options = OpenApiOptions::new("api")
+///     .sse_reconnect(SseReconnect::default().max_attempts(5).default_delay(Duration::from_secs(1)));
+/// assert_eq!(options.sse_reconnect.max_attempts, 5);
+/// let off = OpenApiOptions::new("api").sse_reconnect(SseReconnect::off());
+/// assert_eq!(off.sse_reconnect.max_attempts, 0);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SseReconnect {
+    /// Reconnection attempts in a row (without an event in between) before the stream ends
+    /// with the error; `0` turns resumption off. Default 3.
+    pub max_attempts: u32,
+    /// The delay before reconnecting when the stream set no `retry`. Default 3 s.
+    pub default_delay: Duration,
+    /// The longest delay honoured: a larger `retry` is cut to it. Default 30 s.
+    pub max_delay: Duration,
+}
+
+impl Default for SseReconnect {
+    fn default() -> Self {
+        Self {
+            max_attempts: 3,
+            default_delay: Duration::from_secs(3),
+            max_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+impl SseReconnect {
+    /// No resumption: a dropped connection ends the subscription with `TRANSPORT_ERROR`.
+    pub fn off() -> Self {
+        Self {
+            max_attempts: 0,
+            ..Self::default()
+        }
+    }
+
+    /// Sets the attempts in a row.
+    #[must_use]
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts;
+        self
+    }
+
+    /// Sets the delay used when the stream set no `retry`.
+    #[must_use]
+    pub fn default_delay(mut self, delay: Duration) -> Self {
+        self.default_delay = delay;
+        self
+    }
+
+    /// Sets the longest delay honoured.
+    #[must_use]
+    pub fn max_delay(mut self, delay: Duration) -> Self {
+        self.max_delay = delay;
+        self
+    }
 }
 
 /// The automatic schema budget allows this many times the document's own nodes.
@@ -93,6 +162,7 @@ impl OpenApiOptions {
             max_sse_event_bytes: DEFAULT_MAX_SSE_EVENT_BYTES,
             max_schema_nodes: None,
             normalization: Normalization::default(),
+            sse_reconnect: SseReconnect::default(),
         }
     }
 
@@ -150,6 +220,13 @@ impl OpenApiOptions {
     #[must_use]
     pub fn normalization(mut self, normalization: Normalization) -> Self {
         self.normalization = normalization;
+        self
+    }
+
+    /// Sets how dropped SSE subscriptions are resumed (see [`SseReconnect`]).
+    #[must_use]
+    pub fn sse_reconnect(mut self, reconnect: SseReconnect) -> Self {
+        self.sse_reconnect = reconnect;
         self
     }
 
