@@ -104,6 +104,12 @@ impl<'a> Definitions<'a> {
         }
     }
 
+    /// The same definitions, without warnings about degraded keywords (for a rebuild).
+    pub fn quiet(self) -> Self {
+        self.inner.borrow_mut().sanitizer.quiet = true;
+        self
+    }
+
     /// `Err` once the import has used more than its budget.
     pub fn check_budget(&self) -> Result<(), BudgetExceeded> {
         if self.inner.borrow().used > self.budget {

@@ -101,7 +101,7 @@ pub(crate) struct Exceeded {
 
 /// Maps every operation of the document; stops when the schema budget is spent.
 pub(crate) fn map_document(
-    doc: &Document,
+    doc: &Arc<Document>,
     options: &OpenApiOptions,
 ) -> Result<(Vec<Mapped>, Vec<SkippedOperation>), Exceeded> {
     let resolver = Resolver {
@@ -239,7 +239,7 @@ fn find_operations<'a>(
 }
 
 fn map_operation<'a>(
-    doc: &'a Document,
+    doc: &'a Arc<Document>,
     defs: &Definitions<'a>,
     op: &Found<'a>,
     (name, twin): (String, Option<String>),
@@ -504,13 +504,22 @@ fn map_operation<'a>(
         };
         let mut output = output_bundle.finish(output)?;
         let id = format!("{}.{name}", options.namespace);
-        let declared = (!opkit::schema::is_unknown(&output)).then(|| output.clone());
+        let declared = !opkit::schema::is_unknown(&output);
         let mut moved_schema = None;
-        if options.normalization != Normalization::On && declared.is_some() {
+        if options.normalization != Normalization::On && declared {
             // The pipeline would cast: the declared schema moves to the extension.
             moved_schema = Some(std::mem::replace(&mut output, Value::Bool(true)));
         }
-        let normalizer = Arc::new(Normalizer::new(options.normalization, id, declared));
+        // The normalizer rebuilds the schema at the first reply rather than holding a copy.
+        let source = (declared && options.normalization != Normalization::Off)
+            .then_some(success.as_ref())
+            .flatten()
+            .map(|(_, response_pointer, _)| OutputSource {
+                doc: doc.clone(),
+                response_pointer: response_pointer.clone(),
+                streaming: sse.is_some(),
+            });
+        let normalizer = Arc::new(Normalizer::new(options.normalization, id, source));
         let kind = if sse.is_some() {
             OperationKind::Subscription
         } else if matches!(op.method.as_str(), "get" | "head" | "query") {
@@ -579,6 +588,46 @@ fn describe(operation: &Map<String, Value>) -> Option<String> {
         }
         (Some(text), _) | (None, Some(text)) => Some(text.trim().to_owned()),
         (None, None) => None,
+    }
+}
+
+/// Where an operation's output schema comes from, to build it again when it is needed.
+pub(crate) struct OutputSource {
+    pub doc: Arc<Document>,
+    pub response_pointer: String,
+    pub streaming: bool,
+}
+
+impl std::fmt::Debug for OutputSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not the whole document.
+        f.debug_struct("OutputSource")
+            .field("response_pointer", &self.response_pointer)
+            .field("streaming", &self.streaming)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OutputSource {
+    /// The output schema, built as the import built it (without warnings: the import gave
+    /// them); `None` when it is Unknown or cannot be built.
+    pub fn build(&self) -> Option<Value> {
+        let resolver = Resolver {
+            root: &self.doc.root,
+            version: self.doc.version,
+        };
+        let response = self.doc.root.pointer(&self.response_pointer)?;
+        let defs = Definitions::new(resolver, usize::MAX).quiet();
+        let mut bundle = SchemaBundle::new(&defs);
+        let (schema, _, _) = response_output(
+            &mut bundle,
+            response,
+            &self.response_pointer,
+            self.streaming,
+        )
+        .ok()?;
+        let schema = bundle.finish(schema).ok()?;
+        (!opkit::schema::is_unknown(&schema)).then_some(schema)
     }
 }
 

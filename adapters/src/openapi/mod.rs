@@ -365,7 +365,7 @@ impl OpenApiImporter {
         location: Option<Url>,
     ) -> Result<OpenApiImport, OpenApiError> {
         self.check_options()?;
-        let doc = document::check(value, location)?;
+        let doc = Arc::new(document::check(value, location)?);
         let (mapped, skipped) = mapping::map_document(&doc, &self.options).map_err(
             |mapping::Exceeded { limit, operations }| OpenApiError::SchemaBudget {
                 limit,

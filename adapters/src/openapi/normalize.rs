@@ -18,12 +18,15 @@
 //! * [`Normalization::Off`]: the reply is left as it is and not checked; the declared schema
 //!   is kept in `extensions.openapi.outputSchema` the same way.
 //!
-//! The validator of `ValidateOnly` is compiled at the operation's first reply.
+//! The schema the handler casts with (or validates against) is built again from the document
+//! at the operation's first reply, rather than held twice from the import on; the validator
+//! of `ValidateOnly` is compiled then too.
 
+use super::mapping::OutputSource;
 use opkit::schema::{CompiledSchema, cast};
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// At most this many changed JSON pointers are listed in one warning.
@@ -49,26 +52,43 @@ pub enum Normalization {
 pub(crate) struct Normalizer {
     mode: Normalization,
     operation: String,
-    /// The output schema (`None` when Unknown).
-    schema: Option<Arc<Value>>,
+    /// Where the output schema comes from (`None` when Unknown, or not needed).
+    source: Option<OutputSource>,
+    /// The output schema, built at the first reply (not held twice from the import on).
+    schema: OnceLock<Option<Value>>,
     validator: OnceLock<Option<CompiledSchema>>,
     limiter: RateLimit,
 }
 
 impl Normalizer {
-    pub fn new(mode: Normalization, operation: String, schema: Option<Value>) -> Self {
+    pub fn new(mode: Normalization, operation: String, source: Option<OutputSource>) -> Self {
         Self {
             mode,
             operation,
-            schema: schema.map(Arc::new),
+            source,
+            schema: OnceLock::new(),
             validator: OnceLock::new(),
             limiter: RateLimit::default(),
         }
     }
 
+    /// A normalizer with its schema already at hand.
+    #[cfg(test)]
+    fn with_schema(mode: Normalization, schema: Value) -> Self {
+        let normalizer = Self::new(mode, "a.b".into(), None);
+        let _ = normalizer.schema.set(Some(schema));
+        normalizer
+    }
+
     /// The data to put in the envelope.
     pub fn apply(&self, data: Value) -> Value {
-        let Some(schema) = &self.schema else {
+        if self.mode == Normalization::Off {
+            return data;
+        }
+        let schema = self
+            .schema
+            .get_or_init(|| self.source.as_ref().and_then(OutputSource::build));
+        let Some(schema) = schema else {
             return data;
         };
         match self.mode {
@@ -260,15 +280,11 @@ mod tests {
         let schema =
             json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
         let reply = json!({"n": "12", "extra": true});
-        let on = Normalizer::new(Normalization::On, "a.b".into(), Some(schema.clone()));
+        let on = Normalizer::with_schema(Normalization::On, schema.clone());
         assert_eq!(on.apply(reply.clone()), json!({"n": 0}));
-        let validate = Normalizer::new(
-            Normalization::ValidateOnly,
-            "a.b".into(),
-            Some(schema.clone()),
-        );
+        let validate = Normalizer::with_schema(Normalization::ValidateOnly, schema.clone());
         assert_eq!(validate.apply(reply.clone()), reply);
-        let off = Normalizer::new(Normalization::Off, "a.b".into(), Some(schema));
+        let off = Normalizer::with_schema(Normalization::Off, schema);
         assert_eq!(off.apply(reply.clone()), reply);
     }
 

@@ -26,11 +26,13 @@ pub(crate) enum Keyword {
 pub(crate) struct Sanitizer {
     patterns: HashMap<String, bool>,
     warned: HashSet<String>,
+    /// No warnings (a schema built again after the import).
+    pub quiet: bool,
 }
 
 impl Sanitizer {
     fn warn(&mut self, pointer: &str, message: &str) {
-        if self.warned.insert(pointer.to_owned()) {
+        if !self.quiet && self.warned.insert(pointer.to_owned()) {
             tracing::warn!(at = pointer, "OpenAPI schema keyword degraded: {message}");
         }
     }
