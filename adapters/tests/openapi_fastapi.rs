@@ -9,7 +9,7 @@ mod openapi_support;
 use futures::StreamExt;
 use opkit::envelope::ResponseMeta;
 use opkit::{ErrorCode, OperationContext, OperationKind, OperationRegistry};
-use opkit_adapters::openapi::{OpenApiImporter, OpenApiOptions};
+use opkit_adapters::openapi::{OpenApiImporter, OpenApiOptions, SseReconnect};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -77,8 +77,11 @@ async fn imports_the_document_fastapi_serves() {
         create.input_schema["properties"]["body"]["properties"]["name"]["type"],
         "string"
     );
+    // Nested components are shared through the schema's own `$defs`.
+    let item = &create.output_schema["properties"]["item"];
+    assert_eq!(item["$ref"], "#/$defs/Item");
     assert_eq!(
-        create.output_schema["properties"]["item"]["properties"]["price"]["type"],
+        create.output_schema["$defs"]["Item"]["properties"]["price"]["type"],
         "number"
     );
     assert!(!create.output_schema.to_string().contains("#/components"));
@@ -242,7 +245,72 @@ async fn sse_yields_one_envelope_per_event_and_skips_malformed_frames() {
         assert_eq!(meta.content_type, "text/event-stream");
         assert_eq!(meta.status_code, 200);
         assert!(meta.headers["content-type"].starts_with("text/event-stream"));
+        // The event's own fields, as an EventSource exposes them.
+        let sse = meta.sse.as_ref().expect("the sse meta");
+        assert_eq!(sse.event, "message");
+        assert_eq!(sse.id, None);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_stream_resumes_with_last_event_id_after_the_retry_delay() {
+    let peer = openapi_support::start_fastapi().await;
+    let registry = import(&peer.base_url()).await;
+    let ctx = OperationContext::default().with_timeout(Duration::from_secs(60));
+    let stream = registry
+        .subscribe("fast.resumable", json!({}), &ctx)
+        .await
+        .unwrap();
+    let items: Vec<_> = stream.collect().await;
+    let envelopes: Vec<_> = items
+        .into_iter()
+        .map(|item| item.expect("every event, across the dropped connection"))
+        .collect();
+    let ns: Vec<&Value> = envelopes.iter().map(|e| &e.data["n"]).collect();
+    // The server dropped the first connection after tick 2; the second starts after id 2.
+    assert_eq!(ns, [0, 1, 2, 3, 4]);
+    for (n, envelope) in envelopes.iter().enumerate() {
+        let sse = http(envelope).sse.clone().expect("the sse meta");
+        assert_eq!(sse.event, "tick");
+        assert_eq!(sse.id, Some(n.to_string()));
+        assert_eq!(sse.retry, Some(50));
+    }
+    let resumes = registry
+        .execute("fast.resumes", json!({}), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(resumes.data, json!([null, "2"]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resumption_can_be_turned_off() {
+    let peer = openapi_support::start_fastapi().await;
+    let registry = OperationRegistry::new();
+    OpenApiImporter::new(
+        OpenApiOptions::new("fast")
+            .timeout(Duration::from_secs(20))
+            .sse_reconnect(SseReconnect::off()),
+    )
+    .import_url(&format!("{}/openapi.json", peer.base_url()))
+    .await
+    .unwrap()
+    .register_into(&registry)
+    .unwrap();
+    let ctx = OperationContext::default().with_timeout(Duration::from_secs(60));
+    let items: Vec<_> = registry
+        .subscribe("fast.resumable", json!({}), &ctx)
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    assert_eq!(items.len(), 4, "three ticks, then the error");
+    let error = items[3].as_ref().unwrap_err();
+    assert_eq!(error.code, ErrorCode::TransportError, "{error}");
+    let resumes = registry
+        .execute("fast.resumes", json!({}), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(resumes.data, json!([null]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

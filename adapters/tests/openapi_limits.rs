@@ -8,7 +8,9 @@
 
 use futures::StreamExt;
 use opkit::{ErrorCode, OperationContext, OperationRegistry};
-use opkit_adapters::openapi::{DEFAULT_MAX_SSE_EVENT_BYTES, OpenApiImporter, OpenApiOptions};
+use opkit_adapters::openapi::{
+    DEFAULT_MAX_SSE_EVENT_BYTES, OpenApiError, OpenApiImporter, OpenApiOptions,
+};
 use serde_json::{Value, json};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -154,7 +156,7 @@ fn document_with_body(schema: Value, components: Value) -> Value {
 }
 
 #[test]
-fn a_circular_reference_chain_skips_its_operation_naming_the_limit() {
+fn a_circular_reference_chain_skips_its_operation_naming_the_cycle() {
     let document = json!({
         "openapi": "3.1.0",
         "components": {"parameters": {
@@ -169,11 +171,108 @@ fn a_circular_reference_chain_skips_its_operation_naming_the_limit() {
     assert!(import.operations.is_empty());
     assert_eq!(import.skipped.len(), 1);
     let skipped = &import.skipped[0];
-    assert!(
-        skipped.reason.contains("circular (or longer than 64 hops)"),
-        "{skipped}"
-    );
+    assert!(skipped.reason.contains("circular"), "{skipped}");
     assert_eq!(skipped.pointer, "/paths/~1op/get/parameters/0");
+}
+
+#[test]
+fn long_reference_chains_that_end_resolve() {
+    // 300 parameters and 300 schemas, each a `$ref` to the next: long, but not circular.
+    let mut parameters = serde_json::Map::new();
+    let mut schemas = serde_json::Map::new();
+    for i in 0..300 {
+        parameters.insert(
+            format!("P{i}"),
+            json!({"$ref": format!("#/components/parameters/P{}", i + 1)}),
+        );
+        schemas.insert(
+            format!("S{i}"),
+            json!({"$ref": format!("#/components/schemas/S{}", i + 1), "description": format!("hop {i}")}),
+        );
+    }
+    parameters.insert(
+        "P300".into(),
+        json!({"name": "q", "in": "query", "schema": {"$ref": "#/components/schemas/S0"}}),
+    );
+    schemas.insert("S300".into(), json!({"type": "integer"}));
+    let document = json!({
+        "openapi": "3.1.0",
+        "components": {"parameters": parameters, "schemas": schemas},
+        "paths": {"/op": {"get": {"operationId": "op",
+            "parameters": [{"$ref": "#/components/parameters/P0"}],
+            "responses": {"200": {"description": "ok"}}}}}
+    });
+    let import = importer().import_value(document).unwrap();
+    assert!(import.skipped.is_empty(), "{:?}", import.skipped);
+    let registry = OperationRegistry::new();
+    import.register_into(&registry).unwrap();
+    registry.validate_input("doc.op", &json!({"q": 5})).unwrap();
+    assert!(
+        registry
+            .validate_input("doc.op", &json!({"q": "x"}))
+            .is_err()
+    );
+}
+
+/// Ten operations over components where each level refers to the next twice: copying each
+/// reference in place would build 2^40 nodes per operation.
+fn shared_components_document() -> Value {
+    let mut schemas = serde_json::Map::new();
+    for i in 0..40 {
+        schemas.insert(
+            format!("L{i}"),
+            json!({"type": "object", "properties": {
+                "a": {"$ref": format!("#/components/schemas/L{}", i + 1)},
+                "b": {"$ref": format!("#/components/schemas/L{}", i + 1)}}}),
+        );
+    }
+    schemas.insert("L40".into(), json!({"type": "string"}));
+    let mut paths = serde_json::Map::new();
+    for i in 0..10 {
+        paths.insert(
+            format!("/op{i}"),
+            json!({"get": {"operationId": format!("op{i}"), "responses": {"200": {"description": "ok",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/L0"}}}}}}}),
+        );
+    }
+    json!({"openapi": "3.0.3", "components": {"schemas": schemas}, "paths": paths})
+}
+
+#[test]
+fn shared_components_are_referenced_not_copied() {
+    let document = shared_components_document();
+    let document_size = serde_json::to_string(&document).unwrap().len();
+    let import = importer().import_value(document).unwrap();
+    assert_eq!(import.operations.len(), 10);
+    for op in &import.operations {
+        let size = serde_json::to_string(&op.spec.output_schema).unwrap().len();
+        assert!(size < document_size, "{} is {size} bytes", op.spec.name);
+        assert_eq!(
+            op.spec.output_schema["$defs"].as_object().unwrap().len(),
+            40
+        );
+    }
+    let registry = OperationRegistry::new();
+    import.register_into(&registry).unwrap();
+}
+
+#[test]
+fn a_document_past_the_schema_budget_is_a_typed_error() {
+    let error = OpenApiImporter::new(
+        OpenApiOptions::new("doc")
+            .base_url("http://127.0.0.1:9")
+            .max_schema_nodes(500),
+    )
+    .import_value(shared_components_document())
+    .unwrap_err();
+    match &error {
+        OpenApiError::SchemaBudget { limit, operations } => {
+            assert_eq!(*limit, 500);
+            assert!(*operations < 10, "{error}");
+        }
+        other => panic!("{other}"),
+    }
+    assert!(error.to_string().contains("max_schema_nodes"), "{error}");
 }
 
 #[test]

@@ -230,5 +230,6 @@ fn http_meta_requires_its_fields() {
         status_code: 1,
         headers: BTreeMap::new(),
         content_type: String::new(),
+        sse: None,
     };
 }

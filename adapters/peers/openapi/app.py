@@ -6,14 +6,16 @@ It covers: JSON and text responses, path/query/header/cookie parameters, array a
 object query parameters, JSON / form-urlencoded / multipart bodies, a binary response, an
 error status, and Server-Sent Events (FastAPI's EventSourceResponse, documented with the
 OpenAPI 3.2 `itemSchema`), plus a counter of open event streams so a test can see that
-dropping a subscription closes the HTTP connection.
+dropping a subscription closes the HTTP connection, and a stream that drops its connection
+mid-way and resumes after the `Last-Event-ID` it is sent back.
 """
 
 import asyncio
+import json
 from collections.abc import AsyncIterable
 from typing import Annotated, Any
 
-from fastapi import Cookie, FastAPI, File, Form, Header, HTTPException, Query, Response
+from fastapi import Cookie, FastAPI, File, Form, Header, HTTPException, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel
@@ -21,6 +23,7 @@ from pydantic import BaseModel
 app = FastAPI(title="opkit test API", version="1.0.0")
 
 OPEN_STREAMS = {"count": 0, "opened": 0}
+RESUMES: list[str | None] = []
 
 
 class Item(BaseModel):
@@ -142,3 +145,49 @@ async def forever() -> AsyncIterable[Tick]:
 def streams() -> dict[str, int]:
     """How many event streams are open now, and how many were ever opened."""
     return dict(OPEN_STREAMS)
+
+
+class DroppingEvents(Response):
+    """Ticks `start`..4 as SSE (`event: tick`, `id`, `retry: 50`), written by hand; with
+    `drop`, the connection is cut after tick 2 in the middle of the chunked body, the way a
+    crashing server cuts it (uvicorn closes the connection when the app fails mid-response)."""
+
+    media_type = "text/event-stream"
+
+    def __init__(self, start: int = 0, drop: bool = False) -> None:
+        super().__init__(media_type=self.media_type)
+        self.start, self.drop = start, drop
+
+    async def __call__(self, scope, receive, send) -> None:
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream; charset=utf-8")]})
+        for n in range(self.start, 5):
+            data = json.dumps({"n": n, "label": "resumable"})
+            frame = f"event: tick\nid: {n}\nretry: 50\ndata: {data}\n\n".encode()
+            await send({"type": "http.response.body", "body": frame, "more_body": True})
+            if self.drop and n == 2:
+                await asyncio.sleep(0.05)
+                raise RuntimeError("the connection drops here")
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+@app.get(
+    "/resumable",
+    response_class=DroppingEvents,
+    response_model=None,
+    status_code=200,
+    operation_id="resumable",
+)
+async def resumable(request: Request) -> Response:
+    """Streams ticks 0..4; a first connection (no `Last-Event-ID`) is dropped after tick 2, a
+    reconnection resumes after the id it names. Every `Last-Event-ID` received is recorded
+    (see `/resumes`)."""
+    last = request.headers.get("last-event-id")
+    RESUMES.append(last)
+    return DroppingEvents(int(last) + 1 if last else 0, drop=last is None)
+
+
+@app.get("/resumes", operation_id="resumes")
+def resumes() -> list[str | None]:
+    """The `Last-Event-ID` of every request to `/resumable`, in order (`null` for none)."""
+    return RESUMES

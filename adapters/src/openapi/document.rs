@@ -4,13 +4,13 @@
 //! The document is kept as a [`serde_json::Value`]: no Rust crate parses both 3.0 and 3.1,
 //! and a runtime client only needs `paths`, `components`, `servers` and `security`. YAML goes
 //! through `serde_norway` (the maintained fork of `serde_yaml`; `serde_yml` is deprecated)
-//! into a `Value`, with non-string mapping keys such as `200:` turned into strings and
-//! `<<` merge keys applied.
+//! straight into a `Value` (see [`super::yaml`]): non-string mapping keys such as `200:`
+//! turned into strings, `<<` merge keys applied, integers beyond 64 bits read as floats.
 
 use super::error::OpenApiError;
 use super::yaml_depth;
 use opkit::schema::json_type_name;
-use serde_json::{Map, Number, Value};
+use serde_json::Value;
 use url::Url;
 
 /// The OpenAPI version of a document (`major.minor`; the patch version is ignored).
@@ -60,66 +60,11 @@ pub(crate) fn parse_text(text: &str) -> Result<Value, OpenApiError> {
                 message,
             },
         )?;
-        let mut yaml: serde_norway::Value =
-            serde_norway::from_str(trimmed).map_err(|error| OpenApiError::Parse {
-                format: "YAML",
-                message: error.to_string(),
-            })?;
-        yaml.apply_merge().map_err(|error| OpenApiError::Parse {
+        super::yaml::from_str(trimmed).map_err(|error| OpenApiError::Parse {
             format: "YAML",
             message: error.to_string(),
-        })?;
-        yaml_to_json(yaml, "")
+        })
     }
-}
-
-fn yaml_to_json(yaml: serde_norway::Value, pointer: &str) -> Result<Value, OpenApiError> {
-    use serde_norway::Value as Y;
-    Ok(match yaml {
-        Y::Null => Value::Null,
-        Y::Bool(b) => Value::Bool(b),
-        Y::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Value::from(i)
-            } else if let Some(u) = n.as_u64() {
-                Value::from(u)
-            } else {
-                let f = n.as_f64().unwrap_or(f64::NAN);
-                Value::Number(Number::from_f64(f).ok_or_else(|| {
-                    OpenApiError::invalid(pointer, format!("the number {n} has no JSON form"))
-                })?)
-            }
-        }
-        Y::String(s) => Value::String(s),
-        Y::Sequence(items) => Value::Array(
-            items
-                .into_iter()
-                .enumerate()
-                .map(|(i, item)| yaml_to_json(item, &join_pointer(pointer, &i.to_string())))
-                .collect::<Result<_, _>>()?,
-        ),
-        Y::Mapping(mapping) => {
-            let mut map = Map::new();
-            for (key, value) in mapping {
-                let key = match key {
-                    Y::String(s) => s,
-                    Y::Number(n) => n.to_string(),
-                    Y::Bool(b) => b.to_string(),
-                    Y::Null => "null".to_owned(),
-                    other => {
-                        return Err(OpenApiError::invalid(
-                            pointer,
-                            format!("a mapping key must be a scalar, found {other:?}"),
-                        ));
-                    }
-                };
-                let child = join_pointer(pointer, &key);
-                map.insert(key, yaml_to_json(value, &child)?);
-            }
-            Value::Object(map)
-        }
-        Y::Tagged(tagged) => yaml_to_json(tagged.value, pointer)?,
-    })
 }
 
 /// Checks the root shape and reads the version.

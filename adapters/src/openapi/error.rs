@@ -41,6 +41,18 @@ pub enum OpenApiError {
         /// What is wrong there.
         message: String,
     },
+    /// The document needs more schema work than the import's budget allows: its shared
+    /// schemas reach so much from so many operations that bundling them would exceed
+    /// [`OpenApiOptions::max_schema_nodes`](super::OpenApiOptions::max_schema_nodes).
+    #[error(
+        "the OpenAPI document exceeds the import's schema budget of {limit} schema nodes (after {operations} operations); raise OpenApiOptions::max_schema_nodes to import it"
+    )]
+    SchemaBudget {
+        /// The budget, in schema nodes.
+        limit: usize,
+        /// The operations mapped before the budget ran out.
+        operations: usize,
+    },
     /// The import options are unusable (bad namespace, base URL, ...).
     #[error("invalid OpenAPI import options: {0}")]
     Options(String),

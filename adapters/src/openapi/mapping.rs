@@ -22,20 +22,22 @@
 
 use super::auth::{self, AuthAction};
 use super::body::{self, BodyKind, BodyPlan};
+use super::bundle::{BudgetExceeded, Definitions, SchemaBundle};
 use super::document::{Document, SpecVersion, join_pointer};
 use super::error::{MapError, SkippedOperation};
 use super::naming;
+use super::normalize::{Normalization, Normalizer};
 use super::options::OpenApiOptions;
 use super::params::{Location, Style};
-use super::refs::{Resolver, SchemaBundle};
+use super::refs::Resolver;
 use super::response::MediaType;
 use super::servers;
 use super::sse::EventData;
-use opkit::schema::CompiledSchema;
 use opkit::schema::json_type_name;
 use opkit::{OperationKind, OperationSpec};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
 
 /// The HTTP methods of a path item, in the order used for naming.
 const METHODS: [&str; 9] = [
@@ -71,6 +73,8 @@ pub(crate) struct OperationPlan {
     pub headers: Vec<(String, String)>,
     /// `Some` for subscriptions: how each event's data is read.
     pub sse: Option<EventData>,
+    /// What happens to the replies' data.
+    pub normalizer: Arc<Normalizer>,
 }
 
 /// One mapped operation.
@@ -89,32 +93,58 @@ struct Found<'a> {
     path_item_pointer: String,
 }
 
-/// Maps every operation of the document.
+/// The schema budget ran out after `operations` operations.
+pub(crate) struct Exceeded {
+    pub limit: usize,
+    pub operations: usize,
+}
+
+/// Maps every operation of the document; stops when the schema budget is spent.
 pub(crate) fn map_document(
-    doc: &Document,
+    doc: &Arc<Document>,
     options: &OpenApiOptions,
-) -> (Vec<Mapped>, Vec<SkippedOperation>) {
+) -> Result<(Vec<Mapped>, Vec<SkippedOperation>), Exceeded> {
     let resolver = Resolver {
         root: &doc.root,
         version: doc.version,
     };
+    let budget = options
+        .max_schema_nodes
+        .unwrap_or_else(|| super::options::automatic_schema_budget(&doc.root));
+    let defs = Definitions::new(resolver, budget);
     let mut skipped = Vec::new();
     let found = find_operations(resolver, &mut skipped);
-    let bases: Vec<String> = found
+    // An operation offering JSON (or any other type) and SSE also gets a `_stream` twin; its
+    // name takes part in the collision handling like any other.
+    let twins: Vec<bool> = found
         .iter()
-        .map(|op| {
-            naming::base_name(
-                op.operation.get("operationId").and_then(Value::as_str),
-                &op.method,
-                &op.path,
-            )
-        })
+        .map(|op| offers_both_modes(resolver, op))
         .collect();
-    let names = naming::dedupe(&bases);
+    let mut bases: Vec<String> = Vec::with_capacity(found.len());
+    for (op, twin) in found.iter().zip(&twins) {
+        let base = naming::base_name(
+            op.operation.get("operationId").and_then(Value::as_str),
+            &op.method,
+            &op.path,
+        );
+        if *twin {
+            bases.push(format!("{base}_stream"));
+        }
+        bases.push(base);
+    }
+    let mut names = naming::dedupe(&bases).into_iter();
     let mut mapped = Vec::new();
-    for (op, name) in found.iter().zip(names) {
-        match map_operation(doc, resolver, op, name, options) {
-            Ok(result) => mapped.push(result),
+    for (op, twin) in found.iter().zip(twins) {
+        let twin_name = if twin { names.next() } else { None };
+        let name = names.next().unwrap_or_default();
+        let result = map_operation(doc, &defs, op, (name, twin_name), options);
+        defs.check_budget()
+            .map_err(|BudgetExceeded { limit }| Exceeded {
+                limit,
+                operations: mapped.len() + skipped.len(),
+            })?;
+        match result {
+            Ok(result) => mapped.extend(result),
             Err(error) => skipped.push(SkippedOperation {
                 method: op.method.to_ascii_uppercase(),
                 path: op.path.clone(),
@@ -123,7 +153,12 @@ pub(crate) fn map_document(
             }),
         }
     }
-    (mapped, skipped)
+    tracing::debug!(
+        schema_nodes = defs.used(),
+        budget,
+        "OpenAPI schemas bundled"
+    );
+    Ok((mapped, skipped))
 }
 
 fn find_operations<'a>(
@@ -203,13 +238,13 @@ fn find_operations<'a>(
     found
 }
 
-fn map_operation(
-    doc: &Document,
-    resolver: Resolver<'_>,
-    op: &Found<'_>,
-    name: String,
+fn map_operation<'a>(
+    doc: &'a Arc<Document>,
+    defs: &Definitions<'a>,
+    op: &Found<'a>,
+    (name, twin): (String, Option<String>),
     options: &OpenApiOptions,
-) -> Result<Mapped, MapError> {
+) -> Result<Vec<Mapped>, MapError> {
     let operation = op.operation.as_object().ok_or_else(|| {
         MapError::new(
             &op.pointer,
@@ -256,7 +291,11 @@ fn map_operation(
     };
 
     // Parameters.
-    let mut input_bundle = SchemaBundle::new(resolver);
+    let resolver = Resolver {
+        root: &doc.root,
+        version: doc.version,
+    };
+    let mut input_bundle = SchemaBundle::new(defs);
     let raw_params = collect_parameters(resolver, op)?;
     let mut properties = Map::new();
     let mut required = Vec::new();
@@ -423,17 +462,16 @@ fn map_operation(
     }
     let input = input_bundle.finish(input)?;
 
-    // Responses.
+    // Responses: one operation, or two when the success response offers both SSE and
+    // another media type (the unary one and its `_stream` twin).
     let responses_pointer = join_pointer(&op.pointer, "responses");
-    let mut output_bundle = SchemaBundle::new(resolver);
-    let (output, accept, sse) = match operation.get("responses") {
+    let success = match operation.get("responses") {
         Some(Value::Object(responses)) => match success_response(responses) {
             Some(code) => {
                 let pointer = join_pointer(&responses_pointer, code);
-                let (response, response_pointer, _) = resolver.deref(&responses[code], &pointer)?;
-                response_output(&mut output_bundle, response, &response_pointer)?
+                Some(resolver.deref(&responses[code], &pointer)?)
             }
-            None => (Value::Bool(true), None, None),
+            None => None,
         },
         Some(other) => {
             return Err(MapError::new(
@@ -444,34 +482,98 @@ fn map_operation(
                 ),
             ));
         }
-        None => (Value::Bool(true), None, None),
+        None => None,
     };
-    let output = output_bundle.finish(output)?;
-
-    let input = compilable(input, &label, "input").map_err(|error| {
-        MapError::new(
-            &op.pointer,
-            format!("the input schema does not compile: {error}"),
-        )
-    })?;
-    let output = compilable(output, &label, "output").map_err(|error| {
-        MapError::new(
-            &responses_pointer,
-            format!("the output schema does not compile: {error}"),
-        )
-    })?;
-
-    let kind = if sse.is_some() {
-        OperationKind::Subscription
-    } else if matches!(op.method.as_str(), "get" | "head" | "query") {
-        OperationKind::Query
+    let modes: Vec<(String, bool)> = match twin {
+        Some(twin) => vec![(name, false), (twin, true)],
+        None => vec![(name, true)],
+    };
+    let twin_names: Vec<String> = if modes.len() == 2 {
+        modes.iter().map(|(name, _)| name.clone()).collect()
     } else {
-        OperationKind::Mutation
+        Vec::new()
     };
-    let mut spec = OperationSpec::new(options.namespace.clone(), name, kind)
-        .input_schema(input)
-        .output_schema(output)
-        .origin(format!("OpenAPI {label}"));
+    let mut out = Vec::with_capacity(modes.len());
+    for (name, streaming) in modes {
+        let mut output_bundle = SchemaBundle::new(defs);
+        let (output, accept, sse) = match &success {
+            Some((response, response_pointer, _)) => {
+                response_output(&mut output_bundle, response, response_pointer, streaming)?
+            }
+            None => (Value::Bool(true), None, None),
+        };
+        let mut output = output_bundle.finish(output)?;
+        let id = format!("{}.{name}", options.namespace);
+        let declared = !opkit::schema::is_unknown(&output);
+        let mut moved_schema = None;
+        if options.normalization != Normalization::On && declared {
+            // The pipeline would cast: the declared schema moves to the extension.
+            moved_schema = Some(std::mem::replace(&mut output, Value::Bool(true)));
+        }
+        // The normalizer rebuilds the schema at the first reply rather than holding a copy.
+        let source = (declared && options.normalization != Normalization::Off)
+            .then_some(success.as_ref())
+            .flatten()
+            .map(|(_, response_pointer, _)| OutputSource {
+                doc: doc.clone(),
+                response_pointer: response_pointer.clone(),
+                streaming: sse.is_some(),
+            });
+        let normalizer = Arc::new(Normalizer::new(options.normalization, id, source));
+        let kind = if sse.is_some() {
+            OperationKind::Subscription
+        } else if matches!(op.method.as_str(), "get" | "head" | "query") {
+            OperationKind::Query
+        } else {
+            OperationKind::Mutation
+        };
+        let mut spec = OperationSpec::new(options.namespace.clone(), name, kind)
+            .input_schema(input.clone())
+            .output_schema(output)
+            .origin(format!("OpenAPI {label}"));
+        if let Some(description) = describe(operation) {
+            spec = spec.description(description);
+        }
+        let mut extension = json!({"method": method_upper, "path": op.path, "pointer": op.pointer, "baseUrl": base_url});
+        if let Some(id) = operation.get("operationId") {
+            extension["operationId"] = id.clone();
+        }
+        if operation.get("deprecated") == Some(&Value::Bool(true)) {
+            extension["deprecated"] = Value::Bool(true);
+        }
+        if let Some(other) = twin_names.iter().find(|n| **n != spec.name) {
+            // The operation's other mode: `stream` names the subscription, `unary` the call.
+            extension[if sse.is_some() { "unary" } else { "stream" }] =
+                json!(format!("{}.{other}", options.namespace));
+        }
+        if let Some(schema) = moved_schema {
+            extension["outputSchema"] = schema;
+        }
+        spec = spec.extension("openapi", extension);
+        let plan = OperationPlan {
+            label: label.clone(),
+            method: method.clone(),
+            path: op.path.clone(),
+            base_url: base_url.clone(),
+            params: params.clone(),
+            body: body.clone(),
+            accept,
+            auth: auth::resolve(resolver, operation.get("security"), &options.auth),
+            headers: options
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            sse,
+            normalizer,
+        };
+        out.push(Mapped { spec, plan });
+    }
+    Ok(out)
+}
+
+/// The description of an operation: its summary and description.
+fn describe(operation: &Map<String, Value>) -> Option<String> {
     let summary = operation
         .get("summary")
         .and_then(Value::as_str)
@@ -482,72 +584,73 @@ fn map_operation(
         .filter(|s| !s.trim().is_empty());
     match (summary, description) {
         (Some(summary), Some(description)) if summary.trim() != description.trim() => {
-            spec = spec.description(format!("{}\n\n{}", summary.trim(), description.trim()));
+            Some(format!("{}\n\n{}", summary.trim(), description.trim()))
         }
-        (Some(text), _) | (None, Some(text)) => spec = spec.description(text.trim()),
-        (None, None) => {}
+        (Some(text), _) | (None, Some(text)) => Some(text.trim().to_owned()),
+        (None, None) => None,
     }
-    let mut extension = json!({"method": method_upper, "path": op.path, "pointer": op.pointer, "baseUrl": base_url});
-    if let Some(id) = operation.get("operationId") {
-        extension["operationId"] = id.clone();
-    }
-    if operation.get("deprecated") == Some(&Value::Bool(true)) {
-        extension["deprecated"] = Value::Bool(true);
-    }
-    spec = spec.extension("openapi", extension);
-
-    let plan = OperationPlan {
-        label,
-        method,
-        path: op.path.clone(),
-        base_url,
-        params,
-        body,
-        accept,
-        auth: auth::resolve(resolver, operation.get("security"), &options.auth),
-        headers: options
-            .headers
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-        sse,
-    };
-    Ok(Mapped { spec, plan })
 }
 
-/// Compiles a schema; a `pattern` the validator's regex engine rejects (ECMA-262 syntax
-/// that Rust regexes lack) is dropped with a warning instead of losing the operation.
-fn compilable(
-    mut schema: Value,
-    label: &str,
-    which: &str,
-) -> Result<Value, opkit::schema::SchemaError> {
-    for _ in 0..16 {
-        match CompiledSchema::compile(&schema) {
-            Ok(_) => return Ok(schema),
-            Err(error) => {
-                let Some((parent, keyword)) = error.path.rsplit_once('/') else {
-                    return Err(error);
-                };
-                let removable = keyword == "pattern"
-                    && schema.pointer(&error.path).is_some_and(Value::is_string);
-                match schema.pointer_mut(parent).and_then(Value::as_object_mut) {
-                    Some(map) if removable => {
-                        tracing::warn!(
-                            operation = label,
-                            schema = which,
-                            at = %error.path,
-                            %error,
-                            "dropping a `pattern` the validator cannot compile"
-                        );
-                        map.remove(keyword);
-                    }
-                    _ => return Err(error),
-                }
-            }
-        }
+/// Where an operation's output schema comes from, to build it again when it is needed.
+pub(crate) struct OutputSource {
+    pub doc: Arc<Document>,
+    pub response_pointer: String,
+    pub streaming: bool,
+}
+
+impl std::fmt::Debug for OutputSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not the whole document.
+        f.debug_struct("OutputSource")
+            .field("response_pointer", &self.response_pointer)
+            .field("streaming", &self.streaming)
+            .finish_non_exhaustive()
     }
-    CompiledSchema::compile(&schema).map(|_| schema)
+}
+
+impl OutputSource {
+    /// The output schema, built as the import built it (without warnings: the import gave
+    /// them); `None` when it is Unknown or cannot be built.
+    pub fn build(&self) -> Option<Value> {
+        let resolver = Resolver {
+            root: &self.doc.root,
+            version: self.doc.version,
+        };
+        let response = self.doc.root.pointer(&self.response_pointer)?;
+        let defs = Definitions::new(resolver, usize::MAX).quiet();
+        let mut bundle = SchemaBundle::new(&defs);
+        let (schema, _, _) = response_output(
+            &mut bundle,
+            response,
+            &self.response_pointer,
+            self.streaming,
+        )
+        .ok()?;
+        let schema = bundle.finish(schema).ok()?;
+        (!opkit::schema::is_unknown(&schema)).then_some(schema)
+    }
+}
+
+/// `true` when the success response offers `text/event-stream` and another media type:
+/// the operation is imported twice, as a call and as a subscription.
+fn offers_both_modes(resolver: Resolver<'_>, op: &Found<'_>) -> bool {
+    let Some(Value::Object(responses)) = op.operation.get("responses") else {
+        return false;
+    };
+    let Some(code) = success_response(responses) else {
+        return false;
+    };
+    let Ok((response, _, _)) = resolver.deref(&responses[code], &op.pointer) else {
+        return false;
+    };
+    let Some(Value::Object(content)) = response.get("content") else {
+        return false;
+    };
+    let sse = content
+        .keys()
+        .filter(|key| MediaType::parse(key).is_event_stream())
+        .count();
+    sse > 0 && content.len() > sse
 }
 
 /// A parameter object, its pointer and the reference's overrides.
@@ -595,7 +698,7 @@ fn collect_parameters<'a>(
 
 /// Maps one parameter: its plan (`None` when ignored), input schema and requiredness.
 fn map_parameter<'a>(
-    bundle: &mut SchemaBundle<'a>,
+    bundle: &mut SchemaBundle<'_, 'a>,
     param: &'a Value,
     pointer: &str,
     overrides: &Map<String, Value>,
@@ -735,16 +838,17 @@ fn success_response(responses: &Map<String, Value>) -> Option<&str> {
 
 /// Output schema, `Accept` header and SSE mode of a success response.
 fn response_output<'a>(
-    bundle: &mut SchemaBundle<'a>,
+    bundle: &mut SchemaBundle<'_, 'a>,
     response: &'a Value,
     pointer: &str,
+    streaming: bool,
 ) -> Result<(Value, Option<String>, Option<EventData>), MapError> {
     let Some(Value::Object(content)) = response.get("content") else {
         return Ok((Value::Bool(true), None, None));
     };
     let content_pointer = join_pointer(pointer, "content");
     let media = |key: &str| MediaType::parse(key);
-    if let Some(key) = content.keys().find(|key| media(key).is_event_stream()) {
+    if streaming && let Some(key) = content.keys().find(|key| media(key).is_event_stream()) {
         let entry = &content[key.as_str()];
         let entry_pointer = join_pointer(&content_pointer, key);
         let (schema, mode) = sse_item_schema(bundle, entry, &entry_pointer)?;
@@ -752,6 +856,7 @@ fn response_output<'a>(
     }
     let chosen = content
         .keys()
+        .filter(|key| !media(key).is_event_stream())
         .min_by_key(|key| {
             let m = media(key);
             let rank = if m.essence == "application/json" {
@@ -788,7 +893,7 @@ fn response_output<'a>(
 
 /// The schema of one SSE event's data, and how to read it.
 fn sse_item_schema<'a>(
-    bundle: &mut SchemaBundle<'a>,
+    bundle: &mut SchemaBundle<'_, 'a>,
     entry: &'a Value,
     pointer: &str,
 ) -> Result<(Value, EventData), MapError> {

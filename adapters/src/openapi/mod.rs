@@ -31,11 +31,13 @@
 //!   plus 3.2's `query` and `additionalOperations`): id `<namespace>.<name>`, the namespace
 //!   from [`OpenApiOptions`], the name from `operationId` or method + path (see
 //!   [naming](#names)). Kind: `SUBSCRIPTION` when the success response is
-//!   `text/event-stream`, `QUERY` for GET/HEAD/QUERY, `MUTATION` otherwise. Description:
+//!   `text/event-stream` (see *JSON or SSE* below when it offers more), `QUERY` for
+//!   GET/HEAD/QUERY, `MUTATION` otherwise. Description:
 //!   `summary` and `description`.
 //! * **Input schema**: an object of the path, query, header and cookie parameters (by name)
 //!   and `body`; **output schema**: the success response's JSON schema, self-contained
-//!   (every `$ref` resolved; recursive schemas through `$defs`) and in JSON Schema 2020-12
+//!   (a `$ref` at the top replaced by its target; every other `$ref` pointing into the
+//!   schema's own `$defs`, which holds exactly the definitions it reaches) and in JSON Schema 2020-12
 //!   (3.0 schemas are converted: `nullable`, boolean `exclusiveMinimum`/`exclusiveMaximum`,
 //!   `example`, `format: binary|byte`), or Unknown. Details in the source of `mapping`.
 //! * **Handlers** send the request with reqwest and return `http_envelope(data, status,
@@ -43,31 +45,45 @@
 //!   **anything else as a base64 string**; headers lower-cased with repeated values joined
 //!   by `", "`. A non-2xx status is `EXECUTION_ERROR` with `details: {status, headers,
 //!   contentType, body}`; a timeout is `TIMEOUT`; a connection failure `TRANSPORT_ERROR`.
-//! * **SSE** subscriptions yield one `http_envelope` per event, `contentType:
-//!   "text/event-stream"` (the `headers` snapshot keeps the response's full
-//!   `content-type`), data parsed as JSON when it is JSON. When the item schema declares
-//!   JSON (the 3.2 `itemSchema` with `contentSchema`, as FastAPI emits it), a frame whose
-//!   data does not parse is skipped with a warning; the data schema is the operation's
-//!   output schema, so the shared pipeline casts and validates each item. The event's
-//!   `event`/`id`/`retry` fields are not part of the envelope. The HTTP connection is
-//!   owned by the stream: dropping the stream closes it. There is no automatic
-//!   reconnection (it would replay non-idempotent requests); subscribe again instead. An
-//!   event larger than [`OpenApiOptions::max_sse_event_bytes`]
+//! * **SSE** subscriptions yield one [`http_event_envelope`](opkit::envelope::http_event_envelope)
+//!   per event, `contentType: "text/event-stream"` (the `headers` snapshot keeps the
+//!   response's full `content-type`), data parsed as JSON when it is JSON, and the event's
+//!   type, id and retry in the optional `meta.sse` (see [`opkit::envelope::SseEventMeta`]).
+//!   When the item schema declares JSON (the 3.2 `itemSchema` with `contentSchema`, as
+//!   FastAPI emits it), a frame whose data does not parse is skipped with a warning; the
+//!   data schema is the operation's output schema, so each item is cast and validated like a
+//!   reply. The HTTP connection is owned by the stream: dropping the stream closes it. **A
+//!   connection that drops** before the stream ends is resumed with `Last-Event-ID` after
+//!   the stream's `retry` delay, for idempotent methods only, at most
+//!   [`SseReconnect::max_attempts`] times in a row (see [`SseReconnect`]); a stream that
+//!   ends cleanly is over. An event larger than [`OpenApiOptions::max_sse_event_bytes`]
 //!   ([`DEFAULT_MAX_SSE_EVENT_BYTES`], 16 MiB) ends the stream with an `EXECUTION_ERROR`
 //!   naming the limit (`details: {"limit": "maxSseEventBytes", "max": <bytes>}`) and closes
 //!   the connection.
-//!
+//! * **JSON or SSE**: a success response that offers `text/event-stream` *and* another
+//!   media type (OpenAI's `createChatCompletion`: `application/json` or an event stream,
+//!   chosen by `stream` in the body) becomes two operations: `<name>` (a query or mutation
+//!   asking for the other media type) and `<name>_stream` (a subscription asking for
+//!   `text/event-stream`). Their `extensions.openapi` name each other (`stream` on the call,
+//!   `unary` on the subscription). The input is the same: a body flag such as `stream: true`
+//!   is the caller's to set.
+//! * **Replies** are cast to the output schema by the registry's pipeline; when that changes
+//!   a reply, a rate-limited `tracing::warn!` names the operation and the JSON pointers
+//!   dropped, replaced and invented. [`OpenApiOptions::normalization`] can instead validate
+//!   only, or leave replies alone (see [`Normalization`]).
+
 //! # Limits
 //!
 //! | bound | default | exceeding it |
 //! |---|---|---|
 //! | one SSE event ([`OpenApiOptions::max_sse_event_bytes`]) | 16 MiB | the subscription ends with `EXECUTION_ERROR` naming the limit |
-//! | a chain of Reference Objects (`$ref` to `$ref` ...) | 64 hops | the operation is skipped: "the reference chain is circular (or longer than 64 hops)" |
-//! | nesting of one schema while it is bundled | 256 levels | the operation is skipped: "the schema is nested too deeply" |
+//! | a chain of references (`$ref` to `$ref` ...) | cycles, and 10 000 hops | the operation is skipped: "the reference chain is circular ..." |
+//! | nesting of one schema (within one definition) while it is bundled | 256 levels | the operation is skipped: "the schema is nested too deeply" |
+//! | schema work of one import ([`OpenApiOptions::max_schema_nodes`]) | [`SCHEMA_BUDGET_FACTOR`] × the document's nodes, at least [`MIN_SCHEMA_BUDGET`] | [`OpenApiError::SchemaBudget`] |
 //! | nesting of a document given as text | 127 levels (JSON), 128 (YAML) | [`OpenApiError::Parse`] with the parser's "recursion limit exceeded" |
 //!
-//! Recursive schemas (a tree node referring to itself) are not limits: each lands once in
-//! the bundled schema's `$defs` and validates values of any depth. Response bodies are read
+//! Shared and recursive schemas are not copied: each lands once in the `$defs` of every
+//! operation schema that reaches it, and validates values of any depth. Response bodies are read
 //! whole (bounded by the request timeout, not by size).
 //!
 //! # Decisions
@@ -79,7 +95,8 @@
 //!   `style: cookie` are understood; other 3.2 additions are ignored like unknown keys.
 //!   `itemSchema` is honoured in 3.1 documents too, since FastAPI emits it there.
 //! * **YAML** is read with `serde_norway` (the maintained fork of `serde_yaml`;
-//!   `serde_yml` is deprecated and `yaml-rust2` has no serde bridge); JSON is detected by a
+//!   `serde_yml` is deprecated and `yaml-rust2` has no serde bridge) straight into JSON;
+//!   integers beyond 64 bits become floats, as JSON reads them. JSON is detected by a
 //!   leading `{`.
 //! * **References**: only local (`#/...`) references; an external file or URL, an anchor,
 //!   or a dangling pointer skips the operation that needs it (the skip names the pointer).
@@ -96,12 +113,17 @@
 //!   relative URL resolved against the document's URL (an error for a document read from a
 //!   string or file: set `base_url`).
 //! * **Skipping**: an operation that cannot be mapped (bad parameter, undeclared path
-//!   parameter, unresolvable `$ref`, a schema that does not compile, ...) is left out with a
-//!   `tracing::warn!` and listed in [`OpenApiImport::skipped`] with the pointer and reason;
-//!   nothing panics. One exception keeps operations alive: a `pattern` written in ECMA-262
-//!   syntax that the validator's regex engine rejects is dropped (with a warning) rather
-//!   than losing the operation; draft-04 boolean `exclusiveMinimum`/`exclusiveMaximum` in
-//!   3.1 documents (a `jsonSchemaDialect` of draft-04) are converted like 3.0's.
+//!   parameter, unresolvable `$ref`, ...) is left out with a `tracing::warn!` and listed in
+//!   [`OpenApiImport::skipped`] with the pointer and reason; nothing panics. Schema
+//!   keywords the validator cannot take degrade with a warning instead (a `pattern` in
+//!   ECMA-262 syntax the regex engine rejects, `$recursiveAnchor`/`$recursiveRef`, a name
+//!   listed twice in `required`: see the `sanitize` module); draft-04 boolean
+//!   `exclusiveMinimum`/`exclusiveMaximum` in 3.1 documents (a `jsonSchemaDialect` of
+//!   draft-04) are converted like 3.0's.
+//! * **Validators** are compiled once, by the registry, in
+//!   [`register_into`](OpenApiImport::register_into) (the import itself compiles none); a
+//!   schema the validator still refuses there makes that side of the operation Unknown,
+//!   with a warning.
 //!
 //! # Names
 //!
@@ -110,27 +132,37 @@
 //! `<method>_<path>` with `{param}` → `by_<param>` (`GET /pets/{petId}` →
 //! `get_pets_by_petId`). When names collide, operations in a deterministic order (paths
 //! sorted, then methods get, put, post, delete, options, head, patch, trace, query) keep the
-//! name for the first and add `_2`, `_3`, ... to the others.
+//! name for the first and add `_2`, `_3`, ... to the others. The subscription twin of an
+//! operation offering JSON or SSE is `<name>_stream`, and takes part in the collisions like
+//! any name (it comes just before its operation).
 
 mod auth;
 mod body;
+mod bundle;
 mod convert;
 mod document;
 mod error;
 mod mapping;
 mod naming;
+mod normalize;
 mod options;
 mod params;
 mod refs;
 mod request;
 mod response;
+mod sanitize;
 mod servers;
 mod sse;
+mod sse_stream;
+mod yaml;
 mod yaml_depth;
 
 pub use document::SpecVersion;
 pub use error::{OpenApiError, SkippedOperation};
-pub use options::{Credential, OpenApiAuth, OpenApiOptions};
+pub use normalize::Normalization;
+pub use options::{
+    Credential, MIN_SCHEMA_BUDGET, OpenApiAuth, OpenApiOptions, SCHEMA_BUDGET_FACTOR, SseReconnect,
+};
 pub use sse::{DEFAULT_MAX_SSE_EVENT_BYTES, SseError, SseEvent, SseParser};
 
 use opkit::{Handler, OperationRegistry, OperationSpec, RegistryError};
@@ -184,15 +216,53 @@ impl OpenApiImport {
 
     /// Registers every operation; stops at the first registry error (a duplicate id, most
     /// likely from importing the same namespace twice). Returns the registered ids.
+    ///
+    /// The registry compiles each validator once, here. A schema the validator still refuses
+    /// (the import already degrades the keywords it knows it cannot take) makes that side of
+    /// the operation Unknown, with a `tracing::warn!` naming the operation and the error,
+    /// rather than losing the operation.
     pub fn register_into(self, registry: &OperationRegistry) -> Result<Vec<String>, RegistryError> {
         let mut ids = Vec::with_capacity(self.operations.len());
         for op in self.operations {
             let id = op.spec.id();
-            registry.register(op.spec, op.handler)?;
+            register_degrading(registry, op.spec, op.handler)?;
             ids.push(id);
         }
         Ok(ids)
     }
+}
+
+/// Registers one operation; a side whose schema does not compile becomes Unknown.
+fn register_degrading(
+    registry: &OperationRegistry,
+    mut spec: OperationSpec,
+    handler: Handler,
+) -> Result<(), RegistryError> {
+    // Input, then output: at most one retry per side.
+    for _ in 0..3 {
+        let attempt = spec.clone();
+        match registry.register(attempt, handler.clone()) {
+            Err(RegistryError::InvalidSchema { id, which, error }) => {
+                tracing::warn!(
+                    operation = %id,
+                    schema = which,
+                    %error,
+                    "the imported {which} schema does not compile; the operation is registered with an Unknown {which} schema"
+                );
+                let schema = if which == "input" {
+                    &mut spec.input_schema
+                } else {
+                    &mut spec.output_schema
+                };
+                if *schema == serde_json::Value::Bool(true) {
+                    return Err(RegistryError::InvalidSchema { id, which, error });
+                }
+                *schema = serde_json::Value::Bool(true);
+            }
+            other => return other,
+        }
+    }
+    registry.register(spec, handler)
 }
 
 impl OpenApiImporter {
@@ -295,8 +365,13 @@ impl OpenApiImporter {
         location: Option<Url>,
     ) -> Result<OpenApiImport, OpenApiError> {
         self.check_options()?;
-        let doc = document::check(value, location)?;
-        let (mapped, skipped) = mapping::map_document(&doc, &self.options);
+        let doc = Arc::new(document::check(value, location)?);
+        let (mapped, skipped) = mapping::map_document(&doc, &self.options).map_err(
+            |mapping::Exceeded { limit, operations }| OpenApiError::SchemaBudget {
+                limit,
+                operations,
+            },
+        )?;
         for skip in &skipped {
             tracing::warn!(
                 method = %skip.method,
@@ -310,6 +385,7 @@ impl OpenApiImporter {
             client: self.client(),
             timeout: self.options.timeout,
             max_sse_event_bytes: self.options.max_sse_event_bytes,
+            sse_reconnect: self.options.sse_reconnect,
         });
         let operations = mapped
             .into_iter()

@@ -1,5 +1,7 @@
-//! Import options: namespace, base URL, credentials, timeout, extra headers, SSE event limit.
+//! Import options: namespace, base URL, credentials, timeout, extra headers, SSE event limit
+//! and resumption, schema budget, normalization of replies.
 
+use super::normalize::Normalization;
 use super::sse::DEFAULT_MAX_SSE_EVENT_BYTES;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -40,6 +42,109 @@ pub struct OpenApiOptions {
     /// read ([`DEFAULT_MAX_SSE_EVENT_BYTES`], 16 MiB, unless set). A larger event ends the
     /// subscription with `EXECUTION_ERROR` naming the limit and closes the connection.
     pub max_sse_event_bytes: usize,
+    /// The schema budget of one import, in schema nodes built or copied into operation
+    /// schemas (see [`OpenApiError::SchemaBudget`](super::OpenApiError::SchemaBudget));
+    /// `None` (the default) is automatic: [`SCHEMA_BUDGET_FACTOR`] × the nodes of the
+    /// document, at least [`MIN_SCHEMA_BUDGET`].
+    pub max_schema_nodes: Option<usize>,
+    /// What happens to the API's replies: cast to the output schema with a warning when
+    /// that changes them (the default), validated only, or left alone (see [`Normalization`]).
+    pub normalization: Normalization,
+    /// How an SSE subscription whose connection drops is resumed (idempotent methods only;
+    /// see [`SseReconnect`]).
+    pub sse_reconnect: SseReconnect,
+}
+
+/// Resumption of SSE subscriptions whose connection drops, with `Last-Event-ID`, the way an
+/// `EventSource` resumes them. Only for idempotent methods (GET, HEAD, PUT, DELETE,
+/// OPTIONS, TRACE, QUERY): a POST is never sent twice.
+///
+/// ```
+/// use opkit_adapters::openapi::{OpenApiOptions, SseReconnect};
+/// use std::time::Duration;
+/// let options = OpenApiOptions::new("api")
+///     .sse_reconnect(SseReconnect::default().max_attempts(5).default_delay(Duration::from_secs(1)));
+/// assert_eq!(options.sse_reconnect.max_attempts, 5);
+/// let off = OpenApiOptions::new("api").sse_reconnect(SseReconnect::off());
+/// assert_eq!(off.sse_reconnect.max_attempts, 0);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SseReconnect {
+    /// Reconnection attempts in a row (without an event in between) before the stream ends
+    /// with the error; `0` turns resumption off. Default 3.
+    pub max_attempts: u32,
+    /// The delay before reconnecting when the stream set no `retry`. Default 3 s.
+    pub default_delay: Duration,
+    /// The longest delay honoured: a larger `retry` is cut to it. Default 30 s.
+    pub max_delay: Duration,
+}
+
+impl Default for SseReconnect {
+    fn default() -> Self {
+        Self {
+            max_attempts: 3,
+            default_delay: Duration::from_secs(3),
+            max_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+impl SseReconnect {
+    /// No resumption: a dropped connection ends the subscription with `TRANSPORT_ERROR`.
+    pub fn off() -> Self {
+        Self {
+            max_attempts: 0,
+            ..Self::default()
+        }
+    }
+
+    /// Sets the attempts in a row.
+    #[must_use]
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts;
+        self
+    }
+
+    /// Sets the delay used when the stream set no `retry`.
+    #[must_use]
+    pub fn default_delay(mut self, delay: Duration) -> Self {
+        self.default_delay = delay;
+        self
+    }
+
+    /// Sets the longest delay honoured.
+    #[must_use]
+    pub fn max_delay(mut self, delay: Duration) -> Self {
+        self.max_delay = delay;
+        self
+    }
+}
+
+/// The automatic schema budget allows this many times the document's own nodes.
+pub const SCHEMA_BUDGET_FACTOR: usize = 256;
+/// The automatic schema budget is at least this many nodes.
+pub const MIN_SCHEMA_BUDGET: usize = 2_000_000;
+
+/// The automatic schema budget of a document.
+pub(crate) fn automatic_schema_budget(root: &serde_json::Value) -> usize {
+    fn count(value: &serde_json::Value) -> usize {
+        // The document's depth is bounded by its parser (or by the caller for a `Value`).
+        let mut total = 0;
+        let mut stack = vec![value];
+        while let Some(value) = stack.pop() {
+            total += 1;
+            match value {
+                serde_json::Value::Array(items) => stack.extend(items),
+                serde_json::Value::Object(map) => stack.extend(map.values()),
+                _ => {}
+            }
+        }
+        total
+    }
+    count(root)
+        .saturating_mul(SCHEMA_BUDGET_FACTOR)
+        .max(MIN_SCHEMA_BUDGET)
 }
 
 impl OpenApiOptions {
@@ -55,6 +160,9 @@ impl OpenApiOptions {
             headers: BTreeMap::new(),
             client: None,
             max_sse_event_bytes: DEFAULT_MAX_SSE_EVENT_BYTES,
+            max_schema_nodes: None,
+            normalization: Normalization::default(),
+            sse_reconnect: SseReconnect::default(),
         }
     }
 
@@ -97,6 +205,28 @@ impl OpenApiOptions {
     #[must_use]
     pub fn max_sse_event_bytes(mut self, bytes: usize) -> Self {
         self.max_sse_event_bytes = bytes;
+        self
+    }
+
+    /// Sets the schema budget of an import, in schema nodes (see
+    /// [`max_schema_nodes`](Self::max_schema_nodes)).
+    #[must_use]
+    pub fn max_schema_nodes(mut self, nodes: usize) -> Self {
+        self.max_schema_nodes = Some(nodes);
+        self
+    }
+
+    /// Chooses what happens to the API's replies (see [`Normalization`]).
+    #[must_use]
+    pub fn normalization(mut self, normalization: Normalization) -> Self {
+        self.normalization = normalization;
+        self
+    }
+
+    /// Sets how dropped SSE subscriptions are resumed (see [`SseReconnect`]).
+    #[must_use]
+    pub fn sse_reconnect(mut self, reconnect: SseReconnect) -> Self {
+        self.sse_reconnect = reconnect;
         self
     }
 

@@ -14,6 +14,8 @@ use super::mapping::OperationPlan;
 use super::params::{self, Location};
 use super::response;
 use super::sse;
+use super::sse_stream;
+use futures::FutureExt;
 use futures::StreamExt;
 use opkit::{CallError, ErrorCode, Handler, OperationContext};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, COOKIE, HeaderMap, HeaderName, HeaderValue};
@@ -28,6 +30,8 @@ pub(crate) struct Shared {
     pub timeout: Option<Duration>,
     /// The largest SSE event a subscription accepts.
     pub max_sse_event_bytes: usize,
+    /// How dropped SSE subscriptions are resumed.
+    pub sse_reconnect: super::options::SseReconnect,
 }
 
 /// `TRANSPORT_ERROR` (or `TIMEOUT`) for a reqwest failure.
@@ -200,9 +204,59 @@ pub(crate) fn unary(plan: Arc<OperationPlan>, shared: Arc<Shared>) -> Handler {
                 .send()
                 .await
                 .map_err(|error| transport_error(&plan.label, &error))?;
-            response::into_result(response, &plan.label).await
+            response::into_result(response, &plan.label, Some(&plan.normalizer)).await
         }
     })
+}
+
+/// Sends the request of a subscription (with `Last-Event-ID` when resuming) and checks that
+/// the answer is a 2xx event stream.
+async fn open_event_stream(
+    plan: Arc<OperationPlan>,
+    shared: Arc<Shared>,
+    input: Arc<Value>,
+    last_event_id: Option<String>,
+    timeout: Option<Duration>,
+) -> Result<reqwest::Response, CallError> {
+    let mut request = build(&plan, &shared, &input)?;
+    if let Some(id) = &last_event_id {
+        request = request.header("last-event-id", id);
+    }
+    let sending = request.send();
+    let response = match timeout {
+        Some(limit) => tokio::time::timeout(limit, sending).await.map_err(|_| {
+            CallError::timeout(format!("{} did not answer within {limit:?}", plan.label))
+        })?,
+        None => sending.await,
+    }
+    .map_err(|error| transport_error(&plan.label, &error))?;
+    if !response.status().is_success() {
+        let error = response::into_result(response, &plan.label, None).await;
+        return Err(error
+            .err()
+            .unwrap_or_else(|| CallError::execution("unreachable")));
+    }
+    let content_type = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+        .unwrap_or_default();
+    if !sse::is_event_stream(&content_type) {
+        return Err(CallError::execution(format!(
+            "{} answered with Content-Type {content_type:?}, not text/event-stream",
+            plan.label
+        ))
+        .with_details(json!({"status": response.status().as_u16(), "contentType": content_type})));
+    }
+    Ok(response)
+}
+
+/// Methods whose request may be sent again: a dropped stream of theirs is resumed.
+fn idempotent(method: &reqwest::Method) -> bool {
+    matches!(
+        method.as_str(),
+        "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS" | "TRACE" | "QUERY"
+    )
 }
 
 /// A handler for an SSE subscription.
@@ -211,43 +265,31 @@ pub(crate) fn stream(plan: Arc<OperationPlan>, shared: Arc<Shared>) -> Handler {
         let plan = plan.clone();
         let shared = shared.clone();
         let timeout = effective_timeout(&shared, &ctx);
+        let input = Arc::new(input);
         futures::stream::once(async move {
-            let request = build(&plan, &shared, &input)?;
-            let sending = request.send();
-            let response = match timeout {
-                Some(limit) => tokio::time::timeout(limit, sending).await.map_err(|_| {
-                    CallError::timeout(format!("{} did not answer within {limit:?}", plan.label))
-                })?,
-                None => sending.await,
-            }
-            .map_err(|error| transport_error(&plan.label, &error))?;
-            if !response.status().is_success() {
-                let error = response::into_result(response, &plan.label).await;
-                return Err(error
-                    .err()
-                    .unwrap_or_else(|| CallError::execution("unreachable")));
-            }
-            let content_type = response
-                .headers()
-                .get(CONTENT_TYPE)
-                .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
-                .unwrap_or_default();
-            if !sse::is_event_stream(&content_type) {
-                return Err(CallError::execution(format!(
-                    "{} answered with Content-Type {content_type:?}, not text/event-stream",
-                    plan.label
-                ))
-                .with_details(
-                    json!({"status": response.status().as_u16(), "contentType": content_type}),
-                ));
-            }
+            let response =
+                open_event_stream(plan.clone(), shared.clone(), input.clone(), None, timeout)
+                    .await?;
+            let resume =
+                (idempotent(&plan.method) && shared.sse_reconnect.max_attempts > 0).then(|| {
+                    let policy = shared.sse_reconnect;
+                    let (plan, shared) = (plan.clone(), shared.clone());
+                    let reopen: sse_stream::Reopen = Arc::new(move |last_event_id| {
+                        // Each attempt waits for the headers at most as long as the options say.
+                        open_event_stream(
+                            plan.clone(),
+                            shared.clone(),
+                            input.clone(),
+                            last_event_id,
+                            shared.timeout,
+                        )
+                        .boxed()
+                    });
+                    sse_stream::Resume { reopen, policy }
+                });
             let mode = plan.sse.unwrap_or(sse::EventData::Sniff);
-            Ok(sse::envelopes(
-                response,
-                mode,
-                plan.label.clone(),
-                shared.max_sse_event_bytes,
-            ))
+            let max = shared.max_sse_event_bytes;
+            Ok(sse_stream::envelopes(response, mode, plan, max, resume))
         })
         .flat_map(|opened| match opened {
             Ok(events) => events.boxed(),

@@ -136,6 +136,7 @@ fn decode_text(bytes: &[u8], media: &MediaType) -> String {
 pub(crate) async fn into_result(
     response: reqwest::Response,
     label: &str,
+    normalizer: Option<&super::normalize::Normalizer>,
 ) -> Result<Value, CallError> {
     let status = response.status();
     let headers = headers_snapshot(response.headers());
@@ -148,6 +149,10 @@ pub(crate) async fn into_result(
     if !status.is_success() {
         return Err(status_error(label, status, headers, &content_type, data));
     }
+    let data = match normalizer {
+        Some(normalizer) => normalizer.apply(data),
+        None => data,
+    };
     let envelope = http_envelope(data, status.as_u16(), headers, content_type);
     serde_json::to_value(envelope).map_err(|error| CallError::execution(error.to_string()))
 }

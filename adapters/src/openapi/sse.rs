@@ -32,14 +32,12 @@
 //! of that event is skipped without being stored, and parsing goes on with the next one. The
 //! subscription stream of the importer ends with an `EXECUTION_ERROR` naming the limit and
 //! closes the connection (see [`OpenApiOptions::max_sse_event_bytes`](super::OpenApiOptions)).
+//!
+//! The subscription stream built on this parser (envelopes, resumption) is in
+//! [`super::sse_stream`].
 
 use super::response::MediaType;
-use bytes::Bytes;
-use futures::{Stream, StreamExt};
-use opkit::CallError;
-use opkit::envelope::http_envelope;
-use serde_json::{Value, json};
-use std::collections::{BTreeMap, VecDeque};
+use serde_json::Value;
 
 /// The default limit on one SSE event (its data plus the line being read): 16 MiB.
 pub const DEFAULT_MAX_SSE_EVENT_BYTES: usize = 16 * 1024 * 1024;
@@ -148,6 +146,15 @@ impl SseParser {
     /// The last event id (what a reconnect would send as `Last-Event-ID`).
     pub fn last_event_id(&self) -> &str {
         &self.last_id
+    }
+
+    /// A parser for the stream of a reconnection: a new stream (its BOM and lines start
+    /// over) that keeps the last event id, the retry delay and the limit.
+    pub fn reconnected(&self) -> Self {
+        let mut parser = Self::with_max_event_bytes(self.max_event_bytes);
+        parser.last_id = self.last_id.clone();
+        parser.retry = self.retry;
+        parser
     }
 
     /// Parses a chunk; returns the events it completes, in order, with an
@@ -301,87 +308,6 @@ pub(crate) fn event_data(event: &SseEvent, mode: EventData, label: &str) -> Opti
             }
         },
     }
-}
-
-/// The subscription stream of an SSE response: one `http_envelope` (as JSON) per event.
-///
-/// The response is owned by the stream: dropping the stream closes the connection. An event
-/// larger than `max_event_bytes` ends the stream with [`too_large`] and closes the connection.
-pub(crate) fn envelopes(
-    response: reqwest::Response,
-    mode: EventData,
-    label: String,
-    max_event_bytes: usize,
-) -> impl Stream<Item = Result<Value, CallError>> + Send + 'static {
-    let status = response.status().as_u16();
-    let headers: BTreeMap<String, String> = super::response::headers_snapshot(response.headers());
-    let body = response.bytes_stream().boxed();
-    struct State {
-        body: futures::stream::BoxStream<'static, reqwest::Result<Bytes>>,
-        parser: SseParser,
-        queue: VecDeque<Result<SseEvent, SseError>>,
-        done: bool,
-    }
-    let state = State {
-        body,
-        parser: SseParser::with_max_event_bytes(max_event_bytes),
-        queue: VecDeque::new(),
-        done: false,
-    };
-    futures::stream::unfold(state, move |mut state| {
-        let headers = headers.clone();
-        let label = label.clone();
-        async move {
-            loop {
-                while let Some(event) = state.queue.pop_front() {
-                    let event = match event {
-                        Ok(event) => event,
-                        Err(error) => {
-                            // Stop reading: drop what is queued and close the connection.
-                            state.done = true;
-                            state.queue.clear();
-                            state.body = futures::stream::empty().boxed();
-                            return Some((Err(too_large(&label, &error)), state));
-                        }
-                    };
-                    if let Some(data) = event_data(&event, mode, &label) {
-                        let envelope =
-                            http_envelope(data, status, headers.clone(), "text/event-stream");
-                        let value = serde_json::to_value(envelope)
-                            .map_err(|error| CallError::execution(error.to_string()));
-                        return Some((value, state));
-                    }
-                }
-                if state.done {
-                    return None;
-                }
-                match state.body.next().await {
-                    Some(Ok(chunk)) => {
-                        let events = state.parser.feed(&chunk);
-                        state.queue.extend(events);
-                    }
-                    Some(Err(error)) => {
-                        state.done = true;
-                        state.parser.finish();
-                        return Some((Err(super::request::transport_error(&label, &error)), state));
-                    }
-                    None => {
-                        state.done = true;
-                        state.parser.finish();
-                    }
-                }
-            }
-        }
-    })
-}
-
-/// `EXECUTION_ERROR` for an event past the limit: the stream ends with it.
-fn too_large(label: &str, error: &SseError) -> CallError {
-    let SseError::EventTooLarge { limit } = error;
-    CallError::execution(format!(
-        "{label} sent {error}; the stream was closed (raise OpenApiOptions::max_sse_event_bytes to accept larger events)"
-    ))
-    .with_details(json!({"limit": "maxSseEventBytes", "max": limit}))
 }
 
 /// `true` when a `Content-Type` is `text/event-stream` (parameters and case ignored).
@@ -565,6 +491,22 @@ mod tests {
             [Err(SseError::EventTooLarge {
                 limit: DEFAULT_MAX_SSE_EVENT_BYTES
             })]
+        );
+    }
+
+    #[test]
+    fn a_reconnected_parser_keeps_the_id_and_retry_only() {
+        let mut parser = SseParser::with_max_event_bytes(100);
+        parser.feed(b"retry: 40\nid: 9\ndata: a\n\nevent: e\ndata: partial");
+        let mut next = parser.reconnected();
+        assert_eq!(next.last_event_id(), "9");
+        assert_eq!(next.retry(), Some(40));
+        assert_eq!(next.max_event_bytes(), 100);
+        let events = next.feed(b"\xEF\xBB\xBFdata: b\n\n");
+        let event = events[0].as_ref().unwrap();
+        assert_eq!(
+            (event.event.as_str(), event.data.as_str(), event.id.as_str()),
+            ("message", "b", "9")
         );
     }
 

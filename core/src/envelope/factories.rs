@@ -1,6 +1,6 @@
 //! The envelope factories: adapters and the pipeline build envelopes only through these.
 
-use super::{HttpMeta, LocalMeta, McpMeta, ResponseEnvelope, ResponseMeta};
+use super::{HttpMeta, LocalMeta, McpMeta, ResponseEnvelope, ResponseMeta, SseEventMeta};
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -43,6 +43,43 @@ pub fn http_envelope<T>(
             status_code,
             headers,
             content_type: content_type.into(),
+            sse: None,
+        }),
+    }
+}
+
+/// Wraps the data of one Server-Sent Events event of an HTTP response: an
+/// [`http_envelope`] whose meta also carries the event's type, id and retry.
+///
+/// The `sse` part is optional on the wire: an envelope without it is still an HTTP envelope,
+/// and a peer that does not know it ignores it.
+///
+/// ```
+/// use opkit::envelope::{SseEventMeta, http_event_envelope, is_response_envelope};
+/// use serde_json::json;
+/// let sse = SseEventMeta { event: "tick".into(), id: Some("7".into()), retry: Some(1000) };
+/// let envelope = http_event_envelope(json!({"n": 1}), 200, Default::default(), "text/event-stream", sse);
+/// let wire = serde_json::to_value(&envelope).unwrap();
+/// assert_eq!(wire["meta"]["sse"], json!({"event": "tick", "id": "7", "retry": 1000}));
+/// assert!(is_response_envelope(&wire));
+/// // Without it, the wire is the plain HTTP meta.
+/// let plain = json!({"data": 1, "meta": {"source": "http", "statusCode": 200, "headers": {}, "contentType": ""}});
+/// assert!(is_response_envelope(&plain));
+/// ```
+pub fn http_event_envelope<T>(
+    data: T,
+    status_code: u16,
+    headers: BTreeMap<String, String>,
+    content_type: impl Into<String>,
+    sse: SseEventMeta,
+) -> ResponseEnvelope<T> {
+    ResponseEnvelope {
+        data,
+        meta: ResponseMeta::Http(HttpMeta {
+            status_code,
+            headers,
+            content_type: content_type.into(),
+            sse: Some(sse),
         }),
     }
 }

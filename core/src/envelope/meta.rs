@@ -51,6 +51,26 @@ pub struct HttpMeta {
     pub headers: BTreeMap<String, String>,
     /// The response's `Content-Type` (with its parameters), `""` when the response had none.
     pub content_type: String,
+    /// For one event of a Server-Sent Events stream: its type, id and retry. Absent
+    /// otherwise, and omitted from the wire when absent, so peers that do not know it read
+    /// the envelope as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sse: Option<SseEventMeta>,
+}
+
+/// The Server-Sent Events fields of one event, as an `EventSource` exposes them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SseEventMeta {
+    /// The event type (`message` when the stream named none).
+    pub event: String,
+    /// The last event id when the event was dispatched (sticky across events; absent when
+    /// the stream set none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The reconnection time the stream set last, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<u64>,
 }
 
 /// Meta of an MCP tool result.
