@@ -32,7 +32,7 @@ const BLOCK_STARTED: &str = "kill-test:block-started";
 
 /// Operations that record their executions in Redis:
 /// - `test.work` `{n}` → `n` after 10 ms (`HINCRBY executions n 1`, `HINCRBY by-replica <name> 1`)
-/// - `test.block` → never answers (`INCR block-started`)
+/// - `test.block` → never answers (`INCR block-started`); a mutation: never redelivered
 async fn recording_registry(url: &str, name: &str) -> OperationRegistry {
     let conn = redis::Client::open(url)
         .unwrap()
@@ -64,7 +64,7 @@ async fn recording_registry(url: &str, name: &str) -> OperationRegistry {
         .unwrap();
     registry
         .register(
-            OperationSpec::new("test", "block", OperationKind::Query),
+            OperationSpec::new("test", "block", OperationKind::Mutation),
             Handler::unary(move |_input, _ctx| {
                 let mut conn = conn.clone();
                 async move {

@@ -119,14 +119,17 @@
 //! reader's. Like the protocol's deadlines, this assumes clocks that agree to well within a
 //! second.
 
+mod claim;
+mod conn;
 mod reader;
+mod shard;
 
 use bytes::Bytes;
+use conn::{Backend, Conn};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use opkit::protocol::{PubSub, Receipt, Subscription, TransportError};
-use redis_crate::aio::MultiplexedConnection;
-use redis_crate::{AsyncConnectionConfig, Client, RedisError, Script};
+use redis_crate::{Client, RedisError, Script};
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
@@ -279,14 +282,21 @@ impl RedisOptions {
     }
 }
 
-/// `PUBLISH` to the channel, then `XADD` to the stream when the topic has a live group member.
-/// Returns the number of receivers: channel subscribers + groups with a live member.
+/// `PUBLISH` (`SPUBLISH` on a cluster) to the channel, then `XADD` to the stream when the topic
+/// has a live group member. Returns the number of receivers: channel subscribers + groups with
+/// a live member.
 ///
-/// KEYS: stream, members. ARGV: channel, payload, retention ms.
-static PUBLISH_SCRIPT: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-local receivers = redis.call('PUBLISH', ARGV[1], ARGV[2])
+/// KEYS: stream, members, channel (declared so that a cluster checks its slot too).
+/// ARGV: payload, retention ms.
+static PUBLISH_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&PUBLISH_SOURCE.replace("PUBLISH_COMMAND", "PUBLISH")));
+
+/// [`PUBLISH_SCRIPT`] with sharded pub/sub, for a cluster.
+static SPUBLISH_SCRIPT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&PUBLISH_SOURCE.replace("PUBLISH_COMMAND", "SPUBLISH")));
+
+const PUBLISH_SOURCE: &str = r"
+local receivers = redis.call('PUBLISH_COMMAND', KEYS[3], ARGV[1])
 if redis.call('EXISTS', KEYS[2]) == 1 then
   local t = redis.call('TIME')
   local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -306,16 +316,14 @@ if redis.call('EXISTS', KEYS[2]) == 1 then
         end
       end
     end
-    local minid = now - ARGV[3]
+    local minid = now - ARGV[2]
     if minid < 0 then minid = 0 end
-    redis.call('XADD', KEYS[1], 'MINID', '~', minid, '*', 'p', ARGV[2])
+    redis.call('XADD', KEYS[1], 'MINID', '~', minid, '*', 'p', ARGV[1])
     receivers = receivers + count
   end
 end
 return receivers
-",
-    )
-});
+";
 
 /// Creates the group if needed (at `$`: it receives what is added from now on), prunes expired
 /// leases and takes or renews a member's lease; keeps the stream and the members set from
@@ -365,19 +373,21 @@ pub struct RedisPubSub {
 }
 
 struct Inner {
-    client: Client,
+    backend: Backend,
     options: RedisOptions,
     /// This instance's random id: the prefix of its consumers' names.
     instance: String,
     next_consumer: AtomicU64,
     /// The multiplexed connection for publishing and housekeeping; `None` until connected or
     /// after it failed.
-    command: Mutex<Option<MultiplexedConnection>>,
+    command: Mutex<Option<Conn>>,
     /// Serializes reconnections of the command connection.
     connecting: tokio::sync::Mutex<()>,
     /// When each request topic this instance published on last reached a replica; pruned of
     /// entries older than the rejoin grace whenever it grows past [`SERVED_PRUNE_AT`].
     served: Mutex<HashMap<String, Instant>>,
+    /// The sharded pub/sub connection and its subscribers (cluster only).
+    shards: shard::Shards,
 }
 
 /// How many served topics are remembered before the stale ones are pruned.
@@ -421,22 +431,65 @@ struct TopicKeys {
 impl RedisPubSub {
     /// Connects to the Redis server at `url` (for example `redis://127.0.0.1:6379/`) with the
     /// default [`RedisOptions`]; fails when the server does not answer `PING`.
+    ///
+    /// A URL `redis+cluster://host:port,host:port/` connects to the Redis Cluster those nodes
+    /// belong to instead, as [`connect_cluster`](Self::connect_cluster) does.
     pub async fn connect(url: &str) -> Result<Self, TransportError> {
         Self::connect_with(url, RedisOptions::default()).await
     }
 
     /// [`connect`](Self::connect) with settings.
     pub async fn connect_with(url: &str, options: RedisOptions) -> Result<Self, TransportError> {
+        if let Some(nodes) = cluster_nodes(url)? {
+            return Self::connect_cluster_with(&nodes, options).await;
+        }
         let client = Client::open(url).map_err(|error| transport_error("invalid URL", error))?;
+        Self::start(Backend::Single(client), options).await
+    }
+
+    /// Connects to a Redis Cluster (Redis 7 or later: replies and aborts use sharded pub/sub)
+    /// through any of its `nodes` (`redis://host:port` URLs; the others are discovered) with
+    /// the default [`RedisOptions`]; fails when the cluster does not answer `PING`. The keys
+    /// are hash-tagged by topic, so each topic lives on one shard and topics spread over the
+    /// shards (see the layout in the [module docs](self)).
+    pub async fn connect_cluster<S: AsRef<str>>(nodes: &[S]) -> Result<Self, TransportError> {
+        Self::connect_cluster_with(nodes, RedisOptions::default()).await
+    }
+
+    /// [`connect_cluster`](Self::connect_cluster) with settings. The prefix must not contain
+    /// `{` or `}` (it would change the keys' hash tags).
+    pub async fn connect_cluster_with<S: AsRef<str>>(
+        nodes: &[S],
+        options: RedisOptions,
+    ) -> Result<Self, TransportError> {
+        if options.prefix.contains(['{', '}']) {
+            return Err(TransportError::new(format!(
+                "redis: the prefix `{}` contains `{{` or `}}`, which would break the keys' cluster hash tags",
+                options.prefix
+            )));
+        }
+        let nodes: Vec<String> = nodes.iter().map(|node| node.as_ref().to_owned()).collect();
+        if nodes.is_empty() {
+            return Err(TransportError::new(
+                "redis: a cluster needs at least one node URL",
+            ));
+        }
+        let backend =
+            Backend::cluster(&nodes).map_err(|error| transport_error("invalid cluster", error))?;
+        Self::start(backend, options).await
+    }
+
+    async fn start(backend: Backend, options: RedisOptions) -> Result<Self, TransportError> {
         let pubsub = Self {
             inner: Arc::new(Inner {
-                client,
+                backend,
                 options,
                 instance: opkit::protocol::topics::new_caller_id(),
                 next_consumer: AtomicU64::new(1),
                 command: Mutex::new(None),
                 connecting: tokio::sync::Mutex::new(()),
                 served: Mutex::new(HashMap::new()),
+                shards: shard::Shards::default(),
             }),
         };
         pubsub
@@ -446,6 +499,11 @@ impl RedisPubSub {
             })
             .await?;
         Ok(pubsub)
+    }
+
+    /// Whether this transport is on a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        self.inner.backend.is_cluster()
     }
 
     /// This instance's random id (the prefix of the consumer names of its group subscriptions).
@@ -458,48 +516,82 @@ impl RedisPubSub {
         &self.inner.options
     }
 
-    /// The pub/sub channel of `topic`.
+    /// The pub/sub channel of `topic` (a sharded channel on a cluster).
     pub fn channel_name(&self, topic: &str) -> String {
-        self.inner.keys(topic).channel
+        self.inner.names(topic).channel
     }
 
     /// The key of the stream that carries `topic` to its groups.
     pub fn stream_key(&self, topic: &str) -> String {
-        self.inner.keys(topic).stream
+        self.inner.names(topic).stream
     }
 
     /// The key of the sorted set of `topic`'s live group members.
     pub fn members_key(&self, topic: &str) -> String {
-        self.inner.keys(topic).members
+        self.inner.names(topic).members
     }
 }
 
+/// The node URLs of a `redis+cluster://host:port,host:port/` URL; `None` for other URLs.
+fn cluster_nodes(url: &str) -> Result<Option<Vec<String>>, TransportError> {
+    let Some(rest) = url.strip_prefix("redis+cluster://") else {
+        return Ok(None);
+    };
+    let (hosts, tail) = rest.split_once('/').unwrap_or((rest, ""));
+    let (credentials, hosts) = match hosts.rsplit_once('@') {
+        Some((credentials, hosts)) => (format!("{credentials}@"), hosts),
+        None => (String::new(), hosts),
+    };
+    let nodes: Vec<String> = hosts
+        .split(',')
+        .filter(|host| !host.is_empty())
+        .map(|host| format!("redis://{credentials}{host}/{tail}"))
+        .collect();
+    if nodes.is_empty() {
+        return Err(TransportError::new(format!(
+            "redis: invalid URL: `{url}` names no cluster node (redis+cluster://host:port,host:port/)"
+        )));
+    }
+    Ok(Some(nodes))
+}
+
 impl Inner {
-    fn keys(&self, topic: &str) -> TopicKeys {
+    /// The names of `topic`; on a cluster, hash-tagged by the topic (`{T}`), so that the three
+    /// names share one hash slot.
+    fn names(&self, topic: &str) -> TopicKeys {
         let prefix = &self.options.prefix;
-        TopicKeys {
-            channel: format!("{prefix}{topic}"),
-            stream: format!("{prefix}stream:{topic}"),
-            members: format!("{prefix}members:{topic}"),
+        if self.backend.is_cluster() {
+            TopicKeys {
+                channel: format!("{prefix}{{{topic}}}"),
+                stream: format!("{prefix}stream:{{{topic}}}"),
+                members: format!("{prefix}members:{{{topic}}}"),
+            }
+        } else {
+            TopicKeys {
+                channel: format!("{prefix}{topic}"),
+                stream: format!("{prefix}stream:{topic}"),
+                members: format!("{prefix}members:{topic}"),
+            }
         }
     }
 
-    fn connection_config(&self, response_timeout: Option<Duration>) -> AsyncConnectionConfig {
-        AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(self.options.connect_timeout))
-            .set_response_timeout(response_timeout)
+    /// [`names`](Self::names), refusing on a cluster a topic that cannot be a hash tag (empty,
+    /// or starting with `}`: its names would hash to different slots).
+    fn keys(&self, topic: &str) -> Result<TopicKeys, TransportError> {
+        if self.backend.is_cluster() && (topic.is_empty() || topic.starts_with('}')) {
+            return Err(TransportError::new(format!(
+                "redis: the topic `{topic}` cannot be a cluster hash tag (it is empty or starts with `}}`)"
+            )));
+        }
+        Ok(self.names(topic))
     }
 
-    /// A new multiplexed connection (bounded by the connect timeout).
-    async fn connect(
-        &self,
-        response_timeout: Option<Duration>,
-    ) -> Result<MultiplexedConnection, RedisError> {
-        let config = self.connection_config(response_timeout);
+    /// A new connection (bounded by the connect timeout).
+    async fn connect(&self, response_timeout: Duration) -> Result<Conn, RedisError> {
         match tokio::time::timeout(
             self.options.connect_timeout * 2,
-            self.client
-                .get_multiplexed_async_connection_with_config(&config),
+            self.backend
+                .connect(self.options.connect_timeout, response_timeout),
         )
         .await
         {
@@ -512,7 +604,7 @@ impl Inner {
     }
 
     /// The command connection, connecting if there is none.
-    async fn command_connection(&self) -> Result<MultiplexedConnection, RedisError> {
+    async fn command_connection(&self) -> Result<Conn, RedisError> {
         if let Some(conn) = self.lock_command().clone() {
             return Ok(conn);
         }
@@ -520,12 +612,12 @@ impl Inner {
         if let Some(conn) = self.lock_command().clone() {
             return Ok(conn);
         }
-        let conn = self.connect(Some(self.options.command_timeout)).await?;
+        let conn = self.connect(self.options.command_timeout).await?;
         *self.lock_command() = Some(conn.clone());
         Ok(conn)
     }
 
-    fn lock_command(&self) -> std::sync::MutexGuard<'_, Option<MultiplexedConnection>> {
+    fn lock_command(&self) -> std::sync::MutexGuard<'_, Option<Conn>> {
         self.command.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -533,7 +625,7 @@ impl Inner {
     /// next command reconnects. Never retries: a failure is reported at once.
     async fn command<T, F, Fut>(&self, what: &str, f: F) -> Result<T, TransportError>
     where
-        F: FnOnce(MultiplexedConnection) -> Fut,
+        F: FnOnce(Conn) -> Fut,
         Fut: Future<Output = Result<T, RedisError>>,
     {
         let bound = self.options.connect_timeout * 2 + self.options.command_timeout;
@@ -559,7 +651,7 @@ impl Inner {
     /// Takes or renews a group member's lease on `conn` (creating the group if needed).
     async fn join(
         &self,
-        conn: &mut MultiplexedConnection,
+        conn: &mut Conn,
         keys: &TopicKeys,
         group: &str,
         member: &str,
@@ -596,14 +688,19 @@ impl Inner {
     }
 
     async fn publish(&self, topic: &str, payload: Bytes) -> Result<Receipt, TransportError> {
-        let keys = self.keys(topic);
+        let keys = self.keys(topic)?;
         let retention = millis(self.options.retention);
+        let script = if self.backend.is_cluster() {
+            &*SPUBLISH_SCRIPT
+        } else {
+            &*PUBLISH_SCRIPT
+        };
         let receivers: i64 = self
             .command("publishing", |mut conn| async move {
-                PUBLISH_SCRIPT
+                script
                     .key(&keys.stream)
                     .key(&keys.members)
-                    .arg(&keys.channel)
+                    .key(&keys.channel)
                     .arg(payload.as_ref())
                     .arg(retention)
                     .invoke_async(&mut conn)
@@ -661,7 +758,11 @@ impl PubSub for RedisPubSub {
         &'a self,
         topic: &'a str,
     ) -> BoxFuture<'a, Result<Subscription, TransportError>> {
-        reader::subscribe(self.inner.clone(), topic.to_owned()).boxed()
+        if self.inner.backend.is_cluster() {
+            shard::subscribe(self.inner.clone(), topic.to_owned()).boxed()
+        } else {
+            reader::subscribe(self.inner.clone(), topic.to_owned()).boxed()
+        }
     }
 
     fn subscribe_group<'a>(
@@ -669,6 +770,26 @@ impl PubSub for RedisPubSub {
         topic: &'a str,
         group: &'a str,
     ) -> BoxFuture<'a, Result<Subscription, TransportError>> {
-        reader::subscribe_group(self.inner.clone(), topic.to_owned(), group.to_owned()).boxed()
+        reader::subscribe_group(
+            self.inner.clone(),
+            topic,
+            group,
+            reader::Delivery::AtMostOnce,
+        )
+        .boxed()
+    }
+
+    fn subscribe_group_idempotent<'a>(
+        &'a self,
+        topic: &'a str,
+        group: &'a str,
+    ) -> BoxFuture<'a, Result<Subscription, TransportError>> {
+        reader::subscribe_group(
+            self.inner.clone(),
+            topic,
+            group,
+            reader::Delivery::Redeliver,
+        )
+        .boxed()
     }
 }
