@@ -388,6 +388,8 @@ struct Inner {
     served: Mutex<HashMap<String, Instant>>,
     /// The sharded pub/sub connection and its subscribers (cluster only).
     shards: shard::Shards,
+    /// The held requests of this instance's redelivering readers that it answered.
+    answers: claim::Answers,
 }
 
 /// How many served topics are remembered before the stale ones are pruned.
@@ -490,6 +492,7 @@ impl RedisPubSub {
                 connecting: tokio::sync::Mutex::new(()),
                 served: Mutex::new(HashMap::new()),
                 shards: shard::Shards::default(),
+                answers: claim::Answers::default(),
             }),
         };
         pubsub
@@ -695,6 +698,7 @@ impl Inner {
         } else {
             &*PUBLISH_SCRIPT
         };
+        let published = payload.clone();
         let receivers: i64 = self
             .command("publishing", |mut conn| async move {
                 script
@@ -708,6 +712,7 @@ impl Inner {
             })
             .await?;
         let receivers = usize::try_from(receivers).unwrap_or(0);
+        self.answers.note_published(topic, &published);
         self.note_served(topic, receivers)?;
         Ok(Receipt::delivered(receivers))
     }
