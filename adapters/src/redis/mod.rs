@@ -404,13 +404,16 @@ impl fmt::Debug for RedisPubSub {
     }
 }
 
-/// Whether an error means the connection is unusable (and a new one must be made).
+/// Whether an error means the connection is unusable (and a new one must be made). On a
+/// cluster that includes a redirection or `CLUSTERDOWN` left after the client's own retries:
+/// a new connection starts from a fresh slot map.
 fn is_connection_error(error: &RedisError) -> bool {
     error.is_io_error()
         || error.is_connection_dropped()
         || error.is_connection_refusal()
         || error.is_timeout()
         || error.is_unrecoverable_error()
+        || error.is_cluster_error()
 }
 
 fn transport_error(what: &str, error: impl fmt::Display) -> TransportError {

@@ -26,14 +26,14 @@ pub(super) fn subscription(mut receiver: mpsc::UnboundedReceiver<Bytes>) -> Subs
 }
 
 /// Doubles a backoff up to its maximum.
-pub(super) struct Backoff {
+struct Backoff {
     next: Duration,
     min: Duration,
     max: Duration,
 }
 
 impl Backoff {
-    pub(super) fn new(inner: &Inner) -> Self {
+    fn new(inner: &Inner) -> Self {
         Self {
             next: inner.options.backoff_min,
             min: inner.options.backoff_min,
@@ -41,13 +41,13 @@ impl Backoff {
         }
     }
 
-    pub(super) fn step(&mut self) -> Duration {
+    fn step(&mut self) -> Duration {
         let pause = self.next;
         self.next = (self.next * 2).min(self.max);
         pause
     }
 
-    pub(super) fn reset(&mut self) {
+    fn reset(&mut self) {
         self.next = self.min;
     }
 }
