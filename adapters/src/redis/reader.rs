@@ -1,12 +1,16 @@
-//! The background tasks behind [`RedisPubSub`](super::RedisPubSub)'s subscriptions: one
-//! connection each, reconnecting with backoff until the subscription is dropped.
+//! The background tasks behind [`RedisPubSub`](super::RedisPubSub)'s group subscriptions (on
+//! a server or a cluster) and plain subscriptions (on a server; see [`shard`](super::shard)
+//! for a cluster's): one connection each, reconnecting with backoff until the subscription is
+//! dropped.
 
+use super::claim::{self, Held};
+use super::conn::Conn;
 use super::{Inner, TopicKeys, is_connection_error, millis, redis_crate, transport_error};
 use bytes::Bytes;
 use futures::StreamExt;
 use opkit::protocol::{Subscription, TransportError};
-use redis_crate::aio::{MultiplexedConnection, PubSubStream};
-use redis_crate::streams::StreamReadReply;
+use redis_crate::aio::PubSubStream;
+use redis_crate::streams::{StreamId, StreamReadReply};
 use redis_crate::{RedisError, Value};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -17,7 +21,7 @@ use tokio::time::Instant;
 /// The field of a stream entry that holds the payload.
 const PAYLOAD_FIELD: &str = "p";
 
-fn subscription(mut receiver: mpsc::UnboundedReceiver<Bytes>) -> Subscription {
+pub(super) fn subscription(mut receiver: mpsc::UnboundedReceiver<Bytes>) -> Subscription {
     Subscription::new(futures::stream::poll_fn(move |cx| receiver.poll_recv(cx)))
 }
 
@@ -55,7 +59,13 @@ impl Backoff {
 async fn open_channel(inner: &Inner, channel: &str) -> Result<PubSubStream, TransportError> {
     let bound = inner.options.connect_timeout * 2 + inner.options.command_timeout;
     let open = async {
-        let mut pubsub = inner.client.get_async_pubsub().await?;
+        let client = inner.backend.single_client().ok_or_else(|| {
+            RedisError::from((
+                redis_crate::ErrorKind::Client,
+                "plain channels are for a single server",
+            ))
+        })?;
+        let mut pubsub = client.get_async_pubsub().await?;
         pubsub.subscribe(channel).await?;
         Ok::<_, RedisError>(pubsub.into_on_message())
     };
@@ -70,7 +80,7 @@ pub(super) async fn subscribe(
     inner: Arc<Inner>,
     topic: String,
 ) -> Result<Subscription, TransportError> {
-    let channel = inner.keys(&topic).channel;
+    let channel = inner.keys(&topic)?.channel;
     let messages = open_channel(&inner, &channel).await?;
     let (sender, receiver) = mpsc::unbounded_channel();
     tokio::spawn(forward_channel(inner, channel, messages, sender));
@@ -121,6 +131,17 @@ async fn forward_channel(
 // ---------------------------------------------------------------------------------------------
 // Group subscriptions: a consumer and a reader connection per subscription.
 
+/// How a group subscription's entries are delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Delivery {
+    /// Read with `NOACK`: never pending, never redelivered (each entry reaches one member, at
+    /// most once).
+    AtMostOnce,
+    /// Read without `NOACK`: pending until held for the retention, and claimed by a live member
+    /// when this one's lease expires (see [`claim`](super::claim)).
+    Redeliver,
+}
+
 struct Member {
     inner: Arc<Inner>,
     keys: TopicKeys,
@@ -128,16 +149,19 @@ struct Member {
     consumer: String,
     /// `<consumer>:<group>`, the member's entry in the members set.
     member: String,
+    delivery: Delivery,
+    /// This reader's number in its process (the consumer name's suffix).
+    reader: u64,
 }
 
 impl Member {
     /// A reader connection (no response timeout shorter than a blocking read) with the lease
     /// taken.
-    async fn connect(&self) -> Result<MultiplexedConnection, RedisError> {
+    async fn connect(&self) -> Result<Conn, RedisError> {
         let options = &self.inner.options;
         let mut conn = self
             .inner
-            .connect(Some(options.block_for() + options.command_timeout))
+            .connect(options.block_for() + options.command_timeout)
             .await?;
         self.inner
             .join(&mut conn, &self.keys, &self.group, &self.member)
@@ -145,17 +169,21 @@ impl Member {
         Ok(conn)
     }
 
-    async fn read(&self, conn: &mut MultiplexedConnection) -> Result<StreamReadReply, RedisError> {
+    async fn read(&self, conn: &mut Conn) -> Result<StreamReadReply, RedisError> {
         let options = &self.inner.options;
-        let reply: Option<StreamReadReply> = redis_crate::cmd("XREADGROUP")
+        let mut command = redis_crate::cmd("XREADGROUP");
+        command
             .arg("GROUP")
             .arg(&self.group)
             .arg(&self.consumer)
             .arg("COUNT")
             .arg(options.batch)
             .arg("BLOCK")
-            .arg(millis(options.block_for()))
-            .arg("NOACK")
+            .arg(millis(options.block_for()));
+        if self.delivery == Delivery::AtMostOnce {
+            command.arg("NOACK");
+        }
+        let reply: Option<StreamReadReply> = command
             .arg("STREAMS")
             .arg(&self.keys.stream)
             .arg(">")
@@ -164,55 +192,88 @@ impl Member {
         Ok(reply.unwrap_or_default())
     }
 
-    /// Hands the entries of one read to the subscriber; `false` once it is gone.
-    fn deliver(&self, reply: StreamReadReply, sender: &mpsc::UnboundedSender<Bytes>) -> bool {
+    /// Hands entries to the subscriber (remembering them in `held` when redelivering);
+    /// `false` once the subscriber is gone.
+    fn deliver(
+        &self,
+        entries: Vec<StreamId>,
+        sender: &mpsc::UnboundedSender<Bytes>,
+        held: &mut Held,
+    ) -> bool {
         let retention = millis(self.inner.options.retention);
         let now = now_millis();
-        for key in reply.keys {
-            for entry in key.ids {
-                let age = entry_millis(&entry.id).map(|at| now.saturating_sub(at));
-                if age.is_some_and(|age| age > retention) {
-                    tracing::debug!(stream = %key.key, id = %entry.id, "dropping an entry older than the retention");
-                    continue;
-                }
-                let payload = match entry.map.get(PAYLOAD_FIELD) {
-                    Some(Value::BulkString(bytes)) => Bytes::copy_from_slice(bytes),
-                    Some(Value::SimpleString(text)) => Bytes::copy_from_slice(text.as_bytes()),
-                    _ => {
-                        tracing::warn!(
-                            stream = %key.key,
-                            id = %entry.id,
-                            "dropping a stream entry without a `p` payload field"
-                        );
-                        continue;
-                    }
-                };
-                if sender.send(payload).is_err() {
-                    tracing::debug!(stream = %key.key, id = %entry.id, "the subscription was dropped: an entry it read is lost");
-                    return false;
-                }
+        let stream = &self.keys.stream;
+        for entry in entries {
+            let payload = match entry.map.get(PAYLOAD_FIELD) {
+                Some(Value::BulkString(bytes)) => Some(Bytes::copy_from_slice(bytes)),
+                Some(Value::SimpleString(text)) => Some(Bytes::copy_from_slice(text.as_bytes())),
+                _ => None,
+            };
+            if self.delivery == Delivery::Redeliver {
+                let peeked = payload.as_deref().unwrap_or_default();
+                held.push(&self.inner.answers, entry.id.clone(), peeked);
+            }
+            let age = entry_millis(&entry.id).map(|at| now.saturating_sub(at));
+            if age.is_some_and(|age| age > retention) {
+                tracing::debug!(%stream, id = %entry.id, "dropping an entry older than the retention");
+                continue;
+            }
+            let Some(payload) = payload else {
+                tracing::warn!(%stream, id = %entry.id, "dropping a stream entry without a `p` payload field");
+                continue;
+            };
+            if sender.send(payload).is_err() {
+                tracing::debug!(%stream, id = %entry.id, "the subscription was dropped: an entry it read is lost");
+                return false;
             }
         }
         true
+    }
+
+    /// The periodic work of a member: renews its lease and, when redelivering, claims the
+    /// entries of dead members (handed to the subscriber). `Ok(false)` once the subscriber is
+    /// gone.
+    async fn heartbeat(
+        &self,
+        conn: &mut Conn,
+        held: &mut Held,
+        sender: &mpsc::UnboundedSender<Bytes>,
+    ) -> Result<bool, RedisError> {
+        self.inner
+            .join(conn, &self.keys, &self.group, &self.member)
+            .await?;
+        if self.delivery == Delivery::AtMostOnce {
+            return Ok(true);
+        }
+        let claimed = claim::claim(conn, &self.keys, &self.group, &self.consumer).await?;
+        if !claimed.is_empty() {
+            tracing::info!(
+                stream = %self.keys.stream,
+                consumer = %self.consumer,
+                entries = claimed.len(),
+                "claimed the entries of a group member whose lease expired"
+            );
+        }
+        Ok(self.deliver(claimed, sender, held))
     }
 }
 
 pub(super) async fn subscribe_group(
     inner: Arc<Inner>,
-    topic: String,
-    group: String,
+    topic: &str,
+    group: &str,
+    delivery: Delivery,
 ) -> Result<Subscription, TransportError> {
-    let consumer = format!(
-        "{}-{}",
-        inner.instance,
-        inner.next_consumer.fetch_add(1, Ordering::Relaxed)
-    );
+    let reader = inner.next_consumer.fetch_add(1, Ordering::Relaxed);
+    let consumer = format!("{}-{reader}", inner.instance);
     let member = Member {
-        keys: inner.keys(&topic),
+        keys: inner.keys(topic)?,
         member: format!("{consumer}:{group}"),
         consumer,
-        group,
+        group: group.to_owned(),
         inner,
+        delivery,
+        reader,
     };
     let conn = member
         .connect()
@@ -224,16 +285,15 @@ pub(super) async fn subscribe_group(
 }
 
 /// Reads a group's entries for one consumer until the subscription is dropped, renewing the
-/// lease; reconnects (and re-joins) after a lost connection. Leaves the group at the end.
-async fn read_group(
-    member: Member,
-    conn: MultiplexedConnection,
-    sender: mpsc::UnboundedSender<Bytes>,
-) {
+/// lease (and, when redelivering, acknowledging and claiming); reconnects (and re-joins) after
+/// a lost connection. Leaves the group at the end.
+async fn read_group(member: Member, conn: Conn, sender: mpsc::UnboundedSender<Bytes>) {
     let heartbeat = member.inner.options.heartbeat();
     let mut backoff = Backoff::new(&member.inner);
+    let mut held = Held::new(&member.inner, member.reader);
     let mut conn = Some(conn);
-    let mut joined = Instant::now();
+    let mut beat = Instant::now();
+    let stream = member.keys.stream.clone();
     loop {
         let Some(current) = conn.as_mut() else {
             tokio::select! {
@@ -242,55 +302,71 @@ async fn read_group(
             }
             match member.connect().await {
                 Ok(fresh) => {
-                    tracing::info!(stream = %member.keys.stream, consumer = %member.consumer, "redis group reader restored");
+                    tracing::info!(%stream, consumer = %member.consumer, "redis group reader restored");
                     conn = Some(fresh);
-                    joined = Instant::now();
+                    // Joined just now; claim at once (a member may have died meanwhile).
+                    beat = Instant::now()
+                        .checked_sub(heartbeat)
+                        .unwrap_or_else(Instant::now);
                     backoff.reset();
                 }
-                Err(error) => {
-                    tracing::debug!(%error, stream = %member.keys.stream, "redis is still unreachable");
-                }
+                Err(error) => tracing::debug!(%error, %stream, "redis is still unreachable"),
             }
             continue;
         };
-        if joined.elapsed() >= heartbeat {
-            if let Err(error) = member
-                .inner
-                .join(current, &member.keys, &member.group, &member.member)
+        if beat.elapsed() >= heartbeat {
+            match member.heartbeat(current, &mut held, &sender).await {
+                Ok(true) => beat = Instant::now(),
+                Ok(false) => break,
+                Err(error) => {
+                    tracing::warn!(%error, %stream, "could not renew a group lease");
+                    if is_connection_error(&error) {
+                        conn = None;
+                    } else {
+                        beat = Instant::now();
+                    }
+                    continue;
+                }
+            }
+        }
+        if member.delivery == Delivery::Redeliver {
+            let answers = &member.inner.answers;
+            if let Err(error) = held
+                .acknowledge(answers, current, &member.keys, &member.group)
                 .await
             {
-                tracing::warn!(%error, stream = %member.keys.stream, "could not renew a group lease");
+                tracing::warn!(%error, %stream, "could not acknowledge answered entries");
                 if is_connection_error(&error) {
                     conn = None;
+                    continue;
                 }
-                continue;
             }
-            joined = Instant::now();
         }
         tokio::select! {
             () = sender.closed() => break,
             read = member.read(current) => match read {
                 Ok(reply) => {
-                    if !member.deliver(reply, &sender) {
+                    let entries = reply.keys.into_iter().flat_map(|key| key.ids).collect();
+                    if !member.deliver(entries, &sender, &mut held) {
                         break;
                     }
                 }
                 Err(error) if error.code() == Some("NOGROUP") => {
                     // The stream or its group is gone (Redis restarted or the key was deleted):
                     // join again, which recreates both.
-                    tracing::warn!(stream = %member.keys.stream, "the consumer group is gone: joining again");
+                    tracing::warn!(%stream, "the consumer group is gone: joining again");
                     if let Err(error) = member.inner.join(current, &member.keys, &member.group, &member.member).await {
-                        tracing::warn!(%error, stream = %member.keys.stream, "could not re-create a consumer group");
+                        tracing::warn!(%error, %stream, "could not re-create a consumer group");
                         conn = None;
                     } else {
-                        joined = Instant::now();
+                        beat = Instant::now();
                     }
                 }
                 Err(error) => {
                     if is_connection_error(&error) {
-                        tracing::warn!(%error, stream = %member.keys.stream, "lost the redis group reader: reconnecting");
+                        tracing::warn!(%error, %stream, "lost the redis group reader: reconnecting");
                     } else {
-                        tracing::warn!(%error, stream = %member.keys.stream, "a group read failed: reconnecting");
+                        tracing::warn!(%error, %stream, "a group read failed: reconnecting");
                     }
                     conn = None;
                 }
@@ -298,6 +374,7 @@ async fn read_group(
         }
     }
     drop(conn);
+    member.inner.answers.drop_reader(member.reader);
     member
         .inner
         .leave(

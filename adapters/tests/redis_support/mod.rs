@@ -2,6 +2,7 @@
 //! stopped (by PID) when dropped, even when the test fails.
 #![allow(dead_code, missing_docs)]
 
+pub mod cluster;
 pub mod ops;
 
 use opkit_adapters::redis::{RedisOptions, RedisPubSub};

@@ -7,6 +7,7 @@ use crate::context::{Deadline, OperationContext};
 use crate::env::EnvBackend;
 use crate::error::CallError;
 use crate::registry::OperationRegistry;
+use crate::spec::OperationKind;
 use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
@@ -73,6 +74,7 @@ pub struct CallHandler {
     pubsub: Arc<dyn PubSub>,
     env: Option<Arc<dyn EnvBackend>>,
     refresh_interval: Option<Duration>,
+    query_redelivery: bool,
 }
 
 impl fmt::Debug for CallHandler {
@@ -81,6 +83,7 @@ impl fmt::Debug for CallHandler {
             .field("registry", &self.registry)
             .field("has_env", &self.env.is_some())
             .field("refresh_interval", &self.refresh_interval)
+            .field("query_redelivery", &self.query_redelivery)
             .finish()
     }
 }
@@ -93,6 +96,7 @@ impl CallHandler {
             pubsub,
             env: None,
             refresh_interval: Some(DEFAULT_REFRESH_INTERVAL),
+            query_redelivery: true,
         }
     }
 
@@ -109,6 +113,18 @@ impl CallHandler {
     #[must_use]
     pub fn with_refresh_interval(mut self, interval: Option<Duration>) -> Self {
         self.refresh_interval = interval;
+        self
+    }
+
+    /// Whether the request topics of `Query` operations are joined with
+    /// [`PubSub::subscribe_group_idempotent`] (on unless set): on a transport that supports
+    /// it, a query taken by a replica that dies is handed to another replica and answered
+    /// before the caller's deadline, at the price of running twice when the first replica was
+    /// only stalled. Mutations and subscriptions are always joined with
+    /// [`PubSub::subscribe_group`] (at most once), whatever this says.
+    #[must_use]
+    pub fn with_query_redelivery(mut self, on: bool) -> Self {
+        self.query_redelivery = on;
         self
     }
 
@@ -133,6 +149,7 @@ impl CallHandler {
             served: Mutex::new(HashMap::new()),
             refreshing: tokio::sync::Mutex::new(()),
             generation: AtomicU64::new(0),
+            query_redelivery: self.query_redelivery,
         });
         let handle = CallHandlerHandle {
             shared: shared.clone(),
@@ -263,6 +280,8 @@ struct Shared {
     /// Serializes refreshes.
     refreshing: tokio::sync::Mutex<()>,
     generation: AtomicU64,
+    /// Whether query request topics are joined with `subscribe_group_idempotent`.
+    query_redelivery: bool,
 }
 
 async fn refresh_periodically(shared: Arc<Shared>, interval: Duration) {
@@ -295,7 +314,13 @@ impl Shared {
         if self.shutdown.is_cancelled() {
             return Ok(());
         }
-        let wanted: BTreeSet<String> = self.registry.specs().iter().map(|spec| spec.id()).collect();
+        let specs = self.registry.specs();
+        let wanted: BTreeSet<String> = specs.iter().map(|spec| spec.id()).collect();
+        let queries: HashSet<String> = specs
+            .iter()
+            .filter(|spec| spec.kind == OperationKind::Query)
+            .map(|spec| spec.id())
+            .collect();
         let (added, removed): (Vec<String>, Vec<Served>) = {
             let mut served = lock(&self.served);
             let gone: Vec<String> = served
@@ -320,10 +345,16 @@ impl Shared {
             }
         }
         for id in added {
-            let requests = self
-                .pubsub
-                .subscribe_group(&topics::request_topic(&id), topics::HANDLER_GROUP)
-                .await?;
+            let topic = topics::request_topic(&id);
+            let requests = if self.query_redelivery && queries.contains(&id) {
+                self.pubsub
+                    .subscribe_group_idempotent(&topic, topics::HANDLER_GROUP)
+                    .await?
+            } else {
+                self.pubsub
+                    .subscribe_group(&topic, topics::HANDLER_GROUP)
+                    .await?
+            };
             let aborts = self.pubsub.subscribe(&topics::abort_topic(&id)).await?;
             let stop = self.shutdown.child_token();
             let generation = self.generation.fetch_add(1, Ordering::Relaxed);

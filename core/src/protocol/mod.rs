@@ -80,7 +80,12 @@
 //!   so a subscription's items arrive in order and before its `call.completed`.
 //! - **Each request is executed at most once**: the request topic's group hands it to one
 //!   handler, and a handler ignores a request id it is already running. Exactly once when a
-//!   handler serving the operation is up and the transport delivers the request.
+//!   handler serving the operation is up and the transport delivers the request. The one
+//!   exception is opt-out and limited to `Query` operations: their request topics are joined
+//!   with [`PubSub::subscribe_group_idempotent`], and a transport that redelivers (Redis) may
+//!   hand a query held by a replica it believes dead to another replica, so a query may run
+//!   twice — harmless for a read — rather than be lost ([`CallHandler::with_query_redelivery`]).
+//!   Mutations and subscriptions are never redelivered.
 //! - **Every call ends, exactly once.** A call resolves with the first of: its reply, the
 //!   deadline (`TIMEOUT`; a context without one gets the map's default timeout,
 //!   [`DEFAULT_TIMEOUT`], which is sent on the wire so the handler stops too), its context's

@@ -138,4 +138,22 @@ pub trait PubSub: Send + Sync + 'static {
         topic: &'a str,
         group: &'a str,
     ) -> BoxFuture<'a, Result<Subscription, TransportError>>;
+
+    /// [`subscribe_group`](Self::subscribe_group) for messages that are safe to handle more
+    /// than once (idempotent, such as read-only queries): a transport that can tell when a
+    /// member died holding a message may hand that message to another member of the group, so
+    /// that it is not lost. The [`CallHandler`](super::CallHandler) joins the request topics of
+    /// `Query` operations this way (unless
+    /// [`with_query_redelivery(false)`](super::CallHandler::with_query_redelivery)), never
+    /// those of mutations or subscriptions.
+    ///
+    /// Transports without such redelivery need not implement it: the default is
+    /// [`subscribe_group`](Self::subscribe_group) (at most once).
+    fn subscribe_group_idempotent<'a>(
+        &'a self,
+        topic: &'a str,
+        group: &'a str,
+    ) -> BoxFuture<'a, Result<Subscription, TransportError>> {
+        self.subscribe_group(topic, group)
+    }
 }

@@ -1,0 +1,235 @@
+//! Redelivery for idempotent group subscriptions
+//! ([`subscribe_group_idempotent`](opkit::protocol::PubSub::subscribe_group_idempotent)): the
+//! entries a member read stay in the group's pending-entries list while it may still be
+//! running them, and the entries of a member whose lease expired are claimed by a live one.
+//!
+//! Invariants, kept by the code below and by the scripts:
+//! - An entry is pending (in the PEL) for the consumer that last read or claimed it, from the
+//!   moment Redis hands it out until that consumer acknowledges it, which it does on its next
+//!   round after this process published the call's final reply (`call.responded`,
+//!   `call.error` or `call.completed` for the entry's `requestId`, see [`Answers`]), or once
+//!   the entry has been held for the retention ([`Held`]: past it the entry is dropped unread
+//!   by any reader anyway).
+//! - Only the entries of a consumer whose member lease is absent or expired are claimed, and
+//!   the claim is one script (atomic on the stream's shard): two live members never claim the
+//!   same entry, and a live member (renewing every third of its lease) never loses its own.
+//! - A consumer whose pending entries were all claimed is deleted and its lease removed.
+
+use super::{Inner, TopicKeys, redis_crate};
+use opkit::protocol::topics;
+use redis_crate::streams::{StreamClaimReply, StreamId};
+use redis_crate::{RedisError, Script};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{LazyLock, Mutex, PoisonError};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How many entries of dead consumers one claim takes at most.
+const CLAIM_BATCH: usize = 256;
+
+/// Claims, for `ARGV[2]`, the pending entries of the group's consumers whose lease in the
+/// members set is absent or expired; deletes those it drained. Returns the claimed entries
+/// (the `XCLAIM` reply shape; entries trimmed meanwhile are left out by `XCLAIM`).
+///
+/// KEYS: stream, members. ARGV: group, consumer, batch.
+static CLAIM_SCRIPT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ok, summary = pcall(redis.call, 'XPENDING', KEYS[1], ARGV[1])
+if not ok or not summary[4] then return {} end
+local batch = tonumber(ARGV[3])
+local claimed = {}
+for _, owner in ipairs(summary[4]) do
+  local name = owner[1]
+  if name ~= ARGV[2] and #claimed < batch then
+    local member = name .. ':' .. ARGV[1]
+    local expiry = redis.call('ZSCORE', KEYS[2], member)
+    if not expiry or tonumber(expiry) <= now then
+      local room = batch - #claimed
+      local pending = redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', room, name)
+      local ids = {}
+      for _, entry in ipairs(pending) do ids[#ids + 1] = entry[1] end
+      if #ids > 0 then
+        local entries = redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, unpack(ids))
+        for _, entry in ipairs(entries) do claimed[#claimed + 1] = entry end
+      end
+      if #ids < room then
+        redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], name)
+        redis.call('ZREM', KEYS[2], member)
+      end
+    end
+  end
+end
+return claimed
+",
+    )
+});
+
+/// Claims the entries of the group's dead consumers for `consumer`.
+pub(super) async fn claim(
+    conn: &mut super::Conn,
+    keys: &TopicKeys,
+    group: &str,
+    consumer: &str,
+) -> Result<Vec<StreamId>, RedisError> {
+    let reply: StreamClaimReply = CLAIM_SCRIPT
+        .key(&keys.stream)
+        .key(&keys.members)
+        .arg(group)
+        .arg(consumer)
+        .arg(CLAIM_BATCH)
+        .invoke_async(conn)
+        .await?;
+    Ok(reply.ids)
+}
+
+/// The entries a redelivering member read and has not acknowledged yet, oldest first, with
+/// the request id each carries (when it is a call request).
+pub(super) struct Held {
+    reader: u64,
+    entries: VecDeque<(String, Option<String>, Instant)>,
+    hold: Duration,
+}
+
+impl Held {
+    pub(super) fn new(inner: &Inner, reader: u64) -> Self {
+        Self {
+            reader,
+            entries: VecDeque::new(),
+            hold: inner.options.retention,
+        }
+    }
+
+    /// Remembers an entry handed to the subscriber (read or claimed just now); a call request
+    /// is registered in `answers`, to be acknowledged as soon as this process answers it.
+    pub(super) fn push(&mut self, answers: &Answers, id: String, payload: &[u8]) {
+        let request_id = request_id_of(payload);
+        if let Some(request_id) = &request_id {
+            answers.expect(self.reader, request_id.clone(), id.clone());
+        }
+        self.entries.push_back((id, request_id, Instant::now()));
+    }
+
+    /// Acknowledges (one `XACK`) the entries this process answered since the last call, and
+    /// the entries held for the whole retention (requests never answered: aborted, or not
+    /// call requests). Entries whose `XACK` fails are acknowledged on a later round or
+    /// claimed (a query then runs again, which is allowed).
+    pub(super) async fn acknowledge(
+        &mut self,
+        answers: &Answers,
+        conn: &mut super::Conn,
+        keys: &TopicKeys,
+        group: &str,
+    ) -> Result<(), RedisError> {
+        let mut ids = answers.take(self.reader);
+        let due = self
+            .entries
+            .iter()
+            .take_while(|(_, _, at)| at.elapsed() >= self.hold)
+            .count();
+        for (id, request_id, _) in self.entries.drain(..due) {
+            if let Some(request_id) = request_id {
+                answers.forget(&request_id);
+            }
+            ids.push(id);
+        }
+        if ids.is_empty() {
+            return Ok(());
+        }
+        redis_crate::cmd("XACK")
+            .arg(&keys.stream)
+            .arg(group)
+            .arg(&ids)
+            .query_async::<()>(conn)
+            .await
+    }
+}
+
+/// The `requestId` of a call event's JSON, without building the rest.
+fn request_id_of(payload: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        #[serde(rename = "requestId")]
+        request_id: String,
+    }
+    serde_json::from_slice::<Peek>(payload)
+        .ok()
+        .map(|peek| peek.request_id)
+}
+
+/// The final reply events of a call (after which its request needs no redelivery).
+fn is_final_reply(payload: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        #[serde(rename = "type")]
+        kind: String,
+        #[serde(rename = "requestId")]
+        request_id: String,
+    }
+    let peek: Peek = serde_json::from_slice(payload).ok()?;
+    matches!(
+        peek.kind.as_str(),
+        "call.responded" | "call.error" | "call.completed"
+    )
+    .then_some(peek.request_id)
+}
+
+/// Which held requests this process answered: the publish path notes replies, each reader
+/// takes the entry ids of its own answered requests and acknowledges them on its next round.
+///
+/// Invariant: a request id is in `expected` from its delivery until it is answered (moved to
+/// `answered`) or its entry is acknowledged by age (forgotten); both maps are behind one
+/// mutex, never held across an await.
+#[derive(Default)]
+pub(super) struct Answers {
+    book: Mutex<Book>,
+}
+
+#[derive(Default)]
+struct Book {
+    /// Request id → (reader, entry id).
+    expected: HashMap<String, (u64, String)>,
+    /// Reader → entry ids answered and not yet acknowledged.
+    answered: HashMap<u64, Vec<String>>,
+}
+
+impl Answers {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Book> {
+        self.book.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn expect(&self, reader: u64, request_id: String, entry: String) {
+        self.lock().expected.insert(request_id, (reader, entry));
+    }
+
+    fn forget(&self, request_id: &str) {
+        self.lock().expected.remove(request_id);
+    }
+
+    fn take(&self, reader: u64) -> Vec<String> {
+        self.lock().answered.remove(&reader).unwrap_or_default()
+    }
+
+    /// Notes a published payload: a final reply to a held request marks it answered.
+    pub(super) fn note_published(&self, topic: &str, payload: &[u8]) {
+        if !topic.starts_with(topics::FALLBACK_REPLY_TOPIC) || self.lock().expected.is_empty() {
+            return;
+        }
+        let Some(request_id) = is_final_reply(payload) else {
+            return;
+        };
+        let mut book = self.lock();
+        if let Some((reader, entry)) = book.expected.remove(&request_id) {
+            book.answered.entry(reader).or_default().push(entry);
+        }
+    }
+
+    /// Forgets a reader that left (its consumer and pending entries are deleted with it).
+    pub(super) fn drop_reader(&self, reader: u64) {
+        let mut book = self.lock();
+        book.answered.remove(&reader);
+        book.expected.retain(|_, (owner, _)| *owner != reader);
+    }
+}

@@ -1,0 +1,131 @@
+//! The connections behind a [`RedisPubSub`](super::RedisPubSub): one Redis server or a Redis
+//! Cluster, behind one connection type, so that the scripts and the readers are written once.
+//!
+//! On a cluster every connection is a `redis` crate cluster connection: it routes each
+//! command by its first key (every command and script here touches one hash slot, see the
+//! layout in the [module docs](super)), follows `MOVED`/`ASK` redirections, refreshes its
+//! slot map and reconnects to nodes by itself.
+
+use super::redis_crate;
+use redis_crate::aio::{ConnectionLike, MultiplexedConnection};
+use redis_crate::cluster::{ClusterClient, ClusterClientBuilder};
+use redis_crate::cluster_async::ClusterConnection;
+use redis_crate::{
+    AsyncConnectionConfig, Client, Cmd, Pipeline, ProtocolVersion, RedisError, RedisFuture, Value,
+};
+use std::time::Duration;
+
+/// Where a [`RedisPubSub`](super::RedisPubSub) connects.
+pub(super) enum Backend {
+    /// One Redis server.
+    Single(Client),
+    /// A Redis Cluster: `resp2` for commands and group readers, `resp3` for the sharded
+    /// pub/sub connection (the cluster client delivers `SSUBSCRIBE` messages as RESP3 pushes).
+    Cluster {
+        resp2: Box<ClusterClient>,
+        resp3: Box<ClusterClient>,
+    },
+}
+
+/// One connection: to the server, or to the cluster (which holds one per node).
+#[derive(Clone)]
+pub(super) enum Conn {
+    Single(MultiplexedConnection),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Self::Single(conn) => conn.req_packed_command(cmd),
+            Self::Cluster(conn) => conn.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Self::Single(conn) => conn.req_packed_commands(pipeline, offset, count),
+            Self::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Self::Single(conn) => conn.get_db(),
+            Self::Cluster(conn) => conn.get_db(),
+        }
+    }
+}
+
+/// How many times the cluster client retries a command after a redirection or a lost node
+/// before it reports the error (every command is also bounded by the transport's timeouts).
+const CLUSTER_RETRIES: u32 = 4;
+
+impl Backend {
+    /// A cluster reached through any of `nodes` (`redis://host:port` URLs).
+    pub(super) fn cluster(nodes: &[String]) -> Result<Self, RedisError> {
+        let builder = || {
+            ClusterClientBuilder::new(nodes.to_vec())
+                .retries(CLUSTER_RETRIES)
+                .min_retry_wait(20)
+                .max_retry_wait(500)
+        };
+        Ok(Self::Cluster {
+            resp2: Box::new(builder().build()?),
+            resp3: Box::new(builder().use_protocol(ProtocolVersion::RESP3).build()?),
+        })
+    }
+
+    /// The client of a single server.
+    pub(super) fn single_client(&self) -> Option<&Client> {
+        match self {
+            Self::Single(client) => Some(client),
+            Self::Cluster { .. } => None,
+        }
+    }
+
+    /// The client of the sharded pub/sub connection of a cluster.
+    pub(super) fn cluster_resp3(&self) -> Option<&ClusterClient> {
+        match self {
+            Self::Single(_) => None,
+            Self::Cluster { resp3, .. } => Some(resp3),
+        }
+    }
+
+    pub(super) fn is_cluster(&self) -> bool {
+        matches!(self, Self::Cluster { .. })
+    }
+
+    /// A new connection (not bounded here: callers bound it).
+    pub(super) async fn connect(
+        &self,
+        connect_timeout: Duration,
+        response_timeout: Duration,
+    ) -> Result<Conn, RedisError> {
+        match self {
+            Self::Single(client) => {
+                let config = AsyncConnectionConfig::new()
+                    .set_connection_timeout(Some(connect_timeout))
+                    .set_response_timeout(Some(response_timeout));
+                client
+                    .get_multiplexed_async_connection_with_config(&config)
+                    .await
+                    .map(Conn::Single)
+            }
+            Self::Cluster { resp2, .. } => {
+                let config = redis_crate::cluster::ClusterConfig::new()
+                    .set_connection_timeout(connect_timeout)
+                    .set_response_timeout(response_timeout);
+                resp2
+                    .get_async_connection_with_config(config)
+                    .await
+                    .map(Conn::Cluster)
+            }
+        }
+    }
+}

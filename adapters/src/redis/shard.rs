@@ -1,0 +1,226 @@
+//! Plain subscriptions on a Redis Cluster: sharded pub/sub (`SSUBSCRIBE`), so that a message
+//! goes to the one shard that owns its channel's slot instead of every node.
+//!
+//! One RESP3 cluster connection per [`RedisPubSub`](super::RedisPubSub) carries all its
+//! sharded subscriptions (the cluster client connects to the owner of each channel's slot and
+//! moves the subscriptions when slots move or a replica is promoted); its pushes are routed
+//! here to each subscription by channel.
+//!
+//! Invariants:
+//! - `Shards::conn`'s lock is held across every change of the routes *together with* the
+//!   matching `SSUBSCRIBE`/`SUNSUBSCRIBE`, so a channel with a route is subscribed on the
+//!   cluster (a renewal racing with a removal may leave a channel without routes subscribed:
+//!   its messages are dropped).
+//! - The push callback only reads the routes (a short std mutex, never held across an await).
+
+use super::reader::subscription;
+use super::{Inner, redis_crate, transport_error};
+use bytes::Bytes;
+use opkit::protocol::{Subscription, TransportError};
+use redis_crate::cluster_async::ClusterConnection;
+use redis_crate::{PushInfo, PushKind, RedisError, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use tokio::sync::mpsc;
+
+/// Subscribers by channel name: `(subscription id, sender)`.
+type Routes = HashMap<Vec<u8>, Vec<(u64, mpsc::UnboundedSender<Bytes>)>>;
+
+/// The sharded pub/sub connection of one transport and its subscribers.
+#[derive(Default)]
+pub(super) struct Shards {
+    routes: Arc<Mutex<Routes>>,
+    /// The connection (made on the first subscription); its lock serializes (un)subscribing.
+    conn: tokio::sync::Mutex<Option<ClusterConnection>>,
+    next_id: AtomicU64,
+}
+
+fn lock(routes: &Mutex<Routes>) -> std::sync::MutexGuard<'_, Routes> {
+    // Every critical section leaves the map consistent.
+    routes.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Hands a sharded message to the subscribers of its channel.
+fn route(routes: &Mutex<Routes>, push: &PushInfo) {
+    if push.kind != PushKind::SMessage {
+        return;
+    }
+    let [Value::BulkString(channel), Value::BulkString(payload)] = push.data.as_slice() else {
+        tracing::warn!(data = ?push.data, "dropping a sharded message of an unexpected shape");
+        return;
+    };
+    if let Some(subscribers) = lock(routes).get(channel.as_slice()) {
+        for (_, sender) in subscribers {
+            // A closed sender belongs to a subscription being dropped: its task unroutes it.
+            let _ = sender.send(Bytes::copy_from_slice(payload));
+        }
+    }
+}
+
+impl Shards {
+    /// The sharded pub/sub connection, made if there is none (the caller holds the lock).
+    async fn connection(
+        &self,
+        inner: &Inner,
+        slot: &mut Option<ClusterConnection>,
+    ) -> Result<ClusterConnection, RedisError> {
+        if let Some(conn) = slot.as_ref() {
+            return Ok(conn.clone());
+        }
+        let client = inner.backend.cluster_resp3().ok_or_else(|| {
+            RedisError::from((
+                redis_crate::ErrorKind::Client,
+                "sharded channels are for a cluster",
+            ))
+        })?;
+        let routes = self.routes.clone();
+        let config = redis_crate::cluster::ClusterConfig::new()
+            .set_connection_timeout(inner.options.connect_timeout)
+            .set_response_timeout(inner.options.command_timeout)
+            .set_push_sender(move |push: PushInfo| {
+                route(&routes, &push);
+                Ok::<(), std::convert::Infallible>(())
+            });
+        let conn = client.get_async_connection_with_config(config).await?;
+        *slot = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// Routes `channel` to `sender` and subscribes the channel on the cluster.
+    async fn add(
+        &self,
+        inner: &Inner,
+        channel: &str,
+        id: u64,
+        sender: mpsc::UnboundedSender<Bytes>,
+    ) -> Result<(), RedisError> {
+        let mut slot = self.conn.lock().await;
+        let mut conn = self.connection(inner, &mut slot).await?;
+        lock(&self.routes)
+            .entry(channel.as_bytes().to_vec())
+            .or_default()
+            .push((id, sender));
+        if let Err(error) = conn.ssubscribe(channel).await {
+            self.unroute(channel, id);
+            return Err(error);
+        }
+        Ok(())
+    }
+
+    /// Subscribes a routed channel again (see [`watch`]); the lock is only held to get the
+    /// connection, so a renewal may race with the channel's removal and leave it subscribed
+    /// without routes: its messages are then dropped, and nothing else changes.
+    async fn renew(&self, inner: &Inner, channel: &str, id: u64) -> Result<(), RedisError> {
+        let mut conn = {
+            let mut slot = self.conn.lock().await;
+            self.connection(inner, &mut slot).await?
+        };
+        let routed = lock(&self.routes)
+            .get(channel.as_bytes())
+            .is_some_and(|subscribers| subscribers.iter().any(|(route, _)| *route == id));
+        if routed {
+            conn.ssubscribe(channel).await?;
+        }
+        Ok(())
+    }
+
+    /// Drops the shared connection; the next (re)subscription makes a fresh one.
+    async fn reset(&self) {
+        *self.conn.lock().await = None;
+    }
+
+    /// Removes a route; `true` when the channel has none left.
+    fn unroute(&self, channel: &str, id: u64) -> bool {
+        let mut routes = lock(&self.routes);
+        let Some(subscribers) = routes.get_mut(channel.as_bytes()) else {
+            return true;
+        };
+        subscribers.retain(|(route, _)| *route != id);
+        if subscribers.is_empty() {
+            routes.remove(channel.as_bytes());
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Unroutes a dropped subscription and, when it was the channel's last, unsubscribes the
+    /// channel (best effort: the cluster client forgets it either way).
+    async fn remove(&self, inner: &Inner, channel: &str, id: u64) {
+        let slot = self.conn.lock().await;
+        if !self.unroute(channel, id) {
+            return;
+        }
+        let Some(mut conn) = slot.clone() else { return };
+        match tokio::time::timeout(inner.options.command_timeout, conn.sunsubscribe(channel)).await
+        {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                tracing::debug!(%error, channel, "could not unsubscribe a sharded channel")
+            }
+            Err(_) => tracing::debug!(channel, "unsubscribing a sharded channel timed out"),
+        }
+    }
+}
+
+pub(super) async fn subscribe(
+    inner: Arc<Inner>,
+    topic: String,
+) -> Result<Subscription, TransportError> {
+    let channel = inner.keys(&topic)?.channel;
+    let (sender, receiver) = mpsc::unbounded_channel();
+    let id = inner.shards.next_id.fetch_add(1, Ordering::Relaxed);
+    let bound = inner.options.connect_timeout * 2 + inner.options.command_timeout;
+    let added = tokio::time::timeout(
+        bound,
+        inner.shards.add(&inner, &channel, id, sender.clone()),
+    );
+    match added.await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => return Err(transport_error("subscribing", error)),
+        Err(_) => {
+            inner.shards.unroute(&channel, id);
+            return Err(transport_error("subscribing", "timed out"));
+        }
+    }
+    tokio::spawn(watch(inner, channel, id, sender));
+    Ok(subscription(receiver))
+}
+
+/// Keeps a sharded subscription until it is dropped, then unsubscribes it. Meanwhile it
+/// subscribes the channel again every heartbeat (a no-op on the node that has it): when the
+/// slot's master died or moved, that command is what makes the cluster client refresh its
+/// slot map, and it puts the subscription on the slot's new owner even if the client's own
+/// resubscription missed it. After failing for a whole lease the shared connection is
+/// replaced by a fresh one (each subscription then subscribes on it at its next heartbeat).
+async fn watch(inner: Arc<Inner>, channel: String, id: u64, sender: mpsc::UnboundedSender<Bytes>) {
+    let heartbeat = inner.options.heartbeat();
+    let mut failing_since: Option<tokio::time::Instant> = None;
+    loop {
+        tokio::select! {
+            () = sender.closed() => break,
+            () = tokio::time::sleep(heartbeat) => {}
+        }
+        let renewed = tokio::time::timeout(
+            inner.options.command_timeout,
+            inner.shards.renew(&inner, &channel, id),
+        );
+        let error = match renewed.await {
+            Ok(Ok(())) => {
+                failing_since = None;
+                continue;
+            }
+            Ok(Err(error)) => error.to_string(),
+            Err(_) => "timed out".to_owned(),
+        };
+        tracing::debug!(%error, channel, "could not renew a sharded subscription");
+        let since = *failing_since.get_or_insert_with(tokio::time::Instant::now);
+        if since.elapsed() >= inner.options.lease {
+            tracing::warn!(%error, channel, "the sharded pub/sub connection keeps failing: replacing it");
+            inner.shards.reset().await;
+            failing_since = None;
+        }
+    }
+    inner.shards.remove(&inner, &channel, id).await;
+}
