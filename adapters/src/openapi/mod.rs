@@ -476,6 +476,57 @@ mod tests {
     }
 
     #[test]
+    fn json_or_sse_responses_give_a_call_and_its_stream_twin() {
+        let both = json!({"200": {"description": "ok", "content": {
+            "application/json": {"schema": {"type": "object", "properties": {"id": {"type": "string"}}}},
+            "text/event-stream": {"schema": {"type": "object", "properties": {"delta": {"type": "string"}}}}
+        }}});
+        let import = import(json!({
+            "openapi": "3.1.0",
+            "paths": {
+                "/chat": {"post": {"operationId": "chat", "responses": both}},
+                "/other": {"get": {"operationId": "chat_stream", "responses": {"200": {"description": "ok"}}}},
+                "/feed": {"get": {"operationId": "feed", "responses": {"200": {"description": "ok",
+                    "content": {"text/event-stream": {}}}}}}
+            }
+        }));
+        assert!(import.skipped.is_empty(), "{:?}", import.skipped);
+        // The twin takes part in collisions like any name: it comes first (`/chat` sorts
+        // before `/other`), so the other `chat_stream` becomes `chat_stream_2`.
+        assert_eq!(
+            import.ids(),
+            [
+                "api.chat",
+                "api.chat_stream",
+                "api.feed",
+                "api.chat_stream_2"
+            ]
+        );
+        let call = op(&import, "chat");
+        assert_eq!(call.kind, OperationKind::Mutation);
+        assert_eq!(call.output_schema["properties"]["id"]["type"], "string");
+        assert_eq!(call.extensions["openapi"]["stream"], "api.chat_stream");
+        let stream = &import
+            .operations
+            .iter()
+            .find(|op| op.spec.extensions["openapi"]["unary"] == "api.chat")
+            .unwrap()
+            .spec;
+        assert_eq!(stream.kind, OperationKind::Subscription);
+        assert_eq!(
+            stream.output_schema["properties"]["delta"]["type"],
+            "string"
+        );
+        // An SSE-only response stays one subscription, under its own name.
+        assert_eq!(op(&import, "feed").kind, OperationKind::Subscription);
+        assert!(
+            op(&import, "feed").extensions["openapi"]
+                .get("unary")
+                .is_none()
+        );
+    }
+
+    #[test]
     fn unmappable_operations_are_skipped_with_the_pointer() {
         let import = import(json!({
             "openapi": "3.0.3",

@@ -7,6 +7,7 @@
 //! | `$recursiveRef: "#"` (2019-09) | inside a definition: `$ref` to that definition (what it means when the definition carries `$recursiveAnchor: true` and nothing extends it); elsewhere dropped |
 //! | `required` naming a property twice | the duplicates are dropped |
 //! | `pattern` the validator's regex engine rejects (ECMA-262 syntax Rust regexes lack) | dropped |
+//! | `title` or `description` that is not a string (a `$ref` object written there) | dropped |
 //! | `$id`, `$schema` inside a bundled schema | dropped silently: they would change the base URI or dialect of the `$defs` references |
 //!
 //! Each warning names the JSON pointer in the document, once per pointer per import.
@@ -110,6 +111,13 @@ impl Sanitizer {
                 }
                 _ => Keyword::Keep,
             },
+            "title" | "description" if !value.is_string() => {
+                self.warn(
+                    pointer,
+                    "a `title` or `description` that is not a string; dropped",
+                );
+                Keyword::Drop
+            }
             "$id" | "$schema" => Keyword::Drop,
             _ => Keyword::Keep,
         }
@@ -152,5 +160,13 @@ mod tests {
             Some(("pattern".into(), json!("^a+$")))
         );
         assert_eq!(decide("$id", json!("urn:x"), None), None);
+        assert_eq!(
+            decide("description", json!({"$ref": "#/x/description"}), None),
+            None
+        );
+        assert_eq!(
+            decide("description", json!("text"), None),
+            Some(("description".into(), json!("text")))
+        );
     }
 }
