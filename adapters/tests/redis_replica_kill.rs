@@ -1,5 +1,6 @@
 //! A replica that dies mid-call: a real child process serving operations over Redis, killed
-//! by its PID (SIGKILL) while it runs a request and while it takes part in a load.
+//! by its PID (SIGKILL) while it runs a request and while it takes part in a load; and a
+//! query held by a replica that dies, answered by another one.
 //!
 //! The child is this test binary run again with `replica_child_process --ignored` and the
 //! environment variables below; it records every execution in Redis, so the parent counts
@@ -29,10 +30,13 @@ const PREFIX: &str = "kill:";
 const EXECUTIONS: &str = "kill-test:executions";
 const BY_REPLICA: &str = "kill-test:by-replica";
 const BLOCK_STARTED: &str = "kill-test:block-started";
+const LOOKUP_STARTED: &str = "kill-test:lookup-started";
 
 /// Operations that record their executions in Redis:
 /// - `test.work` `{n}` → `n` after 10 ms (`HINCRBY executions n 1`, `HINCRBY by-replica <name> 1`)
 /// - `test.block` → never answers (`INCR block-started`); a mutation: never redelivered
+/// - `test.lookup` → `"found"` (`INCR lookup-started`); a query that never answers on the
+///   replica named `doomed`
 async fn recording_registry(url: &str, name: &str) -> OperationRegistry {
     let conn = redis::Client::open(url)
         .unwrap()
@@ -40,6 +44,7 @@ async fn recording_registry(url: &str, name: &str) -> OperationRegistry {
         .await
         .unwrap();
     let registry = OperationRegistry::new();
+    let doomed = name == "doomed";
     let (work_conn, name) = (conn.clone(), name.to_owned());
     registry
         .register(
@@ -58,6 +63,25 @@ async fn recording_registry(url: &str, name: &str) -> OperationRegistry {
                         .map_err(CallError::execution_from)?;
                     tokio::time::sleep(Duration::from_millis(10)).await;
                     Ok(json!(n))
+                }
+            }),
+        )
+        .unwrap();
+    let lookup_conn = conn.clone();
+    registry
+        .register(
+            OperationSpec::new("test", "lookup", OperationKind::Query),
+            Handler::unary(move |_input, _ctx| {
+                let mut conn = lookup_conn.clone();
+                async move {
+                    let _: i64 = conn
+                        .incr(LOOKUP_STARTED, 1)
+                        .await
+                        .map_err(CallError::execution_from)?;
+                    if doomed {
+                        futures::future::pending::<()>().await;
+                    }
+                    Ok(json!("found"))
                 }
             }),
         )
@@ -93,9 +117,15 @@ impl ExecutionFrom for CallError {
 
 async fn bus(url: &str) -> Arc<RedisPubSub> {
     Arc::new(
-        RedisPubSub::connect_with(url, RedisOptions::default().with_prefix(PREFIX))
-            .await
-            .unwrap(),
+        // A short lease: a dead replica's queries are claimed well within the test's deadlines.
+        RedisPubSub::connect_with(
+            url,
+            RedisOptions::default()
+                .with_prefix(PREFIX)
+                .with_lease(Duration::from_secs(2)),
+        )
+        .await
+        .unwrap(),
     )
 }
 
@@ -282,5 +312,41 @@ async fn a_replica_killed_mid_call() {
         "the request of the dead replica was executed again"
     );
     assert_eq!(map.pending_count(), 0);
+    drop(survivor);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_held_by_a_killed_replica_is_answered_by_another() {
+    init_logs();
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut raw = server.raw().await;
+    let mut doomed = ChildReplica::spawn(&server, "doomed");
+    wait_for_key(&mut raw, "kill-test:ready:doomed", 1).await;
+    let map = PendingRequestMap::connect(bus(&url).await).await.unwrap();
+
+    // Only the doomed replica serves: the query lands there and hangs.
+    let lookup = {
+        let map = map.clone();
+        tokio::spawn(async move {
+            let ctx = OperationContext::default().with_timeout(Duration::from_secs(25));
+            map.call("test.lookup", json!({}), &ctx).await
+        })
+    };
+    wait_for_key(&mut raw, LOOKUP_STARTED, 1).await;
+    let survivor = CallHandler::new(recording_registry(&url, "survivor").await, bus(&url).await)
+        .spawn()
+        .await
+        .unwrap();
+    doomed.kill();
+
+    // Once the doomed replica's lease expires, the survivor claims the query and answers it
+    // before the caller's deadline: it ran twice (once on each replica), as queries may.
+    let answer = within("the held query", lookup).await.unwrap().unwrap();
+    assert_eq!(answer.data, json!("found"));
+    let started: i64 = raw.get(LOOKUP_STARTED).await.unwrap();
+    assert_eq!(started, 2);
+    assert_eq!(map.pending_count(), 0);
+
     drop(survivor);
 }

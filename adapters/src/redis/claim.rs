@@ -5,19 +5,22 @@
 //!
 //! Invariants, kept by the code below and by the scripts:
 //! - An entry is pending (in the PEL) for the consumer that last read or claimed it, from the
-//!   moment Redis hands it out until that consumer acknowledges it, which it does once the
-//!   entry has been held for the retention ([`Held`]): past it the entry is dropped unread by
-//!   any reader anyway.
+//!   moment Redis hands it out until that consumer acknowledges it, which it does on its next
+//!   round after this process published the call's final reply (`call.responded`,
+//!   `call.error` or `call.completed` for the entry's `requestId`, see [`Answers`]), or once
+//!   the entry has been held for the retention ([`Held`]: past it the entry is dropped unread
+//!   by any reader anyway).
 //! - Only the entries of a consumer whose member lease is absent or expired are claimed, and
 //!   the claim is one script (atomic on the stream's shard): two live members never claim the
 //!   same entry, and a live member (renewing every third of its lease) never loses its own.
 //! - A consumer whose pending entries were all claimed is deleted and its lease removed.
 
 use super::{Inner, TopicKeys, redis_crate};
+use opkit::protocol::topics;
 use redis_crate::streams::{StreamClaimReply, StreamId};
 use redis_crate::{RedisError, Script};
-use std::collections::VecDeque;
-use std::sync::LazyLock;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -82,54 +85,151 @@ pub(super) async fn claim(
     Ok(reply.ids)
 }
 
-/// The entries a redelivering member read and has not acknowledged yet, oldest first.
+/// The entries a redelivering member read and has not acknowledged yet, oldest first, with
+/// the request id each carries (when it is a call request).
 pub(super) struct Held {
-    entries: VecDeque<(String, Instant)>,
+    reader: u64,
+    entries: VecDeque<(String, Option<String>, Instant)>,
     hold: Duration,
 }
 
 impl Held {
-    pub(super) fn new(inner: &Inner) -> Self {
+    pub(super) fn new(inner: &Inner, reader: u64) -> Self {
         Self {
+            reader,
             entries: VecDeque::new(),
             hold: inner.options.retention,
         }
     }
 
-    /// Remembers an entry handed to the subscriber (read or claimed just now).
-    pub(super) fn push(&mut self, id: String) {
-        self.entries.push_back((id, Instant::now()));
+    /// Remembers an entry handed to the subscriber (read or claimed just now); a call request
+    /// is registered in `answers`, to be acknowledged as soon as this process answers it.
+    pub(super) fn push(&mut self, answers: &Answers, id: String, payload: &[u8]) {
+        let request_id = request_id_of(payload);
+        if let Some(request_id) = &request_id {
+            answers.expect(self.reader, request_id.clone(), id.clone());
+        }
+        self.entries.push_back((id, request_id, Instant::now()));
     }
 
-    /// Acknowledges the entries held for the whole retention (one `XACK`); keeps them when it
-    /// fails (they are acknowledged on a later round).
-    pub(super) async fn acknowledge_old(
+    /// Acknowledges (one `XACK`) the entries this process answered since the last call, and
+    /// the entries held for the whole retention (requests never answered: aborted, or not
+    /// call requests). Entries whose `XACK` fails are acknowledged on a later round or
+    /// claimed (a query then runs again, which is allowed).
+    pub(super) async fn acknowledge(
         &mut self,
+        answers: &Answers,
         conn: &mut super::Conn,
         keys: &TopicKeys,
         group: &str,
     ) -> Result<(), RedisError> {
+        let mut ids = answers.take(self.reader);
         let due = self
             .entries
             .iter()
-            .take_while(|(_, at)| at.elapsed() >= self.hold)
+            .take_while(|(_, _, at)| at.elapsed() >= self.hold)
             .count();
-        if due == 0 {
+        for (id, request_id, _) in self.entries.drain(..due) {
+            if let Some(request_id) = request_id {
+                answers.forget(&request_id);
+            }
+            ids.push(id);
+        }
+        if ids.is_empty() {
             return Ok(());
         }
-        let ids: Vec<&str> = self
-            .entries
-            .iter()
-            .take(due)
-            .map(|(id, _)| id.as_str())
-            .collect();
         redis_crate::cmd("XACK")
             .arg(&keys.stream)
             .arg(group)
             .arg(&ids)
             .query_async::<()>(conn)
-            .await?;
-        self.entries.drain(..due);
-        Ok(())
+            .await
+    }
+}
+
+/// The `requestId` of a call event's JSON, without building the rest.
+fn request_id_of(payload: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        #[serde(rename = "requestId")]
+        request_id: String,
+    }
+    serde_json::from_slice::<Peek>(payload)
+        .ok()
+        .map(|peek| peek.request_id)
+}
+
+/// The final reply events of a call (after which its request needs no redelivery).
+fn is_final_reply(payload: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        #[serde(rename = "type")]
+        kind: String,
+        #[serde(rename = "requestId")]
+        request_id: String,
+    }
+    let peek: Peek = serde_json::from_slice(payload).ok()?;
+    matches!(
+        peek.kind.as_str(),
+        "call.responded" | "call.error" | "call.completed"
+    )
+    .then_some(peek.request_id)
+}
+
+/// Which held requests this process answered: the publish path notes replies, each reader
+/// takes the entry ids of its own answered requests and acknowledges them on its next round.
+///
+/// Invariant: a request id is in `expected` from its delivery until it is answered (moved to
+/// `answered`) or its entry is acknowledged by age (forgotten); both maps are behind one
+/// mutex, never held across an await.
+#[derive(Default)]
+pub(super) struct Answers {
+    book: Mutex<Book>,
+}
+
+#[derive(Default)]
+struct Book {
+    /// Request id → (reader, entry id).
+    expected: HashMap<String, (u64, String)>,
+    /// Reader → entry ids answered and not yet acknowledged.
+    answered: HashMap<u64, Vec<String>>,
+}
+
+impl Answers {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Book> {
+        self.book.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn expect(&self, reader: u64, request_id: String, entry: String) {
+        self.lock().expected.insert(request_id, (reader, entry));
+    }
+
+    fn forget(&self, request_id: &str) {
+        self.lock().expected.remove(request_id);
+    }
+
+    fn take(&self, reader: u64) -> Vec<String> {
+        self.lock().answered.remove(&reader).unwrap_or_default()
+    }
+
+    /// Notes a published payload: a final reply to a held request marks it answered.
+    pub(super) fn note_published(&self, topic: &str, payload: &[u8]) {
+        if !topic.starts_with(topics::FALLBACK_REPLY_TOPIC) || self.lock().expected.is_empty() {
+            return;
+        }
+        let Some(request_id) = is_final_reply(payload) else {
+            return;
+        };
+        let mut book = self.lock();
+        if let Some((reader, entry)) = book.expected.remove(&request_id) {
+            book.answered.entry(reader).or_default().push(entry);
+        }
+    }
+
+    /// Forgets a reader that left (its consumer and pending entries are deleted with it).
+    pub(super) fn drop_reader(&self, reader: u64) {
+        let mut book = self.lock();
+        book.answered.remove(&reader);
+        book.expected.retain(|_, (owner, _)| *owner != reader);
     }
 }

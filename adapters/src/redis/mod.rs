@@ -388,6 +388,8 @@ struct Inner {
     served: Mutex<HashMap<String, Instant>>,
     /// The sharded pub/sub connection and its subscribers (cluster only).
     shards: shard::Shards,
+    /// The held requests of this instance's redelivering readers that it answered.
+    answers: claim::Answers,
 }
 
 /// How many served topics are remembered before the stale ones are pruned.
@@ -402,13 +404,16 @@ impl fmt::Debug for RedisPubSub {
     }
 }
 
-/// Whether an error means the connection is unusable (and a new one must be made).
+/// Whether an error means the connection is unusable (and a new one must be made). On a
+/// cluster that includes a redirection or `CLUSTERDOWN` left after the client's own retries:
+/// a new connection starts from a fresh slot map.
 fn is_connection_error(error: &RedisError) -> bool {
     error.is_io_error()
         || error.is_connection_dropped()
         || error.is_connection_refusal()
         || error.is_timeout()
         || error.is_unrecoverable_error()
+        || error.is_cluster_error()
 }
 
 fn transport_error(what: &str, error: impl fmt::Display) -> TransportError {
@@ -490,6 +495,7 @@ impl RedisPubSub {
                 connecting: tokio::sync::Mutex::new(()),
                 served: Mutex::new(HashMap::new()),
                 shards: shard::Shards::default(),
+                answers: claim::Answers::default(),
             }),
         };
         pubsub
@@ -695,6 +701,7 @@ impl Inner {
         } else {
             &*PUBLISH_SCRIPT
         };
+        let published = payload.clone();
         let receivers: i64 = self
             .command("publishing", |mut conn| async move {
                 script
@@ -708,6 +715,7 @@ impl Inner {
             })
             .await?;
         let receivers = usize::try_from(receivers).unwrap_or(0);
+        self.answers.note_published(topic, &published);
         self.note_served(topic, receivers)?;
         Ok(Receipt::delivered(receivers))
     }

@@ -26,14 +26,14 @@ pub(super) fn subscription(mut receiver: mpsc::UnboundedReceiver<Bytes>) -> Subs
 }
 
 /// Doubles a backoff up to its maximum.
-pub(super) struct Backoff {
+struct Backoff {
     next: Duration,
     min: Duration,
     max: Duration,
 }
 
 impl Backoff {
-    pub(super) fn new(inner: &Inner) -> Self {
+    fn new(inner: &Inner) -> Self {
         Self {
             next: inner.options.backoff_min,
             min: inner.options.backoff_min,
@@ -41,13 +41,13 @@ impl Backoff {
         }
     }
 
-    pub(super) fn step(&mut self) -> Duration {
+    fn step(&mut self) -> Duration {
         let pause = self.next;
         self.next = (self.next * 2).min(self.max);
         pause
     }
 
-    pub(super) fn reset(&mut self) {
+    fn reset(&mut self) {
         self.next = self.min;
     }
 }
@@ -150,6 +150,8 @@ struct Member {
     /// `<consumer>:<group>`, the member's entry in the members set.
     member: String,
     delivery: Delivery,
+    /// This reader's number in its process (the consumer name's suffix).
+    reader: u64,
 }
 
 impl Member {
@@ -202,21 +204,23 @@ impl Member {
         let now = now_millis();
         let stream = &self.keys.stream;
         for entry in entries {
+            let payload = match entry.map.get(PAYLOAD_FIELD) {
+                Some(Value::BulkString(bytes)) => Some(Bytes::copy_from_slice(bytes)),
+                Some(Value::SimpleString(text)) => Some(Bytes::copy_from_slice(text.as_bytes())),
+                _ => None,
+            };
             if self.delivery == Delivery::Redeliver {
-                held.push(entry.id.clone());
+                let peeked = payload.as_deref().unwrap_or_default();
+                held.push(&self.inner.answers, entry.id.clone(), peeked);
             }
             let age = entry_millis(&entry.id).map(|at| now.saturating_sub(at));
             if age.is_some_and(|age| age > retention) {
                 tracing::debug!(%stream, id = %entry.id, "dropping an entry older than the retention");
                 continue;
             }
-            let payload = match entry.map.get(PAYLOAD_FIELD) {
-                Some(Value::BulkString(bytes)) => Bytes::copy_from_slice(bytes),
-                Some(Value::SimpleString(text)) => Bytes::copy_from_slice(text.as_bytes()),
-                _ => {
-                    tracing::warn!(%stream, id = %entry.id, "dropping a stream entry without a `p` payload field");
-                    continue;
-                }
+            let Some(payload) = payload else {
+                tracing::warn!(%stream, id = %entry.id, "dropping a stream entry without a `p` payload field");
+                continue;
             };
             if sender.send(payload).is_err() {
                 tracing::debug!(%stream, id = %entry.id, "the subscription was dropped: an entry it read is lost");
@@ -226,9 +230,9 @@ impl Member {
         true
     }
 
-    /// The periodic work of a member: renews its lease and, when redelivering, acknowledges
-    /// the entries held long enough and claims those of dead members (handed to the
-    /// subscriber). `Ok(false)` once the subscriber is gone.
+    /// The periodic work of a member: renews its lease and, when redelivering, claims the
+    /// entries of dead members (handed to the subscriber). `Ok(false)` once the subscriber is
+    /// gone.
     async fn heartbeat(
         &self,
         conn: &mut Conn,
@@ -241,7 +245,6 @@ impl Member {
         if self.delivery == Delivery::AtMostOnce {
             return Ok(true);
         }
-        held.acknowledge_old(conn, &self.keys, &self.group).await?;
         let claimed = claim::claim(conn, &self.keys, &self.group, &self.consumer).await?;
         if !claimed.is_empty() {
             tracing::info!(
@@ -261,11 +264,8 @@ pub(super) async fn subscribe_group(
     group: &str,
     delivery: Delivery,
 ) -> Result<Subscription, TransportError> {
-    let consumer = format!(
-        "{}-{}",
-        inner.instance,
-        inner.next_consumer.fetch_add(1, Ordering::Relaxed)
-    );
+    let reader = inner.next_consumer.fetch_add(1, Ordering::Relaxed);
+    let consumer = format!("{}-{reader}", inner.instance);
     let member = Member {
         keys: inner.keys(topic)?,
         member: format!("{consumer}:{group}"),
@@ -273,6 +273,7 @@ pub(super) async fn subscribe_group(
         group: group.to_owned(),
         inner,
         delivery,
+        reader,
     };
     let conn = member
         .connect()
@@ -289,7 +290,7 @@ pub(super) async fn subscribe_group(
 async fn read_group(member: Member, conn: Conn, sender: mpsc::UnboundedSender<Bytes>) {
     let heartbeat = member.inner.options.heartbeat();
     let mut backoff = Backoff::new(&member.inner);
-    let mut held = Held::new(&member.inner);
+    let mut held = Held::new(&member.inner, member.reader);
     let mut conn = Some(conn);
     let mut beat = Instant::now();
     let stream = member.keys.stream.clone();
@@ -328,6 +329,19 @@ async fn read_group(member: Member, conn: Conn, sender: mpsc::UnboundedSender<By
                 }
             }
         }
+        if member.delivery == Delivery::Redeliver {
+            let answers = &member.inner.answers;
+            if let Err(error) = held
+                .acknowledge(answers, current, &member.keys, &member.group)
+                .await
+            {
+                tracing::warn!(%error, %stream, "could not acknowledge answered entries");
+                if is_connection_error(&error) {
+                    conn = None;
+                    continue;
+                }
+            }
+        }
         tokio::select! {
             () = sender.closed() => break,
             read = member.read(current) => match read {
@@ -360,6 +374,7 @@ async fn read_group(member: Member, conn: Conn, sender: mpsc::UnboundedSender<By
         }
     }
     drop(conn);
+    member.inner.answers.drop_reader(member.reader);
     member
         .inner
         .leave(

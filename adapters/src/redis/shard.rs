@@ -8,11 +8,12 @@
 //!
 //! Invariants:
 //! - `Shards::conn`'s lock is held across every change of the routes *together with* the
-//!   matching `SSUBSCRIBE`/`SUNSUBSCRIBE`, so a channel is subscribed on the cluster exactly
-//!   while it has at least one route.
+//!   matching `SSUBSCRIBE`/`SUNSUBSCRIBE`, so a channel with a route is subscribed on the
+//!   cluster (a renewal racing with a removal may leave a channel without routes subscribed:
+//!   its messages are dropped).
 //! - The push callback only reads the routes (a short std mutex, never held across an await).
 
-use super::reader::{Backoff, subscription};
+use super::reader::subscription;
 use super::{Inner, redis_crate, transport_error};
 use bytes::Bytes;
 use opkit::protocol::{Subscription, TransportError};
@@ -93,7 +94,7 @@ impl Shards {
         channel: &str,
         id: u64,
         sender: mpsc::UnboundedSender<Bytes>,
-    ) -> Result<ClusterConnection, RedisError> {
+    ) -> Result<(), RedisError> {
         let mut slot = self.conn.lock().await;
         let mut conn = self.connection(inner, &mut slot).await?;
         lock(&self.routes)
@@ -104,7 +105,29 @@ impl Shards {
             self.unroute(channel, id);
             return Err(error);
         }
-        Ok(conn)
+        Ok(())
+    }
+
+    /// Subscribes a routed channel again (see [`watch`]); the lock is only held to get the
+    /// connection, so a renewal may race with the channel's removal and leave it subscribed
+    /// without routes: its messages are then dropped, and nothing else changes.
+    async fn renew(&self, inner: &Inner, channel: &str, id: u64) -> Result<(), RedisError> {
+        let mut conn = {
+            let mut slot = self.conn.lock().await;
+            self.connection(inner, &mut slot).await?
+        };
+        let routed = lock(&self.routes)
+            .get(channel.as_bytes())
+            .is_some_and(|subscribers| subscribers.iter().any(|(route, _)| *route == id));
+        if routed {
+            conn.ssubscribe(channel).await?;
+        }
+        Ok(())
+    }
+
+    /// Drops the shared connection; the next (re)subscription makes a fresh one.
+    async fn reset(&self) {
+        *self.conn.lock().await = None;
     }
 
     /// Removes a route; `true` when the channel has none left.
@@ -153,52 +176,50 @@ pub(super) async fn subscribe(
         bound,
         inner.shards.add(&inner, &channel, id, sender.clone()),
     );
-    let conn = match added.await {
-        Ok(Ok(conn)) => conn,
+    match added.await {
+        Ok(Ok(())) => {}
         Ok(Err(error)) => return Err(transport_error("subscribing", error)),
         Err(_) => {
             inner.shards.unroute(&channel, id);
             return Err(transport_error("subscribing", "timed out"));
         }
-    };
-    tokio::spawn(watch(inner, channel, id, sender, conn));
+    }
+    tokio::spawn(watch(inner, channel, id, sender));
     Ok(subscription(receiver))
 }
 
 /// Keeps a sharded subscription until it is dropped, then unsubscribes it. Meanwhile it
-/// touches the channel's slot every heartbeat (`EXISTS` on the channel name, which is no key):
-/// a command that hits a dead or demoted node is what makes the cluster client refresh its
-/// slot map and move the subscription to the slot's new owner.
-async fn watch(
-    inner: Arc<Inner>,
-    channel: String,
-    id: u64,
-    sender: mpsc::UnboundedSender<Bytes>,
-    mut conn: ClusterConnection,
-) {
+/// subscribes the channel again every heartbeat (a no-op on the node that has it): when the
+/// slot's master died or moved, that command is what makes the cluster client refresh its
+/// slot map, and it puts the subscription on the slot's new owner even if the client's own
+/// resubscription missed it. After failing for a whole lease the shared connection is
+/// replaced by a fresh one (each subscription then subscribes on it at its next heartbeat).
+async fn watch(inner: Arc<Inner>, channel: String, id: u64, sender: mpsc::UnboundedSender<Bytes>) {
     let heartbeat = inner.options.heartbeat();
-    let mut backoff = Backoff::new(&inner);
+    let mut failing_since: Option<tokio::time::Instant> = None;
     loop {
         tokio::select! {
             () = sender.closed() => break,
             () = tokio::time::sleep(heartbeat) => {}
         }
-        let mut exists = redis_crate::cmd("EXISTS");
-        exists.arg(&channel);
-        let probe = exists.query_async::<i64>(&mut conn);
-        match tokio::time::timeout(inner.options.command_timeout, probe).await {
-            Ok(Ok(_)) => backoff.reset(),
-            Ok(Err(error)) => {
-                tracing::debug!(%error, channel, "the shard of a sharded subscription does not answer");
-                tokio::select! {
-                    () = sender.closed() => break,
-                    () = tokio::time::sleep(backoff.step()) => {}
-                }
+        let renewed = tokio::time::timeout(
+            inner.options.command_timeout,
+            inner.shards.renew(&inner, &channel, id),
+        );
+        let error = match renewed.await {
+            Ok(Ok(())) => {
+                failing_since = None;
+                continue;
             }
-            Err(_) => tracing::debug!(
-                channel,
-                "probing the shard of a sharded subscription timed out"
-            ),
+            Ok(Err(error)) => error.to_string(),
+            Err(_) => "timed out".to_owned(),
+        };
+        tracing::debug!(%error, channel, "could not renew a sharded subscription");
+        let since = *failing_since.get_or_insert_with(tokio::time::Instant::now);
+        if since.elapsed() >= inner.options.lease {
+            tracing::warn!(%error, channel, "the sharded pub/sub connection keeps failing: replacing it");
+            inner.shards.reset().await;
+            failing_since = None;
         }
     }
     inner.shards.remove(&inner, &channel, id).await;
