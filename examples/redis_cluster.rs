@@ -1,14 +1,17 @@
-//! The call protocol across processes on Redis: this program starts two serving replicas (the
-//! same binary, run as `redis_cluster serve <url> <name>`), then acts as the caller: calls
-//! spread over both replicas (each request executed by exactly one), a subscription, and an
-//! access-denied call. Prints which replica served what.
+//! The call protocol across processes on Redis — one server or a Redis Cluster: this program
+//! starts two serving replicas (the same binary, run as `redis_cluster serve <url> <name>`),
+//! then acts as the caller: calls spread over both replicas (each request executed by exactly
+//! one), a subscription, and an access-denied call. Prints which replica served what.
 //!
 //! ```sh
 //! # Starts its own redis-server on a free loopback port (install it with
 //! # `bash scripts/install-peers.sh`) ...
 //! cargo run -p opkit-adapters --features redis --example redis_cluster
-//! # ... or uses yours:
+//! # ... or its own 3-master Redis Cluster (redis-server x3 + redis-cli --cluster create) ...
+//! cargo run -p opkit-adapters --features redis --example redis_cluster -- --cluster
+//! # ... or uses yours (a server, or a cluster through any of its nodes):
 //! cargo run -p opkit-adapters --features redis --example redis_cluster -- redis://127.0.0.1:6379/
+//! cargo run -p opkit-adapters --features redis --example redis_cluster -- redis+cluster://127.0.0.1:7000,127.0.0.1:7001/
 //! ```
 
 use futures::StreamExt;
@@ -74,8 +77,8 @@ async fn serve(url: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Kills the child processes it holds when dropped.
-struct Processes(Vec<Child>);
+/// Kills the child processes it holds when dropped, then removes the directories it holds.
+struct Processes(Vec<Child>, Vec<std::path::PathBuf>);
 
 impl Drop for Processes {
     fn drop(&mut self) {
@@ -83,7 +86,100 @@ impl Drop for Processes {
             let _ = child.kill();
             let _ = child.wait();
         }
+        for dir in &self.1 {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
+}
+
+/// A free loopback port whose cluster bus port (+ 10000) is free too.
+fn free_port() -> Result<u16> {
+    for _ in 0..200 {
+        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
+            .local_addr()?
+            .port();
+        if port <= 55_000 && TcpListener::bind((Ipv4Addr::LOCALHOST, port + 10_000)).is_ok() {
+            return Ok(port);
+        }
+    }
+    Err("no free loopback port".into())
+}
+
+/// Starts a 3-master Redis Cluster on loopback ports (no persistence, a temporary directory per
+/// node) and waits until it serves every slot; returns its `redis+cluster://` URL.
+fn start_cluster(processes: &mut Processes) -> Result<String> {
+    let dir = std::env::temp_dir().join(format!("opkit-example-cluster-{}", std::process::id()));
+    processes.1.push(dir.clone());
+    let mut addresses = Vec::new();
+    for _ in 0..3 {
+        let port = free_port()?;
+        let node_dir = dir.join(port.to_string());
+        std::fs::create_dir_all(&node_dir)?;
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args([
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+            ])
+            .args([
+                "--cluster-announce-ip",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .arg("--dir")
+            .arg(&node_dir)
+            .stdout(Stdio::null())
+            .spawn()
+            .map_err(|error| {
+                format!(
+                    "could not start redis-server ({error}): run `bash scripts/install-peers.sh`"
+                )
+            })?;
+        processes.0.push(child);
+        wait_for_port(port)?;
+        addresses.push(format!("127.0.0.1:{port}"));
+    }
+    let created = Command::new("redis-cli")
+        .args(["--cluster", "create"])
+        .args(&addresses)
+        .arg("--cluster-yes")
+        .stdout(Stdio::null())
+        .status()?;
+    if !created.success() {
+        return Err("redis-cli --cluster create failed".into());
+    }
+    let port = addresses[0].rsplit(':').next().unwrap_or_default();
+    let started = Instant::now();
+    loop {
+        let info = Command::new("redis-cli")
+            .args(["-p", port, "CLUSTER", "INFO"])
+            .output()?;
+        if String::from_utf8_lossy(&info.stdout).contains("cluster_state:ok") {
+            break;
+        }
+        if started.elapsed() > Duration::from_secs(20) {
+            return Err("the cluster did not form".into());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(format!("redis+cluster://{}/", addresses.join(",")))
+}
+
+/// Waits (bounded) until a local port accepts connections.
+fn wait_for_port(port: u16) -> Result<()> {
+    let started = Instant::now();
+    while TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err() {
+        if started.elapsed() > Duration::from_secs(10) {
+            return Err("redis-server did not start".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
 }
 
 /// Starts `redis-server` on a free loopback port and waits until it accepts connections.
@@ -115,9 +211,14 @@ async fn main() -> Result<()> {
     if args.get(1).map(String::as_str) == Some("serve") {
         return serve(&args[2], &args[3]).await;
     }
-    let mut processes = Processes(Vec::new());
-    let url = match args.get(1) {
-        Some(url) => url.clone(),
+    let mut processes = Processes(Vec::new(), Vec::new());
+    let url = match args.get(1).map(String::as_str) {
+        Some("--cluster") => {
+            let url = start_cluster(&mut processes)?;
+            println!("started a 3-master Redis Cluster at {url}");
+            url
+        }
+        Some(url) => url.to_owned(),
         None => {
             let (url, server) = start_redis()?;
             println!("started redis-server at {url}");

@@ -17,6 +17,21 @@ if ! command -v redis-server >/dev/null; then
     apt-get install -y redis-server
 fi
 
+# ----- Redis Cluster tests (adapters/tests/redis_cluster*.rs) -----------------------------------
+# The harness starts its own cluster nodes (redis-server --cluster-enabled yes, loopback only)
+# and joins them with `redis-cli --cluster create`; replies and aborts use sharded pub/sub,
+# which needs Redis 7 or later. redis-cli ships with redis-server (package redis-tools).
+if ! command -v redis-cli >/dev/null; then
+    apt-get update
+    apt-get install -y redis-tools
+fi
+redis_major="$(redis-server --version | sed -n 's/.* v=\([0-9]*\)\..*/\1/p')"
+if [ "${redis_major:-0}" -lt 7 ]; then
+    echo "redis-server $(redis-server --version): the Redis Cluster tests need Redis 7 or later (sharded pub/sub)" >&2
+    exit 1
+fi
+# -------------------------------------------------------------------------------------------------
+
 # MCP import tests (opkit-adapters, feature `mcp`): server-everything and server-filesystem
 # (npm, pinned by adapters/peers/mcp/package-lock.json) and the official Python SDK `mcp`
 # (pinned by adapters/peers/mcp/requirements.txt, in its own virtualenv adapters/peers/mcp/.venv).

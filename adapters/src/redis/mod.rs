@@ -1,7 +1,8 @@
 //! The call protocol over Redis: [`RedisPubSub`], a [`PubSub`] transport built on Redis
-//! Streams consumer groups (competing consumers) and Redis pub/sub (fan-out).
+//! Streams consumer groups (competing consumers) and Redis pub/sub (fan-out), on one Redis
+//! server or on a Redis Cluster.
 //!
-//! Any number of processes connect to one Redis server; each runs a
+//! Any number of processes connect to one Redis server (or one cluster); each runs a
 //! [`CallHandler`](opkit::protocol::CallHandler) (a replica serving operations), a
 //! [`PendingRequestMap`](opkit::protocol::PendingRequestMap) (a caller), or both. The protocol
 //! code is unchanged: it only sees the [`PubSub`] trait.
@@ -21,6 +22,8 @@
 //!     Handler::unary(|input, _ctx| async move { Ok(json!(input["n"].as_i64().unwrap_or(0) * 2)) }),
 //! )?;
 //! let bus = Arc::new(RedisPubSub::connect("redis://127.0.0.1:6379/").await?);
+//! // On a Redis Cluster (any of its nodes; the others are discovered):
+//! // RedisPubSub::connect("redis+cluster://10.0.0.1:7000,10.0.0.2:7000/").await?
 //! let _replica = CallHandler::new(registry, bus.clone()).spawn().await?;
 //!
 //! // A caller (anywhere that reaches the same Redis):
@@ -35,54 +38,118 @@
 //! Every name starts with [`RedisOptions::with_prefix`] (default `opkit:`, written `P` below);
 //! `T` is a protocol topic such as `opkit.request.math.add`.
 //!
-//! | name | Redis type | what it holds |
-//! |---|---|---|
-//! | `P` + `T` | pub/sub channel | every message of `T`, for plain [`subscribe`](PubSub::subscribe)rs (fan-out) |
-//! | `P` + `stream:` + `T` | stream, one consumer group per [`subscribe_group`](PubSub::subscribe_group) group | the messages of `T` for groups: field `p` = the payload bytes |
-//! | `P` + `members:` + `T` | sorted set | the live group members of `T`: member `<consumer>:<group>`, score = lease expiry (ms, Redis clock) |
+//! | one server | a cluster | Redis type | what it holds |
+//! |---|---|---|---|
+//! | `P` + `T` | `P` + `{T}` | pub/sub channel (sharded on a cluster) | every message of `T`, for plain [`subscribe`](PubSub::subscribe)rs (fan-out) |
+//! | `P` + `stream:` + `T` | `P` + `stream:{T}` | stream, one consumer group per [`subscribe_group`](PubSub::subscribe_group) group | the messages of `T` for groups: field `p` = the payload bytes |
+//! | `P` + `members:` + `T` | `P` + `members:{T}` | sorted set | the live group members of `T`: member `<consumer>:<group>`, score = lease expiry (ms, Redis clock) |
 //!
-//! **Publishing** runs one Lua script (atomic, one round trip): `PUBLISH` on the channel, then,
-//! only if `T` has a live group member, `XADD` to the stream with `MINID ~ now - retention`
-//! trimming. A topic nobody groups on (reply and abort topics) never gets a stream. The
-//! [`Receipt`] counts the channel's subscribers plus the groups with a live member, so a request
-//! for an operation no replica serves fails at once with `OPERATION_NOT_FOUND`, and a
-//! subscription whose caller is gone is stopped by its handler.
+//! **Publishing** runs one Lua script (atomic, one round trip): `PUBLISH` (`SPUBLISH` on a
+//! cluster) on the channel, then, only if `T` has a live group member, `XADD` to the stream
+//! with `MINID ~ now - retention` trimming. A topic nobody groups on (reply and abort topics)
+//! never gets a stream. The [`Receipt`] counts the channel's subscribers plus the groups with
+//! a live member, so a request for an operation no replica serves fails at once with
+//! `OPERATION_NOT_FOUND`, and a subscription whose caller is gone is stopped by its handler.
 //!
 //! **A group subscription** is a consumer of its own (`<instance>-<n>`, one per subscription)
 //! in the group, with a dedicated connection that loops on
-//! `XREADGROUP GROUP <group> <consumer> COUNT <batch> BLOCK <block> NOACK STREAMS <stream> >`.
-//! Joining creates the group (`XGROUP CREATE .. $ MKSTREAM`) and takes a lease in the members
-//! set, in one script, before the subscription is handed out (so it is live when
+//! `XREADGROUP GROUP <group> <consumer> COUNT <batch> BLOCK <block> NOACK STREAMS <stream> >`
+//! (without `NOACK` for [`subscribe_group_idempotent`](PubSub::subscribe_group_idempotent), see
+//! below). Joining creates the group (`XGROUP CREATE .. $ MKSTREAM`) and takes a lease in the
+//! members set, in one script, before the subscription is handed out (so it is live when
 //! [`subscribe_group`](PubSub::subscribe_group) resolves); the reader renews the lease every
 //! third of [`RedisOptions::with_lease`]. Dropping the subscription deletes the consumer and its
-//! lease. A plain subscription is a pub/sub connection of its own, `SUBSCRIBE`d to the channel.
+//! lease. A plain subscription is a pub/sub connection of its own, `SUBSCRIBE`d to the channel
+//! (on a cluster: see below).
 //!
 //! Why streams for groups and pub/sub for the rest: a consumer group hands each entry to exactly
 //! one consumer, across processes, which is what competing replicas need; pub/sub reaches every
 //! current subscriber and reports how many it reached, which is what replies and aborts need,
 //! and it stores nothing for topics nobody listens to.
 //!
+//! # On a Redis Cluster
+//!
+//! [`RedisPubSub::connect_cluster`] (or a `redis+cluster://host:port,host:port/` URL) connects
+//! through the `redis` crate's cluster client, which routes each command to the master of its
+//! key's slot, follows `MOVED`/`ASK`, refreshes its slot map and reconnects by itself. Redis 7
+//! or later (sharded pub/sub).
+//!
+//! - **One slot per topic.** The three names of a topic carry the hash tag `{T}`, so every
+//!   script touches one slot, and each topic — its stream, its members and its channel —
+//!   lives on one shard. Topics spread over the shards: the request streams of different
+//!   operations and the reply channels of different callers land on different masters. (A
+//!   topic that cannot be a hash tag — empty, or starting with `}` — is refused with a
+//!   [`TransportError`], as is a prefix containing `{` or `}`.)
+//! - **Sharded pub/sub.** Replies and aborts use `SPUBLISH`/`SSUBSCRIBE`: a message goes to the
+//!   shard that owns its channel, not to every node as `PUBLISH` would. All plain
+//!   subscriptions of one [`RedisPubSub`] share one RESP3 cluster connection (pushes are routed
+//!   to each subscription by channel); each subscription subscribes its channel again every
+//!   heartbeat (a no-op where it already is), which moves it to a slot's new master after a
+//!   failover, and the shared connection is replaced after failing for a whole lease.
+//! - **Group readers** have a cluster connection each; a lost node, a redirection left after
+//!   the client's retries or `CLUSTERDOWN` makes them reconnect (fresh slot map) and join again.
+//!
 //! # Delivery guarantees
 //!
+//! Both modes give the same guarantees, except where a cluster's failover is named.
+//!
 //! - **Every message is delivered at most once** to each plain subscriber and to at most one
-//!   member of each group. Nothing is retried: a publish that fails is reported (a
-//!   [`TransportError`], which callers see as `TRANSPORT_ERROR`), never re-sent.
-//! - **Requests are executed at most once, never twice.** Group entries are read with `NOACK`:
-//!   Redis hands each entry to one consumer and never redelivers it (there is no pending-entries
-//!   list to claim from, and this transport never uses `XCLAIM`/`XAUTOCLAIM`). When a replica
-//!   serving the operation is up, each request reaches exactly one replica.
-//! - **A replica that dies after taking a request** (crash, kill, network cut) takes the request
-//!   with it: the request is not executed again elsewhere and the caller gets `TIMEOUT` at its
-//!   deadline (the protocol always sends one). Entries the dead replica had not read yet stay in
-//!   the stream and go to the other replicas; its lease expires after at most
-//!   [`RedisOptions::with_lease`], after which, with no replica left, calls fail at once with
-//!   `OPERATION_NOT_FOUND` — except within [`RedisOptions::with_rejoin_grace`] (30 s) of the
-//!   last time this caller's request on that operation reached a replica: then they fail with
-//!   `TRANSPORT_ERROR` (transient: retry), because replicas are usually rejoining.
+//!   member of each group (entries of dead members of idempotent groups aside, below). Nothing
+//!   is retried: a publish that fails is reported (a [`TransportError`], which callers see as
+//!   `TRANSPORT_ERROR`), never re-sent.
+//! - **Mutations and subscriptions are executed at most once, never twice.** Their group
+//!   entries are read with `NOACK`: Redis hands each entry to one consumer and never
+//!   redelivers it (there is no pending entry to claim). When a replica serving the operation
+//!   is up, each request reaches exactly one replica.
+//! - **A replica that dies after taking a mutation or subscription** (crash, kill, network cut)
+//!   takes the request with it: it is not executed again elsewhere and the caller gets
+//!   `TIMEOUT` at its deadline (the protocol always sends one). Entries the dead replica had
+//!   not read yet stay in the stream and go to the other replicas; its lease expires after at
+//!   most [`RedisOptions::with_lease`], after which, with no replica left, calls fail at once
+//!   with `OPERATION_NOT_FOUND` — except within [`RedisOptions::with_rejoin_grace`] (30 s) of
+//!   the last time this caller's request on that operation reached a replica: then they fail
+//!   with `TRANSPORT_ERROR` (transient: retry), because replicas are usually rejoining.
+//! - **Queries survive a replica's death.** The [`CallHandler`](opkit::protocol::CallHandler)
+//!   joins the request topics of `Query` operations with
+//!   [`subscribe_group_idempotent`](PubSub::subscribe_group_idempotent) (unless
+//!   [`with_query_redelivery(false)`](opkit::protocol::CallHandler::with_query_redelivery)).
+//!   Their entries are read without `NOACK`, so each stays in the group's pending-entries list
+//!   under the consumer that took it until that consumer acknowledges it — on its next read
+//!   after its process published the call's final reply (`call.responded` or `call.error`), or
+//!   after [`RedisOptions::with_retention`] for a call never answered (aborted). Every
+//!   heartbeat (a third of the lease) each live member runs one script that claims
+//!   (`XCLAIM`) the pending entries of the consumers whose lease is absent or expired, and
+//!   deletes those consumers. So a query held by a replica that dies is run by another
+//!   replica within about a lease and a heartbeat of the death (6 s + 2 s by default) and the
+//!   caller gets the answer, if its deadline is further away (when it is not, the handler
+//!   answers `TIMEOUT` without running it).
+//!
+//!   **Which queries may run twice**: exactly those whose consumer lost its lease while
+//!   they were pending — (a) held by a replica that died, whether it had started, finished
+//!   without its reply getting out, or not yet started them; (b) answered by a replica that
+//!   then died or lost Redis before acknowledging (at most one read round, ≤ the block time);
+//!   (c) held by a replica that did not renew its lease for a whole lease while alive
+//!   (a pause longer than the lease, a network cut, Redis unreachable or failing over for
+//!   that long): both it and the claimer run them, and the caller takes the first reply
+//!   (later ones are ignored). Running a query again is safe because a query reads and
+//!   changes nothing: its second run has no effect beyond its cost, and the caller receives
+//!   one answer. Mutations never take part: an operation whose repetition matters must be a
+//!   `Mutation`.
 //! - **After a Redis restart** the members set is empty until the replicas' subscriptions
 //!   reconnect and take their leases again (well under a second with the default backoff).
 //!   Calls made meanwhile fail at once with `TRANSPORT_ERROR` (the rejoin grace above), never
 //!   with `OPERATION_NOT_FOUND`, so retry logic keyed on transient errors retries them.
+//! - **When a cluster master dies**, its shard is unreachable until a replica node takes over
+//!   (`cluster-node-timeout` plus an election, a few seconds): publishes to its topics fail
+//!   with `TRANSPORT_ERROR`, calls whose request or reply was on it end with `TRANSPORT_ERROR`
+//!   or `TIMEOUT`, and the other shards keep serving (with
+//!   `cluster-require-full-coverage no`). Writes the dead master had not yet replicated are
+//!   lost (Redis replication is asynchronous): requests never delivered (the caller gets
+//!   `TIMEOUT`) and, in a window of a few milliseconds, a group read whose effect (the group's
+//!   last-delivered id) had not reached the replica — that entry can then be delivered again
+//!   after the failover, so a mutation read in the instant of the master's death could run
+//!   twice. No test run has shown it (see `docs/limits.md`); use `WAIT`-backed writes or a
+//!   mutation id in your handler if that window matters.
 //! - **Order**: one publisher's messages on one topic arrive in publish order (one connection,
 //!   one script per publish, one reader per subscription).
 //! - **Old requests**: stream entries older than [`RedisOptions::with_retention`] are trimmed
@@ -95,9 +162,10 @@
 //!   [`TransportError`] (a refused connection is reported at once; connecting and each command
 //!   are bounded by [`RedisOptions::with_connect_timeout`] and
 //!   [`RedisOptions::with_command_timeout`]): calls made meanwhile end with `TRANSPORT_ERROR`.
-//! - **Existing subscriptions survive a restart of Redis**: each reconnects with backoff
-//!   ([`RedisOptions::with_reconnect_backoff`]), subscribes again, and (for groups) recreates its
-//!   group and lease — so a [`PendingRequestMap`](opkit::protocol::PendingRequestMap) and a
+//! - **Existing subscriptions survive a restart of Redis** (or a cluster failover): each
+//!   reconnects with backoff ([`RedisOptions::with_reconnect_backoff`]), subscribes again, and
+//!   (for groups) recreates its group and lease — so a
+//!   [`PendingRequestMap`](opkit::protocol::PendingRequestMap) and a
 //!   [`CallHandler`](opkit::protocol::CallHandler) keep working across the restart without being
 //!   rebuilt. Messages published while a subscription was disconnected are lost; calls in
 //!   flight across the outage end with `TIMEOUT` at their deadline (or an error event), never a
@@ -108,10 +176,14 @@
 //!
 //! # Costs
 //!
-//! One multiplexed command connection per [`RedisPubSub`], plus one connection per
-//! subscription: a caller uses one, a call handler two per operation it serves (requests and
+//! One multiplexed command connection per [`RedisPubSub`], plus one connection per group
+//! subscription, plus (one server) one per plain subscription or (cluster) one shared RESP3
+//! connection for all plain subscriptions; a cluster connection holds one socket per master.
+//! A caller uses one subscription, a call handler two per operation it serves (requests and
 //! aborts). Redis' default limit is 10,000 clients. Entries are read in batches of
-//! [`RedisOptions::with_batch`].
+//! [`RedisOptions::with_batch`]. Query redelivery costs one `XACK` per read round with answers
+//! and one claim script per heartbeat per query reader; the pending-entries list holds a
+//! query from its read to its reply.
 //!
 //! # Clocks
 //!
@@ -361,10 +433,12 @@ return 1
     )
 });
 
-/// A [`PubSub`] on a Redis server (5.0 or later; tested with 7.0): Redis Streams consumer
-/// groups for [`subscribe_group`](PubSub::subscribe_group), pub/sub channels for
-/// [`subscribe`](PubSub::subscribe). See the [module docs](self) for the layout and the
-/// delivery guarantees.
+/// A [`PubSub`] on a Redis server (5.0 or later; tested with 7.0) or a Redis Cluster (7.0 or
+/// later): Redis Streams consumer groups for [`subscribe_group`](PubSub::subscribe_group)
+/// (and, redelivering the entries of dead members,
+/// [`subscribe_group_idempotent`](PubSub::subscribe_group_idempotent)), pub/sub channels
+/// (sharded on a cluster) for [`subscribe`](PubSub::subscribe). See the [module docs](self)
+/// for the layout and the delivery guarantees.
 ///
 /// Cloning is cheap; clones share the command connection.
 #[derive(Clone)]
