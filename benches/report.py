@@ -220,8 +220,23 @@ def main():
         w("|---|---:|---:|")
         w(f"| raw redis-rs request/reply (PUBLISH → subscriber → PUBLISH back) | {fmt_ns(raw)} | {1e9 / raw:,.0f} |")
         w(f"| **opkit** call protocol over `RedisPubSub` (streams + pub/sub) | {fmt_ns(ours)} | {1e9 / ours:,.0f} |")
+        plain = get("redis_rt", "opkit_protocol_redis_no_redelivery")
+        if plain:
+            w(f"| **opkit**, query redelivery off (`CallHandler::with_query_redelivery(false)`) | {fmt_ns(plain)} | {1e9 / plain:,.0f} |")
     else:
         w("Not measured in this run (no `redis-server` on PATH and no `REDIS_URL`).")
+    w("")
+
+    raw_c, ours_c = get("redis_rt", "raw_cluster_round_trip"), get("redis_rt", "opkit_protocol_redis_cluster")
+    w("## Redis Cluster round trip (tiny, one call at a time; 3 masters on loopback)\n")
+    if raw_c and ours_c:
+        w("| bench | round trip | calls/s | vs one server (opkit) | vs raw on the cluster |")
+        w("|---|---:|---:|---:|---:|")
+        w(f"| raw redis-rs cluster request/reply (SPUBLISH → sharded subscriber → SPUBLISH back) | {fmt_ns(raw_c)} | {1e9 / raw_c:,.0f} | — | 1.00× |")
+        w(f"| **opkit** call protocol over `RedisPubSub::connect_cluster` | {fmt_ns(ours_c)} | {1e9 / ours_c:,.0f} | "
+          f"{ratio(ours_c, ours)} | {ratio(ours_c, raw_c)} |")
+    else:
+        w("Not measured in this run (no `redis-server`/`redis-cli` on PATH and no `REDIS_CLUSTER_NODES`).")
     w("")
 
     w("## Targets (issue 9)\n")

@@ -9,17 +9,36 @@
 # benches/ is its own cargo workspace (target dir benches/target), so the root
 # `cargo test --workspace` never builds the peer frameworks. The Redis benches need
 # `redis-server` on PATH (bash scripts/install-peers.sh) or REDIS_URL; without either they
-# are skipped.
+# are skipped. The Redis Cluster benches need `redis-server` and `redis-cli` (a 3-master
+# cluster on loopback ports is started here) or REDIS_CLUSTER_NODES.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 cd "$here"
 
 redis_pid=""
+cluster_pids=()
+cluster_dir=""
 cleanup() {
     if [ -n "$redis_pid" ]; then kill "$redis_pid" 2>/dev/null || true; fi
+    for pid in "${cluster_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    if [ -n "$cluster_dir" ]; then rm -rf "$cluster_dir"; fi
 }
 trap cleanup EXIT
+
+free_port() {
+    # A loopback port below 55000 whose cluster bus port (+10000) is free too.
+    python3 -c '
+import socket
+for _ in range(200):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
+    if port > 55000: continue
+    try:
+        b = socket.socket(); b.bind(("127.0.0.1", port + 10000)); b.close()
+    except OSError: continue
+    print(port); break
+'
+}
 
 if [ -z "${REDIS_URL:-}" ] && command -v redis-server >/dev/null 2>&1; then
     port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
@@ -30,6 +49,37 @@ if [ -z "${REDIS_URL:-}" ] && command -v redis-server >/dev/null 2>&1; then
         sleep 0.1
     done
     export REDIS_URL="redis://127.0.0.1:$port/"
+fi
+
+# ----- Redis Cluster benches: 3 masters, no replicas, no persistence, loopback only -----
+if [ -z "${REDIS_CLUSTER_NODES:-}" ] && command -v redis-server >/dev/null 2>&1 \
+    && command -v redis-cli >/dev/null 2>&1; then
+    cluster_dir="$(mktemp -d)"
+    nodes=()
+    addresses=()
+    for _ in 1 2 3; do
+        port="$(free_port)"
+        mkdir -p "$cluster_dir/$port"
+        redis-server --port "$port" --bind 127.0.0.1 --cluster-enabled yes \
+            --cluster-config-file nodes.conf --cluster-announce-ip 127.0.0.1 \
+            --save '' --appendonly no --dir "$cluster_dir/$port" >/dev/null 2>&1 &
+        cluster_pids+=($!)
+        nodes+=("redis://127.0.0.1:$port/")
+        addresses+=("127.0.0.1:$port")
+    done
+    for address in "${addresses[@]}"; do
+        for _ in $(seq 1 50); do
+            if redis-cli -h 127.0.0.1 -p "${address##*:}" PING >/dev/null 2>&1; then break; fi
+            sleep 0.1
+        done
+    done
+    redis-cli --cluster create "${addresses[@]}" --cluster-yes >/dev/null
+    for _ in $(seq 1 100); do
+        if redis-cli -h 127.0.0.1 -p "${addresses[0]##*:}" CLUSTER INFO | grep -q cluster_state:ok; then break; fi
+        sleep 0.1
+    done
+    REDIS_CLUSTER_NODES="$(IFS=,; echo "${nodes[*]}")"
+    export REDIS_CLUSTER_NODES
 fi
 
 mkdir -p target

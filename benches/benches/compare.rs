@@ -504,4 +504,160 @@ mod redis_rt {
             .with_inputs(tiny_json)
             .bench_local_values(|input| run(&rt, map.call(add::ID, input, &ctx)).expect("call"));
     }
+
+    /// `opkit_protocol_redis` with query redelivery off (entries read with `NOACK`, nothing to
+    /// acknowledge): the cost of redelivery on one server.
+    #[divan::bench]
+    fn opkit_protocol_redis_no_redelivery(bencher: Bencher) {
+        let Some(url) = url() else { return };
+        let rt = runtime();
+        let (map, _handle) = rt.block_on(async {
+            let serving: Arc<dyn PubSub> =
+                Arc::new(RedisPubSub::connect(&url).await.expect("redis"));
+            let calling: Arc<dyn PubSub> =
+                Arc::new(RedisPubSub::connect(&url).await.expect("redis"));
+            let handle = CallHandler::new(OperationRegistry::from_inventory(), serving)
+                .with_query_redelivery(false)
+                .spawn()
+                .await
+                .expect("handler");
+            let map = PendingRequestMap::connect(calling).await.expect("caller");
+            (map, handle)
+        });
+        let ctx = OperationContext::default();
+        run(&rt, map.call(add::ID, tiny_json(), &ctx)).expect("warm-up call");
+        bencher
+            .with_inputs(tiny_json)
+            .bench_local_values(|input| run(&rt, map.call(add::ID, input, &ctx)).expect("call"));
+    }
+
+    /// The nodes of the Redis Cluster of the cluster benches (`REDIS_CLUSTER_NODES`,
+    /// comma-separated `redis://` URLs; `run.sh` starts a 3-master cluster).
+    fn cluster_nodes() -> Option<Vec<String>> {
+        let nodes = std::env::var("REDIS_CLUSTER_NODES").ok()?;
+        Some(nodes.split(',').map(str::to_owned).collect())
+    }
+
+    /// Raw redis-rs on the cluster: `SPUBLISH` → sharded subscriber → `SPUBLISH` back, through
+    /// the cluster client (RESP3 pushes), the same shape as `raw_pubsub_round_trip`.
+    #[divan::bench]
+    fn raw_cluster_round_trip(bencher: Bencher) {
+        let Some(nodes) = cluster_nodes() else { return };
+        let rt = runtime();
+        let (mut replies, mut publisher) = rt.block_on(async {
+            use redis::cluster::ClusterClientBuilder;
+            let plain = ClusterClientBuilder::new(nodes.clone())
+                .build()
+                .expect("cluster");
+            let mut responder = plain.get_async_connection().await.expect("conn");
+            let publisher = plain.get_async_connection().await.expect("conn");
+            let (requests_tx, mut requests) = tokio::sync::mpsc::unbounded_channel();
+            let (replies_tx, replies) = tokio::sync::mpsc::unbounded_channel();
+            let subscriber = |sender: tokio::sync::mpsc::UnboundedSender<redis::PushInfo>| {
+                ClusterClientBuilder::new(nodes.clone())
+                    .use_protocol(redis::ProtocolVersion::RESP3)
+                    .push_sender(sender)
+                    .build()
+                    .expect("cluster")
+            };
+            let mut on_requests = subscriber(requests_tx)
+                .get_async_connection()
+                .await
+                .expect("conn");
+            on_requests
+                .ssubscribe("{raw:req}")
+                .await
+                .expect("ssubscribe");
+            let mut on_replies = subscriber(replies_tx)
+                .get_async_connection()
+                .await
+                .expect("conn");
+            on_replies
+                .ssubscribe("{raw:resp}")
+                .await
+                .expect("ssubscribe");
+            // The responder: echoes every request to the reply channel.
+            tokio::spawn(async move {
+                let _keep = on_requests;
+                while let Some(push) = requests.recv().await {
+                    if push.kind != redis::PushKind::SMessage {
+                        continue;
+                    }
+                    let Some(redis::Value::BulkString(payload)) = push.data.get(1).cloned() else {
+                        continue;
+                    };
+                    let _: () = redis::cmd("SPUBLISH")
+                        .arg("{raw:resp}")
+                        .arg(payload)
+                        .query_async(&mut responder)
+                        .await
+                        .expect("spublish");
+                }
+            });
+            let replies = SmessageReplies {
+                pushes: replies,
+                _subscriber: on_replies,
+            };
+            (replies, publisher)
+        });
+        let payload = tiny_json().to_string();
+        bencher.bench_local(|| {
+            run(&rt, async {
+                let _: () = redis::cmd("SPUBLISH")
+                    .arg("{raw:req}")
+                    .arg(&payload)
+                    .query_async(&mut publisher)
+                    .await
+                    .expect("spublish");
+                replies.next_message().await
+            })
+        });
+    }
+
+    /// The reply pushes of the raw cluster bench (and the connection that receives them).
+    struct SmessageReplies {
+        pushes: tokio::sync::mpsc::UnboundedReceiver<redis::PushInfo>,
+        _subscriber: redis::cluster_async::ClusterConnection,
+    }
+
+    impl SmessageReplies {
+        async fn next_message(&mut self) -> usize {
+            loop {
+                let push = self.pushes.recv().await.expect("reply");
+                if push.kind == redis::PushKind::SMessage {
+                    return push.data.len();
+                }
+            }
+        }
+    }
+
+    /// The opkit call protocol over `RedisPubSub` on the cluster.
+    #[divan::bench]
+    fn opkit_protocol_redis_cluster(bencher: Bencher) {
+        let Some(nodes) = cluster_nodes() else { return };
+        let rt = runtime();
+        let (map, _handle) = rt.block_on(async {
+            let serving: Arc<dyn PubSub> = Arc::new(
+                RedisPubSub::connect_cluster(&nodes)
+                    .await
+                    .expect("redis cluster"),
+            );
+            let calling: Arc<dyn PubSub> = Arc::new(
+                RedisPubSub::connect_cluster(&nodes)
+                    .await
+                    .expect("redis cluster"),
+            );
+            let handle = CallHandler::new(OperationRegistry::from_inventory(), serving)
+                .spawn()
+                .await
+                .expect("handler");
+            let map = PendingRequestMap::connect(calling).await.expect("caller");
+            (map, handle)
+        });
+        let ctx = OperationContext::default();
+        run(&rt, map.call(add::ID, tiny_json(), &ctx)).expect("warm-up call");
+        bencher
+            .with_inputs(tiny_json)
+            .bench_local_values(|input| run(&rt, map.call(add::ID, input, &ctx)).expect("call"));
+    }
 }

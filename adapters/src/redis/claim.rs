@@ -233,3 +233,40 @@ impl Answers {
         book.expected.retain(|_, (owner, _)| *owner != reader);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Answers, is_final_reply, request_id_of};
+
+    #[test]
+    fn request_ids_and_final_replies_are_read_from_the_wire_json() {
+        let request = br#"{"type":"call.requested","requestId":"c0ffee:7","operationId":"q.read","input":{"deep":[1,2,{"x":3}]}}"#;
+        assert_eq!(request_id_of(request).as_deref(), Some("c0ffee:7"));
+        assert_eq!(request_id_of(b"not json"), None);
+        let responded = br#"{"type":"call.responded","requestId":"c0ffee:7","output":{"data":1}}"#;
+        assert_eq!(is_final_reply(responded).as_deref(), Some("c0ffee:7"));
+        let error = br#"{"type":"call.error","requestId":"c0ffee:8","error":{"code":"TIMEOUT"}}"#;
+        assert_eq!(is_final_reply(error).as_deref(), Some("c0ffee:8"));
+        let aborted = br#"{"type":"call.aborted","requestId":"c0ffee:9"}"#;
+        assert_eq!(is_final_reply(aborted), None);
+    }
+
+    #[test]
+    fn an_answered_request_is_handed_to_its_reader_once() {
+        let answers = Answers::default();
+        answers.expect(3, "c0ffee:1".to_owned(), "1-0".to_owned());
+        answers.expect(4, "c0ffee:2".to_owned(), "2-0".to_owned());
+        let reply = br#"{"type":"call.responded","requestId":"c0ffee:1","output":{}}"#;
+        // Only final replies on reply topics count.
+        answers.note_published("opkit.abort.q.read", reply);
+        assert!(answers.take(3).is_empty());
+        answers.note_published("opkit.reply.c0ffee", reply);
+        answers.note_published("opkit.reply.c0ffee", reply);
+        assert_eq!(answers.take(3), ["1-0"]);
+        assert!(answers.take(3).is_empty());
+        answers.drop_reader(4);
+        let other = br#"{"type":"call.responded","requestId":"c0ffee:2","output":{}}"#;
+        answers.note_published("opkit.reply.c0ffee", other);
+        assert!(answers.take(4).is_empty());
+    }
+}
