@@ -1,6 +1,7 @@
 //! The hub: accepts authenticated spokes and routes their messages.
 
 use super::frame::{self, Header};
+use super::outbound::Outbound;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{FutureExt, SinkExt, StreamExt};
@@ -124,8 +125,8 @@ pub struct HubOptions {
     silent_intervals: u32,
     handshake_timeout: Duration,
     orphan_grace: Duration,
-    max_queued: usize,
-    max_queued_bytes: usize,
+    pub(super) max_queued: usize,
+    pub(super) max_queued_bytes: usize,
     max_subscriptions: usize,
 }
 
@@ -211,8 +212,8 @@ struct InFlight {
 }
 
 /// One connected spoke, as the hub sees it.
-struct SpokeState {
-    name: String,
+pub(super) struct SpokeState {
+    pub(super) name: String,
     grant: SpokeGrant,
     /// Subscriptions by the spoke's id: (topic, group, the task forwarding them).
     subscriptions: HashMap<u64, (String, Option<String>, CancellationToken)>,
@@ -233,7 +234,7 @@ struct Shared {
     shutdown: CancellationToken,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -691,92 +692,6 @@ async fn connection(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
     kick.cancel();
     writer.abort();
     shared.spoke_gone(id, &spoke).await;
-}
-
-/// A spoke's outgoing queue, bounded in frames and in bytes.
-///
-/// Invariant: `queued` is the total payload size of the frames sent into the channel and
-/// not yet taken out by the writer ([`OutboundQueue::recv`] subtracts what it hands out).
-/// A frame that would take it past the byte budget, or a full channel, disconnects the
-/// spoke (the kick); when the connection ends the channel and every frame in it are
-/// dropped, so a spoke that stopped reading costs at most its budget, and nothing after
-/// it leaves.
-#[derive(Clone)]
-struct Outbound {
-    sender: mpsc::Sender<Message>,
-    queued: Arc<AtomicUsize>,
-    budget: usize,
-    spoke: Arc<Mutex<SpokeState>>,
-    kick: CancellationToken,
-}
-
-/// The writer's end of an [`Outbound`].
-struct OutboundQueue {
-    receiver: mpsc::Receiver<Message>,
-    queued: Arc<AtomicUsize>,
-}
-
-impl OutboundQueue {
-    async fn recv(&mut self) -> Option<Message> {
-        let message = self.receiver.recv().await?;
-        self.queued.fetch_sub(message.len(), Ordering::AcqRel);
-        Some(message)
-    }
-}
-
-impl Outbound {
-    fn new(
-        options: &HubOptions,
-        spoke: Arc<Mutex<SpokeState>>,
-        kick: CancellationToken,
-    ) -> (Self, OutboundQueue) {
-        let (sender, receiver) = mpsc::channel(options.max_queued);
-        let queued = Arc::new(AtomicUsize::new(0));
-        let outbound = Self {
-            sender,
-            queued: queued.clone(),
-            budget: options.max_queued_bytes,
-            spoke,
-            kick,
-        };
-        (outbound, OutboundQueue { receiver, queued })
-    }
-
-    /// Queues a frame; a spoke over its budget (frames or bytes) is disconnected.
-    fn send(&self, message: Message) -> bool {
-        let size = message.len();
-        let before = self.queued.fetch_add(size, Ordering::AcqRel);
-        if before + size > self.budget {
-            self.queued.fetch_sub(size, Ordering::AcqRel);
-            self.overflow(format_args!(
-                "{} bytes wait for it, and {size} more would pass the budget of {} (HubOptions::with_max_queued_bytes)",
-                before, self.budget
-            ));
-            return false;
-        }
-        match self.sender.try_send(message) {
-            Ok(()) => true,
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                self.queued.fetch_sub(size, Ordering::AcqRel);
-                self.overflow(format_args!(
-                    "{} frames wait for it (HubOptions::with_max_queued)",
-                    self.sender.max_capacity()
-                ));
-                false
-            }
-            Err(mpsc::error::TrySendError::Closed(_)) => {
-                self.queued.fetch_sub(size, Ordering::AcqRel);
-                false
-            }
-        }
-    }
-
-    fn overflow(&self, why: std::fmt::Arguments<'_>) {
-        if !self.kick.is_cancelled() {
-            tracing::warn!(spoke = %lock(&self.spoke).name, "a spoke fell too far behind: disconnecting it; {why}");
-        }
-        self.kick.cancel();
-    }
 }
 
 /// A connected spoke's side of the hub: its outgoing queue and its state.

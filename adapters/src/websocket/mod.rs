@@ -115,6 +115,7 @@
 
 mod frame;
 mod hub;
+mod outbound;
 mod spoke;
 
 pub use hub::{
