@@ -6,7 +6,7 @@
 //! elsewhere — and it reads the same OpenAPI document that clients read, so it cannot drift
 //! from the API. Enable it with [`HttpServer::explorer`](super::HttpServer::explorer).
 
-use super::handlers::Shared;
+use super::handlers::{Shared, original_uri};
 use axum::extract::{OriginalUri, State};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, Uri, header};
@@ -38,20 +38,7 @@ pub(crate) async fn explorer(
     original: Option<axum::Extension<OriginalUri>>,
     uri: Uri,
 ) -> Response {
-    let original = original.map_or_else(|| uri.clone(), |axum::Extension(OriginalUri(o))| o);
-    let path = shared
-        .explorer
-        .as_ref()
-        .map_or("", |explorer| explorer.path.as_str());
-    let base = match &shared.base_path {
-        Some(base) => base.clone(),
-        None => original
-            .path()
-            .strip_suffix(path)
-            .unwrap_or_default()
-            .trim_end_matches('/')
-            .to_owned(),
-    };
+    let base = shared.base_path(&original_uri(original, &uri), &uri);
     let mcp = shared
         .explorer
         .as_ref()

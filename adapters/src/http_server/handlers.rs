@@ -68,12 +68,18 @@ impl Shared {
 
     /// The prefix the routes are reached at: the configured base path, else what the
     /// request's original URI has before the path the router saw.
-    fn base_path(&self, original: &Uri, seen: &Uri) -> String {
+    pub(crate) fn base_path(&self, original: &Uri, seen: &Uri) -> String {
         if let Some(base) = &self.base_path {
             return base.clone();
         }
         mount_prefix(original.path(), seen.path())
     }
+}
+
+/// The URI the request arrived with, before any `nest` stripped a prefix (the URI the
+/// router saw when it was not nested).
+pub(crate) fn original_uri(original: Option<axum::Extension<OriginalUri>>, seen: &Uri) -> Uri {
+    original.map_or_else(|| seen.clone(), |axum::Extension(OriginalUri(uri))| uri)
 }
 
 /// `original` without its suffix `seen` (the prefix a nested router was mounted at), or `""`.
@@ -107,7 +113,7 @@ pub(crate) async fn openapi(
     original: Option<axum::Extension<OriginalUri>>,
     uri: Uri,
 ) -> Response {
-    let original = original.map_or_else(|| uri.clone(), |axum::Extension(OriginalUri(o))| o);
+    let original = original_uri(original, &uri);
     let base = shared.base_path(&original, &uri);
     axum::Json(document(&shared.registry, &shared.info, &base)).into_response()
 }
@@ -119,7 +125,7 @@ pub(crate) async fn fallback(
     method: Method,
     uri: Uri,
 ) -> Response {
-    let original = original.map_or_else(|| uri.clone(), |axum::Extension(OriginalUri(o))| o);
+    let original = original_uri(original, &uri);
     let base = shared.base_path(&original, &uri);
     let error = CallError::new(
         ErrorCode::OperationNotFound,
