@@ -53,6 +53,16 @@
 //! one operation per opkit operation skips aliases). Every documented operation carries
 //! `x-opkit-id` and `x-opkit-kind`.
 //!
+//! **Importing what this server serves.** The document is a correct description for any
+//! OpenAPI client: the body really is the envelope, the `POST` twin really is answered. opkit's
+//! own OpenAPI import (`opkit_adapters::openapi`, feature `openapi`) recognises these
+//! operations by `x-opkit-id`/`x-opkit-kind` and gives back the operations that were served:
+//! aliases skipped, the kind from `x-opkit-kind`, the input schema as it is (the body is the
+//! input), the envelope's `data` as the data and the `CallError` body as the error, the
+//! `complete` event as the end of a stream. So importing an opkit server gives the same
+//! operations, inputs, data and errors as calling its registry (see the OpenAPI import's
+//! "Served by opkit" section).
+//!
 //! # Responses
 //!
 //! **The whole [`ResponseEnvelope`](opkit::ResponseEnvelope) is the body**, so both the data

@@ -530,13 +530,15 @@ impl McpConnection {
         arguments: Value,
         ctx: &OperationContext,
     ) -> Result<ResponseEnvelope, CallError> {
-        let output_schema = self
-            .spec_for_tool(tool_name)
-            .map(|spec| spec.output_schema)
+        let spec = self.spec_for_tool(tool_name);
+        let output_schema = spec
+            .as_ref()
+            .map(|spec| &spec.output_schema)
             .filter(|schema| !opkit::schema::is_unknown(schema));
+        let wrapped = spec.as_ref().and_then(wrapped_key);
         self.state
             .client
-            .call(tool_name, arguments, ctx, output_schema.as_ref())
+            .call(tool_name, arguments, ctx, output_schema, wrapped)
             .await
     }
 
@@ -634,6 +636,13 @@ fn usable_schemas(mut spec: OperationSpec, label: &str) -> OperationSpec {
     spec
 }
 
+/// The `structuredContent` property holding a wrapped tool's data (see `tools`).
+fn wrapped_key(spec: &OperationSpec) -> Option<&str> {
+    spec.extensions
+        .get(tools::EXT_WRAPPED)
+        .and_then(Value::as_str)
+}
+
 /// The handler of one tool's operation.
 fn tool_handler(client: &Arc<Client>, tool: &ImportedTool) -> Handler {
     let client = client.clone();
@@ -641,13 +650,21 @@ fn tool_handler(client: &Arc<Client>, tool: &ImportedTool) -> Handler {
     let output_schema: Arc<Option<Value>> = Arc::new(
         Some(tool.spec.output_schema.clone()).filter(|schema| !opkit::schema::is_unknown(schema)),
     );
+    let wrapped: Option<Arc<str>> = wrapped_key(&tool.spec).map(Arc::from);
     Handler::unary(move |input, ctx| {
         let client = client.clone();
         let tool_name = tool_name.clone();
         let output_schema = output_schema.clone();
+        let wrapped = wrapped.clone();
         async move {
             let envelope = client
-                .call(&tool_name, input, &ctx, output_schema.as_ref().as_ref())
+                .call(
+                    &tool_name,
+                    input,
+                    &ctx,
+                    output_schema.as_ref().as_ref(),
+                    wrapped.as_deref(),
+                )
                 .await?;
             serde_json::to_value(envelope).map_err(|error| {
                 CallError::execution(format!("could not serialize the envelope: {error}"))
@@ -1031,6 +1048,7 @@ impl Client {
         arguments: Value,
         ctx: &OperationContext,
         output_schema: Option<&Value>,
+        wrapped: Option<&str>,
     ) -> Result<ResponseEnvelope, CallError> {
         let arguments = match arguments {
             Value::Object(arguments) => Some(arguments),
@@ -1117,7 +1135,12 @@ impl Client {
                 "MCP tool `{tool}`: unsupported result type {kind:?}"
             )));
         }
-        Ok(envelope_of(&raw, output_schema, self.parse_json_text))
+        Ok(envelope_of(
+            &raw,
+            output_schema,
+            self.parse_json_text,
+            wrapped,
+        ))
     }
 
     fn aborted(&self, tool: &str) -> CallError {

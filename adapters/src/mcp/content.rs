@@ -16,7 +16,10 @@
 //! carries them in opkit's model (all but `ResourceLink`); unknown audience roles are dropped.
 //!
 //! The envelope's `data` is `structuredContent` when it is present and not `null` (cast to the
-//! tool's output schema when it has one), else the mapped blocks as a JSON array; `meta` holds
+//! tool's output schema when it has one), else the mapped blocks as a JSON array. An
+//! `isError` result is passed through unchanged: its data is `structuredContent` as sent, or
+//! the mapped blocks, never cast (the failure is data for the caller to inspect; an opkit
+//! server's [`CallError`](opkit::CallError) is read back with [`call_error`]). `meta` holds
 //! `isError` (absent = `false`), every block, `structuredContent` as sent (a `null` one is
 //! left out, like an absent one: DESIGN §4 reads it with `??`, and the wire form omits absent
 //! optional fields) and the result's `_meta`.
@@ -138,7 +141,8 @@ fn undo_f32_widening(value: f64) -> f64 {
 /// Builds the envelope of a `tools/call` result given as raw JSON.
 ///
 /// `output_schema` is the tool's `outputSchema` (`None` when it has none): a present,
-/// non-null `structuredContent` is cast to it with [`opkit::schema::cast`].
+/// non-null `structuredContent` is cast to it with [`opkit::schema::cast`], unless the result
+/// is an error (`isError: true`), which is passed through unchanged.
 ///
 /// ```
 /// use opkit_adapters::mcp::result_envelope;
@@ -152,7 +156,7 @@ fn undo_f32_widening(value: f64) -> f64 {
 /// assert!(!envelope.is_error());
 /// ```
 pub fn result_envelope(result: &Value, output_schema: Option<&Value>) -> ResponseEnvelope {
-    envelope_of(result, output_schema, false)
+    envelope_of(result, output_schema, false, None)
 }
 
 /// `_meta` key under which opkit's MCP server puts a failed call's
@@ -171,8 +175,10 @@ pub const META_ERROR: &str = "opkit/error";
 ///     "_meta": {"opkit/error": {"code": "EXECUTION_ERROR", "message": "no user 7", "kind": "NOT_FOUND"}}
 /// });
 /// let envelope = result_envelope(&result, None);
-/// assert_eq!(envelope.data["kind"], "NOT_FOUND");
+/// // The data is the result's content, as for any error result.
+/// assert_eq!(envelope.data[0]["text"], "EXECUTION_ERROR: no user 7");
 /// let error = call_error(&envelope).unwrap();
+/// assert_eq!(error.kind, Some(opkit::ErrorKind::NotFound));
 /// assert_eq!(error.message, "no user 7");
 /// ```
 pub fn call_error(envelope: &ResponseEnvelope) -> Option<opkit::CallError> {
@@ -188,10 +194,14 @@ pub fn call_error(envelope: &ResponseEnvelope) -> Option<opkit::CallError> {
 
 /// [`result_envelope`], optionally reading a lone JSON text block as the data (see
 /// [`McpOptions::parse_json_text`](super::McpOptions::parse_json_text)).
+///
+/// `wrapped` names the `structuredContent` property that holds the data of a successful
+/// result (a tool opkit serves wrapped, see the `tools` module).
 pub(crate) fn envelope_of(
     result: &Value,
     output_schema: Option<&Value>,
     parse_json_text: bool,
+    wrapped: Option<&str>,
 ) -> ResponseEnvelope {
     let content: Vec<McpContentBlock> = result
         .get("content")
@@ -213,20 +223,22 @@ pub(crate) fn envelope_of(
         Some(schema) if !opkit::schema::is_unknown(schema) => opkit::schema::cast(schema, value),
         _ => value,
     };
-    let opkit_error = result_meta
-        .as_ref()
-        .and_then(|meta| meta.get(META_ERROR))
-        .filter(|wire| {
-            is_error && serde_json::from_value::<opkit::CallError>((*wire).clone()).is_ok()
-        })
-        .cloned();
-    let data = match (&structured, opkit_error) {
-        (_, Some(wire)) => wire,
-        (Some(value), None) => cast(value.clone()),
-        (None, None) => match lone_json_text(&content).filter(|_| parse_json_text && !is_error) {
-            Some(value) => cast(value),
-            None => serde_json::to_value(&content).unwrap_or(Value::Array(Vec::new())),
-        },
+    let blocks = || serde_json::to_value(&content).unwrap_or(Value::Array(Vec::new()));
+    let data = if is_error {
+        // A failure is data for the caller to inspect, never reshaped: neither cast to the
+        // output schema nor read from a JSON text block.
+        structured.clone().unwrap_or_else(blocks)
+    } else {
+        match &structured {
+            Some(Value::Object(object)) if wrapped.is_some_and(|key| object.contains_key(key)) => {
+                cast(object[wrapped.unwrap_or_default()].clone())
+            }
+            Some(value) => cast(value.clone()),
+            None => match lone_json_text(&content).filter(|_| parse_json_text) {
+                Some(value) => cast(value),
+                None => blocks(),
+            },
+        }
     };
     let meta = McpMeta {
         is_error,
@@ -446,6 +458,19 @@ mod tests {
     }
 
     #[test]
+    fn is_error_structured_content_is_passed_through_uncast() {
+        let result = json!({
+            "content": [{"type": "text", "text": "no such note"}],
+            "structuredContent": {"reason": "missing"},
+            "isError": true
+        });
+        let schema = json!({"type": "object", "properties": {"id": {"type": "integer"}, "title": {"type": "string"}}, "required": ["id", "title"], "additionalProperties": false});
+        let envelope = result_envelope(&result, Some(&schema));
+        assert!(envelope.is_error());
+        assert_eq!(envelope.data, json!({"reason": "missing"}), "never cast");
+    }
+
+    #[test]
     fn f32_priorities_read_back_as_written() {
         let widened = f64::from(0.7f32);
         assert_ne!(widened, 0.7);
@@ -460,12 +485,12 @@ mod tests {
         let result =
             json!({"content": [{"type": "text", "text": "{\"temperature\": 21, \"extra\": 1}"}]});
         let schema = json!({"type": "object", "properties": {"temperature": {"type": "number"}}, "required": ["temperature"], "additionalProperties": false});
-        let off = envelope_of(&result, Some(&schema), false);
+        let off = envelope_of(&result, Some(&schema), false, None);
         assert!(
             off.data.is_array(),
             "off by default: the blocks are the data"
         );
-        let on = envelope_of(&result, Some(&schema), true);
+        let on = envelope_of(&result, Some(&schema), true, None);
         assert_eq!(
             on.data,
             json!({"temperature": 21}),
@@ -474,12 +499,12 @@ mod tests {
         assert_eq!(mcp_meta(&on).content.len(), 1, "the original block is kept");
         assert_eq!(mcp_meta(&on).structured_content, None);
         let plain = json!({"content": [{"type": "text", "text": "not json"}]});
-        assert!(envelope_of(&plain, None, true).data.is_array());
+        assert!(envelope_of(&plain, None, true, None).data.is_array());
         let two =
             json!({"content": [{"type": "text", "text": "1"}, {"type": "text", "text": "2"}]});
-        assert!(envelope_of(&two, None, true).data.is_array());
+        assert!(envelope_of(&two, None, true, None).data.is_array());
         let error = json!({"content": [{"type": "text", "text": "{}"}], "isError": true});
-        assert!(envelope_of(&error, None, true).data.is_array());
+        assert!(envelope_of(&error, None, true, None).data.is_array());
     }
 
     #[test]
@@ -492,7 +517,11 @@ mod tests {
         });
         let envelope = result_envelope(&result, None);
         assert!(envelope.is_error());
-        assert_eq!(envelope.data, wire);
+        assert_eq!(
+            envelope.data,
+            json!([{"type": "text", "text": "EXECUTION_ERROR: no user 7"}]),
+            "the data is the content, as for any error result"
+        );
         let error = call_error(&envelope).unwrap();
         assert_eq!(
             error,

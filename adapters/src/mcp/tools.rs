@@ -12,6 +12,11 @@
 //! | `output_schema` | `outputSchema`, or `true` (Unknown) |
 //! | `extensions` | `mcp.toolName` (the real name), `mcp.annotations`, `mcp.title`, `mcp.meta` (the tool's `_meta`), `mcp.server` |
 //! | `origin` | `mcp <server label> tool <real name>` |
+//!
+//! A tool served by opkit to a client before 2026-07-28 whose data is not an object answers
+//! `{"result": data}` and says so in its `_meta["opkit/wrapped"]` (`"result"`): its output
+//! schema is then the schema of `result` (with the wrapper's `$defs`), the property is
+//! recorded in the `mcp.wrapped` extension, and each result's data is read from under it.
 
 use opkit::{OperationKind, OperationSpec};
 use serde_json::{Value, json};
@@ -26,6 +31,47 @@ pub const EXT_TITLE: &str = "mcp.title";
 pub const EXT_META: &str = "mcp.meta";
 /// Extension key holding the label of the server the tool came from.
 pub const EXT_SERVER: &str = "mcp.server";
+/// Extension key holding the `structuredContent` property that holds the data, for a tool
+/// opkit serves wrapped (see the module docs).
+pub const EXT_WRAPPED: &str = "mcp.wrapped";
+/// Tool `_meta` key with which opkit's MCP server marks a wrapped output.
+const META_WRAPPED: &str = "opkit/wrapped";
+
+/// The schema of property `key` of a wrapper schema, standing alone: the wrapper's `$defs`
+/// at its root and references into the wrapper made relative to it.
+fn unwrap_schema(wrapper: &Value, key: &str) -> Option<Value> {
+    let inner = wrapper.get("properties")?.get(key)?;
+    if opkit::schema::is_unknown(inner) {
+        return Some(Value::Bool(true));
+    }
+    let mut inner = inner.clone();
+    let prefix = format!("#/properties/{}", key.replace('~', "~0").replace('/', "~1"));
+    rebase_refs(&mut inner, &prefix);
+    if let (Value::Object(map), Some(defs)) = (&mut inner, wrapper.get("$defs")) {
+        map.insert("$defs".to_owned(), defs.clone());
+    }
+    Some(inner)
+}
+
+/// Rewrites every `$ref` starting with `prefix` to start at the root (`#`).
+fn rebase_refs(schema: &mut Value, prefix: &str) {
+    match schema {
+        Value::Object(map) => {
+            for (key, value) in map.iter_mut() {
+                match value {
+                    Value::String(reference) if key == "$ref" => {
+                        if let Some(rest) = reference.strip_prefix(prefix) {
+                            *reference = format!("#{rest}");
+                        }
+                    }
+                    other => rebase_refs(other, prefix),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|item| rebase_refs(item, prefix)),
+        _ => {}
+    }
+}
 
 /// The real name of a `tools/list` entry, when it has one.
 pub(crate) fn tool_name(tool: &Value) -> Option<&str> {
@@ -65,11 +111,18 @@ pub(crate) fn tool_spec(
         .filter(|schema| schema.is_object() || schema.is_boolean())
         .cloned()
         .unwrap_or_else(|| json!({"type": "object"}));
-    let output_schema = tool
+    let mut output_schema = tool
         .get("outputSchema")
         .filter(|schema| schema.is_object() || schema.is_boolean())
         .cloned()
         .unwrap_or(Value::Bool(true));
+    let wrapped = tool
+        .pointer(&format!("/_meta/{}", META_WRAPPED.replace('/', "~1")))
+        .and_then(Value::as_str)
+        .and_then(|key| Some((key, unwrap_schema(&output_schema, key)?)));
+    if let Some((_, inner)) = &wrapped {
+        output_schema = inner.clone();
+    }
 
     let mut spec = OperationSpec::new(namespace, operation_name, kind)
         .input_schema(input_schema)
@@ -77,6 +130,9 @@ pub(crate) fn tool_spec(
         .extension(EXT_TOOL_NAME, Value::String(real_name.to_owned()))
         .extension(EXT_SERVER, Value::String(server_label.to_owned()))
         .origin(format!("mcp {server_label} tool {real_name}"));
+    if let Some((key, _)) = wrapped {
+        spec = spec.extension(EXT_WRAPPED, Value::String(key.to_owned()));
+    }
     if let Some(description) = description {
         spec = spec.description(description);
     }
@@ -95,6 +151,39 @@ pub(crate) fn tool_spec(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrapped_opkit_outputs_are_unwrapped() {
+        let tool = json!({
+            "name": "rt_add",
+            "inputSchema": {"type": "object"},
+            "outputSchema": {
+                "type": "object",
+                "properties": {"result": {"anyOf": [{"$ref": "#/$defs/Item"}, {"$ref": "#/properties/result/anyOf/0"}]}},
+                "required": ["result"],
+                "$defs": {"Item": {"type": "integer"}}
+            },
+            "_meta": {"opkit/wrapped": "result"}
+        });
+        let spec = tool_spec("ns", "rt_add", "s", &tool);
+        assert_eq!(
+            spec.output_schema,
+            json!({"anyOf": [{"$ref": "#/$defs/Item"}, {"$ref": "#/anyOf/0"}], "$defs": {"Item": {"type": "integer"}}})
+        );
+        assert_eq!(spec.extensions[EXT_WRAPPED], "result");
+        let unknown = json!({"name": "x", "outputSchema": {"type": "object", "properties": {"result": {}}}, "_meta": {"opkit/wrapped": "result"}});
+        assert_eq!(
+            tool_spec("ns", "x", "s", &unknown).output_schema,
+            json!(true)
+        );
+        let unmarked = json!({"name": "x", "outputSchema": {"type": "object", "properties": {"result": {"type": "integer"}}}});
+        let spec = tool_spec("ns", "x", "s", &unmarked);
+        assert!(spec.extensions.get(EXT_WRAPPED).is_none());
+        assert_eq!(
+            spec.output_schema["properties"]["result"]["type"],
+            "integer"
+        );
+    }
 
     #[test]
     fn read_only_tools_are_queries_and_the_rest_mutations() {

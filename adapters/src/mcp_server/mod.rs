@@ -47,7 +47,8 @@
 //! objects as `structuredContent`, so for them an operation whose output schema is not
 //! `type: "object"` (or is Unknown) is declared with the output schema
 //! `{"type":"object","properties":{"result": <output schema>},"required":["result"]}` and
-//! answers `{"result": <data>}`; clients of 2026-07-28 or later get the data and the
+//! answers `{"result": <data>}` (the tool's `_meta["opkit/wrapped"]` ([`META_WRAPPED`]) is
+//! then `"result"`, so opkit's MCP import reads the data back from under it); clients of 2026-07-28 or later get the data and the
 //! output schema as they are (an Unknown output declares no `outputSchema`).
 //!
 //! A [`CallError`] (validation, access, execution, timeout, or an application error such as
@@ -115,7 +116,7 @@ mod tools;
 
 pub use handler::McpHandler;
 pub use names::{EXT_TOOL_NAME, ToolNameError, ToolNaming};
-pub use results::{META_ENVELOPE, META_ERROR};
+pub use results::{META_ENVELOPE, META_ERROR, META_WRAPPED};
 
 use crate::http_server::{Authenticator, BearerAuth, IdentityResolver, authenticate};
 use axum::Router;

@@ -20,6 +20,9 @@ use serde_json::{Map, Value, json};
 pub const META_ERROR: &str = "opkit/error";
 /// `_meta` key of a plain envelope's meta.
 pub const META_ENVELOPE: &str = "opkit/meta";
+/// Tool `_meta` key naming the `structuredContent` property that holds the data, on a tool
+/// whose output is wrapped as `{"result": data}` for a client before 2026-07-28.
+pub const META_WRAPPED: &str = "opkit/wrapped";
 
 /// The `structuredContent` of `data` in the given form (not for [`OutputForm::Items`],
 /// whose value the caller builds).

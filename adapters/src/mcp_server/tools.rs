@@ -1,5 +1,6 @@
 //! Operation specs → MCP tools: names, schemas, output forms, annotations.
 
+use super::results::META_WRAPPED;
 use crate::http_server::refs::nest_schema;
 use opkit::{OperationKind, OperationSpec};
 use rmcp::model::{JsonObject, MetaObject, Tool, ToolAnnotations};
@@ -147,7 +148,8 @@ pub(crate) fn tool(spec: &OperationSpec, name: &str, modern: bool) -> Option<Too
         description
     };
     let mut tool = Tool::new(name.to_owned(), description, Arc::new(input));
-    if let (_, Some(schema)) = output(spec, modern) {
+    let (form, schema) = output(spec, modern);
+    if let Some(schema) = schema {
         tool = tool.with_raw_output_schema(Arc::new(schema));
     }
     let annotations = match spec.kind {
@@ -159,6 +161,10 @@ pub(crate) fn tool(spec: &OperationSpec, name: &str, modern: bool) -> Option<Too
     let mut meta = Map::new();
     meta.insert("opkit/operationId".to_owned(), json!(spec.id()));
     meta.insert("opkit/kind".to_owned(), json!(spec.kind.as_str()));
+    if form == OutputForm::Wrapped {
+        // opkit's MCP import reads the data back from under `result`.
+        meta.insert(META_WRAPPED.to_owned(), json!("result"));
+    }
     if !spec.access.is_public() {
         meta.insert("opkit/access".to_owned(), json!(spec.access));
     }

@@ -4,6 +4,7 @@
 //! output schemas, an `openapi` extension with the method, path and `operationId`) and the
 //! [`OperationPlan`] its handler follows (URL, parameters, body, `Accept`, credentials).
 //! An operation that cannot be mapped becomes a [`SkippedOperation`] naming the pointer.
+//! An operation served by opkit's own HTTP server is mapped by [`super::served`] instead.
 //!
 //! * Kind: `SUBSCRIPTION` when the success response offers `text/event-stream`; else
 //!   `QUERY` for GET, HEAD and the 3.2 `QUERY` method; else `MUTATION`.
@@ -31,6 +32,7 @@ use super::options::OpenApiOptions;
 use super::params::{Location, Style};
 use super::refs::Resolver;
 use super::response::MediaType;
+use super::served;
 use super::servers;
 use super::sse::EventData;
 use opkit::schema::json_type_name;
@@ -75,6 +77,9 @@ pub(crate) struct OperationPlan {
     pub sse: Option<EventData>,
     /// What happens to the replies' data.
     pub normalizer: Arc<Normalizer>,
+    /// Served by opkit's HTTP server: the input is the body, replies are envelopes, failures
+    /// `CallError`s (see [`super::served`]).
+    pub served: bool,
 }
 
 /// One mapped operation.
@@ -205,6 +210,11 @@ fn find_operations<'a>(
                 continue;
             }
             if let Some(operation) = item.get(method) {
+                if served::is_alias(operation) {
+                    // opkit documents the `POST` twin of a `GET` operation: the canonical
+                    // operation is imported instead.
+                    continue;
+                }
                 found.push(Found {
                     method: method.to_owned(),
                     path: path.clone(),
@@ -290,11 +300,33 @@ fn map_operation<'a>(
         }
     };
 
-    // Parameters.
     let resolver = Resolver {
         root: &doc.root,
         version: doc.version,
     };
+    if let Some(served) = served::Served::of(op.operation) {
+        let site = served::Site {
+            path: &op.path,
+            method: &op.method,
+            pointer: &op.pointer,
+            operation: op.operation,
+            path_item: op.path_item,
+            path_item_pointer: &op.path_item_pointer,
+        };
+        if let Some(mapped) = served::map(
+            resolver,
+            defs,
+            &site,
+            &served,
+            name.clone(),
+            base_url.clone(),
+            options,
+        )? {
+            return Ok(vec![mapped]);
+        }
+    }
+
+    // Parameters.
     let mut input_bundle = SchemaBundle::new(defs);
     let raw_params = collect_parameters(resolver, op)?;
     let mut properties = Map::new();
@@ -566,6 +598,7 @@ fn map_operation<'a>(
                 .collect(),
             sse,
             normalizer,
+            served: false,
         };
         out.push(Mapped { spec, plan });
     }
@@ -573,7 +606,7 @@ fn map_operation<'a>(
 }
 
 /// The description of an operation: its summary and description.
-fn describe(operation: &Map<String, Value>) -> Option<String> {
+pub(crate) fn describe(operation: &Map<String, Value>) -> Option<String> {
     let summary = operation
         .get("summary")
         .and_then(Value::as_str)

@@ -67,6 +67,13 @@
 //!   `text/event-stream`). Their `extensions.openapi` name each other (`stream` on the call,
 //!   `unary` on the subscription). The input is the same: a body flag such as `stream: true`
 //!   is the caller's to set.
+//! * **Served by opkit**: an operation of a document opkit's own HTTP server generated
+//!   (recognised by its `x-opkit-id` and `x-opkit-kind`) is imported as the operation that
+//!   was served: the `x-opkit-alias` twins are skipped, the kind is `x-opkit-kind`, the input
+//!   schema is the request body's (the input is the body), the data is the served envelope's
+//!   `data`, a failure is the served `CallError` as sent, and an event stream ends at its
+//!   `complete` event (`error` fails it). Every such operation is called with `POST` and a
+//!   JSON body. Details in the source of `served`.
 //! * **Replies** are cast to the output schema by the registry's pipeline; when that changes
 //!   a reply, a rate-limited `tracing::warn!` names the operation and the JSON pointers
 //!   dropped, replaced and invented. [`OpenApiOptions::normalization`] can instead validate
@@ -151,6 +158,7 @@ mod refs;
 mod request;
 mod response;
 mod sanitize;
+mod served;
 mod servers;
 mod sse;
 mod sse_stream;

@@ -61,6 +61,7 @@ pub(crate) fn build(
     input: &Value,
 ) -> Result<reqwest::RequestBuilder, CallError> {
     let empty = serde_json::Map::new();
+    let whole = input;
     let input = input.as_object().unwrap_or(&empty);
     let mut path = plan.path.clone();
     let mut query: Vec<String> = Vec::new();
@@ -154,8 +155,14 @@ pub(crate) fn build(
         .client
         .request(plan.method.clone(), &url)
         .headers(headers);
+    // An operation served by opkit takes its whole input as the body.
+    let body = if plan.served {
+        Some(whole)
+    } else {
+        input.get("body")
+    };
     if let Some(body_plan) = &plan.body
-        && let Some(value) = input.get("body")
+        && let Some(value) = body
     {
         request = match body::encode(body_plan, value)? {
             Encoded::Bytes(bytes) => request
@@ -204,7 +211,7 @@ pub(crate) fn unary(plan: Arc<OperationPlan>, shared: Arc<Shared>) -> Handler {
                 .send()
                 .await
                 .map_err(|error| transport_error(&plan.label, &error))?;
-            response::into_result(response, &plan.label, Some(&plan.normalizer)).await
+            response::into_result(response, &plan, Some(&plan.normalizer)).await
         }
     })
 }
@@ -231,7 +238,7 @@ async fn open_event_stream(
     }
     .map_err(|error| transport_error(&plan.label, &error))?;
     if !response.status().is_success() {
-        let error = response::into_result(response, &plan.label, None).await;
+        let error = response::into_result(response, &plan, None).await;
         return Err(error
             .err()
             .unwrap_or_else(|| CallError::execution("unreachable")));

@@ -132,12 +132,15 @@ fn decode_text(bytes: &[u8], media: &MediaType) -> String {
 }
 
 /// Reads a response: an `http_envelope` (as JSON, for the pipeline to detect) on 2xx, an
-/// `EXECUTION_ERROR` with the status, headers and body in `details` otherwise.
+/// `EXECUTION_ERROR` with the status, headers and body in `details` otherwise. For an
+/// operation served by opkit, the data is the served envelope's `data` and a failure the
+/// served `CallError` (see [`super::served`]).
 pub(crate) async fn into_result(
     response: reqwest::Response,
-    label: &str,
+    plan: &super::mapping::OperationPlan,
     normalizer: Option<&super::normalize::Normalizer>,
 ) -> Result<Value, CallError> {
+    let label = plan.label.as_str();
     let status = response.status();
     let headers = headers_snapshot(response.headers());
     let content_type = headers.get("content-type").cloned().unwrap_or_default();
@@ -145,9 +148,17 @@ pub(crate) async fn into_result(
         .bytes()
         .await
         .map_err(|error| super::request::transport_error(label, &error))?;
-    let data = decode_body(&bytes, &content_type);
+    let mut data = decode_body(&bytes, &content_type);
     if !status.is_success() {
+        if plan.served
+            && let Some(error) = super::served::error(&data)
+        {
+            return Err(error);
+        }
         return Err(status_error(label, status, headers, &content_type, data));
+    }
+    if plan.served {
+        data = super::served::data(data);
     }
     let data = match normalizer {
         Some(normalizer) => normalizer.apply(data),

@@ -3,7 +3,9 @@
 //!
 //! Each event becomes an [`http_event_envelope`]: the data (read as the item schema says,
 //! then normalized, see [`super::normalize`]), the response's status and headers, and the
-//! event's `sse` meta: its type, id and retry.
+//! event's `sse` meta: its type, id and retry. A stream served by opkit ends at its
+//! `complete` event and fails with the `CallError` of its `error` event (see
+//! [`super::served`]).
 //!
 //! # Resumption
 //!
@@ -21,6 +23,7 @@
 
 use super::mapping::OperationPlan;
 use super::options::SseReconnect;
+use super::served;
 use super::sse::{EventData, SseError, SseEvent, SseParser, event_data};
 use bytes::Bytes;
 use futures::future::BoxFuture;
@@ -105,7 +108,19 @@ pub(crate) fn envelopes(
                         }
                     };
                     state.attempts = 0;
-                    if let Some(data) = event_data(&event, mode, label) {
+                    if let Some(mut data) = event_data(&event, mode, label) {
+                        if plan.served {
+                            match served::event(&event.event, data, label) {
+                                served::Event::Item(item) => data = item,
+                                served::Event::Complete => return None,
+                                served::Event::Error(error) => {
+                                    state.done = true;
+                                    state.queue.clear();
+                                    state.body = futures::stream::empty().boxed();
+                                    return Some((Err(error), state));
+                                }
+                            }
+                        }
                         let data = plan.normalizer.apply(data);
                         let meta = SseEventMeta {
                             event: event.event,

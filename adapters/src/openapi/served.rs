@@ -1,0 +1,306 @@
+//! Operations served by opkit's own HTTP server, imported back as the operations they are.
+//!
+//! opkit's HTTP server (`opkit_adapters::http_server`) documents each operation with
+//! `x-opkit-id` and `x-opkit-kind`, answers with the whole `ResponseEnvelope` as the body,
+//! fails with the `CallError` wire JSON, and streams subscriptions as one envelope per SSE
+//! `message` event, then `event: complete` or `event: error`. A generic OpenAPI client sees
+//! a correct document of exactly that. This import recognises those operations by the
+//! extensions (an operation that has `x-opkit-id` and a known `x-opkit-kind`) and imports
+//! each as the operation that was served, so importing what opkit serves gives back the
+//! same operations and the same data:
+//!
+//! | served | imported |
+//! |---|---|
+//! | `x-opkit-alias: true` (the `POST` twin of a `GET` operation) | not imported (the canonical operation is) |
+//! | `x-opkit-kind` | the kind, whatever the HTTP method |
+//! | the `POST` request body's schema (`<id>.Input`) | the input schema, as it is: the input is the body, not `{"body": ..}` |
+//! | `data` of the `ResponseEnvelope` response schema | the output schema |
+//! | a `200` body `{data, meta}` | `data` is the served data (the served meta is dropped: the imported envelope's meta is the HTTP call's) |
+//! | a non-2xx body `{code, message, details?, kind?}` | that `CallError`, as sent |
+//! | an SSE `message` event | one item whose data is the served item's data |
+//! | `event: complete` | the end of the stream (not an item) |
+//! | `event: error` | the stream's error: that `CallError` |
+//!
+//! Every operation is called with `POST /ops/<id>` and the input as its JSON body, whatever
+//! its kind: the server answers every kind there, JSON keeps the input's types exactly (a
+//! query string does not), and no URL length limit applies. A dropped subscription stream is
+//! therefore not resumed (a `POST` is not sent twice). The import's
+//! [`Normalization`](super::Normalization) applies as for any operation; the served data
+//! was already normalized by the serving registry.
+//!
+//! An operation with the extensions but not the shapes above (a document edited by hand,
+//! another server using the same names) is imported like any other operation.
+
+use super::auth;
+use super::body::{BodyKind, BodyPlan};
+use super::bundle::{Definitions, SchemaBundle};
+use super::document::join_pointer;
+use super::error::MapError;
+use super::mapping::{Mapped, OperationPlan};
+use super::normalize::{Normalization, Normalizer};
+use super::options::OpenApiOptions;
+use super::refs::Resolver;
+use super::sse::EventData;
+use opkit::envelope::is_response_envelope;
+use opkit::{CallError, OperationKind, OperationSpec};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// The opkit id and kind an operation was served with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Served {
+    pub id: String,
+    pub kind: OperationKind,
+}
+
+impl Served {
+    /// The opkit operation behind an HTTP operation, when its extensions name one.
+    pub fn of(operation: &Value) -> Option<Self> {
+        let id = operation.get("x-opkit-id")?.as_str()?;
+        let kind = match operation.get("x-opkit-kind")?.as_str()? {
+            "QUERY" => OperationKind::Query,
+            "MUTATION" => OperationKind::Mutation,
+            "SUBSCRIPTION" => OperationKind::Subscription,
+            _ => return None,
+        };
+        Some(Self {
+            id: id.to_owned(),
+            kind,
+        })
+    }
+}
+
+/// `true` for the `POST` twin opkit documents beside a `GET` operation: not imported.
+pub(crate) fn is_alias(operation: &Value) -> bool {
+    operation.get("x-opkit-alias") == Some(&Value::Bool(true)) && Served::of(operation).is_some()
+}
+
+/// Where the served operation sits in the document.
+pub(crate) struct Site<'a> {
+    pub path: &'a str,
+    pub method: &'a str,
+    pub pointer: &'a str,
+    pub operation: &'a Value,
+    pub path_item: &'a Value,
+    pub path_item_pointer: &'a str,
+}
+
+/// Maps a served operation; `Ok(None)` when the document does not have the shapes opkit
+/// serves (then it is mapped like any operation).
+pub(crate) fn map<'a>(
+    resolver: Resolver<'a>,
+    defs: &Definitions<'a>,
+    site: &Site<'a>,
+    served: &Served,
+    name: String,
+    base_url: String,
+    options: &OpenApiOptions,
+) -> Result<Option<Mapped>, MapError> {
+    // The request: the `POST` operation of the same path and id (this one, or its twin).
+    let (post, post_pointer) = if site.method == "post" {
+        (site.operation, site.pointer.to_owned())
+    } else {
+        match site.path_item.get("post") {
+            Some(post) if Served::of(post).as_ref() == Some(served) => {
+                (post, join_pointer(site.path_item_pointer, "post"))
+            }
+            _ => return Ok(None),
+        }
+    };
+    let Some(body) = post.get("requestBody") else {
+        return Ok(None);
+    };
+    let (body, body_pointer, _) =
+        resolver.deref(body, &join_pointer(&post_pointer, "requestBody"))?;
+    let Some(input) = body.pointer("/content/application~1json/schema") else {
+        return Ok(None);
+    };
+    let mut input_bundle = SchemaBundle::new(defs);
+    let input_pointer = join_pointer(&body_pointer, "content/application~1json/schema");
+    let input = input_bundle.schema(input, &input_pointer)?;
+    let input = input_bundle.finish(input)?;
+
+    // The output: `data` of the envelope the success response (or each item) carries.
+    let Some(success) = site.operation.pointer("/responses/200") else {
+        return Ok(None);
+    };
+    let (success, success_pointer, _) = resolver.deref(
+        success,
+        &join_pointer(&join_pointer(site.pointer, "responses"), "200"),
+    )?;
+    let envelope_at = if served.kind.is_stream() {
+        "/content/text~1event-stream/schema/oneOf/0/properties/data/contentSchema"
+    } else {
+        "/content/application~1json/schema"
+    };
+    let Some(envelope) = success.pointer(envelope_at) else {
+        return Ok(None);
+    };
+    let (envelope, envelope_pointer, _) =
+        resolver.deref(envelope, &format!("{success_pointer}{envelope_at}"))?;
+    let Some(data) = envelope.pointer("/properties/data") else {
+        return Ok(None);
+    };
+    let mut output_bundle = SchemaBundle::new(defs);
+    let output = output_bundle.schema(data, &format!("{envelope_pointer}/properties/data"))?;
+    let mut output = output_bundle.finish(output)?;
+
+    let id = format!("{}.{name}", options.namespace);
+    let mut extension = json!({
+        "method": "POST",
+        "path": site.path,
+        "pointer": post_pointer,
+        "baseUrl": base_url,
+        "operationId": post.get("operationId").cloned().unwrap_or(Value::Null),
+        "served": served.id,
+    });
+    if options.normalization != Normalization::On && !opkit::schema::is_unknown(&output) {
+        // The pipeline would cast: the declared schema moves to the extension.
+        extension["outputSchema"] = std::mem::replace(&mut output, Value::Bool(true));
+    }
+    let label = format!("POST {}", site.path);
+    let mut spec = OperationSpec::new(options.namespace.clone(), name, served.kind)
+        .input_schema(input)
+        .output_schema(output)
+        .origin(format!(
+            "OpenAPI {label} (served by opkit as {})",
+            served.id
+        ))
+        .extension("openapi", extension);
+    if let Some(description) = site
+        .operation
+        .as_object()
+        .and_then(super::mapping::describe)
+    {
+        spec = spec.description(description);
+    }
+    let plan = OperationPlan {
+        label,
+        method: reqwest::Method::POST,
+        path: site.path.to_owned(),
+        base_url,
+        params: Vec::new(),
+        body: Some(BodyPlan {
+            content_type: "application/json".to_owned(),
+            kind: BodyKind::Json,
+        }),
+        accept: Some(
+            if served.kind.is_stream() {
+                "text/event-stream"
+            } else {
+                "application/json"
+            }
+            .to_owned(),
+        ),
+        auth: auth::resolve(resolver, post.get("security"), &options.auth),
+        headers: options
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        sse: served.kind.is_stream().then_some(EventData::Json),
+        // The served data was cast and validated by the serving registry.
+        normalizer: Arc::new(Normalizer::new(options.normalization, id, None)),
+        served: true,
+    };
+    Ok(Some(Mapped { spec, plan }))
+}
+
+/// The data of a served `200` body: the envelope's `data` (a body that is not an envelope
+/// is kept whole).
+pub(crate) fn data(body: Value) -> Value {
+    if is_response_envelope(&body)
+        && let Value::Object(mut map) = body
+    {
+        return map.remove("data").unwrap_or(Value::Null);
+    }
+    body
+}
+
+/// The `CallError` of a served failure body, when it is one.
+pub(crate) fn error(body: &Value) -> Option<CallError> {
+    if !body.get("code").is_some_and(Value::is_string) {
+        return None;
+    }
+    serde_json::from_value(body.clone()).ok()
+}
+
+/// What one served SSE event is.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Event {
+    /// An item: the served item's data.
+    Item(Value),
+    /// `event: complete`: the stream is over.
+    Complete,
+    /// `event: error`: the stream failed.
+    Error(CallError),
+}
+
+/// Reads one served SSE event (its type and parsed data).
+pub(crate) fn event(event_type: &str, data: Value, label: &str) -> Event {
+    match event_type {
+        "complete" => Event::Complete,
+        "error" => Event::Error(error(&data).unwrap_or_else(|| {
+            CallError::execution(format!("{label} ended the stream with an error: {data}"))
+        })),
+        _ => Event::Item(self::data(data)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opkit::ErrorKind;
+
+    #[test]
+    fn served_operations_are_recognised_by_both_extensions() {
+        let op = json!({"x-opkit-id": "math.add", "x-opkit-kind": "QUERY"});
+        assert_eq!(
+            Served::of(&op),
+            Some(Served {
+                id: "math.add".into(),
+                kind: OperationKind::Query
+            })
+        );
+        assert_eq!(Served::of(&json!({"x-opkit-id": "math.add"})), None);
+        assert_eq!(
+            Served::of(&json!({"x-opkit-id": "a.b", "x-opkit-kind": "STREAM"})),
+            None
+        );
+        let alias = json!({"x-opkit-id": "a.b", "x-opkit-kind": "QUERY", "x-opkit-alias": true});
+        assert!(is_alias(&alias));
+        assert!(
+            !is_alias(&json!({"x-opkit-alias": true})),
+            "not served by opkit"
+        );
+        assert!(!is_alias(&op));
+    }
+
+    #[test]
+    fn bodies_and_events_unwrap() {
+        let envelope = json!({"data": {"sum": 3}, "meta": {"source": "local", "operationId": "math.add", "timestamp": 1}});
+        assert_eq!(data(envelope), json!({"sum": 3}));
+        assert_eq!(data(json!({"sum": 3})), json!({"sum": 3}), "kept whole");
+        let wire = serde_json::to_value(CallError::not_found("no note 7")).unwrap();
+        let error = error(&wire).unwrap();
+        assert_eq!(error.message, "no note 7");
+        assert_eq!(error.kind, Some(ErrorKind::NotFound));
+        assert_eq!(super::error(&json!({"message": "x"})), None);
+        assert_eq!(
+            event("complete", json!({"requestId": "r"}), "l"),
+            Event::Complete
+        );
+        assert_eq!(
+            event(
+                "",
+                json!({"data": 1, "meta": {"source": "local", "operationId": "a.b", "timestamp": 1}}),
+                "l"
+            ),
+            Event::Item(json!(1))
+        );
+        match event("error", json!({"oops": 1}), "POST /ops/a.b") {
+            Event::Error(error) => assert!(error.message.contains("POST /ops/a.b"), "{error}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
