@@ -312,13 +312,18 @@ fn tokens() -> StaticTokens {
 #[derive(Debug, PartialEq)]
 enum Outcome {
     Data(Value),
-    Failed { code: String, message: String },
+    Failed {
+        code: String,
+        message: String,
+        kind: Option<String>,
+    },
 }
 
 fn failed(error: &CallError) -> Outcome {
     Outcome::Failed {
         code: error.code.to_string(),
         message: error.message.clone(),
+        kind: error.kind.map(|kind| format!("{kind:?}")),
     }
 }
 
