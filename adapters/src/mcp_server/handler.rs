@@ -64,8 +64,10 @@ impl McpHandler {
         }
     }
 
-    fn names(&self) -> Result<ToolNames, McpError> {
-        ToolNames::build(&self.inner.registry.specs(), self.inner.naming)
+    fn names(&self) -> Result<Arc<ToolNames>, McpError> {
+        self.inner
+            .names
+            .get(&self.inner.registry, self.inner.naming)
             .map_err(|error| names_error(&error))
     }
 
@@ -93,7 +95,7 @@ impl McpHandler {
         let names = self.names()?;
         let id = names.operation(tool).ok_or_else(unknown)?;
         let spec = self.inner.registry.spec(id).ok_or_else(unknown)?;
-        if tools::input_schema(&spec).is_none() {
+        if !tools::takes_arguments(&spec) {
             return Err(unknown());
         }
         Ok(spec)
@@ -120,7 +122,7 @@ impl McpHandler {
             ctx = ctx.with_timeout(timeout);
         }
         let modern = is_modern(&context);
-        let (form, schema) = tools::output(&spec, modern);
+        let form = tools::output_form(&spec, modern);
         let token = context.meta.get_progress_token();
         if spec.kind == OperationKind::Subscription {
             // Item counts are the progress of a subscription; the handler's logs still go out.
@@ -139,7 +141,15 @@ impl McpHandler {
         drop(ctx);
         forwarder.finish().await;
         Ok(match outcome {
-            Ok(envelope) => results::envelope_result(envelope, form, schema.as_ref(), !modern),
+            Ok(envelope) => {
+                // Only an error envelope's structured content is checked against the declared
+                // output schema: it is built for that case alone, not on every call.
+                let schema = envelope
+                    .is_error()
+                    .then(|| tools::output(&spec, modern).1)
+                    .flatten();
+                results::envelope_result(envelope, form, schema.as_ref(), !modern)
+            }
             Err(error) => results::failure(&error),
         })
     }

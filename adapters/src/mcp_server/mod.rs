@@ -162,6 +162,7 @@ struct Inner {
     call_timeout: Option<Duration>,
     max_items: usize,
     naming: ToolNaming,
+    names: names::NamesCache,
 }
 
 /// Why an [`McpServer`] cannot serve its registry.
@@ -190,6 +191,7 @@ impl McpServer {
                 call_timeout: Some(Duration::from_secs(60)),
                 max_items: 1000,
                 naming: ToolNaming::OperationId,
+                names: names::NamesCache::default(),
             },
             http_config: None,
         }

@@ -6,9 +6,9 @@
 //! form, no two operations on one name) and applied both ways: `tools/list` shows the
 //! names, `tools/call` finds the operation by its name.
 
-use opkit::OperationSpec;
+use opkit::{OperationRegistry, OperationSpec};
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 /// Spec extension: the tool name an operation is served under (a string), overriding
 /// [`ToolNaming`]; [`OperationSpec::EXT_TOOL_NAME`].
@@ -85,6 +85,48 @@ pub enum ToolNameError {
     },
 }
 
+/// The tool names of one registry revision, kept until the registry changes, so a call does
+/// not rebuild them.
+///
+/// Invariant: the names kept under revision `r` were built from operations read after `r`
+/// was (see [`OperationRegistry::revision`]), so they are never older than their key; a
+/// registry that changed meanwhile has a newer revision, and the next reader rebuilds.
+#[derive(Debug, Default)]
+pub(crate) struct NamesCache {
+    kept: RwLock<Option<(u64, Arc<ToolNames>)>>,
+}
+
+impl Clone for NamesCache {
+    /// A clone starts empty (it may serve another registry or naming).
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl NamesCache {
+    /// The tool names of `registry`'s current operations.
+    pub(crate) fn get(
+        &self,
+        registry: &OperationRegistry,
+        naming: ToolNaming,
+    ) -> Result<Arc<ToolNames>, ToolNameError> {
+        let revision = registry.revision();
+        {
+            // A poisoned lock holds a whole `Option` (written in one assignment): usable.
+            let kept = self.kept.read().unwrap_or_else(|error| error.into_inner());
+            if let Some((at, names)) = kept.as_ref()
+                && *at == revision
+            {
+                return Ok(names.clone());
+            }
+        }
+        let names = Arc::new(ToolNames::build(&registry.specs(), naming)?);
+        *self.kept.write().unwrap_or_else(|error| error.into_inner()) =
+            Some((revision, names.clone()));
+        Ok(names)
+    }
+}
+
 /// The tool name of every operation, both ways.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ToolNames {
@@ -150,6 +192,37 @@ mod tests {
     use super::*;
     use opkit::OperationKind;
     use serde_json::json;
+
+    #[test]
+    fn the_cache_keeps_names_until_the_registry_changes() {
+        let registry = OperationRegistry::new();
+        let add = |name: &str| {
+            registry
+                .register(
+                    OperationSpec::new("math", name, OperationKind::Query),
+                    opkit::Handler::unary(|_, _| async { Ok(json!(0)) }),
+                )
+                .unwrap();
+        };
+        add("one");
+        let cache = NamesCache::default();
+        let first = cache.get(&registry, ToolNaming::OperationId).unwrap();
+        let again = cache.get(&registry, ToolNaming::OperationId).unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "not rebuilt");
+        add("two");
+        let after = cache.get(&registry, ToolNaming::OperationId).unwrap();
+        assert!(
+            after.operation("math.two").is_some(),
+            "rebuilt after a change"
+        );
+        registry.unregister("math.two");
+        let removed = cache.get(&registry, ToolNaming::OperationId).unwrap();
+        assert!(removed.operation("math.two").is_none());
+        assert!(
+            cache.clone().kept.read().unwrap().is_none(),
+            "a clone starts empty"
+        );
+    }
 
     fn spec(namespace: &str, name: &str) -> Arc<OperationSpec> {
         Arc::new(OperationSpec::new(namespace, name, OperationKind::Query))

@@ -2,8 +2,8 @@
 //! `notifications/message`.
 //!
 //! Each call gets a [`CallReporter`] (an [`opkit::report::Reporter`] on its context) that
-//! queues reports without blocking the handler, and a [`Forwarder`] task that sends them in
-//! order. Progress goes to the request's `progressToken` (no token: no progress is sent); a
+//! queues reports without blocking the handler, and a [`Forwarder`] whose task (started by
+//! the first report, so a call that reports nothing costs no task) sends them in order. Progress goes to the request's `progressToken` (no token: no progress is sent); a
 //! report whose `progress` does not exceed the previous one is dropped, since MCP requires
 //! progress to increase. Log records go out when their level is at least the one the client
 //! set with `logging/setLevel` (all of them until it sets one). The call's result is sent
@@ -15,7 +15,7 @@ use rmcp::RoleServer;
 #[allow(deprecated)]
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::{mpsc, oneshot};
 
 /// The minimum log level a session asked for (`None`: everything).
@@ -27,32 +27,106 @@ enum Report {
     Log(LogRecord),
 }
 
-/// Queues the reports of one call.
+/// Queues the reports of one call; the first report starts the forwarding task.
 pub(crate) struct CallReporter {
     queue: mpsc::UnboundedSender<Report>,
+    forwarding: Arc<Forwarding>,
+}
+
+impl CallReporter {
+    fn queue(&self, report: Report) {
+        // Started before the report is queued: `Forwarder::finish` then always finds the
+        // task of every report made before it.
+        self.forwarding.start();
+        let _ = self.queue.send(report);
+    }
 }
 
 impl Reporter for CallReporter {
     fn progress(&self, progress: Progress) {
-        let _ = self.queue.send(Report::Progress(progress));
+        self.queue(Report::Progress(progress));
     }
 
     fn log(&self, record: LogRecord) {
-        let _ = self.queue.send(Report::Log(record));
+        self.queue(Report::Log(record));
+    }
+}
+
+/// What the forwarding task needs, until it is started.
+struct Idle {
+    sender: Sender,
+    reports: mpsc::UnboundedReceiver<Report>,
+    finished: oneshot::Receiver<()>,
+}
+
+/// The forwarding task of one call: not started (most calls report nothing, and a task per
+/// call would cost every call), or running.
+///
+/// Invariant: `idle` is `Some` until the first report, which takes it and stores the task in
+/// `task` under the same lock, so a reader of `task` after a report finds the task.
+struct Forwarding {
+    state: Mutex<(Option<Idle>, Option<tokio::task::JoinHandle<()>>)>,
+}
+
+impl Forwarding {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, (Option<Idle>, Option<tokio::task::JoinHandle<()>>)> {
+        // Each field is replaced in one assignment: a panic cannot leave it half-written.
+        self.state.lock().unwrap_or_else(|error| error.into_inner())
+    }
+
+    /// Starts the task if it is not running yet.
+    fn start(&self) {
+        let mut state = self.lock();
+        if let Some(idle) = state.0.take() {
+            state.1 = Some(tokio::spawn(forward(idle)));
+        }
+    }
+
+    /// The task, when a report started it.
+    fn take_task(&self) -> Option<tokio::task::JoinHandle<()>> {
+        self.lock().1.take()
+    }
+}
+
+/// Sends reports in order until the call is finished, then what is still queued.
+async fn forward(idle: Idle) {
+    let Idle {
+        mut sender,
+        mut reports,
+        mut finished,
+    } = idle;
+    loop {
+        tokio::select! {
+            biased;
+            report = reports.recv() => match report {
+                Some(report) => sender.send(report).await,
+                None => break,
+            },
+            _ = &mut finished => {
+                while let Ok(report) = reports.try_recv() {
+                    sender.send(report).await;
+                }
+                break;
+            }
+        }
     }
 }
 
 /// Sends the queued reports of one call.
 pub(crate) struct Forwarder {
     done: oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<()>,
+    forwarding: Arc<Forwarding>,
 }
 
 impl Forwarder {
     /// Sends what is still queued, then stops (reports made later are dropped).
     pub(crate) async fn finish(self) {
         let _ = self.done.send(());
-        let _ = self.task.await;
+        if let Some(task) = self.forwarding.take_task() {
+            let _ = task.await;
+        }
     }
 }
 
@@ -62,32 +136,28 @@ pub(crate) fn start(
     token: Option<ProgressToken>,
     level: LevelCell,
 ) -> (Arc<CallReporter>, Forwarder) {
-    let (queue, mut reports) = mpsc::unbounded_channel();
-    let (done, mut finished) = oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        let mut sender = Sender {
+    let (queue, reports) = mpsc::unbounded_channel();
+    let (done, finished) = oneshot::channel::<()>();
+    let idle = Idle {
+        sender: Sender {
             peer,
             token,
             level,
             last: None,
-        };
-        loop {
-            tokio::select! {
-                biased;
-                report = reports.recv() => match report {
-                    Some(report) => sender.send(report).await,
-                    None => break,
-                },
-                _ = &mut finished => {
-                    while let Ok(report) = reports.try_recv() {
-                        sender.send(report).await;
-                    }
-                    break;
-                }
-            }
-        }
+        },
+        reports,
+        finished,
+    };
+    let forwarding = Arc::new(Forwarding {
+        state: Mutex::new((Some(idle), None)),
     });
-    (Arc::new(CallReporter { queue }), Forwarder { done, task })
+    (
+        Arc::new(CallReporter {
+            queue,
+            forwarding: forwarding.clone(),
+        }),
+        Forwarder { done, forwarding },
+    )
 }
 
 struct Sender {

@@ -35,6 +35,21 @@ fn object_typed(schema: &Value) -> bool {
     }
 }
 
+/// `true` when the operation's input can be an MCP argument object (it is served as a tool):
+/// [`input_schema`] is `Some`, without building it.
+pub(crate) fn takes_arguments(spec: &OperationSpec) -> bool {
+    match &spec.input_schema {
+        Value::Bool(true) => true,
+        Value::Object(map) => match map.get("type") {
+            None => true,
+            Some(Value::String(kind)) => kind == "object",
+            Some(Value::Array(kinds)) => kinds.iter().any(|kind| kind == "object"),
+            Some(_) => false,
+        },
+        _ => false,
+    }
+}
+
 /// The tool's `inputSchema`: the operation's, with a `type: "object"` root (MCP requires it).
 /// `None` when the input cannot be an object.
 pub(crate) fn input_schema(spec: &OperationSpec) -> Option<JsonObject> {
@@ -96,40 +111,52 @@ fn result_wrapper(schema: &Value) -> JsonObject {
     object_with(vec![("result", result)], defs)
 }
 
-/// The output form and `outputSchema` of a tool; `modern` is a client on 2026-07-28 or later,
-/// which accepts any JSON as `structuredContent`.
-pub(crate) fn output(spec: &OperationSpec, modern: bool) -> (OutputForm, Option<JsonObject>) {
-    let schema = &spec.output_schema;
+/// The output form of a tool (what [`output`] decides, without building the schema);
+/// `modern` is a client on 2026-07-28 or later, which accepts any JSON as
+/// `structuredContent`.
+pub(crate) fn output_form(spec: &OperationSpec, modern: bool) -> OutputForm {
     if spec.kind == OperationKind::Subscription {
-        let (item, defs) = nested(schema, "/properties/items/items");
-        let truncated = json!({
-            "type": "boolean",
-            "description": "true when the server stopped the stream at its item limit"
-        });
-        let root = object_with(
-            vec![
-                ("items", json!({"type": "array", "items": item})),
-                ("truncated", truncated),
-            ],
-            defs,
-        );
-        return (OutputForm::Items, Some(root));
-    }
-    if spec.has_unknown_output() {
-        return if is_mcp_tool(spec) {
-            (OutputForm::Content, None)
+        OutputForm::Items
+    } else if spec.has_unknown_output() {
+        if is_mcp_tool(spec) {
+            OutputForm::Content
         } else if modern {
-            (OutputForm::Plain, None)
+            OutputForm::Plain
         } else {
-            (OutputForm::Wrapped, Some(result_wrapper(schema)))
-        };
-    }
-    match schema {
-        Value::Object(map) if modern || object_typed(schema) => {
-            (OutputForm::Plain, Some(map.clone()))
+            OutputForm::Wrapped
         }
-        _ => (OutputForm::Wrapped, Some(result_wrapper(schema))),
+    } else if spec.output_schema.is_object() && (modern || object_typed(&spec.output_schema)) {
+        OutputForm::Plain
+    } else {
+        OutputForm::Wrapped
     }
+}
+
+/// The output form and `outputSchema` of a tool (see [`output_form`]).
+pub(crate) fn output(spec: &OperationSpec, modern: bool) -> (OutputForm, Option<JsonObject>) {
+    let form = output_form(spec, modern);
+    let schema = &spec.output_schema;
+    let declared = match form {
+        OutputForm::Items => {
+            let (item, defs) = nested(schema, "/properties/items/items");
+            let truncated = json!({
+                "type": "boolean",
+                "description": "true when the server stopped the stream at its item limit"
+            });
+            Some(object_with(
+                vec![
+                    ("items", json!({"type": "array", "items": item})),
+                    ("truncated", truncated),
+                ],
+                defs,
+            ))
+        }
+        OutputForm::Content => None,
+        OutputForm::Plain if spec.has_unknown_output() => None,
+        OutputForm::Plain => schema.as_object().cloned(),
+        OutputForm::Wrapped => Some(result_wrapper(schema)),
+    };
+    (form, declared)
 }
 
 /// The tool of an operation, served as `name`, or `None` when its input cannot be an MCP
@@ -203,6 +230,28 @@ mod tests {
             schema.unwrap()["properties"]["items"],
             json!({"type": "array", "items": {"type": "integer"}})
         );
+    }
+
+    #[test]
+    fn takes_arguments_agrees_with_the_input_schema() {
+        for schema in [
+            json!(true),
+            json!(false),
+            json!({}),
+            json!({"type": "object"}),
+            json!({"type": ["object", "null"]}),
+            json!({"type": "integer"}),
+            json!({"type": ["integer", "string"]}),
+            json!(3),
+        ] {
+            let spec =
+                OperationSpec::new("a", "b", OperationKind::Query).input_schema(schema.clone());
+            assert_eq!(
+                takes_arguments(&spec),
+                input_schema(&spec).is_some(),
+                "{schema}"
+            );
+        }
     }
 
     #[test]

@@ -33,6 +33,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 /// Why an operation could not be registered.
@@ -101,6 +102,11 @@ type OperationMap = HashMap<Arc<str>, Arc<Operation>, foldhash::fast::RandomStat
 
 struct RegistryInner {
     operations: ArcSwap<OperationMap>,
+    /// Counts the changes of `operations`. Bumped after each new map is stored, under
+    /// `writer`: a reader that loads the revision before the operations sees operations at
+    /// least as new as that revision, so data derived from them and kept under it is never
+    /// newer than its key says (see [`OperationRegistry::revision`]).
+    revision: AtomicU64,
     /// The application state handlers see (see [`crate::state`]); replaced whole when a
     /// value is added, read once per call.
     states: ArcSwap<StateMap>,
@@ -162,6 +168,7 @@ impl OperationRegistry {
         Self {
             inner: Arc::new_cyclic(|this| RegistryInner {
                 operations: ArcSwap::from_pointee(OperationMap::default()),
+                revision: AtomicU64::new(0),
                 states: ArcSwap::from_pointee(StateMap::default()),
                 writer: Mutex::new(()),
                 this: this.clone(),
@@ -270,6 +277,7 @@ impl OperationRegistry {
         let mut next = OperationMap::clone(&current);
         next.insert(operation.id.clone(), Arc::new(operation));
         self.inner.operations.store(Arc::new(next));
+        self.inner.revision.fetch_add(1, Ordering::Release);
         Ok(())
     }
 
@@ -333,6 +341,7 @@ impl OperationRegistry {
         let mut next = OperationMap::clone(&current);
         next.remove(id);
         self.inner.operations.store(Arc::new(next));
+        self.inner.revision.fetch_add(1, Ordering::Release);
         true
     }
 
@@ -367,6 +376,27 @@ impl OperationRegistry {
     /// `true` when `id` is registered.
     pub fn contains(&self, id: &str) -> bool {
         self.inner.operations.load().contains_key(id)
+    }
+
+    /// A number that changes whenever an operation is registered or removed, for caches of
+    /// data derived from the operations (a server's tool names, a generated document):
+    /// read the revision first, then the operations, and keep what was derived under that
+    /// revision; it is stale once [`revision`](Self::revision) differs.
+    ///
+    /// ```
+    /// use opkit::{Handler, OperationKind, OperationRegistry, OperationSpec};
+    /// let registry = OperationRegistry::new();
+    /// let before = registry.revision();
+    /// registry
+    ///     .register(
+    ///         OperationSpec::new("math", "zero", OperationKind::Query),
+    ///         Handler::unary(|_, _| async { Ok(serde_json::json!(0)) }),
+    ///     )
+    ///     .unwrap();
+    /// assert_ne!(registry.revision(), before);
+    /// ```
+    pub fn revision(&self) -> u64 {
+        self.inner.revision.load(Ordering::Acquire)
     }
 
     /// How many operations are registered.
