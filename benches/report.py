@@ -239,6 +239,16 @@ def main():
         w("Not measured in this run (no `redis-server`/`redis-cli` on PATH and no `REDIS_CLUSTER_NODES`).")
     w("")
 
+    w("## MCP `tools/call`, in process (issue 20)\n")
+    w("`ServerHandler::call_tool` with a `RequestContext` on a live peer: opkit's `McpHandler` serving")
+    w("the registry vs an rmcp `#[tool_router]` server with the same tools returning `Json<T>`.\n")
+    w("| size | opkit `McpHandler` | rmcp `#[tool]` router | opkit / rmcp |")
+    w("|---|---:|---:|---:|")
+    for size in ["tiny", "medium"]:
+        ours_m, theirs_m = get("mcp_call_tool", f"{size}_opkit_call_tool"), get("mcp_call_tool", f"{size}_rmcp_tool_router")
+        w(f"| {size} | {fmt_ns(ours_m)} | {fmt_ns(theirs_m)} | {ratio(ours_m, theirs_m)} |")
+    w("")
+
     w("## Targets (issue 9)\n")
     w("| target | measured | met |")
     w("|---|---|:---:|")
@@ -265,6 +275,9 @@ def main():
     for size in ["tiny", "medium"]:
         check(get(size, "opkit_protocol_memory"), get(size, "tarpc_channel"), 1.0,
               f"{size} `MemoryPubSub` round trip faster than tarpc channel (ratio < 1)")
+    for size in ["tiny", "medium"]:
+        check(get("mcp_call_tool", f"{size}_opkit_call_tool"), get("mcp_call_tool", f"{size}_rmcp_tool_router"), 1.0,
+              f"{size} MCP `call_tool` in process ≤ 1.0× rmcp's `#[tool]` router (issue 20)")
     if raw and ours:
         target("Redis ≥ 50% of raw redis-rs round-trip throughput", f"{raw / ours * 100:.0f}%", raw / ours >= 0.5)
     else:

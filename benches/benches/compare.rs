@@ -661,3 +661,90 @@ mod redis_rt {
             .bench_local_values(|input| run(&rt, map.call(add::ID, input, &ctx)).expect("call"));
     }
 }
+
+/// `tools/call` in process: opkit's `McpHandler` serving the registry vs an rmcp
+/// `#[tool_router]` server with the same tools, each through `ServerHandler::call_tool` with
+/// a `RequestContext` on a live peer (`serve_directly` over an in-memory duplex).
+#[divan::bench_group(sample_count = 100, sample_size = 200)]
+mod mcp_call_tool {
+    use super::*;
+    use rmcp::ServerHandler;
+    use rmcp::model::{CallToolRequestParams, JsonObject, NumberOrString};
+    use rmcp::service::{RequestContext, RoleServer, RunningService, serve_directly};
+
+    /// A running service (kept alive with its client end) whose handler is benched.
+    fn running<S: ServerHandler>(
+        rt: &Runtime,
+        service: S,
+    ) -> (RunningService<RoleServer, S>, tokio::io::DuplexStream) {
+        let _entered = rt.enter();
+        let (server, client) = tokio::io::duplex(1 << 16);
+        (serve_directly(service, server, None), client)
+    }
+
+    fn params(name: &'static str, input: Value) -> CallToolRequestParams {
+        let Value::Object(arguments) = input else {
+            panic!("object input")
+        };
+        CallToolRequestParams::new(name).with_arguments(JsonObject::from_iter(arguments))
+    }
+
+    fn bench<S: ServerHandler>(
+        bencher: Bencher,
+        service: S,
+        name: &'static str,
+        input: fn() -> Value,
+    ) {
+        let rt = runtime();
+        let (running, _client) = running(&rt, service);
+        let peer = running.peer().clone();
+        let handler = running.service();
+        bencher
+            .with_inputs(|| {
+                let context = RequestContext::new(NumberOrString::Number(1), peer.clone());
+                (params(name, input()), context)
+            })
+            .bench_local_values(|(params, context)| {
+                let response = run(&rt, handler.call_tool(params, context)).expect("call");
+                let rmcp::model::CallToolResponse::Complete(result) = response else {
+                    panic!("a complete result")
+                };
+                assert_ne!(result.is_error, Some(true));
+                result
+            });
+    }
+
+    fn opkit_handler() -> opkit_adapters::mcp_server::McpHandler {
+        opkit_adapters::mcp_server::McpServer::new(OperationRegistry::from_inventory()).handler()
+    }
+
+    #[divan::bench]
+    fn tiny_opkit_call_tool(bencher: Bencher) {
+        bench(bencher, opkit_handler(), "bench.add", tiny_json);
+    }
+
+    #[divan::bench]
+    fn tiny_rmcp_tool_router(bencher: Bencher) {
+        bench(
+            bencher,
+            rmcp_server::RmcpBench::default(),
+            "bench.add",
+            tiny_json,
+        );
+    }
+
+    #[divan::bench]
+    fn medium_opkit_call_tool(bencher: Bencher) {
+        bench(bencher, opkit_handler(), "bench.medium", medium_json);
+    }
+
+    #[divan::bench]
+    fn medium_rmcp_tool_router(bencher: Bencher) {
+        bench(
+            bencher,
+            rmcp_server::RmcpBench::default(),
+            "bench.medium",
+            medium_json,
+        );
+    }
+}

@@ -269,3 +269,47 @@ pub mod jsonrpc {
         json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string()
     }
 }
+
+/// The rmcp server a user would write instead of serving the registry: one `#[tool]` per
+/// operation, the same work, `Json` outputs (structured content plus its text).
+pub mod rmcp_server {
+    use super::*;
+    use rmcp::handler::server::tool::ToolRouter;
+    use rmcp::handler::server::wrapper::{Json, Parameters};
+    use rmcp::{ServerHandler, tool, tool_handler, tool_router};
+
+    /// The tools `add` and `medium`.
+    #[derive(Clone)]
+    pub struct RmcpBench {
+        tool_router: ToolRouter<Self>,
+    }
+
+    impl Default for RmcpBench {
+        fn default() -> Self {
+            Self {
+                tool_router: Self::tool_router(),
+            }
+        }
+    }
+
+    /// The router is stored and reused (not rebuilt per call).
+    #[tool_handler(router = self.tool_router)]
+    impl ServerHandler for RmcpBench {}
+
+    #[tool_router]
+    impl RmcpBench {
+        /// `a + b`.
+        #[tool(name = "bench.add", description = "Adds two integers")]
+        async fn add(&self, Parameters(input): Parameters<AddIn>) -> Json<Sum> {
+            Json(Sum {
+                sum: input.a + input.b,
+            })
+        }
+
+        /// The medium operation.
+        #[tool(name = "bench.medium", description = "The medium operation")]
+        async fn medium(&self, Parameters(input): Parameters<MediumIn>) -> Json<MediumOut> {
+            Json(compute(input))
+        }
+    }
+}
