@@ -120,10 +120,14 @@
 //!   listed twice in `required`: see the `sanitize` module); draft-04 boolean
 //!   `exclusiveMinimum`/`exclusiveMaximum` in 3.1 documents (a `jsonSchemaDialect` of
 //!   draft-04) are converted like 3.0's.
-//! * **Validators** are compiled once, by the registry, in
-//!   [`register_into`](OpenApiImport::register_into) (the import itself compiles none); a
-//!   schema the validator still refuses there makes that side of the operation Unknown,
-//!   with a warning.
+//! * **Validators** are compiled once per operation, by the registry, **at the operation's
+//!   first call**: [`register_into`](OpenApiImport::register_into) registers with
+//!   [`OperationRegistry::register_lazy`], so importing a thousand operations compiles
+//!   nothing (the import itself compiles none either), and an operation never called never
+//!   pays for its validators. A schema the validator still refuses at that first call makes
+//!   that side of the operation Unknown, with a warning;
+//!   [`OperationRegistry::compile_validators`] compiles an operation's validators ahead of
+//!   time and reports such a schema as an error.
 //!
 //! # Names
 //!
@@ -217,52 +221,22 @@ impl OpenApiImport {
     /// Registers every operation; stops at the first registry error (a duplicate id, most
     /// likely from importing the same namespace twice). Returns the registered ids.
     ///
-    /// The registry compiles each validator once, here. A schema the validator still refuses
-    /// (the import already degrades the keywords it knows it cannot take) makes that side of
-    /// the operation Unknown, with a `tracing::warn!` naming the operation and the error,
-    /// rather than losing the operation.
+    /// Operations are added with [`OperationRegistry::register_lazy`]: no validator is
+    /// compiled here; each operation's are compiled once, at its first call. A schema the
+    /// validator still refuses then (the import already degrades the keywords it knows it
+    /// cannot take) makes that side of the operation Unknown, with a `tracing::warn!` naming
+    /// the operation and the error, rather than losing the operation.
+    /// [`OperationRegistry::compile_validators`] compiles an operation's validators ahead of
+    /// its first call.
     pub fn register_into(self, registry: &OperationRegistry) -> Result<Vec<String>, RegistryError> {
         let mut ids = Vec::with_capacity(self.operations.len());
         for op in self.operations {
             let id = op.spec.id();
-            register_degrading(registry, op.spec, op.handler)?;
+            registry.register_lazy(op.spec, op.handler)?;
             ids.push(id);
         }
         Ok(ids)
     }
-}
-
-/// Registers one operation; a side whose schema does not compile becomes Unknown.
-fn register_degrading(
-    registry: &OperationRegistry,
-    mut spec: OperationSpec,
-    handler: Handler,
-) -> Result<(), RegistryError> {
-    // Input, then output: at most one retry per side.
-    for _ in 0..3 {
-        let attempt = spec.clone();
-        match registry.register(attempt, handler.clone()) {
-            Err(RegistryError::InvalidSchema { id, which, error }) => {
-                tracing::warn!(
-                    operation = %id,
-                    schema = which,
-                    %error,
-                    "the imported {which} schema does not compile; the operation is registered with an Unknown {which} schema"
-                );
-                let schema = if which == "input" {
-                    &mut spec.input_schema
-                } else {
-                    &mut spec.output_schema
-                };
-                if *schema == serde_json::Value::Bool(true) {
-                    return Err(RegistryError::InvalidSchema { id, which, error });
-                }
-                *schema = serde_json::Value::Bool(true);
-            }
-            other => return other,
-        }
-    }
-    registry.register(spec, handler)
 }
 
 impl OpenApiImporter {
