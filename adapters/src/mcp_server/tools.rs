@@ -37,7 +37,7 @@ fn object_typed(schema: &Value) -> bool {
 /// The tool's `inputSchema`: the operation's, with a `type: "object"` root (MCP requires it).
 /// `None` when the input cannot be an object.
 pub(crate) fn input_schema(spec: &OperationSpec) -> Option<JsonObject> {
-    match &spec.input_schema {
+    match &*spec.input_schema {
         Value::Bool(true) => Some(object_schema()),
         Value::Object(map) => {
             let mut map = map.clone();
@@ -98,7 +98,7 @@ fn result_wrapper(schema: &Value) -> JsonObject {
 /// The output form and `outputSchema` of a tool; `modern` is a client on 2026-07-28 or later,
 /// which accepts any JSON as `structuredContent`.
 pub(crate) fn output(spec: &OperationSpec, modern: bool) -> (OutputForm, Option<JsonObject>) {
-    let schema = &spec.output_schema;
+    let schema: &Value = &spec.output_schema;
     if spec.kind == OperationKind::Subscription {
         let (item, defs) = nested(schema, "/properties/items/items");
         let truncated = json!({

@@ -6,26 +6,6 @@
 //! context's deadline becomes `TIMEOUT`, its cancellation `ABORTED`), and finish the result in
 //! the shared pipeline (detect → wrap → normalize → validate). Access rules are *not* checked
 //! here; the call protocol and the servers check them before calling in.
-//!
-//! # When validators are compiled
-//!
-//! Each operation's input and output validators are compiled once, never per call, at one of
-//! two moments chosen at registration:
-//!
-//! * [`OperationRegistry::register`] (and `register_operation`, `register_typed`,
-//!   `from_inventory`) compiles them **at registration**: a schema that does not compile is
-//!   [`RegistryError::InvalidSchema`] and the operation is not added. This suits
-//!   hand-written and derived schemas, where such a schema is a programming error.
-//! * [`OperationRegistry::register_lazy`] compiles each side **at its first use** (the first
-//!   input check of a call or [`OperationRegistry::validate_input`], the first result the
-//!   pipeline finishes). Registering costs no compile, which is what importers of large API
-//!   descriptions use: most of their operations are never called. A schema that does not
-//!   compile then makes that side Unknown (not checked, not cast), with one `tracing::warn!`
-//!   naming the operation, the side and the error; [`OperationRegistry::compile_validators`]
-//!   compiles them ahead of time and reports such a schema as `InvalidSchema`.
-//!
-//! A first use compiles under a `OnceLock`: concurrent first calls wait for one compile
-//! rather than each running their own, and later calls pay one atomic load.
 
 mod handler;
 mod operation;
@@ -132,6 +112,28 @@ struct RegistryInner {
 ///
 /// Cloning is cheap and clones share the same operations. Registration may happen at any
 /// time (adapters refresh their operations at run time); readers never block.
+///
+/// # When validators are compiled
+///
+/// Each operation's input and output validators are compiled once, never per call, at one of
+/// two moments chosen at registration:
+///
+/// * [`OperationRegistry::register`] (and `register_operation`, `register_typed`,
+///   `from_inventory`) compiles them **at registration**: a schema that does not compile is
+///   [`RegistryError::InvalidSchema`] and the operation is not added. This suits
+///   hand-written and derived schemas, where such a schema is a programming error.
+/// * [`OperationRegistry::register_lazy`] compiles each side **at its first use** (the first
+///   input check of a call or [`OperationRegistry::validate_input`], the first result the
+///   pipeline finishes). Registering costs no compile, which is what importers of large API
+///   descriptions use: most of their operations are never called. A schema that does not
+///   compile then makes that side Unknown (not checked, not cast), with one `tracing::warn!`
+///   naming the operation, the side and the error; [`OperationRegistry::compile_validators`]
+///   compiles them ahead of time and reports such a schema as `InvalidSchema`.
+///
+/// A first use compiles under a `OnceLock`: concurrent first calls wait for one compile
+/// rather than each running their own, and later calls pay one atomic load.
+///
+/// # Example
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -274,7 +276,7 @@ impl OperationRegistry {
     /// Adds an operation. Fails, naming the id, when the id is taken, the names break the
     /// rules, a schema does not compile, or the handler's shape does not match the kind.
     ///
-    /// The validators are compiled here (see [the module docs](self#when-validators-are-compiled));
+    /// The validators are compiled here (see [when validators are compiled](OperationRegistry#when-validators-are-compiled));
     /// [`register_lazy`](Self::register_lazy) defers them to the first call.
     pub fn register(&self, spec: OperationSpec, handler: Handler) -> Result<(), RegistryError> {
         self.insert(Operation::build(spec, handler, Compile::Eager)?)
@@ -285,7 +287,7 @@ impl OperationRegistry {
     /// Fails like [`register`](Self::register) for a taken id, names that break the rules or
     /// a handler that does not match the kind, but never for a schema: a side whose schema
     /// does not compile counts as Unknown from its first use on, with a `tracing::warn!`
-    /// (see [the module docs](self#when-validators-are-compiled)). Meant for operations
+    /// (see [when validators are compiled](OperationRegistry#when-validators-are-compiled)). Meant for operations
     /// imported in bulk, most of which may never be called.
     ///
     /// ```

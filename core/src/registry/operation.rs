@@ -9,7 +9,7 @@
 
 use super::RegistryError;
 use super::handler::Handler;
-use crate::schema::{CompiledSchema, SchemaError, is_unknown};
+use crate::schema::{CompiledSchema, SchemaError};
 use crate::spec::OperationSpec;
 use std::sync::{Arc, OnceLock};
 
@@ -137,7 +137,7 @@ impl Operation {
     fn input_side(&self) -> &Side<CompiledSchema> {
         self.input.get_or_init(|| {
             let schema = &self.spec.input_schema;
-            if is_unknown(schema) {
+            if schema.is_unknown() {
                 return Side::Unknown;
             }
             self.compiled_or_warn("input", CompiledSchema::compile(schema))
@@ -147,7 +147,7 @@ impl Operation {
     fn output_side(&self) -> &Side<OutputCheck> {
         self.output.get_or_init(|| {
             let schema = &self.spec.output_schema;
-            if is_unknown(schema) {
+            if schema.is_unknown() {
                 return Side::Unknown;
             }
             let check = CompiledSchema::compile(schema).map(|validator| OutputCheck {
