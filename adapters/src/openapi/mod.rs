@@ -36,7 +36,7 @@
 //!   `summary` and `description`.
 //! * **Input schema**: an object of the path, query, header and cookie parameters (by name)
 //!   and `body`; **output schema**: the success response's JSON schema, self-contained
-//!   (a `$ref` at the top replaced by its target; every other `$ref` pointing into the
+//!   when read (a `$ref` at the top replaced by its target; every other `$ref` pointing into the
 //!   schema's own `$defs`, which holds exactly the definitions it reaches) and in JSON Schema 2020-12
 //!   (3.0 schemas are converted: `nullable`, boolean `exclusiveMinimum`/`exclusiveMaximum`,
 //!   `example`, `format: binary|byte`), or Unknown. Details in the source of `mapping`.
@@ -82,8 +82,12 @@
 //! | schema work of one import ([`OpenApiOptions::max_schema_nodes`]) | [`SCHEMA_BUDGET_FACTOR`] × the document's nodes, at least [`MIN_SCHEMA_BUDGET`] | [`OpenApiError::SchemaBudget`] |
 //! | nesting of a document given as text | 127 levels (JSON), 128 (YAML) | [`OpenApiError::Parse`] with the parser's "recursion limit exceeded" |
 //!
-//! Shared and recursive schemas are not copied: each lands once in the `$defs` of every
-//! operation schema that reaches it, and validates values of any depth. Response bodies are read
+//! Shared and recursive schemas are not copied: the import holds each once, in one
+//! [`Definitions`](opkit::schema::Definitions) shared (through an `Arc`) by every operation
+//! schema of the import ([`Schema::with_definitions`](opkit::schema::Schema::with_definitions)).
+//! An operation schema reads as self-contained: its `$defs`, holding exactly the definitions
+//! it reaches, are built the first time it is read (its first call, or listing or serving
+//! it), and kept. A recursive schema validates values of any depth. Response bodies are read
 //! whole (bounded by the request timeout, not by size).
 //!
 //! # Decisions
