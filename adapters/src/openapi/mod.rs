@@ -647,6 +647,29 @@ mod tests {
         assert!(matches!(error, OpenApiError::Io { .. }), "{error}");
     }
 
+    /// `register_into` compiles nothing: a schema the validator refuses is found at the first
+    /// use of that side, which then counts as Unknown (and `compile_validators` reports it).
+    #[test]
+    fn an_uncompilable_schema_is_unknown_from_its_first_use() {
+        let import = import(json!({
+            "openapi": "3.1.0",
+            "paths": {"/odd": {"get": {"operationId": "odd",
+                "parameters": [{"name": "q", "in": "query", "schema": {"type": "no-such-type"}}],
+                "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "integer"}}}}}}}}
+        }));
+        let registry = OperationRegistry::new();
+        assert_eq!(import.register_into(&registry).unwrap(), ["api.odd"]);
+        // The broken input side accepts anything; the output side compiles.
+        registry
+            .validate_input("api.odd", &json!({"q": [1, 2]}))
+            .unwrap();
+        let error = registry.compile_validators("api.odd").unwrap_err();
+        assert!(
+            matches!(error, RegistryError::InvalidSchema { which: "input", .. }),
+            "{error}"
+        );
+    }
+
     #[test]
     fn recursive_schemas_compile_and_register() {
         let import = import(json!({
