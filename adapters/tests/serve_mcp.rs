@@ -562,7 +562,7 @@ async fn round_trip_through_rmcp_gives_the_same_operations_and_data() {
         if spec.kind != OperationKind::Subscription && !spec.has_unknown_output() {
             assert_eq!(
                 output_schema(tool),
-                Some(spec.output_schema.clone()),
+                Some(spec.output_schema.clone().into_value()),
                 "{}",
                 tool.name
             );

@@ -2,6 +2,7 @@
 
 use crate::access::AccessRule;
 use crate::error::ErrorKind;
+use crate::schema::Schema;
 use crate::state::StateKey;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -66,10 +67,11 @@ pub struct OperationSpec {
     /// What the operation does (the doc comment of an `#[operation]` fn).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// JSON Schema (2020-12) of the input object.
-    pub input_schema: Value,
+    /// JSON Schema (2020-12) of the input object. It reads as a [`Value`] (it derefs to the
+    /// self-contained schema); see [`Schema`] for schemas sharing definitions.
+    pub input_schema: Schema,
     /// JSON Schema (2020-12) of the output data; `true` or `{}` means Unknown.
-    pub output_schema: Value,
+    pub output_schema: Schema,
     /// Who may call the operation through the call protocol.
     #[serde(default)]
     pub access: AccessRule,
@@ -105,8 +107,8 @@ impl OperationSpec {
             name: name.into(),
             kind,
             description: None,
-            input_schema: serde_json::json!({"type": "object"}),
-            output_schema: Value::Bool(true),
+            input_schema: Schema::new(serde_json::json!({"type": "object"})),
+            output_schema: Schema::new(Value::Bool(true)),
             access: AccessRule::default(),
             extensions: Map::new(),
             origin: None,
@@ -127,17 +129,17 @@ impl OperationSpec {
         self
     }
 
-    /// Sets the input schema.
+    /// Sets the input schema (a [`Value`] or a [`Schema`]).
     #[must_use]
-    pub fn input_schema(mut self, schema: Value) -> Self {
-        self.input_schema = schema;
+    pub fn input_schema(mut self, schema: impl Into<Schema>) -> Self {
+        self.input_schema = schema.into();
         self
     }
 
     /// Sets the output schema (`true` or `{}` for Unknown).
     #[must_use]
-    pub fn output_schema(mut self, schema: Value) -> Self {
-        self.output_schema = schema;
+    pub fn output_schema(mut self, schema: impl Into<Schema>) -> Self {
+        self.output_schema = schema.into();
         self
     }
 
@@ -187,7 +189,7 @@ impl OperationSpec {
 
     /// `true` when the output schema is Unknown (`true` or `{}`): no normalization, no validation.
     pub fn has_unknown_output(&self) -> bool {
-        crate::schema::is_unknown(&self.output_schema)
+        self.output_schema.is_unknown()
     }
 }
 

@@ -601,3 +601,59 @@ async fn undeclared_properties_are_dropped_even_when_no_property_is_declared() {
         "a free-form object keeps its entries"
     );
 }
+
+/// `register_lazy`: a schema that does not compile is not a registration error; that side
+/// counts as Unknown from its first use, with one warning, and `compile_validators` reports it.
+#[tokio::test]
+async fn lazy_registration_degrades_an_uncompilable_schema_at_first_use() {
+    let registry = OperationRegistry::new();
+    let spec = OperationSpec::new("lazy", "echo", OperationKind::Query)
+        .input_schema(json!({"type": "object", "properties": {"n": {"type": "integer"}}}))
+        .output_schema(json!({"type": "no-such-type"}));
+    registry
+        .register_lazy(spec, Handler::unary(|input, _ctx| async move { Ok(input) }))
+        .unwrap();
+    let ((), warnings) = capture_warnings(async {
+        // The input side compiles and checks.
+        let error = registry
+            .execute("lazy.echo", json!({"n": "x"}), &ctx())
+            .await
+            .unwrap_err();
+        assert_eq!(error.code, ErrorCode::ValidationError);
+        // The output side does not compile: the reply is passed through, unchecked.
+        for _ in 0..2 {
+            let envelope = registry
+                .execute("lazy.echo", json!({"n": 1, "extra": true}), &ctx())
+                .await
+                .unwrap();
+            assert_eq!(envelope.data, json!({"n": 1, "extra": true}));
+        }
+    })
+    .await;
+    assert_eq!(
+        warnings.matches("does not compile").count(),
+        1,
+        "one warning, at the first use: {warnings}"
+    );
+    assert!(warnings.contains("lazy.echo"), "{warnings}");
+    let error = registry.compile_validators("lazy.echo").unwrap_err();
+    assert!(
+        matches!(
+            error,
+            RegistryError::InvalidSchema {
+                which: "output",
+                ..
+            }
+        ),
+        "{error}"
+    );
+    // Other registration rules still apply at once.
+    let duplicate = OperationSpec::new("lazy", "echo", OperationKind::Query);
+    let error = registry
+        .register_lazy(duplicate, add_handler())
+        .unwrap_err();
+    assert!(
+        matches!(error, RegistryError::DuplicateId { .. }),
+        "{error}"
+    );
+}

@@ -533,7 +533,7 @@ impl McpConnection {
         let spec = self.spec_for_tool(tool_name);
         let output_schema = spec
             .as_ref()
-            .map(|spec| &spec.output_schema)
+            .map(|spec| &*spec.output_schema)
             .filter(|schema| !opkit::schema::is_unknown(schema));
         let wrapped = spec.as_ref().and_then(wrapped_key);
         self.state
@@ -622,16 +622,16 @@ fn usable_schemas(mut spec: OperationSpec, label: &str) -> OperationSpec {
     if let Err(error) = CompiledSchema::compile(&spec.input_schema) {
         tracing::warn!(target: "opkit_adapters::mcp", server = %label, tool = %tool, %error,
             "the tool's inputSchema does not compile; the operation accepts any object");
-        let original = std::mem::replace(&mut spec.input_schema, json!({"type": "object"}));
-        spec = spec.extension("mcp.inputSchema", original);
+        let original = std::mem::replace(&mut spec.input_schema, json!({"type": "object"}).into());
+        spec = spec.extension("mcp.inputSchema", original.into_value());
     }
     if !opkit::schema::is_unknown(&spec.output_schema)
         && let Err(error) = CompiledSchema::compile(&spec.output_schema)
     {
         tracing::warn!(target: "opkit_adapters::mcp", server = %label, tool = %tool, %error,
             "the tool's outputSchema does not compile; the operation's output is Unknown");
-        let original = std::mem::replace(&mut spec.output_schema, Value::Bool(true));
-        spec = spec.extension("mcp.outputSchema", original);
+        let original = std::mem::replace(&mut spec.output_schema, Value::Bool(true).into());
+        spec = spec.extension("mcp.outputSchema", original.into_value());
     }
     spec
 }
@@ -648,7 +648,8 @@ fn tool_handler(client: &Arc<Client>, tool: &ImportedTool) -> Handler {
     let client = client.clone();
     let tool_name: Arc<str> = Arc::from(tool.tool_name.as_str());
     let output_schema: Arc<Option<Value>> = Arc::new(
-        Some(tool.spec.output_schema.clone()).filter(|schema| !opkit::schema::is_unknown(schema)),
+        Some(tool.spec.output_schema.clone().into_value())
+            .filter(|schema| !opkit::schema::is_unknown(schema)),
     );
     let wrapped: Option<Arc<str>> = wrapped_key(&tool.spec).map(Arc::from);
     Handler::unary(move |input, ctx| {

@@ -38,7 +38,7 @@ fn object_typed(schema: &Value) -> bool {
 /// `true` when the operation's input can be an MCP argument object (it is served as a tool):
 /// [`input_schema`] is `Some`, without building it.
 pub(crate) fn takes_arguments(spec: &OperationSpec) -> bool {
-    match &spec.input_schema {
+    match &*spec.input_schema {
         Value::Bool(true) => true,
         Value::Object(map) => match map.get("type") {
             None => true,
@@ -53,7 +53,7 @@ pub(crate) fn takes_arguments(spec: &OperationSpec) -> bool {
 /// The tool's `inputSchema`: the operation's, with a `type: "object"` root (MCP requires it).
 /// `None` when the input cannot be an object.
 pub(crate) fn input_schema(spec: &OperationSpec) -> Option<JsonObject> {
-    match &spec.input_schema {
+    match &*spec.input_schema {
         Value::Bool(true) => Some(object_schema()),
         Value::Object(map) => {
             let mut map = map.clone();
@@ -135,7 +135,7 @@ pub(crate) fn output_form(spec: &OperationSpec, modern: bool) -> OutputForm {
 /// The output form and `outputSchema` of a tool (see [`output_form`]).
 pub(crate) fn output(spec: &OperationSpec, modern: bool) -> (OutputForm, Option<JsonObject>) {
     let form = output_form(spec, modern);
-    let schema = &spec.output_schema;
+    let schema: &Value = &spec.output_schema;
     let declared = match form {
         OutputForm::Items => {
             let (item, defs) = nested(schema, "/properties/items/items");

@@ -4,9 +4,13 @@
 //! OpenAPI document any more. Every schema a `$ref` reaches becomes **one definition per
 //! import** ([`Definitions`]): it is converted once (3.0 → 2020-12, keywords the validator
 //! cannot take degraded, see [`super::sanitize`]) and its own `$ref`s become
-//! `{"$ref": "#/$defs/<Name>"}`. An operation schema ([`SchemaBundle`]) keeps those `$ref`s
-//! and carries a `$defs` holding exactly the definitions it reaches, recursive ones
-//! included, so no operation schema is larger than the part of the document it reaches.
+//! `{"$ref": "#/$defs/<Name>"}`. An operation schema ([`SchemaBundle`]) keeps those `$ref`s;
+//! the import's operation schemas share one copy of the definitions
+//! ([`Definitions::into_shared`], held by each [`opkit::schema::Schema`] through an `Arc`),
+//! and each reads as a self-contained schema whose `$defs` hold exactly the definitions it
+//! reaches, recursive ones included (built when it is first read, see
+//! [`opkit::schema::Schema`]). A schema built on its own ([`SchemaBundle::finish`]) gets
+//! that `$defs` as a copy.
 //! The one exception to "`$ref` stays a `$ref`" is the top: a parameter, body or response
 //! schema that is itself a `$ref` gets the target's body in place (its nested `$ref`s still
 //! go to `$defs`), so an input's `body` or an output reads as the schema it names.
@@ -19,7 +23,8 @@
 //! # Budget
 //!
 //! The work of an import and the size of what it builds are counted in schema nodes (each
-//! object, array or scalar put into a definition or copied into an operation's `$defs`).
+//! object, array or scalar put into a definition, and the size of the definitions each
+//! operation schema reaches: what its self-contained form holds when it is read).
 //! Past the budget ([`OpenApiOptions::max_schema_nodes`](super::OpenApiOptions)), the import
 //! stops with [`OpenApiError::SchemaBudget`](super::OpenApiError).
 //!
@@ -218,6 +223,18 @@ impl<'a> Definitions<'a> {
                 Err(error)
             }
         }
+    }
+
+    /// The definitions built so far, by name, for the operation schemas made with
+    /// [`SchemaBundle::finish_shared`] to refer into (moved, not copied).
+    pub fn into_shared(self) -> opkit::schema::Definitions {
+        let inner = self.inner.into_inner();
+        opkit::schema::Definitions::new(inner.entries.into_iter().filter_map(|entry| {
+            match entry.state {
+                State::Done { body, .. } => Some((entry.name, body)),
+                _ => None,
+            }
+        }))
     }
 
     fn body(&self, id: usize) -> Value {
@@ -485,24 +502,15 @@ impl<'d, 'a> SchemaBundle<'d, 'a> {
         result
     }
 
-    /// Adds the `$defs` the bundled pieces reach to `root` (the schema they were put into).
+    /// Adds the `$defs` the bundled pieces reach to `root` (the schema they were put into):
+    /// a self-contained copy, for a schema built on its own (not shared with other operations).
     pub fn finish(self, mut root: Value) -> Result<Value, MapError> {
-        let mut todo = self.refs;
-        let mut seen: HashSet<usize> = HashSet::new();
-        let mut defs: BTreeMap<String, Value> = BTreeMap::new();
-        let mut nodes = 0usize;
-        while let Some(id) = todo.pop() {
-            if !seen.insert(id) {
-                continue;
-            }
-            let (refs, size) = self.defs.build(id)?;
-            nodes = nodes.saturating_add(size);
-            todo.extend(refs.into_iter().filter(|id| !seen.contains(id)));
-        }
-        self.defs.charge(nodes)?;
-        for id in seen {
-            defs.insert(self.defs.name(id), self.defs.body(id));
-        }
+        let defs_ref = self.defs;
+        let seen = self.reached()?;
+        let defs: BTreeMap<String, Value> = seen
+            .into_iter()
+            .map(|id| (defs_ref.name(id), defs_ref.body(id)))
+            .collect();
         if defs.is_empty() {
             return Ok(root);
         }
@@ -515,6 +523,31 @@ impl<'d, 'a> SchemaBundle<'d, 'a> {
             Value::Bool(true) => Ok(json!({"$defs": defs})),
             _ => Ok(json!({"allOf": [root], "$defs": defs})),
         }
+    }
+
+    /// `root` as it is, its `$ref`s pointing into the import's shared definitions
+    /// ([`Definitions::into_shared`]); the definitions it reaches are built and counted
+    /// against the budget as [`finish`](Self::finish) would, but not copied.
+    pub fn finish_shared(self, root: Value) -> Result<Value, MapError> {
+        self.reached()?;
+        Ok(root)
+    }
+
+    /// Builds every definition the bundled pieces reach; charges their size to the budget.
+    fn reached(self) -> Result<HashSet<usize>, MapError> {
+        let mut todo = self.refs;
+        let mut seen: HashSet<usize> = HashSet::new();
+        let mut nodes = 0usize;
+        while let Some(id) = todo.pop() {
+            if !seen.insert(id) {
+                continue;
+            }
+            let (refs, size) = self.defs.build(id)?;
+            nodes = nodes.saturating_add(size);
+            todo.extend(refs.into_iter().filter(|id| !seen.contains(id)));
+        }
+        self.defs.charge(nodes)?;
+        Ok(seen)
     }
 }
 

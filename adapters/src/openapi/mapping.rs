@@ -35,7 +35,7 @@ use super::response::MediaType;
 use super::served;
 use super::servers;
 use super::sse::EventData;
-use opkit::schema::json_type_name;
+use opkit::schema::{Schema, json_type_name};
 use opkit::{OperationKind, OperationSpec};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeSet, HashSet};
@@ -163,7 +163,25 @@ pub(crate) fn map_document(
         budget,
         "OpenAPI schemas bundled"
     );
+    share_definitions(&mut mapped, defs.into_shared());
     Ok((mapped, skipped))
+}
+
+/// Points every operation schema that is not Unknown at the import's one copy of the
+/// definitions its `$ref`s name.
+fn share_definitions(mapped: &mut [Mapped], definitions: opkit::schema::Definitions) {
+    if definitions.is_empty() {
+        return;
+    }
+    let definitions = Arc::new(definitions);
+    for Mapped { spec, .. } in mapped {
+        for schema in [&mut spec.input_schema, &mut spec.output_schema] {
+            if !schema.is_unknown() {
+                let root = std::mem::replace(schema, Schema::new(Value::Bool(true)));
+                *schema = Schema::with_definitions(root.into_value(), definitions.clone());
+            }
+        }
+    }
 }
 
 fn find_operations<'a>(
@@ -492,7 +510,7 @@ fn map_operation<'a>(
     if !required.is_empty() {
         input["required"] = Value::Array(required);
     }
-    let input = input_bundle.finish(input)?;
+    let input = input_bundle.finish_shared(input)?;
 
     // Responses: one operation, or two when the success response offers both SSE and
     // another media type (the unary one and its `_stream` twin).
@@ -534,7 +552,13 @@ fn map_operation<'a>(
             }
             None => (Value::Bool(true), None, None),
         };
-        let mut output = output_bundle.finish(output)?;
+        // The schema the pipeline casts to refers into the shared definitions; one moved to
+        // the extension (the pipeline does not cast) is a self-contained copy.
+        let mut output = if options.normalization == Normalization::On {
+            output_bundle.finish_shared(output)?
+        } else {
+            output_bundle.finish(output)?
+        };
         let id = format!("{}.{name}", options.namespace);
         let declared = !opkit::schema::is_unknown(&output);
         let mut moved_schema = None;

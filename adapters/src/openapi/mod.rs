@@ -36,7 +36,7 @@
 //!   `summary` and `description`.
 //! * **Input schema**: an object of the path, query, header and cookie parameters (by name)
 //!   and `body`; **output schema**: the success response's JSON schema, self-contained
-//!   (a `$ref` at the top replaced by its target; every other `$ref` pointing into the
+//!   when read (a `$ref` at the top replaced by its target; every other `$ref` pointing into the
 //!   schema's own `$defs`, which holds exactly the definitions it reaches) and in JSON Schema 2020-12
 //!   (3.0 schemas are converted: `nullable`, boolean `exclusiveMinimum`/`exclusiveMaximum`,
 //!   `example`, `format: binary|byte`), or Unknown. Details in the source of `mapping`.
@@ -89,8 +89,12 @@
 //! | schema work of one import ([`OpenApiOptions::max_schema_nodes`]) | [`SCHEMA_BUDGET_FACTOR`] × the document's nodes, at least [`MIN_SCHEMA_BUDGET`] | [`OpenApiError::SchemaBudget`] |
 //! | nesting of a document given as text | 127 levels (JSON), 128 (YAML) | [`OpenApiError::Parse`] with the parser's "recursion limit exceeded" |
 //!
-//! Shared and recursive schemas are not copied: each lands once in the `$defs` of every
-//! operation schema that reaches it, and validates values of any depth. Response bodies are read
+//! Shared and recursive schemas are not copied: the import holds each once, in one
+//! [`Definitions`](opkit::schema::Definitions) shared (through an `Arc`) by every operation
+//! schema of the import ([`Schema::with_definitions`](opkit::schema::Schema::with_definitions)).
+//! An operation schema reads as self-contained: its `$defs`, holding exactly the definitions
+//! it reaches, are built the first time it is read (its first call, or listing or serving
+//! it), and kept. A recursive schema validates values of any depth. Response bodies are read
 //! whole (bounded by the request timeout, not by size).
 //!
 //! # Decisions
@@ -127,10 +131,14 @@
 //!   listed twice in `required`: see the `sanitize` module); draft-04 boolean
 //!   `exclusiveMinimum`/`exclusiveMaximum` in 3.1 documents (a `jsonSchemaDialect` of
 //!   draft-04) are converted like 3.0's.
-//! * **Validators** are compiled once, by the registry, in
-//!   [`register_into`](OpenApiImport::register_into) (the import itself compiles none); a
-//!   schema the validator still refuses there makes that side of the operation Unknown,
-//!   with a warning.
+//! * **Validators** are compiled once per operation, by the registry, **at the operation's
+//!   first call**: [`register_into`](OpenApiImport::register_into) registers with
+//!   [`OperationRegistry::register_lazy`], so importing a thousand operations compiles
+//!   nothing (the import itself compiles none either), and an operation never called never
+//!   pays for its validators. A schema the validator still refuses at that first call makes
+//!   that side of the operation Unknown, with a warning;
+//!   [`OperationRegistry::compile_validators`] compiles an operation's validators ahead of
+//!   time and reports such a schema as an error.
 //!
 //! # Names
 //!
@@ -225,52 +233,22 @@ impl OpenApiImport {
     /// Registers every operation; stops at the first registry error (a duplicate id, most
     /// likely from importing the same namespace twice). Returns the registered ids.
     ///
-    /// The registry compiles each validator once, here. A schema the validator still refuses
-    /// (the import already degrades the keywords it knows it cannot take) makes that side of
-    /// the operation Unknown, with a `tracing::warn!` naming the operation and the error,
-    /// rather than losing the operation.
+    /// Operations are added with [`OperationRegistry::register_lazy`]: no validator is
+    /// compiled here; each operation's are compiled once, at its first call. A schema the
+    /// validator still refuses then (the import already degrades the keywords it knows it
+    /// cannot take) makes that side of the operation Unknown, with a `tracing::warn!` naming
+    /// the operation and the error, rather than losing the operation.
+    /// [`OperationRegistry::compile_validators`] compiles an operation's validators ahead of
+    /// its first call.
     pub fn register_into(self, registry: &OperationRegistry) -> Result<Vec<String>, RegistryError> {
         let mut ids = Vec::with_capacity(self.operations.len());
         for op in self.operations {
             let id = op.spec.id();
-            register_degrading(registry, op.spec, op.handler)?;
+            registry.register_lazy(op.spec, op.handler)?;
             ids.push(id);
         }
         Ok(ids)
     }
-}
-
-/// Registers one operation; a side whose schema does not compile becomes Unknown.
-fn register_degrading(
-    registry: &OperationRegistry,
-    mut spec: OperationSpec,
-    handler: Handler,
-) -> Result<(), RegistryError> {
-    // Input, then output: at most one retry per side.
-    for _ in 0..3 {
-        let attempt = spec.clone();
-        match registry.register(attempt, handler.clone()) {
-            Err(RegistryError::InvalidSchema { id, which, error }) => {
-                tracing::warn!(
-                    operation = %id,
-                    schema = which,
-                    %error,
-                    "the imported {which} schema does not compile; the operation is registered with an Unknown {which} schema"
-                );
-                let schema = if which == "input" {
-                    &mut spec.input_schema
-                } else {
-                    &mut spec.output_schema
-                };
-                if *schema == serde_json::Value::Bool(true) {
-                    return Err(RegistryError::InvalidSchema { id, which, error });
-                }
-                *schema = serde_json::Value::Bool(true);
-            }
-            other => return other,
-        }
-    }
-    registry.register(spec, handler)
 }
 
 impl OpenApiImporter {
@@ -675,6 +653,29 @@ mod tests {
             .import_file("/nonexistent/openapi.yaml")
             .unwrap_err();
         assert!(matches!(error, OpenApiError::Io { .. }), "{error}");
+    }
+
+    /// `register_into` compiles nothing: a schema the validator refuses is found at the first
+    /// use of that side, which then counts as Unknown (and `compile_validators` reports it).
+    #[test]
+    fn an_uncompilable_schema_is_unknown_from_its_first_use() {
+        let import = import(json!({
+            "openapi": "3.1.0",
+            "paths": {"/odd": {"get": {"operationId": "odd",
+                "parameters": [{"name": "q", "in": "query", "schema": {"type": "no-such-type"}}],
+                "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "integer"}}}}}}}}
+        }));
+        let registry = OperationRegistry::new();
+        assert_eq!(import.register_into(&registry).unwrap(), ["api.odd"]);
+        // The broken input side accepts anything; the output side compiles.
+        registry
+            .validate_input("api.odd", &json!({"q": [1, 2]}))
+            .unwrap();
+        let error = registry.compile_validators("api.odd").unwrap_err();
+        assert!(
+            matches!(error, RegistryError::InvalidSchema { which: "input", .. }),
+            "{error}"
+        );
     }
 
     #[test]

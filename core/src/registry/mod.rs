@@ -28,7 +28,7 @@ use crate::state::StateMap;
 use arc_swap::ArcSwap;
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use operation::Operation;
+use operation::{Compile, Operation};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt;
@@ -118,6 +118,28 @@ struct RegistryInner {
 ///
 /// Cloning is cheap and clones share the same operations. Registration may happen at any
 /// time (adapters refresh their operations at run time); readers never block.
+///
+/// # When validators are compiled
+///
+/// Each operation's input and output validators are compiled once, never per call, at one of
+/// two moments chosen at registration:
+///
+/// * [`OperationRegistry::register`] (and `register_operation`, `register_typed`,
+///   `from_inventory`) compiles them **at registration**: a schema that does not compile is
+///   [`RegistryError::InvalidSchema`] and the operation is not added. This suits
+///   hand-written and derived schemas, where such a schema is a programming error.
+/// * [`OperationRegistry::register_lazy`] compiles each side **at its first use** (the first
+///   input check of a call or [`OperationRegistry::validate_input`], the first result the
+///   pipeline finishes). Registering costs no compile, which is what importers of large API
+///   descriptions use: most of their operations are never called. A schema that does not
+///   compile then makes that side Unknown (not checked, not cast), with one `tracing::warn!`
+///   naming the operation, the side and the error; [`OperationRegistry::compile_validators`]
+///   compiles them ahead of time and reports such a schema as `InvalidSchema`.
+///
+/// A first use compiles under a `OnceLock`: concurrent first calls wait for one compile
+/// rather than each running their own, and later calls pay one atomic load.
+///
+/// # Example
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -260,8 +282,51 @@ impl OperationRegistry {
 
     /// Adds an operation. Fails, naming the id, when the id is taken, the names break the
     /// rules, a schema does not compile, or the handler's shape does not match the kind.
+    ///
+    /// The validators are compiled here (see [when validators are compiled](OperationRegistry#when-validators-are-compiled));
+    /// [`register_lazy`](Self::register_lazy) defers them to the first call.
     pub fn register(&self, spec: OperationSpec, handler: Handler) -> Result<(), RegistryError> {
-        self.insert(Operation::build(spec, handler)?)
+        self.insert(Operation::build(spec, handler, Compile::Eager)?)
+    }
+
+    /// Adds an operation whose validators are compiled at their first use rather than now.
+    ///
+    /// Fails like [`register`](Self::register) for a taken id, names that break the rules or
+    /// a handler that does not match the kind, but never for a schema: a side whose schema
+    /// does not compile counts as Unknown from its first use on, with a `tracing::warn!`
+    /// (see [when validators are compiled](OperationRegistry#when-validators-are-compiled)). Meant for operations
+    /// imported in bulk, most of which may never be called.
+    ///
+    /// ```
+    /// use opkit::{Handler, OperationKind, OperationRegistry, OperationSpec, RegistryError};
+    /// use serde_json::json;
+    ///
+    /// let registry = OperationRegistry::new();
+    /// let spec = OperationSpec::new("api", "broken", OperationKind::Query)
+    ///     .output_schema(json!({"type": "no such type"}));
+    /// let handler = Handler::unary(|_input, _ctx| async { Ok(json!(null)) });
+    /// registry.register_lazy(spec, handler).unwrap();
+    /// let error = registry.compile_validators("api.broken").unwrap_err();
+    /// assert!(matches!(error, RegistryError::InvalidSchema { which: "output", .. }));
+    /// ```
+    pub fn register_lazy(
+        &self,
+        spec: OperationSpec,
+        handler: Handler,
+    ) -> Result<(), RegistryError> {
+        self.insert(Operation::build(spec, handler, Compile::Lazy)?)
+    }
+
+    /// Compiles the validators of `id` now, if they are not yet (an operation added with
+    /// [`register_lazy`](Self::register_lazy)), so its first call does not pay for them.
+    ///
+    /// Returns [`RegistryError::InvalidSchema`] naming the side whose schema does not compile
+    /// (that side stays Unknown), and `Ok` for an id that is not registered.
+    pub fn compile_validators(&self, id: &str) -> Result<(), RegistryError> {
+        match self.inner.find(id) {
+            Some(operation) => operation.compile_now(),
+            None => Ok(()),
+        }
     }
 
     fn insert(&self, operation: Operation) -> Result<(), RegistryError> {
@@ -326,7 +391,7 @@ impl OperationRegistry {
     /// assert_eq!(registry.specs()[0].id(), "math.double");
     /// ```
     pub fn register_typed<O: crate::TypedOperation>(&self) -> Result<(), RegistryError> {
-        let mut operation = Operation::build(O::spec(), O::handler())?;
+        let mut operation = Operation::build(O::spec(), O::handler(), Compile::Eager)?;
         operation.output_from_type = O::OUTPUT_FROM_TYPE;
         self.insert(operation)
     }

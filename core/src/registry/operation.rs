@@ -1,38 +1,82 @@
-//! A registered operation: its spec, handler and validators compiled once at registration.
+//! A registered operation: its spec, handler and validators, compiled once.
+//!
+//! Validators are compiled either at registration ([`Compile::Eager`], what
+//! [`OperationRegistry::register`](super::OperationRegistry::register) does) or at the first
+//! call that needs each side ([`Compile::Lazy`], what
+//! [`OperationRegistry::register_lazy`](super::OperationRegistry::register_lazy) does). Either
+//! way each side is compiled at most once and kept in a [`OnceLock`]: once it is set, a call
+//! reads it with one atomic load.
 
 use super::RegistryError;
 use super::handler::Handler;
-use crate::schema::{CompiledSchema, is_unknown};
+use crate::schema::{CompiledSchema, SchemaError};
 use crate::spec::OperationSpec;
-use serde_json::Value;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+/// When an operation's validators are compiled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Compile {
+    /// At registration; a schema that does not compile refuses the operation.
+    Eager,
+    /// At the first use of each side; a schema that does not compile then counts as Unknown.
+    Lazy,
+}
 
 /// The output half of an operation with a known output schema.
 pub(crate) struct OutputCheck {
-    pub(crate) schema: Value,
     pub(crate) validator: CompiledSchema,
     /// The schema closed by [`super::pipeline::closed_schema`], when it has a closed form: data
     /// it accepts (and that holds no integral float) is what `cast` would return unchanged,
-    /// and valid against `schema`, so the pipeline skips normalize and validate for it.
+    /// and valid against the output schema, so the pipeline skips normalize and validate for
+    /// it.
     pub(crate) closed: Option<CompiledSchema>,
 }
 
-/// Everything the registry needs to run one operation, built once.
+/// One compiled side of an operation.
+pub(crate) enum Side<T> {
+    /// The schema is Unknown: nothing to check.
+    Unknown,
+    /// The compiled schema.
+    Compiled(T),
+    /// The schema does not compile (lazy registration only); the side counts as Unknown.
+    Invalid(SchemaError),
+}
+
+impl<T> Side<T> {
+    /// The compiled schema, if there is one to check against.
+    pub(crate) fn compiled(&self) -> Option<&T> {
+        match self {
+            Side::Compiled(compiled) => Some(compiled),
+            Side::Unknown | Side::Invalid(_) => None,
+        }
+    }
+}
+
+/// Everything the registry needs to run one operation.
 pub(crate) struct Operation {
     pub(crate) id: Arc<str>,
     pub(crate) spec: Arc<OperationSpec>,
     pub(crate) handler: Handler,
-    /// `None` when the input schema is Unknown.
-    pub(crate) input: Option<CompiledSchema>,
-    /// `None` when the output schema is Unknown.
-    pub(crate) output: Option<OutputCheck>,
+    /// The input validator. Set at registration for [`Compile::Eager`], by the first call
+    /// otherwise; `OnceLock` runs the compile once even when first calls race (the others
+    /// wait for it), and a set value is never replaced.
+    input: OnceLock<Side<CompiledSchema>>,
+    /// The output validators; set like `input`.
+    output: OnceLock<Side<OutputCheck>>,
+    /// When the validators are compiled: a lazy operation logs a schema that does not
+    /// compile, an eager one is refused with it.
+    compile: Compile,
     /// The handler's results are serialized from the type the output schema is derived from
     /// ([`TypedOperation::OUTPUT_FROM_TYPE`](crate::TypedOperation::OUTPUT_FROM_TYPE)).
     pub(crate) output_from_type: bool,
 }
 
 impl Operation {
-    pub(crate) fn build(spec: OperationSpec, handler: Handler) -> Result<Self, RegistryError> {
+    pub(crate) fn build(
+        spec: OperationSpec,
+        handler: Handler,
+        compile: Compile,
+    ) -> Result<Self, RegistryError> {
         let id = spec.id();
         crate::spec::check_name("namespace", &spec.namespace, true)
             .and_then(|()| crate::spec::check_name("name", &spec.name, false))
@@ -46,36 +90,95 @@ impl Operation {
                 kind: spec.kind,
             });
         }
-        let compile = |which: &'static str, schema: &Value| {
-            CompiledSchema::compile(schema).map_err(|error| RegistryError::InvalidSchema {
-                id: id.clone(),
-                which,
-                error,
-            })
-        };
-        let input = if is_unknown(&spec.input_schema) {
-            None
-        } else {
-            Some(compile("input", &spec.input_schema)?)
-        };
-        let output = if is_unknown(&spec.output_schema) {
-            None
-        } else {
-            Some(OutputCheck {
-                validator: compile("output", &spec.output_schema)?,
-                schema: spec.output_schema.clone(),
-                closed: super::pipeline::closed_schema(&spec.output_schema)
-                    .and_then(|closed| CompiledSchema::compile(&closed).ok()),
-            })
-        };
-        Ok(Self {
+        let operation = Self {
             id: Arc::from(id),
             spec: Arc::new(spec),
             handler,
-            input,
-            output,
+            input: OnceLock::new(),
+            output: OnceLock::new(),
+            compile,
             output_from_type: false,
+        };
+        if compile == Compile::Eager {
+            operation.compile_now()?;
+        }
+        Ok(operation)
+    }
+
+    /// Compiles both sides now (when not yet done); `Err` names the first side whose schema
+    /// does not compile.
+    pub(crate) fn compile_now(&self) -> Result<(), RegistryError> {
+        let invalid = |which: &'static str, error: &SchemaError| RegistryError::InvalidSchema {
+            id: self.id.to_string(),
+            which,
+            error: error.clone(),
+        };
+        if let Side::Invalid(error) = self.input_side() {
+            return Err(invalid("input", error));
+        }
+        if let Side::Invalid(error) = self.output_side() {
+            return Err(invalid("output", error));
+        }
+        Ok(())
+    }
+
+    /// The input validator (`None` when the input schema is Unknown or does not compile),
+    /// compiled on first use.
+    pub(crate) fn input(&self) -> Option<&CompiledSchema> {
+        self.input_side().compiled()
+    }
+
+    /// The output validators (`None` when the output schema is Unknown or does not compile),
+    /// compiled on first use.
+    pub(crate) fn output(&self) -> Option<&OutputCheck> {
+        self.output_side().compiled()
+    }
+
+    fn input_side(&self) -> &Side<CompiledSchema> {
+        self.input.get_or_init(|| {
+            let schema = &self.spec.input_schema;
+            if schema.is_unknown() {
+                return Side::Unknown;
+            }
+            self.compiled_or_warn("input", CompiledSchema::compile(schema))
         })
+    }
+
+    fn output_side(&self) -> &Side<OutputCheck> {
+        self.output.get_or_init(|| {
+            let schema = &self.spec.output_schema;
+            if schema.is_unknown() {
+                return Side::Unknown;
+            }
+            let check = CompiledSchema::compile(schema).map(|validator| OutputCheck {
+                validator,
+                closed: super::pipeline::closed_schema(schema)
+                    .and_then(|closed| CompiledSchema::compile(&closed).ok()),
+            });
+            self.compiled_or_warn("output", check)
+        })
+    }
+
+    /// A side from a compile result; a failure is logged (once: the side is set once).
+    fn compiled_or_warn<T>(
+        &self,
+        which: &'static str,
+        compiled: Result<T, SchemaError>,
+    ) -> Side<T> {
+        match compiled {
+            Ok(compiled) => Side::Compiled(compiled),
+            Err(error) => {
+                if self.compile == Compile::Lazy {
+                    tracing::warn!(
+                    operation = %self.id,
+                    schema = which,
+                    %error,
+                    "the {which} schema does not compile; the operation runs with an Unknown {which} schema"
+                    );
+                }
+                Side::Invalid(error)
+            }
+        }
     }
 
     /// Where this operation came from, for error messages.
@@ -84,5 +187,90 @@ impl Operation {
             Some(origin) => format!("{} {} defined at {origin}", self.spec.kind, self.id),
             None => format!("{} {}", self.spec.kind, self.id),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::OperationKind;
+    use serde_json::json;
+    use std::sync::Barrier;
+
+    fn operation(
+        input: serde_json::Value,
+        output: serde_json::Value,
+        compile: Compile,
+    ) -> Operation {
+        let spec = OperationSpec::new("api", "op", OperationKind::Query)
+            .input_schema(input)
+            .output_schema(output);
+        let handler = Handler::unary(|input, _ctx| async move { Ok(input) });
+        Operation::build(spec, handler, compile).unwrap()
+    }
+
+    #[test]
+    fn eager_compiles_at_build_and_lazy_at_first_use() {
+        let object = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+        let eager = operation(object.clone(), object.clone(), Compile::Eager);
+        assert!(eager.input.get().is_some() && eager.output.get().is_some());
+
+        let lazy = operation(object.clone(), object, Compile::Lazy);
+        assert!(lazy.input.get().is_none() && lazy.output.get().is_none());
+        let input = lazy.input().expect("a known input schema compiles");
+        assert!(!input.is_valid(&json!({"n": "x"})));
+        // Each side compiles at its own first use.
+        assert!(lazy.output.get().is_none());
+        assert!(lazy.output().is_some_and(|output| output.closed.is_some()));
+        // Later uses read the same compiled validator.
+        assert!(std::ptr::eq(input, lazy.input().unwrap()));
+    }
+
+    #[test]
+    fn an_uncompilable_schema_refuses_eager_and_is_unknown_when_lazy() {
+        let bad = json!({"type": "no such type"});
+        let spec = OperationSpec::new("api", "op", OperationKind::Query).output_schema(bad.clone());
+        let handler = Handler::unary(|input, _ctx| async move { Ok(input) });
+        let Err(error) = Operation::build(spec, handler, Compile::Eager) else {
+            panic!("an uncompilable output schema was accepted");
+        };
+        assert!(matches!(
+            error,
+            RegistryError::InvalidSchema {
+                which: "output",
+                ..
+            }
+        ));
+
+        let lazy = operation(bad, json!(true), Compile::Lazy);
+        assert!(lazy.input().is_none(), "the broken side counts as Unknown");
+        assert!(lazy.output().is_none(), "Unknown output");
+        let Err(RegistryError::InvalidSchema { id, which, .. }) = lazy.compile_now() else {
+            panic!("compile_now did not report the broken input schema");
+        };
+        assert_eq!((id.as_str(), which), ("api.op", "input"));
+    }
+
+    #[test]
+    fn racing_first_uses_compile_once_and_share_the_result() {
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+        let lazy = operation(schema.clone(), schema, Compile::Lazy);
+        let threads = 8;
+        let barrier = Barrier::new(threads);
+        let seen: Vec<usize> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    scope.spawn(|| {
+                        barrier.wait();
+                        let input = lazy.input().unwrap();
+                        assert!(input.is_valid(&json!({"n": 1})));
+                        std::ptr::from_ref(input) as usize
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        // One compiled validator, seen by every thread.
+        assert!(seen.windows(2).all(|pair| pair[0] == pair[1]), "{seen:?}");
     }
 }

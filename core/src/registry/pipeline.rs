@@ -25,7 +25,7 @@ pub(crate) fn finish(operation: &Operation, value: Value) -> ResponseEnvelope {
     let mut envelope = detect_or_wrap(operation, value);
     // An envelope that reports a failure (MCP `isError: true`) carries the error, not the
     // output: it is neither normalized nor validated against the output schema.
-    if let Some(output) = &operation.output
+    if let Some(output) = operation.output()
         && !envelope.is_error()
     {
         // Fast path: data that already fits the closed schema is exactly what `cast` returns
@@ -36,7 +36,7 @@ pub(crate) fn finish(operation: &Operation, value: Value) -> ResponseEnvelope {
             return envelope;
         }
         let data = std::mem::take(&mut envelope.data);
-        envelope.data = cast(&output.schema, data);
+        envelope.data = cast(&operation.spec.output_schema, data);
         if let Err(violations) = output.validator.validate(&envelope.data) {
             tracing::warn!(
                 operation = %operation.id,

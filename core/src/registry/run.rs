@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Checks `input` against the operation's compiled input schema.
 pub(crate) fn validate_input(operation: &Operation, input: &Value) -> Result<(), CallError> {
-    match &operation.input {
+    match operation.input() {
         Some(schema) => schema
             .validate(input)
             .map_err(|violations| CallError::validation("input", violations)),

@@ -1,15 +1,19 @@
 //! Schema tools: generation from Rust types, compiled validation, and normalization (cast).
 //!
 //! Every schema opkit produces or consumes is JSON Schema 2020-12 held as a
-//! [`serde_json::Value`]. An output schema of `true` or `{}` is *Unknown*: results are neither
+//! [`serde_json::Value`]; an [`OperationSpec`](crate::OperationSpec) holds its schemas as
+//! [`Schema`]s, which read as one (and may share definitions with other specs' schemas, see
+//! [`Schema::with_definitions`]). An output schema of `true` or `{}` is *Unknown*: results are neither
 //! normalized nor validated.
 
 mod cast;
 mod generate;
+mod shared;
 mod validate;
 
 pub use cast::{CAST_MAX_DEPTH, cast, cast_with_root};
 pub use generate::{input_schema_for, schema_for};
+pub use shared::{Definitions, Schema};
 pub use validate::{CompiledSchema, SchemaError};
 
 use serde_json::Value;
