@@ -10,11 +10,11 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
+use opkit::trace::{CallSpan, SpanKind, TraceContext};
 use opkit::{
     CallError, EnvelopeStream, ErrorCode, OperationContext, OperationKind, OperationRegistry,
     OperationSpec,
 };
-use opkit::trace::{CallSpan, SpanKind, TraceContext};
 use serde_json::{Value, json};
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -363,7 +363,12 @@ pub(crate) async fn operation(
         };
         let response = match subscribed {
             Ok(stream) => {
-                let events = sse_events(stream, token.drop_guard(), ctx.request_id().to_owned(), span);
+                let events = sse_events(
+                    stream,
+                    token.drop_guard(),
+                    ctx.request_id().to_owned(),
+                    span,
+                );
                 let mut response = Sse::new(events)
                     .keep_alive(KeepAlive::new().interval(shared.keep_alive))
                     .into_response();
