@@ -176,6 +176,27 @@ impl TraceContext {
         })
     }
 
+    /// A context from its parts; `None` when an id is all zeros (W3C: invalid). An invalid
+    /// `tracestate` is dropped.
+    pub fn from_ids(
+        trace_id: [u8; 16],
+        span_id: [u8; 8],
+        parent_span_id: Option<[u8; 8]>,
+        flags: u8,
+        tracestate: Option<&str>,
+    ) -> Option<Self> {
+        if trace_id == [0; 16] || span_id == [0; 8] || parent_span_id == Some([0; 8]) {
+            return None;
+        }
+        Some(Self {
+            trace_id,
+            span_id,
+            parent_span_id,
+            flags,
+            tracestate: tracestate.and_then(valid_tracestate),
+        })
+    }
+
     /// [`parse`](Self::parse) for values from outside (headers, `_meta`, the wire): absent
     /// or invalid gives `None` (logged at debug level), never an error.
     pub fn from_parts(traceparent: Option<&str>, tracestate: Option<&str>) -> Option<Self> {

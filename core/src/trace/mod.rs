@@ -25,12 +25,17 @@
 //! `parent_span_id` fields of every span rebuild the tree from any `tracing` output,
 //! across processes.
 //!
+//! With the `opentelemetry` feature, recorded spans are parented and identified in
+//! OpenTelemetry's terms through `tracing-opentelemetry` (see the `otel` module).
+//!
 //! With the `metrics` feature, every call also reports to the [`metrics`](https://docs.rs/metrics)
 //! facade (see the `metrics` module).
 
 mod context;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+#[cfg(feature = "opentelemetry")]
+pub mod otel;
 mod span;
 
 pub use context::{MAX_TRACESTATE_LEN, TraceContext, TraceContextError};

@@ -118,6 +118,8 @@ impl CallSpan {
             let trace = ctx
                 .trace()
                 .map_or_else(TraceContext::new_root, TraceContext::child);
+            #[cfg(feature = "opentelemetry")]
+            let trace = super::otel::link(&span, trace);
             span.record("trace_id", trace.trace_id_hex());
             span.record("span_id", trace.span_id_hex());
             if let Some(parent) = trace.parent_span_id_hex() {
