@@ -84,10 +84,7 @@ fn main() {
                 let handler = registry.handler(add::ID).expect("handler");
                 if let Handler::Unary(handler) = handler {
                     let future = handler(tiny_json(), ctx.clone());
-                    println!(
-                        "boxed handler future: {} bytes",
-                        std::mem::size_of_val(&*future)
-                    );
+                    println!("boxed handler future: {} bytes", std::mem::size_of_val(&*future));
                 }
             }
             other => panic!("unknown path {other}"),
