@@ -249,6 +249,23 @@ def main():
         w(f"| {size} | {fmt_ns(ours_m)} | {fmt_ns(theirs_m)} | {ratio(ours_m, theirs_m)} |")
     w("")
 
+    tracing_rows = [
+        ("a_execute_no_subscriber", "no `tracing` subscriber"),
+        ("b_execute_subscriber_opkit_off", "a subscriber with `opkit` off (`Targets`: default TRACE, `opkit` OFF)"),
+        ("c_execute_subscriber_opkit_on", "a subscriber recording opkit's spans (a `Registry`, no output layer)"),
+    ]
+    none = get("tracing_overhead", "a_execute_no_subscriber")
+    w("## Tracing overhead (issue 23; tiny `registry.execute`)\n")
+    if none:
+        w("| bench | tiny | × no subscriber |")
+        w("|---|---:|---:|")
+        for key, label in tracing_rows:
+            value = get("tracing_overhead", key)
+            w(f"| {label} | {fmt_ns(value)} | {ratio(value, none)} |")
+    else:
+        w("Not measured in this run.")
+    w("")
+
     w("## Targets (issue 9)\n")
     w("| target | measured | met |")
     w("|---|---|:---:|")

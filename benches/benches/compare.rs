@@ -746,5 +746,49 @@ mod mcp_call_tool {
             "bench.medium",
             medium_json,
         );
+
+/// What the call spans cost (issue 23): tiny `registry.execute` with no `tracing`
+/// subscriber, with a subscriber that has `opkit` turned off, and with one that records
+/// opkit's spans (a `Registry` with no output layer: the span bookkeeping alone).
+///
+/// Run on their own (`BENCH_FILTER=tracing`): `tracing` caches each callsite's interest
+/// process-wide, so the no-subscriber bench must run before any subscriber was set (divan
+/// runs it first in this group; no other group sets one).
+#[divan::bench_group(sample_count = 100, sample_size = 500)]
+mod tracing_overhead {
+    use super::*;
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::layer::SubscriberExt;
+
+    fn execute(bencher: Bencher) {
+        let rt = runtime();
+        let registry = OperationRegistry::from_inventory();
+        let ctx = OperationContext::default();
+        bencher.with_inputs(tiny_json).bench_local_values(|input| {
+            run(&rt, registry.execute(add::ID, input, &ctx)).expect("execute")
+        });
+    }
+
+    #[divan::bench]
+    fn a_execute_no_subscriber(bencher: Bencher) {
+        execute(bencher);
+    }
+
+    #[divan::bench]
+    fn b_execute_subscriber_opkit_off(bencher: Bencher) {
+        let filter = Targets::new()
+            .with_default(LevelFilter::TRACE)
+            .with_target("opkit", LevelFilter::OFF);
+        let _default =
+            tracing::subscriber::set_default(tracing_subscriber::registry().with(filter));
+        execute(bencher);
+    }
+
+    #[divan::bench]
+    fn c_execute_subscriber_opkit_on(bencher: Bencher) {
+        let filter = Targets::new().with_default(LevelFilter::INFO);
+        let _default =
+            tracing::subscriber::set_default(tracing_subscriber::registry().with(filter));
+        execute(bencher);
     }
 }

@@ -5,6 +5,7 @@ use crate::env::{EnvBackend, OperationEnv};
 use crate::error::CallError;
 use crate::report::{LogLevel, LogRecord, Progress, Reporter};
 use crate::state::StateMap;
+use crate::trace::TraceContext;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -83,6 +84,7 @@ pub struct OperationContext {
     env: Option<Arc<dyn EnvBackend>>,
     states: Option<Arc<StateMap>>,
     reporter: Option<Arc<dyn Reporter>>,
+    trace: Option<TraceContext>,
 }
 
 impl Default for OperationContext {
@@ -102,6 +104,7 @@ impl fmt::Debug for OperationContext {
             .field("has_env", &self.env.is_some())
             .field("states", &self.states)
             .field("has_reporter", &self.reporter.is_some())
+            .field("trace", &self.trace)
             .finish()
     }
 }
@@ -123,6 +126,7 @@ impl OperationContext {
             env: None,
             states: None,
             reporter: None,
+            trace: None,
         }
     }
 
@@ -144,6 +148,7 @@ impl OperationContext {
             env: None,
             states: None,
             reporter: None,
+            trace: None,
         }
     }
 
@@ -242,6 +247,28 @@ impl OperationContext {
         }
     }
 
+    /// Sets the W3C trace context of the call (see [`crate::trace`]): what a server read
+    /// from the caller, or the span the call runs in.
+    #[must_use]
+    pub fn with_trace(mut self, trace: TraceContext) -> Self {
+        self.trace = Some(trace);
+        self
+    }
+
+    /// Sets or clears the trace context.
+    #[must_use]
+    pub fn with_trace_opt(mut self, trace: Option<TraceContext>) -> Self {
+        self.trace = trace;
+        self
+    }
+
+    /// The trace context of the call, when it has one: nested calls inherit it, and the
+    /// call protocol, the OpenAPI import and the MCP import send it on (see
+    /// [`crate::trace`]).
+    pub fn trace(&self) -> Option<&TraceContext> {
+        self.trace.as_ref()
+    }
+
     /// This request's id.
     pub fn request_id(&self) -> &str {
         &self.request_id
@@ -297,7 +324,8 @@ impl OperationContext {
     }
 
     /// The context of a call made from this one (without the reporter: the nested call's
-    /// progress is not the caller's).
+    /// progress is not the caller's). It keeps the trace context: the span the nested call
+    /// opens becomes a child of this call's.
     pub fn child(&self) -> Self {
         Self {
             request_id: Arc::from(new_request_id()),
@@ -311,6 +339,7 @@ impl OperationContext {
             env: self.env.clone(),
             states: self.states.clone(),
             reporter: None,
+            trace: self.trace.clone(),
         }
     }
 

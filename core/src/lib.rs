@@ -131,6 +131,7 @@
 //!   the application error kinds.
 //! - [`state`]: application state ([`State<T>`]) and which value a call sees.
 //! - [`limits`]: every resource bound on outside data, its default and the error it gives.
+//! - [`trace`]: a `tracing` span per call and W3C trace context across processes.
 //! - [`protocol`]: the call protocol ([`PendingRequestMap`], [`CallHandler`], [`PubSub`], [`MemoryPubSub`]).
 
 pub mod envelope;
@@ -146,6 +147,7 @@ mod registry;
 pub mod report;
 mod spec;
 pub mod state;
+pub mod trace;
 mod typed;
 
 #[doc(hidden)]

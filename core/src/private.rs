@@ -39,6 +39,7 @@ use crate::access::AccessRule;
 use crate::envelope::local_envelope;
 use crate::error::ErrorCode;
 use crate::registry::{OperationRegistry, RegistryError};
+use crate::trace::{CallSpan, SpanKind};
 use futures::stream::{self, Stream, StreamExt};
 use schemars::generate::{Contract, SchemaSettings};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
@@ -47,6 +48,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use std::marker::PhantomData;
 use std::sync::Arc;
+use tracing::Instrument;
 
 // ---------------------------------------------------------------------------------------------
 // Registration
@@ -1042,8 +1044,19 @@ where
 {
     let ctx = ctx.clone();
     async move {
-        let produced = crate::registry::run_guarded(O::ID, ctx, run).await?;
-        Ok(produced.into_envelope(O::ID))
+        let mut span = CallSpan::start(SpanKind::Internal, "typed", O::ID, &ctx);
+        if !span.is_active() {
+            let produced = crate::registry::run_guarded(O::ID, ctx, run).await?;
+            return Ok(produced.into_envelope(O::ID));
+        }
+        span.record_kind(O::KIND);
+        let ctx = span.apply(ctx);
+        let result = crate::registry::run_guarded(O::ID, ctx, run)
+            .instrument(span.span().clone())
+            .await
+            .map(|produced| produced.into_envelope(O::ID));
+        span.finish_with(&result);
+        result
     }
 }
 
@@ -1058,12 +1071,26 @@ where
     F: FnOnce(OperationContext) -> S,
     S: Stream<Item = Result<Produced<O::Output>, CallError>>,
 {
-    let started = crate::registry::start_guarded_stream(Arc::from(O::ID), ctx.clone(), |ctx| {
-        Box::pin(start(ctx).map(|item| Ok(item?.into_envelope(O::ID))))
-    });
+    let mut span = CallSpan::start(SpanKind::Internal, "typed", O::ID, ctx);
+    let ctx = span.apply(ctx.clone());
+    let started = {
+        let _entered = span.is_active().then(|| span.span().enter());
+        crate::registry::start_guarded_stream(Arc::from(O::ID), ctx, |ctx| {
+            Box::pin(start(ctx).map(|item| Ok(item?.into_envelope(O::ID))))
+        })
+    };
     match started {
-        Ok(items) => items.left_stream(),
-        Err(error) => stream::once(async move { Err(error) }).right_stream(),
+        Ok(items) if span.is_active() => {
+            span.record_kind(O::KIND);
+            crate::registry::TracedStream::new(items, span)
+                .left_stream()
+                .left_stream()
+        }
+        Ok(items) => items.right_stream().left_stream(),
+        Err(error) => {
+            span.finish(Err(&error));
+            stream::once(async move { Err(error) }).right_stream()
+        }
     }
 }
 

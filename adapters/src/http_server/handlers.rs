@@ -10,6 +10,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
+use opkit::trace::{CallSpan, SpanKind, TraceContext};
 use opkit::{
     CallError, EnvelopeStream, ErrorCode, OperationContext, OperationKind, OperationRegistry,
     OperationSpec,
@@ -19,6 +20,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::{CancellationToken, DropGuard};
+use tracing::Instrument;
 
 /// The response header carrying the request id of the call.
 pub(crate) const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -278,6 +280,19 @@ fn query_input(spec: &OperationSpec, uri: &Uri) -> Result<Value, Rejection> {
     shape.decode(pairs).map_err(Rejection::from)
 }
 
+/// The caller's W3C trace context from the `traceparent` and `tracestate` headers (several
+/// `tracestate` headers are one list); absent or invalid gives `None`.
+pub(crate) fn trace_from_headers(headers: &HeaderMap) -> Option<TraceContext> {
+    let traceparent = headers.get("traceparent")?.to_str().ok()?;
+    let states: Vec<&str> = headers
+        .get_all("tracestate")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .collect();
+    let tracestate = (!states.is_empty()).then(|| states.join(","));
+    TraceContext::from_parts(Some(traceparent), tracestate.as_deref())
+}
+
 fn with_request_id(mut response: Response, ctx: &OperationContext) -> Response {
     if let Ok(value) = HeaderValue::from_str(ctx.request_id()) {
         response.headers_mut().insert(REQUEST_ID, value);
@@ -326,7 +341,9 @@ pub(crate) async fn operation(
         Ok(input) => input,
         Err(rejection) => return rejection.into_response(),
     };
-    let mut ctx = OperationContext::new().with_identity_opt(identity);
+    let mut ctx = OperationContext::new()
+        .with_identity_opt(identity)
+        .with_trace_opt(trace_from_headers(headers));
     if let Some(request_id) = headers
         .get(REQUEST_ID)
         .and_then(|value| value.to_str().ok())
@@ -334,15 +351,30 @@ pub(crate) async fn operation(
     {
         ctx = ctx.with_request_id(request_id);
     }
+    let mut span = CallSpan::start(SpanKind::Server, "http_server", &id, &ctx);
+    span.record_kind(spec.kind);
+    let ctx = span.apply(ctx);
     if spec.kind.is_stream() {
+        let mut ctx = ctx;
         if let Some(timeout) = shared.subscription_timeout {
             ctx = ctx.with_timeout(timeout);
         }
         let token = CancellationToken::new();
         let ctx = ctx.with_cancellation(token.clone());
-        let response = match shared.registry.subscribe(&id, input, &ctx).await {
+        let subscribing = shared.registry.subscribe(&id, input, &ctx);
+        let subscribed = if span.is_active() {
+            subscribing.instrument(span.span().clone()).await
+        } else {
+            subscribing.await
+        };
+        let response = match subscribed {
             Ok(stream) => {
-                let events = sse_events(stream, token.drop_guard(), ctx.request_id().to_owned());
+                let events = sse_events(
+                    stream,
+                    token.drop_guard(),
+                    ctx.request_id().to_owned(),
+                    span,
+                );
                 let mut response = Sse::new(events)
                     .keep_alive(KeepAlive::new().interval(shared.keep_alive))
                     .into_response();
@@ -352,7 +384,10 @@ pub(crate) async fn operation(
                 );
                 response
             }
-            Err(error) => shared.error_response(status_of(&error), &error, false),
+            Err(error) => {
+                span.finish(Err(&error));
+                shared.error_response(status_of(&error), &error, false)
+            }
         };
         with_request_id(response, &ctx)
     } else {
@@ -363,7 +398,13 @@ pub(crate) async fn operation(
             .with_timeout(shared.request_timeout)
             .with_cancellation(token.clone());
         let guard = token.drop_guard();
-        let result = shared.registry.execute(&id, input, &ctx).await;
+        let executing = shared.registry.execute(&id, input, &ctx);
+        let result = if span.is_active() {
+            executing.instrument(span.span().clone()).await
+        } else {
+            executing.await
+        };
+        span.finish_with(&result);
         guard.disarm();
         let response = match result {
             Ok(envelope) => axum::Json(envelope).into_response(),
@@ -381,6 +422,8 @@ struct EventState {
     request_id: String,
     /// Cancels the handler's context when the response body is dropped (client gone).
     _guard: DropGuard,
+    /// The call's server span, finished with the stream.
+    span: CallSpan,
 }
 
 fn json_event(name: Option<&'static str>, value: &impl serde::Serialize) -> Event {
@@ -403,12 +446,14 @@ fn sse_events(
     items: EnvelopeStream,
     guard: DropGuard,
     request_id: String,
+    span: CallSpan,
 ) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static {
     let state = EventState {
         items: Some(items),
         next_id: 0,
         request_id,
         _guard: guard,
+        span,
     };
     futures::stream::unfold(state, |mut state| async move {
         let items = state.items.as_mut()?;
@@ -420,10 +465,12 @@ fn sse_events(
             }
             Some(Err(error)) => {
                 state.items = None;
+                state.span.finish(Err(&error));
                 json_event(Some("error"), &error)
             }
             None => {
                 state.items = None;
+                state.span.finish(Ok(()));
                 json_event(Some("complete"), &json!({"requestId": state.request_id}))
             }
         };

@@ -171,6 +171,14 @@
 //! The connection limits apply where the server accepts connections: [`HttpServer::serve`],
 //! or [`serve_router`] for an application that mounts the routers in its own app (with
 //! `axum::serve` instead, configure them there).
+//!
+//! # Tracing
+//!
+//! Each call to `/ops/{id}` runs in a server span (`opkit.path = "http_server"`, see
+//! [`opkit::trace`]) whose parent is the caller's W3C `traceparent` header (with
+//! `tracestate`); without one (or with an invalid one) the call starts a new trace. A
+//! subscription's span lasts until its event stream ends. Requests refused before the call
+//! starts (authentication, unknown operation, method, access, unreadable input) get no span.
 
 mod explorer;
 mod handlers;

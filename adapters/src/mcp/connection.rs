@@ -5,6 +5,7 @@ use super::names;
 use super::tools::{self, tool_spec};
 use opkit::report::{LogLevel, LogRecord};
 use opkit::schema::CompiledSchema;
+use opkit::trace::{CallSpan, SpanKind};
 use opkit::{
     CallError, ErrorCode, Handler, OperationContext, OperationRegistry, OperationSpec,
     RegistryError, ResponseEnvelope,
@@ -30,6 +31,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::watch;
+use tracing::Instrument;
 
 /// Pages of `tools/list` followed before giving up (a server that never ends its listing).
 const MAX_LIST_PAGES: usize = 1000;
@@ -652,22 +654,30 @@ fn tool_handler(client: &Arc<Client>, tool: &ImportedTool) -> Handler {
             .filter(|schema| !opkit::schema::is_unknown(schema)),
     );
     let wrapped: Option<Arc<str>> = wrapped_key(&tool.spec).map(Arc::from);
-    Handler::unary(move |input, ctx| {
+    let operation_id: Arc<str> = Arc::from(tool.spec.id().as_str());
+    Handler::unary(move |input, ctx: OperationContext| {
         let client = client.clone();
         let tool_name = tool_name.clone();
+        let operation_id = operation_id.clone();
         let output_schema = output_schema.clone();
         let wrapped = wrapped.clone();
         async move {
-            let envelope = client
-                .call(
-                    &tool_name,
-                    input,
-                    &ctx,
-                    output_schema.as_ref().as_ref(),
-                    wrapped.as_deref(),
-                )
-                .await?;
-            serde_json::to_value(envelope).map_err(|error| {
+            let mut span = CallSpan::start(SpanKind::Client, "mcp", &operation_id, &ctx);
+            let ctx = span.apply(ctx);
+            let calling = client.call(
+                &tool_name,
+                input,
+                &ctx,
+                output_schema.as_ref().as_ref(),
+                wrapped.as_deref(),
+            );
+            let result = if span.is_active() {
+                calling.instrument(span.span().clone()).await
+            } else {
+                calling.await
+            };
+            span.finish_with(&result);
+            serde_json::to_value(result?).map_err(|error| {
                 CallError::execution(format!("could not serialize the envelope: {error}"))
             })
         }
@@ -1072,6 +1082,15 @@ impl Client {
         let mut params = CallToolRequestParams::new(tool.to_owned());
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
+        }
+        if let Some(trace) = ctx.trace() {
+            // W3C trace context in `_meta` (the MCP convention, SEP-414).
+            let mut meta = rmcp::model::MetaObject::new();
+            meta.set_traceparent(trace.traceparent());
+            if let Some(state) = trace.tracestate() {
+                meta.set_tracestate(state);
+            }
+            params.meta = Some(rmcp::model::RequestMetaObject(meta));
         }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = self

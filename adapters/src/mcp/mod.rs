@@ -121,6 +121,12 @@
 //! ([`McpConnection::tool_list_changes`]); with [`McpOptions::auto_refresh`] it triggers a
 //! [`McpConnection::refresh`]. When the server exits or the connection drops, pending calls
 //! fail with `TRANSPORT_ERROR` and later calls fail at once.
+//!
+//! # Tracing
+//!
+//! Each call of an imported tool runs in a client span (`opkit.path = "mcp"`, see
+//! [`opkit::trace`]), a child of the calling context's span, sent to the server as
+//! `_meta.traceparent` / `_meta.tracestate` (the MCP convention for W3C trace context).
 
 pub mod content;
 mod names;

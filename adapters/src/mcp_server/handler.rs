@@ -9,6 +9,7 @@ use super::tools;
 use super::{Inner, RequestIdentity};
 use crate::http_server::authenticate;
 use futures::StreamExt;
+use opkit::trace::{CallSpan, SpanKind, TraceContext};
 use opkit::{CallError, Identity, OperationContext, OperationKind, OperationSpec};
 #[allow(deprecated)]
 use rmcp::model::SetLevelRequestParams;
@@ -23,6 +24,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::{Value, json};
 use std::sync::Arc;
+use tracing::Instrument;
 
 /// The [`rmcp::ServerHandler`] of an [`McpServer`](super::McpServer): tools from the
 /// registry, calls into it.
@@ -115,24 +117,52 @@ impl McpHandler {
             return Ok(results::failure(&error));
         }
         let input = Value::Object(request.arguments.unwrap_or_default());
+        let trace = TraceContext::from_parts(
+            context.meta.get_traceparent(),
+            context.meta.get_tracestate(),
+        );
         let mut ctx = OperationContext::new()
             .with_identity_opt(identity)
-            .with_cancellation(context.ct.clone());
+            .with_cancellation(context.ct.clone())
+            .with_trace_opt(trace);
         if let Some(timeout) = self.inner.call_timeout {
             ctx = ctx.with_timeout(timeout);
         }
-        let modern = is_modern(&context);
-        let form = tools::output_form(&spec, modern);
+        let id = spec.id();
+        let mut span = CallSpan::start(SpanKind::Server, "mcp_server", &id, &ctx);
+        span.record_kind(spec.kind);
+        let ctx = span.apply(ctx);
+        let serving = self.serve(&spec, input, ctx, &context);
+        let (result, error) = if span.is_active() {
+            serving.instrument(span.span().clone()).await
+        } else {
+            serving.await
+        };
+        span.finish(error.as_ref().map_or(Ok(()), Err));
+        Ok(result)
+    }
+
+    /// Runs a call of a resolved, access-checked tool; the error, if the call failed, beside
+    /// the result that reports it.
+    async fn serve(
+        &self,
+        spec: &OperationSpec,
+        input: Value,
+        ctx: OperationContext,
+        context: &RequestContext<RoleServer>,
+    ) -> (CallToolResult, Option<CallError>) {
+        let modern = is_modern(context);
+        let form = tools::output_form(spec, modern);
         let token = context.meta.get_progress_token();
         if spec.kind == OperationKind::Subscription {
             // Item counts are the progress of a subscription; the handler's logs still go out.
             let (reporter, forwarder) =
                 report::start(context.peer.clone(), None, self.log_level.clone());
             let result = self
-                .collect(&spec.id(), input, &ctx.with_reporter(reporter), &context)
+                .collect(&spec.id(), input, &ctx.with_reporter(reporter), context)
                 .await;
             forwarder.finish().await;
-            return Ok(result);
+            return result;
         }
         let (reporter, forwarder) =
             report::start(context.peer.clone(), token, self.log_level.clone());
@@ -140,18 +170,21 @@ impl McpHandler {
         let outcome = self.inner.registry.execute(&spec.id(), input, &ctx).await;
         drop(ctx);
         forwarder.finish().await;
-        Ok(match outcome {
+        match outcome {
             Ok(envelope) => {
                 // Only an error envelope's structured content is checked against the declared
                 // output schema: it is built for that case alone, not on every call.
                 let schema = envelope
                     .is_error()
-                    .then(|| tools::output(&spec, modern).1)
+                    .then(|| tools::output(spec, modern).1)
                     .flatten();
-                results::envelope_result(envelope, form, schema.as_ref(), !modern)
+                (
+                    results::envelope_result(envelope, form, schema.as_ref(), !modern),
+                    None,
+                )
             }
-            Err(error) => results::failure(&error),
-        })
+            Err(error) => (results::failure(&error), Some(error)),
+        }
     }
 
     /// Runs a subscription to its end (or the item limit) and returns its items, sending
@@ -162,10 +195,10 @@ impl McpHandler {
         input: Value,
         ctx: &OperationContext,
         context: &RequestContext<RoleServer>,
-    ) -> CallToolResult {
+    ) -> (CallToolResult, Option<CallError>) {
         let mut stream = match self.inner.registry.subscribe(id, input, ctx).await {
             Ok(stream) => stream,
-            Err(error) => return results::failure(&error),
+            Err(error) => return (results::failure(&error), Some(error)),
         };
         let progress_token = context.meta.get_progress_token();
         let mut items = Vec::new();
@@ -173,7 +206,7 @@ impl McpHandler {
         while let Some(item) = stream.next().await {
             let envelope = match item {
                 Ok(envelope) => envelope,
-                Err(error) => return results::failure(&error),
+                Err(error) => return (results::failure(&error), Some(error)),
             };
             if let Some(token) = &progress_token {
                 let count = items.len() + 1;
@@ -190,7 +223,10 @@ impl McpHandler {
             }
         }
         drop(stream);
-        CallToolResult::structured(json!({"items": items, "truncated": truncated}))
+        (
+            CallToolResult::structured(json!({"items": items, "truncated": truncated})),
+            None,
+        )
     }
 }
 

@@ -107,6 +107,12 @@
 //! transport keeps rmcp's defaults (configurable with [`McpServer::http_config`]): a 4 MiB
 //! body limit, loopback-only `Host` names (set `allowed_hosts` to serve other names), SSE
 //! keep-alives every 15 s, sessions for clients before 2026-07-28.
+//!
+//! # Tracing
+//!
+//! Each `tools/call` runs in a server span (`opkit.path = "mcp_server"`, see
+//! [`opkit::trace`]) whose parent is the W3C trace context in the request's
+//! `_meta.traceparent` / `_meta.tracestate`, when present and valid.
 
 mod handler;
 mod names;

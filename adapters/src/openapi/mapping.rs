@@ -65,6 +65,8 @@ pub(crate) struct ParamPlan {
 pub(crate) struct OperationPlan {
     /// `GET /pets/{petId}`, for messages.
     pub label: String,
+    /// The imported operation's id (`namespace.name`), for its client span.
+    pub operation_id: String,
     pub method: reqwest::Method,
     pub path: String,
     pub base_url: String,
@@ -608,6 +610,7 @@ fn map_operation<'a>(
         spec = spec.extension("openapi", extension);
         let plan = OperationPlan {
             label: label.clone(),
+            operation_id: spec.id().to_string(),
             method: method.clone(),
             path: op.path.clone(),
             base_url: base_url.clone(),

@@ -150,6 +150,13 @@
 //! name for the first and add `_2`, `_3`, ... to the others. The subscription twin of an
 //! operation offering JSON or SSE is `<name>_stream`, and takes part in the collisions like
 //! any name (it comes just before its operation).
+//!
+//! # Tracing
+//!
+//! Each request an imported operation sends runs in a client span (`opkit.path =
+//! "openapi"`, see [`opkit::trace`]), a child of the calling context's span, and carries it
+//! as the W3C `traceparent` and `tracestate` headers. For an SSE subscription the span covers
+//! the request up to the event stream's headers (reconnects send the same context).
 
 mod auth;
 mod body;

@@ -17,11 +17,13 @@ use super::sse;
 use super::sse_stream;
 use futures::FutureExt;
 use futures::StreamExt;
+use opkit::trace::{CallSpan, SpanKind, TraceContext};
 use opkit::{CallError, ErrorCode, Handler, OperationContext};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, COOKIE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument;
 
 /// What every handler of one import shares.
 #[derive(Debug, Clone)]
@@ -188,6 +190,21 @@ fn insert_header(
     Ok(())
 }
 
+/// `request` with the `traceparent` and `tracestate` headers of `trace` (its client span).
+fn with_trace(
+    request: reqwest::RequestBuilder,
+    trace: Option<&TraceContext>,
+) -> reqwest::RequestBuilder {
+    let Some(trace) = trace else {
+        return request;
+    };
+    let request = request.header("traceparent", trace.traceparent());
+    match trace.tracestate() {
+        Some(state) => request.header("tracestate", state),
+        None => request,
+    }
+}
+
 /// The timeout of one request: the options' timeout and the context's deadline.
 fn effective_timeout(shared: &Shared, ctx: &OperationContext) -> Option<Duration> {
     let deadline = ctx.deadline().map(|deadline| deadline.remaining());
@@ -203,15 +220,25 @@ pub(crate) fn unary(plan: Arc<OperationPlan>, shared: Arc<Shared>) -> Handler {
         let plan = plan.clone();
         let shared = shared.clone();
         async move {
-            let mut request = build(&plan, &shared, &input)?;
-            if let Some(timeout) = effective_timeout(&shared, &ctx) {
-                request = request.timeout(timeout);
-            }
-            let response = request
-                .send()
-                .await
-                .map_err(|error| transport_error(&plan.label, &error))?;
-            response::into_result(response, &plan, Some(&plan.normalizer)).await
+            let mut span = CallSpan::start(SpanKind::Client, "openapi", &plan.operation_id, &ctx);
+            let sending = async {
+                let mut request = with_trace(build(&plan, &shared, &input)?, span.trace());
+                if let Some(timeout) = effective_timeout(&shared, &ctx) {
+                    request = request.timeout(timeout);
+                }
+                let response = request
+                    .send()
+                    .await
+                    .map_err(|error| transport_error(&plan.label, &error))?;
+                response::into_result(response, &plan, Some(&plan.normalizer)).await
+            };
+            let result = if span.is_active() {
+                sending.instrument(span.span().clone()).await
+            } else {
+                sending.await
+            };
+            span.finish_with(&result);
+            result
         }
     })
 }
@@ -224,8 +251,9 @@ async fn open_event_stream(
     input: Arc<Value>,
     last_event_id: Option<String>,
     timeout: Option<Duration>,
+    trace: Option<TraceContext>,
 ) -> Result<reqwest::Response, CallError> {
-    let mut request = build(&plan, &shared, &input)?;
+    let mut request = with_trace(build(&plan, &shared, &input)?, trace.as_ref());
     if let Some(id) = &last_event_id {
         request = request.header("last-event-id", id);
     }
@@ -274,9 +302,24 @@ pub(crate) fn stream(plan: Arc<OperationPlan>, shared: Arc<Shared>) -> Handler {
         let timeout = effective_timeout(&shared, &ctx);
         let input = Arc::new(input);
         futures::stream::once(async move {
-            let response =
-                open_event_stream(plan.clone(), shared.clone(), input.clone(), None, timeout)
-                    .await?;
+            // The client span covers the request, up to the event stream's headers.
+            let mut span = CallSpan::start(SpanKind::Client, "openapi", &plan.operation_id, &ctx);
+            let trace = span.trace().cloned();
+            let opening = open_event_stream(
+                plan.clone(),
+                shared.clone(),
+                input.clone(),
+                None,
+                timeout,
+                trace.clone(),
+            );
+            let opened = if span.is_active() {
+                opening.instrument(span.span().clone()).await
+            } else {
+                opening.await
+            };
+            span.finish_with(&opened);
+            let response = opened?;
             let resume =
                 (idempotent(&plan.method) && shared.sse_reconnect.max_attempts > 0).then(|| {
                     let policy = shared.sse_reconnect;
@@ -289,6 +332,7 @@ pub(crate) fn stream(plan: Arc<OperationPlan>, shared: Arc<Shared>) -> Handler {
                             input.clone(),
                             last_event_id,
                             shared.timeout,
+                            trace.clone(),
                         )
                         .boxed()
                     });

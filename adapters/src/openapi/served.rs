@@ -175,6 +175,7 @@ pub(crate) fn map<'a>(
         spec = spec.description(description);
     }
     let plan = OperationPlan {
+        operation_id: id.clone(),
         label,
         method: reqwest::Method::POST,
         path: site.path.to_owned(),

@@ -31,6 +31,8 @@ struct RawEvent<'a> {
     parent_request_id: Option<String>,
     identity: Option<Identity>,
     deadline: Option<u64>,
+    traceparent: Option<String>,
+    tracestate: Option<String>,
     output: Option<RawEnvelope>,
     code: Option<ErrorCode>,
     message: Option<String>,
@@ -65,6 +67,8 @@ pub(crate) fn decode_fast(bytes: &[u8]) -> Option<CallEvent> {
             parent_request_id: raw.parent_request_id,
             identity: raw.identity,
             deadline: raw.deadline,
+            traceparent: raw.traceparent,
+            tracestate: raw.tracestate,
         }),
         "call.responded" => {
             let output = raw.output?;
@@ -143,6 +147,12 @@ mod tests {
         let deadlines = vec![Value::Null, json!(5), json!(-1), json!(1.5), json!("soon")];
         let codes = vec![json!("TIMEOUT"), json!("NOPE"), json!(5), Value::Null];
         let details = vec![Value::Null, json!({"why": 1}), json!(0)];
+        let traceparents = vec![
+            json!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+            json!("junk"),
+            json!(7),
+            Value::Null,
+        ];
         (
             (
                 field(kinds),
@@ -158,11 +168,12 @@ mod tests {
                 field(codes),
                 field(strings),
                 field(details),
+                field(traceparents),
             ),
         )
             .prop_map(|(head, tail)| {
                 let (kind, request_id, operation_id, input, parent) = head;
-                let (identity, deadline, output, code, message, details) = tail;
+                let (identity, deadline, output, code, message, details, traceparent) = tail;
                 let mut event = Map::new();
                 for (key, value) in [
                     ("type", kind),
@@ -176,6 +187,7 @@ mod tests {
                     ("code", code),
                     ("message", message),
                     ("details", details),
+                    ("traceparent", traceparent),
                 ] {
                     if let Some(value) = value {
                         event.insert(key.to_owned(), value);

@@ -8,6 +8,7 @@ use crate::env::EnvBackend;
 use crate::error::CallError;
 use crate::registry::OperationRegistry;
 use crate::spec::OperationKind;
+use crate::trace::{CallSpan, SpanKind};
 use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
@@ -19,6 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// How often a serving [`CallHandler`] looks for operations registered or removed since.
 pub const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
@@ -577,6 +579,7 @@ impl Shared {
         token: &CancellationToken,
         reply_topic: &str,
     ) -> Result<(), CallError> {
+        let trace = request.trace_context();
         let CallRequested {
             operation_id,
             input,
@@ -585,14 +588,9 @@ impl Shared {
             deadline,
             ..
         } = request;
-        let spec = self
-            .registry
-            .spec(&operation_id)
-            .ok_or_else(|| CallError::operation_not_found(&operation_id))?;
-        spec.access.check(identity.as_ref())?;
         let mut ctx = OperationContext::for_request(request_id.clone())
-            .with_identity_opt(identity)
-            .with_cancellation(token.clone());
+            .with_cancellation(token.clone())
+            .with_trace_opt(trace);
         if let Some(parent) = parent_request_id {
             ctx = ctx.with_parent_request_id(parent);
         }
@@ -602,6 +600,44 @@ impl Shared {
         if let Some(env) = &self.env {
             ctx = ctx.with_env(env.clone());
         }
+        let mut span = CallSpan::start(SpanKind::Server, "call_handler", &operation_id, &ctx);
+        let ctx = span.apply(ctx);
+        let serving = self.run_in(
+            request_id,
+            operation_id,
+            input,
+            identity,
+            ctx,
+            &span,
+            reply_topic,
+        );
+        let result = if span.is_active() {
+            serving.instrument(span.span().clone()).await
+        } else {
+            serving.await
+        };
+        span.finish_with(&result);
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn run_in(
+        &self,
+        request_id: &Arc<str>,
+        operation_id: String,
+        input: serde_json::Value,
+        identity: Option<crate::access::Identity>,
+        ctx: OperationContext,
+        span: &CallSpan,
+        reply_topic: &str,
+    ) -> Result<(), CallError> {
+        let spec = self
+            .registry
+            .spec(&operation_id)
+            .ok_or_else(|| CallError::operation_not_found(&operation_id))?;
+        span.record_kind(spec.kind);
+        spec.access.check(identity.as_ref())?;
+        let ctx = ctx.with_identity_opt(identity);
         if spec.kind.is_stream() {
             let mut items = self.registry.subscribe(&operation_id, input, &ctx).await?;
             while let Some(item) = items.next().await {

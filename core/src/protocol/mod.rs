@@ -146,6 +146,22 @@
 //! [`CallHandler`] runs calls through its own registry, with that registry's state, and
 //! refuses to start when the registry lacks a state its operations read.
 //!
+//! # Trace context
+//!
+//! `call.requested` may carry two optional string fields beside DESIGN §7's:
+//!
+//! | field | value |
+//! |---|---|
+//! | `traceparent` | the caller's client span, as a W3C `traceparent` (`00-<trace id>-<span id>-<flags>`) |
+//! | `tracestate` | the W3C `tracestate` that goes with it |
+//!
+//! Both are omitted when absent, so the JSON of a call without a trace is unchanged, and a
+//! peer that does not know them ignores them (unknown fields are ignored). A
+//! [`PendingRequestMap`] sends the trace context of its call's span; a [`CallHandler`] opens
+//! its server span as a child of it. A value that is not a string is dropped when decoding,
+//! and an invalid `traceparent` is ignored (the call starts a new trace): a bad trace
+//! context never fails a call. See [`crate::trace`].
+//!
 //! # Nested calls
 //!
 //! [`OperationEnv::remote`](crate::OperationEnv::remote) puts an env on a

@@ -8,6 +8,7 @@ use crate::env::EnvBackend;
 use crate::envelope::ResponseEnvelope;
 use crate::error::{CallError, ErrorCode};
 use crate::registry::EnvelopeStream;
+use crate::trace::{CallSpan, SpanKind};
 use futures::future::BoxFuture;
 use futures::{FutureExt, Stream, StreamExt};
 use serde_json::{Value, json};
@@ -22,6 +23,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::WaitForCancellationFutureOwned;
+use tracing::Instrument;
 
 /// How long a call may take when its context has no deadline.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -622,14 +624,19 @@ impl MapInner {
         ctx: &OperationContext,
         deadline: Option<Deadline>,
     ) -> Result<(), CallError> {
-        let event = CallEvent::Requested(CallRequested {
-            request_id: guard.request_id.to_string(),
-            operation_id: guard.operation_id.to_string(),
-            input,
-            parent_request_id: ctx.parent_request_id().map(str::to_owned),
-            identity: ctx.identity().cloned(),
-            deadline: deadline.map(Deadline::epoch_millis),
-        });
+        let event = CallEvent::Requested(
+            CallRequested {
+                request_id: guard.request_id.to_string(),
+                operation_id: guard.operation_id.to_string(),
+                input,
+                parent_request_id: ctx.parent_request_id().map(str::to_owned),
+                identity: ctx.identity().cloned(),
+                deadline: deadline.map(Deadline::epoch_millis),
+                traceparent: None,
+                tracestate: None,
+            }
+            .with_trace_context(ctx.trace()),
+        );
         let payload = event
             .to_bytes()
             .inspect_err(|_| guard.publish_abort = false)?;
@@ -682,6 +689,25 @@ async fn call(
     input: Value,
     ctx: OperationContext,
 ) -> Result<ResponseEnvelope, CallError> {
+    let mut span = CallSpan::start(SpanKind::Client, "pending", &operation_id, &ctx);
+    let ctx = span.apply(ctx);
+    let calling = call_in(inner, operation_id, input, ctx, &span);
+    let result = if span.is_active() {
+        calling.instrument(span.span().clone()).await
+    } else {
+        calling.await
+    };
+    span.finish_with(&result);
+    result
+}
+
+async fn call_in(
+    inner: Arc<MapInner>,
+    operation_id: String,
+    input: Value,
+    ctx: OperationContext,
+    span: &CallSpan,
+) -> Result<ResponseEnvelope, CallError> {
     let input = crate::limits::admit_input(input)?;
     if ctx.is_cancelled() {
         return Err(aborted(&operation_id));
@@ -694,6 +720,7 @@ async fn call(
     }
     let (sender, receiver) = oneshot::channel();
     let mut guard = inner.register(&operation_id, Entry::Call(sender))?;
+    span.record_request_id(&guard.request_id);
     inner
         .publish_request(&mut guard, input, &ctx, Some(deadline))
         .await?;
@@ -714,6 +741,29 @@ async fn subscribe(
     input: Value,
     ctx: OperationContext,
 ) -> Result<EnvelopeStream, CallError> {
+    let span = CallSpan::start(SpanKind::Client, "pending", &operation_id, &ctx);
+    let ctx = span.apply(ctx);
+    let entered = span.span().clone();
+    let mut span = Some(span);
+    let starting = subscribe_in(inner, operation_id, input, ctx, &mut span);
+    let result = if entered.is_disabled() {
+        starting.await
+    } else {
+        starting.instrument(entered).await
+    };
+    if let (Err(error), Some(span)) = (&result, span.as_mut()) {
+        span.finish(Err(error));
+    }
+    result
+}
+
+async fn subscribe_in(
+    inner: Arc<MapInner>,
+    operation_id: String,
+    input: Value,
+    ctx: OperationContext,
+    span: &mut Option<CallSpan>,
+) -> Result<EnvelopeStream, CallError> {
     let input = crate::limits::admit_input(input)?;
     if ctx.is_cancelled() {
         return Err(aborted(&operation_id));
@@ -724,6 +774,9 @@ async fn subscribe(
     }
     let (sender, receiver) = mpsc::unbounded_channel();
     let mut guard = inner.register(&operation_id, Entry::Stream(sender))?;
+    if let Some(span) = span {
+        span.record_request_id(&guard.request_id);
+    }
     inner
         .publish_request(&mut guard, input, &ctx, deadline)
         .await?;
@@ -741,6 +794,7 @@ async fn subscribe(
         cancelled: ctx
             .cancellation()
             .map(|token| Box::pin(token.clone().cancelled_owned())),
+        span: span.take(),
     }))
 }
 
@@ -753,6 +807,8 @@ struct RemoteStream {
     deadline: Option<Pin<Box<Sleep>>>,
     idle: Option<(Duration, Pin<Box<Sleep>>)>,
     cancelled: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    /// The subscription's client span, open until the stream ends or is dropped.
+    span: Option<CallSpan>,
 }
 
 impl RemoteStream {
@@ -762,6 +818,12 @@ impl RemoteStream {
         item: Option<Result<ResponseEnvelope, CallError>>,
     ) -> Poll<Option<<Self as Stream>::Item>> {
         self.guard = None;
+        if let Some(mut span) = self.span.take() {
+            match &item {
+                Some(Err(error)) => span.finish(Err(error)),
+                _ => span.finish(Ok(())),
+            }
+        }
         Poll::Ready(item)
     }
 }

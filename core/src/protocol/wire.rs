@@ -10,6 +10,7 @@ use crate::context::Deadline;
 use crate::envelope::{EnvelopeError, ResponseEnvelope};
 use crate::error::{CallError, ErrorCode, ErrorKind};
 use crate::schema::json_type_name;
+use crate::trace::TraceContext;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -86,6 +87,14 @@ pub struct CallRequested {
     /// When the caller gives up, in milliseconds since the Unix epoch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline: Option<u64>,
+    /// The caller's span as a W3C `traceparent` (an optional field: peers that do not know
+    /// it ignore it). Read it with [`trace_context`](Self::trace_context); a value that is
+    /// not a string is dropped when decoding, an invalid string ignored when read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+    /// The W3C `tracestate` that goes with `traceparent` (optional, like it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tracestate: Option<String>,
 }
 
 impl CallRequested {
@@ -102,7 +111,23 @@ impl CallRequested {
             parent_request_id: None,
             identity: None,
             deadline: None,
+            traceparent: None,
+            tracestate: None,
         }
+    }
+
+    /// The caller's trace context, when `traceparent` is present and valid (an invalid one
+    /// is ignored: the call starts a new trace).
+    pub fn trace_context(&self) -> Option<TraceContext> {
+        TraceContext::from_parts(self.traceparent.as_deref(), self.tracestate.as_deref())
+    }
+
+    /// Sets `traceparent` and `tracestate` from `trace`.
+    #[must_use]
+    pub fn with_trace_context(mut self, trace: Option<&TraceContext>) -> Self {
+        self.traceparent = trace.map(TraceContext::traceparent);
+        self.tracestate = trace.and_then(|trace| trace.tracestate().map(str::to_owned));
+        self
     }
 
     /// The deadline as a [`Deadline`].
@@ -356,6 +381,8 @@ impl CallEvent {
                 parent_request_id: fields.optional_string("parentRequestId")?,
                 identity: fields.optional_identity("identity")?,
                 deadline: fields.optional_u64("deadline")?,
+                traceparent: fields.lenient_string("traceparent"),
+                tracestate: fields.lenient_string("tracestate"),
             }),
             RESPONDED => {
                 let output = fields.required("output")?;
@@ -435,6 +462,15 @@ impl Fields {
         self.optional(field)
             .map(|value| self.string(field, value))
             .transpose()
+    }
+
+    /// An optional field that is dropped, not refused, when it is not a string (trace
+    /// context: a bad value must not fail the call).
+    fn lenient_string(&mut self, field: &'static str) -> Option<String> {
+        match self.optional(field) {
+            Some(Value::String(text)) => Some(text),
+            _ => None,
+        }
     }
 
     fn optional_u64(&mut self, field: &'static str) -> Result<Option<u64>, WireError> {

@@ -17,6 +17,7 @@ pub use handler::Handler;
 pub use stream::EnvelopeStream;
 
 pub(crate) use run::{run_guarded, start_guarded_stream};
+pub(crate) use stream::TracedStream;
 
 use crate::context::OperationContext;
 use crate::env::EnvBackend;
@@ -25,9 +26,10 @@ use crate::error::{CallError, ErrorCode};
 use crate::schema::SchemaError;
 use crate::spec::{OperationKind, OperationSpec};
 use crate::state::StateMap;
+use crate::trace::{CallSpan, SpanKind};
 use arc_swap::ArcSwap;
 use futures::FutureExt;
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, Either};
 use operation::{Compile, Operation};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -35,6 +37,7 @@ use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use tracing::Instrument;
 
 /// Why an operation could not be registered.
 #[derive(Debug, thiserror::Error)]
@@ -557,6 +560,30 @@ impl RegistryInner {
         input: Value,
         ctx: &OperationContext,
     ) -> impl Future<Output = Result<ResponseEnvelope, CallError>> + Send + 'static + use<> {
+        let mut span = CallSpan::start(SpanKind::Internal, "execute", id, ctx);
+        if !span.is_active() {
+            // Nothing listens: the plain path, with nothing to enter or record.
+            return Either::Left(self.execute_plain(id, input, ctx));
+        }
+        let ctx = span.apply(ctx.clone());
+        let running = {
+            let _entered = span.span().enter();
+            self.execute_plain(id, input, &ctx)
+        };
+        let instrument = span.span().clone();
+        Either::Right(async move {
+            let result = running.instrument(instrument).await;
+            span.finish_with(&result);
+            result
+        })
+    }
+
+    fn execute_plain(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: &OperationContext,
+    ) -> impl Future<Output = Result<ResponseEnvelope, CallError>> + Send + 'static + use<> {
         let started = crate::limits::admit_input(input).and_then(|input| {
             let operation = self.find_kind(id, false)?;
             run::validate_input(&operation, &input)?;
@@ -571,6 +598,30 @@ impl RegistryInner {
     }
 
     fn subscribe(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: &OperationContext,
+    ) -> Result<EnvelopeStream, CallError> {
+        let mut span = CallSpan::start(SpanKind::Internal, "subscribe", id, ctx);
+        if !span.is_active() {
+            return self.subscribe_plain(id, input, ctx);
+        }
+        let ctx = span.apply(ctx.clone());
+        let started = {
+            let _entered = span.span().enter();
+            self.subscribe_plain(id, input, &ctx)
+        };
+        match started {
+            Ok(items) => Ok(Box::pin(TracedStream::new(items, span))),
+            Err(error) => {
+                span.finish(Err(&error));
+                Err(error)
+            }
+        }
+    }
+
+    fn subscribe_plain(
         &self,
         id: &str,
         input: Value,

@@ -117,3 +117,44 @@ where
         }
     }
 }
+
+/// A stream polled inside its call's span, which it finishes when the stream ends: `ok`
+/// after the last item, `error` with the code of an error item, `cancelled` when dropped
+/// early.
+pub(crate) struct TracedStream<S> {
+    items: S,
+    span: Option<crate::trace::CallSpan>,
+}
+
+impl<S> TracedStream<S> {
+    pub(crate) fn new(items: S, span: crate::trace::CallSpan) -> Self {
+        Self {
+            items,
+            span: Some(span),
+        }
+    }
+}
+
+impl<S, T> Stream for TracedStream<S>
+where
+    S: Stream<Item = Result<T, CallError>> + Unpin,
+{
+    type Item = Result<T, CallError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        let Some(span) = &mut this.span else {
+            return Poll::Ready(None);
+        };
+        let polled = {
+            let _entered = span.span().enter();
+            Pin::new(&mut this.items).poll_next(cx)
+        };
+        match &polled {
+            Poll::Ready(None) => span.finish(Ok(())),
+            Poll::Ready(Some(Err(error))) => span.finish(Err(error)),
+            _ => {}
+        }
+        polled
+    }
+}

@@ -1,0 +1,107 @@
+//! The HTTP server and W3C trace headers: a valid `traceparent` parents the server span, an
+//! invalid one is ignored (the call succeeds and starts a new trace), and a subscription's
+//! span lasts until its event stream ends.
+#![cfg(feature = "http-server")]
+
+mod serve_support;
+#[path = "../../core/tests/trace_support/mod.rs"]
+mod trace_support;
+
+use opkit::prelude::*;
+use opkit_adapters::http_server::HttpServer;
+use serde_json::{Value, json};
+use serve_support::serve;
+use trace_support::{JsonSpans, SharedBuffer, assert_parent};
+use tracing_subscriber::layer::SubscriberExt;
+
+const INCOMING: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+#[test]
+fn trace_headers_are_read_and_bad_ones_ignored() {
+    let buffer = SharedBuffer::default();
+    let subscriber = tracing_subscriber::registry().with(JsonSpans::new(buffer.clone(), "test"));
+    let _guard = tracing::subscriber::set_default(subscriber);
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let registry = OperationRegistry::new();
+            registry
+                .register(
+                    OperationSpec::new("h", "echo", OperationKind::Query),
+                    Handler::unary(|input, _ctx| async move { Ok(input) }),
+                )
+                .unwrap();
+            registry
+                .register(
+                    OperationSpec::new("h", "ticks", OperationKind::Subscription),
+                    Handler::stream(|_input, _ctx| {
+                        futures::stream::iter([Ok(json!(1)), Ok(json!(2))])
+                    }),
+                )
+                .unwrap();
+            let served = serve(HttpServer::new(registry).router()).await;
+            let client = reqwest::Client::new();
+            for traceparent in [
+                INCOMING,
+                "00-zz-junk",
+                "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            ] {
+                let response = client
+                    .post(served.url("/ops/h.echo"))
+                    .header("traceparent", traceparent)
+                    .header("tracestate", "a=1")
+                    .header("tracestate", "b=2")
+                    .json(&json!({"n": 1}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert!(response.status().is_success(), "{traceparent}");
+            }
+            let text = client
+                .post(served.url("/ops/h.ticks"))
+                .header("traceparent", INCOMING)
+                .json(&json!({}))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            assert!(text.contains("complete"), "{text}");
+        });
+    let spans = buffer.spans();
+    let servers: Vec<&Value> = spans
+        .iter()
+        .filter(|span| span["opkit.path"] == "http_server" && span["rpc.method"] == "h.echo")
+        .collect();
+    assert_eq!(servers.len(), 3, "{spans:#?}");
+    let traced = servers
+        .iter()
+        .find(|span| span["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736")
+        .expect("the valid traceparent's span");
+    assert_eq!(traced["parent_span_id"], "00f067aa0ba902b7");
+    // The two invalid headers: new traces, no parent.
+    let fresh: Vec<&&Value> = servers
+        .iter()
+        .filter(|span| span["trace_id"] != "4bf92f3577b34da6a3ce929d0e0e4736")
+        .collect();
+    assert_eq!(fresh.len(), 2);
+    assert!(
+        fresh
+            .iter()
+            .all(|span| span.get("parent_span_id").is_none())
+    );
+    let executed = spans
+        .iter()
+        .find(|span| span["opkit.path"] == "execute" && span["parent_span_id"] == traced["span_id"])
+        .expect("the execute span under the traced server span");
+    assert_parent(executed, traced);
+    let stream = spans
+        .iter()
+        .find(|span| span["opkit.path"] == "http_server" && span["rpc.method"] == "h.ticks")
+        .expect("the subscription's server span");
+    assert_eq!(stream["opkit.outcome"], "ok");
+    assert_eq!(stream["opkit.kind"], "SUBSCRIPTION");
+}

@@ -1,0 +1,69 @@
+//! Trace context through MCP: the MCP import sends `traceparent`/`tracestate` in the
+//! request's `_meta`, and the MCP server opens its span as a child of the import's client
+//! span (both eras).
+#![cfg(all(feature = "mcp", feature = "mcp-server"))]
+
+mod serve_support;
+#[path = "../../core/tests/trace_support/mod.rs"]
+mod trace_support;
+
+use opkit::prelude::*;
+use opkit::trace::TraceContext;
+use opkit_adapters::mcp::{McpConnection, McpLifecycle, McpOptions};
+use opkit_adapters::mcp_server::McpServer;
+use serde_json::json;
+use serve_support::serve;
+use trace_support::{JsonSpans, SharedBuffer, assert_parent, find};
+use tracing_subscriber::layer::SubscriberExt;
+
+const INCOMING: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+#[test]
+fn the_mcp_import_and_server_link_their_spans() {
+    for lifecycle in [McpLifecycle::Modern, McpLifecycle::Legacy] {
+        let buffer = SharedBuffer::default();
+        let subscriber =
+            tracing_subscriber::registry().with(JsonSpans::new(buffer.clone(), "test"));
+        let _guard = tracing::subscriber::set_default(subscriber);
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async {
+                let served_registry = OperationRegistry::new();
+                served_registry
+                    .register(
+                        OperationSpec::new("m", "echo", OperationKind::Query),
+                        Handler::unary(|input, _ctx| async move { Ok(input) }),
+                    )
+                    .unwrap();
+                let served = serve(
+                    axum::Router::new().nest("/mcp", McpServer::new(served_registry).router()),
+                )
+                .await;
+                let connection = McpConnection::connect_http(
+                    &served.url("/mcp"),
+                    McpOptions::new("remote").lifecycle(lifecycle),
+                )
+                .await
+                .unwrap();
+                let imported = OperationRegistry::new();
+                connection.register_into(&imported).unwrap();
+                let id = imported.specs()[0].id();
+                let ctx = OperationContext::new()
+                    .with_trace(TraceContext::parse(INCOMING, Some("k=v")).unwrap());
+                imported.execute(&id, json!({"x": 1}), &ctx).await.unwrap();
+            });
+        let spans = buffer.spans();
+        let client = spans
+            .iter()
+            .find(|span| span["opkit.path"] == "mcp")
+            .unwrap_or_else(|| panic!("an mcp client span in {spans:#?}"));
+        let server = find(&spans, "mcp_server", "m.echo");
+        assert_eq!(client["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_parent(server, client);
+        assert_eq!(server["otel.kind"], "server");
+        let executed = find(&spans, "execute", "m.echo");
+        assert_parent(executed, server);
+    }
+}
