@@ -266,6 +266,14 @@ def main():
         w("Not measured in this run.")
     w("")
 
+    w("## Cost growth (issue 20; `execute` over `n` fields and `n` array items)\n")
+    w("| n | JSON floor | opkit `execute` | × JSON floor |")
+    w("|---:|---:|---:|---:|")
+    for n in [1, 10, 100, 1000]:
+        floor, ours_g = get("growth", f"json_floor::{n}"), get("growth", f"opkit_execute::{n}")
+        w(f"| {n} | {fmt_ns(floor)} | {fmt_ns(ours_g)} | {ratio(ours_g, floor)} |")
+    w("")
+
     w("## Targets (issue 9)\n")
     w("| target | measured | met |")
     w("|---|---|:---:|")

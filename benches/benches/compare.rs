@@ -746,6 +746,8 @@ mod mcp_call_tool {
             "bench.medium",
             medium_json,
         );
+    }
+}
 
 /// What the call spans cost (issue 23): tiny `registry.execute` with no `tracing`
 /// subscriber, with a subscriber that has `opkit` turned off, and with one that records
@@ -790,5 +792,36 @@ mod tracing_overhead {
         let _default =
             tracing::subscriber::set_default(tracing_subscriber::registry().with(filter));
         execute(bencher);
+    }
+}
+
+/// Cost growth: `execute` over inputs of 1, 10, 100 and 1,000 fields and array items, beside
+/// the JSON floor for the same input (deserialize, run, serialize); the ratio should stay flat.
+#[divan::bench_group(sample_count = 100)]
+mod growth {
+    use super::*;
+
+    const SIZES: [usize; 4] = [1, 10, 100, 1000];
+
+    #[divan::bench(args = SIZES)]
+    fn json_floor(bencher: Bencher, n: usize) {
+        bencher
+            .with_inputs(|| wide_json(n))
+            .bench_local_values(|input| {
+                let input = WideIn::deserialize(&input).expect("input");
+                serde_json::to_value(wide_sum(&input)).expect("output")
+            });
+    }
+
+    #[divan::bench(args = SIZES)]
+    fn opkit_execute(bencher: Bencher, n: usize) {
+        let rt = runtime();
+        let registry = OperationRegistry::from_inventory();
+        let ctx = OperationContext::default();
+        bencher
+            .with_inputs(|| wide_json(n))
+            .bench_local_values(|input| {
+                run(&rt, registry.execute(wide::ID, input, &ctx)).expect("execute")
+            });
     }
 }

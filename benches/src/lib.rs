@@ -143,6 +143,35 @@ pub async fn medium(Input(input): Input<MediumIn>) -> MediumOut {
     compute(input)
 }
 
+/// The input of the cost-growth benches: `n` named fields and an `n`-item array.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct WideIn {
+    /// `n` fields, by name.
+    pub fields: std::collections::BTreeMap<String, i64>,
+    /// `n` items.
+    pub items: Vec<i64>,
+}
+
+/// The cost-growth operation's work: a sum over every field and item.
+pub fn wide_sum(input: &WideIn) -> Sum {
+    Sum {
+        sum: input.fields.values().sum::<i64>() + input.items.iter().sum::<i64>(),
+    }
+}
+
+/// An input of `n` fields and `n` items.
+pub fn wide_json(n: usize) -> Value {
+    let fields: serde_json::Map<String, Value> =
+        (0..n).map(|i| (format!("field{i}"), json!(i))).collect();
+    json!({"fields": fields, "items": (0..n).collect::<Vec<_>>()})
+}
+
+/// The cost-growth operation, as an opkit operation.
+#[operation(namespace = "bench")]
+pub async fn wide(Input(input): Input<WideIn>) -> Sum {
+    wide_sum(&input)
+}
+
 /// A stream of `count` tiny items, as an opkit subscription.
 #[operation(namespace = "bench", subscription)]
 pub fn items(count: u32) -> impl Stream<Item = Sum> + Send + 'static {

@@ -2,8 +2,9 @@
 //! `notifications/message`.
 //!
 //! Each call gets a [`CallReporter`] (an [`opkit::report::Reporter`] on its context) that
-//! queues reports without blocking the handler, and a [`Forwarder`] whose task (started by
-//! the first report, so a call that reports nothing costs no task) sends them in order. Progress goes to the request's `progressToken` (no token: no progress is sent); a
+//! queues reports without blocking the handler, and a [`Forwarder`] whose task sends them in
+//! order. The queue and the task are made by the first report, so a call that reports
+//! nothing costs neither. Progress goes to the request's `progressToken` (no token: no progress is sent); a
 //! report whose `progress` does not exceed the previous one is dropped, since MCP requires
 //! progress to increase. Log records go out when their level is at least the one the client
 //! set with `logging/setLevel` (all of them until it sets one). The call's result is sent
@@ -16,7 +17,7 @@ use rmcp::RoleServer;
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use std::sync::{Arc, Mutex, RwLock};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 /// The minimum log level a session asked for (`None`: everything).
 #[allow(deprecated)]
@@ -27,104 +28,85 @@ enum Report {
     Log(LogRecord),
 }
 
-/// Queues the reports of one call; the first report starts the forwarding task.
+/// Queues the reports of one call; the first report starts the forwarding.
 pub(crate) struct CallReporter {
-    queue: mpsc::UnboundedSender<Report>,
     forwarding: Arc<Forwarding>,
-}
-
-impl CallReporter {
-    fn queue(&self, report: Report) {
-        // Started before the report is queued: `Forwarder::finish` then always finds the
-        // task of every report made before it.
-        self.forwarding.start();
-        let _ = self.queue.send(report);
-    }
 }
 
 impl Reporter for CallReporter {
     fn progress(&self, progress: Progress) {
-        self.queue(Report::Progress(progress));
+        self.forwarding.queue(Report::Progress(progress));
     }
 
     fn log(&self, record: LogRecord) {
-        self.queue(Report::Log(record));
+        self.forwarding.queue(Report::Log(record));
     }
 }
 
-/// What the forwarding task needs, until it is started.
-struct Idle {
-    sender: Sender,
-    reports: mpsc::UnboundedReceiver<Report>,
-    finished: oneshot::Receiver<()>,
+/// The forwarding of one call's reports.
+enum State {
+    /// Nothing reported yet: no queue and no task (most calls report nothing, and a queue
+    /// and a task per call would cost every call).
+    Idle(Sender),
+    /// Reports go into `queue`; `task` sends them in order.
+    Running {
+        queue: mpsc::UnboundedSender<Report>,
+        task: tokio::task::JoinHandle<()>,
+    },
+    /// The call is over: later reports are dropped.
+    Finished,
 }
 
-/// The forwarding task of one call: not started (most calls report nothing, and a task per
-/// call would cost every call), or running.
-///
-/// Invariant: `idle` is `Some` until the first report, which takes it and stores the task in
-/// `task` under the same lock, so a reader of `task` after a report finds the task.
+/// Invariant: every report is queued under the lock, and [`Forwarder::finish`] takes the
+/// state under the same lock, so a report is either queued before the queue is closed (and
+/// sent before the call's result) or made after the call ended (and dropped).
 struct Forwarding {
-    state: Mutex<(Option<Idle>, Option<tokio::task::JoinHandle<()>>)>,
+    state: Mutex<State>,
 }
 
 impl Forwarding {
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, (Option<Idle>, Option<tokio::task::JoinHandle<()>>)> {
-        // Each field is replaced in one assignment: a panic cannot leave it half-written.
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // The state is replaced in single assignments: a panic cannot leave it half-written.
         self.state.lock().unwrap_or_else(|error| error.into_inner())
     }
 
-    /// Starts the task if it is not running yet.
-    fn start(&self) {
+    fn queue(&self, report: Report) {
         let mut state = self.lock();
-        if let Some(idle) = state.0.take() {
-            state.1 = Some(tokio::spawn(forward(idle)));
-        }
-    }
-
-    /// The task, when a report started it.
-    fn take_task(&self) -> Option<tokio::task::JoinHandle<()>> {
-        self.lock().1.take()
-    }
-}
-
-/// Sends reports in order until the call is finished, then what is still queued.
-async fn forward(idle: Idle) {
-    let Idle {
-        mut sender,
-        mut reports,
-        mut finished,
-    } = idle;
-    loop {
-        tokio::select! {
-            biased;
-            report = reports.recv() => match report {
-                Some(report) => sender.send(report).await,
-                None => break,
-            },
-            _ = &mut finished => {
-                while let Ok(report) = reports.try_recv() {
-                    sender.send(report).await;
+        *state = match std::mem::replace(&mut *state, State::Finished) {
+            State::Idle(sender) => {
+                let (queue, reports) = mpsc::unbounded_channel();
+                State::Running {
+                    queue,
+                    task: tokio::spawn(forward(sender, reports)),
                 }
-                break;
             }
+            other => other,
+        };
+        if let State::Running { queue, .. } = &*state {
+            let _ = queue.send(report);
         }
     }
 }
 
-/// Sends the queued reports of one call.
+/// Sends reports in order until the queue is closed and empty.
+async fn forward(mut sender: Sender, mut reports: mpsc::UnboundedReceiver<Report>) {
+    while let Some(report) = reports.recv().await {
+        sender.send(report).await;
+    }
+}
+
+/// Ends the forwarding of one call.
 pub(crate) struct Forwarder {
-    done: oneshot::Sender<()>,
     forwarding: Arc<Forwarding>,
 }
 
 impl Forwarder {
     /// Sends what is still queued, then stops (reports made later are dropped).
     pub(crate) async fn finish(self) {
-        let _ = self.done.send(());
-        if let Some(task) = self.forwarding.take_task() {
+        let state = std::mem::replace(&mut *self.forwarding.lock(), State::Finished);
+        if let State::Running { queue, task } = state {
+            // Closing the queue lets the task drain it and end.
+            drop(queue);
             let _ = task.await;
         }
     }
@@ -136,27 +118,19 @@ pub(crate) fn start(
     token: Option<ProgressToken>,
     level: LevelCell,
 ) -> (Arc<CallReporter>, Forwarder) {
-    let (queue, reports) = mpsc::unbounded_channel();
-    let (done, finished) = oneshot::channel::<()>();
-    let idle = Idle {
-        sender: Sender {
+    let forwarding = Arc::new(Forwarding {
+        state: Mutex::new(State::Idle(Sender {
             peer,
             token,
             level,
             last: None,
-        },
-        reports,
-        finished,
-    };
-    let forwarding = Arc::new(Forwarding {
-        state: Mutex::new((Some(idle), None)),
+        })),
     });
     (
         Arc::new(CallReporter {
-            queue,
             forwarding: forwarding.clone(),
         }),
-        Forwarder { done, forwarding },
+        Forwarder { forwarding },
     )
 }
 
