@@ -560,9 +560,13 @@ impl RegistryInner {
         input: Value,
         ctx: &OperationContext,
     ) -> impl Future<Output = Result<ResponseEnvelope, CallError>> + Send + 'static + use<> {
+        if !CallSpan::wanted() {
+            // Nothing listens: the plain path, with no span to build.
+            return Either::Left(self.execute_plain(id, input, ctx));
+        }
         let mut span = CallSpan::start(SpanKind::Internal, "execute", id, ctx);
         if !span.is_active() {
-            // Nothing listens: the plain path, with nothing to enter or record.
+            // Nothing records this span: the plain path, with nothing to enter or record.
             return Either::Left(self.execute_plain(id, input, ctx));
         }
         let ctx = span.apply(ctx.clone());
@@ -571,11 +575,12 @@ impl RegistryInner {
             self.execute_plain(id, input, &ctx)
         };
         let instrument = span.span().clone();
-        Either::Right(async move {
+        // Boxed, so the plain path's future (the common one) does not grow to this one's size.
+        Either::Right(Box::pin(async move {
             let result = running.instrument(instrument).await;
             span.finish_with(&result);
             result
-        })
+        }))
     }
 
     fn execute_plain(
@@ -603,6 +608,9 @@ impl RegistryInner {
         input: Value,
         ctx: &OperationContext,
     ) -> Result<EnvelopeStream, CallError> {
+        if !CallSpan::wanted() {
+            return self.subscribe_plain(id, input, ctx);
+        }
         let mut span = CallSpan::start(SpanKind::Internal, "subscribe", id, ctx);
         if !span.is_active() {
             return self.subscribe_plain(id, input, ctx);

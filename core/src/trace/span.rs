@@ -79,6 +79,15 @@ pub struct CallSpan {
 }
 
 impl CallSpan {
+    /// `false` when no call span can be recorded or measured at all (no subscriber takes
+    /// `opkit::call` spans at INFO, and the `metrics` feature is off): a hot path checks
+    /// this first and skips [`start`](Self::start) altogether. `true` does not mean the span
+    /// will be recorded (a filter on span names or fields may still drop it): `start` and
+    /// [`is_active`](Self::is_active) decide that.
+    pub fn wanted() -> bool {
+        cfg!(feature = "metrics") || tracing::span_enabled!(target: TARGET, tracing::Level::INFO)
+    }
+
     /// Starts the span of a call to `operation_id` made with `ctx` (its trace context is the
     /// parent), through `path` (see the table above).
     pub fn start(
