@@ -24,5 +24,8 @@ pub mod mcp_server;
 #[cfg(feature = "redis")]
 pub mod redis;
 
+#[cfg(any(feature = "http-server", feature = "mcp"))]
+mod schema_refs;
+
 #[cfg(feature = "websocket")]
 pub mod websocket;

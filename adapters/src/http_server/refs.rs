@@ -5,39 +5,8 @@
 //! `components/schemas` entry, or the `result` property of an MCP output wrapper) those
 //! references would point at the wrong place, so they are rewritten here.
 
+pub(crate) use crate::schema_refs::{encode_token, rewrite_refs};
 use serde_json::{Map, Value};
-
-/// Keywords whose values are data, not schemas: never rewritten.
-const DATA_KEYWORDS: [&str; 4] = ["const", "default", "enum", "examples"];
-
-/// Calls `rewrite` on every `$ref` string of `schema` (skipping data keywords) and replaces
-/// the reference when it returns `Some`.
-pub(crate) fn rewrite_refs(schema: &mut Value, rewrite: &mut dyn FnMut(&str) -> Option<String>) {
-    match schema {
-        Value::Object(map) => {
-            for (key, value) in map.iter_mut() {
-                if DATA_KEYWORDS.contains(&key.as_str()) {
-                    continue;
-                }
-                if key == "$ref" {
-                    if let Value::String(reference) = value
-                        && let Some(new) = rewrite(reference)
-                    {
-                        *reference = new;
-                    }
-                    continue;
-                }
-                rewrite_refs(value, rewrite);
-            }
-        }
-        Value::Array(items) => {
-            for item in items {
-                rewrite_refs(item, rewrite);
-            }
-        }
-        _ => {}
-    }
-}
 
 /// Decodes one JSON-pointer token of a URI fragment (`%xx`, then `~1`, `~0`).
 pub(crate) fn decode_token(token: &str) -> String {
@@ -61,11 +30,6 @@ pub(crate) fn decode_token(token: &str) -> String {
     String::from_utf8_lossy(&decoded)
         .replace("~1", "/")
         .replace("~0", "~")
-}
-
-/// Encodes a string as one JSON-pointer token.
-pub(crate) fn encode_token(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
 }
 
 /// A local reference split into its definitions section and name (`#/$defs/Foo/rest` gives

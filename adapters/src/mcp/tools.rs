@@ -18,6 +18,7 @@
 //! schema is then the schema of `result` (with the wrapper's `$defs`), the property is
 //! recorded in the `mcp.wrapped` extension, and each result's data is read from under it.
 
+use crate::schema_refs::{encode_token, rewrite_refs};
 use opkit::{OperationKind, OperationSpec};
 use serde_json::{Value, json};
 
@@ -45,32 +46,16 @@ fn unwrap_schema(wrapper: &Value, key: &str) -> Option<Value> {
         return Some(Value::Bool(true));
     }
     let mut inner = inner.clone();
-    let prefix = format!("#/properties/{}", key.replace('~', "~0").replace('/', "~1"));
-    rebase_refs(&mut inner, &prefix);
+    let prefix = format!("#/properties/{}", encode_token(key));
+    rewrite_refs(&mut inner, &mut |reference| {
+        reference
+            .strip_prefix(prefix.as_str())
+            .map(|rest| format!("#{rest}"))
+    });
     if let (Value::Object(map), Some(defs)) = (&mut inner, wrapper.get("$defs")) {
         map.insert("$defs".to_owned(), defs.clone());
     }
     Some(inner)
-}
-
-/// Rewrites every `$ref` starting with `prefix` to start at the root (`#`).
-fn rebase_refs(schema: &mut Value, prefix: &str) {
-    match schema {
-        Value::Object(map) => {
-            for (key, value) in map.iter_mut() {
-                match value {
-                    Value::String(reference) if key == "$ref" => {
-                        if let Some(rest) = reference.strip_prefix(prefix) {
-                            *reference = format!("#{rest}");
-                        }
-                    }
-                    other => rebase_refs(other, prefix),
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|item| rebase_refs(item, prefix)),
-        _ => {}
-    }
 }
 
 /// The real name of a `tools/list` entry, when it has one.

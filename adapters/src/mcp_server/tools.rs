@@ -35,8 +35,8 @@ fn object_typed(schema: &Value) -> bool {
     }
 }
 
-/// `true` when the operation's input can be an MCP argument object (it is served as a tool):
-/// [`input_schema`] is `Some`, without building it.
+/// `true` when the operation's input can be an MCP argument object (it is served as a tool),
+/// without building [`input_schema`].
 pub(crate) fn takes_arguments(spec: &OperationSpec) -> bool {
     match &*spec.input_schema {
         Value::Bool(true) => true,
@@ -53,24 +53,19 @@ pub(crate) fn takes_arguments(spec: &OperationSpec) -> bool {
 /// The tool's `inputSchema`: the operation's, with a `type: "object"` root (MCP requires it).
 /// `None` when the input cannot be an object.
 pub(crate) fn input_schema(spec: &OperationSpec) -> Option<JsonObject> {
-    match &*spec.input_schema {
-        Value::Bool(true) => Some(object_schema()),
-        Value::Object(map) => {
-            let mut map = map.clone();
-            match map.get("type") {
-                None => {
-                    map.insert("type".to_owned(), json!("object"));
-                }
-                Some(Value::String(kind)) if kind == "object" => {}
-                Some(Value::Array(kinds)) if kinds.iter().any(|kind| kind == "object") => {
-                    map.insert("type".to_owned(), json!("object"));
-                }
-                Some(_) => return None,
-            }
-            Some(map)
-        }
-        _ => None,
+    if !takes_arguments(spec) {
+        return None;
     }
+    let Value::Object(map) = &*spec.input_schema else {
+        // `true`: any object.
+        return Some(object_schema());
+    };
+    let mut map = map.clone();
+    if map.get("type") != Some(&json!("object")) {
+        // No `type`, or a list of types holding `object`: the argument object's.
+        map.insert("type".to_owned(), json!("object"));
+    }
+    Some(map)
 }
 
 fn object_schema() -> JsonObject {

@@ -158,7 +158,7 @@ pub(crate) async fn into_result(
         return Err(status_error(label, status, headers, &content_type, data));
     }
     if plan.served {
-        data = super::served::data(data);
+        data = opkit::envelope::unwrap_value(data);
     }
     let data = match normalizer {
         Some(normalizer) => normalizer.apply(data),

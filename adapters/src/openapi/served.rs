@@ -41,8 +41,9 @@ use super::normalize::{Normalization, Normalizer};
 use super::options::OpenApiOptions;
 use super::refs::Resolver;
 use super::sse::EventData;
-use opkit::envelope::is_response_envelope;
+use opkit::envelope::unwrap_value;
 use opkit::{CallError, OperationKind, OperationSpec};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -57,12 +58,8 @@ impl Served {
     /// The opkit operation behind an HTTP operation, when its extensions name one.
     pub fn of(operation: &Value) -> Option<Self> {
         let id = operation.get("x-opkit-id")?.as_str()?;
-        let kind = match operation.get("x-opkit-kind")?.as_str()? {
-            "QUERY" => OperationKind::Query,
-            "MUTATION" => OperationKind::Mutation,
-            "SUBSCRIPTION" => OperationKind::Subscription,
-            _ => return None,
-        };
+        // The kind as the server wrote it (`OperationKind`'s wire names).
+        let kind = OperationKind::deserialize(operation.get("x-opkit-kind")?).ok()?;
         Some(Self {
             id: id.to_owned(),
             kind,
@@ -207,17 +204,6 @@ pub(crate) fn map<'a>(
     Ok(Some(Mapped { spec, plan }))
 }
 
-/// The data of a served `200` body: the envelope's `data` (a body that is not an envelope
-/// is kept whole).
-pub(crate) fn data(body: Value) -> Value {
-    if is_response_envelope(&body)
-        && let Value::Object(mut map) = body
-    {
-        return map.remove("data").unwrap_or(Value::Null);
-    }
-    body
-}
-
 /// The `CallError` of a served failure body, when it is one.
 pub(crate) fn error(body: &Value) -> Option<CallError> {
     if !body.get("code").is_some_and(Value::is_string) {
@@ -244,7 +230,7 @@ pub(crate) fn event(event_type: &str, data: Value, label: &str) -> Event {
         "error" => Event::Error(error(&data).unwrap_or_else(|| {
             CallError::execution(format!("{label} ended the stream with an error: {data}"))
         })),
-        _ => Event::Item(self::data(data)),
+        _ => Event::Item(unwrap_value(data)),
     }
 }
 
@@ -280,8 +266,12 @@ mod tests {
     #[test]
     fn bodies_and_events_unwrap() {
         let envelope = json!({"data": {"sum": 3}, "meta": {"source": "local", "operationId": "math.add", "timestamp": 1}});
-        assert_eq!(data(envelope), json!({"sum": 3}));
-        assert_eq!(data(json!({"sum": 3})), json!({"sum": 3}), "kept whole");
+        assert_eq!(unwrap_value(envelope), json!({"sum": 3}));
+        assert_eq!(
+            unwrap_value(json!({"sum": 3})),
+            json!({"sum": 3}),
+            "kept whole"
+        );
         let wire = serde_json::to_value(CallError::not_found("no note 7")).unwrap();
         let error = error(&wire).unwrap();
         assert_eq!(error.message, "no note 7");
