@@ -91,13 +91,13 @@ pub(crate) struct Mapped {
 }
 
 /// One HTTP operation found in the document.
-struct Found<'a> {
-    method: String,
-    path: String,
-    pointer: String,
-    operation: &'a Value,
-    path_item: &'a Value,
-    path_item_pointer: String,
+pub(crate) struct Found<'a> {
+    pub method: String,
+    pub path: String,
+    pub pointer: String,
+    pub operation: &'a Value,
+    pub path_item: &'a Value,
+    pub path_item_pointer: String,
 }
 
 /// The schema budget ran out after `operations` operations.
@@ -324,26 +324,18 @@ fn map_operation<'a>(
         root: &doc.root,
         version: doc.version,
     };
-    if let Some(served) = served::Served::of(op.operation) {
-        let site = served::Site {
-            path: &op.path,
-            method: &op.method,
-            pointer: &op.pointer,
-            operation: op.operation,
-            path_item: op.path_item,
-            path_item_pointer: &op.path_item_pointer,
-        };
-        if let Some(mapped) = served::map(
+    if let Some(served) = served::Served::of(op.operation)
+        && let Some(mapped) = served::map(
             resolver,
             defs,
-            &site,
+            op,
             &served,
             name.clone(),
             base_url.clone(),
             options,
-        )? {
-            return Ok(vec![mapped]);
-        }
+        )?
+    {
+        return Ok(vec![mapped]);
     }
 
     // Parameters.

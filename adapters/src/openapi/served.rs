@@ -36,7 +36,7 @@ use super::body::{BodyKind, BodyPlan};
 use super::bundle::{Definitions, SchemaBundle};
 use super::document::join_pointer;
 use super::error::MapError;
-use super::mapping::{Mapped, OperationPlan};
+use super::mapping::{Found, Mapped, OperationPlan};
 use super::normalize::{Normalization, Normalizer};
 use super::options::OpenApiOptions;
 use super::refs::Resolver;
@@ -72,22 +72,12 @@ pub(crate) fn is_alias(operation: &Value) -> bool {
     operation.get("x-opkit-alias") == Some(&Value::Bool(true)) && Served::of(operation).is_some()
 }
 
-/// Where the served operation sits in the document.
-pub(crate) struct Site<'a> {
-    pub path: &'a str,
-    pub method: &'a str,
-    pub pointer: &'a str,
-    pub operation: &'a Value,
-    pub path_item: &'a Value,
-    pub path_item_pointer: &'a str,
-}
-
 /// Maps a served operation; `Ok(None)` when the document does not have the shapes opkit
 /// serves (then it is mapped like any operation).
 pub(crate) fn map<'a>(
     resolver: Resolver<'a>,
     defs: &Definitions<'a>,
-    site: &Site<'a>,
+    site: &Found<'a>,
     served: &Served,
     name: String,
     base_url: String,
@@ -95,11 +85,11 @@ pub(crate) fn map<'a>(
 ) -> Result<Option<Mapped>, MapError> {
     // The request: the `POST` operation of the same path and id (this one, or its twin).
     let (post, post_pointer) = if site.method == "post" {
-        (site.operation, site.pointer.to_owned())
+        (site.operation, site.pointer.clone())
     } else {
         match site.path_item.get("post") {
             Some(post) if Served::of(post).as_ref() == Some(served) => {
-                (post, join_pointer(site.path_item_pointer, "post"))
+                (post, join_pointer(&site.path_item_pointer, "post"))
             }
             _ => return Ok(None),
         }
@@ -123,7 +113,7 @@ pub(crate) fn map<'a>(
     };
     let (success, success_pointer, _) = resolver.deref(
         success,
-        &join_pointer(&join_pointer(site.pointer, "responses"), "200"),
+        &join_pointer(&join_pointer(&site.pointer, "responses"), "200"),
     )?;
     let envelope_at = if served.kind.is_stream() {
         "/content/text~1event-stream/schema/oneOf/0/properties/data/contentSchema"
@@ -175,7 +165,7 @@ pub(crate) fn map<'a>(
         operation_id: id.clone(),
         label,
         method: reqwest::Method::POST,
-        path: site.path.to_owned(),
+        path: site.path.clone(),
         base_url,
         params: Vec::new(),
         body: Some(BodyPlan {
