@@ -296,6 +296,12 @@ async fn callers_publish_requests_and_aborts_handlers_publish_the_rest() {
         .await
         .unwrap_err();
     protocol_support::eventually("the aborted request ended", || handler.in_flight() == 0).await;
+    // The caller publishes `call.aborted` from a task its guard spawns, and the handler may
+    // end the request on its own deadline first: wait for the publish itself.
+    protocol_support::eventually("the caller published call.aborted", || {
+        caller_side.types().contains("call.aborted")
+    })
+    .await;
 
     assert_eq!(
         caller_side.types().into_iter().collect::<Vec<_>>(),
