@@ -1,6 +1,7 @@
 //! `OperationContext` and `Deadline`: what a handler knows about the call it serves.
 
 use crate::access::Identity;
+use crate::bounds::Bounds;
 use crate::env::{EnvBackend, OperationEnv};
 use crate::error::CallError;
 use crate::report::{LogLevel, LogRecord, Progress, Reporter};
@@ -292,6 +293,12 @@ impl OperationContext {
     /// The cancellation token, when the call can be cancelled.
     pub fn cancellation(&self) -> Option<&CancellationToken> {
         self.cancellation.as_ref()
+    }
+
+    /// The deadline and cancellation signal of this call, to race work against them (see
+    /// [`Bounds`]).
+    pub fn bounds(&self) -> Bounds {
+        Bounds::new(self.deadline, self.cancellation.clone())
     }
 
     /// `true` once the call was cancelled.

@@ -134,6 +134,7 @@
 //! - [`trace`]: a `tracing` span per call and W3C trace context across processes.
 //! - [`protocol`]: the call protocol ([`PendingRequestMap`], [`CallHandler`], [`PubSub`], [`MemoryPubSub`]).
 
+pub mod bounds;
 pub mod envelope;
 pub mod limits;
 pub mod protocol;
@@ -155,6 +156,7 @@ mod typed;
 pub mod __private;
 
 pub use access::{AccessRule, Identity};
+pub use bounds::{Bounds, Interrupted};
 pub use context::{Deadline, OperationContext, new_request_id};
 pub use env::{EnvBackend, OperationEnv};
 pub use envelope::{ResponseEnvelope, ResponseMeta};

@@ -7,7 +7,7 @@ use opkit::report::{LogLevel, LogRecord};
 use opkit::schema::CompiledSchema;
 use opkit::trace::{CallSpan, SpanKind};
 use opkit::{
-    CallError, ErrorCode, Handler, OperationContext, OperationRegistry, OperationSpec,
+    CallError, ErrorCode, Handler, Interrupted, OperationContext, OperationRegistry, OperationSpec,
     RegistryError, ResponseEnvelope,
 };
 use rmcp::model::{
@@ -1073,12 +1073,8 @@ impl Client {
                 ));
             }
         };
-        if ctx.is_cancelled() {
-            return Err(self.aborted(tool));
-        }
-        if ctx.deadline().is_some_and(|deadline| deadline.is_expired()) {
-            return Err(self.timed_out(tool));
-        }
+        let bounds = ctx.bounds();
+        bounds.check().map_err(|stop| self.stopped(tool, stop))?;
         let mut params = CallToolRequestParams::new(tool.to_owned());
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
@@ -1108,18 +1104,10 @@ impl Client {
             peer: self.peer().clone(),
             id: Some(handle.id.clone()),
         };
-        let deadline = async {
-            match ctx.deadline() {
-                Some(deadline) => tokio::time::sleep(deadline.remaining()).await,
-                None => std::future::pending().await,
-            }
-        };
-        let response = tokio::select! {
-            biased;
-            response = handle.await_response() => response,
-            () = ctx.cancelled() => return Err(self.aborted(tool)),
-            () = deadline => return Err(self.timed_out(tool)),
-        };
+        let response = bounds
+            .run(handle.await_response())
+            .await
+            .map_err(|stop| self.stopped(tool, stop))?;
         guard.disarm();
         let raw = match response.map_err(|error| self.service_error(tool, error))? {
             ServerResult::CallToolResult(result) => serde_json::to_value(result)
@@ -1163,18 +1151,17 @@ impl Client {
         ))
     }
 
-    fn aborted(&self, tool: &str) -> CallError {
-        CallError::aborted(format!(
-            "the call of MCP tool `{tool}` on `{}` was cancelled",
-            self.label
-        ))
-    }
-
-    fn timed_out(&self, tool: &str) -> CallError {
-        CallError::timeout(format!(
-            "MCP tool `{tool}` on `{}` did not answer before the deadline",
-            self.label
-        ))
+    /// The error for a call its [`Bounds`](opkit::Bounds) stopped.
+    fn stopped(&self, tool: &str, stop: Interrupted) -> CallError {
+        let label = &self.label;
+        match stop {
+            Interrupted::Cancelled => CallError::aborted(format!(
+                "the call of MCP tool `{tool}` on `{label}` was cancelled"
+            )),
+            Interrupted::TimedOut => CallError::timeout(format!(
+                "MCP tool `{tool}` on `{label}` did not answer before the deadline"
+            )),
+        }
     }
 
     fn service_error(&self, tool: &str, error: ServiceError) -> CallError {

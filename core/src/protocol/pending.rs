@@ -3,6 +3,7 @@
 use super::pubsub::{PubSub, Subscription, TransportError};
 use super::topics;
 use super::wire::{CallEvent, CallRequested};
+use crate::bounds::{Interrupted, Watch};
 use crate::context::{Deadline, OperationContext};
 use crate::env::EnvBackend;
 use crate::envelope::ResponseEnvelope;
@@ -22,7 +23,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, Sleep};
-use tokio_util::sync::WaitForCancellationFutureOwned;
 use tracing::Instrument;
 
 /// How long a call may take when its context has no deadline.
@@ -683,6 +683,14 @@ fn aborted(operation_id: &str) -> CallError {
     CallError::aborted(format!("the call to `{operation_id}` was cancelled"))
 }
 
+/// The error for a call its [`Bounds`](crate::Bounds) stopped.
+fn stopped(operation_id: &str, stop: Interrupted) -> CallError {
+    match stop {
+        Interrupted::Cancelled => aborted(operation_id),
+        Interrupted::TimedOut => timed_out(operation_id),
+    }
+}
+
 async fn call(
     inner: Arc<MapInner>,
     operation_id: String,
@@ -709,30 +717,28 @@ async fn call_in(
     span: &CallSpan,
 ) -> Result<ResponseEnvelope, CallError> {
     let input = crate::limits::admit_input(input)?;
-    if ctx.is_cancelled() {
-        return Err(aborted(&operation_id));
-    }
-    let deadline = ctx
-        .deadline()
-        .unwrap_or_else(|| Deadline::after(inner.default_timeout));
-    if deadline.is_expired() {
-        return Err(timed_out(&operation_id));
-    }
+    let bounds = ctx
+        .bounds()
+        .or_deadline(Deadline::after(inner.default_timeout));
+    bounds
+        .check()
+        .map_err(|stop| stopped(&operation_id, stop))?;
     let (sender, receiver) = oneshot::channel();
     let mut guard = inner.register(&operation_id, Entry::Call(sender))?;
     span.record_request_id(&guard.request_id);
     inner
-        .publish_request(&mut guard, input, &ctx, Some(deadline))
+        .publish_request(&mut guard, input, &ctx, bounds.deadline())
         .await?;
-    // On the error arms, dropping the guard removes the entry and publishes `call.aborted`.
-    tokio::select! {
-        biased;
-        reply = receiver => reply.unwrap_or_else(|_| {
-            Err(CallError::transport("the PendingRequestMap closed before the reply arrived"))
-        }),
-        () = ctx.cancelled() => Err(aborted(&operation_id)),
-        () = tokio::time::sleep(deadline.remaining()) => Err(timed_out(&operation_id)),
-    }
+    // When stopped, dropping the guard removes the entry and publishes `call.aborted`.
+    let reply = bounds
+        .run(receiver)
+        .await
+        .map_err(|stop| stopped(&operation_id, stop))?;
+    reply.unwrap_or_else(|_| {
+        Err(CallError::transport(
+            "the PendingRequestMap closed before the reply arrived",
+        ))
+    })
 }
 
 async fn subscribe(
@@ -765,13 +771,11 @@ async fn subscribe_in(
     span: &mut Option<CallSpan>,
 ) -> Result<EnvelopeStream, CallError> {
     let input = crate::limits::admit_input(input)?;
-    if ctx.is_cancelled() {
-        return Err(aborted(&operation_id));
-    }
-    let deadline = ctx.deadline();
-    if deadline.is_some_and(Deadline::is_expired) {
-        return Err(timed_out(&operation_id));
-    }
+    let bounds = ctx.bounds();
+    bounds
+        .check()
+        .map_err(|stop| stopped(&operation_id, stop))?;
+    let deadline = bounds.deadline();
     let (sender, receiver) = mpsc::unbounded_channel();
     let mut guard = inner.register(&operation_id, Entry::Stream(sender))?;
     if let Some(span) = span {
@@ -789,11 +793,8 @@ async fn subscribe_in(
     Ok(Box::pin(RemoteStream {
         events: receiver,
         guard: Some(guard),
-        deadline: deadline.map(|deadline| Box::pin(tokio::time::sleep(deadline.remaining()))),
+        watch: bounds.watch(),
         idle,
-        cancelled: ctx
-            .cancellation()
-            .map(|token| Box::pin(token.clone().cancelled_owned())),
         span: span.take(),
     }))
 }
@@ -804,9 +805,10 @@ struct RemoteStream {
     events: mpsc::UnboundedReceiver<StreamEvent>,
     /// `None` once the stream has ended.
     guard: Option<PendingGuard>,
-    deadline: Option<Pin<Box<Sleep>>>,
+    /// The call's deadline and cancellation, polled before the events on every wake-up.
+    watch: Watch,
+    /// Without a deadline: the longest wait for the next event, and its timer.
     idle: Option<(Duration, Pin<Box<Sleep>>)>,
-    cancelled: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
     /// The subscription's client span, open until the stream ends or is dropped.
     span: Option<CallSpan>,
 }
@@ -837,10 +839,8 @@ impl Stream for RemoteStream {
             return Poll::Ready(None);
         };
         let operation_id = guard.operation_id.clone();
-        if let Some(cancelled) = this.cancelled.as_mut()
-            && cancelled.as_mut().poll(cx).is_ready()
-        {
-            return this.end(Some(Err(aborted(&operation_id))));
+        if let Poll::Ready(stop) = this.watch.poll_interrupted(cx) {
+            return this.end(Some(Err(stopped(&operation_id, stop))));
         }
         match this.events.poll_recv(cx) {
             Poll::Ready(Some(StreamEvent::Item(envelope))) => {
@@ -857,11 +857,6 @@ impl Stream for RemoteStream {
                 ))));
             }
             Poll::Pending => {}
-        }
-        if let Some(sleep) = this.deadline.as_mut()
-            && sleep.as_mut().poll(cx).is_ready()
-        {
-            return this.end(Some(Err(timed_out(&operation_id))));
         }
         if let Some((idle, sleep)) = this.idle.as_mut()
             && sleep.as_mut().poll(cx).is_ready()

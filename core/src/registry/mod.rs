@@ -596,8 +596,8 @@ impl RegistryInner {
             Ok((operation, running))
         });
         async move {
-            let (operation, (mut future, limits)) = started?;
-            let value = run::guard(&*operation.id, future.as_mut(), limits).await?;
+            let (operation, (mut future, bounds)) = started?;
+            let value = run::guard(&*operation.id, future.as_mut(), bounds).await?;
             Ok(pipeline::finish(&operation, value))
         }
     }

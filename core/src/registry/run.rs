@@ -3,7 +3,8 @@
 use super::handler::Handler;
 use super::operation::Operation;
 use super::stream::{EnvelopeStream, GuardedStream, PipelineStream};
-use crate::context::{Deadline, OperationContext};
+use crate::bounds::{Bounds, Interrupted};
+use crate::context::OperationContext;
 use crate::error::CallError;
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -13,7 +14,6 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
 
 /// Checks `input` against the operation's compiled input schema.
 pub(crate) fn validate_input(operation: &Operation, input: &Value) -> Result<(), CallError> {
@@ -61,7 +61,7 @@ pub(crate) fn start_unary(
     operation: &Operation,
     input: Value,
     ctx: OperationContext,
-) -> Result<(BoxFuture<'static, Result<Value, CallError>>, Limits), CallError> {
+) -> Result<(BoxFuture<'static, Result<Value, CallError>>, Bounds), CallError> {
     let Handler::Unary(handler) = &operation.handler else {
         unreachable!("kinds are checked at registration")
     };
@@ -81,14 +81,8 @@ where
     F: FnOnce(OperationContext) -> Fut,
     Fut: Future<Output = Result<T, CallError>>,
 {
-    let (future, limits) = start_checked(id, ctx, start)?;
-    guard(id, std::pin::pin!(future), limits).await
-}
-
-/// The deadline and cancellation token a started call must respect.
-pub(crate) struct Limits {
-    pub(crate) deadline: Option<Deadline>,
-    pub(crate) cancellation: Option<CancellationToken>,
+    let (future, bounds) = start_checked(id, ctx, start)?;
+    guard(id, std::pin::pin!(future), bounds).await
 }
 
 /// Makes the future or stream `start(ctx)` for operation `id`: a call already cancelled or past
@@ -97,38 +91,34 @@ pub(crate) fn start_checked<F, Started>(
     id: &str,
     ctx: OperationContext,
     start: F,
-) -> Result<(Started, Limits), CallError>
+) -> Result<(Started, Bounds), CallError>
 where
     F: FnOnce(OperationContext) -> Started,
 {
-    if ctx.is_cancelled() {
-        return Err(aborted(id));
-    }
-    let deadline = ctx.deadline();
-    if deadline.is_some_and(|deadline| deadline.is_expired()) {
-        return Err(timed_out(id));
-    }
-    let limits = Limits {
-        deadline,
-        cancellation: ctx.cancellation().cloned(),
-    };
+    let bounds = ctx.bounds();
+    bounds.check().map_err(|stop| stopped(id, stop))?;
     let started = std::panic::catch_unwind(AssertUnwindSafe(|| start(ctx)))
         .map_err(|payload| panicked(id, &*payload))?;
-    Ok((started, limits))
+    Ok((started, bounds))
+}
+
+/// The error for a call that `bounds` stopped.
+pub(crate) fn stopped(id: &str, stop: Interrupted) -> CallError {
+    match stop {
+        Interrupted::Cancelled => aborted(id),
+        Interrupted::TimedOut => timed_out(id),
+    }
 }
 
 /// `future` with its panics, deadline and cancellation turned into errors.
 ///
 /// A panic while polling is `EXECUTION_ERROR`; the deadline ends the call with `TIMEOUT`, a
-/// cancellation with `ABORTED`. Without either, the future is awaited directly; the timer and
-/// the token are only set up (in a box, so the common future stays small) when there is one.
+/// cancellation with `ABORTED`. Without either, the future is awaited directly; the race is
+/// only set up (in a box, so the common future stays small) when there is one.
 pub(crate) async fn guard<T, Fut, I>(
     id: I,
     future: Pin<&mut Fut>,
-    Limits {
-        deadline,
-        cancellation,
-    }: Limits,
+    bounds: Bounds,
 ) -> Result<T, CallError>
 where
     I: AsRef<str>,
@@ -136,48 +126,14 @@ where
 {
     // The future stays where the caller pinned it: no copy of a large user future.
     let guarded = AssertUnwindSafe(future).catch_unwind();
-    let outcome = if deadline.is_none() && cancellation.is_none() {
+    let outcome = if bounds.is_unbounded() {
         guarded.await
     } else {
-        match Box::pin(limited(guarded, deadline, cancellation)).await {
-            Ok(outcome) => outcome,
-            Err(Stopped::Cancelled) => return Err(aborted(id.as_ref())),
-            Err(Stopped::TimedOut) => return Err(timed_out(id.as_ref())),
-        }
+        Box::pin(bounds.run(guarded))
+            .await
+            .map_err(|stop| stopped(id.as_ref(), stop))?
     };
     outcome.unwrap_or_else(|payload| Err(panicked(id.as_ref(), &*payload)))
-}
-
-/// Why [`limited`] stopped a future before it finished.
-enum Stopped {
-    Cancelled,
-    TimedOut,
-}
-
-/// `future`'s output, unless the token is cancelled or the deadline passes first.
-async fn limited<O>(
-    future: impl Future<Output = O>,
-    deadline: Option<Deadline>,
-    cancellation: Option<CancellationToken>,
-) -> Result<O, Stopped> {
-    let sleep = async {
-        match deadline {
-            Some(deadline) => tokio::time::sleep(deadline.remaining()).await,
-            None => std::future::pending().await,
-        }
-    };
-    let cancelled = async {
-        match cancellation {
-            Some(token) => token.cancelled_owned().await,
-            None => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        biased;
-        output = future => Ok(output),
-        () = cancelled => Err(Stopped::Cancelled),
-        () = sleep => Err(Stopped::TimedOut),
-    }
 }
 
 /// Starts a stream handler and wraps it in the pipeline.
@@ -207,6 +163,6 @@ pub(crate) fn start_guarded_stream<S, F>(
 where
     F: FnOnce(OperationContext) -> S,
 {
-    let (items, limits) = start_checked(&id, ctx, start)?;
-    Ok(GuardedStream::new(id, items, limits))
+    let (items, bounds) = start_checked(&id, ctx, start)?;
+    Ok(GuardedStream::new(id, items, bounds))
 }

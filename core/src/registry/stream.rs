@@ -2,18 +2,17 @@
 
 use super::operation::Operation;
 use super::pipeline::finish;
-use super::run::{Limits, aborted, panicked, timed_out};
+use super::run::{panicked, stopped};
+use crate::bounds::{Bounds, Watch};
 use crate::envelope::ResponseEnvelope;
 use crate::error::CallError;
 use futures::Stream;
 use futures::stream::BoxStream;
 use serde_json::Value;
-use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use tokio_util::sync::WaitForCancellationFutureOwned;
 
 /// A subscription's results: one envelope (or error) per item of the handler's stream.
 pub type EnvelopeStream =
@@ -52,24 +51,16 @@ pub(crate) struct GuardedStream<S> {
     id: Arc<str>,
     /// `None` once the stream has ended.
     items: Option<S>,
-    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
-    cancelled: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    /// The deadline and cancellation, polled before the items on every wake-up.
+    watch: Watch,
 }
 
 impl<S> GuardedStream<S> {
-    pub(crate) fn new(
-        id: Arc<str>,
-        items: S,
-        Limits {
-            deadline,
-            cancellation,
-        }: Limits,
-    ) -> Self {
+    pub(crate) fn new(id: Arc<str>, items: S, bounds: Bounds) -> Self {
         Self {
             id,
             items: Some(items),
-            deadline: deadline.map(|deadline| Box::pin(tokio::time::sleep(deadline.remaining()))),
-            cancelled: cancellation.map(|token| Box::pin(token.cancelled_owned())),
+            watch: bounds.watch(),
         }
     }
 
@@ -91,16 +82,8 @@ where
         let Some(items) = this.items.as_mut() else {
             return Poll::Ready(None);
         };
-        if let Some(cancelled) = this.cancelled.as_mut()
-            && cancelled.as_mut().poll(cx).is_ready()
-        {
-            let error = aborted(&this.id);
-            return this.end_with(error);
-        }
-        if let Some(sleep) = this.deadline.as_mut()
-            && sleep.as_mut().poll(cx).is_ready()
-        {
-            let error = timed_out(&this.id);
+        if let Poll::Ready(stop) = this.watch.poll_interrupted(cx) {
+            let error = stopped(&this.id, stop);
             return this.end_with(error);
         }
         let polled = std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(items).poll_next(cx)));

@@ -1,0 +1,197 @@
+//! [`Bounds`]: the deadline and cancellation signal a call must respect, and the one race
+//! between a call's work and them.
+//!
+//! Every place that waits on a call's behalf (the registry running a handler, the
+//! [`PendingRequestMap`](crate::PendingRequestMap) waiting for a reply, the MCP and OpenAPI
+//! imports waiting for a remote answer) stops the same way: when the cancellation signal
+//! fires, or when the deadline passes, whichever comes first, and always lets work that has
+//! already finished win. [`Bounds::run`] does it for a future, [`Bounds::watch`] for a
+//! stream polled by hand. What a stop means (the error code and message) is the caller's
+//! choice: the [`Interrupted`] value says only why.
+//!
+//! ```
+//! use opkit::{Bounds, Interrupted, OperationContext};
+//! use std::time::Duration;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let ctx = OperationContext::default().with_timeout(Duration::from_millis(10));
+//! let never = std::future::pending::<()>();
+//! assert_eq!(ctx.bounds().run(never).await, Err(Interrupted::TimedOut));
+//! assert_eq!(ctx.bounds().run(async { 7 }).await, Ok(7));
+//! # }
+//! ```
+
+use crate::context::Deadline;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+
+/// Why [`Bounds`] stopped a call before its work finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Interrupted {
+    /// The call's cancellation signal fired.
+    Cancelled,
+    /// The call's deadline passed.
+    TimedOut,
+}
+
+/// The deadline and cancellation signal of one call: see the [module docs](self).
+///
+/// Taken from a context with [`OperationContext::bounds`](crate::OperationContext::bounds);
+/// cloning is cheap.
+#[derive(Debug, Clone, Default)]
+pub struct Bounds {
+    deadline: Option<Deadline>,
+    cancellation: Option<CancellationToken>,
+}
+
+impl Bounds {
+    /// Bounds with this deadline and cancellation signal (either may be absent).
+    pub fn new(deadline: Option<Deadline>, cancellation: Option<CancellationToken>) -> Self {
+        Self {
+            deadline,
+            cancellation,
+        }
+    }
+
+    /// The same bounds with `deadline` when none was set (an earlier one is kept).
+    #[must_use]
+    pub fn or_deadline(mut self, deadline: Deadline) -> Self {
+        self.deadline.get_or_insert(deadline);
+        self
+    }
+
+    /// The deadline, when there is one.
+    pub fn deadline(&self) -> Option<Deadline> {
+        self.deadline
+    }
+
+    /// `true` when neither a deadline nor a cancellation signal is set: nothing can stop the
+    /// call, and [`run`](Self::run) awaits the future directly.
+    pub fn is_unbounded(&self) -> bool {
+        self.deadline.is_none() && self.cancellation.is_none()
+    }
+
+    /// `Err` when the call must not start: it was cancelled, or its deadline has passed.
+    /// Cancellation is reported first.
+    pub fn check(&self) -> Result<(), Interrupted> {
+        if self
+            .cancellation
+            .as_ref()
+            .is_some_and(CancellationToken::is_cancelled)
+        {
+            return Err(Interrupted::Cancelled);
+        }
+        if self.deadline.is_some_and(Deadline::is_expired) {
+            return Err(Interrupted::TimedOut);
+        }
+        Ok(())
+    }
+
+    /// `future`'s output, unless the call is cancelled or its deadline passes first.
+    ///
+    /// Polled in this order: the future (work that is done wins), the cancellation signal,
+    /// the deadline. Without bounds the future is awaited directly, with no timer.
+    pub async fn run<F: Future>(self, future: F) -> Result<F::Output, Interrupted> {
+        if self.is_unbounded() {
+            return Ok(future.await);
+        }
+        let mut future = std::pin::pin!(future);
+        let mut watch = self.watch();
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(output) = future.as_mut().poll(cx) {
+                return Poll::Ready(Ok(output));
+            }
+            watch.poll_interrupted(cx).map(Err)
+        })
+        .await
+    }
+
+    /// A timer and a cancellation listener to poll alongside a stream (see [`Watch`]).
+    pub fn watch(self) -> Watch {
+        Watch {
+            deadline: self
+                .deadline
+                .map(|deadline| Box::pin(tokio::time::sleep(deadline.remaining()))),
+            cancelled: self
+                .cancellation
+                .map(|token| Box::pin(token.cancelled_owned())),
+        }
+    }
+}
+
+/// [`Bounds`] made pollable, for a stream or future written by hand: poll
+/// [`poll_interrupted`](Self::poll_interrupted) before (or after) the work on every wake-up.
+///
+/// The timer exists only when there is a deadline, the listener only when there is a
+/// cancellation signal; each is boxed so the owner stays small and `Unpin`.
+#[derive(Debug)]
+pub struct Watch {
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+    cancelled: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+}
+
+impl Watch {
+    /// `Ready` with the reason once the call is cancelled or its deadline passed (cancellation
+    /// first); `Pending` otherwise, with the waker registered on both.
+    pub fn poll_interrupted(&mut self, cx: &mut Context<'_>) -> Poll<Interrupted> {
+        if let Some(cancelled) = self.cancelled.as_mut()
+            && cancelled.as_mut().poll(cx).is_ready()
+        {
+            return Poll::Ready(Interrupted::Cancelled);
+        }
+        if let Some(sleep) = self.deadline.as_mut()
+            && sleep.as_mut().poll(cx).is_ready()
+        {
+            return Poll::Ready(Interrupted::TimedOut);
+        }
+        Poll::Pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn finished_work_wins_over_a_fired_signal() {
+        let token = CancellationToken::new();
+        token.cancel();
+        let bounds = Bounds::new(None, Some(token));
+        assert_eq!(bounds.check(), Err(Interrupted::Cancelled));
+        assert_eq!(bounds.run(async { 1 }).await, Ok(1));
+    }
+
+    #[tokio::test]
+    async fn cancellation_stops_pending_work() {
+        let token = CancellationToken::new();
+        let bounds = Bounds::new(
+            Some(Deadline::after(Duration::from_secs(60))),
+            Some(token.clone()),
+        );
+        let running = tokio::spawn(bounds.run(std::future::pending::<()>()));
+        token.cancel();
+        assert_eq!(running.await.unwrap(), Err(Interrupted::Cancelled));
+    }
+
+    #[tokio::test]
+    async fn a_passed_deadline_is_reported_before_starting() {
+        let bounds = Bounds::new(Some(Deadline::from_epoch_millis(1)), None);
+        assert_eq!(bounds.check(), Err(Interrupted::TimedOut));
+        assert_eq!(
+            bounds.run(std::future::pending::<()>()).await,
+            Err(Interrupted::TimedOut)
+        );
+    }
+
+    #[test]
+    fn an_earlier_deadline_is_kept() {
+        let early = Deadline::from_epoch_millis(10);
+        let bounds = Bounds::new(Some(early), None).or_deadline(Deadline::from_epoch_millis(20));
+        assert_eq!(bounds.deadline(), Some(early));
+        assert!(Bounds::default().or_deadline(early).deadline() == Some(early));
+        assert!(Bounds::default().is_unbounded());
+    }
+}
