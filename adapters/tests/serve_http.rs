@@ -558,6 +558,52 @@ async fn subscriptions_stream_one_event_per_envelope_then_complete() {
 }
 
 #[tokio::test]
+async fn the_compact_encoding_sends_each_items_data_alone() {
+    let served = start(fixture_registry(true)).await;
+    let client = reqwest::Client::new();
+    let response = client
+        .get(served.url("/ops/clock.ticks?count=3"))
+        .header("accept", "text/event-stream; opkit=data")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/event-stream; opkit=data"
+    );
+    let request_id = response.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let events = parse_sse(&response.text().await.unwrap());
+    assert_eq!(events.len(), 4, "{events:?}");
+    for (index, event) in events[..3].iter().enumerate() {
+        assert_eq!(event.event, "message");
+        assert_eq!(event.id, None, "no id in the compact encoding");
+        let data: Value = serde_json::from_str(&event.data).unwrap();
+        assert_eq!(data, json!({"tick": index}));
+    }
+    assert_eq!(events[3].event, "complete");
+    let complete: Value = serde_json::from_str(&events[3].data).unwrap();
+    assert_eq!(complete, json!({"requestId": request_id}));
+
+    // A failure is the same `error` event as in the envelope encoding.
+    let response = client
+        .post(served.url("/ops/jobs.broken"))
+        .header("accept", "text/event-stream; opkit=data")
+        .send()
+        .await
+        .unwrap();
+    let events = parse_sse(&response.text().await.unwrap());
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[0].id, None);
+    assert_eq!(events[1].event, "error");
+    let error: Value = serde_json::from_str(&events[1].data).unwrap();
+    assert_eq!(error["code"], "EXECUTION_ERROR");
+}
+
+#[tokio::test]
 async fn a_failing_subscription_ends_with_an_error_event() {
     let served = start(fixture_registry(true)).await;
     let client = reqwest::Client::new();

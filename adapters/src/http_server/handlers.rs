@@ -3,23 +3,22 @@
 use super::identity::{Authenticator, authenticate};
 use super::openapi::{DocumentInfo, document};
 use super::query::QueryShape;
+use super::sse::{self, SseEncoding};
 use super::status_of;
 use axum::body::Body;
 use axum::extract::{OriginalUri, Path, Request, State};
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use opkit::trace::{CallSpan, SpanKind, TraceContext};
 use opkit::{
-    CallError, EnvelopeStream, ErrorCode, OperationContext, OperationKind, OperationRegistry,
-    OperationSpec,
+    CallError, ErrorCode, OperationContext, OperationKind, OperationRegistry, OperationSpec,
 };
 use serde_json::{Value, json};
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 /// The response header carrying the request id of the call.
@@ -369,8 +368,10 @@ pub(crate) async fn operation(
         };
         let response = match subscribed {
             Ok(stream) => {
-                let events = sse_events(
+                let encoding = SseEncoding::requested(headers);
+                let events = sse::events(
                     stream,
+                    encoding,
                     token.drop_guard(),
                     ctx.request_id().to_owned(),
                     span,
@@ -382,6 +383,11 @@ pub(crate) async fn operation(
                     HeaderName::from_static("x-accel-buffering"),
                     HeaderValue::from_static("no"),
                 );
+                if encoding == SseEncoding::Data {
+                    response
+                        .headers_mut()
+                        .insert(header::CONTENT_TYPE, sse::DATA_CONTENT_TYPE);
+                }
                 response
             }
             Err(error) => {
@@ -412,70 +418,6 @@ pub(crate) async fn operation(
         };
         with_request_id(response, &ctx)
     }
-}
-
-/// Where the event stream of a subscription is.
-struct EventState {
-    /// `None` once the final event was sent.
-    items: Option<EnvelopeStream>,
-    next_id: u64,
-    request_id: String,
-    /// Cancels the handler's context when the response body is dropped (client gone).
-    _guard: DropGuard,
-    /// The call's server span, finished with the stream.
-    span: CallSpan,
-}
-
-fn json_event(name: Option<&'static str>, value: &impl serde::Serialize) -> Event {
-    let event = Event::default();
-    let event = match name {
-        Some(name) => event.event(name),
-        None => event,
-    };
-    match serde_json::to_string(value) {
-        Ok(text) => event.data(text),
-        Err(error) => Event::default()
-            .event("error")
-            .data(json!({"code": "EXECUTION_ERROR", "message": error.to_string()}).to_string()),
-    }
-}
-
-/// The SSE events of a subscription: one per envelope, then `complete` or `error`.
-/// Dropping the returned stream drops the registry stream and cancels the context.
-fn sse_events(
-    items: EnvelopeStream,
-    guard: DropGuard,
-    request_id: String,
-    span: CallSpan,
-) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static {
-    let state = EventState {
-        items: Some(items),
-        next_id: 0,
-        request_id,
-        _guard: guard,
-        span,
-    };
-    futures::stream::unfold(state, |mut state| async move {
-        let items = state.items.as_mut()?;
-        let event = match items.next().await {
-            Some(Ok(envelope)) => {
-                let event = json_event(None, &envelope).id(state.next_id.to_string());
-                state.next_id += 1;
-                event
-            }
-            Some(Err(error)) => {
-                state.items = None;
-                state.span.finish(Err(&error));
-                json_event(Some("error"), &error)
-            }
-            None => {
-                state.items = None;
-                state.span.finish(Ok(()));
-                json_event(Some("complete"), &json!({"requestId": state.request_id}))
-            }
-        };
-        Some((Ok(event), state))
-    })
 }
 
 #[cfg(test)]

@@ -113,6 +113,23 @@
 //! disconnects, the response body is dropped, which drops the registry stream (and the
 //! handler's stream) and cancels the context's cancellation token.
 //!
+//! A client that wants the items alone asks for the compact encoding with a media type
+//! parameter, `Accept: text/event-stream; opkit=data`. Each item event's data is then the
+//! item's `data`, without its meta and without an `id:`, and the response's `Content-Type`
+//! is `text/event-stream; opkit=data`. The meta a client needs once is in the `x-request-id`
+//! header and the `complete` event; `error` and `complete` are the same in both encodings.
+//! The envelope encoding stays the default, and opkit's own clients (the OpenAPI import of an
+//! opkit server) use it. A generic SSE client that asks for nothing gets envelopes.
+//!
+//! ```text
+//! data: {"tick":0}
+//!
+//! data: {"tick":1}
+//!
+//! event: complete
+//! data: {"requestId":"1b4e28ba-2fa1-11d2-883f-0016d3cca427"}
+//! ```
+//!
 //! # Identity and access
 //!
 //! The call's [`Identity`](opkit::Identity) is, in this order:
@@ -187,6 +204,7 @@ mod openapi;
 mod query;
 pub(crate) mod refs;
 mod serve;
+mod sse;
 
 pub use identity::{
     ApiKeyAuth, Authenticator, BearerAuth, IdentityResolver, StaticTokens, async_resolver,

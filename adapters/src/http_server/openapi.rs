@@ -284,7 +284,7 @@ fn operations(
 
     let success = if spec.kind.is_stream() {
         json!({
-            "description": "A `text/event-stream`: one unnamed (`message`) event per item whose data is the item's `ResponseEnvelope` JSON (`id` counts from 0), then either `event: complete` with data `{\"requestId\": ..}` or `event: error` with a `CallError`; `:` comments keep the connection alive. Closing the connection cancels the subscription.",
+            "description": "A `text/event-stream`: one unnamed (`message`) event per item whose data is the item's `ResponseEnvelope` JSON (`id` counts from 0), then either `event: complete` with data `{\"requestId\": ..}` or `event: error` with a `CallError`; `:` comments keep the connection alive. Closing the connection cancels the subscription. With `Accept: text/event-stream; opkit=data` each item event's data is the item's `data` alone (no meta, no `id`).",
             "content": {"text/event-stream": {"schema": event_schema(&envelope_ref)}},
         })
     } else {
