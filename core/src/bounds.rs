@@ -97,15 +97,29 @@ impl Bounds {
         if self.is_unbounded() {
             return Ok(future.await);
         }
-        let mut future = std::pin::pin!(future);
-        let mut watch = self.watch();
-        std::future::poll_fn(|cx| {
-            if let Poll::Ready(output) = future.as_mut().poll(cx) {
-                return Poll::Ready(Ok(output));
+        // The timer and the listener live inside this future (no box of their own).
+        let Self {
+            deadline,
+            cancellation,
+        } = self;
+        let cancelled = async {
+            match cancellation {
+                Some(token) => token.cancelled_owned().await,
+                None => std::future::pending().await,
             }
-            watch.poll_interrupted(cx).map(Err)
-        })
-        .await
+        };
+        let passed = async {
+            match deadline {
+                Some(deadline) => tokio::time::sleep(deadline.remaining()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            output = future => Ok(output),
+            () = cancelled => Err(Interrupted::Cancelled),
+            () = passed => Err(Interrupted::TimedOut),
+        }
     }
 
     /// A timer and a cancellation listener to poll alongside a stream (see [`Watch`]).

@@ -3,6 +3,7 @@
 use super::identity::{Authenticator, authenticate};
 use super::openapi::{DocumentInfo, document};
 use super::query::QueryShape;
+use super::routes::{Route, Routes};
 use super::sse::{self, SseEncoding};
 use super::status_of;
 use axum::body::Body;
@@ -12,9 +13,7 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use opkit::trace::{CallSpan, SpanKind, TraceContext};
-use opkit::{
-    CallError, ErrorCode, OperationContext, OperationKind, OperationRegistry, OperationSpec,
-};
+use opkit::{CallError, ErrorCode, OperationContext, OperationRegistry};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,6 +36,8 @@ pub(crate) struct Shared {
     pub(crate) request_timeout: Duration,
     pub(crate) subscription_timeout: Option<Duration>,
     pub(crate) keep_alive: Duration,
+    /// Each operation's methods and query shape, derived once per spec.
+    pub(crate) routes: Routes,
     pub(crate) info: DocumentInfo,
 }
 
@@ -136,19 +137,6 @@ pub(crate) async fn fallback(
         ),
     );
     error_response(&error)
-}
-
-/// The methods an operation answers: queries and subscriptions take GET (when their input
-/// spreads over query parameters) and POST; mutations take POST.
-fn allowed_methods(spec: &OperationSpec) -> Vec<Method> {
-    let get = QueryShape::of(&spec.input_schema).is_some();
-    match spec.kind {
-        OperationKind::Mutation => vec![Method::POST],
-        OperationKind::Query | OperationKind::Subscription if get => {
-            vec![Method::GET, Method::POST]
-        }
-        OperationKind::Query | OperationKind::Subscription => vec![Method::POST],
-    }
 }
 
 /// Reads the body up to `limit` bytes.
@@ -264,8 +252,9 @@ async fn body_input(shared: &Shared, headers: &HeaderMap, body: Body) -> Result<
 }
 
 /// The input of a GET: the query string, spread over the input schema's properties.
-fn query_input(spec: &OperationSpec, uri: &Uri) -> Result<Value, Rejection> {
-    let shape = QueryShape::of(&spec.input_schema).unwrap_or(QueryShape { params: Vec::new() });
+fn query_input(route: &Route, uri: &Uri) -> Result<Value, Rejection> {
+    let none = QueryShape { params: Vec::new() };
+    let shape = route.query.as_ref().unwrap_or(&none);
     let pairs: Vec<(String, String)> =
         match axum::extract::Query::<Vec<(String, String)>>::try_from_uri(uri) {
             Ok(axum::extract::Query(pairs)) => pairs,
@@ -317,12 +306,12 @@ pub(crate) async fn operation(
             return shared.error_response(status, &error, true);
         }
     };
-    let Some(spec) = shared.registry.spec(&id) else {
+    let Some(route) = shared.routes.get(&shared.registry, &id) else {
         return error_response(&CallError::operation_not_found(&id));
     };
-    let allowed = allowed_methods(&spec);
-    if !allowed.contains(method) {
-        return method_not_allowed(&id, method, &allowed);
+    let spec = &route.spec;
+    if !route.methods.contains(method) {
+        return method_not_allowed(&id, method, &route.methods);
     }
     if let Err(error) = spec.access.check(identity.as_ref()) {
         return if identity.is_none() && shared.authenticator.is_some() {
@@ -332,7 +321,7 @@ pub(crate) async fn operation(
         };
     }
     let input = if method == Method::GET {
-        query_input(&spec, uri)
+        query_input(&route, uri)
     } else {
         body_input(&shared, headers, body).await
     };

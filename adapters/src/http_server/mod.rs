@@ -203,6 +203,7 @@ mod identity;
 mod openapi;
 mod query;
 pub(crate) mod refs;
+mod routes;
 mod serve;
 mod sse;
 
@@ -505,6 +506,7 @@ impl HttpServer {
             request_timeout: self.request_timeout,
             subscription_timeout: self.subscription_timeout,
             keep_alive: self.keep_alive,
+            routes: Default::default(),
             info: self.document_info(),
         });
         let mut router = Router::new()

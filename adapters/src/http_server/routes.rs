@@ -1,0 +1,121 @@
+//! What the server derives from an operation's spec once, not on every request: the methods
+//! it answers and how its input spreads over a query string.
+
+use super::query::QueryShape;
+use http::Method;
+use opkit::{OperationKind, OperationRegistry, OperationSpec};
+use parking_lot::RwLock;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// One operation as served at `/ops/<id>`.
+pub(crate) struct Route {
+    pub(crate) spec: Arc<OperationSpec>,
+    /// The methods it answers: queries and subscriptions take GET (when their input spreads
+    /// over query parameters) and POST; mutations take POST.
+    pub(crate) methods: Vec<Method>,
+    /// How a GET's query string maps onto the input, when it can.
+    pub(crate) query: Option<QueryShape>,
+}
+
+impl Route {
+    fn of(spec: Arc<OperationSpec>) -> Self {
+        let query = QueryShape::of(&spec.input_schema);
+        let methods = match spec.kind {
+            OperationKind::Mutation => vec![Method::POST],
+            OperationKind::Query | OperationKind::Subscription if query.is_some() => {
+                vec![Method::GET, Method::POST]
+            }
+            OperationKind::Query | OperationKind::Subscription => vec![Method::POST],
+        };
+        Self {
+            spec,
+            methods,
+            query,
+        }
+    }
+}
+
+/// The routes derived so far, by operation id.
+///
+/// Invariant: a kept route is used only while its `spec` is the very one the registry holds
+/// (`Arc::ptr_eq`), so an operation replaced or re-registered gets a fresh route on its next
+/// request; and the map holds at most about twice as many routes as the registry has
+/// operations (ids the registry no longer has are dropped when it outgrows that).
+#[derive(Default)]
+pub(crate) struct Routes {
+    by_id: RwLock<HashMap<String, Arc<Route>>>,
+}
+
+impl Routes {
+    /// The route of `id` in `registry`, or `None` when it has no such operation.
+    pub(crate) fn get(&self, registry: &OperationRegistry, id: &str) -> Option<Arc<Route>> {
+        let spec = registry.spec(id)?;
+        if let Some(route) = self.by_id.read().get(id)
+            && Arc::ptr_eq(&route.spec, &spec)
+        {
+            return Some(route.clone());
+        }
+        let route = Arc::new(Route::of(spec));
+        let mut by_id = self.by_id.write();
+        if by_id.len() >= 2 * registry.len().max(8) {
+            by_id.retain(|id, _| registry.contains(id));
+        }
+        by_id.insert(id.to_owned(), route.clone());
+        Some(route)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Routes;
+    use http::Method;
+    use opkit::{Handler, OperationKind, OperationRegistry, OperationSpec};
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn spec(kind: OperationKind, input: serde_json::Value) -> OperationSpec {
+        let mut spec = OperationSpec::new("test", "op", kind);
+        spec.input_schema = input.into();
+        spec
+    }
+
+    fn handler(kind: OperationKind) -> Handler {
+        match kind {
+            OperationKind::Subscription => Handler::stream(|_, _| {
+                futures::stream::empty::<Result<serde_json::Value, opkit::CallError>>()
+            }),
+            _ => Handler::unary(|_, _| async { Ok(json!(null)) }),
+        }
+    }
+
+    #[test]
+    fn a_route_is_derived_once_and_again_after_the_operation_changes() {
+        let registry = OperationRegistry::new();
+        let object = json!({"type": "object", "properties": {"a": {"type": "integer"}}});
+        registry
+            .register(
+                spec(OperationKind::Query, object.clone()),
+                handler(OperationKind::Query),
+            )
+            .unwrap();
+        let routes = Routes::default();
+        let first = routes.get(&registry, "test.op").unwrap();
+        assert_eq!(first.methods, [Method::GET, Method::POST]);
+        assert!(Arc::ptr_eq(
+            &first,
+            &routes.get(&registry, "test.op").unwrap()
+        ));
+
+        assert!(registry.unregister("test.op"));
+        assert!(routes.get(&registry, "test.op").is_none());
+        registry
+            .register(
+                spec(OperationKind::Mutation, object),
+                handler(OperationKind::Mutation),
+            )
+            .unwrap();
+        let replaced = routes.get(&registry, "test.op").unwrap();
+        assert_eq!(replaced.methods, [Method::POST]);
+    }
+}
