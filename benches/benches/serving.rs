@@ -1,0 +1,591 @@
+//! Serving benchmarks: real servers on loopback, driven by a load generator in the same run.
+//!
+//! Each path serves the same operation two ways, opkit and what a user would write instead,
+//! and alternates them round by round so drift on the machine hits both alike:
+//!
+//! - `http_tiny`, `http_medium`: `POST /ops/<id>` of opkit's `HttpServer` vs a hand-written
+//!   axum `Json<In> -> Json<Out>` handler, both on their usual serve loop (`HttpServer::serve`
+//!   and `axum::serve`, `TCP_NODELAY` on each);
+//! - `mcp_modern`, `mcp_legacy`: `tools/call` over Streamable HTTP of opkit's `McpServer` vs an
+//!   rmcp `#[tool]` server on `StreamableHttpService`, called through one MCP client
+//!   connection (opkit's MCP import, the same for both) in the stateless 2026-07-28 era and in
+//!   the legacy era (one session, every call on it);
+//! - `sse`: one subscription of 20 000 tiny items over SSE, opkit's full envelope and its
+//!   compact `data` encoding vs an axum `Sse` handler sending each item as JSON.
+//!
+//! The server runs on a runtime with one worker thread, the load generator on another: one
+//! core per side on a 2-core machine. Each line printed is one round:
+//! `serving <path> <side> rps=<calls or items per second> p50_us=.. p99_us=.. bytes=..`;
+//! `benches/report.py` turns the lines into the serving table of `docs/benchmarks.md`.
+//!
+//! `ROUNDS` (default 3), `SERVING_FILTER` (a substring of the path) and `SERVING_SIDE` (one
+//! side's name, for a profile) shorten a run.
+
+use opkit::OperationRegistry;
+use opkit_adapters::http_server::HttpServer;
+use opkit_adapters::mcp::{McpConnection, McpLifecycle, McpOptions};
+use opkit_adapters::mcp_server::McpServer;
+use opkit_benches::*;
+use serde_json::json;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tokio::runtime::Runtime;
+
+fn main() {
+    let rounds: usize = std::env::var("ROUNDS")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(3);
+    let filter = std::env::var("SERVING_FILTER").unwrap_or_default();
+    let side_filter = std::env::var("SERVING_SIDE").ok();
+    let server = single_worker("server");
+    let client = single_worker("client");
+    for path in PATHS {
+        if !path.name.contains(filter.as_str()) {
+            continue;
+        }
+        let sides = (path.start)(&server);
+        for _ in 0..rounds {
+            for side in &sides {
+                if side_filter.as_deref().is_some_and(|only| only != side.name) {
+                    continue;
+                }
+                let sample = client.block_on((path.drive)(side.address, side.variant));
+                println!(
+                    "serving {} {} rps={:.1} p50_us={:.1} p99_us={:.1} bytes={:.1}",
+                    path.name,
+                    side.name,
+                    sample.rate,
+                    micros(sample.p50),
+                    micros(sample.p99),
+                    sample.bytes_per_item
+                );
+            }
+        }
+    }
+}
+
+/// A tokio runtime with one worker thread.
+fn single_worker(name: &str) -> Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name(name)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn micros(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e6
+}
+
+/// One benchmarked path: how to start its servers, and how to drive one of them.
+struct Path {
+    name: &'static str,
+    start: fn(&Runtime) -> Vec<Side>,
+    drive: fn(SocketAddr, Variant) -> futures::future::BoxFuture<'static, Sample>,
+}
+
+/// One side of a path: a server listening on `address`.
+struct Side {
+    name: &'static str,
+    address: SocketAddr,
+    variant: Variant,
+}
+
+/// What the load generator sends to a side.
+#[derive(Clone, Copy)]
+enum Variant {
+    OpkitTiny,
+    OpkitMedium,
+    AxumTiny,
+    AxumMedium,
+    /// Through opkit's MCP client (one connection: a session in the legacy era).
+    Mcp(McpLifecycle),
+    /// Raw JSON-RPC POSTs, `CALLERS` connections (`SESSION_CALLERS` on one session in the
+    /// legacy era).
+    McpRaw(McpLifecycle),
+    OpkitSse,
+    OpkitSseCompact,
+    AxumSse,
+}
+
+/// The outcome of one round.
+struct Sample {
+    /// Calls (or stream items) per second.
+    rate: f64,
+    p50: Duration,
+    p99: Duration,
+    /// Response bytes per item (SSE), else 0.
+    bytes_per_item: f64,
+}
+
+const PATHS: &[Path] = &[
+    Path {
+        name: "http_tiny",
+        start: http_servers,
+        drive: |address, variant| Box::pin(http_load(address, variant)),
+    },
+    Path {
+        name: "http_medium",
+        start: http_servers_medium,
+        drive: |address, variant| Box::pin(http_load(address, variant)),
+    },
+    Path {
+        name: "mcp_modern",
+        start: |rt| mcp_servers(rt, McpLifecycle::Modern),
+        drive: |address, variant| Box::pin(mcp_load(address, variant)),
+    },
+    Path {
+        name: "mcp_legacy",
+        start: |rt| mcp_servers(rt, McpLifecycle::Legacy),
+        drive: |address, variant| Box::pin(mcp_load(address, variant)),
+    },
+    Path {
+        name: "sse",
+        start: sse_servers,
+        drive: |address, variant| Box::pin(sse_load(address, variant)),
+    },
+];
+
+/// Concurrent callers of the unary paths (64 on the legacy MCP session).
+const CALLERS: usize = 32;
+/// Concurrent callers, and connections, on one legacy MCP session.
+const SESSION_CALLERS: usize = 64;
+/// Calls per round of the HTTP paths.
+const HTTP_CALLS: usize = 20_000;
+/// Calls per round of the MCP paths through the SDK client.
+const MCP_CALLS: usize = 5_000;
+/// Calls per round of the MCP paths as raw JSON-RPC.
+const MCP_RAW_CALLS: usize = 10_000;
+/// Items of the SSE subscription.
+const SSE_ITEMS: u32 = 20_000;
+
+fn registry() -> OperationRegistry {
+    OperationRegistry::from_inventory()
+}
+
+/// Binds a loopback listener on the server runtime and spawns `serve` on it.
+fn spawn_server<F, Fut>(rt: &Runtime, serve: F) -> SocketAddr
+where
+    F: FnOnce(TcpListener) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let listener = rt
+        .block_on(TcpListener::bind("127.0.0.1:0"))
+        .expect("bind a loopback port");
+    let address = listener.local_addr().expect("address");
+    let _entered = rt.enter();
+    rt.spawn(serve(listener));
+    address
+}
+
+/// `axum::serve` as a user writes it, with `TCP_NODELAY` on each connection (as opkit's
+/// serve loop sets it), so Nagle's algorithm does not decide the comparison.
+async fn axum_serve(listener: TcpListener, router: axum::Router) {
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    axum::serve(listener, router).await.expect("axum serve");
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP
+
+fn axum_router() -> axum::Router {
+    use axum::Json;
+    use axum::routing::post;
+    axum::Router::new()
+        .route(
+            "/add",
+            post(|Json(input): Json<AddIn>| async move {
+                Json(Sum {
+                    sum: input.a + input.b,
+                })
+            }),
+        )
+        .route(
+            "/medium",
+            post(|Json(input): Json<MediumIn>| async move { Json(compute(input)) }),
+        )
+}
+
+fn http_sides(rt: &Runtime, opkit: Variant, axum: Variant) -> Vec<Side> {
+    let served = spawn_server(rt, |listener| async move {
+        HttpServer::new(registry())
+            .serve(listener)
+            .await
+            .expect("opkit serve");
+    });
+    let hand_written = spawn_server(rt, |listener| axum_serve(listener, axum_router()));
+    vec![
+        Side {
+            name: "opkit",
+            address: served,
+            variant: opkit,
+        },
+        Side {
+            name: "axum",
+            address: hand_written,
+            variant: axum,
+        },
+    ]
+}
+
+fn http_servers(rt: &Runtime) -> Vec<Side> {
+    http_sides(rt, Variant::OpkitTiny, Variant::AxumTiny)
+}
+
+fn http_servers_medium(rt: &Runtime) -> Vec<Side> {
+    http_sides(rt, Variant::OpkitMedium, Variant::AxumMedium)
+}
+
+async fn http_load(address: SocketAddr, variant: Variant) -> Sample {
+    let (path, body) = match variant {
+        Variant::OpkitTiny => ("/ops/bench.add", tiny_json()),
+        Variant::OpkitMedium => ("/ops/bench.medium", medium_json()),
+        Variant::AxumTiny => ("/add", tiny_json()),
+        Variant::AxumMedium => ("/medium", medium_json()),
+        _ => unreachable!("an HTTP variant"),
+    };
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(CALLERS)
+        .tcp_nodelay(true)
+        .build()
+        .expect("client");
+    let url = format!("http://{address}{path}");
+    let body = Arc::new(serde_json::to_vec(&body).expect("body"));
+    load(CALLERS, HTTP_CALLS, move || {
+        let request = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .body((*body).clone());
+        async move {
+            let response = request.send().await.expect("send");
+            assert!(response.status().is_success(), "{}", response.status());
+            response.bytes().await.expect("body");
+        }
+    })
+    .await
+}
+
+// ---------------------------------------------------------------------------------------------
+// MCP
+
+fn mcp_config(lifecycle: McpLifecycle) -> rmcp::transport::StreamableHttpServerConfig {
+    let mut config = rmcp::transport::StreamableHttpServerConfig::default();
+    config.legacy_session_mode = lifecycle == McpLifecycle::Legacy;
+    config
+}
+
+fn mcp_servers(rt: &Runtime, lifecycle: McpLifecycle) -> Vec<Side> {
+    let served = spawn_server(rt, move |listener| async move {
+        McpServer::new(registry())
+            .http_config(mcp_config(lifecycle))
+            .serve_http(listener)
+            .await
+            .expect("opkit MCP serve");
+    });
+    let hand_written = spawn_server(rt, move |listener| async move {
+        use rmcp::transport::streamable_http_server::StreamableHttpService;
+        use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+        let service = StreamableHttpService::new(
+            || Ok(rmcp_server::RmcpBench::default()),
+            Arc::new(LocalSessionManager::default()),
+            mcp_config(lifecycle),
+        );
+        axum_serve(listener, axum::Router::new().nest_service("/mcp", service)).await;
+    });
+    vec![
+        Side {
+            name: "opkit",
+            address: served,
+            variant: Variant::McpRaw(lifecycle),
+        },
+        Side {
+            name: "rmcp",
+            address: hand_written,
+            variant: Variant::McpRaw(lifecycle),
+        },
+        Side {
+            name: "opkit_sdk_client",
+            address: served,
+            variant: Variant::Mcp(lifecycle),
+        },
+        Side {
+            name: "rmcp_sdk_client",
+            address: hand_written,
+            variant: Variant::Mcp(lifecycle),
+        },
+    ]
+}
+
+async fn mcp_load(address: SocketAddr, variant: Variant) -> Sample {
+    let lifecycle = match variant {
+        Variant::McpRaw(lifecycle) => return mcp_raw_load(address, lifecycle).await,
+        Variant::Mcp(lifecycle) => lifecycle,
+        _ => unreachable!("an MCP variant"),
+    };
+    let connection = McpConnection::connect_http(
+        &format!("http://{address}/mcp"),
+        McpOptions::new("bench").lifecycle(lifecycle),
+    )
+    .await
+    .expect("connect");
+    let connection = Arc::new(connection);
+    let sample = {
+        let connection = connection.clone();
+        load(CALLERS, MCP_CALLS, move || {
+            let connection = connection.clone();
+            async move {
+                let ctx = opkit::OperationContext::default();
+                let envelope = connection
+                    .call_tool("bench.add", tiny_json(), &ctx)
+                    .await
+                    .expect("tools/call");
+                assert_eq!(envelope.data, json!({"sum": 42}));
+            }
+        })
+        .await
+    };
+    connection.close();
+    sample
+}
+
+/// The protocol version of the legacy era's session.
+const LEGACY_VERSION: &str = "2025-11-25";
+/// The stateless era.
+const MODERN_VERSION: &str = "2026-07-28";
+
+/// `tools/call` of `bench.add` as raw JSON-RPC POSTs from `CALLERS` connections: in the
+/// legacy era all on one session (one `initialize`), in the modern era each request
+/// carrying its version and capabilities in `_meta`.
+async fn mcp_raw_load(address: SocketAddr, lifecycle: McpLifecycle) -> Sample {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(SESSION_CALLERS)
+        .tcp_nodelay(true)
+        .build()
+        .expect("client");
+    let url = format!("http://{address}/mcp");
+    let post = {
+        let client = client.clone();
+        let url = url.clone();
+        move |body: &serde_json::Value| {
+            client
+                .post(&url)
+                .header("accept", "application/json, text/event-stream")
+                .header("content-type", "application/json")
+                .body(body.to_string())
+        }
+    };
+    let (version, session) = if lifecycle == McpLifecycle::Legacy {
+        let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": LEGACY_VERSION, "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "0"}}});
+        let response = post(&initialize)
+            .header("mcp-protocol-version", LEGACY_VERSION)
+            .send()
+            .await
+            .expect("initialize");
+        let session = response.headers()["mcp-session-id"]
+            .to_str()
+            .expect("session id")
+            .to_owned();
+        response.bytes().await.expect("initialize result");
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let response = post(&initialized)
+            .header("mcp-protocol-version", LEGACY_VERSION)
+            .header("mcp-session-id", &session)
+            .send()
+            .await
+            .expect("initialized");
+        assert!(response.status().is_success(), "{}", response.status());
+        (LEGACY_VERSION, Some(session))
+    } else {
+        (MODERN_VERSION, None)
+    };
+    let mut params = json!({"name": "bench.add", "arguments": tiny_json()});
+    if session.is_none() {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+    }
+    // JSON-RPC ids are unique within a session: each call takes the next one.
+    let ids = Arc::new(AtomicUsize::new(1));
+    let callers = if session.is_some() {
+        SESSION_CALLERS
+    } else {
+        CALLERS
+    };
+    load(callers, MCP_RAW_CALLS, move || {
+        let id = ids.fetch_add(1, Ordering::Relaxed);
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+        let mut request = post(&call)
+            .header("mcp-protocol-version", version)
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "bench.add");
+        if let Some(session) = &session {
+            request = request.header("mcp-session-id", session);
+        }
+        async move {
+            let response = request.send().await.expect("tools/call");
+            assert!(response.status().is_success(), "{}", response.status());
+            let body = response.bytes().await.expect("result");
+            assert!(
+                find(&body, b"42").is_some(),
+                "{}",
+                String::from_utf8_lossy(&body)
+            );
+        }
+    })
+    .await
+}
+
+// ---------------------------------------------------------------------------------------------
+// SSE
+
+fn sse_servers(rt: &Runtime) -> Vec<Side> {
+    use axum::response::sse::{Event, Sse};
+    use axum::routing::get;
+    use futures::StreamExt;
+    let served = spawn_server(rt, |listener| async move {
+        HttpServer::new(registry())
+            .serve(listener)
+            .await
+            .expect("opkit serve");
+    });
+    let router = axum::Router::new().route(
+        "/items",
+        get(|| async {
+            Sse::new(item_stream(SSE_ITEMS).map(|item| {
+                Event::default()
+                    .json_data(item)
+                    .map_err(|error| std::io::Error::other(error.to_string()))
+            }))
+        }),
+    );
+    let hand_written = spawn_server(rt, |listener| axum_serve(listener, router));
+    vec![
+        Side {
+            name: "opkit",
+            address: served,
+            variant: Variant::OpkitSse,
+        },
+        Side {
+            name: "opkit_compact",
+            address: served,
+            variant: Variant::OpkitSseCompact,
+        },
+        Side {
+            name: "axum",
+            address: hand_written,
+            variant: Variant::AxumSse,
+        },
+    ]
+}
+
+async fn sse_load(address: SocketAddr, variant: Variant) -> Sample {
+    use futures::StreamExt;
+    let client = reqwest::Client::new();
+    let request = match variant {
+        Variant::OpkitSse | Variant::OpkitSseCompact => {
+            let request = client
+                .post(format!("http://{address}/ops/bench.items"))
+                .header("content-type", "application/json")
+                .body(json!({"count": SSE_ITEMS}).to_string());
+            if matches!(variant, Variant::OpkitSseCompact) {
+                request.header("accept", "text/event-stream; opkit=data")
+            } else {
+                request.header("accept", "text/event-stream")
+            }
+        }
+        Variant::AxumSse => client.get(format!("http://{address}/items")),
+        _ => unreachable!("an SSE variant"),
+    };
+    let started = Instant::now();
+    let response = request.send().await.expect("subscribe");
+    assert!(response.status().is_success(), "{}", response.status());
+    let first = started.elapsed();
+    let mut body = response.bytes_stream();
+    let mut bytes = 0usize;
+    let mut items = 0usize;
+    let mut tail = Vec::new();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.expect("chunk");
+        bytes += chunk.len();
+        tail.extend_from_slice(&chunk);
+        // Count item events: an event whose data holds `"sum"`, ended by a blank line.
+        while let Some(end) = find(&tail, b"\n\n") {
+            if find(&tail[..end], b"\"sum\"").is_some() {
+                items += 1;
+            }
+            tail.drain(..end + 2);
+        }
+    }
+    let elapsed = started.elapsed();
+    assert_eq!(items, SSE_ITEMS as usize, "every item arrives once");
+    Sample {
+        rate: items as f64 / elapsed.as_secs_f64(),
+        p50: first,
+        p99: elapsed,
+        bytes_per_item: bytes as f64 / items as f64,
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack
+        .windows(needle.len())
+        .position(|window| window == needle)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The load generator
+
+/// Runs `total` calls made by `call`, `callers` at a time, and measures the rate and the
+/// latency percentiles. Bounded: exactly `total` calls, then every caller stops.
+async fn load<F, Fut>(callers: usize, total: usize, call: F) -> Sample
+where
+    F: Fn() -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    // Warm up: connections, pools and sessions.
+    for _ in 0..callers.min(8) {
+        call().await;
+    }
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..callers)
+        .map(|_| {
+            let next = next.clone();
+            let call = call.clone();
+            tokio::spawn(async move {
+                let mut latencies = Vec::with_capacity(total / callers + 1);
+                while next.fetch_add(1, Ordering::Relaxed) < total {
+                    let begun = Instant::now();
+                    call().await;
+                    latencies.push(begun.elapsed());
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut latencies = Vec::with_capacity(total);
+    for task in tasks {
+        latencies.extend(task.await.expect("caller"));
+    }
+    let elapsed = started.elapsed();
+    latencies.sort_unstable();
+    let at = |quantile: f64| latencies[((latencies.len() as f64 * quantile) as usize).min(latencies.len() - 1)];
+    Sample {
+        rate: latencies.len() as f64 / elapsed.as_secs_f64(),
+        p50: at(0.5),
+        p99: at(0.99),
+        bytes_per_item: 0.0,
+    }
+}
