@@ -30,7 +30,7 @@ pub use std::sync::OnceLock;
 pub use crate::context::OperationContext;
 pub use crate::envelope::ResponseEnvelope;
 pub use crate::error::{CallError, ErrorKind};
-pub use crate::registry::Handler;
+pub use crate::registry::{Handler, OperationRegistration, registrations};
 pub use crate::spec::{OperationKind, OperationSpec};
 pub use crate::state::{State, StateKey};
 pub use crate::typed::{Input, TypedOperation};
@@ -52,23 +52,6 @@ use tracing::Instrument;
 
 // ---------------------------------------------------------------------------------------------
 // Registration
-
-/// One `#[operation]` linked into the program, collected with `inventory`.
-///
-/// Entries are `const`: the spec and handler are built on demand, once per registry.
-pub struct OperationRegistration {
-    /// Registers the operation (`OperationRegistry::register_typed`).
-    pub register: fn(&OperationRegistry) -> Result<(), RegistryError>,
-    /// The `TypeId` of the `#[operation]` fn item, for `OperationRegistry::register_operation`.
-    pub fn_type_id: fn() -> TypeId,
-}
-
-inventory::collect!(OperationRegistration);
-
-/// Every registration linked into the program.
-pub fn registrations() -> impl Iterator<Item = &'static OperationRegistration> {
-    inventory::iter::<OperationRegistration>.into_iter()
-}
 
 /// Registers a typed operation (the `register` of its registration).
 pub fn register_typed<O: TypedOperation>(

@@ -3,8 +3,9 @@
 use super::pubsub::{PubSub, Receipt, Subscription, TransportError};
 use super::topics;
 use super::wire::{CallEvent, CallRequested, WireError};
-use crate::context::{Deadline, OperationContext};
-use crate::env::EnvBackend;
+use crate::bounds::Deadline;
+use crate::context::EnvBackend;
+use crate::context::OperationContext;
 use crate::error::CallError;
 use crate::registry::OperationRegistry;
 use crate::spec::OperationKind;

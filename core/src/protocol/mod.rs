@@ -179,9 +179,10 @@ mod pubsub;
 pub mod topics;
 mod wire;
 
+pub use crate::limits::DEFAULT_MAX_PENDING;
 pub use handler::{CallHandler, CallHandlerHandle, DEFAULT_REFRESH_INTERVAL, SpawnError};
 pub use memory::MemoryPubSub;
-pub use pending::{DEFAULT_MAX_PENDING, DEFAULT_TIMEOUT, PendingOptions, PendingRequestMap};
+pub use pending::{DEFAULT_TIMEOUT, PendingOptions, PendingRequestMap};
 pub use pubsub::{PubSub, Receipt, Subscription, TransportError};
 pub use wire::{
     CallAborted, CallCompleted, CallEvent, CallFailed, CallRequested, CallResponded, WireError,

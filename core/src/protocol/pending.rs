@@ -3,12 +3,13 @@
 use super::pubsub::{PubSub, Subscription, TransportError};
 use super::topics;
 use super::wire::{CallEvent, CallRequested};
-use crate::bounds::{Interrupted, Watch};
-use crate::context::{Deadline, OperationContext};
-use crate::env::EnvBackend;
+use crate::bounds::{Deadline, Interrupted, Watch};
+use crate::context::OperationContext;
+use crate::context::{EnvBackend, EnvelopeStream};
+use crate::env::OperationEnv;
 use crate::envelope::ResponseEnvelope;
 use crate::error::{CallError, ErrorCode};
-use crate::registry::EnvelopeStream;
+use crate::limits::DEFAULT_MAX_PENDING;
 use crate::trace::{CallSpan, SpanKind};
 use futures::future::BoxFuture;
 use futures::{FutureExt, Stream, StreamExt};
@@ -27,10 +28,6 @@ use tracing::Instrument;
 
 /// How long a call may take when its context has no deadline.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// How many calls and subscriptions one [`PendingRequestMap`] keeps waiting at once, unless
-/// [`PendingOptions::with_max_pending`] says otherwise (see [`crate::limits`] for why).
-pub const DEFAULT_MAX_PENDING: usize = 65_536;
 
 /// Settings of a [`PendingRequestMap`].
 ///
@@ -298,6 +295,14 @@ impl PendingRequestMap {
     /// The timeout of calls whose context has no deadline.
     pub fn default_timeout(&self) -> Duration {
         self.inner.default_timeout
+    }
+}
+
+impl OperationEnv {
+    /// An env over the call protocol: calls go out through `map` and are served by whichever
+    /// [`CallHandler`](crate::protocol::CallHandler) serves the operation (access-checked there).
+    pub fn remote(map: PendingRequestMap) -> Self {
+        Self::new(Arc::new(map))
     }
 }
 

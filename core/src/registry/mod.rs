@@ -8,19 +8,22 @@
 //! here; the call protocol and the servers check them before calling in.
 
 mod handler;
+mod linked;
 mod operation;
 mod pipeline;
 mod run;
 mod stream;
 
 pub use handler::Handler;
+pub use linked::{OperationRegistration, registrations};
 pub use stream::EnvelopeStream;
 
 pub(crate) use run::{run_guarded, start_guarded_stream};
 pub(crate) use stream::TracedStream;
 
+use crate::context::EnvBackend;
 use crate::context::OperationContext;
-use crate::env::EnvBackend;
+use crate::env::OperationEnv;
 use crate::envelope::ResponseEnvelope;
 use crate::error::{CallError, ErrorCode};
 use crate::schema::SchemaError;
@@ -213,7 +216,7 @@ impl OperationRegistry {
     /// duplicate route); the message names the id and both definitions.
     pub fn from_inventory() -> Self {
         let registry = Self::new();
-        for registration in crate::__private::registrations() {
+        for registration in linked::registrations() {
             if let Err(error) = (registration.register)(&registry) {
                 panic!("OperationRegistry::from_inventory: {error}");
             }
@@ -371,7 +374,7 @@ impl OperationRegistry {
     pub fn register_operation<F: 'static>(&self, operation: F) -> Result<(), RegistryError> {
         let wanted = std::any::TypeId::of::<F>();
         drop(operation);
-        let registration = crate::__private::registrations()
+        let registration = linked::registrations()
             .find(|registration| (registration.fn_type_id)() == wanted)
             .ok_or(RegistryError::NotAnOperation {
                 type_name: std::any::type_name::<F>(),
@@ -639,6 +642,13 @@ impl RegistryInner {
         let operation = self.find_kind(id, true)?;
         run::validate_input(&operation, &input)?;
         run::start_stream(operation, input, self.handler_context(ctx))
+    }
+}
+
+impl OperationEnv {
+    /// An env over a local registry (the trusted path: no access checks).
+    pub fn local(registry: OperationRegistry) -> Self {
+        Self::new(Arc::new(registry))
     }
 }
 
