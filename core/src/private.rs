@@ -938,7 +938,7 @@ where
     F: FnOnce(Sink<T>) -> Fut,
     Fut: Future<Output = ()>,
 {
-    let slot = Arc::new(std::sync::Mutex::new(None));
+    let slot = Arc::new(parking_lot::Mutex::new(None));
     let driver = Box::pin(drive(Sink { slot: slot.clone() }));
     Forward {
         driver: Some(driver),
@@ -956,12 +956,12 @@ pub async fn forward<S: Stream>(items: S, sink: Sink<S::Item>) {
 
 /// Where a [`forward_stream`] driver puts its items.
 pub struct Sink<T> {
-    slot: Arc<std::sync::Mutex<Option<T>>>,
+    slot: Arc<parking_lot::Mutex<Option<T>>>,
 }
 
 impl<T> Sink<T> {
     async fn send(&self, item: T) {
-        *lock(&self.slot) = Some(item);
+        *self.slot.lock() = Some(item);
         // Give control back so the outer stream can hand the item out.
         let mut yielded = false;
         std::future::poll_fn(|_| {
@@ -975,14 +975,9 @@ impl<T> Sink<T> {
     }
 }
 
-fn lock<T>(slot: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    slot.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 struct Forward<T, Fut> {
     driver: Option<std::pin::Pin<Box<Fut>>>,
-    slot: Arc<std::sync::Mutex<Option<T>>>,
+    slot: Arc<parking_lot::Mutex<Option<T>>>,
 }
 
 impl<T, Fut: Future<Output = ()>> Stream for Forward<T, Fut> {
@@ -999,7 +994,7 @@ impl<T, Fut: Future<Output = ()>> Stream for Forward<T, Fut> {
         let finished = driver.as_mut().poll(cx).is_ready();
         // The driver returns Pending right after sending, so an item is handed out at once
         // (no wake-up needed); Pending without an item means it waits on the inner stream.
-        let item = lock(&this.slot).take();
+        let item = this.slot.lock().take();
         if finished {
             this.driver = None;
         }

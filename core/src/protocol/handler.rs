@@ -12,12 +12,13 @@ use crate::spec::OperationKind;
 use crate::trace::{CallSpan, SpanKind};
 use bytes::Bytes;
 use futures::StreamExt;
+use parking_lot::Mutex;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -215,23 +216,18 @@ impl CallHandlerHandle {
 
     /// How many requests are running.
     pub fn in_flight(&self) -> usize {
-        lock(&self.shared.running).len()
+        self.shared.running.lock().len()
     }
 
     /// The ids of the operations served, sorted.
     pub fn operations(&self) -> Vec<String> {
-        let mut ids: Vec<String> = lock(&self.shared.served).keys().cloned().collect();
+        let mut ids: Vec<String> = self.shared.served.lock().keys().cloned().collect();
         ids.sort();
         ids
     }
 
     /// Stops the handler (the same as dropping the handle).
     pub fn stop(self) {}
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every critical section here leaves its data consistent.
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// `call.aborted` events for requests this handler has not seen: the request may still
@@ -307,7 +303,7 @@ struct RunningGuard {
 
 impl Drop for RunningGuard {
     fn drop(&mut self) {
-        lock(&self.shared.running).remove(&self.request_id);
+        self.shared.running.lock().remove(&self.request_id);
     }
 }
 
@@ -325,7 +321,7 @@ impl Shared {
             .map(|spec| spec.id())
             .collect();
         let (added, removed): (Vec<String>, Vec<Served>) = {
-            let mut served = lock(&self.served);
+            let mut served = self.served.lock();
             let gone: Vec<String> = served
                 .keys()
                 .filter(|id| !wanted.contains(*id))
@@ -362,7 +358,7 @@ impl Shared {
             let stop = self.shutdown.child_token();
             let generation = self.generation.fetch_add(1, Ordering::Relaxed);
             // Listed before the task starts: a task that ends at once unlists itself.
-            lock(&self.served).insert(
+            self.served.lock().insert(
                 id.clone(),
                 Served {
                     stop: stop.clone(),
@@ -377,7 +373,7 @@ impl Shared {
                 aborts,
                 stop,
             ));
-            if let Some(served) = lock(&self.served).get_mut(&id)
+            if let Some(served) = self.served.lock().get_mut(&id)
                 && served.generation == generation
             {
                 served.task = Some(task);
@@ -414,7 +410,7 @@ impl Shared {
         // The transport lost a subscription: forget the operation so the next refresh
         // subscribes again.
         tracing::warn!(operation = %id, "a subscription of the call handler ended");
-        let mut served = lock(&self.served);
+        let mut served = self.served.lock();
         if served
             .get(&id)
             .is_some_and(|served| served.generation == generation)
@@ -476,13 +472,13 @@ impl Shared {
     /// Runs a decoded request in its own task (unless it was aborted already or is a duplicate).
     fn start(self: &Arc<Self>, request: CallRequested) {
         let request_id: Arc<str> = Arc::from(request.request_id.as_str());
-        if lock(&self.tombstones).take(&request_id) {
+        if self.tombstones.lock().take(&request_id) {
             tracing::debug!(request_id = %request_id, "the request was aborted before it arrived");
             return;
         }
         let token = self.shutdown.child_token();
         {
-            let mut running = lock(&self.running);
+            let mut running = self.running.lock();
             if running.contains_key(&request_id) {
                 tracing::debug!(request_id = %request_id, "ignoring a duplicate request");
                 return;
@@ -542,10 +538,10 @@ impl Shared {
                 return;
             }
         };
-        let token = lock(&self.running).get(request_id.as_str()).cloned();
+        let token = self.running.lock().get(request_id.as_str()).cloned();
         match token {
             Some(token) => token.cancel(),
-            None => lock(&self.tombstones).insert(Arc::from(request_id)),
+            None => self.tombstones.lock().insert(Arc::from(request_id)),
         }
     }
 

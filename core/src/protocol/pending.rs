@@ -13,13 +13,14 @@ use crate::limits::DEFAULT_MAX_PENDING;
 use crate::trace::{CallSpan, SpanKind};
 use futures::future::BoxFuture;
 use futures::{FutureExt, Stream, StreamExt};
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
@@ -377,21 +378,16 @@ impl Table {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, TableState> {
-        // Every critical section leaves the table consistent.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     fn seq_of(&self, request_id: &str) -> Option<u64> {
         request_id.strip_prefix(&self.prefix)?.parse().ok()
     }
 
     fn len(&self) -> usize {
-        self.lock().entries.len()
+        self.state.lock().entries.len()
     }
 
     fn insert(&self, seq: u64, entry: Entry) -> Result<(), CallError> {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         if let Some(error) = &state.closed {
             return Err(error.clone());
         }
@@ -403,7 +399,7 @@ impl Table {
     }
 
     fn remove(&self, seq: u64) -> Option<Entry> {
-        self.lock().entries.remove(&seq)
+        self.state.lock().entries.remove(&seq)
     }
 
     /// Acts on a decoded event of the reply topic.
@@ -446,7 +442,7 @@ impl Table {
         let Some(seq) = self.seq_of(request_id) else {
             return false;
         };
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         match state.entries.get(&seq) {
             None => false,
             Some(Entry::Stream(sender)) => {
@@ -485,7 +481,7 @@ impl Table {
     /// Fails every pending request and refuses new ones.
     fn close(&self, error: CallError) {
         let entries = {
-            let mut state = self.lock();
+            let mut state = self.state.lock();
             state.closed.get_or_insert(error.clone());
             std::mem::take(&mut state.entries)
         };

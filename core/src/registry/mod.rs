@@ -34,12 +34,13 @@ use arc_swap::ArcSwap;
 use futures::FutureExt;
 use futures::future::{BoxFuture, Either};
 use operation::{Compile, Operation};
+use parking_lot::Mutex;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use tracing::Instrument;
 
 /// Why an operation could not be registered.
@@ -243,7 +244,7 @@ impl OperationRegistry {
     /// [`with_state`](Self::with_state) on a shared registry: calls that start afterwards see
     /// the value.
     pub fn set_state<T: Send + Sync + 'static>(&self, value: T) {
-        let _writer = self.lock_writer();
+        let _writer = self.inner.writer.lock();
         let mut states = StateMap::clone(&self.inner.states.load());
         states.insert(value);
         self.inner.states.store(Arc::new(states));
@@ -336,7 +337,7 @@ impl OperationRegistry {
     }
 
     fn insert(&self, operation: Operation) -> Result<(), RegistryError> {
-        let _writer = self.lock_writer();
+        let _writer = self.inner.writer.lock();
         let current = self.inner.operations.load();
         if let Some(existing) = current.get(&operation.id) {
             return Err(RegistryError::DuplicateId {
@@ -404,7 +405,7 @@ impl OperationRegistry {
 
     /// Removes an operation; returns whether it was there.
     pub fn unregister(&self, id: &str) -> bool {
-        let _writer = self.lock_writer();
+        let _writer = self.inner.writer.lock();
         let current = self.inner.operations.load();
         if !current.contains_key(id) {
             return false;
@@ -414,14 +415,6 @@ impl OperationRegistry {
         self.inner.operations.store(Arc::new(next));
         self.inner.revision.fetch_add(1, Ordering::Release);
         true
-    }
-
-    fn lock_writer(&self) -> std::sync::MutexGuard<'_, ()> {
-        // The guarded data is `()`: a panic elsewhere cannot leave it inconsistent.
-        self.inner
-            .writer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The spec of `id`.
