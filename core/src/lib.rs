@@ -179,7 +179,7 @@ mod trace_context;
 mod typed;
 
 #[doc(hidden)]
-#[path = "private.rs"]
+#[path = "private/mod.rs"]
 pub mod __private;
 
 pub use access::{AccessRule, Identity};

@@ -69,6 +69,8 @@ fn declared_modules(lib: &str, src: &Path) -> BTreeMap<String, PathBuf> {
             continue; // an inline module (`prelude`) is part of the root.
         };
         let path = match path_attr.take() {
+            // `#[path = "x/mod.rs"]`: the module is the whole folder.
+            Some(file) if file.ends_with("mod.rs") => src.join(file).parent().unwrap().to_owned(),
             Some(file) => src.join(file),
             None if src.join(name).is_dir() => src.join(name),
             None => src.join(format!("{name}.rs")),
