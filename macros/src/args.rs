@@ -93,11 +93,17 @@ impl Args {
 struct Slot<T> {
     key: &'static str,
     value: Option<(Span, T)>,
+    /// Set when a second, different value was refused as a conflict (two kinds given).
+    conflict: bool,
 }
 
 impl<T> Slot<T> {
     fn new(key: &'static str) -> Self {
-        Self { key, value: None }
+        Self {
+            key,
+            value: None,
+            conflict: false,
+        }
     }
 
     fn set(&mut self, errors: &Errors, span: Span, value: T) {
@@ -125,7 +131,6 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
             return Args::default();
         }
     };
-    CONFLICT.with(|flag| flag.set(false));
     let mut namespace = Slot::new("namespace");
     let mut name = Slot::new("name");
     let mut kind: Slot<Kind> = Slot::new("kind");
@@ -189,6 +194,7 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
     let namespace_given = metas.iter().any(|meta| {
         meta.path().is_ident("namespace") || closest_key(&meta_key(meta), KEYS) == Some("namespace")
     });
+    let kind_conflict = kind.conflict;
     let kind = kind.value.map(|(span, kind)| (kind, span));
     let (scopes, roles) = access.take().unwrap_or_default();
     Args {
@@ -202,7 +208,7 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
         tool_name: tool_name.take(),
         parsed: true,
         namespace_given,
-        kind_conflict: CONFLICT.with(std::cell::Cell::get),
+        kind_conflict,
     }
 }
 
@@ -254,16 +260,6 @@ fn edit_distance(a: &str, b: &str) -> usize {
     previous[b.len()]
 }
 
-fn slot_conflict(errors: &Errors, span: Span, message: std::fmt::Arguments<'_>) {
-    errors.at(span, message);
-    CONFLICT.with(|flag| flag.set(true));
-}
-
-thread_local! {
-    /// Set when two kinds are given, read once per attribute in [`parse`].
-    static CONFLICT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
 fn set_kind(slot: &mut Slot<Kind>, meta: &Meta, kind: Kind, errors: &Errors) {
     if !matches!(meta, Meta::Path(_)) {
         errors.spanned(
@@ -278,15 +274,17 @@ fn set_kind(slot: &mut Slot<Kind>, meta: &Meta, kind: Kind, errors: &Errors) {
             span,
             format_args!("`{}` is given twice: keep one", kind.keyword()),
         ),
-        Some((_, first)) => slot_conflict(
-            errors,
-            span,
-            format_args!(
-                "an operation has one kind, but both `{}` and `{}` are given: keep one (a query is the default)",
-                first.keyword(),
-                kind.keyword()
-            ),
-        ),
+        Some((_, first)) => {
+            errors.at(
+                span,
+                format_args!(
+                    "an operation has one kind, but both `{}` and `{}` are given: keep one (a query is the default)",
+                    first.keyword(),
+                    kind.keyword()
+                ),
+            );
+            slot.conflict = true;
+        }
         None => slot.value = Some((span, kind)),
     }
 }
