@@ -101,17 +101,7 @@ pub fn new_request_id() -> String {
 impl OperationContext {
     /// A context with a fresh request id and nothing else.
     pub fn new() -> Self {
-        Self {
-            request_id: Arc::from(new_request_id()),
-            parent_request_id: None,
-            identity: None,
-            deadline: None,
-            cancellation: None,
-            env: None,
-            states: None,
-            reporter: None,
-            trace: None,
-        }
+        Self::for_request(new_request_id())
     }
 
     /// A context for an existing request (one that arrived over a transport, say): the given

@@ -142,24 +142,8 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
         let key = meta_key(meta);
         let span = meta.path().span();
         match key.as_str() {
-            "namespace" => {
-                if let Some(lit) = string_value(meta, errors) {
-                    if check_name(&lit, true, errors) {
-                        namespace.set(errors, span, lit);
-                    } else {
-                        namespace.set(errors, span, LitStr::new("", lit.span()));
-                    }
-                }
-            }
-            "name" => {
-                if let Some(lit) = string_value(meta, errors) {
-                    if check_name(&lit, false, errors) {
-                        name.set(errors, span, lit);
-                    } else {
-                        name.set(errors, span, LitStr::new("", lit.span()));
-                    }
-                }
-            }
+            "namespace" => set_name(&mut namespace, meta, true, errors),
+            "name" => set_name(&mut name, meta, false, errors),
             "query" => set_kind(&mut kind, meta, Kind::Query, errors),
             "mutation" => set_kind(&mut kind, meta, Kind::Mutation, errors),
             "subscription" => set_kind(&mut kind, meta, Kind::Subscription, errors),
@@ -210,6 +194,20 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
         namespace_given,
         kind_conflict,
     }
+}
+
+/// `namespace = ".."` or `name = ".."` into its slot; an invalid name is kept as `""` so it
+/// still counts as given (its error is recorded).
+fn set_name(slot: &mut Slot<LitStr>, meta: &Meta, namespace: bool, errors: &Errors) {
+    let Some(lit) = string_value(meta, errors) else {
+        return;
+    };
+    let lit = if check_name(&lit, namespace, errors) {
+        lit
+    } else {
+        LitStr::new("", lit.span())
+    };
+    slot.set(errors, meta.path().span(), lit);
 }
 
 fn meta_key(meta: &Meta) -> String {
@@ -437,18 +435,9 @@ fn parse_access(meta: &Meta, errors: &Errors) -> Option<(Vec<LitStr>, Vec<LitStr
     let mut roles = Slot::new("roles");
     for entry in &entries {
         let key = meta_key(entry);
-        let span = entry.path().span();
         match key.as_str() {
-            "scopes" => {
-                if let Some(values) = string_list(entry, errors) {
-                    scopes.set(errors, span, values);
-                }
-            }
-            "roles" => {
-                if let Some(values) = string_list(entry, errors) {
-                    roles.set(errors, span, values);
-                }
-            }
+            "scopes" => set_string_list(&mut scopes, entry, errors),
+            "roles" => set_string_list(&mut roles, entry, errors),
             _ => errors.spanned(entry.path(), unknown_key(&key, ACCESS_KEYS)),
         }
     }
@@ -456,6 +445,13 @@ fn parse_access(meta: &Meta, errors: &Errors) -> Option<(Vec<LitStr>, Vec<LitStr
         scopes.take().unwrap_or_default(),
         roles.take().unwrap_or_default(),
     ))
+}
+
+/// `scopes = [..]` or `roles = [..]` into its slot.
+fn set_string_list(slot: &mut Slot<Vec<LitStr>>, meta: &Meta, errors: &Errors) {
+    if let Some(values) = string_list(meta, errors) {
+        slot.set(errors, meta.path().span(), values);
+    }
 }
 
 /// `key = ["a", "b"]`.
