@@ -18,7 +18,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 /// How many `call.aborted` events for requests not (yet) seen a handler remembers.
 const TOMBSTONES: usize = 4096;
@@ -255,11 +254,7 @@ impl Shared {
             &span,
             reply_topic,
         );
-        let result = if span.is_active() {
-            serving.instrument(span.span().clone()).await
-        } else {
-            serving.await
-        };
+        let result = span.run_in(serving).await;
         span.finish_with(&result);
         result
     }

@@ -142,11 +142,7 @@ pub(super) async fn call(
     let mut span = CallSpan::start(SpanKind::Client, "pending", &operation_id, &ctx);
     let ctx = span.apply(ctx);
     let calling = call_in(inner, operation_id, input, ctx, &span);
-    let result = if span.is_active() {
-        calling.instrument(span.span().clone()).await
-    } else {
-        calling.await
-    };
+    let result = span.run_in(calling).await;
     span.finish_with(&result);
     result
 }
