@@ -1,5 +1,5 @@
-//! [`Bounds`]: the deadline and cancellation signal a call must respect, and the one race
-//! between a call's work and them.
+//! [`Bounds`]: the deadline ([`Deadline`]) and cancellation signal a call must respect, and
+//! the one race between a call's work and them.
 //!
 //! Every place that waits on a call's behalf (the registry running a handler, the
 //! [`PendingRequestMap`](crate::PendingRequestMap) waiting for a reply, the MCP and OpenAPI
@@ -21,11 +21,59 @@
 //! # }
 //! ```
 
-use crate::context::Deadline;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+
+/// An absolute point in time by which a call must finish, in milliseconds since the Unix epoch
+/// (the wire form of `call.requested.deadline`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Deadline {
+    epoch_millis: u64,
+}
+
+impl Deadline {
+    /// The deadline at `epoch_millis` milliseconds since the Unix epoch.
+    pub const fn from_epoch_millis(epoch_millis: u64) -> Self {
+        Self { epoch_millis }
+    }
+
+    /// The deadline `timeout` from now.
+    pub fn after(timeout: Duration) -> Self {
+        let timeout = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        Self::from_epoch_millis(crate::envelope::now_millis().saturating_add(timeout))
+    }
+
+    /// Milliseconds since the Unix epoch.
+    pub const fn epoch_millis(self) -> u64 {
+        self.epoch_millis
+    }
+
+    /// Time left until the deadline (zero once it has passed).
+    pub fn remaining(self) -> Duration {
+        Duration::from_millis(
+            self.epoch_millis
+                .saturating_sub(crate::envelope::now_millis()),
+        )
+    }
+
+    /// `true` once the deadline has passed.
+    pub fn is_expired(self) -> bool {
+        self.remaining().is_zero()
+    }
+
+    /// The earlier of two deadlines.
+    #[must_use]
+    pub fn min(self, other: Self) -> Self {
+        if other.epoch_millis < self.epoch_millis {
+            other
+        } else {
+            self
+        }
+    }
+}
 
 /// Why [`Bounds`] stopped a call before its work finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

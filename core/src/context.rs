@@ -1,67 +1,50 @@
-//! `OperationContext` and `Deadline`: what a handler knows about the call it serves.
+//! `OperationContext`: what a handler knows about the call it serves, and the [`EnvBackend`]
+//! its nested calls go to.
 
 use crate::access::Identity;
-use crate::bounds::Bounds;
-use crate::env::{EnvBackend, OperationEnv};
+use crate::bounds::{Bounds, Deadline};
+use crate::envelope::ResponseEnvelope;
 use crate::error::CallError;
 use crate::report::{LogLevel, LogRecord, Progress, Reporter};
 use crate::state::StateMap;
-use crate::trace::TraceContext;
+use crate::trace_context::TraceContext;
+use futures::Stream;
+use futures::future::BoxFuture;
+use serde_json::Value;
 use std::fmt;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// An absolute point in time by which a call must finish, in milliseconds since the Unix epoch
-/// (the wire form of `call.requested.deadline`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Deadline {
-    epoch_millis: u64,
-}
+/// A subscription's results: one envelope (or error) per item of the handler's stream.
+pub type EnvelopeStream =
+    Pin<Box<dyn Stream<Item = Result<ResponseEnvelope, CallError>> + Send + 'static>>;
 
-impl Deadline {
-    /// The deadline at `epoch_millis` milliseconds since the Unix epoch.
-    pub const fn from_epoch_millis(epoch_millis: u64) -> Self {
-        Self { epoch_millis }
-    }
+/// Where an env sends its calls: a local registry, or the call protocol.
+///
+/// Implemented by [`OperationRegistry`](crate::OperationRegistry) (trusted, in-process) and by the call protocol's
+/// pending-request map (remote).
+pub trait EnvBackend: Send + Sync + 'static {
+    /// Runs a query or mutation.
+    fn call(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: OperationContext,
+    ) -> BoxFuture<'static, Result<ResponseEnvelope, CallError>>;
 
-    /// The deadline `timeout` from now.
-    pub fn after(timeout: Duration) -> Self {
-        let timeout = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
-        Self::from_epoch_millis(crate::envelope::now_millis().saturating_add(timeout))
-    }
-
-    /// Milliseconds since the Unix epoch.
-    pub const fn epoch_millis(self) -> u64 {
-        self.epoch_millis
-    }
-
-    /// Time left until the deadline (zero once it has passed).
-    pub fn remaining(self) -> Duration {
-        Duration::from_millis(
-            self.epoch_millis
-                .saturating_sub(crate::envelope::now_millis()),
-        )
-    }
-
-    /// `true` once the deadline has passed.
-    pub fn is_expired(self) -> bool {
-        self.remaining().is_zero()
-    }
-
-    /// The earlier of two deadlines.
-    #[must_use]
-    pub fn min(self, other: Self) -> Self {
-        if other.epoch_millis < self.epoch_millis {
-            other
-        } else {
-            self
-        }
-    }
+    /// Starts a subscription.
+    fn subscribe(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: OperationContext,
+    ) -> BoxFuture<'static, Result<EnvelopeStream, CallError>>;
 }
 
 /// What a handler knows about the call it serves: ids, the caller, the deadline, a
-/// cancellation signal, and an [`OperationEnv`] for nested calls.
+/// cancellation signal, and an [`OperationEnv`](crate::OperationEnv) for nested calls.
 ///
 /// `OperationContext::default()` is a valid context for trusted in-process calls: a fresh
 /// request id, no identity, no deadline. Cloning is cheap.
@@ -118,17 +101,7 @@ pub fn new_request_id() -> String {
 impl OperationContext {
     /// A context with a fresh request id and nothing else.
     pub fn new() -> Self {
-        Self {
-            request_id: Arc::from(new_request_id()),
-            parent_request_id: None,
-            identity: None,
-            deadline: None,
-            cancellation: None,
-            env: None,
-            states: None,
-            reporter: None,
-            trace: None,
-        }
+        Self::for_request(new_request_id())
     }
 
     /// A context for an existing request (one that arrived over a transport, say): the given
@@ -314,12 +287,6 @@ impl OperationContext {
             Some(token) => token.cancelled().await,
             None => std::future::pending().await,
         }
-    }
-
-    /// The env for nested calls made on behalf of this call: they carry this request id as
-    /// their parent, the identity, the deadline and a child of the cancellation signal.
-    pub fn env(&self) -> OperationEnv {
-        OperationEnv::from_parent(self.clone())
     }
 
     pub(crate) fn env_backend(&self) -> Option<&Arc<dyn EnvBackend>> {

@@ -1,34 +1,11 @@
-//! `OperationEnv`: calling other operations by id, locally or through the call protocol.
+//! `OperationEnv`: calling other operations by id, locally or through the call protocol
+//! (through whichever [`EnvBackend`] the context carries).
 
-use crate::context::OperationContext;
+use crate::context::{EnvBackend, EnvelopeStream, OperationContext};
 use crate::envelope::ResponseEnvelope;
 use crate::error::CallError;
-use crate::registry::{EnvelopeStream, OperationRegistry};
-use futures::future::BoxFuture;
 use serde_json::Value;
 use std::sync::Arc;
-
-/// Where an env sends its calls: a local registry, or the call protocol.
-///
-/// Implemented by [`OperationRegistry`] (trusted, in-process) and by the call protocol's
-/// pending-request map (remote).
-pub trait EnvBackend: Send + Sync + 'static {
-    /// Runs a query or mutation.
-    fn call(
-        &self,
-        id: &str,
-        input: Value,
-        ctx: OperationContext,
-    ) -> BoxFuture<'static, Result<ResponseEnvelope, CallError>>;
-
-    /// Starts a subscription.
-    fn subscribe(
-        &self,
-        id: &str,
-        input: Value,
-        ctx: OperationContext,
-    ) -> BoxFuture<'static, Result<EnvelopeStream, CallError>>;
-}
 
 /// Namespace-keyed access to operations for code that calls other operations.
 ///
@@ -66,17 +43,6 @@ impl OperationEnv {
             parent: None,
             root: OperationContext::new().with_env(backend),
         }
-    }
-
-    /// An env over a local registry (the trusted path: no access checks).
-    pub fn local(registry: OperationRegistry) -> Self {
-        Self::new(Arc::new(registry))
-    }
-
-    /// An env over the call protocol: calls go out through `map` and are served by whichever
-    /// [`CallHandler`](crate::protocol::CallHandler) serves the operation (access-checked there).
-    pub fn remote(map: crate::protocol::PendingRequestMap) -> Self {
-        Self::new(Arc::new(map))
     }
 
     /// Sets the context root calls start from (identity, deadline, ...). Its env backend is kept.
@@ -185,6 +151,14 @@ impl OperationEnv {
         let input = typed_input::<O>(&input)?;
         let items = self.subscribe(O::ID, input).await?;
         Ok(items.map(|item| item.and_then(typed_envelope::<O>)))
+    }
+}
+
+impl OperationContext {
+    /// The env for nested calls made on behalf of this call: they carry this request id as
+    /// their parent, the identity, the deadline and a child of the cancellation signal.
+    pub fn env(&self) -> OperationEnv {
+        OperationEnv::from_parent(self.clone())
     }
 }
 

@@ -133,6 +133,32 @@
 //! - [`limits`]: every resource bound on outside data, its default and the error it gives.
 //! - [`trace`]: a `tracing` span per call and W3C trace context across processes.
 //! - [`protocol`]: the call protocol ([`PendingRequestMap`], [`CallHandler`], [`PubSub`], [`MemoryPubSub`]).
+//!
+//! ## Architecture
+//!
+//! The modules, from the bottom up. Each one uses only modules listed before it, so there is
+//! no cycle: the registry can be tested without the call protocol, and the protocol could
+//! become a crate of its own. `tests/architecture.rs` reads the sources and fails on a
+//! reference upwards; a new module must be placed in this list.
+//!
+//! 1. `error`: [`CallError`], its protocol [`ErrorCode`] and application [`ErrorKind`].
+//! 2. [`schema`]: schema generation, compiled validation, normalization (cast).
+//! 3. [`limits`]: every resource bound on outside data and the depth check.
+//! 4. `access`: [`AccessRule`] and [`Identity`].
+//! 5. [`state`]: application state ([`State<T>`]) and the state map.
+//! 6. [`report`]: logs and progress a handler reports to its caller.
+//! 7. `spec`: [`OperationSpec`] and [`OperationKind`], what an operation is.
+//! 8. [`envelope`]: [`ResponseEnvelope`], its meta, detection and factories.
+//! 9. `trace_context`: the W3C trace context value (re-exported by [`trace`]).
+//! 10. [`bounds`]: [`Deadline`] and [`Bounds`], the one deadline/cancellation race.
+//! 11. `context`: [`OperationContext`], and the [`EnvBackend`] nested calls go to.
+//! 12. `env`: [`OperationEnv`], nested calls by id through the context's backend.
+//! 13. [`trace`]: the [`CallSpan`](trace::CallSpan) of each call, metrics and OpenTelemetry.
+//! 14. `registry`: [`OperationRegistry`], [`Handler`], the result pipeline and the
+//!     `#[operation]` inventory (a local [`OperationEnv`] is made here).
+//! 15. `typed`: [`TypedOperation`] and [`Input`], typed handles over the registry.
+//! 16. [`protocol`]: the call protocol over [`PubSub`] (a remote [`OperationEnv`] is made here).
+//! 17. `__private`: what the `#[operation]` expansion names; the top, nothing uses it.
 
 pub mod bounds;
 pub mod envelope;
@@ -149,16 +175,17 @@ pub mod report;
 mod spec;
 pub mod state;
 pub mod trace;
+mod trace_context;
 mod typed;
 
 #[doc(hidden)]
-#[path = "private.rs"]
+#[path = "private/mod.rs"]
 pub mod __private;
 
 pub use access::{AccessRule, Identity};
-pub use bounds::{Bounds, Interrupted};
-pub use context::{Deadline, OperationContext, new_request_id};
-pub use env::{EnvBackend, OperationEnv};
+pub use bounds::{Bounds, Deadline, Interrupted};
+pub use context::{EnvBackend, OperationContext, new_request_id};
+pub use env::OperationEnv;
 pub use envelope::{ResponseEnvelope, ResponseMeta};
 pub use error::{CallError, ErrorCode, ErrorKind, Violation};
 #[doc = include_str!("operation.md")]

@@ -93,11 +93,17 @@ impl Args {
 struct Slot<T> {
     key: &'static str,
     value: Option<(Span, T)>,
+    /// Set when a second, different value was refused as a conflict (two kinds given).
+    conflict: bool,
 }
 
 impl<T> Slot<T> {
     fn new(key: &'static str) -> Self {
-        Self { key, value: None }
+        Self {
+            key,
+            value: None,
+            conflict: false,
+        }
     }
 
     fn set(&mut self, errors: &Errors, span: Span, value: T) {
@@ -125,7 +131,6 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
             return Args::default();
         }
     };
-    CONFLICT.with(|flag| flag.set(false));
     let mut namespace = Slot::new("namespace");
     let mut name = Slot::new("name");
     let mut kind: Slot<Kind> = Slot::new("kind");
@@ -137,24 +142,8 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
         let key = meta_key(meta);
         let span = meta.path().span();
         match key.as_str() {
-            "namespace" => {
-                if let Some(lit) = string_value(meta, errors) {
-                    if check_name(&lit, true, errors) {
-                        namespace.set(errors, span, lit);
-                    } else {
-                        namespace.set(errors, span, LitStr::new("", lit.span()));
-                    }
-                }
-            }
-            "name" => {
-                if let Some(lit) = string_value(meta, errors) {
-                    if check_name(&lit, false, errors) {
-                        name.set(errors, span, lit);
-                    } else {
-                        name.set(errors, span, LitStr::new("", lit.span()));
-                    }
-                }
-            }
+            "namespace" => set_name(&mut namespace, meta, true, errors),
+            "name" => set_name(&mut name, meta, false, errors),
             "query" => set_kind(&mut kind, meta, Kind::Query, errors),
             "mutation" => set_kind(&mut kind, meta, Kind::Mutation, errors),
             "subscription" => set_kind(&mut kind, meta, Kind::Subscription, errors),
@@ -189,6 +178,7 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
     let namespace_given = metas.iter().any(|meta| {
         meta.path().is_ident("namespace") || closest_key(&meta_key(meta), KEYS) == Some("namespace")
     });
+    let kind_conflict = kind.conflict;
     let kind = kind.value.map(|(span, kind)| (kind, span));
     let (scopes, roles) = access.take().unwrap_or_default();
     Args {
@@ -202,8 +192,22 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
         tool_name: tool_name.take(),
         parsed: true,
         namespace_given,
-        kind_conflict: CONFLICT.with(std::cell::Cell::get),
+        kind_conflict,
     }
+}
+
+/// `namespace = ".."` or `name = ".."` into its slot; an invalid name is kept as `""` so it
+/// still counts as given (its error is recorded).
+fn set_name(slot: &mut Slot<LitStr>, meta: &Meta, namespace: bool, errors: &Errors) {
+    let Some(lit) = string_value(meta, errors) else {
+        return;
+    };
+    let lit = if check_name(&lit, namespace, errors) {
+        lit
+    } else {
+        LitStr::new("", lit.span())
+    };
+    slot.set(errors, meta.path().span(), lit);
 }
 
 fn meta_key(meta: &Meta) -> String {
@@ -254,16 +258,6 @@ fn edit_distance(a: &str, b: &str) -> usize {
     previous[b.len()]
 }
 
-fn slot_conflict(errors: &Errors, span: Span, message: std::fmt::Arguments<'_>) {
-    errors.at(span, message);
-    CONFLICT.with(|flag| flag.set(true));
-}
-
-thread_local! {
-    /// Set when two kinds are given, read once per attribute in [`parse`].
-    static CONFLICT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
 fn set_kind(slot: &mut Slot<Kind>, meta: &Meta, kind: Kind, errors: &Errors) {
     if !matches!(meta, Meta::Path(_)) {
         errors.spanned(
@@ -278,15 +272,17 @@ fn set_kind(slot: &mut Slot<Kind>, meta: &Meta, kind: Kind, errors: &Errors) {
             span,
             format_args!("`{}` is given twice: keep one", kind.keyword()),
         ),
-        Some((_, first)) => slot_conflict(
-            errors,
-            span,
-            format_args!(
-                "an operation has one kind, but both `{}` and `{}` are given: keep one (a query is the default)",
-                first.keyword(),
-                kind.keyword()
-            ),
-        ),
+        Some((_, first)) => {
+            errors.at(
+                span,
+                format_args!(
+                    "an operation has one kind, but both `{}` and `{}` are given: keep one (a query is the default)",
+                    first.keyword(),
+                    kind.keyword()
+                ),
+            );
+            slot.conflict = true;
+        }
         None => slot.value = Some((span, kind)),
     }
 }
@@ -439,18 +435,9 @@ fn parse_access(meta: &Meta, errors: &Errors) -> Option<(Vec<LitStr>, Vec<LitStr
     let mut roles = Slot::new("roles");
     for entry in &entries {
         let key = meta_key(entry);
-        let span = entry.path().span();
         match key.as_str() {
-            "scopes" => {
-                if let Some(values) = string_list(entry, errors) {
-                    scopes.set(errors, span, values);
-                }
-            }
-            "roles" => {
-                if let Some(values) = string_list(entry, errors) {
-                    roles.set(errors, span, values);
-                }
-            }
+            "scopes" => set_string_list(&mut scopes, entry, errors),
+            "roles" => set_string_list(&mut roles, entry, errors),
             _ => errors.spanned(entry.path(), unknown_key(&key, ACCESS_KEYS)),
         }
     }
@@ -458,6 +445,13 @@ fn parse_access(meta: &Meta, errors: &Errors) -> Option<(Vec<LitStr>, Vec<LitStr
         scopes.take().unwrap_or_default(),
         roles.take().unwrap_or_default(),
     ))
+}
+
+/// `scopes = [..]` or `roles = [..]` into its slot.
+fn set_string_list(slot: &mut Slot<Vec<LitStr>>, meta: &Meta, errors: &Errors) {
+    if let Some(values) = string_list(meta, errors) {
+        slot.set(errors, meta.path().span(), values);
+    }
 }
 
 /// `key = ["a", "b"]`.

@@ -37,15 +37,7 @@ pub fn http_envelope<T>(
     headers: BTreeMap<String, String>,
     content_type: impl Into<String>,
 ) -> ResponseEnvelope<T> {
-    ResponseEnvelope {
-        data,
-        meta: ResponseMeta::Http(HttpMeta {
-            status_code,
-            headers,
-            content_type: content_type.into(),
-            sse: None,
-        }),
-    }
+    with_http_meta(data, status_code, headers, content_type.into(), None)
 }
 
 /// Wraps the data of one Server-Sent Events event of an HTTP response: an
@@ -73,13 +65,23 @@ pub fn http_event_envelope<T>(
     content_type: impl Into<String>,
     sse: SseEventMeta,
 ) -> ResponseEnvelope<T> {
+    with_http_meta(data, status_code, headers, content_type.into(), Some(sse))
+}
+
+fn with_http_meta<T>(
+    data: T,
+    status_code: u16,
+    headers: BTreeMap<String, String>,
+    content_type: String,
+    sse: Option<SseEventMeta>,
+) -> ResponseEnvelope<T> {
     ResponseEnvelope {
         data,
         meta: ResponseMeta::Http(HttpMeta {
             status_code,
             headers,
-            content_type: content_type.into(),
-            sse: Some(sse),
+            content_type,
+            sse,
         }),
     }
 }

@@ -50,11 +50,16 @@
 
 mod depth;
 
-pub use crate::protocol::DEFAULT_MAX_PENDING;
 pub use crate::schema::CAST_MAX_DEPTH;
 pub use depth::{TooDeep, check_depth, dismantle};
 
 pub(crate) use depth::{admit_input, check_input};
+
+/// How many calls and subscriptions one [`PendingRequestMap`](crate::PendingRequestMap) keeps
+/// waiting at once, unless
+/// [`PendingOptions::with_max_pending`](crate::protocol::PendingOptions::with_max_pending) says
+/// otherwise (see the [module docs](self) for why).
+pub const DEFAULT_MAX_PENDING: usize = 65_536;
 
 /// How deep an input may nest arrays and objects (a scalar is depth 0, `[1]` depth 1).
 ///

@@ -4,10 +4,11 @@ use super::pubsub::{PubSub, Receipt, Subscription, TransportError};
 use bytes::Bytes;
 use futures::future::{self, BoxFuture};
 use futures::{FutureExt, Stream};
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fmt;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use tokio::sync::mpsc;
 
@@ -83,13 +84,8 @@ impl Topic {
 }
 
 impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // Every critical section leaves the map consistent, even if a send panicked.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     fn publish(&self, topic_name: &str, payload: &Bytes) -> Receipt {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         let Some(topic) = state.topics.get_mut(topic_name) else {
             return Receipt::delivered(0);
         };
@@ -120,7 +116,7 @@ impl Inner {
 
     fn add(self: &Arc<Self>, topic: &str, group: Option<&str>) -> Subscription {
         let (sender, receiver) = mpsc::unbounded_channel();
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         state.next_id += 1;
         let id = state.next_id;
         let entry = state.topics.entry(topic.to_owned()).or_default();
@@ -146,7 +142,7 @@ impl Inner {
     }
 
     fn remove(&self, topic_name: &str, group: Option<&str>, id: u64) {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         let Some(topic) = state.topics.get_mut(topic_name) else {
             return;
         };
@@ -175,19 +171,24 @@ impl MemoryPubSub {
 
     /// How many subscriptions `topic` has (plain subscribers plus group members).
     pub fn subscriber_count(&self, topic: &str) -> usize {
-        self.inner.lock().topics.get(topic).map_or(0, |topic| {
-            topic.subscribers.len()
-                + topic
-                    .groups
-                    .values()
-                    .map(|group| group.members.len())
-                    .sum::<usize>()
-        })
+        self.inner
+            .state
+            .lock()
+            .topics
+            .get(topic)
+            .map_or(0, |topic| {
+                topic.subscribers.len()
+                    + topic
+                        .groups
+                        .values()
+                        .map(|group| group.members.len())
+                        .sum::<usize>()
+            })
     }
 
     /// How many topics have at least one subscription.
     pub fn topic_count(&self) -> usize {
-        self.inner.lock().topics.len()
+        self.inner.state.lock().topics.len()
     }
 }
 

@@ -39,12 +39,8 @@
 //!
 //! # Topic layout
 //!
-//! | topic | events | published by | received by |
-//! |---|---|---|---|
-//! | `opkit.request.<operationId>` | `call.requested` | callers | **one** handler serving the operation (group `opkit.handlers`) |
-//! | `opkit.abort.<operationId>` | `call.aborted` | callers | every handler serving the operation |
-//! | `opkit.reply.<callerId>` | `call.responded`, `call.completed`, `call.error` | handlers | the one caller owning `callerId` |
-//! | `opkit.reply` (fallback) | the same | handlers | foreign callers whose request ids carry no caller id |
+//! Each operation has a request topic and an abort topic, and each caller a reply topic: the
+//! table of the topics, their events, publishers and listeners is in [`topics`].
 //!
 //! Why this layout:
 //!
@@ -179,9 +175,10 @@ mod pubsub;
 pub mod topics;
 mod wire;
 
+pub use crate::limits::DEFAULT_MAX_PENDING;
 pub use handler::{CallHandler, CallHandlerHandle, DEFAULT_REFRESH_INTERVAL, SpawnError};
 pub use memory::MemoryPubSub;
-pub use pending::{DEFAULT_MAX_PENDING, DEFAULT_TIMEOUT, PendingOptions, PendingRequestMap};
+pub use pending::{DEFAULT_TIMEOUT, PendingOptions, PendingRequestMap};
 pub use pubsub::{PubSub, Receipt, Subscription, TransportError};
 pub use wire::{
     CallAborted, CallCompleted, CallEvent, CallFailed, CallRequested, CallResponded, WireError,

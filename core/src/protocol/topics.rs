@@ -1,11 +1,14 @@
 //! Topic names and request ids: how the call protocol lays its traffic out on a bus.
 //!
-//! | topic | who publishes | who listens | delivery |
-//! |---|---|---|---|
-//! | `opkit.request.<operationId>` | callers (`call.requested`) | every [`CallHandler`](super::CallHandler) serving the operation, in the group [`HANDLER_GROUP`] | each message to **one** member (competing consumers) |
-//! | `opkit.abort.<operationId>` | callers (`call.aborted`) | every handler serving the operation | every listener (broadcast) |
-//! | `opkit.reply.<callerId>` | handlers (`call.responded`, `call.completed`, `call.error`) | the one [`PendingRequestMap`](super::PendingRequestMap) owning `callerId` | every listener |
-//! | `opkit.reply` | handlers, for request ids without a caller part | foreign callers that filter by request id | every listener |
+//! | topic | events | published by | received by | delivery |
+//! |---|---|---|---|---|
+//! | `opkit.request.<operationId>` | `call.requested` | callers | every [`CallHandler`](super::CallHandler) serving the operation, in the group [`HANDLER_GROUP`] | each message to **one** member (competing consumers) |
+//! | `opkit.abort.<operationId>` | `call.aborted` | callers | every handler serving the operation | every listener (broadcast) |
+//! | `opkit.reply.<callerId>` | `call.responded`, `call.completed`, `call.error` | handlers | the one [`PendingRequestMap`](super::PendingRequestMap) owning `callerId` | every listener |
+//! | `opkit.reply` (fallback) | the same | handlers, for request ids without a caller part | foreign callers, which filter by request id | every listener |
+//!
+//! This is the one copy of the table; the [protocol docs](super#topic-layout) say why the
+//! layout is so.
 //!
 //! Request ids minted by a [`PendingRequestMap`](super::PendingRequestMap) are
 //! `<callerId>:<sequence>`; a handler answers on the reply topic of the part before the last

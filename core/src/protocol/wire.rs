@@ -6,7 +6,7 @@
 //! `null` counts as absent, and unknown fields are ignored (forward compatibility).
 
 use crate::access::Identity;
-use crate::context::Deadline;
+use crate::bounds::Deadline;
 use crate::envelope::{EnvelopeError, ResponseEnvelope};
 use crate::error::{CallError, ErrorCode, ErrorKind};
 use crate::schema::json_type_name;

@@ -6,38 +6,37 @@
 //! context's deadline becomes `TIMEOUT`, its cancellation `ABORTED`), and finish the result in
 //! the shared pipeline (detect → wrap → normalize → validate). Access rules are *not* checked
 //! here; the call protocol and the servers check them before calling in.
+//!
+//! This module holds the operations (registration, lookup, application state); `dispatch`
+//! calls them, `run` and `stream` guard a running handler, `pipeline` finishes its results,
+//! `operation` is one compiled operation, `linked` the `#[operation]`s linked in.
 
+mod dispatch;
 mod handler;
+mod linked;
 mod operation;
 mod pipeline;
 mod run;
 mod stream;
 
 pub use handler::Handler;
+pub use linked::{OperationRegistration, registrations};
 pub use stream::EnvelopeStream;
 
 pub(crate) use run::{run_guarded, start_guarded_stream};
 pub(crate) use stream::TracedStream;
 
 use crate::context::OperationContext;
-use crate::env::EnvBackend;
-use crate::envelope::ResponseEnvelope;
-use crate::error::{CallError, ErrorCode};
 use crate::schema::SchemaError;
 use crate::spec::{OperationKind, OperationSpec};
 use crate::state::StateMap;
-use crate::trace::{CallSpan, SpanKind};
 use arc_swap::ArcSwap;
-use futures::FutureExt;
-use futures::future::{BoxFuture, Either};
 use operation::{Compile, Operation};
-use serde_json::Value;
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fmt;
-use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
-use tracing::Instrument;
+use std::sync::{Arc, Weak};
 
 /// Why an operation could not be registered.
 #[derive(Debug, thiserror::Error)]
@@ -213,7 +212,7 @@ impl OperationRegistry {
     /// duplicate route); the message names the id and both definitions.
     pub fn from_inventory() -> Self {
         let registry = Self::new();
-        for registration in crate::__private::registrations() {
+        for registration in linked::registrations() {
             if let Err(error) = (registration.register)(&registry) {
                 panic!("OperationRegistry::from_inventory: {error}");
             }
@@ -240,7 +239,7 @@ impl OperationRegistry {
     /// [`with_state`](Self::with_state) on a shared registry: calls that start afterwards see
     /// the value.
     pub fn set_state<T: Send + Sync + 'static>(&self, value: T) {
-        let _writer = self.lock_writer();
+        let _writer = self.inner.writer.lock();
         let mut states = StateMap::clone(&self.inner.states.load());
         states.insert(value);
         self.inner.states.store(Arc::new(states));
@@ -333,7 +332,7 @@ impl OperationRegistry {
     }
 
     fn insert(&self, operation: Operation) -> Result<(), RegistryError> {
-        let _writer = self.lock_writer();
+        let _writer = self.inner.writer.lock();
         let current = self.inner.operations.load();
         if let Some(existing) = current.get(&operation.id) {
             return Err(RegistryError::DuplicateId {
@@ -371,7 +370,7 @@ impl OperationRegistry {
     pub fn register_operation<F: 'static>(&self, operation: F) -> Result<(), RegistryError> {
         let wanted = std::any::TypeId::of::<F>();
         drop(operation);
-        let registration = crate::__private::registrations()
+        let registration = linked::registrations()
             .find(|registration| (registration.fn_type_id)() == wanted)
             .ok_or(RegistryError::NotAnOperation {
                 type_name: std::any::type_name::<F>(),
@@ -401,7 +400,7 @@ impl OperationRegistry {
 
     /// Removes an operation; returns whether it was there.
     pub fn unregister(&self, id: &str) -> bool {
-        let _writer = self.lock_writer();
+        let _writer = self.inner.writer.lock();
         let current = self.inner.operations.load();
         if !current.contains_key(id) {
             return false;
@@ -411,14 +410,6 @@ impl OperationRegistry {
         self.inner.operations.store(Arc::new(next));
         self.inner.revision.fetch_add(1, Ordering::Release);
         true
-    }
-
-    fn lock_writer(&self) -> std::sync::MutexGuard<'_, ()> {
-        // The guarded data is `()`: a panic elsewhere cannot leave it inconsistent.
-        self.inner
-            .writer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The spec of `id`.
@@ -475,210 +466,5 @@ impl OperationRegistry {
     /// `true` when no operation is registered.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// Runs a query or mutation: look up, validate the input, run, finish in the pipeline.
-    ///
-    /// Validation first refuses an input nested deeper than
-    /// [`MAX_INPUT_DEPTH`](crate::limits::MAX_INPUT_DEPTH) (`VALIDATION_ERROR`), so no
-    /// recursive code sees it. No access check: this is the trusted in-process path. The
-    /// lookup, the input check and the handler's start happen in this call; the returned
-    /// future (`'static`: it borrows nothing, so it can be spawned) runs the handler and
-    /// finishes its result.
-    pub fn execute(
-        &self,
-        id: &str,
-        input: Value,
-        ctx: &OperationContext,
-    ) -> impl Future<Output = Result<ResponseEnvelope, CallError>> + Send + 'static + use<> {
-        self.inner.execute(id, input, ctx)
-    }
-
-    /// Starts a subscription: the same checks as `execute` up front, then one envelope per
-    /// item. Dropping the stream drops the handler's stream.
-    pub async fn subscribe(
-        &self,
-        id: &str,
-        input: Value,
-        ctx: &OperationContext,
-    ) -> Result<EnvelopeStream, CallError> {
-        self.inner.subscribe(id, input, ctx)
-    }
-
-    /// Validates `input` against the input schema of `id` (every violation is reported).
-    pub fn validate_input(&self, id: &str, input: &Value) -> Result<(), CallError> {
-        let operation = self
-            .inner
-            .find(id)
-            .ok_or_else(|| CallError::operation_not_found(id))?;
-        crate::limits::check_input(input)?;
-        run::validate_input(&operation, input)
-    }
-}
-
-impl RegistryInner {
-    fn find(&self, id: &str) -> Option<Arc<Operation>> {
-        self.operations.load().get(id).cloned()
-    }
-
-    fn find_kind(&self, id: &str, stream: bool) -> Result<Arc<Operation>, CallError> {
-        let operation = self
-            .find(id)
-            .ok_or_else(|| CallError::operation_not_found(id))?;
-        if operation.spec.kind.is_stream() != stream {
-            let hint = if stream {
-                "call it with execute"
-            } else {
-                "call it with subscribe"
-            };
-            return Err(CallError::new(
-                ErrorCode::ValidationError,
-                format!("`{id}` is a {}: {hint}", operation.spec.kind),
-            ));
-        }
-        Ok(operation)
-    }
-
-    /// The context the handler sees: the caller's, with this registry as env when it has
-    /// none, and this registry's state over the context's.
-    fn handler_context(&self, ctx: &OperationContext) -> OperationContext {
-        let ctx = match (ctx.env_backend(), self.this.upgrade()) {
-            (None, Some(this)) => ctx.clone().with_env(this),
-            _ => ctx.clone(),
-        };
-        let states = self.states.load();
-        if states.is_empty() {
-            ctx
-        } else {
-            ctx.with_registry_states(&states)
-        }
-    }
-
-    fn execute(
-        &self,
-        id: &str,
-        input: Value,
-        ctx: &OperationContext,
-    ) -> impl Future<Output = Result<ResponseEnvelope, CallError>> + Send + 'static + use<> {
-        if !CallSpan::wanted() {
-            // Nothing listens: the plain path, with no span to build.
-            return Either::Left(self.execute_plain(id, input, ctx));
-        }
-        let mut span = CallSpan::start(SpanKind::Internal, "execute", id, ctx);
-        if !span.is_active() {
-            // Nothing records this span: the plain path, with nothing to enter or record.
-            return Either::Left(self.execute_plain(id, input, ctx));
-        }
-        let ctx = span.apply(ctx.clone());
-        let running = {
-            let _entered = span.span().enter();
-            self.execute_plain(id, input, &ctx)
-        };
-        let instrument = span.span().clone();
-        // Boxed, so the plain path's future (the common one) does not grow to this one's size.
-        Either::Right(Box::pin(async move {
-            let result = running.instrument(instrument).await;
-            span.finish_with(&result);
-            result
-        }))
-    }
-
-    fn execute_plain(
-        &self,
-        id: &str,
-        input: Value,
-        ctx: &OperationContext,
-    ) -> impl Future<Output = Result<ResponseEnvelope, CallError>> + Send + 'static + use<> {
-        let started = crate::limits::admit_input(input).and_then(|input| {
-            let operation = self.find_kind(id, false)?;
-            run::validate_input(&operation, &input)?;
-            let running = run::start_unary(&operation, input, self.handler_context(ctx))?;
-            Ok((operation, running))
-        });
-        async move {
-            let (operation, (mut future, bounds)) = started?;
-            let value = run::guard(&*operation.id, future.as_mut(), bounds).await?;
-            Ok(pipeline::finish(&operation, value))
-        }
-    }
-
-    fn subscribe(
-        &self,
-        id: &str,
-        input: Value,
-        ctx: &OperationContext,
-    ) -> Result<EnvelopeStream, CallError> {
-        if !CallSpan::wanted() {
-            return self.subscribe_plain(id, input, ctx);
-        }
-        let mut span = CallSpan::start(SpanKind::Internal, "subscribe", id, ctx);
-        if !span.is_active() {
-            return self.subscribe_plain(id, input, ctx);
-        }
-        let ctx = span.apply(ctx.clone());
-        let started = {
-            let _entered = span.span().enter();
-            self.subscribe_plain(id, input, &ctx)
-        };
-        match started {
-            Ok(items) => Ok(Box::pin(TracedStream::new(items, span))),
-            Err(error) => {
-                span.finish(Err(&error));
-                Err(error)
-            }
-        }
-    }
-
-    fn subscribe_plain(
-        &self,
-        id: &str,
-        input: Value,
-        ctx: &OperationContext,
-    ) -> Result<EnvelopeStream, CallError> {
-        let input = crate::limits::admit_input(input)?;
-        let operation = self.find_kind(id, true)?;
-        run::validate_input(&operation, &input)?;
-        run::start_stream(operation, input, self.handler_context(ctx))
-    }
-}
-
-impl EnvBackend for RegistryInner {
-    fn call(
-        &self,
-        id: &str,
-        input: Value,
-        ctx: OperationContext,
-    ) -> BoxFuture<'static, Result<ResponseEnvelope, CallError>> {
-        self.execute(id, input, &ctx).boxed()
-    }
-
-    fn subscribe(
-        &self,
-        id: &str,
-        input: Value,
-        ctx: OperationContext,
-    ) -> BoxFuture<'static, Result<EnvelopeStream, CallError>> {
-        let result = RegistryInner::subscribe(self, id, input, &ctx);
-        futures::future::ready(result).boxed()
-    }
-}
-
-impl EnvBackend for OperationRegistry {
-    fn call(
-        &self,
-        id: &str,
-        input: Value,
-        ctx: OperationContext,
-    ) -> BoxFuture<'static, Result<ResponseEnvelope, CallError>> {
-        self.inner.call(id, input, ctx)
-    }
-
-    fn subscribe(
-        &self,
-        id: &str,
-        input: Value,
-        ctx: OperationContext,
-    ) -> BoxFuture<'static, Result<EnvelopeStream, CallError>> {
-        EnvBackend::subscribe(&*self.inner, id, input, ctx)
     }
 }

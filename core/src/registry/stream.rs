@@ -14,9 +14,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-/// A subscription's results: one envelope (or error) per item of the handler's stream.
-pub type EnvelopeStream =
-    Pin<Box<dyn Stream<Item = Result<ResponseEnvelope, CallError>> + Send + 'static>>;
+pub use crate::context::EnvelopeStream;
 
 /// Wraps a handler's stream: pipeline per item, panics and the deadline end it with an error,
 /// cancellation ends it with `ABORTED`. Dropping it drops the handler's stream.

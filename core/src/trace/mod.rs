@@ -31,12 +31,11 @@
 //! With the `metrics` feature, every call also reports to the [`metrics`](https://docs.rs/metrics)
 //! facade (see the `metrics` module).
 
-mod context;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 #[cfg(feature = "opentelemetry")]
 pub mod otel;
 mod span;
 
-pub use context::{MAX_TRACESTATE_LEN, TraceContext, TraceContextError};
+pub use crate::trace_context::{MAX_TRACESTATE_LEN, TraceContext, TraceContextError};
 pub use span::{CallSpan, SpanKind, TARGET};

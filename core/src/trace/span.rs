@@ -161,6 +161,15 @@ impl CallSpan {
         &self.span
     }
 
+    /// Runs `work` inside the span when it is active, plainly otherwise.
+    pub(crate) async fn run_in<F: std::future::Future>(&self, work: F) -> F::Output {
+        if self.is_active() {
+            tracing::Instrument::instrument(work, self.span.clone()).await
+        } else {
+            work.await
+        }
+    }
+
     /// The trace context of this span: what the call's handler runs with and what a client
     /// span sends on. `None` for an in-process span nobody records (the context's own trace,
     /// if any, stays as it is).

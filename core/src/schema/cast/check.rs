@@ -218,15 +218,7 @@ impl<'a> Caster<'a> {
         budget: &mut usize,
     ) -> bool {
         let count = object.len() as u64;
-        if map
-            .get("minProperties")
-            .and_then(Value::as_u64)
-            .is_some_and(|min| count < min)
-            || map
-                .get("maxProperties")
-                .and_then(Value::as_u64)
-                .is_some_and(|max| count > max)
-        {
+        if !within_bounds(map, "minProperties", "maxProperties", count) {
             return false;
         }
         if let Some(names) = map.get("propertyNames")
@@ -301,15 +293,7 @@ impl<'a> Caster<'a> {
         budget: &mut usize,
     ) -> bool {
         let count = items.len() as u64;
-        if map
-            .get("minItems")
-            .and_then(Value::as_u64)
-            .is_some_and(|min| count < min)
-            || map
-                .get("maxItems")
-                .and_then(Value::as_u64)
-                .is_some_and(|max| count > max)
-        {
+        if !within_bounds(map, "minItems", "maxItems", count) {
             return false;
         }
         if map.get("uniqueItems") == Some(&Value::Bool(true)) {
@@ -416,18 +400,17 @@ fn evaluates<'a>(caster: &Caster<'a>, maps: &[&'a Keywords], key: &str) -> bool 
     }) || !caster.pattern_schemas(maps, key).is_empty()
 }
 
+/// Whether `count` is within the `min` and `max` keywords of `map` (each optional):
+/// `minProperties`/`maxProperties`, `minItems`/`maxItems`, `minLength`/`maxLength`.
+fn within_bounds(map: &Keywords, min: &str, max: &str, count: u64) -> bool {
+    let bound = |key: &str| map.get(key).and_then(Value::as_u64);
+    bound(min).is_none_or(|min| count >= min) && bound(max).is_none_or(|max| count <= max)
+}
+
 /// `minLength`, `maxLength` (in code points) and `pattern`.
 fn check_string<'a>(caster: &Caster<'a>, map: &'a Keywords, text: &str) -> bool {
     let length = text.chars().count() as u64;
-    if map
-        .get("minLength")
-        .and_then(Value::as_u64)
-        .is_some_and(|min| length < min)
-        || map
-            .get("maxLength")
-            .and_then(Value::as_u64)
-            .is_some_and(|max| length > max)
-    {
+    if !within_bounds(map, "minLength", "maxLength", length) {
         return false;
     }
     match map.get("pattern") {

@@ -1,0 +1,182 @@
+//! The handlers an `#[operation]` registers (unary and stream), the stream forwarding that
+//! lets a stream fn borrow its context, and the typed `call` / `subscribe`.
+
+use super::*;
+
+/// The JSON handler of a query or mutation: decode the input, `run` the fn, encode.
+pub fn unary_handler<O, F, Fut>(codec: Codec<O::Input, O::Output>, run: F) -> Handler
+where
+    O: TypedOperation,
+    F: Fn(O::Input, OperationContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Produced<O::Output>, CallError>> + Send + 'static,
+{
+    Handler::unary(move |input, ctx| {
+        let started = codec.decode(O::ID, input).map(|input| run(input, ctx));
+        async move { codec.encode(O::ID, started?.await?) }
+    })
+}
+
+/// The JSON handler of a subscription: decode the input, `start` the stream, encode items.
+pub fn stream_handler<O, F, S>(codec: Codec<O::Input, O::Output>, start: F) -> Handler
+where
+    O: TypedOperation,
+    F: Fn(O::Input, OperationContext) -> S + Send + Sync + 'static,
+    S: Stream<Item = Result<Produced<O::Output>, CallError>> + Send + 'static,
+{
+    Handler::stream(move |input, ctx| match codec.decode(O::ID, input) {
+        Ok(input) => start(input, ctx)
+            .map(move |item| codec.encode(O::ID, item?))
+            .left_stream(),
+        Err(error) => stream::once(async move { Err(error) }).right_stream(),
+    })
+}
+
+/// A stream made by an `async fn` returning `impl Stream`: the future, then its items.
+pub fn flatten_stream<Fut>(start: Fut) -> impl Stream<Item = <Fut::Output as Stream>::Item>
+where
+    Fut: Future,
+    Fut::Output: Stream,
+{
+    stream::once(start).flatten()
+}
+
+/// A stream whose items a future `drive` sends through a [`Sink`]: lets the future own
+/// what the stream borrows (the context a stream fn takes by reference).
+pub fn forward_stream<T, F, Fut>(drive: F) -> impl Stream<Item = T>
+where
+    F: FnOnce(Sink<T>) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let slot = Arc::new(parking_lot::Mutex::new(None));
+    let driver = Box::pin(drive(Sink { slot: slot.clone() }));
+    Forward {
+        driver: Some(driver),
+        slot,
+    }
+}
+
+/// Drives `items` into `sink`, one item per poll of the outer stream.
+pub async fn forward<S: Stream>(items: S, sink: Sink<S::Item>) {
+    let mut items = std::pin::pin!(items);
+    while let Some(item) = items.next().await {
+        sink.send(item).await;
+    }
+}
+
+/// Where a [`forward_stream`] driver puts its items.
+pub struct Sink<T> {
+    slot: Arc<parking_lot::Mutex<Option<T>>>,
+}
+
+impl<T> Sink<T> {
+    async fn send(&self, item: T) {
+        *self.slot.lock() = Some(item);
+        // Give control back so the outer stream can hand the item out.
+        let mut yielded = false;
+        std::future::poll_fn(|_| {
+            if std::mem::replace(&mut yielded, true) {
+                std::task::Poll::Ready(())
+            } else {
+                std::task::Poll::Pending
+            }
+        })
+        .await;
+    }
+}
+
+struct Forward<T, Fut> {
+    driver: Option<std::pin::Pin<Box<Fut>>>,
+    slot: Arc<parking_lot::Mutex<Option<T>>>,
+}
+
+impl<T, Fut: Future<Output = ()>> Stream for Forward<T, Fut> {
+    type Item = T;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<T>> {
+        let this = &mut *self;
+        let Some(driver) = this.driver.as_mut() else {
+            return std::task::Poll::Ready(None);
+        };
+        let finished = driver.as_mut().poll(cx).is_ready();
+        // The driver returns Pending right after sending, so an item is handed out at once
+        // (no wake-up needed); Pending without an item means it waits on the inner stream.
+        let item = this.slot.lock().take();
+        if finished {
+            this.driver = None;
+        }
+        match item {
+            Some(item) => std::task::Poll::Ready(Some(item)),
+            None if finished => std::task::Poll::Ready(None),
+            None => std::task::Poll::Pending,
+        }
+    }
+}
+
+impl<T, Fut> Unpin for Forward<T, Fut> {}
+
+/// The typed call of a query or mutation: the fn runs directly (no JSON), guarded like a
+/// registry call (panic → `EXECUTION_ERROR`, deadline → `TIMEOUT`, cancellation →
+/// `ABORTED`); data is wrapped with `local_envelope`, an envelope passes through.
+pub fn call_unary<O, F, Fut>(
+    ctx: &OperationContext,
+    run: F,
+) -> impl Future<Output = Result<ResponseEnvelope<O::Output>, CallError>> + use<O, F, Fut>
+where
+    O: TypedOperation,
+    F: FnOnce(OperationContext) -> Fut,
+    Fut: Future<Output = Result<Produced<O::Output>, CallError>>,
+{
+    let ctx = ctx.clone();
+    async move {
+        let mut span = CallSpan::start(SpanKind::Internal, "typed", O::ID, &ctx);
+        if !span.is_active() {
+            let produced = crate::registry::run_guarded(O::ID, ctx, run).await?;
+            return Ok(produced.into_envelope(O::ID));
+        }
+        span.record_kind(O::KIND);
+        let ctx = span.apply(ctx);
+        let result = crate::registry::run_guarded(O::ID, ctx, run)
+            .instrument(span.span().clone())
+            .await
+            .map(|produced| produced.into_envelope(O::ID));
+        span.finish_with(&result);
+        result
+    }
+}
+
+/// The typed subscription: the fn's stream, guarded like a registry subscription, one
+/// envelope per item.
+pub fn subscribe_typed<O, F, S>(
+    ctx: &OperationContext,
+    start: F,
+) -> impl Stream<Item = Result<ResponseEnvelope<O::Output>, CallError>> + use<O, F, S>
+where
+    O: TypedOperation,
+    F: FnOnce(OperationContext) -> S,
+    S: Stream<Item = Result<Produced<O::Output>, CallError>>,
+{
+    let mut span = CallSpan::start(SpanKind::Internal, "typed", O::ID, ctx);
+    let ctx = span.apply(ctx.clone());
+    let started = {
+        let _entered = span.is_active().then(|| span.span().enter());
+        crate::registry::start_guarded_stream(Arc::from(O::ID), ctx, |ctx| {
+            Box::pin(start(ctx).map(|item| Ok(item?.into_envelope(O::ID))))
+        })
+    };
+    match started {
+        Ok(items) if span.is_active() => {
+            span.record_kind(O::KIND);
+            crate::registry::TracedStream::new(items, span)
+                .left_stream()
+                .left_stream()
+        }
+        Ok(items) => items.right_stream().left_stream(),
+        Err(error) => {
+            span.finish(Err(&error));
+            stream::once(async move { Err(error) }).right_stream()
+        }
+    }
+}

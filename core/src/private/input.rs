@@ -1,0 +1,258 @@
+//! The input side of an `#[operation]`: parameter checks, `Input<T>`, the per-field input
+//! object, and `State<T>` parameters.
+
+use super::*;
+
+/// One parameter of an operation with one input field per parameter, type-erased.
+pub struct Field {
+    /// The JSON name.
+    pub name: &'static str,
+    /// The parameter's doc comment.
+    pub description: Option<&'static str>,
+    /// The field's schema.
+    pub schema: fn(&mut SchemaGenerator) -> Schema,
+    /// Whether the field may be left out (its type accepts `null`, like `Option<T>`).
+    pub optional: fn() -> bool,
+}
+
+/// One parameter of type `T`: the only place generated code requires `T`'s traits, so a
+/// missing impl is reported once, at the parameter's type.
+pub struct TypedField<T> {
+    field: Field,
+    read: fn(Option<Value>) -> Result<T, String>,
+}
+
+/// The field `name` of type `T`.
+pub const fn typed_field<T: ParamDeserialize + ParamSchema>(
+    name: &'static str,
+    description: Option<&'static str>,
+) -> TypedField<T> {
+    TypedField {
+        field: Field {
+            name,
+            description,
+            schema: field_schema::<T>,
+            optional: field_optional::<T>,
+        },
+        read: read_field::<T>,
+    }
+}
+
+impl<T> TypedField<T> {
+    /// The type-erased field, for the input schema.
+    pub const fn erase(&self) -> Field {
+        Field {
+            name: self.field.name,
+            description: self.field.description,
+            schema: self.field.schema,
+            optional: self.field.optional,
+        }
+    }
+}
+
+fn field_schema<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    generator.subschema_for::<T>()
+}
+
+/// A field of type `T` may be left out when `T` deserializes from `null` (`Option<T>`, `()`,
+/// `serde_json::Value`); a missing field is then read as `null`.
+fn field_optional<T: DeserializeOwned>() -> bool {
+    serde_json::from_value::<T>(Value::Null).is_ok()
+}
+
+fn read_field<T: DeserializeOwned>(value: Option<Value>) -> Result<T, String> {
+    match value {
+        Some(value) => serde_json::from_value(value).map_err(|error| error.to_string()),
+        None => serde_json::from_value(Value::Null).map_err(|_| "missing".to_owned()),
+    }
+}
+
+/// The object schema of a generated input struct, with its definitions kept in `generator`.
+pub fn fields_schema(generator: &mut SchemaGenerator, fields: &[Field]) -> Schema {
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for field in fields {
+        let mut schema = (field.schema)(generator);
+        if let Some(description) = field.description.map(normalize_doc) {
+            schema.insert("description".to_owned(), Value::from(description));
+        }
+        properties.insert(field.name.to_owned(), schema.to_value());
+        if !(field.optional)() {
+            required.push(Value::from(field.name));
+        }
+    }
+    let mut object = Map::new();
+    object.insert("type".to_owned(), Value::from("object"));
+    object.insert("properties".to_owned(), Value::Object(properties));
+    if !required.is_empty() {
+        object.insert("required".to_owned(), Value::Array(required));
+    }
+    Schema::from(object)
+}
+
+/// The input schema (root, with `$defs`) of a generated input struct.
+pub fn fields_input_schema(fields: &[Field]) -> Value {
+    let mut generator = generator(Contract::Deserialize);
+    let mut schema = fields_schema(&mut generator, fields).to_value();
+    let definitions = generator.take_definitions(true);
+    if let Value::Object(object) = &mut schema {
+        let mut root = Map::new();
+        root.insert(
+            "$schema".to_owned(),
+            Value::from("https://json-schema.org/draft/2020-12/schema"),
+        );
+        root.append(object);
+        if !definitions.is_empty() {
+            root.insert("$defs".to_owned(), Value::Object(definitions));
+        }
+        *object = root;
+    }
+    schema
+}
+
+/// A parameter type must be readable from the JSON input.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be an operation parameter: it does not implement `serde::Deserialize`",
+    label = "the operation reads this parameter from its JSON input",
+    note = "derive it on your type: `#[derive(serde::Deserialize, schemars::JsonSchema)]`",
+    note = "for a type from another crate, enable its `serde` feature or wrap it in a type of yours"
+)]
+pub trait ParamDeserialize: DeserializeOwned {}
+impl<T: DeserializeOwned> ParamDeserialize for T {}
+
+/// A parameter type must describe itself as a JSON Schema.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be an operation parameter: it does not implement `schemars::JsonSchema`",
+    label = "the operation's input schema is derived from this type",
+    note = "derive it on your type: `#[derive(serde::Deserialize, schemars::JsonSchema)]`",
+    note = "for a type from another crate, enable its `schemars` feature or wrap it in a type of yours"
+)]
+pub trait ParamSchema: JsonSchema {}
+impl<T: JsonSchema> ParamSchema for T {}
+
+/// A parameter written `Input<T>` must be `opkit::Input<T>`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not `opkit::Input<T>`",
+    label = "a parameter whose type is named `Input<..>` is read as the whole input",
+    note = "use `opkit::Input<T>` (in `opkit::prelude`), or rename your own `Input` type"
+)]
+pub trait IsInput {
+    /// What the input holds.
+    type Inner;
+    /// Wraps the whole input.
+    fn wrap(inner: Self::Inner) -> Self;
+    /// Unwraps it.
+    fn unwrap(self) -> Self::Inner;
+}
+impl<T> IsInput for Input<T> {
+    type Inner = T;
+    fn wrap(inner: T) -> Self {
+        Input(inner)
+    }
+    fn unwrap(self) -> T {
+        self.0
+    }
+}
+
+/// Wraps the whole input as the `Input<T>` parameter.
+pub fn wrap_input<I: IsInput>(inner: I::Inner) -> I {
+    I::wrap(inner)
+}
+
+/// The whole input held by an `Input<T>` argument.
+pub fn unwrap_input<I: IsInput>(input: I) -> I::Inner {
+    input.unwrap()
+}
+
+/// A parameter whose type is named `OperationContext` must be opkit's.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not `opkit::OperationContext`",
+    label = "a parameter whose type is named `OperationContext` receives the call's context",
+    note = "use `&opkit::OperationContext` (in `opkit::prelude`), or rename your own type"
+)]
+pub trait IsContext {}
+impl IsContext for OperationContext {}
+
+/// Checks a context parameter's type.
+pub fn assert_context<T: IsContext + ?Sized>() {}
+
+/// The fields of a JSON input object, one slot per parameter in parameter order, taken one by
+/// one by the generated decoder.
+///
+/// The object is consumed in one pass (no map is rebuilt); keys that name no parameter are
+/// ignored, as a derived `Deserialize` ignores unknown fields.
+pub struct InputFields<const N: usize>([Option<Value>; N]);
+
+impl<const N: usize> InputFields<N> {
+    /// Sorts the entries of `input` into the slots of `fields`.
+    pub fn from_value(input: Value, fields: &[Field; N]) -> Result<Self, serde_json::Error> {
+        let Value::Object(entries) = input else {
+            return Err(serde::de::Error::custom(format_args!(
+                "the input must be a JSON object, found {}",
+                json_type_name(&input)
+            )));
+        };
+        let mut slots = [const { None }; N];
+        for (key, value) in entries {
+            if let Some(index) = fields.iter().position(|field| field.name == key) {
+                slots[index] = Some(value);
+            }
+        }
+        Ok(Self(slots))
+    }
+
+    /// Takes the field in slot `index`; a missing field reads as `null` (so `Option<T>` fields
+    /// are optional).
+    pub fn take<T>(&mut self, index: usize, field: &TypedField<T>) -> Result<T, serde_json::Error> {
+        let name = field.field.name;
+        (field.read)(self.0[index].take()).map_err(|error| {
+            if error == "missing" {
+                serde::de::Error::custom(format_args!("missing field `{name}`"))
+            } else {
+                serde::de::Error::custom(format_args!("field `{name}`: {error}"))
+            }
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Application state
+
+/// A parameter whose type is named `State<..>` must be opkit's.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not `opkit::State<T>`",
+    label = "a parameter whose type is named `State<..>` receives the application state",
+    note = "use `opkit::State<T>` (in `opkit::prelude`), or rename your own `State` type"
+)]
+pub trait IsState {}
+impl<T> IsState for State<T> {}
+
+/// Checks a state parameter's type.
+pub fn assert_state_param<S: IsState>() {}
+
+/// What application state must be: cloned out for each call, shared across tasks.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be application state: it must be `Clone + Send + Sync + 'static`",
+    label = "each call gets a clone of the state the registry was given",
+    note = "wrap it in an `Arc`: `State<Arc<{Self}>>`, given with `registry.with_state(Arc::new(..))`; or derive `Clone` when a clone is cheap (a pool handle)"
+)]
+pub trait StateValue: Clone + Send + Sync + 'static {}
+impl<T: Clone + Send + Sync + 'static> StateValue for T {}
+
+/// The `State<T>` argument of operation `id`, cloned from the context's state.
+pub fn state<T: StateValue>(ctx: &OperationContext, id: &str) -> Result<State<T>, CallError> {
+    ctx.state_opt::<T>()
+        .cloned()
+        .map(State)
+        .ok_or_else(|| crate::state::missing_state(Some(id), std::any::type_name::<T>()))
+}
+
+/// The key of the state `T`, for the spec.
+pub fn state_key<T: 'static>() -> StateKey {
+    StateKey::of::<T>()
+}
+
+/// A stream that fails at once (a state the stream fn needs is missing).
+pub fn failed_stream<T>(error: CallError) -> impl Stream<Item = Result<T, CallError>> {
+    stream::once(async move { Err(error) })
+}

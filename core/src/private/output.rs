@@ -1,0 +1,185 @@
+//! The output side of an `#[operation]`: the shapes a fn may return (plain data, an envelope,
+//! a `Result`) and the probes that tell them apart.
+
+use super::*;
+
+/// Output shape marker: plain data `T`.
+pub struct Plain;
+/// Output shape marker: a `ResponseEnvelope<T>`, passed through.
+pub struct Envelope;
+/// Output shape marker: a `Result<T, E>` whose `Ok` has shape `S`.
+pub struct Fallible<S>(PhantomData<S>);
+
+/// What a function returned, before it becomes an envelope.
+pub enum Produced<T> {
+    /// Data, to be wrapped in a local envelope.
+    Data(T),
+    /// An envelope, passed through.
+    Envelope(ResponseEnvelope<T>),
+}
+
+impl<T> Produced<T> {
+    /// The envelope: data is wrapped with `local_envelope`, an envelope passes through.
+    pub fn into_envelope(self, id: &str) -> ResponseEnvelope<T> {
+        match self {
+            Self::Data(data) => local_envelope(data, id),
+            Self::Envelope(envelope) => envelope,
+        }
+    }
+}
+
+/// A function's return type (or stream item type) in one of the shapes opkit understands.
+///
+/// The macro picks `Shape` from how the type is written: a last path segment `Result<..>` is
+/// [`Fallible`], `ResponseEnvelope` is [`Envelope`], anything else [`Plain`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned by an operation",
+    label = "unsupported output type",
+    note = "an operation returns `T`, `Result<T, E>`, `opkit::ResponseEnvelope<T>` or `()`",
+    note = "a return type whose last path segment is `Result<..>` is read as `std::result::Result` and one named `ResponseEnvelope` as `opkit::ResponseEnvelope`; rename a type of yours that shares those names"
+)]
+pub trait OperationOutput<Shape>: Sized {
+    /// The data type.
+    type Data;
+    /// The error the fn may return (`Infallible` for plain data and envelopes).
+    type Error;
+    /// Splits the value into data or envelope, or the error, which `convert` turns into the
+    /// call's error.
+    fn into_produced<C>(self, convert: C) -> Result<Produced<Self::Data>, CallError>
+    where
+        C: FnOnce(Self::Error) -> CallError;
+}
+
+impl<T> OperationOutput<Plain> for T {
+    type Data = T;
+    type Error = std::convert::Infallible;
+    fn into_produced<C>(self, _: C) -> Result<Produced<T>, CallError> {
+        Ok(Produced::Data(self))
+    }
+}
+
+impl<T> OperationOutput<Envelope> for ResponseEnvelope<T> {
+    type Data = T;
+    type Error = std::convert::Infallible;
+    fn into_produced<C>(self, _: C) -> Result<Produced<T>, CallError> {
+        Ok(Produced::Envelope(self))
+    }
+}
+
+/// The error `E` is converted by the caller (see [`ErrorProbe`]); the error of a nested
+/// `Result` in `T` must convert into `CallError`.
+impl<T, E, S> OperationOutput<Fallible<S>> for Result<T, E>
+where
+    T: OperationOutput<S>,
+    T::Error: Into<CallError>,
+{
+    type Data = T::Data;
+    type Error = E;
+    fn into_produced<C>(self, convert: C) -> Result<Produced<T::Data>, CallError>
+    where
+        C: FnOnce(E) -> CallError,
+    {
+        match self {
+            Ok(value) => value.into_produced(Into::into),
+            Err(error) => Err(convert(error)),
+        }
+    }
+}
+
+/// Output data must serialize.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the output of an operation: it does not implement `serde::Serialize`",
+    label = "the operation's result is serialized from this type",
+    note = "derive it on your type: `#[derive(serde::Serialize, schemars::JsonSchema)]`"
+)]
+pub trait OutputSerialize: Serialize {}
+impl<T: Serialize> OutputSerialize for T {}
+
+/// Output data must describe itself as a JSON Schema.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the output of an operation: it does not implement `schemars::JsonSchema`",
+    label = "the operation's output schema is derived from this type",
+    note = "derive it on your type: `#[derive(serde::Serialize, schemars::JsonSchema)]`"
+)]
+pub trait OutputSchema: JsonSchema {}
+impl<T: JsonSchema> OutputSchema for T {}
+
+/// Probe for output types written as plain data that are really `Result` or `ResponseEnvelope`
+/// behind an alias (autoref specialization: [`ShapedProbe`] applies first when it can).
+pub struct Probe<T>(PhantomData<T>);
+
+impl<T> Probe<T> {
+    /// A probe for `T`.
+    pub const fn new() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<T> Default for Probe<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Implemented by `Result` and `ResponseEnvelope`, the shapes that are not plain data.
+pub trait Shaped {}
+impl<T, E> Shaped for Result<T, E> {}
+impl<T> Shaped for ResponseEnvelope<T> {}
+
+/// The probe's verdict: plain data.
+pub struct IsPlain;
+/// The probe's verdict: a `Result` or `ResponseEnvelope` under another name.
+pub struct HiddenShape;
+
+/// Chosen by method resolution when the probed type is a `Result` or `ResponseEnvelope`.
+pub trait ShapedProbe {
+    /// The verdict.
+    fn verdict(&self) -> HiddenShape {
+        HiddenShape
+    }
+}
+impl<T: Shaped> ShapedProbe for Probe<T> {}
+
+/// Chosen by method resolution otherwise (one autoref further).
+pub trait PlainProbe {
+    /// The verdict.
+    fn verdict(&self) -> IsPlain {
+        IsPlain
+    }
+}
+impl<T> PlainProbe for &Probe<T> {}
+
+/// The probe must find plain data.
+#[diagnostic::on_unimplemented(
+    message = "this return type is a `Result` or a `ResponseEnvelope` behind another name",
+    label = "opkit reads this type as plain data, but it is a `Result` or a `ResponseEnvelope`",
+    note = "opkit tells output shapes apart by how the return type is written: spell it `Result<T, E>` (any path ending in `Result<..>`, e.g. `std::io::Result<T>`) or `ResponseEnvelope<T>`"
+)]
+pub trait PlainVerdict {}
+impl PlainVerdict for IsPlain {}
+
+/// Fails to compile unless the probe found plain data.
+pub fn assert_plain<V: PlainVerdict>(_: V) {}
+
+/// Splits what the fn returned: the one place the return type's shape is checked. The
+/// macro's `convert` turns the fn's error into a `CallError` (see [`ErrorProbe`]).
+pub fn produce<M, R, D, C>(returned: R, convert: C) -> Result<Produced<D>, CallError>
+where
+    R: OperationOutput<M, Data = D>,
+    C: FnOnce(R::Error) -> CallError,
+{
+    returned.into_produced(convert)
+}
+
+/// [`produce`] for each item of a stream.
+pub fn produce_stream<M, S, D, C>(
+    items: S,
+    convert: C,
+) -> impl Stream<Item = Result<Produced<D>, CallError>>
+where
+    S: Stream,
+    S::Item: OperationOutput<M, Data = D>,
+    C: Fn(<S::Item as OperationOutput<M>>::Error) -> CallError,
+{
+    items.map(move |item| item.into_produced(&convert))
+}

@@ -1,0 +1,133 @@
+//! The spec of an `#[operation]` (its attribute facts and doc comment) and the codec its
+//! JSON handler reads input and writes output with.
+
+use super::*;
+
+/// The compile-time facts of an `#[operation]`, from the attribute and the doc comment.
+pub struct SpecParts {
+    /// The namespace.
+    pub namespace: &'static str,
+    /// The name.
+    pub name: &'static str,
+    /// The kind.
+    pub kind: OperationKind,
+    /// The doc comment, when there is one.
+    pub description: Option<&'static str>,
+    /// Required scopes.
+    pub scopes: &'static [&'static str],
+    /// Accepted roles.
+    pub roles: &'static [&'static str],
+    /// The application errors declared with `errors(..)`.
+    pub errors: &'static [ErrorKind],
+    /// The keys of the fn's `State<T>` parameters.
+    pub states: &'static [fn() -> StateKey],
+    /// `file:line` of the definition.
+    pub origin: &'static str,
+    /// `tool_name = ".."`: the [`OperationSpec::EXT_TOOL_NAME`] extension.
+    pub tool_name: Option<&'static str>,
+}
+
+/// The spec of an operation, built once and cloned from `cell` afterwards.
+pub fn cached_spec(
+    cell: &'static OnceLock<OperationSpec>,
+    parts: SpecParts,
+    input_schema: fn() -> Value,
+    output_schema: fn() -> Value,
+) -> OperationSpec {
+    cell.get_or_init(|| {
+        let mut access = AccessRule::scopes(parts.scopes.iter().copied());
+        access = access.with_roles(parts.roles.iter().copied());
+        let mut spec = OperationSpec::new(parts.namespace, parts.name, parts.kind)
+            .input_schema(input_schema())
+            .output_schema(output_schema())
+            .access(access)
+            .origin(parts.origin);
+        for kind in parts.errors {
+            spec = spec.error(*kind);
+        }
+        spec.states = parts.states.iter().map(|key| key()).collect();
+        if let Some(tool_name) = parts.tool_name {
+            spec = spec.extension(OperationSpec::EXT_TOOL_NAME, Value::from(tool_name));
+        }
+        spec.description = parts
+            .description
+            .map(normalize_doc)
+            .filter(|doc| !doc.is_empty());
+        spec
+    })
+    .clone()
+}
+
+/// A doc comment as text: one leading space per line removed (`/// text` gives `" text"`),
+/// blank lines at either end dropped.
+pub(super) fn normalize_doc(doc: &str) -> String {
+    let lines: Vec<&str> = doc
+        .lines()
+        .map(|line| line.strip_prefix(' ').unwrap_or(line).trim_end())
+        .collect();
+    lines.join("\n").trim_matches('\n').to_owned()
+}
+
+pub(super) fn generator(contract: Contract) -> SchemaGenerator {
+    let mut settings = SchemaSettings::draft2020_12();
+    settings.contract = contract;
+    settings.into_generator()
+}
+
+/// The input schema of an operation whose whole input is `T` (a parameter `Input<T>`).
+pub fn whole_input_schema<T: ParamSchema>() -> Value {
+    crate::schema::input_schema_for::<T>()
+}
+
+/// The output schema of an operation whose data is `T`.
+pub fn output_schema<T: OutputSchema>() -> Value {
+    crate::schema::schema_for::<T>()
+}
+
+/// Reads a whole input of type `T` from JSON.
+pub fn decode<T: ParamDeserialize>(input: Value) -> Result<T, serde_json::Error> {
+    serde_json::from_value(input)
+}
+
+/// Writes what a fn returned as JSON (an envelope whole, for the pipeline to detect).
+pub fn encode<T: OutputSerialize>(produced: Produced<T>) -> Result<Value, serde_json::Error> {
+    match produced {
+        Produced::Data(data) => serde_json::to_value(data),
+        Produced::Envelope(envelope) => serde_json::to_value(envelope),
+    }
+}
+
+/// How an operation's JSON handler reads its input and writes its output.
+pub struct Codec<I, D> {
+    /// Reads the input.
+    pub decode: fn(Value) -> Result<I, serde_json::Error>,
+    /// Writes one result.
+    pub encode: fn(Produced<D>) -> Result<Value, serde_json::Error>,
+}
+
+impl<I, D> Codec<I, D> {
+    pub(super) fn decode(&self, id: &str, input: Value) -> Result<I, CallError> {
+        (self.decode)(input).map_err(|error| {
+            CallError::new(
+                ErrorCode::ValidationError,
+                format!("the input of `{id}` is invalid: {error}"),
+            )
+        })
+    }
+
+    pub(super) fn encode(&self, id: &str, produced: Produced<D>) -> Result<Value, CallError> {
+        (self.encode)(produced).map_err(|error| {
+            CallError::execution(format!(
+                "the output of `{id}` could not be serialized: {error}"
+            ))
+        })
+    }
+}
+
+impl<I, D> Clone for Codec<I, D> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<I, D> Copy for Codec<I, D> {}

@@ -1,0 +1,321 @@
+//! One request: decoding its `call.requested`, running it in the registry, publishing its
+//! replies; and the `call.aborted` that cancels it (or leaves a tombstone).
+
+use super::Shared;
+use crate::access::Identity;
+use crate::bounds::Deadline;
+use crate::context::OperationContext;
+use crate::error::CallError;
+use crate::protocol::pubsub::Receipt;
+use crate::protocol::topics;
+use crate::protocol::wire::{CallEvent, CallRequested, WireError};
+use crate::trace::{CallSpan, SpanKind};
+use bytes::Bytes;
+use futures::StreamExt;
+use serde_json::Value;
+use std::collections::{HashSet, VecDeque};
+use std::future::Future;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use tokio_util::sync::CancellationToken;
+
+/// How many `call.aborted` events for requests not (yet) seen a handler remembers.
+const TOMBSTONES: usize = 4096;
+
+/// `call.aborted` events for requests this handler has not seen: the request may still
+/// arrive (events on different topics are not ordered), or it went to another replica.
+#[derive(Default)]
+pub(super) struct Tombstones {
+    order: VecDeque<Arc<str>>,
+    ids: HashSet<Arc<str>, foldhash::fast::RandomState>,
+}
+
+impl Tombstones {
+    fn insert(&mut self, request_id: Arc<str>) {
+        if self.ids.insert(request_id.clone()) {
+            self.order.push_back(request_id);
+        }
+        while self.order.len() > TOMBSTONES {
+            if let Some(oldest) = self.order.pop_front() {
+                self.ids.remove(&oldest);
+            }
+        }
+    }
+
+    fn take(&mut self, request_id: &str) -> bool {
+        if self.ids.remove(request_id) {
+            self.order.retain(|id| &**id != request_id);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// Removes a request from the running map when its task ends, however it ends.
+struct RunningGuard {
+    shared: Arc<Shared>,
+    request_id: Arc<str>,
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        self.shared.running.lock().remove(&self.request_id);
+    }
+}
+
+impl Shared {
+    /// Starts serving one `call.requested`.
+    pub(super) fn accept(self: &Arc<Self>, payload: &Bytes) {
+        let request = match crate::protocol::fast_decode::decode_fast(payload) {
+            Some(CallEvent::Requested(request)) => request,
+            _ => match self.decode_request(payload) {
+                Some(request) => request,
+                None => return,
+            },
+        };
+        self.start(request);
+    }
+
+    /// Decodes a `call.requested` the fast path declined: anything else is logged, and a
+    /// malformed request whose id can be read is refused with `call.error`.
+    fn decode_request(self: &Arc<Self>, payload: &Bytes) -> Option<CallRequested> {
+        let value: Value = match serde_json::from_slice(payload) {
+            Ok(value) => value,
+            Err(error) => {
+                tracing::warn!(%error, "a call.requested that is not JSON arrived");
+                if let Some((kind, request_id)) = CallEvent::peek_ids(payload)
+                    && kind == "call.requested"
+                {
+                    self.refuse(request_id, WireError::NotJson(error.to_string()).into());
+                }
+                return None;
+            }
+        };
+        let request_id = value
+            .get("requestId")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        match CallEvent::from_value(value) {
+            Ok(CallEvent::Requested(request)) => Some(request),
+            Ok(other) => {
+                tracing::warn!(
+                    event = other.type_name(),
+                    "ignoring an event on a request topic"
+                );
+                None
+            }
+            Err(error) => {
+                tracing::warn!(%error, "a malformed call.requested arrived");
+                if let Some(request_id) = request_id {
+                    self.refuse(request_id, error.into());
+                }
+                None
+            }
+        }
+    }
+
+    /// Runs a decoded request in its own task (unless it was aborted already or is a duplicate).
+    fn start(self: &Arc<Self>, request: CallRequested) {
+        let request_id: Arc<str> = Arc::from(request.request_id.as_str());
+        if self.tombstones.lock().take(&request_id) {
+            tracing::debug!(request_id = %request_id, "the request was aborted before it arrived");
+            return;
+        }
+        let token = self.shutdown.child_token();
+        {
+            let mut running = self.running.lock();
+            if running.contains_key(&request_id) {
+                tracing::debug!(request_id = %request_id, "ignoring a duplicate request");
+                return;
+            }
+            running.insert(request_id.clone(), token.clone());
+        }
+        let guard = RunningGuard {
+            shared: self.clone(),
+            request_id,
+        };
+        let mut serving = Box::pin(async move {
+            let shared = guard.shared.clone();
+            shared.serve(&guard.request_id, request, &token).await;
+            drop(guard);
+        });
+        // Most requests finish without waiting (the handler answers at once and the transport
+        // takes the reply): poll once here, and only a request that has to wait gets a task of
+        // its own. Its first poll there registers the real wakers (futures re-register on
+        // every poll), so nothing is lost by this poll's no-op waker.
+        let mut first_poll = Context::from_waker(Waker::noop());
+        // As in a task of its own, a panic ends this request only (handler panics are already
+        // errors; this covers the serving code around them), never the operation's loop.
+        let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            serving.as_mut().poll(&mut first_poll)
+        }));
+        match polled {
+            Ok(Poll::Pending) => drop(tokio::spawn(serving)),
+            Ok(Poll::Ready(())) => {}
+            Err(_) => tracing::error!("serving a request panicked; the request is dropped"),
+        }
+    }
+
+    /// Answers a request that could not be decoded with `call.error`.
+    fn refuse(self: &Arc<Self>, request_id: String, error: CallError) {
+        let shared = self.clone();
+        tokio::spawn(async move {
+            let topic = topics::reply_topic_for(&request_id);
+            shared
+                .send(&topic, CallEvent::error(request_id, error))
+                .await;
+        });
+    }
+
+    /// Cancels the request a `call.aborted` names.
+    pub(super) fn abort(&self, payload: &Bytes) {
+        let request_id = match CallEvent::from_slice(payload) {
+            Ok(CallEvent::Aborted(event)) => event.request_id,
+            Ok(other) => {
+                tracing::warn!(
+                    event = other.type_name(),
+                    "ignoring an event on an abort topic"
+                );
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "a malformed call.aborted arrived");
+                return;
+            }
+        };
+        let token = self.running.lock().get(request_id.as_str()).cloned();
+        match token {
+            Some(token) => token.cancel(),
+            None => self.tombstones.lock().insert(Arc::from(request_id)),
+        }
+    }
+
+    /// Runs one request and publishes its outcome.
+    async fn serve(
+        &self,
+        request_id: &Arc<str>,
+        request: CallRequested,
+        token: &CancellationToken,
+    ) {
+        let reply_topic = topics::reply_topic_for(request_id);
+        let Err(error) = self.run(request_id, request, token, &reply_topic).await else {
+            return;
+        };
+        let error = if token.is_cancelled() {
+            if !self.shutdown.is_cancelled() {
+                // The caller aborted: it listens no more.
+                return;
+            }
+            CallError::aborted("the call handler serving this request stopped")
+        } else {
+            error
+        };
+        self.send(&reply_topic, CallEvent::error(&**request_id, error))
+            .await;
+    }
+
+    async fn run(
+        &self,
+        request_id: &Arc<str>,
+        request: CallRequested,
+        token: &CancellationToken,
+        reply_topic: &str,
+    ) -> Result<(), CallError> {
+        let trace = request.trace_context();
+        let CallRequested {
+            operation_id,
+            input,
+            parent_request_id,
+            identity,
+            deadline,
+            ..
+        } = request;
+        let mut ctx = OperationContext::for_request(request_id.clone())
+            .with_cancellation(token.clone())
+            .with_trace_opt(trace);
+        if let Some(parent) = parent_request_id {
+            ctx = ctx.with_parent_request_id(parent);
+        }
+        if let Some(deadline) = deadline {
+            ctx = ctx.with_deadline(Deadline::from_epoch_millis(deadline));
+        }
+        if let Some(env) = &self.env {
+            ctx = ctx.with_env(env.clone());
+        }
+        let mut span = CallSpan::start(SpanKind::Server, "call_handler", &operation_id, &ctx);
+        let ctx = span.apply(ctx);
+        let serving = self.run_in(
+            request_id,
+            operation_id,
+            input,
+            identity,
+            ctx,
+            &span,
+            reply_topic,
+        );
+        let result = span.run_in(serving).await;
+        span.finish_with(&result);
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn run_in(
+        &self,
+        request_id: &Arc<str>,
+        operation_id: String,
+        input: serde_json::Value,
+        identity: Option<Identity>,
+        ctx: OperationContext,
+        span: &CallSpan,
+        reply_topic: &str,
+    ) -> Result<(), CallError> {
+        let spec = self
+            .registry
+            .spec(&operation_id)
+            .ok_or_else(|| CallError::operation_not_found(&operation_id))?;
+        span.record_kind(spec.kind);
+        spec.access.check(identity.as_ref())?;
+        let ctx = ctx.with_identity_opt(identity);
+        if spec.kind.is_stream() {
+            let mut items = self.registry.subscribe(&operation_id, input, &ctx).await?;
+            while let Some(item) = items.next().await {
+                let receipt = self
+                    .send(reply_topic, CallEvent::responded(&**request_id, item?))
+                    .await;
+                if receipt.is_none_or(Receipt::reached_nobody) {
+                    tracing::debug!(
+                        request_id = &**request_id,
+                        "nobody listens for the subscription any more: stopping it"
+                    );
+                    return Ok(());
+                }
+            }
+            self.send(reply_topic, CallEvent::completed(&**request_id))
+                .await;
+        } else {
+            let envelope = self.registry.execute(&operation_id, input, &ctx).await?;
+            self.send(reply_topic, CallEvent::responded(&**request_id, envelope))
+                .await;
+        }
+        Ok(())
+    }
+
+    /// Publishes one reply; `None` (logged) when it could not be sent.
+    async fn send(&self, topic: &str, event: CallEvent) -> Option<Receipt> {
+        let payload = match event.to_bytes() {
+            Ok(payload) => payload,
+            Err(error) => {
+                tracing::error!(%error, "could not encode a reply");
+                return None;
+            }
+        };
+        match self.pubsub.publish(topic, payload).await {
+            Ok(receipt) => Some(receipt),
+            Err(error) => {
+                tracing::warn!(%error, topic, event = event.type_name(), "could not publish a reply");
+                None
+            }
+        }
+    }
+}

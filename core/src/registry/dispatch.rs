@@ -1,0 +1,230 @@
+//! Calling the registered operations: [`OperationRegistry::execute`], `subscribe` and
+//! `validate_input`, and the registry as the [`EnvBackend`] of local nested calls.
+
+use super::operation::Operation;
+use super::{EnvelopeStream, OperationRegistry, RegistryInner, TracedStream, pipeline, run};
+use crate::context::{EnvBackend, OperationContext};
+use crate::env::OperationEnv;
+use crate::envelope::ResponseEnvelope;
+use crate::error::{CallError, ErrorCode};
+use crate::trace::{CallSpan, SpanKind};
+use futures::FutureExt;
+use futures::future::{BoxFuture, Either};
+use serde_json::Value;
+use std::future::Future;
+use std::sync::Arc;
+use tracing::Instrument;
+
+impl OperationRegistry {
+    /// Runs a query or mutation: look up, validate the input, run, finish in the pipeline.
+    ///
+    /// Validation first refuses an input nested deeper than
+    /// [`MAX_INPUT_DEPTH`](crate::limits::MAX_INPUT_DEPTH) (`VALIDATION_ERROR`), so no
+    /// recursive code sees it. No access check: this is the trusted in-process path. The
+    /// lookup, the input check and the handler's start happen in this call; the returned
+    /// future (`'static`: it borrows nothing, so it can be spawned) runs the handler and
+    /// finishes its result.
+    pub fn execute(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: &OperationContext,
+    ) -> impl Future<Output = Result<ResponseEnvelope, CallError>> + Send + 'static + use<> {
+        self.inner.execute(id, input, ctx)
+    }
+
+    /// Starts a subscription: the same checks as `execute` up front, then one envelope per
+    /// item. Dropping the stream drops the handler's stream.
+    pub async fn subscribe(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: &OperationContext,
+    ) -> Result<EnvelopeStream, CallError> {
+        self.inner.subscribe(id, input, ctx)
+    }
+
+    /// Validates `input` against the input schema of `id` (every violation is reported).
+    pub fn validate_input(&self, id: &str, input: &Value) -> Result<(), CallError> {
+        let operation = self
+            .inner
+            .find(id)
+            .ok_or_else(|| CallError::operation_not_found(id))?;
+        crate::limits::check_input(input)?;
+        run::validate_input(&operation, input)
+    }
+}
+
+impl RegistryInner {
+    pub(super) fn find(&self, id: &str) -> Option<Arc<Operation>> {
+        self.operations.load().get(id).cloned()
+    }
+
+    fn find_kind(&self, id: &str, stream: bool) -> Result<Arc<Operation>, CallError> {
+        let operation = self
+            .find(id)
+            .ok_or_else(|| CallError::operation_not_found(id))?;
+        if operation.spec.kind.is_stream() != stream {
+            let hint = if stream {
+                "call it with execute"
+            } else {
+                "call it with subscribe"
+            };
+            return Err(CallError::new(
+                ErrorCode::ValidationError,
+                format!("`{id}` is a {}: {hint}", operation.spec.kind),
+            ));
+        }
+        Ok(operation)
+    }
+
+    /// The context the handler sees: the caller's, with this registry as env when it has
+    /// none, and this registry's state over the context's.
+    pub(super) fn handler_context(&self, ctx: &OperationContext) -> OperationContext {
+        let ctx = match (ctx.env_backend(), self.this.upgrade()) {
+            (None, Some(this)) => ctx.clone().with_env(this),
+            _ => ctx.clone(),
+        };
+        let states = self.states.load();
+        if states.is_empty() {
+            ctx
+        } else {
+            ctx.with_registry_states(&states)
+        }
+    }
+
+    fn execute(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: &OperationContext,
+    ) -> impl Future<Output = Result<ResponseEnvelope, CallError>> + Send + 'static + use<> {
+        if !CallSpan::wanted() {
+            // Nothing listens: the plain path, with no span to build.
+            return Either::Left(self.execute_plain(id, input, ctx));
+        }
+        let mut span = CallSpan::start(SpanKind::Internal, "execute", id, ctx);
+        if !span.is_active() {
+            // Nothing records this span: the plain path, with nothing to enter or record.
+            return Either::Left(self.execute_plain(id, input, ctx));
+        }
+        let ctx = span.apply(ctx.clone());
+        let running = {
+            let _entered = span.span().enter();
+            self.execute_plain(id, input, &ctx)
+        };
+        let instrument = span.span().clone();
+        // Boxed, so the plain path's future (the common one) does not grow to this one's size.
+        Either::Right(Box::pin(async move {
+            let result = running.instrument(instrument).await;
+            span.finish_with(&result);
+            result
+        }))
+    }
+
+    fn execute_plain(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: &OperationContext,
+    ) -> impl Future<Output = Result<ResponseEnvelope, CallError>> + Send + 'static + use<> {
+        let started = crate::limits::admit_input(input).and_then(|input| {
+            let operation = self.find_kind(id, false)?;
+            run::validate_input(&operation, &input)?;
+            let running = run::start_unary(&operation, input, self.handler_context(ctx))?;
+            Ok((operation, running))
+        });
+        async move {
+            let (operation, (mut future, bounds)) = started?;
+            let value = run::guard(&*operation.id, future.as_mut(), bounds).await?;
+            Ok(pipeline::finish(&operation, value))
+        }
+    }
+
+    fn subscribe(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: &OperationContext,
+    ) -> Result<EnvelopeStream, CallError> {
+        if !CallSpan::wanted() {
+            return self.subscribe_plain(id, input, ctx);
+        }
+        let mut span = CallSpan::start(SpanKind::Internal, "subscribe", id, ctx);
+        if !span.is_active() {
+            return self.subscribe_plain(id, input, ctx);
+        }
+        let ctx = span.apply(ctx.clone());
+        let started = {
+            let _entered = span.span().enter();
+            self.subscribe_plain(id, input, &ctx)
+        };
+        match started {
+            Ok(items) => Ok(Box::pin(TracedStream::new(items, span))),
+            Err(error) => {
+                span.finish(Err(&error));
+                Err(error)
+            }
+        }
+    }
+
+    fn subscribe_plain(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: &OperationContext,
+    ) -> Result<EnvelopeStream, CallError> {
+        let input = crate::limits::admit_input(input)?;
+        let operation = self.find_kind(id, true)?;
+        run::validate_input(&operation, &input)?;
+        run::start_stream(operation, input, self.handler_context(ctx))
+    }
+}
+
+impl OperationEnv {
+    /// An env over a local registry (the trusted path: no access checks).
+    pub fn local(registry: OperationRegistry) -> Self {
+        Self::new(Arc::new(registry))
+    }
+}
+
+impl EnvBackend for RegistryInner {
+    fn call(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: OperationContext,
+    ) -> BoxFuture<'static, Result<ResponseEnvelope, CallError>> {
+        self.execute(id, input, &ctx).boxed()
+    }
+
+    fn subscribe(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: OperationContext,
+    ) -> BoxFuture<'static, Result<EnvelopeStream, CallError>> {
+        let result = RegistryInner::subscribe(self, id, input, &ctx);
+        futures::future::ready(result).boxed()
+    }
+}
+
+impl EnvBackend for OperationRegistry {
+    fn call(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: OperationContext,
+    ) -> BoxFuture<'static, Result<ResponseEnvelope, CallError>> {
+        self.inner.call(id, input, ctx)
+    }
+
+    fn subscribe(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: OperationContext,
+    ) -> BoxFuture<'static, Result<EnvelopeStream, CallError>> {
+        EnvBackend::subscribe(&*self.inner, id, input, ctx)
+    }
+}

@@ -1,0 +1,408 @@
+//! Expansion: the typed handle, the input type, the `TypedOperation` impl and the inventory
+//! entry generated beside the user's function.
+//!
+//! Every path to the runtime goes through `__private` (see `Operation::private`). Every trait
+//! requirement on a user type is checked by a helper whose tokens carry that type's span, so
+//! errors point at the type the user wrote; all uses of one type share one span and one
+//! predicate, so the compiler reports a missing impl once.
+//!
+//! `input` builds the input side (the input struct, the arguments), `run` the running side
+//! (the shared `run` fn, the JSON handler, the `Send` checks); this module assembles them.
+
+use crate::args::Kind;
+use crate::model::{Operation, Param};
+use crate::shape::Shape;
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Expr, Type};
+
+mod input;
+mod run;
+
+use input::*;
+use run::*;
+
+/// Names of the macro's own locals: `mixed_site`, so they never meet the user's names.
+struct Locals {
+    input: Ident,
+    ctx: Ident,
+    fields: Ident,
+    state: Ident,
+    serializer: Ident,
+    deserializer: Ident,
+}
+
+impl Locals {
+    fn new() -> Self {
+        let local = |name: &str| Ident::new(name, Span::mixed_site());
+        Self {
+            input: local("__input"),
+            ctx: local("__ctx"),
+            fields: local("__fields"),
+            state: local("__state"),
+            serializer: local("__serializer"),
+            deserializer: local("__deserializer"),
+        }
+    }
+}
+
+/// Everything generated beside the user's function.
+pub(crate) fn expand(op: &Operation<'_>) -> TokenStream {
+    let locals = Locals::new();
+    let cfgs: Vec<&syn::Attribute> = cfg_attrs(op).collect();
+    let handle = handle_struct(op);
+    let input = input_type(op, &locals);
+    let typed = typed_operation(op, &locals);
+    let send_cause = send_cause(op);
+    let inherent = inherent_items(op, &locals);
+    let registration = registration(op);
+    quote! {
+        #(#cfgs)*
+        #handle
+
+        #(#cfgs)*
+        #[allow(deprecated)]
+        const _: () = {
+            #input
+            #typed
+            #send_cause
+            #inherent
+            #registration
+        };
+    }
+}
+
+/// What stands in for the handle when the attribute has errors: the struct with `ID`,
+/// `spec()` and a `TypedOperation` impl, so uses of the handle elsewhere (`add::ID`,
+/// `register_typed::<add>()`) do not add errors to the ones that matter. Nothing in it runs:
+/// the crate does not compile.
+pub(crate) fn stub_handle(func: &syn::ItemFn, private: &TokenStream) -> TokenStream {
+    if func.sig.receiver().is_some() {
+        // A method: in an `impl` or `trait` block, where a struct cannot be.
+        return TokenStream::new();
+    }
+    let vis = &func.vis;
+    let ident = &func.sig.ident;
+    let cfgs: Vec<&syn::Attribute> = cfgs_of(func).collect();
+    let value = quote!(#private::serde_json::Value);
+    quote! {
+        #(#cfgs)*
+        #[allow(non_camel_case_types, dead_code)]
+        #vis struct #ident {}
+
+        #(#cfgs)*
+        #[allow(dead_code)]
+        const _: () = {
+            impl #ident {
+                #vis const ID: &'static #private::str = "";
+
+                #vis fn spec() -> #private::OperationSpec {
+                    #private::unreachable!()
+                }
+            }
+
+            impl #private::TypedOperation for #ident {
+                const ID: &'static #private::str = "";
+                const KIND: #private::OperationKind = #private::OperationKind::Query;
+                type Input = #value;
+                type Output = #value;
+
+                fn spec() -> #private::OperationSpec {
+                    #private::unreachable!()
+                }
+
+                fn handler() -> #private::Handler {
+                    #private::unreachable!()
+                }
+            }
+        };
+    }
+}
+
+/// The fn's `#[cfg]`s, repeated on every generated item so they come and go together.
+fn cfg_attrs<'a>(op: &'a Operation<'_>) -> impl Iterator<Item = &'a syn::Attribute> {
+    cfgs_of(op.func)
+}
+
+fn cfgs_of(func: &syn::ItemFn) -> impl Iterator<Item = &syn::Attribute> {
+    func.attrs.iter().filter(|attr| attr.path().is_ident("cfg"))
+}
+
+/// `concat!(doc, "\n", doc, ..)` of doc attribute values, as `Option<&'static str>`.
+fn doc_option(private: &TokenStream, docs: &[&Expr]) -> TokenStream {
+    if docs.is_empty() {
+        return quote!(#private::None);
+    }
+    let lines = docs.iter().enumerate().map(|(i, doc)| {
+        if i == 0 {
+            quote!(#doc)
+        } else {
+            quote!("\n", #doc)
+        }
+    });
+    quote!(#private::Some(#private::concat!(#(#lines),*)))
+}
+
+/// `private` with every token at `span`, so a helper's path points where its check applies.
+fn respan(private: &TokenStream, span: Span) -> TokenStream {
+    private
+        .clone()
+        .into_iter()
+        .map(|mut token| {
+            token.set_span(span);
+            token
+        })
+        .collect()
+}
+
+/// The span of the output data type as written (the return type when it is not written).
+fn data_span(op: &Operation<'_>) -> Span {
+    let shape = Shape::of(&op.output.value);
+    shape
+        .data()
+        .map_or_else(|| op.output.value.span(), Spanned::span)
+}
+
+fn handle_struct(op: &Operation<'_>) -> TokenStream {
+    let vis = &op.func.vis;
+    let ident = &op.func.sig.ident;
+    let call = if op.output.stream {
+        "subscribe"
+    } else {
+        "call"
+    };
+    let doc = format!(
+        "Typed handle of the operation `{id}` (generated by `#[operation]` on the fn `{ident}`).\n\n\
+         `{ident}::ID`, `{ident}::spec()`, `{ident}::input(..)` and `{ident}::{call}(&ctx, ..)`; \
+         it implements `opkit::TypedOperation` for `register_typed::<{ident}>()` and \
+         `OperationEnv::{call}_typed::<{ident}>(..)`.",
+        id = op.id,
+    );
+    quote! {
+        #[doc = #doc]
+        #[allow(non_camel_case_types, dead_code)]
+        #vis struct #ident {}
+    }
+}
+
+fn kind_tokens(op: &Operation<'_>) -> TokenStream {
+    let private = &op.private;
+    match op.kind {
+        Kind::Query => quote!(#private::OperationKind::Query),
+        Kind::Mutation => quote!(#private::OperationKind::Mutation),
+        Kind::Subscription => quote!(#private::OperationKind::Subscription),
+    }
+}
+
+/// The output data type as written; `serde_json::Value` for a bare `ResponseEnvelope`.
+fn data_type(op: &Operation<'_>) -> TokenStream {
+    let private = &op.private;
+    match Shape::of(&op.output.value).data() {
+        Some(ty) => quote!(#ty),
+        None => quote!(#private::serde_json::Value),
+    }
+}
+
+/// `impl TypedOperation for <handle>`: id, kind, types, cached spec, JSON handler.
+fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
+    let private = &op.private;
+    let ident = &op.func.sig.ident;
+    let id = &op.id;
+    let namespace = &op.namespace;
+    let name = &op.name;
+    let kind = kind_tokens(op);
+    let input_ty = match op.whole_input() {
+        Some(inner) => quote_spanned!(inner.span()=> type Input = #inner;),
+        None => quote!(
+            type Input = __OpkitInput;
+        ),
+    };
+    let data = data_type(op);
+    let output_ty = quote_spanned!(data_span(op)=> type Output = #data;);
+    let output_from_type = Shape::of(&op.output.value).is_data();
+    let description = doc_option(private, &op.docs);
+    let scopes = &op.scopes;
+    let roles = &op.roles;
+    let tool_name = match &op.tool_name {
+        Some(name) => quote!(#private::Some(#name)),
+        None => quote!(#private::None),
+    };
+    let error_kinds = op
+        .errors
+        .iter()
+        .map(|variant| quote!(#private::ErrorKind::#variant));
+    let states = op.states().map(|inner| {
+        let at = respan(private, inner.span());
+        quote_spanned!(inner.span()=> #at::state_key::<#inner>)
+    });
+    let input_schema = match op.whole_input() {
+        Some(inner) => {
+            let at = respan(private, inner.span());
+            quote_spanned!(inner.span()=> #at::whole_input_schema::<#inner>)
+        }
+        None => quote!(|| #private::fields_input_schema(__OPKIT_FIELDS)),
+    };
+    let at = respan(private, data_span(op));
+    let output_schema = quote_spanned!(data_span(op)=> #at::output_schema::<#data>);
+    let checks = type_checks(op);
+    let handler = json_handler(op, locals);
+    quote! {
+        impl #private::TypedOperation for #ident {
+            const ID: &'static #private::str = #id;
+            const KIND: #private::OperationKind = #kind;
+            const OUTPUT_FROM_TYPE: #private::bool = #output_from_type;
+            #input_ty
+            #output_ty
+
+            fn spec() -> #private::OperationSpec {
+                static SPEC: #private::OnceLock<#private::OperationSpec> = #private::OnceLock::new();
+                #private::cached_spec(
+                    &SPEC,
+                    #private::SpecParts {
+                        namespace: #namespace,
+                        name: #name,
+                        kind: #kind,
+                        description: #description,
+                        scopes: &[#(#scopes),*],
+                        roles: &[#(#roles),*],
+                        errors: &[#(#error_kinds),*],
+                        states: &[#(#states),*],
+                        tool_name: #tool_name,
+                        origin: #private::concat!(#private::file!(), ":", #private::line!()),
+                    },
+                    #input_schema,
+                    #output_schema,
+                )
+            }
+
+            fn handler() -> #private::Handler {
+                #checks
+                #handler
+            }
+        }
+    }
+}
+
+/// Checks of what the macro read from names: context parameters are opkit's, and a type read
+/// as plain data is not a `Result` or `ResponseEnvelope` behind an alias.
+fn type_checks(op: &Operation<'_>) -> TokenStream {
+    let private = &op.private;
+    let contexts = op.params.iter().filter_map(|param| match param {
+        Param::Context { ty, .. } => {
+            let at = respan(private, ty.span());
+            Some(quote_spanned!(ty.span()=> #at::assert_context::<#ty>();))
+        }
+        Param::State { ty, .. } => {
+            let at = respan(private, ty.span());
+            Some(quote_spanned!(ty.span()=> #at::assert_state_param::<#ty>();))
+        }
+        _ => None,
+    });
+    let plain = Shape::of(&op.output.value).plain().map(|ty| {
+        let at = respan(private, ty.span());
+        quote_spanned! {ty.span()=>
+            {
+                #[allow(unused_imports)]
+                use #at::{PlainProbe as _, ShapedProbe as _};
+                #at::assert_plain((&#at::Probe::<#ty>::new()).verdict());
+            }
+        }
+    });
+    quote!(#(#contexts)* #plain)
+}
+
+/// `add::ID`, `add::spec()`, `add::input(..)` and `add::call(&ctx, ..)` / `subscribe`.
+fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
+    let private = &op.private;
+    let vis = &op.func.vis;
+    let ident = &op.func.sig.ident;
+    let Locals { input, ctx, .. } = locals;
+    let id = &op.id;
+    let params = input_params(op, locals);
+    let args = input_args(op, locals);
+    let make_input = match op.params.iter().find_map(|param| match param {
+        Param::Whole { ty, .. } => Some(*ty),
+        _ => None,
+    }) {
+        Some(ty) => {
+            let at = respan(private, ty.span());
+            quote_spanned!(ty.span()=> #at::unwrap_input::<#ty>(#input))
+        }
+        None => {
+            let idents = op.fields().map(|(ident, ..)| ident);
+            quote!(__OpkitInput { #(#idents),* })
+        }
+    };
+    let run = run_fn(op, locals);
+    let call_doc = format!(
+        "Calls the fn directly (no JSON), as the registry would run operation `{id}`: a panic \
+         becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation \
+         `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the \
+         fn returned its own)."
+    );
+    let envelope = quote!(#private::Result<
+        #private::ResponseEnvelope<<Self as #private::TypedOperation>::Output>,
+        #private::CallError,
+    >);
+    let call = if op.output.stream {
+        quote! {
+            #[doc = #call_doc]
+            #vis fn subscribe(#ctx: &#private::OperationContext, #(#params),*)
+                -> impl #private::futures::Stream<Item = #envelope> + use<>
+            {
+                #private::subscribe_typed::<Self, _, _>(#ctx, move |#ctx| __opkit_run(#ctx, #(#args),*))
+            }
+        }
+    } else {
+        quote! {
+            #[doc = #call_doc]
+            #vis fn call(#ctx: &#private::OperationContext, #(#params),*)
+                -> impl #private::Future<Output = #envelope> + use<>
+            {
+                #private::call_unary::<Self, _, _>(#ctx, move |#ctx| __opkit_run(#ctx, #(#args),*))
+            }
+        }
+    };
+    let id_doc = format!("The operation id: `{id}`.");
+    quote! {
+        #run
+
+        #[allow(dead_code, clippy::too_many_arguments)]
+        impl #ident {
+            #[doc = #id_doc]
+            #vis const ID: &'static #private::str = #id;
+
+            /// The operation's spec; its schemas are computed once.
+            #vis fn spec() -> #private::OperationSpec {
+                <Self as #private::TypedOperation>::spec()
+            }
+
+            /// The operation's input object, from the fn's arguments (without the context).
+            #vis fn input(#(#params),*) -> <Self as #private::TypedOperation>::Input {
+                #make_input
+            }
+
+            #call
+        }
+    }
+}
+
+/// The inventory entry `OperationRegistry::from_inventory` finds.
+fn registration(op: &Operation<'_>) -> TokenStream {
+    let private = &op.private;
+    let ident = &op.func.sig.ident;
+    let type_id = format_ident!("__opkit_fn_type_id", span = Span::mixed_site());
+    quote! {
+        fn #type_id() -> #private::TypeId {
+            #private::type_id_of(&#ident)
+        }
+
+        #private::inventory::submit! {
+            #private::OperationRegistration {
+                register: #private::register_typed::<#ident>,
+                fn_type_id: #type_id,
+            }
+        }
+    }
+}
