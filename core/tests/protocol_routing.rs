@@ -291,13 +291,20 @@ async fn callers_publish_requests_and_aborts_handlers_publish_the_rest() {
         .collect::<Vec<_>>()
         .await;
     assert_eq!(items.len(), 2);
-    let short = OperationContext::default().with_timeout(Duration::from_millis(20));
-    map.call("test.forever", json!({}), &short)
+    // The caller gives up by cancelling (no deadline the handler could end the call on
+    // first), so the abort is the caller's: its guard publishes `call.aborted` from a
+    // spawned task.
+    let token = tokio_util::sync::CancellationToken::new();
+    let cancelling = OperationContext::default().with_cancellation(token.clone());
+    let cancel = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        token.cancel();
+    });
+    map.call("test.forever", json!({}), &cancelling)
         .await
         .unwrap_err();
+    cancel.await.unwrap();
     protocol_support::eventually("the aborted request ended", || handler.in_flight() == 0).await;
-    // The caller publishes `call.aborted` from a task its guard spawns, and the handler may
-    // end the request on its own deadline first: wait for the publish itself.
     protocol_support::eventually("the caller published call.aborted", || {
         caller_side.types().contains("call.aborted")
     })
