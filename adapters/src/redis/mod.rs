@@ -201,12 +201,13 @@ use conn::{Backend, Conn};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use opkit::protocol::{PubSub, Receipt, Subscription, TransportError};
+use parking_lot::Mutex;
 use redis_crate::{Client, RedisError, Script};
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 // `redis` is both this module's name and the crate's: name the crate unambiguously.
@@ -685,20 +686,16 @@ impl Inner {
 
     /// The command connection, connecting if there is none.
     async fn command_connection(&self) -> Result<Conn, RedisError> {
-        if let Some(conn) = self.lock_command().clone() {
+        if let Some(conn) = self.command.lock().clone() {
             return Ok(conn);
         }
         let _connecting = self.connecting.lock().await;
-        if let Some(conn) = self.lock_command().clone() {
+        if let Some(conn) = self.command.lock().clone() {
             return Ok(conn);
         }
         let conn = self.connect(self.options.command_timeout).await?;
-        *self.lock_command() = Some(conn.clone());
+        *self.command.lock() = Some(conn.clone());
         Ok(conn)
-    }
-
-    fn lock_command(&self) -> std::sync::MutexGuard<'_, Option<Conn>> {
-        self.command.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Runs `f` on the command connection; a connection failure drops the connection so the
@@ -717,12 +714,12 @@ impl Inner {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => {
                 if is_connection_error(&error) {
-                    *self.lock_command() = None;
+                    *self.command.lock() = None;
                 }
                 Err(transport_error(what, error))
             }
             Err(_) => {
-                *self.lock_command() = None;
+                *self.command.lock() = None;
                 Err(transport_error(what, "timed out"))
             }
         }
@@ -801,7 +798,7 @@ impl Inner {
         if grace.is_zero() || !topic.starts_with(REQUEST_PREFIX.as_str()) {
             return Ok(());
         }
-        let mut served = self.served.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut served = self.served.lock();
         if receivers > 0 {
             if let Some(seen) = served.get_mut(topic) {
                 *seen = Instant::now();

@@ -9,12 +9,13 @@ use opkit::protocol::{
     CallEvent, MemoryPubSub, PubSub, Receipt, Subscription, TransportError, topics,
 };
 use opkit::{CallError, Identity};
+use parking_lot::Mutex;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
 use tokio::time::Instant;
@@ -233,10 +234,6 @@ struct Shared {
     shutdown: CancellationToken,
 }
 
-pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 fn now_millis() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -323,9 +320,12 @@ impl WsHub {
 
     /// The names of the connected spokes (`<grant name>#<connection>`), sorted.
     pub fn spokes(&self) -> Vec<String> {
-        let mut names: Vec<String> = lock(&self.shared.spokes)
+        let mut names: Vec<String> = self
+            .shared
+            .spokes
+            .lock()
             .values()
-            .map(|spoke| lock(spoke).name.clone())
+            .map(|spoke| spoke.lock().name.clone())
             .collect();
         names.sort();
         names
@@ -336,8 +336,8 @@ impl WsHub {
     pub fn operations(&self) -> BTreeMap<String, Vec<String>> {
         let prefix = topics::request_topic("");
         let mut operations: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for spoke in lock(&self.shared.spokes).values() {
-            let spoke = lock(spoke);
+        for spoke in self.shared.spokes.lock().values() {
+            let spoke = spoke.lock();
             for (topic, group, _) in spoke.subscriptions.values() {
                 if group.is_some()
                     && let Some(id) = topic.strip_prefix(&prefix)
@@ -356,15 +356,18 @@ impl WsHub {
     /// Disconnects the spokes named `name` (by grant name or full name); they reconnect with
     /// backoff. Returns how many were disconnected.
     pub fn disconnect(&self, name: &str) -> usize {
-        let ids: Vec<u64> = lock(&self.shared.spokes)
+        let ids: Vec<u64> = self
+            .shared
+            .spokes
+            .lock()
             .iter()
             .filter(|(_, spoke)| {
-                let spoke = lock(spoke);
+                let spoke = spoke.lock();
                 spoke.name == name || spoke.grant.name == name
             })
             .map(|(id, _)| *id)
             .collect();
-        let kicks = lock(&self.shared.kicks);
+        let kicks = self.shared.kicks.lock();
         for id in &ids {
             if let Some(kick) = kicks.get(id) {
                 kick.cancel();
@@ -421,7 +424,7 @@ impl PubSub for HubPubSub {
 
 impl Shared {
     fn unorphan(&self, topic: &str) {
-        lock(&self.orphans).remove(topic);
+        self.orphans.lock().remove(topic);
     }
 
     /// Publishes on the bus, keeping track of requests in flight to spokes.
@@ -437,17 +440,17 @@ impl Shared {
             match event.kind.as_deref() {
                 Some("call.completed" | "call.error") => {
                     if let Some(origin) = origin {
-                        lock(origin).in_flight.remove(request_id);
+                        origin.lock().in_flight.remove(request_id);
                     }
                 }
                 Some("call.aborted") => {
-                    for spoke in lock(&self.spokes).values() {
-                        lock(spoke).in_flight.remove(request_id);
+                    for spoke in self.spokes.lock().values() {
+                        spoke.lock().in_flight.remove(request_id);
                     }
                 }
                 Some("call.requested") => {
                     if let Some(identity) =
-                        origin.and_then(|origin| lock(origin).grant.identity.clone())
+                        origin.and_then(|origin| origin.lock().grant.identity.clone())
                     {
                         payload = stamp_identity(&payload, &identity).unwrap_or(payload);
                     }
@@ -457,7 +460,7 @@ impl Shared {
         }
         let receipt = self.bus.publish(topic, payload).await?;
         if receipt.reached_nobody()
-            && let Some((spoke, since)) = lock(&self.orphans).get(topic).cloned()
+            && let Some((spoke, since)) = self.orphans.lock().get(topic).cloned()
             && since.elapsed() < self.options.orphan_grace
         {
             return Err(TransportError::new(format!(
@@ -469,10 +472,10 @@ impl Shared {
 
     /// A spoke is gone: drop its subscriptions, fail the requests it was running.
     async fn spoke_gone(&self, id: u64, spoke: &Arc<Mutex<SpokeState>>) {
-        lock(&self.spokes).remove(&id);
-        lock(&self.kicks).remove(&id);
+        self.spokes.lock().remove(&id);
+        self.kicks.lock().remove(&id);
         let (name, subscriptions, in_flight) = {
-            let mut state = lock(spoke);
+            let mut state = spoke.lock();
             state.dead = true;
             (
                 state.name.clone(),
@@ -489,7 +492,9 @@ impl Shared {
         }
         for (topic, count) in ours {
             if self.bus.subscriber_count(&topic) <= count {
-                lock(&self.orphans).insert(topic, (name.clone(), Instant::now()));
+                self.orphans
+                    .lock()
+                    .insert(topic, (name.clone(), Instant::now()));
             }
         }
         // The forwarders fail what is still queued for the spoke, then unsubscribe.
@@ -561,14 +566,18 @@ async fn sweep(shared: Arc<Shared>) {
             () = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
         let now = now_millis();
-        let spokes: Vec<_> = lock(&shared.spokes).values().cloned().collect();
+        let spokes: Vec<_> = shared.spokes.lock().values().cloned().collect();
         for spoke in spokes {
-            lock(&spoke)
+            spoke
+                .lock()
                 .in_flight
                 .retain(|_, request| request.deadline.is_none_or(|deadline| deadline > now));
         }
         let grace = shared.options.orphan_grace;
-        lock(&shared.orphans).retain(|_, (_, since)| since.elapsed() < grace);
+        shared
+            .orphans
+            .lock()
+            .retain(|_, (_, since)| since.elapsed() < grace);
     }
 }
 
@@ -629,8 +638,8 @@ async fn connection(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
         dead: false,
     }));
     let kick = shared.shutdown.child_token();
-    lock(&shared.spokes).insert(id, spoke.clone());
-    lock(&shared.kicks).insert(id, kick.clone());
+    shared.spokes.lock().insert(id, spoke.clone());
+    shared.kicks.lock().insert(id, kick.clone());
     tracing::info!(spoke = %name, %peer, "spoke connected");
 
     let (mut sink, mut source) = socket.split();
@@ -722,7 +731,7 @@ impl Link {
         let (header, payload) = match frame::decode(data) {
             Ok(decoded) => decoded,
             Err(error) => {
-                tracing::warn!(spoke = %lock(&self.spoke).name, %error, "dropping a malformed frame from a spoke");
+                tracing::warn!(spoke = %self.spoke.lock().name, %error, "dropping a malformed frame from a spoke");
                 self.send(frame::encode(
                     &Header::Error {
                         id: None,
@@ -739,7 +748,7 @@ impl Link {
                 self.subscribe(id, topic, Some(group)).await;
             }
             Header::Unsubscribe { id } => {
-                if let Some((_, _, stop)) = lock(&self.spoke).subscriptions.remove(&id) {
+                if let Some((_, _, stop)) = self.spoke.lock().subscriptions.remove(&id) {
                     stop.cancel();
                 }
             }
@@ -753,7 +762,7 @@ impl Link {
                 self.reply(id, result);
             }
             other => {
-                tracing::warn!(spoke = %lock(&self.spoke).name, frame = ?other, "dropping a frame spokes do not send");
+                tracing::warn!(spoke = %self.spoke.lock().name, frame = ?other, "dropping a frame spokes do not send");
                 self.send(frame::encode(
                     &Header::Error {
                         id: None,
@@ -767,7 +776,7 @@ impl Link {
 
     async fn subscribe(&self, id: u64, topic: String, group: Option<String>) {
         let held = {
-            let state = lock(&self.spoke);
+            let state = self.spoke.lock();
             if state.subscriptions.contains_key(&id) {
                 drop(state);
                 self.reply(id, Err(format!("subscription {id} exists already")));
@@ -777,7 +786,7 @@ impl Link {
         };
         let limit = self.shared.options.max_subscriptions;
         if held >= limit {
-            tracing::warn!(spoke = %lock(&self.spoke).name, limit, "refused a subscription over the spoke's limit");
+            tracing::warn!(spoke = %self.spoke.lock().name, limit, "refused a subscription over the spoke's limit");
             self.reply(
                 id,
                 Err(format!(
@@ -807,7 +816,8 @@ impl Link {
             track: group.is_some(),
         };
         tokio::spawn(forwarder.run(subscription, stop.clone()));
-        lock(&self.spoke)
+        self.spoke
+            .lock()
             .subscriptions
             .insert(id, (topic, group, stop));
         self.reply(id, Ok(None));
@@ -854,7 +864,7 @@ impl Forwarder {
                 deadline: event.deadline,
             };
             let dead_name = {
-                let mut state = lock(&self.spoke);
+                let mut state = self.spoke.lock();
                 if state.dead {
                     Some(state.name.clone())
                 } else {

@@ -7,11 +7,12 @@ use futures::future::BoxFuture;
 use futures::stream::{SplitSink, SplitStream};
 use futures::{FutureExt, SinkExt, Stream, StreamExt};
 use opkit::protocol::{PubSub, Receipt, Subscription, TransportError};
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fmt;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::net::TcpStream;
@@ -116,12 +117,6 @@ struct Inner {
     closed: CancellationToken,
 }
 
-impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 /// Closes the connection when the last [`WsSpoke`] clone and subscription are gone.
 struct Handle {
     inner: Arc<Inner>,
@@ -184,12 +179,12 @@ impl WsSpoke {
 
     /// `true` while connected to the hub.
     pub fn is_connected(&self) -> bool {
-        self.handle.inner.lock().link.is_some()
+        self.handle.inner.state.lock().link.is_some()
     }
 
     /// The hub's name for the current connection (`<grant name>#<n>`), while connected.
     pub fn name(&self) -> Option<String> {
-        let state = self.handle.inner.lock();
+        let state = self.handle.inner.state.lock();
         state.link.as_ref().and(state.name.clone())
     }
 
@@ -207,7 +202,7 @@ impl WsSpoke {
         let inner = &self.handle.inner;
         let (ack, answer) = oneshot::channel();
         {
-            let mut state = inner.lock();
+            let mut state = inner.state.lock();
             let Some(link) = state.link.clone() else {
                 return Err(transport("not connected to the hub"));
             };
@@ -227,7 +222,7 @@ impl WsSpoke {
             Ok(Err(_)) => Err(transport("disconnected from the hub before it answered")),
             Err(_) => Err(transport("the hub did not answer in time")),
         };
-        let mut state = inner.lock();
+        let mut state = inner.state.lock();
         state.pending.remove(&id);
         state.subscriptions.remove(&id);
         result
@@ -323,7 +318,7 @@ impl Stream for SpokeSubscription {
 
 impl Drop for SpokeSubscription {
     fn drop(&mut self) {
-        let mut state = self.handle.inner.lock();
+        let mut state = self.handle.inner.state.lock();
         if state.subscriptions.remove(&self.id).is_some()
             && let Some(link) = &state.link
         {
@@ -420,7 +415,7 @@ fn start(inner: &Inner, socket: Socket, name: String) -> Running {
     let (sink, source) = socket.split();
     let (outbound, queue) = mpsc::unbounded_channel::<Message>();
     let writer = tokio::spawn(write(sink, queue));
-    let mut state = inner.lock();
+    let mut state = inner.state.lock();
     for (id, sub) in &state.subscriptions {
         let header = subscribe_header(*id, &sub.topic, sub.group.as_deref());
         let _ = outbound.send(frame::encode(&header, None));
@@ -465,7 +460,7 @@ async fn run(inner: &Inner, running: Running) {
         }
     }
     let pending = {
-        let mut state = inner.lock();
+        let mut state = inner.state.lock();
         state.link = None;
         std::mem::take(&mut state.pending)
     };
@@ -498,7 +493,7 @@ fn handle(inner: &Inner, data: &Bytes) {
     };
     match header {
         Header::Message { sub } => {
-            let mut state = inner.lock();
+            let mut state = inner.state.lock();
             let delivered = state
                 .subscriptions
                 .get(&sub)
@@ -508,7 +503,7 @@ fn handle(inner: &Inner, data: &Bytes) {
             }
         }
         Header::Ok { id, receivers } => {
-            if let Some(ack) = inner.lock().pending.remove(&id) {
+            if let Some(ack) = inner.state.lock().pending.remove(&id) {
                 let _ = ack.send(Ok(receivers));
             }
         }
@@ -516,7 +511,7 @@ fn handle(inner: &Inner, data: &Bytes) {
             id: Some(id),
             message,
         } => {
-            let ack = inner.lock().pending.remove(&id);
+            let ack = inner.state.lock().pending.remove(&id);
             match ack {
                 Some(ack) => drop(ack.send(Err(message))),
                 None => tracing::warn!(id, message, "the hub refused a request"),

@@ -4,6 +4,7 @@
 use opkit::OperationContext;
 use opkit::report::{LogLevel, LogRecord};
 // Logging is deprecated from 2026-07-28 (SEP-2577), yet legacy servers still send it.
+use parking_lot::Mutex;
 #[allow(deprecated)]
 use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::model::{
@@ -13,7 +14,7 @@ use rmcp::model::{
 use rmcp::service::NotificationContext;
 use rmcp::{ClientHandler, RoleClient};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::sync::watch;
 
 /// The client's notification handler: counts `list_changed`, hands progress and log
@@ -41,10 +42,7 @@ pub(super) struct Listening {
 
 impl Drop for Listening {
     fn drop(&mut self) {
-        self.listeners
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&self.token);
+        self.listeners.lock().remove(&self.token);
     }
 }
 
@@ -66,10 +64,7 @@ impl Events {
     /// every listening call of the connection sees them).
     pub(super) fn listen(&self, ctx: &OperationContext, token: &ProgressToken) -> Listening {
         let token = token_key(token);
-        self.listeners
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(token.clone(), ctx.clone());
+        self.listeners.lock().insert(token.clone(), ctx.clone());
         Listening {
             listeners: self.listeners.clone(),
             token,
@@ -77,12 +72,7 @@ impl Events {
     }
 
     fn listeners(&self) -> Vec<OperationContext> {
-        self.listeners
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .values()
-            .cloned()
-            .collect()
+        self.listeners.lock().values().cloned().collect()
     }
 }
 
@@ -124,7 +114,6 @@ impl ClientHandler for Events {
         let ctx = self
             .listeners
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&token_key(&params.progress_token))
             .cloned();
         if let Some(ctx) = ctx {

@@ -26,6 +26,7 @@ use client::Client;
 use events::Events;
 use imported::{ImportedTool, build_tools, tool_handler, wrapped_key};
 use opkit::{CallError, OperationContext, OperationRegistry, OperationSpec, ResponseEnvelope};
+use parking_lot::{Mutex, RwLock};
 use refresh::{refresh_state, spawn_auto_refresh};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -33,7 +34,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fmt;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use tokio::sync::watch;
 
 /// A live connection to one MCP server whose tools are imported as operations.
@@ -237,11 +238,7 @@ impl McpConnection {
     }
 
     fn tools(&self) -> Vec<ImportedTool> {
-        self.state
-            .tools
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.state.tools.read().clone()
     }
 
     /// Registers one operation per tool; all or nothing. Later [`refresh`](Self::refresh)es
@@ -261,11 +258,7 @@ impl McpConnection {
             }
             registered.push(tool.spec.id());
         }
-        self.state
-            .registries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(registry.clone());
+        self.state.registries.lock().push(registry.clone());
         Ok(registered)
     }
 

@@ -30,11 +30,7 @@ impl RefreshReport {
 pub(super) async fn refresh_state(state: &State) -> Result<RefreshReport, McpError> {
     let _one_at_a_time = state.refresh_lock.lock().await;
     let raw = state.client.list_tools().await?;
-    let old: Vec<ImportedTool> = state
-        .tools
-        .read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
+    let old: Vec<ImportedTool> = state.tools.read().clone();
     let previous: HashMap<String, String> = old
         .iter()
         .map(|tool| (tool.tool_name.clone(), tool.spec.name.clone()))
@@ -60,11 +56,7 @@ pub(super) async fn refresh_state(state: &State) -> Result<RefreshReport, McpErr
     report.added.sort();
     report.removed.sort();
     report.changed.sort();
-    let registries = state
-        .registries
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
+    let registries = state.registries.lock().clone();
     for registry in &registries {
         for id in report.removed.iter().chain(&report.changed) {
             registry.unregister(id);
@@ -79,10 +71,7 @@ pub(super) async fn refresh_state(state: &State) -> Result<RefreshReport, McpErr
             }
         }
     }
-    *state
-        .tools
-        .write()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = new;
+    *state.tools.write() = new;
     Ok(report)
 }
 
