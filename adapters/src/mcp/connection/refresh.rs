@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Weak;
 use tokio::sync::watch;
 
-/// What a [`McpConnection::refresh`] changed, by operation id.
+/// What a [`McpConnection::refresh`](super::McpConnection::refresh) changed, by operation id.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RefreshReport {
