@@ -397,6 +397,18 @@ fn cluster_nodes(url: &str) -> Result<Option<Vec<String>>, TransportError> {
     Ok(Some(nodes))
 }
 
+impl RedisPubSub {
+    /// A group subscription to `topic` delivering as `delivery` says.
+    fn group_subscription<'a>(
+        &'a self,
+        topic: &'a str,
+        group: &'a str,
+        delivery: reader::Delivery,
+    ) -> BoxFuture<'a, Result<Subscription, TransportError>> {
+        reader::subscribe_group(self.inner.clone(), topic, group, delivery).boxed()
+    }
+}
+
 /// The prefix of the protocol's request topics.
 static REQUEST_PREFIX: LazyLock<String> =
     LazyLock::new(|| opkit::protocol::topics::request_topic(""));
@@ -426,13 +438,7 @@ impl PubSub for RedisPubSub {
         topic: &'a str,
         group: &'a str,
     ) -> BoxFuture<'a, Result<Subscription, TransportError>> {
-        reader::subscribe_group(
-            self.inner.clone(),
-            topic,
-            group,
-            reader::Delivery::AtMostOnce,
-        )
-        .boxed()
+        self.group_subscription(topic, group, reader::Delivery::AtMostOnce)
     }
 
     fn subscribe_group_idempotent<'a>(
@@ -440,12 +446,6 @@ impl PubSub for RedisPubSub {
         topic: &'a str,
         group: &'a str,
     ) -> BoxFuture<'a, Result<Subscription, TransportError>> {
-        reader::subscribe_group(
-            self.inner.clone(),
-            topic,
-            group,
-            reader::Delivery::Redeliver,
-        )
-        .boxed()
+        self.group_subscription(topic, group, reader::Delivery::Redeliver)
     }
 }

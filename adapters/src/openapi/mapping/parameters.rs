@@ -183,14 +183,7 @@ fn map_parameter<'a>(
             ),
         ));
     }
-    let explode = param
-        .get("explode")
-        .and_then(Value::as_bool)
-        .unwrap_or(style.default_explode());
-    let allow_reserved = param
-        .get("allowReserved")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let (explode, allow_reserved) = explode_and_reserved(param, style);
     let (mut schema, content) = parameter_schema(bundle, param, pointer)?;
     if let Value::Object(map) = &mut schema {
         let description = overrides
@@ -220,6 +213,20 @@ fn map_parameter<'a>(
         content,
     };
     Ok((Some(plan), schema, required))
+}
+
+/// The `explode` (default: the style's) and `allowReserved` (default `false`) of a parameter
+/// or of a form body's `encoding` entry.
+pub(super) fn explode_and_reserved(object: &Value, style: Style) -> (bool, bool) {
+    let explode = object
+        .get("explode")
+        .and_then(Value::as_bool)
+        .unwrap_or(style.default_explode());
+    let allow_reserved = object
+        .get("allowReserved")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    (explode, allow_reserved)
 }
 
 /// A parameter's schema: its `schema`, else the schema of its (first) `content` entry, whose

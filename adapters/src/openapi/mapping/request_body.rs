@@ -6,6 +6,7 @@
 //! query-style serialization; multipart binary properties become base64 strings.
 
 use super::Found;
+use super::parameters::explode_and_reserved;
 use crate::openapi::body::{self, BodyKind, BodyPlan};
 use crate::openapi::bundle::SchemaBundle;
 use crate::openapi::document::{SpecVersion, join_pointer};
@@ -124,14 +125,7 @@ fn styled_properties(media: &Value) -> BTreeMap<String, (Style, bool, bool)> {
                 .and_then(Value::as_str)
                 .and_then(Style::parse)
                 .unwrap_or(Style::Form);
-            let explode = entry
-                .get("explode")
-                .and_then(Value::as_bool)
-                .unwrap_or(style.default_explode());
-            let reserved = entry
-                .get("allowReserved")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
+            let (explode, reserved) = explode_and_reserved(entry, style);
             styled.insert(prop.clone(), (style, explode, reserved));
         }
     }
