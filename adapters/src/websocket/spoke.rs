@@ -40,6 +40,7 @@ pub struct SpokeOptions {
     backoff_max: Duration,
     request_timeout: Duration,
     connect_timeout: Duration,
+    close_timeout: Duration,
 }
 
 impl fmt::Debug for SpokeOptions {
@@ -50,6 +51,7 @@ impl fmt::Debug for SpokeOptions {
             .field("backoff_max", &self.backoff_max)
             .field("request_timeout", &self.request_timeout)
             .field("connect_timeout", &self.connect_timeout)
+            .field("close_timeout", &self.close_timeout)
             .finish()
     }
 }
@@ -63,6 +65,7 @@ impl SpokeOptions {
             backoff_max: Duration::from_secs(5),
             request_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(5),
+            close_timeout: Duration::from_millis(200),
         }
     }
 
@@ -86,6 +89,14 @@ impl SpokeOptions {
     #[must_use]
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// How long a closing connection lets its writer flush what is queued and the close
+    /// frame (200 ms unless set).
+    #[must_use]
+    pub fn with_close_timeout(mut self, timeout: Duration) -> Self {
+        self.close_timeout = timeout;
         self
     }
 }
@@ -469,7 +480,7 @@ async fn run(inner: &Inner, running: Running) {
     }
     drop(outbound);
     // Let the writer flush a close frame, but not for long.
-    let _ = tokio::time::timeout(Duration::from_millis(200), writer).await;
+    let _ = tokio::time::timeout(inner.options.close_timeout, writer).await;
 }
 
 async fn write(mut sink: SplitSink<Socket, Message>, mut queue: mpsc::UnboundedReceiver<Message>) {
