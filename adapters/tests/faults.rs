@@ -11,8 +11,10 @@
 //! matrix is printed (`--nocapture`).
 #![cfg(all(feature = "redis", feature = "websocket"))]
 
+mod child_support;
 mod redis_support;
 
+use child_support::{ChildTest, Stdout, run_child};
 use futures::StreamExt;
 use opkit::prelude::*;
 use opkit::protocol::{CallHandler, PendingRequestMap, PubSub};
@@ -21,9 +23,8 @@ use opkit_adapters::websocket::{SpokeGrant, SpokeOptions, StaticTokens, WsHub, W
 use redis_support::RedisServer;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -100,52 +101,35 @@ fn fault_replica_child_process() {
     let (Ok(spec), Ok(record)) = (std::env::var(TRANSPORT_VAR), std::env::var(RECORD_VAR)) else {
         return;
     };
-    // Exit with the parent: its end of our stdin closes when it dies.
-    std::thread::spawn(|| {
-        let _ = std::io::stdin().read_to_end(&mut Vec::new());
-        std::process::exit(0);
+    run_child(async {
+        let record = PathBuf::from(record);
+        let bus = transport(&spec).await;
+        let _serving = CallHandler::new(recording_registry(record.clone()), bus)
+            .spawn()
+            .await
+            .unwrap();
+        std::fs::write(record.with_extension("ready"), b"ready").unwrap();
+        futures::future::pending::<()>().await;
     });
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            let record = PathBuf::from(record);
-            let bus = transport(&spec).await;
-            let _serving = CallHandler::new(recording_registry(record.clone()), bus)
-                .spawn()
-                .await
-                .unwrap();
-            std::fs::write(record.with_extension("ready"), b"ready").unwrap();
-            futures::future::pending::<()>().await;
-        });
 }
 
 /// A replica child process, killed (by PID) when dropped, even when the test fails.
 struct Replica {
-    child: Option<Child>,
+    child: ChildTest,
     record: PathBuf,
 }
 
 impl Replica {
     async fn spawn(transport: &str, dir: &Path, name: &str) -> Self {
         let record = dir.join(format!("{name}.log"));
-        let child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "fault_replica_child_process",
-                "--exact",
-                "--ignored",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(TRANSPORT_VAR, transport)
-            .env(RECORD_VAR, &record)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn a replica child process");
+        let child = ChildTest::spawn(
+            "fault_replica_child_process",
+            &[
+                (TRANSPORT_VAR, transport.as_ref()),
+                (RECORD_VAR, record.as_os_str()),
+            ],
+            Stdout::Discard,
+        );
         let ready = record.with_extension("ready");
         let started = Instant::now();
         while !ready.exists() {
@@ -155,42 +139,7 @@ impl Replica {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        Self {
-            child: Some(child),
-            record,
-        }
-    }
-
-    fn pid(&self) -> String {
-        self.child
-            .as_ref()
-            .map(|child| child.id().to_string())
-            .unwrap_or_default()
-    }
-
-    fn signal(&self, signal: &str) {
-        let status = Command::new("kill")
-            .args([signal, &self.pid()])
-            .status()
-            .expect("kill runs");
-        assert!(status.success(), "kill {signal} {}", self.pid());
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        if self.child.is_some() {
-            // A paused child cannot die until it runs again.
-            let _ = Command::new("kill").args(["-CONT", &self.pid()]).status();
-        }
-        self.kill();
+        Self { child, record }
     }
 }
 
@@ -431,14 +380,8 @@ async fn faults_over_redis() {
         let dir = temp_dir("redis-kill");
         let mut replicas = redis_replicas(&server, &dir).await;
         let map = redis_caller(&server).await;
-        let victim = replicas[0].child.take();
-        let (outcomes, fault_at) = load(map, 60, move || async move {
-            if let Some(mut child) = victim {
-                let _ = child.kill();
-                let _ = child.wait();
-            }
-        })
-        .await;
+        let mut victim = replicas[0].child.take();
+        let (outcomes, fault_at) = load(map, 60, move || async move { victim.kill() }).await;
         Row::of(
             "Redis: replica SIGKILL",
             &outcomes,
@@ -455,9 +398,9 @@ async fn faults_over_redis() {
         let map = redis_caller(&server).await;
         let paused = replicas.clone();
         let (outcomes, fault_at) = load(map, 60, move || async move {
-            paused[0].signal("-STOP");
+            paused[0].child.signal("-STOP");
             tokio::time::sleep(DEADLINE + Duration::from_millis(500)).await;
-            paused[0].signal("-CONT");
+            paused[0].child.signal("-CONT");
         })
         .await;
         // The resumed replica may still hold requests whose deadline passed: it answers them
@@ -530,14 +473,8 @@ async fn faults_over_the_websocket_hub() {
         let dir = temp_dir("ws-kill");
         let mut replicas = ws_replicas(&hub, &dir).await;
         let map = ws_caller(&hub).await;
-        let victim = replicas[0].child.take();
-        let (outcomes, fault_at) = load(map, 60, move || async move {
-            if let Some(mut child) = victim {
-                let _ = child.kill();
-                let _ = child.wait();
-            }
-        })
-        .await;
+        let mut victim = replicas[0].child.take();
+        let (outcomes, fault_at) = load(map, 60, move || async move { victim.kill() }).await;
         Row::of(
             "WebSocket: spoke SIGKILL",
             &outcomes,

@@ -18,8 +18,10 @@
 //! PID when the test ends, however it ends.
 #![cfg(feature = "redis")]
 
+mod child_support;
 mod redis_support;
 
+use child_support::{ChildTest, Stdout, run_child};
 use futures::StreamExt;
 use opkit::prelude::*;
 use opkit::protocol::{CallHandler, PendingRequestMap};
@@ -30,9 +32,7 @@ use redis_support::cluster::{RedisCluster, cli};
 use redis_support::ops::{init_logs, within};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const ROLE_VAR: &str = "OPKIT_TEST_CLUSTER_ROLE";
@@ -138,27 +138,17 @@ fn cluster_child_process() {
     ) else {
         return;
     };
-    // Exit with the parent: its end of our stdin closes when it dies.
-    std::thread::spawn(|| {
-        let _ = std::io::stdin().read_to_end(&mut Vec::new());
-        std::process::exit(0);
-    });
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .try_init();
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            if role == "replica" {
-                run_replica(&cluster, &ledger, &name).await;
-            } else {
-                run_caller(&cluster).await;
-            }
-        });
+    run_child(async {
+        if role == "replica" {
+            run_replica(&cluster, &ledger, &name).await;
+        } else {
+            run_caller(&cluster).await;
+        }
+    });
 }
 
 async fn run_replica(cluster: &str, ledger: &str, name: &str) {
@@ -207,12 +197,9 @@ async fn run_caller(cluster: &str) {
     println!("@done");
 }
 
-/// A child process, killed by PID when dropped (or by [`kill`](Self::kill)).
-struct ChildProcess {
-    child: Option<Child>,
-    lines: Arc<Mutex<Vec<String>>>,
-    reader: Option<std::thread::JoinHandle<()>>,
-}
+/// A child process (a replica or a caller), killed by PID when dropped (or by
+/// [`kill`](ChildTest::kill)).
+struct ChildProcess(ChildTest);
 
 impl ChildProcess {
     fn spawn(
@@ -222,57 +209,29 @@ impl ChildProcess {
         ledger: &RedisServer,
         calls: &str,
     ) -> Self {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "cluster_child_process",
-                "--exact",
-                "--ignored",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(ROLE_VAR, role)
-            .env(CLUSTER_VAR, cluster.url())
-            .env(LEDGER_VAR, ledger.url())
-            .env(NAME_VAR, name)
-            .env(CALLS_VAR, calls)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn a child process");
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let stdout = child.stdout.take().unwrap();
-        let sink = lines.clone();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                sink.lock().unwrap().push(line);
-            }
-        });
-        Self {
-            child: Some(child),
-            lines,
-            reader: Some(reader),
-        }
+        let (cluster, ledger) = (cluster.url(), ledger.url());
+        Self(ChildTest::spawn(
+            "cluster_child_process",
+            &[
+                (ROLE_VAR, role.as_ref()),
+                (CLUSTER_VAR, cluster.as_ref()),
+                (LEDGER_VAR, ledger.as_ref()),
+                (NAME_VAR, name.as_ref()),
+                (CALLS_VAR, calls.as_ref()),
+            ],
+            Stdout::Lines,
+        ))
     }
 
     fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.0.kill();
     }
 
     /// Waits (bounded) for a caller to print `done`, then returns its outcomes by call.
     async fn outcomes(mut self) -> BTreeMap<u64, String> {
-        let lines = self.lines.clone();
         // Every call has a deadline, so a caller ends; this bound only catches a hang.
         let started = Instant::now();
-        while !lines
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|line| line.contains("@done"))
-        {
+        while !self.0.lines().iter().any(|line| line.contains("@done")) {
             assert!(
                 started.elapsed() < CALLER_PATIENCE,
                 "a caller process did not finish its calls within {CALLER_PATIENCE:?}"
@@ -280,11 +239,8 @@ impl ChildProcess {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         self.kill();
-        if let Some(reader) = self.reader.take() {
-            let _ = reader.join();
-        }
-        let lines = self.lines.lock().unwrap();
-        lines
+        self.0
+            .lines()
             .iter()
             .filter_map(|line| {
                 // The test harness may print on the same line first.
@@ -293,12 +249,6 @@ impl ChildProcess {
                 Some((n.parse().ok()?, code.to_owned()))
             })
             .collect()
-    }
-}
-
-impl Drop for ChildProcess {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 

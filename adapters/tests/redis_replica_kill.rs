@@ -7,8 +7,10 @@
 //! executions across processes.
 #![cfg(feature = "redis")]
 
+mod child_support;
 mod redis_support;
 
+use child_support::{ChildTest, Stdout, run_child};
 use futures::StreamExt;
 use opkit::prelude::*;
 use opkit::protocol::{CallHandler, PendingRequestMap};
@@ -18,8 +20,6 @@ use redis_support::RedisServer;
 use redis_support::ops::{init_logs, within};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::io::Read;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -136,70 +136,34 @@ fn replica_child_process() {
     let (Ok(url), Ok(name)) = (std::env::var(URL_VAR), std::env::var(NAME_VAR)) else {
         return;
     };
-    // Exit with the parent: its end of our stdin closes when it dies.
-    std::thread::spawn(|| {
-        let _ = std::io::stdin().read_to_end(&mut Vec::new());
-        std::process::exit(0);
-    });
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            let registry = recording_registry(&url, &name).await;
-            let _serving = CallHandler::new(registry, bus(&url).await)
-                .spawn()
-                .await
-                .unwrap();
-            let mut conn = redis::Client::open(url.as_str())
-                .unwrap()
-                .get_multiplexed_async_connection()
-                .await
-                .unwrap();
-            let _: () = conn
-                .set(format!("kill-test:ready:{name}"), 1)
-                .await
-                .unwrap();
-            futures::future::pending::<()>().await;
-        });
-}
-
-/// Kills the child (by PID) when dropped, even when the test fails.
-struct ChildReplica(Option<Child>);
-
-impl ChildReplica {
-    fn spawn(server: &RedisServer, name: &str) -> Self {
-        let child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "replica_child_process",
-                "--exact",
-                "--ignored",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(URL_VAR, server.url())
-            .env(NAME_VAR, name)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+    run_child(async {
+        let registry = recording_registry(&url, &name).await;
+        let _serving = CallHandler::new(registry, bus(&url).await)
             .spawn()
-            .expect("spawn the replica child process");
-        Self(Some(child))
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut child) = self.0.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
+            .await
+            .unwrap();
+        let mut conn = redis::Client::open(url.as_str())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let _: () = conn
+            .set(format!("kill-test:ready:{name}"), 1)
+            .await
+            .unwrap();
+        futures::future::pending::<()>().await;
+    });
 }
 
-impl Drop for ChildReplica {
-    fn drop(&mut self) {
-        self.kill();
-    }
+/// The replica child process named `name` (killed by PID when dropped, even when the test
+/// fails).
+fn spawn_replica(server: &RedisServer, name: &str) -> ChildTest {
+    let url = server.url();
+    ChildTest::spawn(
+        "replica_child_process",
+        &[(URL_VAR, url.as_ref()), (NAME_VAR, name.as_ref())],
+        Stdout::Discard,
+    )
 }
 
 async fn wait_for_key(conn: &mut redis::aio::MultiplexedConnection, key: &str, at_least: i64) {
@@ -221,7 +185,7 @@ async fn a_replica_killed_mid_call() {
     let server = RedisServer::start();
     let url = server.url();
     let mut raw = server.raw().await;
-    let mut doomed = ChildReplica::spawn(&server, "doomed");
+    let mut doomed = spawn_replica(&server, "doomed");
     wait_for_key(&mut raw, "kill-test:ready:doomed", 1).await;
     let map = PendingRequestMap::connect(bus(&url).await).await.unwrap();
 
@@ -321,7 +285,7 @@ async fn a_query_held_by_a_killed_replica_is_answered_by_another() {
     let server = RedisServer::start();
     let url = server.url();
     let mut raw = server.raw().await;
-    let mut doomed = ChildReplica::spawn(&server, "doomed");
+    let mut doomed = spawn_replica(&server, "doomed");
     wait_for_key(&mut raw, "kill-test:ready:doomed", 1).await;
     let map = PendingRequestMap::connect(bus(&url).await).await.unwrap();
 

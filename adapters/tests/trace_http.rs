@@ -6,72 +6,55 @@
 mod serve_support;
 #[path = "../../core/tests/trace_support/mod.rs"]
 mod trace_support;
+mod traced_support;
 
 use opkit::prelude::*;
 use opkit_adapters::http_server::HttpServer;
 use serde_json::{Value, json};
 use serve_support::serve;
-use trace_support::{JsonSpans, SharedBuffer, assert_parent};
-use tracing_subscriber::layer::SubscriberExt;
-
-const INCOMING: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+use trace_support::assert_parent;
+use traced_support::{INCOMING, echo_registry, spans_of};
 
 #[test]
 fn trace_headers_are_read_and_bad_ones_ignored() {
-    let buffer = SharedBuffer::default();
-    let subscriber = tracing_subscriber::registry().with(JsonSpans::new(buffer.clone(), "test"));
-    let _guard = tracing::subscriber::set_default(subscriber);
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            let registry = OperationRegistry::new();
-            registry
-                .register(
-                    OperationSpec::new("h", "echo", OperationKind::Query),
-                    Handler::unary(|input, _ctx| async move { Ok(input) }),
-                )
-                .unwrap();
-            registry
-                .register(
-                    OperationSpec::new("h", "ticks", OperationKind::Subscription),
-                    Handler::stream(|_input, _ctx| {
-                        futures::stream::iter([Ok(json!(1)), Ok(json!(2))])
-                    }),
-                )
-                .unwrap();
-            let served = serve(HttpServer::new(registry).router()).await;
-            let client = reqwest::Client::new();
-            for traceparent in [
-                INCOMING,
-                "00-zz-junk",
-                "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-            ] {
-                let response = client
-                    .post(served.url("/ops/h.echo"))
-                    .header("traceparent", traceparent)
-                    .header("tracestate", "a=1")
-                    .header("tracestate", "b=2")
-                    .json(&json!({"n": 1}))
-                    .send()
-                    .await
-                    .unwrap();
-                assert!(response.status().is_success(), "{traceparent}");
-            }
-            let text = client
-                .post(served.url("/ops/h.ticks"))
-                .header("traceparent", INCOMING)
-                .json(&json!({}))
+    let spans = spans_of(async {
+        let registry = echo_registry("h");
+        registry
+            .register(
+                OperationSpec::new("h", "ticks", OperationKind::Subscription),
+                Handler::stream(|_input, _ctx| futures::stream::iter([Ok(json!(1)), Ok(json!(2))])),
+            )
+            .unwrap();
+        let served = serve(HttpServer::new(registry).router()).await;
+        let client = reqwest::Client::new();
+        for traceparent in [
+            INCOMING,
+            "00-zz-junk",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        ] {
+            let response = client
+                .post(served.url("/ops/h.echo"))
+                .header("traceparent", traceparent)
+                .header("tracestate", "a=1")
+                .header("tracestate", "b=2")
+                .json(&json!({"n": 1}))
                 .send()
                 .await
-                .unwrap()
-                .text()
-                .await
                 .unwrap();
-            assert!(text.contains("complete"), "{text}");
-        });
-    let spans = buffer.spans();
+            assert!(response.status().is_success(), "{traceparent}");
+        }
+        let text = client
+            .post(served.url("/ops/h.ticks"))
+            .header("traceparent", INCOMING)
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(text.contains("complete"), "{text}");
+    });
     let servers: Vec<&Value> = spans
         .iter()
         .filter(|span| span["opkit.path"] == "http_server" && span["rpc.method"] == "h.echo")

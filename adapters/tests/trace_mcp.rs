@@ -6,6 +6,7 @@
 mod serve_support;
 #[path = "../../core/tests/trace_support/mod.rs"]
 mod trace_support;
+mod traced_support;
 
 use opkit::prelude::*;
 use opkit::trace::TraceContext;
@@ -13,48 +14,30 @@ use opkit_adapters::mcp::{McpConnection, McpLifecycle, McpOptions};
 use opkit_adapters::mcp_server::McpServer;
 use serde_json::json;
 use serve_support::serve;
-use trace_support::{JsonSpans, SharedBuffer, assert_parent, find};
-use tracing_subscriber::layer::SubscriberExt;
-
-const INCOMING: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+use trace_support::{assert_parent, find};
+use traced_support::{INCOMING, echo_registry, spans_of};
 
 #[test]
 fn the_mcp_import_and_server_link_their_spans() {
     for lifecycle in [McpLifecycle::Modern, McpLifecycle::Legacy] {
-        let buffer = SharedBuffer::default();
-        let subscriber =
-            tracing_subscriber::registry().with(JsonSpans::new(buffer.clone(), "test"));
-        let _guard = tracing::subscriber::set_default(subscriber);
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(async {
-                let served_registry = OperationRegistry::new();
-                served_registry
-                    .register(
-                        OperationSpec::new("m", "echo", OperationKind::Query),
-                        Handler::unary(|input, _ctx| async move { Ok(input) }),
-                    )
-                    .unwrap();
-                let served = serve(
-                    axum::Router::new().nest("/mcp", McpServer::new(served_registry).router()),
-                )
-                .await;
-                let connection = McpConnection::connect_http(
-                    &served.url("/mcp"),
-                    McpOptions::new("remote").lifecycle(lifecycle),
-                )
-                .await
-                .unwrap();
-                let imported = OperationRegistry::new();
-                connection.register_into(&imported).unwrap();
-                let id = imported.specs()[0].id();
-                let ctx = OperationContext::new()
-                    .with_trace(TraceContext::parse(INCOMING, Some("k=v")).unwrap());
-                imported.execute(&id, json!({"x": 1}), &ctx).await.unwrap();
-            });
-        let spans = buffer.spans();
+        let spans = spans_of(async {
+            let served_registry = echo_registry("m");
+            let served =
+                serve(axum::Router::new().nest("/mcp", McpServer::new(served_registry).router()))
+                    .await;
+            let connection = McpConnection::connect_http(
+                &served.url("/mcp"),
+                McpOptions::new("remote").lifecycle(lifecycle),
+            )
+            .await
+            .unwrap();
+            let imported = OperationRegistry::new();
+            connection.register_into(&imported).unwrap();
+            let id = imported.specs()[0].id();
+            let ctx = OperationContext::new()
+                .with_trace(TraceContext::parse(INCOMING, Some("k=v")).unwrap());
+            imported.execute(&id, json!({"x": 1}), &ctx).await.unwrap();
+        });
         let client = spans
             .iter()
             .find(|span| span["opkit.path"] == "mcp")

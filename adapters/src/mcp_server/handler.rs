@@ -286,10 +286,7 @@ impl ServerHandler for McpHandler {
         request: SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        *self
-            .log_level
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(request.level);
+        *self.log_level.write() = Some(request.level);
         Ok(())
     }
 

@@ -7,8 +7,9 @@
 //! names, `tools/call` finds the operation by its name.
 
 use opkit::{OperationRegistry, OperationSpec};
+use parking_lot::RwLock;
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 /// Spec extension: the tool name an operation is served under (a string), overriding
 /// [`ToolNaming`]; [`OperationSpec::EXT_TOOL_NAME`].
@@ -113,7 +114,7 @@ impl NamesCache {
         let revision = registry.revision();
         {
             // A poisoned lock holds a whole `Option` (written in one assignment): usable.
-            let kept = self.kept.read().unwrap_or_else(|error| error.into_inner());
+            let kept = self.kept.read();
             if let Some((at, names)) = kept.as_ref()
                 && *at == revision
             {
@@ -121,8 +122,7 @@ impl NamesCache {
             }
         }
         let names = Arc::new(ToolNames::build(&registry.specs(), naming)?);
-        *self.kept.write().unwrap_or_else(|error| error.into_inner()) =
-            Some((revision, names.clone()));
+        *self.kept.write() = Some((revision, names.clone()));
         Ok(names)
     }
 }
@@ -218,10 +218,7 @@ mod tests {
         registry.unregister("math.two");
         let removed = cache.get(&registry, ToolNaming::OperationId).unwrap();
         assert!(removed.operation("math.two").is_none());
-        assert!(
-            cache.clone().kept.read().unwrap().is_none(),
-            "a clone starts empty"
-        );
+        assert!(cache.clone().kept.read().is_none(), "a clone starts empty");
     }
 
     fn spec(namespace: &str, name: &str) -> Arc<OperationSpec> {

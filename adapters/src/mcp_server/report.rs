@@ -11,12 +11,13 @@
 //! after every report queued before the handler returned.
 
 use opkit::report::{LogRecord, Progress, Reporter};
+use parking_lot::{Mutex, RwLock};
 use rmcp::Peer;
 use rmcp::RoleServer;
 #[allow(deprecated)]
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// The minimum log level a session asked for (`None`: everything).
@@ -65,13 +66,8 @@ struct Forwarding {
 }
 
 impl Forwarding {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        // The state is replaced in single assignments: a panic cannot leave it half-written.
-        self.state.lock().unwrap_or_else(|error| error.into_inner())
-    }
-
     fn queue(&self, report: Report) {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         *state = match std::mem::replace(&mut *state, State::Finished) {
             State::Idle(sender) => {
                 let (queue, reports) = mpsc::unbounded_channel();
@@ -103,7 +99,7 @@ pub(crate) struct Forwarder {
 impl Forwarder {
     /// Sends what is still queued, then stops (reports made later are dropped).
     pub(crate) async fn finish(self) {
-        let state = std::mem::replace(&mut *self.forwarding.lock(), State::Finished);
+        let state = std::mem::replace(&mut *self.forwarding.state.lock(), State::Finished);
         if let State::Running { queue, task } = state {
             // Closing the queue lets the task drain it and end.
             drop(queue);
@@ -181,10 +177,7 @@ impl Sender {
     fn log_param(&self, record: LogRecord) -> Option<LoggingMessageNotificationParam> {
         let level: LoggingLevel =
             serde_json::from_value(serde_json::to_value(record.level).ok()?).ok()?;
-        let minimum = *self
-            .level
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let minimum = *self.level.read();
         if minimum.is_some_and(|minimum| rank(level) < rank(minimum)) {
             return None;
         }

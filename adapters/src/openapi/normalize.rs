@@ -24,9 +24,10 @@
 
 use super::mapping::OutputSource;
 use opkit::schema::{CompiledSchema, cast};
+use parking_lot::Mutex;
 use serde_json::Value;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// At most this many changed JSON pointers are listed in one warning.
@@ -153,10 +154,7 @@ struct RateLimit {
 impl RateLimit {
     /// `Some(left out since the last one)` when a warning may be logged now.
     fn allow(&self) -> Option<u64> {
-        let mut last = self
-            .last
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
+        let mut last = self.last.lock();
         let now = Instant::now();
         match *last {
             Some(at) if now.duration_since(at) < WARN_INTERVAL => {
@@ -294,7 +292,7 @@ mod tests {
         assert_eq!(limit.allow(), Some(0));
         assert_eq!(limit.allow(), None);
         assert_eq!(limit.allow(), None);
-        *limit.last.lock().unwrap() = Some(Instant::now() - WARN_INTERVAL);
+        *limit.last.lock() = Some(Instant::now() - WARN_INTERVAL);
         assert_eq!(limit.allow(), Some(2));
     }
 }

@@ -17,10 +17,11 @@
 
 use super::{Inner, TopicKeys, redis_crate};
 use opkit::protocol::topics;
+use parking_lot::Mutex;
 use redis_crate::streams::{StreamClaimReply, StreamId};
 use redis_crate::{RedisError, Script};
 use std::collections::{HashMap, VecDeque};
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::sync::LazyLock;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -196,31 +197,35 @@ struct Book {
 }
 
 impl Answers {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Book> {
-        self.book.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     fn expect(&self, reader: u64, request_id: String, entry: String) {
-        self.lock().expected.insert(request_id, (reader, entry));
+        self.book
+            .lock()
+            .expected
+            .insert(request_id, (reader, entry));
     }
 
     fn forget(&self, request_id: &str) {
-        self.lock().expected.remove(request_id);
+        self.book.lock().expected.remove(request_id);
     }
 
     fn take(&self, reader: u64) -> Vec<String> {
-        self.lock().answered.remove(&reader).unwrap_or_default()
+        self.book
+            .lock()
+            .answered
+            .remove(&reader)
+            .unwrap_or_default()
     }
 
     /// Notes a published payload: a final reply to a held request marks it answered.
     pub(super) fn note_published(&self, topic: &str, payload: &[u8]) {
-        if !topic.starts_with(topics::FALLBACK_REPLY_TOPIC) || self.lock().expected.is_empty() {
+        if !topic.starts_with(topics::FALLBACK_REPLY_TOPIC) || self.book.lock().expected.is_empty()
+        {
             return;
         }
         let Some(request_id) = is_final_reply(payload) else {
             return;
         };
-        let mut book = self.lock();
+        let mut book = self.book.lock();
         if let Some((reader, entry)) = book.expected.remove(&request_id) {
             book.answered.entry(reader).or_default().push(entry);
         }
@@ -228,7 +233,7 @@ impl Answers {
 
     /// Forgets a reader that left (its consumer and pending entries are deleted with it).
     pub(super) fn drop_reader(&self, reader: u64) {
-        let mut book = self.lock();
+        let mut book = self.book.lock();
         book.answered.remove(&reader);
         book.expected.retain(|_, (owner, _)| *owner != reader);
     }

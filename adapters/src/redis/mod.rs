@@ -193,245 +193,30 @@
 
 mod claim;
 mod conn;
+mod inner;
+mod options;
 mod reader;
+mod scripts;
 mod shard;
+
+pub use options::RedisOptions;
 
 use bytes::Bytes;
 use conn::{Backend, Conn};
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use inner::Inner;
 use opkit::protocol::{PubSub, Receipt, Subscription, TransportError};
-use redis_crate::{Client, RedisError, Script};
+use parking_lot::Mutex;
+use redis_crate::{Client, RedisError};
 use std::collections::HashMap;
 use std::fmt;
-use std::future::Future;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
 
 // `redis` is both this module's name and the crate's: name the crate unambiguously.
 use ::redis as redis_crate;
-
-/// Settings of a [`RedisPubSub`]. Every setting has a default suited to a local or LAN Redis.
-///
-/// ```
-/// use opkit_adapters::redis::RedisOptions;
-/// use std::time::Duration;
-/// let options = RedisOptions::default()
-///     .with_prefix("billing:")
-///     .with_command_timeout(Duration::from_secs(2));
-/// assert_eq!(options.prefix(), "billing:");
-/// ```
-#[derive(Debug, Clone)]
-pub struct RedisOptions {
-    prefix: String,
-    connect_timeout: Duration,
-    command_timeout: Duration,
-    block: Duration,
-    lease: Duration,
-    retention: Duration,
-    batch: usize,
-    backoff_min: Duration,
-    backoff_max: Duration,
-    rejoin_grace: Duration,
-}
-
-impl Default for RedisOptions {
-    fn default() -> Self {
-        Self {
-            prefix: "opkit:".to_owned(),
-            connect_timeout: Duration::from_secs(1),
-            command_timeout: Duration::from_secs(5),
-            block: Duration::from_secs(1),
-            lease: Duration::from_secs(6),
-            retention: Duration::from_secs(60),
-            batch: 16,
-            backoff_min: Duration::from_millis(50),
-            backoff_max: Duration::from_secs(1),
-            rejoin_grace: Duration::from_secs(30),
-        }
-    }
-}
-
-impl RedisOptions {
-    /// The prefix of every key and channel name (`opkit:` unless set). Buses with different
-    /// prefixes on one Redis do not see each other.
-    #[must_use]
-    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
-        self
-    }
-
-    /// The longest wait for a connection to Redis (1 s unless set).
-    #[must_use]
-    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// The longest wait for the answer to one command (5 s unless set).
-    #[must_use]
-    pub fn with_command_timeout(mut self, timeout: Duration) -> Self {
-        self.command_timeout = timeout;
-        self
-    }
-
-    /// How long a group reader blocks in `XREADGROUP` before it looks again (1 s unless set;
-    /// never more than a third of the lease).
-    #[must_use]
-    pub fn with_block(mut self, block: Duration) -> Self {
-        self.block = block;
-        self
-    }
-
-    /// How long a group member counts as live without renewing its lease (6 s unless set).
-    /// Members renew every third of it. A replica that dies stops counting after at most this.
-    #[must_use]
-    pub fn with_lease(mut self, lease: Duration) -> Self {
-        self.lease = lease;
-        self
-    }
-
-    /// How long group entries are kept (60 s unless set): older entries are trimmed on publish
-    /// (`XADD .. MINID ~`) and dropped unread by readers.
-    #[must_use]
-    pub fn with_retention(mut self, retention: Duration) -> Self {
-        self.retention = retention;
-        self
-    }
-
-    /// How many group entries one `XREADGROUP` takes at most (16 unless set).
-    #[must_use]
-    pub fn with_batch(mut self, batch: usize) -> Self {
-        self.batch = batch.max(1);
-        self
-    }
-
-    /// The first and the longest pause between reconnection attempts of a subscription
-    /// (50 ms doubling up to 1 s unless set).
-    #[must_use]
-    pub fn with_reconnect_backoff(mut self, min: Duration, max: Duration) -> Self {
-        self.backoff_min = min;
-        self.backoff_max = max.max(min);
-        self
-    }
-
-    /// The prefix of every key and channel name.
-    pub fn prefix(&self) -> &str {
-        &self.prefix
-    }
-
-    /// How long after a request topic was last seen served a publish that reaches no replica
-    /// fails with a [`TransportError`] (`TRANSPORT_ERROR`, worth retrying: replicas are
-    /// rejoining after a Redis restart or a redeploy) rather than `OPERATION_NOT_FOUND` (30 s
-    /// unless set; zero turns it off).
-    #[must_use]
-    pub fn with_rejoin_grace(mut self, grace: Duration) -> Self {
-        self.rejoin_grace = grace;
-        self
-    }
-
-    /// The lease of group members.
-    pub fn lease(&self) -> Duration {
-        self.lease
-    }
-
-    /// How long group entries are kept.
-    pub fn retention(&self) -> Duration {
-        self.retention
-    }
-
-    /// How often members renew their lease.
-    fn heartbeat(&self) -> Duration {
-        (self.lease / 3).max(Duration::from_millis(10))
-    }
-
-    /// How long one `XREADGROUP` blocks.
-    fn block_for(&self) -> Duration {
-        self.block
-            .min(self.heartbeat())
-            .max(Duration::from_millis(1))
-    }
-}
-
-/// `PUBLISH` (`SPUBLISH` on a cluster) to the channel, then `XADD` to the stream when the topic
-/// has a live group member. Returns the number of receivers: channel subscribers + groups with
-/// a live member.
-///
-/// KEYS: stream, members, channel (declared so that a cluster checks its slot too).
-/// ARGV: payload, retention ms.
-static PUBLISH_SCRIPT: LazyLock<Script> =
-    LazyLock::new(|| Script::new(&PUBLISH_SOURCE.replace("PUBLISH_COMMAND", "PUBLISH")));
-
-/// [`PUBLISH_SCRIPT`] with sharded pub/sub, for a cluster.
-static SPUBLISH_SCRIPT: LazyLock<Script> =
-    LazyLock::new(|| Script::new(&PUBLISH_SOURCE.replace("PUBLISH_COMMAND", "SPUBLISH")));
-
-const PUBLISH_SOURCE: &str = r"
-local receivers = redis.call('PUBLISH_COMMAND', KEYS[3], ARGV[1])
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  local t = redis.call('TIME')
-  local now = t[1] * 1000 + math.floor(t[2] / 1000)
-  -- Live members only (expired ones are pruned when leases are taken or renewed).
-  local members = redis.call('ZRANGE', KEYS[2], '(' .. now, '+inf', 'BYSCORE')
-  if #members > 0 then
-    local count = 1
-    if #members > 1 then
-      local groups = {}
-      count = 0
-      for _, member in ipairs(members) do
-        local colon = string.find(member, ':', 1, true)
-        local group = colon and string.sub(member, colon + 1) or member
-        if not groups[group] then
-          groups[group] = true
-          count = count + 1
-        end
-      end
-    end
-    local minid = now - ARGV[2]
-    if minid < 0 then minid = 0 end
-    redis.call('XADD', KEYS[1], 'MINID', '~', minid, '*', 'p', ARGV[1])
-    receivers = receivers + count
-  end
-end
-return receivers
-";
-
-/// Creates the group if needed (at `$`: it receives what is added from now on), prunes expired
-/// leases and takes or renews a member's lease; keeps the stream and the members set from
-/// outliving their members.
-///
-/// KEYS: stream, members. ARGV: group, member, lease ms, stream ttl ms.
-static JOIN_SCRIPT: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-local created = redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1], '$', 'MKSTREAM')
-if type(created) == 'table' and created.err and not string.find(created.err, 'BUSYGROUP') then
-  return redis.error_reply(created.err)
-end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[2])
-redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[3]) * 2)
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[4]))
-return 1
-",
-    )
-});
-
-/// Gives a member's lease back and deletes its consumer.
-///
-/// KEYS: stream, members. ARGV: group, member, consumer.
-static LEAVE_SCRIPT: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-redis.call('ZREM', KEYS[2], ARGV[2])
-redis.pcall('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[3])
-return 1
-",
-    )
-});
 
 /// A [`PubSub`] on a Redis server (5.0 or later; tested with 7.0) or a Redis Cluster (7.0 or
 /// later): Redis Streams consumer groups for [`subscribe_group`](PubSub::subscribe_group)
@@ -445,29 +230,6 @@ return 1
 pub struct RedisPubSub {
     inner: Arc<Inner>,
 }
-
-struct Inner {
-    backend: Backend,
-    options: RedisOptions,
-    /// This instance's random id: the prefix of its consumers' names.
-    instance: String,
-    next_consumer: AtomicU64,
-    /// The multiplexed connection for publishing and housekeeping; `None` until connected or
-    /// after it failed.
-    command: Mutex<Option<Conn>>,
-    /// Serializes reconnections of the command connection.
-    connecting: tokio::sync::Mutex<()>,
-    /// When each request topic this instance published on last reached a replica; pruned of
-    /// entries older than the rejoin grace whenever it grows past [`SERVED_PRUNE_AT`].
-    served: Mutex<HashMap<String, Instant>>,
-    /// The sharded pub/sub connection and its subscribers (cluster only).
-    shards: shard::Shards,
-    /// The held requests of this instance's redelivering readers that it answered.
-    answers: claim::Answers,
-}
-
-/// How many served topics are remembered before the stale ones are pruned.
-const SERVED_PRUNE_AT: usize = 4096;
 
 impl fmt::Debug for RedisPubSub {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -635,191 +397,15 @@ fn cluster_nodes(url: &str) -> Result<Option<Vec<String>>, TransportError> {
     Ok(Some(nodes))
 }
 
-impl Inner {
-    /// The names of `topic`; on a cluster, hash-tagged by the topic (`{T}`), so that the three
-    /// names share one hash slot.
-    fn names(&self, topic: &str) -> TopicKeys {
-        let prefix = &self.options.prefix;
-        if self.backend.is_cluster() {
-            TopicKeys {
-                channel: format!("{prefix}{{{topic}}}"),
-                stream: format!("{prefix}stream:{{{topic}}}"),
-                members: format!("{prefix}members:{{{topic}}}"),
-            }
-        } else {
-            TopicKeys {
-                channel: format!("{prefix}{topic}"),
-                stream: format!("{prefix}stream:{topic}"),
-                members: format!("{prefix}members:{topic}"),
-            }
-        }
-    }
-
-    /// [`names`](Self::names), refusing on a cluster a topic that cannot be a hash tag (empty,
-    /// or starting with `}`: its names would hash to different slots).
-    fn keys(&self, topic: &str) -> Result<TopicKeys, TransportError> {
-        if self.backend.is_cluster() && (topic.is_empty() || topic.starts_with('}')) {
-            return Err(TransportError::new(format!(
-                "redis: the topic `{topic}` cannot be a cluster hash tag (it is empty or starts with `}}`)"
-            )));
-        }
-        Ok(self.names(topic))
-    }
-
-    /// A new connection (bounded by the connect timeout).
-    async fn connect(&self, response_timeout: Duration) -> Result<Conn, RedisError> {
-        match tokio::time::timeout(
-            self.options.connect_timeout * 2,
-            self.backend
-                .connect(self.options.connect_timeout, response_timeout),
-        )
-        .await
-        {
-            Ok(result) => result,
-            Err(_) => Err(RedisError::from(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "connecting to redis timed out",
-            ))),
-        }
-    }
-
-    /// The command connection, connecting if there is none.
-    async fn command_connection(&self) -> Result<Conn, RedisError> {
-        if let Some(conn) = self.lock_command().clone() {
-            return Ok(conn);
-        }
-        let _connecting = self.connecting.lock().await;
-        if let Some(conn) = self.lock_command().clone() {
-            return Ok(conn);
-        }
-        let conn = self.connect(self.options.command_timeout).await?;
-        *self.lock_command() = Some(conn.clone());
-        Ok(conn)
-    }
-
-    fn lock_command(&self) -> std::sync::MutexGuard<'_, Option<Conn>> {
-        self.command.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Runs `f` on the command connection; a connection failure drops the connection so the
-    /// next command reconnects. Never retries: a failure is reported at once.
-    async fn command<T, F, Fut>(&self, what: &str, f: F) -> Result<T, TransportError>
-    where
-        F: FnOnce(Conn) -> Fut,
-        Fut: Future<Output = Result<T, RedisError>>,
-    {
-        let bound = self.options.connect_timeout * 2 + self.options.command_timeout;
-        let run = async {
-            let conn = self.command_connection().await?;
-            f(conn).await
-        };
-        match tokio::time::timeout(bound, run).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => {
-                if is_connection_error(&error) {
-                    *self.lock_command() = None;
-                }
-                Err(transport_error(what, error))
-            }
-            Err(_) => {
-                *self.lock_command() = None;
-                Err(transport_error(what, "timed out"))
-            }
-        }
-    }
-
-    /// Takes or renews a group member's lease on `conn` (creating the group if needed).
-    async fn join(
-        &self,
-        conn: &mut Conn,
-        keys: &TopicKeys,
-        group: &str,
-        member: &str,
-    ) -> Result<(), RedisError> {
-        let stream_ttl = self.options.retention + self.options.lease * 2;
-        JOIN_SCRIPT
-            .key(&keys.stream)
-            .key(&keys.members)
-            .arg(group)
-            .arg(member)
-            .arg(millis(self.options.lease))
-            .arg(millis(stream_ttl))
-            .invoke_async::<()>(conn)
-            .await
-    }
-
-    /// Gives a member's lease back and deletes its consumer (best effort).
-    async fn leave(&self, keys: &TopicKeys, group: &str, member: &str, consumer: &str) {
-        let result = self
-            .command("leaving a group", |mut conn| async move {
-                LEAVE_SCRIPT
-                    .key(&keys.stream)
-                    .key(&keys.members)
-                    .arg(group)
-                    .arg(member)
-                    .arg(consumer)
-                    .invoke_async::<()>(&mut conn)
-                    .await
-            })
-            .await;
-        if let Err(error) = result {
-            tracing::debug!(%error, group, consumer, "could not leave a group (its lease will expire)");
-        }
-    }
-
-    async fn publish(&self, topic: &str, payload: Bytes) -> Result<Receipt, TransportError> {
-        let keys = self.keys(topic)?;
-        let retention = millis(self.options.retention);
-        let script = if self.backend.is_cluster() {
-            &*SPUBLISH_SCRIPT
-        } else {
-            &*PUBLISH_SCRIPT
-        };
-        let published = payload.clone();
-        let receivers: i64 = self
-            .command("publishing", |mut conn| async move {
-                script
-                    .key(&keys.stream)
-                    .key(&keys.members)
-                    .key(&keys.channel)
-                    .arg(payload.as_ref())
-                    .arg(retention)
-                    .invoke_async(&mut conn)
-                    .await
-            })
-            .await?;
-        let receivers = usize::try_from(receivers).unwrap_or(0);
-        self.answers.note_published(topic, &published);
-        self.note_served(topic, receivers)?;
-        Ok(Receipt::delivered(receivers))
-    }
-
-    /// Remembers request topics that reached a replica; a publish on one that reaches nobody
-    /// within the rejoin grace is a transport error, not "nobody serves it".
-    fn note_served(&self, topic: &str, receivers: usize) -> Result<(), TransportError> {
-        let grace = self.options.rejoin_grace;
-        if grace.is_zero() || !topic.starts_with(REQUEST_PREFIX.as_str()) {
-            return Ok(());
-        }
-        let mut served = self.served.lock().unwrap_or_else(PoisonError::into_inner);
-        if receivers > 0 {
-            if let Some(seen) = served.get_mut(topic) {
-                *seen = Instant::now();
-            } else {
-                if served.len() >= SERVED_PRUNE_AT {
-                    served.retain(|_, seen| seen.elapsed() < grace);
-                }
-                served.insert(topic.to_owned(), Instant::now());
-            }
-            return Ok(());
-        }
-        match served.get(topic) {
-            Some(seen) if seen.elapsed() < grace => Err(TransportError::new(format!(
-                "no replica serves `{topic}` right now, though one did {} ms ago: replicas may be rejoining (after a Redis restart or a redeploy); retry",
-                seen.elapsed().as_millis()
-            ))),
-            _ => Ok(()),
-        }
+impl RedisPubSub {
+    /// A group subscription to `topic` delivering as `delivery` says.
+    fn group_subscription<'a>(
+        &'a self,
+        topic: &'a str,
+        group: &'a str,
+        delivery: reader::Delivery,
+    ) -> BoxFuture<'a, Result<Subscription, TransportError>> {
+        reader::subscribe_group(self.inner.clone(), topic, group, delivery).boxed()
     }
 }
 
@@ -852,13 +438,7 @@ impl PubSub for RedisPubSub {
         topic: &'a str,
         group: &'a str,
     ) -> BoxFuture<'a, Result<Subscription, TransportError>> {
-        reader::subscribe_group(
-            self.inner.clone(),
-            topic,
-            group,
-            reader::Delivery::AtMostOnce,
-        )
-        .boxed()
+        self.group_subscription(topic, group, reader::Delivery::AtMostOnce)
     }
 
     fn subscribe_group_idempotent<'a>(
@@ -866,12 +446,6 @@ impl PubSub for RedisPubSub {
         topic: &'a str,
         group: &'a str,
     ) -> BoxFuture<'a, Result<Subscription, TransportError>> {
-        reader::subscribe_group(
-            self.inner.clone(),
-            topic,
-            group,
-            reader::Delivery::Redeliver,
-        )
-        .boxed()
+        self.group_subscription(topic, group, reader::Delivery::Redeliver)
     }
 }

@@ -17,11 +17,12 @@ use super::reader::subscription;
 use super::{Inner, redis_crate, transport_error};
 use bytes::Bytes;
 use opkit::protocol::{Subscription, TransportError};
+use parking_lot::Mutex;
 use redis_crate::cluster_async::ClusterConnection;
 use redis_crate::{PushInfo, PushKind, RedisError, Value};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::mpsc;
 
 /// Subscribers by channel name: `(subscription id, sender)`.
@@ -36,11 +37,6 @@ pub(super) struct Shards {
     next_id: AtomicU64,
 }
 
-fn lock(routes: &Mutex<Routes>) -> std::sync::MutexGuard<'_, Routes> {
-    // Every critical section leaves the map consistent.
-    routes.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// Hands a sharded message to the subscribers of its channel.
 fn route(routes: &Mutex<Routes>, push: &PushInfo) {
     if push.kind != PushKind::SMessage {
@@ -50,7 +46,7 @@ fn route(routes: &Mutex<Routes>, push: &PushInfo) {
         tracing::warn!(data = ?push.data, "dropping a sharded message of an unexpected shape");
         return;
     };
-    if let Some(subscribers) = lock(routes).get(channel.as_slice()) {
+    if let Some(subscribers) = routes.lock().get(channel.as_slice()) {
         for (_, sender) in subscribers {
             // A closed sender belongs to a subscription being dropped: its task unroutes it.
             let _ = sender.send(Bytes::copy_from_slice(payload));
@@ -97,7 +93,8 @@ impl Shards {
     ) -> Result<(), RedisError> {
         let mut slot = self.conn.lock().await;
         let mut conn = self.connection(inner, &mut slot).await?;
-        lock(&self.routes)
+        self.routes
+            .lock()
             .entry(channel.as_bytes().to_vec())
             .or_default()
             .push((id, sender));
@@ -116,7 +113,9 @@ impl Shards {
             let mut slot = self.conn.lock().await;
             self.connection(inner, &mut slot).await?
         };
-        let routed = lock(&self.routes)
+        let routed = self
+            .routes
+            .lock()
             .get(channel.as_bytes())
             .is_some_and(|subscribers| subscribers.iter().any(|(route, _)| *route == id));
         if routed {
@@ -132,7 +131,7 @@ impl Shards {
 
     /// Removes a route; `true` when the channel has none left.
     fn unroute(&self, channel: &str, id: u64) -> bool {
-        let mut routes = lock(&self.routes);
+        let mut routes = self.routes.lock();
         let Some(subscribers) = routes.get_mut(channel.as_bytes()) else {
             return true;
         };

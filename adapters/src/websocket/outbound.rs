@@ -1,9 +1,10 @@
 //! A spoke's outgoing queue at the hub, bounded in frames and in bytes: what keeps a spoke
 //! that stopped reading from growing the hub's memory.
 
-use super::hub::{HubOptions, SpokeState, lock};
+use super::hub::{HubOptions, SpokeState};
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
@@ -88,7 +89,7 @@ impl Outbound {
 
     fn overflow(&self, why: std::fmt::Arguments<'_>) {
         if !self.kick.is_cancelled() {
-            tracing::warn!(spoke = %lock(&self.spoke).name, "a spoke fell too far behind: disconnecting it; {why}");
+            tracing::warn!(spoke = %self.spoke.lock().name, "a spoke fell too far behind: disconnecting it; {why}");
         }
         self.kick.cancel();
     }

@@ -7,11 +7,12 @@ use futures::future::BoxFuture;
 use futures::stream::{SplitSink, SplitStream};
 use futures::{FutureExt, SinkExt, Stream, StreamExt};
 use opkit::protocol::{PubSub, Receipt, Subscription, TransportError};
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fmt;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::net::TcpStream;
@@ -39,6 +40,7 @@ pub struct SpokeOptions {
     backoff_max: Duration,
     request_timeout: Duration,
     connect_timeout: Duration,
+    close_timeout: Duration,
 }
 
 impl fmt::Debug for SpokeOptions {
@@ -49,6 +51,7 @@ impl fmt::Debug for SpokeOptions {
             .field("backoff_max", &self.backoff_max)
             .field("request_timeout", &self.request_timeout)
             .field("connect_timeout", &self.connect_timeout)
+            .field("close_timeout", &self.close_timeout)
             .finish()
     }
 }
@@ -62,6 +65,7 @@ impl SpokeOptions {
             backoff_max: Duration::from_secs(5),
             request_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(5),
+            close_timeout: Duration::from_millis(200),
         }
     }
 
@@ -85,6 +89,14 @@ impl SpokeOptions {
     #[must_use]
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// How long a closing connection lets its writer flush what is queued and the close
+    /// frame (200 ms unless set).
+    #[must_use]
+    pub fn with_close_timeout(mut self, timeout: Duration) -> Self {
+        self.close_timeout = timeout;
         self
     }
 }
@@ -114,12 +126,6 @@ struct Inner {
     state: Mutex<State>,
     next_id: AtomicU64,
     closed: CancellationToken,
-}
-
-impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 /// Closes the connection when the last [`WsSpoke`] clone and subscription are gone.
@@ -184,12 +190,12 @@ impl WsSpoke {
 
     /// `true` while connected to the hub.
     pub fn is_connected(&self) -> bool {
-        self.handle.inner.lock().link.is_some()
+        self.handle.inner.state.lock().link.is_some()
     }
 
     /// The hub's name for the current connection (`<grant name>#<n>`), while connected.
     pub fn name(&self) -> Option<String> {
-        let state = self.handle.inner.lock();
+        let state = self.handle.inner.state.lock();
         state.link.as_ref().and(state.name.clone())
     }
 
@@ -207,7 +213,7 @@ impl WsSpoke {
         let inner = &self.handle.inner;
         let (ack, answer) = oneshot::channel();
         {
-            let mut state = inner.lock();
+            let mut state = inner.state.lock();
             let Some(link) = state.link.clone() else {
                 return Err(transport("not connected to the hub"));
             };
@@ -227,7 +233,7 @@ impl WsSpoke {
             Ok(Err(_)) => Err(transport("disconnected from the hub before it answered")),
             Err(_) => Err(transport("the hub did not answer in time")),
         };
-        let mut state = inner.lock();
+        let mut state = inner.state.lock();
         state.pending.remove(&id);
         state.subscriptions.remove(&id);
         result
@@ -323,7 +329,7 @@ impl Stream for SpokeSubscription {
 
 impl Drop for SpokeSubscription {
     fn drop(&mut self) {
-        let mut state = self.handle.inner.lock();
+        let mut state = self.handle.inner.state.lock();
         if state.subscriptions.remove(&self.id).is_some()
             && let Some(link) = &state.link
         {
@@ -420,7 +426,7 @@ fn start(inner: &Inner, socket: Socket, name: String) -> Running {
     let (sink, source) = socket.split();
     let (outbound, queue) = mpsc::unbounded_channel::<Message>();
     let writer = tokio::spawn(write(sink, queue));
-    let mut state = inner.lock();
+    let mut state = inner.state.lock();
     for (id, sub) in &state.subscriptions {
         let header = subscribe_header(*id, &sub.topic, sub.group.as_deref());
         let _ = outbound.send(frame::encode(&header, None));
@@ -465,7 +471,7 @@ async fn run(inner: &Inner, running: Running) {
         }
     }
     let pending = {
-        let mut state = inner.lock();
+        let mut state = inner.state.lock();
         state.link = None;
         std::mem::take(&mut state.pending)
     };
@@ -474,7 +480,7 @@ async fn run(inner: &Inner, running: Running) {
     }
     drop(outbound);
     // Let the writer flush a close frame, but not for long.
-    let _ = tokio::time::timeout(Duration::from_millis(200), writer).await;
+    let _ = tokio::time::timeout(inner.options.close_timeout, writer).await;
 }
 
 async fn write(mut sink: SplitSink<Socket, Message>, mut queue: mpsc::UnboundedReceiver<Message>) {
@@ -498,7 +504,7 @@ fn handle(inner: &Inner, data: &Bytes) {
     };
     match header {
         Header::Message { sub } => {
-            let mut state = inner.lock();
+            let mut state = inner.state.lock();
             let delivered = state
                 .subscriptions
                 .get(&sub)
@@ -508,7 +514,7 @@ fn handle(inner: &Inner, data: &Bytes) {
             }
         }
         Header::Ok { id, receivers } => {
-            if let Some(ack) = inner.lock().pending.remove(&id) {
+            if let Some(ack) = inner.state.lock().pending.remove(&id) {
                 let _ = ack.send(Ok(receivers));
             }
         }
@@ -516,7 +522,7 @@ fn handle(inner: &Inner, data: &Bytes) {
             id: Some(id),
             message,
         } => {
-            let ack = inner.lock().pending.remove(&id);
+            let ack = inner.state.lock().pending.remove(&id);
             match ack {
                 Some(ack) => drop(ack.send(Err(message))),
                 None => tracing::warn!(id, message, "the hub refused a request"),

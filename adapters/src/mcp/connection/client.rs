@@ -1,0 +1,122 @@
+//! [`Client`]: the rmcp client of one connection — its peer, the `tools/list` paging and
+//! the `subscriptions/listen` stream that reports tool list changes in the 2026-07-28 era.
+//! Calling a tool is in `call.rs`.
+
+use super::error::McpError;
+use super::events::Events;
+use rmcp::model::{
+    ClientRequest, CustomResult, ListToolsRequest, PaginatedRequestParams, ServerNotification,
+    ServerResult, SubscriptionFilter,
+};
+use rmcp::service::RunningService;
+use rmcp::{Peer, RoleClient};
+use serde_json::Value;
+use std::collections::HashSet;
+
+/// Pages of `tools/list` followed before giving up (a server that never ends its listing).
+const MAX_LIST_PAGES: usize = 1000;
+
+/// The rmcp client of one connection; shared by the connection and its operations.
+pub(super) struct Client {
+    pub service: RunningService<RoleClient, Events>,
+    pub label: String,
+    pub pid: Option<u32>,
+    pub parse_json_text: bool,
+}
+
+impl Client {
+    pub(super) fn peer(&self) -> &Peer<RoleClient> {
+        self.service.peer()
+    }
+
+    /// In the 2026-07-28 era a server sends `tools/list_changed` only on a
+    /// `subscriptions/listen` stream: open one (when the server announces `listChanged`) and
+    /// count its notifications like the legacy ones. Legacy servers send them unasked.
+    pub(super) fn listen_for_list_changes(&self) {
+        let Some(info) = self.peer().peer_info() else {
+            return;
+        };
+        let announces = info
+            .capabilities
+            .tools
+            .as_ref()
+            .and_then(|tools| tools.list_changed)
+            .unwrap_or(false);
+        if info.protocol_version.has_initialize() || !announces {
+            return;
+        }
+        let peer = self.peer().clone();
+        let counter = self.service.service().list_changed.clone();
+        let label = self.label.clone();
+        tokio::spawn(async move {
+            let filter = SubscriptionFilter::builder().tools_list_changed().build();
+            let mut subscription = match peer.listen(filter).await {
+                Ok(subscription) => subscription,
+                Err(error) => {
+                    tracing::debug!(target: "opkit_adapters::mcp", server = %label, %error,
+                        "subscriptions/listen failed; tool list changes will not be noticed");
+                    return;
+                }
+            };
+            // Ends with the subscription, at the latest when the connection closes.
+            while let Ok(Some(notification)) = subscription.next().await {
+                if matches!(
+                    notification,
+                    ServerNotification::ToolListChangedNotification(_)
+                ) {
+                    tracing::debug!(target: "opkit_adapters::mcp", server = %label, "tools/list_changed (listen)");
+                    counter.send_modify(|count| *count += 1);
+                }
+            }
+        });
+    }
+
+    /// Every tool of the server as raw JSON, following `nextCursor`.
+    pub(super) async fn list_tools(&self) -> Result<Vec<Value>, McpError> {
+        let failed = |message: String| McpError::Request {
+            label: self.label.clone(),
+            message,
+        };
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut seen: HashSet<String> = HashSet::new();
+        for _page in 0..MAX_LIST_PAGES {
+            let params = PaginatedRequestParams::default().with_cursor(cursor.take());
+            let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params));
+            let result = self
+                .peer()
+                .send_request(request)
+                .await
+                .map_err(|error| failed(format!("tools/list: {error}")))?;
+            let page = match result {
+                ServerResult::ListToolsResult(result) => serde_json::to_value(result)
+                    .map_err(|error| failed(format!("tools/list: {error}")))?,
+                ServerResult::CustomResult(CustomResult(raw)) => raw,
+                other => {
+                    return Err(failed(format!(
+                        "tools/list: unexpected answer {}",
+                        serde_json::to_string(&other).unwrap_or_default()
+                    )));
+                }
+            };
+            let Some(listed) = page.get("tools").and_then(Value::as_array) else {
+                return Err(failed(format!("tools/list: no `tools` array in {page}")));
+            };
+            tools.extend(listed.iter().cloned());
+            match page.get("nextCursor") {
+                Some(Value::String(next)) => {
+                    if !seen.insert(next.clone()) {
+                        return Err(failed(format!(
+                            "tools/list: the server repeated the cursor {next:?}"
+                        )));
+                    }
+                    cursor = Some(next.clone());
+                }
+                _ => return Ok(tools),
+            }
+        }
+        Err(failed(format!(
+            "tools/list: more than {MAX_LIST_PAGES} pages"
+        )))
+    }
+}

@@ -1,0 +1,155 @@
+//! [`McpOptions`] and [`McpLifecycle`]: how an MCP server is imported and connected to.
+
+use std::fmt;
+
+/// Which MCP lifecycle the client uses (see the [module docs](crate::mcp#protocol-eras)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum McpLifecycle {
+    /// Probe `server/discover` (2026-07-28) and fall back to the `initialize` handshake.
+    #[default]
+    Auto,
+    /// The `initialize` handshake only (protocol revisions up to 2025-11-25).
+    Legacy,
+    /// `server/discover` only (2026-07-28, stateless); a legacy server is an error.
+    Modern,
+}
+
+/// How to import an MCP server: the namespace of its operations and connection settings.
+///
+/// ```
+/// use opkit_adapters::mcp::{McpLifecycle, McpOptions};
+/// let options = McpOptions::new("github")
+///     .bearer_token("ghp_secret")
+///     .header("X-Team", "tools")
+///     .lifecycle(McpLifecycle::Legacy)
+///     .auto_refresh(true);
+/// assert_eq!(options.namespace, "github");
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct McpOptions {
+    /// Namespace of the imported operations (`seg(.seg)*`, each `[A-Za-z_][A-Za-z0-9_]*`).
+    pub namespace: String,
+    /// A name for the server in logs, errors and `spec.origin` (default: the command or URL).
+    pub label: Option<String>,
+    /// Extra HTTP headers sent with every Streamable HTTP request.
+    pub headers: Vec<(String, String)>,
+    /// Bearer token for Streamable HTTP (`Authorization: Bearer <token>`).
+    pub bearer_token: Option<String>,
+    /// Which protocol era to speak.
+    pub lifecycle: McpLifecycle,
+    /// Re-list the tools and update the registries when the server says its list changed.
+    pub auto_refresh: bool,
+    /// Let a stdio server's stderr through to this process's stderr (default: to `tracing`).
+    pub inherit_stderr: bool,
+    /// Read a lone JSON text block as the data when a result has no `structuredContent`
+    /// (default `false`; see [`McpOptions::parse_json_text`]).
+    pub parse_json_text: bool,
+}
+
+impl fmt::Debug for McpOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let header_names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("McpOptions")
+            .field("namespace", &self.namespace)
+            .field("label", &self.label)
+            .field("headers", &header_names)
+            .field(
+                "bearer_token",
+                &self.bearer_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("lifecycle", &self.lifecycle)
+            .field("auto_refresh", &self.auto_refresh)
+            .field("inherit_stderr", &self.inherit_stderr)
+            .field("parse_json_text", &self.parse_json_text)
+            .finish()
+    }
+}
+
+impl McpOptions {
+    /// Options with the operations' namespace and defaults for everything else.
+    pub fn new(namespace: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            label: None,
+            headers: Vec::new(),
+            bearer_token: None,
+            lifecycle: McpLifecycle::Auto,
+            auto_refresh: false,
+            inherit_stderr: false,
+            parse_json_text: false,
+        }
+    }
+
+    /// Names the server in logs, errors and `spec.origin`.
+    #[must_use]
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// Adds an HTTP header sent with every request (Streamable HTTP only).
+    #[must_use]
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Sets the bearer token (Streamable HTTP only); give the token without `Bearer `.
+    #[must_use]
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.bearer_token = Some(token.into());
+        self
+    }
+
+    /// Chooses the protocol era.
+    #[must_use]
+    pub fn lifecycle(mut self, lifecycle: McpLifecycle) -> Self {
+        self.lifecycle = lifecycle;
+        self
+    }
+
+    /// Refreshes automatically on `notifications/tools/list_changed`.
+    #[must_use]
+    pub fn auto_refresh(mut self, enabled: bool) -> Self {
+        self.auto_refresh = enabled;
+        self
+    }
+
+    /// Passes a stdio server's stderr through instead of logging it with `tracing`.
+    #[must_use]
+    pub fn inherit_stderr(mut self, enabled: bool) -> Self {
+        self.inherit_stderr = enabled;
+        self
+    }
+
+    /// Many servers send their data `JSON.stringify`'d in a text block instead of
+    /// `structuredContent`. With this on, a successful result without `structuredContent`
+    /// whose only block is a text block holding JSON has that JSON as its data, cast to the
+    /// tool's output schema when it has one; `meta.content` keeps the original block. Off by
+    /// default: a text that happens to be JSON is then still text.
+    #[must_use]
+    pub fn parse_json_text(mut self, enabled: bool) -> Self {
+        self.parse_json_text = enabled;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_debug_redacts_secrets() {
+        let options = McpOptions::new("ns")
+            .bearer_token("s3cret")
+            .header("X-Api-Key", "k3y");
+        let debug = format!("{options:?}");
+        assert!(
+            !debug.contains("s3cret") && !debug.contains("k3y"),
+            "{debug}"
+        );
+        assert!(debug.contains("X-Api-Key"));
+    }
+}

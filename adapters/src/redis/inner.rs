@@ -1,0 +1,229 @@
+//! [`Inner`]: the state one [`RedisPubSub`](super::RedisPubSub) and its clones share — the
+//! command connection and its reconnection, the names of a topic, publishing, joining and
+//! leaving groups, and the served-topics memory behind the rejoin grace.
+
+use super::conn::{Backend, Conn};
+use super::options::RedisOptions;
+use super::redis_crate::RedisError;
+use super::scripts::{JOIN_SCRIPT, LEAVE_SCRIPT, PUBLISH_SCRIPT, SPUBLISH_SCRIPT};
+use super::{
+    REQUEST_PREFIX, TopicKeys, claim, is_connection_error, millis, shard, transport_error,
+};
+use bytes::Bytes;
+use opkit::protocol::{Receipt, TransportError};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::AtomicU64;
+use std::time::{Duration, Instant};
+
+pub(super) struct Inner {
+    pub(super) backend: Backend,
+    pub(super) options: RedisOptions,
+    /// This instance's random id: the prefix of its consumers' names.
+    pub(super) instance: String,
+    pub(super) next_consumer: AtomicU64,
+    /// The multiplexed connection for publishing and housekeeping; `None` until connected or
+    /// after it failed.
+    pub(super) command: Mutex<Option<Conn>>,
+    /// Serializes reconnections of the command connection.
+    pub(super) connecting: tokio::sync::Mutex<()>,
+    /// When each request topic this instance published on last reached a replica; pruned of
+    /// entries older than the rejoin grace whenever it grows past [`SERVED_PRUNE_AT`].
+    pub(super) served: Mutex<HashMap<String, Instant>>,
+    /// The sharded pub/sub connection and its subscribers (cluster only).
+    pub(super) shards: shard::Shards,
+    /// The held requests of this instance's redelivering readers that it answered.
+    pub(super) answers: claim::Answers,
+}
+
+/// How many served topics are remembered before the stale ones are pruned.
+const SERVED_PRUNE_AT: usize = 4096;
+
+impl Inner {
+    /// The names of `topic`; on a cluster, hash-tagged by the topic (`{T}`), so that the three
+    /// names share one hash slot.
+    pub(super) fn names(&self, topic: &str) -> TopicKeys {
+        let prefix = &self.options.prefix;
+        if self.backend.is_cluster() {
+            TopicKeys {
+                channel: format!("{prefix}{{{topic}}}"),
+                stream: format!("{prefix}stream:{{{topic}}}"),
+                members: format!("{prefix}members:{{{topic}}}"),
+            }
+        } else {
+            TopicKeys {
+                channel: format!("{prefix}{topic}"),
+                stream: format!("{prefix}stream:{topic}"),
+                members: format!("{prefix}members:{topic}"),
+            }
+        }
+    }
+
+    /// [`names`](Self::names), refusing on a cluster a topic that cannot be a hash tag (empty,
+    /// or starting with `}`: its names would hash to different slots).
+    pub(super) fn keys(&self, topic: &str) -> Result<TopicKeys, TransportError> {
+        if self.backend.is_cluster() && (topic.is_empty() || topic.starts_with('}')) {
+            return Err(TransportError::new(format!(
+                "redis: the topic `{topic}` cannot be a cluster hash tag (it is empty or starts with `}}`)"
+            )));
+        }
+        Ok(self.names(topic))
+    }
+
+    /// A new connection (bounded by the connect timeout).
+    pub(super) async fn connect(&self, response_timeout: Duration) -> Result<Conn, RedisError> {
+        match tokio::time::timeout(
+            self.options.connect_timeout * 2,
+            self.backend
+                .connect(self.options.connect_timeout, response_timeout),
+        )
+        .await
+        {
+            Ok(result) => result,
+            Err(_) => Err(RedisError::from(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "connecting to redis timed out",
+            ))),
+        }
+    }
+
+    /// The command connection, connecting if there is none.
+    pub(super) async fn command_connection(&self) -> Result<Conn, RedisError> {
+        if let Some(conn) = self.command.lock().clone() {
+            return Ok(conn);
+        }
+        let _connecting = self.connecting.lock().await;
+        if let Some(conn) = self.command.lock().clone() {
+            return Ok(conn);
+        }
+        let conn = self.connect(self.options.command_timeout).await?;
+        *self.command.lock() = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// Runs `f` on the command connection; a connection failure drops the connection so the
+    /// next command reconnects. Never retries: a failure is reported at once.
+    pub(super) async fn command<T, F, Fut>(&self, what: &str, f: F) -> Result<T, TransportError>
+    where
+        F: FnOnce(Conn) -> Fut,
+        Fut: Future<Output = Result<T, RedisError>>,
+    {
+        let bound = self.options.connect_timeout * 2 + self.options.command_timeout;
+        let run = async {
+            let conn = self.command_connection().await?;
+            f(conn).await
+        };
+        match tokio::time::timeout(bound, run).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => {
+                if is_connection_error(&error) {
+                    *self.command.lock() = None;
+                }
+                Err(transport_error(what, error))
+            }
+            Err(_) => {
+                *self.command.lock() = None;
+                Err(transport_error(what, "timed out"))
+            }
+        }
+    }
+
+    /// Takes or renews a group member's lease on `conn` (creating the group if needed).
+    pub(super) async fn join(
+        &self,
+        conn: &mut Conn,
+        keys: &TopicKeys,
+        group: &str,
+        member: &str,
+    ) -> Result<(), RedisError> {
+        let stream_ttl = self.options.retention + self.options.lease * 2;
+        JOIN_SCRIPT
+            .key(&keys.stream)
+            .key(&keys.members)
+            .arg(group)
+            .arg(member)
+            .arg(millis(self.options.lease))
+            .arg(millis(stream_ttl))
+            .invoke_async::<()>(conn)
+            .await
+    }
+
+    /// Gives a member's lease back and deletes its consumer (best effort).
+    pub(super) async fn leave(&self, keys: &TopicKeys, group: &str, member: &str, consumer: &str) {
+        let result = self
+            .command("leaving a group", |mut conn| async move {
+                LEAVE_SCRIPT
+                    .key(&keys.stream)
+                    .key(&keys.members)
+                    .arg(group)
+                    .arg(member)
+                    .arg(consumer)
+                    .invoke_async::<()>(&mut conn)
+                    .await
+            })
+            .await;
+        if let Err(error) = result {
+            tracing::debug!(%error, group, consumer, "could not leave a group (its lease will expire)");
+        }
+    }
+
+    pub(super) async fn publish(
+        &self,
+        topic: &str,
+        payload: Bytes,
+    ) -> Result<Receipt, TransportError> {
+        let keys = self.keys(topic)?;
+        let retention = millis(self.options.retention);
+        let script = if self.backend.is_cluster() {
+            &*SPUBLISH_SCRIPT
+        } else {
+            &*PUBLISH_SCRIPT
+        };
+        let published = payload.clone();
+        let receivers: i64 = self
+            .command("publishing", |mut conn| async move {
+                script
+                    .key(&keys.stream)
+                    .key(&keys.members)
+                    .key(&keys.channel)
+                    .arg(payload.as_ref())
+                    .arg(retention)
+                    .invoke_async(&mut conn)
+                    .await
+            })
+            .await?;
+        let receivers = usize::try_from(receivers).unwrap_or(0);
+        self.answers.note_published(topic, &published);
+        self.note_served(topic, receivers)?;
+        Ok(Receipt::delivered(receivers))
+    }
+
+    /// Remembers request topics that reached a replica; a publish on one that reaches nobody
+    /// within the rejoin grace is a transport error, not "nobody serves it".
+    pub(super) fn note_served(&self, topic: &str, receivers: usize) -> Result<(), TransportError> {
+        let grace = self.options.rejoin_grace;
+        if grace.is_zero() || !topic.starts_with(REQUEST_PREFIX.as_str()) {
+            return Ok(());
+        }
+        let mut served = self.served.lock();
+        if receivers > 0 {
+            if let Some(seen) = served.get_mut(topic) {
+                *seen = Instant::now();
+            } else {
+                if served.len() >= SERVED_PRUNE_AT {
+                    served.retain(|_, seen| seen.elapsed() < grace);
+                }
+                served.insert(topic.to_owned(), Instant::now());
+            }
+            return Ok(());
+        }
+        match served.get(topic) {
+            Some(seen) if seen.elapsed() < grace => Err(TransportError::new(format!(
+                "no replica serves `{topic}` right now, though one did {} ms ago: replicas may be rejoining (after a Redis restart or a redeploy); retry",
+                seen.elapsed().as_millis()
+            ))),
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! [`RedisOptions`]: every setting of a [`RedisPubSub`](super::RedisPubSub), with its
+//! default.
+
+use std::time::Duration;
+
+/// Settings of a [`RedisPubSub`](super::RedisPubSub). Every setting has a default suited to a local or LAN Redis.
+///
+/// ```
+/// use opkit_adapters::redis::RedisOptions;
+/// use std::time::Duration;
+/// let options = RedisOptions::default()
+///     .with_prefix("billing:")
+///     .with_command_timeout(Duration::from_secs(2));
+/// assert_eq!(options.prefix(), "billing:");
+/// ```
+#[derive(Debug, Clone)]
+pub struct RedisOptions {
+    pub(super) prefix: String,
+    pub(super) connect_timeout: Duration,
+    pub(super) command_timeout: Duration,
+    pub(super) block: Duration,
+    pub(super) lease: Duration,
+    pub(super) retention: Duration,
+    pub(super) batch: usize,
+    pub(super) backoff_min: Duration,
+    pub(super) backoff_max: Duration,
+    pub(super) rejoin_grace: Duration,
+}
+
+impl Default for RedisOptions {
+    fn default() -> Self {
+        Self {
+            prefix: "opkit:".to_owned(),
+            connect_timeout: Duration::from_secs(1),
+            command_timeout: Duration::from_secs(5),
+            block: Duration::from_secs(1),
+            lease: Duration::from_secs(6),
+            retention: Duration::from_secs(60),
+            batch: 16,
+            backoff_min: Duration::from_millis(50),
+            backoff_max: Duration::from_secs(1),
+            rejoin_grace: Duration::from_secs(30),
+        }
+    }
+}
+
+impl RedisOptions {
+    /// The prefix of every key and channel name (`opkit:` unless set). Buses with different
+    /// prefixes on one Redis do not see each other.
+    #[must_use]
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// The longest wait for a connection to Redis (1 s unless set).
+    #[must_use]
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// The longest wait for the answer to one command (5 s unless set).
+    #[must_use]
+    pub fn with_command_timeout(mut self, timeout: Duration) -> Self {
+        self.command_timeout = timeout;
+        self
+    }
+
+    /// How long a group reader blocks in `XREADGROUP` before it looks again (1 s unless set;
+    /// never more than a third of the lease).
+    #[must_use]
+    pub fn with_block(mut self, block: Duration) -> Self {
+        self.block = block;
+        self
+    }
+
+    /// How long a group member counts as live without renewing its lease (6 s unless set).
+    /// Members renew every third of it. A replica that dies stops counting after at most this.
+    #[must_use]
+    pub fn with_lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// How long group entries are kept (60 s unless set): older entries are trimmed on publish
+    /// (`XADD .. MINID ~`) and dropped unread by readers.
+    #[must_use]
+    pub fn with_retention(mut self, retention: Duration) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// How many group entries one `XREADGROUP` takes at most (16 unless set).
+    #[must_use]
+    pub fn with_batch(mut self, batch: usize) -> Self {
+        self.batch = batch.max(1);
+        self
+    }
+
+    /// The first and the longest pause between reconnection attempts of a subscription
+    /// (50 ms doubling up to 1 s unless set).
+    #[must_use]
+    pub fn with_reconnect_backoff(mut self, min: Duration, max: Duration) -> Self {
+        self.backoff_min = min;
+        self.backoff_max = max.max(min);
+        self
+    }
+
+    /// The prefix of every key and channel name.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// How long after a request topic was last seen served a publish that reaches no replica
+    /// fails with a [`TransportError`](opkit::protocol::TransportError) (`TRANSPORT_ERROR`, worth retrying: replicas are
+    /// rejoining after a Redis restart or a redeploy) rather than `OPERATION_NOT_FOUND` (30 s
+    /// unless set; zero turns it off).
+    #[must_use]
+    pub fn with_rejoin_grace(mut self, grace: Duration) -> Self {
+        self.rejoin_grace = grace;
+        self
+    }
+
+    /// The lease of group members.
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
+    /// How long group entries are kept.
+    pub fn retention(&self) -> Duration {
+        self.retention
+    }
+
+    /// How often members renew their lease.
+    pub(super) fn heartbeat(&self) -> Duration {
+        (self.lease / 3).max(Duration::from_millis(10))
+    }
+
+    /// How long one `XREADGROUP` blocks.
+    pub(super) fn block_for(&self) -> Duration {
+        self.block
+            .min(self.heartbeat())
+            .max(Duration::from_millis(1))
+    }
+}

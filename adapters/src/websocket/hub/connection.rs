@@ -1,0 +1,143 @@
+//! Spoke connections: accepting them, the authenticated handshake, and each connection's
+//! loop (pings, silence, frames in, the writer) until the spoke is gone.
+
+use super::auth::{bearer_token, refuse};
+use super::link::Link;
+use super::state::{Shared, SpokeState};
+use crate::websocket::frame::{self, Header};
+use crate::websocket::outbound::Outbound;
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
+
+/// Accepts connections until the hub shuts down.
+pub(super) async fn accept(shared: Arc<Shared>, listener: TcpListener) {
+    loop {
+        let accepted = tokio::select! {
+            () = shared.shutdown.cancelled() => return,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                tokio::spawn(connection(shared.clone(), stream, peer));
+            }
+            Err(error) => {
+                tracing::warn!(%error, "the hub could not accept a connection");
+                tokio::time::sleep(shared.options.accept_retry_delay).await;
+            }
+        }
+    }
+}
+
+/// Serves one spoke connection from handshake to disconnection.
+// The handshake callback's error type is tungstenite's HTTP response.
+#[allow(clippy::result_large_err)]
+async fn connection(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
+    let mut grant = None;
+    let verifier = shared.verifier.clone();
+    let handshake =
+        tokio_tungstenite::accept_hdr_async(stream, |request: &Request, response: Response| {
+            match bearer_token(request) {
+                None => Err(refuse("missing bearer token")),
+                Some(token) => match verifier.verify(token) {
+                    Some(granted) => {
+                        grant = Some(granted);
+                        Ok(response)
+                    }
+                    None => Err(refuse("invalid token")),
+                },
+            }
+        });
+    let socket = match tokio::time::timeout(shared.options.handshake_timeout, handshake).await {
+        Ok(Ok(socket)) => socket,
+        Ok(Err(error)) => {
+            tracing::warn!(%peer, %error, "refused a spoke connection");
+            return;
+        }
+        Err(_) => {
+            tracing::warn!(%peer, "a spoke handshake timed out");
+            return;
+        }
+    };
+    let Some(grant) = grant else { return };
+    let id = shared.next_connection.fetch_add(1, Ordering::Relaxed);
+    let name = format!("{}#{id}", grant.name);
+    let spoke = Arc::new(Mutex::new(SpokeState {
+        name: name.clone(),
+        grant,
+        subscriptions: HashMap::new(),
+        in_flight: HashMap::new(),
+        dead: false,
+    }));
+    let kick = shared.shutdown.child_token();
+    shared.spokes.lock().insert(id, spoke.clone());
+    shared.kicks.lock().insert(id, kick.clone());
+    tracing::info!(spoke = %name, %peer, "spoke connected");
+
+    let (mut sink, mut source) = socket.split();
+    let (outbound, mut queue) = Outbound::new(&shared.options, spoke.clone(), kick.clone());
+    let writer_stop = kick.clone();
+    let writer = tokio::spawn(async move {
+        while let Some(message) = queue.recv().await {
+            if sink.send(message).await.is_err() {
+                break;
+            }
+        }
+        writer_stop.cancel();
+        let _ = sink.close().await;
+    });
+    let link = Link {
+        shared: shared.clone(),
+        spoke: spoke.clone(),
+        outbound,
+    };
+    link.send(frame::encode(
+        &Header::Welcome {
+            spoke: name.clone(),
+        },
+        None,
+    ));
+
+    let ping_interval = shared.options.ping_interval;
+    let mut ping = tokio::time::interval(ping_interval);
+    let mut last_heard = Instant::now();
+    loop {
+        tokio::select! {
+            () = kick.cancelled() => break,
+            _ = ping.tick() => {
+                if last_heard.elapsed() > ping_interval * shared.options.silent_intervals {
+                    tracing::warn!(spoke = %name, "a spoke went silent: disconnecting it");
+                    break;
+                }
+                link.send(Message::Ping(Bytes::new()));
+            }
+            message = source.next() => match message {
+                Some(Ok(message)) => {
+                    last_heard = Instant::now();
+                    if matches!(message, Message::Close(_)) {
+                        break;
+                    }
+                    if let Some(data) = frame::data_of(message) {
+                        link.handle(&data).await;
+                    }
+                }
+                Some(Err(error)) => {
+                    tracing::debug!(spoke = %name, %error, "a spoke connection failed");
+                    break;
+                }
+                None => break,
+            }
+        }
+    }
+    kick.cancel();
+    writer.abort();
+    shared.spoke_gone(id, &spoke).await;
+}

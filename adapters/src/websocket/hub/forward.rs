@@ -1,0 +1,80 @@
+//! Forwarding one subscription's messages to its spoke ([`Forwarder`]), recording the
+//! requests routed there.
+
+use super::state::{InFlight, Shared, SpokeState};
+use crate::websocket::frame::{self, Header};
+use crate::websocket::outbound::Outbound;
+use bytes::Bytes;
+use futures::{FutureExt, StreamExt};
+use opkit::protocol::{Subscription, topics};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Forwards one subscription's messages to the spoke; on group subscriptions, records the
+/// requests it routes there.
+pub(super) struct Forwarder {
+    pub(super) spoke: Arc<Mutex<SpokeState>>,
+    pub(super) shared: Arc<Shared>,
+    pub(super) outbound: Outbound,
+    pub(super) id: u64,
+    pub(super) track: bool,
+}
+
+impl Forwarder {
+    /// Forwards until `stop`, then what is already queued.
+    pub(super) async fn run(self, mut subscription: Subscription, stop: CancellationToken) {
+        loop {
+            tokio::select! {
+                biased;
+                () = stop.cancelled() => break,
+                payload = subscription.next() => match payload {
+                    Some(payload) => self.forward(payload).await,
+                    None => return,
+                },
+            }
+        }
+        // Stopped (unsubscribed, or the spoke is gone): what is already queued still gets its
+        // answer — forwarded, or failed when the spoke is gone.
+        while let Some(Some(payload)) = subscription.next().now_or_never() {
+            self.forward(payload).await;
+        }
+    }
+
+    /// Forwards one message, recording (or failing) a request routed to the spoke.
+    async fn forward(&self, payload: Bytes) {
+        if self.track
+            && let Some(event) = frame::peek(&payload)
+            && event.kind.as_deref() == Some("call.requested")
+        {
+            let request_id = event.request_id.as_deref().unwrap_or_default().to_owned();
+            let request = InFlight {
+                reply_topic: topics::reply_topic_for(&request_id),
+                deadline: event.deadline,
+            };
+            let dead_name = {
+                let mut state = self.spoke.lock();
+                if state.dead {
+                    Some(state.name.clone())
+                } else {
+                    state.in_flight.insert(request_id.clone(), request);
+                    None
+                }
+            };
+            if let Some(name) = dead_name {
+                // Routed to a spoke that just disconnected: fail it now.
+                let request = InFlight {
+                    reply_topic: topics::reply_topic_for(&request_id),
+                    deadline: event.deadline,
+                };
+                self.shared
+                    .fail_requests(&name, HashMap::from([(request_id, request)]))
+                    .await;
+                return;
+            }
+        }
+        let message = frame::encode(&Header::Message { sub: self.id }, Some(&payload));
+        self.outbound.send(message);
+    }
+}

@@ -1,0 +1,120 @@
+//! [`HubOptions`]: every bound and timing of a hub, with its default.
+
+use std::time::Duration;
+
+/// How many bytes of frames may wait for one spoke unless
+/// [`HubOptions::with_max_queued_bytes`] says otherwise: 64 MiB.
+pub const DEFAULT_MAX_QUEUED_BYTES: usize = 64 * 1024 * 1024;
+
+/// How many subscriptions one spoke may hold unless
+/// [`HubOptions::with_max_subscriptions`] says otherwise: 4,096 (a spoke serving an
+/// operation holds two: its request and abort topics).
+pub const DEFAULT_MAX_SUBSCRIPTIONS: usize = 4096;
+
+/// Settings of a [`WsHub`](super::WsHub). Every bound and timing of the hub is here.
+#[derive(Debug, Clone)]
+pub struct HubOptions {
+    pub(super) ping_interval: Duration,
+    pub(super) silent_intervals: u32,
+    pub(super) handshake_timeout: Duration,
+    pub(super) orphan_grace: Duration,
+    pub(in crate::websocket) max_queued: usize,
+    pub(in crate::websocket) max_queued_bytes: usize,
+    pub(super) max_subscriptions: usize,
+    pub(super) sweep_interval: Duration,
+    pub(super) accept_retry_delay: Duration,
+}
+
+impl Default for HubOptions {
+    fn default() -> Self {
+        Self {
+            ping_interval: Duration::from_secs(5),
+            silent_intervals: 3,
+            handshake_timeout: Duration::from_secs(10),
+            orphan_grace: Duration::from_secs(60),
+            max_queued: 65_536,
+            max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
+            max_subscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
+            sweep_interval: Duration::from_secs(1),
+            accept_retry_delay: Duration::from_millis(50),
+        }
+    }
+}
+
+impl HubOptions {
+    /// How often the hub pings each spoke (5 s unless set; at least 10 ms); a spoke silent for
+    /// [`with_silent_intervals`](Self::with_silent_intervals) intervals is disconnected.
+    #[must_use]
+    pub fn with_ping_interval(mut self, interval: Duration) -> Self {
+        self.ping_interval = interval.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How many ping intervals a spoke may stay silent before it is disconnected (3 unless
+    /// set).
+    #[must_use]
+    pub fn with_silent_intervals(mut self, intervals: u32) -> Self {
+        self.silent_intervals = intervals.max(1);
+        self
+    }
+
+    /// How long a connecting spoke may take to complete the WebSocket handshake (10 s unless
+    /// set).
+    #[must_use]
+    pub fn with_handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake_timeout = timeout;
+        self
+    }
+
+    /// How many bytes of frames may wait for one spoke that does not read them
+    /// ([`DEFAULT_MAX_QUEUED_BYTES`], 64 MiB, unless set). A spoke that goes over is
+    /// disconnected with a logged reason; the requests it was running fail with
+    /// `TRANSPORT_ERROR`, and its queue is freed.
+    #[must_use]
+    pub fn with_max_queued_bytes(mut self, bytes: usize) -> Self {
+        self.max_queued_bytes = bytes.max(1);
+        self
+    }
+
+    /// How many subscriptions one spoke may hold ([`DEFAULT_MAX_SUBSCRIPTIONS`] unless set);
+    /// one more is refused with an error naming the limit (the spoke's `subscribe` fails with
+    /// a transport error).
+    #[must_use]
+    pub fn with_max_subscriptions(mut self, subscriptions: usize) -> Self {
+        self.max_subscriptions = subscriptions.max(1);
+        self
+    }
+
+    /// How long after the last spoke serving a request topic disconnected publishing on it
+    /// fails with a transport error rather than reaching nobody (60 s unless set).
+    #[must_use]
+    pub fn with_orphan_grace(mut self, grace: Duration) -> Self {
+        self.orphan_grace = grace;
+        self
+    }
+
+    /// How many frames may wait for one spoke before it is disconnected (65,536 unless set;
+    /// [`with_max_queued_bytes`](Self::with_max_queued_bytes) bounds their size).
+    #[must_use]
+    pub fn with_max_queued(mut self, frames: usize) -> Self {
+        self.max_queued = frames.max(1);
+        self
+    }
+
+    /// How often the hub drops the in-flight requests whose deadline passed and the orphaned
+    /// request topics past their [grace](Self::with_orphan_grace) (1 s unless set; at least
+    /// 10 ms).
+    #[must_use]
+    pub fn with_sweep_interval(mut self, interval: Duration) -> Self {
+        self.sweep_interval = interval.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How long the hub waits before accepting again after accepting a connection failed
+    /// (for example when the process is out of file descriptors; 50 ms unless set).
+    #[must_use]
+    pub fn with_accept_retry_delay(mut self, delay: Duration) -> Self {
+        self.accept_retry_delay = delay;
+        self
+    }
+}
