@@ -151,6 +151,28 @@ repeatable on a busy machine) or `perf record`. Commands are in its header.
 PEERS = ["json_floor_jsonschema", "jsonrpsee_raw_json_request", "tarpc_channel", "async_graphql_execute"]
 
 
+SERVING = re.compile(r"^serving (?P<path>\S+) (?P<side>\S+) rps=(?P<rate>[0-9.]+) p50_us=(?P<p50>[0-9.]+) p99_us=(?P<p99>[0-9.]+) bytes=(?P<bytes>[0-9.]+)")
+
+
+def parse_serving(paths):
+    """{(path, side): [(rate, p50_us, p99_us, bytes), ...]}: every round of benches/benches/serving.rs."""
+    rounds = {}
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                match = SERVING.match(line.strip())
+                if match:
+                    key = (match.group("path"), match.group("side"))
+                    rounds.setdefault(key, []).append(tuple(float(match.group(k)) for k in ("rate", "p50", "p99", "bytes")))
+    return rounds
+
+
+def median(values):
+    values = sorted(values)
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+
+
 def best_of(paths):
     """Each bench's lowest median across runs."""
     best = {}
@@ -162,6 +184,8 @@ def best_of(paths):
 
 def main():
     lock, outputs = sys.argv[1], sys.argv[2:]
+    serving = parse_serving(outputs)
+    outputs = [path for path in outputs if not any(True for _ in parse_serving([path]))]
     medians = best_of(outputs)
     get = lambda group, name: medians.get(f"{group}::{name}")  # noqa: E731
     per_item = lambda name: (get("stream", name) / ITEMS) if get("stream", name) else None  # noqa: E731
@@ -249,6 +273,8 @@ def main():
         w(f"| {size} | {fmt_ns(ours_m)} | {fmt_ns(theirs_m)} | {ratio(ours_m, theirs_m)} |")
     w("")
 
+    serving_section(w, serving)
+
     tracing_rows = [
         ("a_execute_no_subscriber", "no `tracing` subscriber"),
         ("b_execute_subscriber_opkit_off", "a subscriber with `opkit` off (`Targets`: default TRACE, `opkit` OFF)"),
@@ -307,9 +333,82 @@ def main():
         target("Redis ≥ 50% of raw redis-rs round-trip throughput", f"{raw / ours * 100:.0f}%", raw / ours >= 0.5)
     else:
         target("Redis ≥ 50% of raw redis-rs round-trip throughput", "not measured", None)
+    for path, label in [("http_tiny", "tiny"), ("http_medium", "medium")]:
+        rate, p99 = serving_ratio(serving, path, "opkit", "axum")
+        target(f"HTTP {label}: ≥ 0.95× axum's requests/s", "not measured" if rate is None else f"{rate:.2f}×",
+               None if rate is None else rate >= 0.95)
+        target(f"HTTP {label}: p99 ≤ 1.05× axum's", "not measured" if p99 is None else f"{p99:.2f}×",
+               None if p99 is None else p99 <= 1.05)
+    for path, label in [("mcp_modern", "stateless 2026-07-28"), ("mcp_legacy", "legacy session")]:
+        rate, _ = serving_ratio(serving, path, "opkit", "rmcp")
+        target(f"MCP Streamable HTTP, {label}: ≥ 1.0× rmcp `#[tool]`'s calls/s",
+               "not measured" if rate is None else f"{rate:.2f}×", None if rate is None else rate >= 1.0)
+    rate, _ = serving_ratio(serving, "sse", "opkit_compact", "axum")
+    target("SSE (compact encoding): ≥ 0.9× axum `Sse`'s items/s", "not measured" if rate is None else f"{rate:.2f}×",
+           None if rate is None else rate >= 0.9)
     w("")
     w(NOTES)
     print("\n".join(out))
+
+
+def serving_ratio(serving, path, ours, theirs):
+    """(opkit rate / theirs, opkit p99 / theirs) from the median of the rounds, or Nones."""
+    a, b = serving.get((path, ours)), serving.get((path, theirs))
+    if not a or not b:
+        return None, None
+    rate = median(r[0] for r in a) / median(r[0] for r in b)
+    p99 = median(r[2] for r in a) / median(r[2] for r in b)
+    return rate, p99
+
+
+SERVING_PATHS = [
+    ("http_tiny", "`POST /ops/bench.add` vs an axum `Json<In> -> Json<Out>` handler", ["opkit", "axum"]),
+    ("http_medium", "`POST /ops/bench.medium` vs the same axum handler for the medium op", ["opkit", "axum"]),
+    ("mcp_modern", "`tools/call`, stateless 2026-07-28 era, raw JSON-RPC POSTs, vs an rmcp `#[tool]` server",
+     ["opkit", "rmcp", "opkit_sdk_client", "rmcp_sdk_client"]),
+    ("mcp_legacy", "`tools/call`, legacy era, 64 connections on one session, vs an rmcp `#[tool]` server",
+     ["opkit", "rmcp", "opkit_sdk_client", "rmcp_sdk_client"]),
+]
+
+
+def serving_section(w, serving):
+    w("## Serving, on real loopback servers (issue 20)\n")
+    if not serving:
+        w("Not measured in this run (`bash benches/run.sh` runs `benches/benches/serving.rs`).\n")
+        return
+    rounds = max(len(v) for v in serving.values())
+    w("`benches/benches/serving.rs`: each server on a tokio runtime with one worker thread, the load")
+    w("generator (reqwest, 32 concurrent callers unless said otherwise) on another: one core per side.")
+    w(f"The sides alternate round by round; figures are the medians of {rounds} round(s). `*_sdk_client`")
+    w("rows call through one opkit MCP client connection instead of raw POSTs (the client's own cost")
+    w("dominates them).\n")
+    w("| path | side | calls/s | p50 | p99 | calls/s vs alternative | p99 vs alternative |")
+    w("|---|---|---:|---:|---:|---:|---:|")
+    pairs = {"opkit": None, "opkit_sdk_client": "rmcp_sdk_client"}
+    for path, label, sides in SERVING_PATHS:
+        for side in sides:
+            got = serving.get((path, side))
+            if not got:
+                continue
+            rate, p50, p99 = (median(r[i] for r in got) for i in range(3))
+            versus = serving.get((path, pairs[side] or sides[1])) if side in pairs else None
+            vs_rate = f"{rate / median(r[0] for r in versus):.2f}×" if versus else "—"
+            vs_p99 = f"{p99 / median(r[2] for r in versus):.2f}×" if versus else "—"
+            w(f"| {label if side == sides[0] else ''} | {side} | {rate:,.0f} | {p50 / 1e3:.2f} ms | {p99 / 1e3:.2f} ms | {vs_rate} | {vs_p99} |")
+    w("")
+    sse = {side: serving.get(("sse", side)) for side in ["opkit", "opkit_compact", "axum"]}
+    if all(sse.values()):
+        axum_rate = median(r[0] for r in sse["axum"])
+        w("SSE: one subscription of 20 000 tiny items, read to the end by one client.\n")
+        w("| side | items/s | bytes per item | items/s vs axum `Sse` |")
+        w("|---|---:|---:|---:|")
+        labels = {"opkit": "opkit, envelope encoding (default)",
+                  "opkit_compact": "opkit, `Accept: text/event-stream; opkit=data`",
+                  "axum": "axum `Sse`, `Event::json_data` per item"}
+        for side, got in sse.items():
+            rate, size = median(r[0] for r in got), median(r[3] for r in got)
+            w(f"| {labels[side]} | {rate:,.0f} | {size:.1f} | {rate / axum_rate:.2f}× |")
+        w("")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,10 @@
 #   RUNS=1 SAMPLES=30 bash benches/run.sh   # quicker, noisier
 #   BENCH_FILTER=tiny bash benches/run.sh   # only benches whose path contains "tiny"
 #
+# After the divan suite (benches/benches/compare.rs), the serving benches
+# (benches/benches/serving.rs: HTTP, MCP Streamable HTTP and SSE servers on loopback, driven
+# by a load generator) run RUNS rounds per side.
+#
 # benches/ is its own cargo workspace (target dir benches/target), so the root
 # `cargo test --workspace` never builds the peer frameworks. The Redis benches need
 # `redis-server` on PATH (bash scripts/install-peers.sh) or REDIS_URL; without either they
@@ -85,6 +89,7 @@ fi
 mkdir -p target
 if [ -n "${BENCH_FILTER:-}" ]; then
     cargo bench --bench compare -- ${SAMPLES:+--sample-count "$SAMPLES"} "$BENCH_FILTER"
+    SERVING_FILTER="$BENCH_FILTER" ROUNDS="${RUNS:-3}" cargo bench --bench serving
     echo "filtered run: docs/benchmarks.md left as is"
     exit 0
 fi
@@ -96,6 +101,10 @@ for run in $(seq 1 "${RUNS:-3}"); do
     cargo bench --bench compare -- ${SAMPLES:+--sample-count "$SAMPLES"} | tee "$out"
     outputs+=("$out")
 done
+# The serving benches (real loopback servers and a load generator), RUNS rounds per side.
+serving_out="target/serving-output.txt"
+ROUNDS="${RUNS:-3}" cargo bench --bench serving | tee "$serving_out"
+outputs+=("$serving_out")
 # The OpenAPI import section (benches/openapi-import/run.sh) is kept as it is.
 import_section="$(sed -n '/<!-- openapi-import:begin/,/<!-- openapi-import:end -->/p' "$root/docs/benchmarks.md" 2>/dev/null || true)"
 python3 "$here/report.py" "$here/Cargo.lock" "${outputs[@]}" > "$root/docs/benchmarks.md"
