@@ -227,6 +227,18 @@ def main():
         w("Not measured in this run (no `redis-server` on PATH and no `REDIS_URL`).")
     w("")
 
+    raw_ws, ours_ws = get("websocket_rt", "raw_round_trip"), get("websocket_rt", "opkit_round_trip")
+    w("## WebSocket round trip (tiny, one call at a time; loopback, one process)\n")
+    if raw_ws and ours_ws:
+        w("| bench | round trip | calls/s | % of raw throughput |")
+        w("|---|---:|---:|---:|")
+        w(f"| raw `tokio-tungstenite` request/reply (client → server computing the add → client) | {fmt_ns(raw_ws)} | {1e9 / raw_ws:,.0f} | 100% |")
+        w(f"| **opkit** call protocol over `WsHub` + two `WsSpoke`s (caller → hub → serving spoke → hub → caller) | {fmt_ns(ours_ws)} | "
+          f"{1e9 / ours_ws:,.0f} | {raw_ws / ours_ws * 100:.0f}% |")
+    else:
+        w("Not measured in this run.")
+    w("")
+
     raw_c, ours_c = get("redis_rt", "raw_cluster_round_trip"), get("redis_rt", "opkit_protocol_redis_cluster")
     w("## Redis Cluster round trip (tiny, one call at a time; 3 masters on loopback)\n")
     if raw_c and ours_c:
@@ -307,6 +319,8 @@ def main():
         target("Redis ≥ 50% of raw redis-rs round-trip throughput", f"{raw / ours * 100:.0f}%", raw / ours >= 0.5)
     else:
         target("Redis ≥ 50% of raw redis-rs round-trip throughput", "not measured", None)
+    target("WebSocket round-trip throughput, % of raw tokio-tungstenite (no target set)",
+           f"{raw_ws / ours_ws * 100:.0f}%" if raw_ws and ours_ws else "not measured", None)
     w("")
     w(NOTES)
     print("\n".join(out))
