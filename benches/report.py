@@ -54,6 +54,12 @@ def fmt_ns(ns):
     return f"{ns:.1f} ns"
 
 
+def percent(part, whole):
+    """`part` as a percentage of `whole`, with two significant digits below 10%."""
+    value = part / whole * 100
+    return f"{value:.0f}%" if value >= 10 else f"{value:.2g}%"
+
+
 def ratio(a, b):
     return f"{a / b:.2f}×" if a is not None and b else "—"
 
@@ -234,7 +240,7 @@ def main():
         w("|---|---:|---:|---:|")
         w(f"| raw `tokio-tungstenite` request/reply (client → server computing the add → client) | {fmt_ns(raw_ws)} | {1e9 / raw_ws:,.0f} | 100% |")
         w(f"| **opkit** call protocol over `WsHub` + two `WsSpoke`s (caller → hub → serving spoke → hub → caller) | {fmt_ns(ours_ws)} | "
-          f"{1e9 / ours_ws:,.0f} | {raw_ws / ours_ws * 100:.0f}% |")
+          f"{1e9 / ours_ws:,.0f} | {percent(raw_ws, ours_ws)} |")
     else:
         w("Not measured in this run.")
     w("")
@@ -320,7 +326,7 @@ def main():
     else:
         target("Redis ≥ 50% of raw redis-rs round-trip throughput", "not measured", None)
     target("WebSocket round-trip throughput, % of raw tokio-tungstenite (no target set)",
-           f"{raw_ws / ours_ws * 100:.0f}%" if raw_ws and ours_ws else "not measured", None)
+           percent(raw_ws, ours_ws) if raw_ws and ours_ws else "not measured", None)
     w("")
     w(NOTES)
     print("\n".join(out))

@@ -665,7 +665,7 @@ mod redis_rt {
 /// Round trips over WebSocket on loopback, one call at a time on both sides: opkit's call
 /// protocol through a `WsHub` and two `WsSpoke`s (one serving, one calling, all in this
 /// process), vs a raw `tokio-tungstenite` client and server exchanging the add as JSON text.
-#[divan::bench_group(sample_count = 100, sample_size = 50)]
+#[divan::bench_group(sample_count = 100, sample_size = 20)]
 mod websocket_rt {
     use super::*;
     use futures::SinkExt;
