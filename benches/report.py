@@ -54,6 +54,12 @@ def fmt_ns(ns):
     return f"{ns:.1f} ns"
 
 
+def percent(part, whole):
+    """`part` as a percentage of `whole`, with two significant digits below 10%."""
+    value = part / whole * 100
+    return f"{value:.0f}%" if value >= 10 else f"{value:.2g}%"
+
+
 def ratio(a, b):
     return f"{a / b:.2f}×" if a is not None and b else "—"
 
@@ -251,6 +257,18 @@ def main():
         w("Not measured in this run (no `redis-server` on PATH and no `REDIS_URL`).")
     w("")
 
+    raw_ws, ours_ws = get("websocket_rt", "raw_round_trip"), get("websocket_rt", "opkit_round_trip")
+    w("## WebSocket round trip (tiny, one call at a time; loopback, one process)\n")
+    if raw_ws and ours_ws:
+        w("| bench | round trip | calls/s | % of raw throughput |")
+        w("|---|---:|---:|---:|")
+        w(f"| raw `tokio-tungstenite` request/reply (client → server computing the add → client) | {fmt_ns(raw_ws)} | {1e9 / raw_ws:,.0f} | 100% |")
+        w(f"| **opkit** call protocol over `WsHub` + two `WsSpoke`s (caller → hub → serving spoke → hub → caller) | {fmt_ns(ours_ws)} | "
+          f"{1e9 / ours_ws:,.0f} | {percent(raw_ws, ours_ws)} |")
+    else:
+        w("Not measured in this run.")
+    w("")
+
     raw_c, ours_c = get("redis_rt", "raw_cluster_round_trip"), get("redis_rt", "opkit_protocol_redis_cluster")
     w("## Redis Cluster round trip (tiny, one call at a time; 3 masters on loopback)\n")
     if raw_c and ours_c:
@@ -346,6 +364,8 @@ def main():
     rate, _ = serving_ratio(serving, "sse", "opkit_compact", "axum")
     target("SSE (compact encoding): ≥ 0.9× axum `Sse`'s items/s", "not measured" if rate is None else f"{rate:.2f}×",
            None if rate is None else rate >= 0.9)
+    target("WebSocket round-trip throughput, % of raw tokio-tungstenite (no target set)",
+           percent(raw_ws, ours_ws) if raw_ws and ours_ws else "not measured", None)
     w("")
     w(NOTES)
     print("\n".join(out))

@@ -662,6 +662,107 @@ mod redis_rt {
     }
 }
 
+/// Round trips over WebSocket on loopback, one call at a time on both sides: opkit's call
+/// protocol through a `WsHub` and two `WsSpoke`s (one serving, one calling, all in this
+/// process), vs a raw `tokio-tungstenite` client and server exchanging the add as JSON text.
+#[divan::bench_group(sample_count = 100, sample_size = 20)]
+mod websocket_rt {
+    use super::*;
+    use futures::SinkExt;
+    use opkit_adapters::websocket::{SpokeGrant, StaticTokens, WsHub, WsSpoke};
+    use tokio::net::TcpListener;
+    use tokio_tungstenite::tungstenite::Message;
+
+    /// The raw server's answer to one `{"a":..,"b":..}` text message: `{"sum":..}`.
+    fn answer(request: &str) -> String {
+        let input: AddIn = serde_json::from_str(request).expect("add input");
+        serde_json::to_string(&Sum {
+            sum: input.a + input.b,
+        })
+        .expect("sum")
+    }
+
+    #[divan::bench]
+    fn raw_round_trip(bencher: Bencher) {
+        let rt = runtime();
+        let (mut client, server) = rt.block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let address = listener.local_addr().expect("address");
+            // The server: one connection, each text message answered with the sum.
+            let server = tokio::spawn(async move {
+                let (stream, _) = listener.accept().await.expect("accept");
+                let mut socket = tokio_tungstenite::accept_async(stream)
+                    .await
+                    .expect("handshake");
+                while let Some(Ok(message)) = socket.next().await {
+                    let Message::Text(request) = message else {
+                        continue;
+                    };
+                    let reply = Message::text(answer(request.as_str()));
+                    if socket.send(reply).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            // Plain `connect_async`, as opkit's spokes connect (neither side sets `TCP_NODELAY`).
+            let (client, _) = tokio_tungstenite::connect_async(format!("ws://{address}/"))
+                .await
+                .expect("client handshake");
+            (client, server)
+        });
+        let request = tiny_json().to_string();
+        bencher.bench_local(|| {
+            run(&rt, async {
+                client
+                    .send(Message::text(request.as_str()))
+                    .await
+                    .expect("send");
+                let reply = client.next().await.expect("reply").expect("frame");
+                let sum: Sum = serde_json::from_str(reply.to_text().expect("text")).expect("sum");
+                sum.sum
+            })
+        });
+        drop(client);
+        server.abort();
+    }
+
+    #[divan::bench]
+    fn opkit_round_trip(bencher: Bencher) {
+        let rt = runtime();
+        let (map, hub, serving, handle) = rt.block_on(async {
+            let tokens = StaticTokens::new()
+                .with_token("serving-token", SpokeGrant::new("serving"))
+                .with_token("calling-token", SpokeGrant::new("calling"));
+            let hub = WsHub::bind("127.0.0.1:0", tokens).await.expect("hub");
+            let serving = Arc::new(
+                WsSpoke::connect(&hub.url(), "serving-token")
+                    .await
+                    .expect("serving spoke"),
+            );
+            let handle = CallHandler::new(OperationRegistry::from_inventory(), serving.clone())
+                .spawn()
+                .await
+                .expect("handler");
+            let calling = Arc::new(
+                WsSpoke::connect(&hub.url(), "calling-token")
+                    .await
+                    .expect("calling spoke"),
+            );
+            let map = PendingRequestMap::connect(calling).await.expect("caller");
+            (map, hub, serving, handle)
+        });
+        let ctx = OperationContext::default();
+        run(&rt, map.call(add::ID, tiny_json(), &ctx)).expect("warm-up call");
+        bencher
+            .with_inputs(tiny_json)
+            .bench_local_values(|input| run(&rt, map.call(add::ID, input, &ctx)).expect("call"));
+        drop(map);
+        drop(handle);
+        serving.close();
+        drop(hub);
+    }
+}
+
 /// `tools/call` in process: opkit's `McpHandler` serving the registry vs an rmcp
 /// `#[tool_router]` server with the same tools, each through `ServerHandler::call_tool` with
 /// a `RequestContext` on a live peer (`serve_directly` over an in-memory duplex).
