@@ -349,7 +349,9 @@ async fn open(inner: &Inner) -> Result<(Socket, String), TransportError> {
         .map_err(|_| transport("the token is not a valid header value"))?;
     request.headers_mut().insert(header::AUTHORIZATION, bearer);
     let connect = async {
-        let (mut socket, _) = tokio_tungstenite::connect_async(request)
+        // `TCP_NODELAY` (the last argument): a frame the hub does not answer on this socket
+        // must not wait for its delayed ACK (Nagle's algorithm), about 40 ms on Linux.
+        let (mut socket, _) = tokio_tungstenite::connect_async_with_config(request, None, true)
             .await
             .map_err(|error| match error {
                 tungstenite::Error::Http(response) => transport(format!(

@@ -27,6 +27,9 @@ pub(super) async fn accept(shared: Arc<Shared>, listener: TcpListener) {
         };
         match accepted {
             Ok((stream, peer)) => {
+                // Frames are small and often unanswered on the same socket (a receipt, an
+                // event): with Nagle's algorithm each would wait for the peer's delayed ACK.
+                let _ = stream.set_nodelay(true);
                 tokio::spawn(connection(shared.clone(), stream, peer));
             }
             Err(error) => {
