@@ -10,7 +10,7 @@ use super::{Inner, RequestIdentity};
 use crate::http_server::authenticate;
 use futures::StreamExt;
 use opkit::trace::{CallSpan, SpanKind, TraceContext};
-use opkit::{CallError, Identity, OperationContext, OperationKind, OperationSpec};
+use opkit::{CallError, Identity, OperationContext, OperationKind};
 #[allow(deprecated)]
 use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
@@ -96,7 +96,7 @@ impl McpHandler {
         let unknown = || McpError::invalid_params(format!("Unknown tool: {tool}"), None);
         let names = self.names()?;
         let served = names.served(tool).ok_or_else(unknown)?;
-        if !tools::takes_arguments(&served.spec) {
+        if !served.takes_arguments {
             return Err(unknown());
         }
         Ok(served.clone())
@@ -107,7 +107,8 @@ impl McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let Served { id, spec } = self.resolve(&request.name)?;
+        let served = self.resolve(&request.name)?;
+        let (id, spec) = (&served.id, &served.spec);
         let identity = match self.identity(&context).await {
             Ok(identity) => identity,
             Err(error) => return Ok(results::failure(&error)),
@@ -127,12 +128,12 @@ impl McpHandler {
         if let Some(timeout) = self.inner.call_timeout {
             ctx = ctx.with_timeout(timeout);
         }
-        let mut span = CallSpan::start(SpanKind::Server, "mcp_server", &id, &ctx);
+        let mut span = CallSpan::start(SpanKind::Server, "mcp_server", id, &ctx);
         span.record_kind(spec.kind);
         let ctx = span.apply(ctx);
         // Boxed once: the call's future is large, and moving it through the span's
         // instrumentation and the caller's futures would copy it each time.
-        let serving = Box::pin(self.serve(&id, &spec, input, ctx, context));
+        let serving = Box::pin(self.serve(&served, input, ctx, context));
         let (result, error) = if span.is_active() {
             serving.instrument(span.span().clone()).await
         } else {
@@ -146,14 +147,14 @@ impl McpHandler {
     /// the result that reports it.
     async fn serve(
         &self,
-        id: &str,
-        spec: &OperationSpec,
+        served: &Served,
         input: Value,
         ctx: OperationContext,
         context: RequestContext<RoleServer>,
     ) -> (CallToolResult, Option<CallError>) {
+        let (id, spec) = (&*served.id, &*served.spec);
         let modern = is_modern(&context);
-        let form = tools::output_form(spec, modern);
+        let form = served.forms[usize::from(modern)];
         let token = context.meta.get_progress_token();
         if spec.kind == OperationKind::Subscription {
             // Item counts are the progress of a subscription; the handler's logs still go out.

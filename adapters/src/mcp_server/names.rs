@@ -143,6 +143,10 @@ pub(crate) struct Served {
     pub(crate) id: Arc<str>,
     /// The operation's spec.
     pub(crate) spec: Arc<OperationSpec>,
+    /// [`takes_arguments`](super::tools::takes_arguments) of the spec.
+    pub(crate) takes_arguments: bool,
+    /// The [`output_form`](super::tools::output_form) for a legacy and a modern client.
+    pub(crate) forms: [super::tools::OutputForm; 2],
 }
 
 impl ToolNames {
@@ -174,6 +178,11 @@ impl ToolNames {
                 Served {
                     id: Arc::from(id.as_str()),
                     spec: spec.clone(),
+                    takes_arguments: super::tools::takes_arguments(spec),
+                    forms: [
+                        super::tools::output_form(spec, false),
+                        super::tools::output_form(spec, true),
+                    ],
                 },
             );
             names.by_id.insert(id, tool);
