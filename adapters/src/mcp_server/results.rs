@@ -47,12 +47,10 @@ pub(crate) fn envelope_result(
         meta => {
             let mut result = match form {
                 OutputForm::Content => {
-                    CallToolResult::success(vec![ContentBlock::text(envelope.data.to_string())])
+                    CallToolResult::success(vec![ContentBlock::text(json_text(&envelope.data))])
                 }
                 // The data moves into the result (its text is serialized once from it).
-                form => CallToolResult::structured(
-                    structured(envelope.data, form).unwrap_or(Value::Null),
-                ),
+                form => structured_result(structured(envelope.data, form).unwrap_or(Value::Null)),
             };
             if let Some(meta) = meta_value(meta) {
                 let mut result_meta = Map::new();
@@ -62,6 +60,20 @@ pub(crate) fn envelope_result(
             result
         }
     }
+}
+
+/// [`CallToolResult::structured`]: `value` as `structuredContent` and its JSON as the one
+/// text block, serialized straight into a buffer (the same text as `value.to_string()`,
+/// without going through `fmt`).
+fn structured_result(value: Value) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(json_text(&value))]);
+    result.structured_content = Some(value);
+    result
+}
+
+/// The compact JSON of `value` (what its `Display` writes).
+fn json_text(value: &Value) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| value.to_string())
 }
 
 /// The wire JSON of an envelope's meta, as `serde_json::to_value` makes it; a local meta
@@ -155,6 +167,14 @@ pub(crate) fn failure(error: &CallError) -> CallToolResult {
 mod tests {
     use super::*;
     use opkit::envelope::{EmbeddedResource, McpContentBlock, mcp_envelope};
+
+    #[test]
+    fn structured_results_are_rmcps() {
+        let value = json!({"a": [1, "x\"y", null, 2.5], "b": {"c": true}});
+        let expected = serde_json::to_value(CallToolResult::structured(value.clone())).unwrap();
+        let built = serde_json::to_value(structured_result(value)).unwrap();
+        assert_eq!(built, expected);
+    }
 
     #[test]
     fn local_meta_is_its_serde_json() {
