@@ -2,7 +2,7 @@
 //! from the registry, calls into it, progress and logs back to the client, and `-32601` for
 //! every capability opkit does not offer.
 
-use super::names::ToolNames;
+use super::names::{Served, ToolNames};
 use super::report::{self, LevelCell};
 use super::results;
 use super::tools;
@@ -10,7 +10,7 @@ use super::{Inner, RequestIdentity};
 use crate::http_server::authenticate;
 use futures::StreamExt;
 use opkit::trace::{CallSpan, SpanKind, TraceContext};
-use opkit::{CallError, Identity, OperationContext, OperationKind, OperationSpec};
+use opkit::{CallError, Identity, OperationContext, OperationKind};
 #[allow(deprecated)]
 use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
@@ -92,15 +92,14 @@ impl McpHandler {
     }
 
     /// The operation a tool call names, or the JSON-RPC error for an unknown tool.
-    fn resolve(&self, tool: &str) -> Result<Arc<OperationSpec>, McpError> {
+    fn resolve(&self, tool: &str) -> Result<Served, McpError> {
         let unknown = || McpError::invalid_params(format!("Unknown tool: {tool}"), None);
         let names = self.names()?;
-        let id = names.operation(tool).ok_or_else(unknown)?;
-        let spec = self.inner.registry.spec(id).ok_or_else(unknown)?;
-        if !tools::takes_arguments(&spec) {
+        let served = names.served(tool).ok_or_else(unknown)?;
+        if !served.takes_arguments {
             return Err(unknown());
         }
-        Ok(spec)
+        Ok(served.clone())
     }
 
     async fn call(
@@ -108,7 +107,8 @@ impl McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
-        let spec = self.resolve(&request.name)?;
+        let served = self.resolve(&request.name)?;
+        let (id, spec) = (&served.id, &served.spec);
         let identity = match self.identity(&context).await {
             Ok(identity) => identity,
             Err(error) => return Ok(results::failure(&error)),
@@ -128,11 +128,12 @@ impl McpHandler {
         if let Some(timeout) = self.inner.call_timeout {
             ctx = ctx.with_timeout(timeout);
         }
-        let id = spec.id();
-        let mut span = CallSpan::start(SpanKind::Server, "mcp_server", &id, &ctx);
+        let mut span = CallSpan::start(SpanKind::Server, "mcp_server", id, &ctx);
         span.record_kind(spec.kind);
         let ctx = span.apply(ctx);
-        let serving = self.serve(&spec, input, ctx, &context);
+        // Boxed once: the call's future is large, and moving it through the span's
+        // instrumentation and the caller's futures would copy it each time.
+        let serving = Box::pin(self.serve(&served, input, ctx, context));
         let (result, error) = if span.is_active() {
             serving.instrument(span.span().clone()).await
         } else {
@@ -146,28 +147,29 @@ impl McpHandler {
     /// the result that reports it.
     async fn serve(
         &self,
-        spec: &OperationSpec,
+        served: &Served,
         input: Value,
         ctx: OperationContext,
-        context: &RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> (CallToolResult, Option<CallError>) {
-        let modern = is_modern(context);
-        let form = tools::output_form(spec, modern);
+        let (id, spec) = (&*served.id, &*served.spec);
+        let modern = is_modern(&context);
+        let form = served.forms[usize::from(modern)];
         let token = context.meta.get_progress_token();
         if spec.kind == OperationKind::Subscription {
             // Item counts are the progress of a subscription; the handler's logs still go out.
             let (reporter, forwarder) =
                 report::start(context.peer.clone(), None, self.log_level.clone());
             let result = self
-                .collect(&spec.id(), input, &ctx.with_reporter(reporter), context)
+                .collect(id, input, &ctx.with_reporter(reporter), &context)
                 .await;
             forwarder.finish().await;
             return result;
         }
-        let (reporter, forwarder) =
-            report::start(context.peer.clone(), token, self.log_level.clone());
+        // The peer moves into the reporter: nothing else here needs it.
+        let (reporter, forwarder) = report::start(context.peer, token, self.log_level.clone());
         let ctx = ctx.with_reporter(reporter);
-        let outcome = self.inner.registry.execute(&spec.id(), input, &ctx).await;
+        let outcome = self.inner.registry.execute(id, input, &ctx).await;
         drop(ctx);
         forwarder.finish().await;
         match outcome {

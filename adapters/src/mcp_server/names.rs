@@ -130,8 +130,23 @@ impl NamesCache {
 /// The tool name of every operation, both ways.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ToolNames {
-    by_tool: BTreeMap<String, String>,
+    by_tool: BTreeMap<String, Served>,
     by_id: BTreeMap<String, String>,
+}
+
+/// The operation served under one tool name, as the registry had it when the names were
+/// built (the names are rebuilt when the registry changes), so a call neither looks it up
+/// again nor formats its id.
+#[derive(Debug, Clone)]
+pub(crate) struct Served {
+    /// The operation's id.
+    pub(crate) id: Arc<str>,
+    /// The operation's spec.
+    pub(crate) spec: Arc<OperationSpec>,
+    /// [`takes_arguments`](super::tools::takes_arguments) of the spec.
+    pub(crate) takes_arguments: bool,
+    /// The [`output_form`](super::tools::output_form) for a legacy and a modern client.
+    pub(crate) forms: [super::tools::OutputForm; 2],
 }
 
 impl ToolNames {
@@ -154,11 +169,22 @@ impl ToolNames {
             if let Some(first) = names.by_tool.get(&tool) {
                 return Err(ToolNameError::Collision {
                     tool,
-                    first: first.clone(),
+                    first: first.id.to_string(),
                     second: id,
                 });
             }
-            names.by_tool.insert(tool.clone(), id.clone());
+            names.by_tool.insert(
+                tool.clone(),
+                Served {
+                    id: Arc::from(id.as_str()),
+                    spec: spec.clone(),
+                    takes_arguments: super::tools::takes_arguments(spec),
+                    forms: [
+                        super::tools::output_form(spec, false),
+                        super::tools::output_form(spec, true),
+                    ],
+                },
+            );
             names.by_id.insert(id, tool);
         }
         Ok(names)
@@ -166,7 +192,12 @@ impl ToolNames {
 
     /// The operation served as `tool`.
     pub(crate) fn operation(&self, tool: &str) -> Option<&str> {
-        self.by_tool.get(tool).map(String::as_str)
+        self.by_tool.get(tool).map(|served| &*served.id)
+    }
+
+    /// The operation served as `tool`, with its spec.
+    pub(crate) fn served(&self, tool: &str) -> Option<&Served> {
+        self.by_tool.get(tool)
     }
 
     /// The tool name of operation `id`.

@@ -29,18 +29,17 @@ enum Report {
     Log(LogRecord),
 }
 
-/// Queues the reports of one call; the first report starts the forwarding.
-pub(crate) struct CallReporter {
-    forwarding: Arc<Forwarding>,
-}
+/// Queues the reports of one call; the first report starts the forwarding. (The
+/// forwarding itself, so a call allocates one shared state, not two.)
+pub(crate) type CallReporter = Forwarding;
 
-impl Reporter for CallReporter {
+impl Reporter for Forwarding {
     fn progress(&self, progress: Progress) {
-        self.forwarding.queue(Report::Progress(progress));
+        self.queue(Report::Progress(progress));
     }
 
     fn log(&self, record: LogRecord) {
-        self.forwarding.queue(Report::Log(record));
+        self.queue(Report::Log(record));
     }
 }
 
@@ -61,7 +60,7 @@ enum State {
 /// Invariant: every report is queued under the lock, and [`Forwarder::finish`] takes the
 /// state under the same lock, so a report is either queued before the queue is closed (and
 /// sent before the call's result) or made after the call ended (and dropped).
-struct Forwarding {
+pub(crate) struct Forwarding {
     state: Mutex<State>,
 }
 
@@ -122,12 +121,7 @@ pub(crate) fn start(
             last: None,
         })),
     });
-    (
-        Arc::new(CallReporter {
-            forwarding: forwarding.clone(),
-        }),
-        Forwarder { forwarding },
-    )
+    (forwarding.clone(), Forwarder { forwarding })
 }
 
 struct Sender {

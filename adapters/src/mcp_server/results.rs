@@ -45,19 +45,49 @@ pub(crate) fn envelope_result(
     match envelope.meta {
         ResponseMeta::Mcp(meta) => mcp_result(envelope.data, meta, form, schema, legacy),
         meta => {
-            let mut result = match structured(envelope.data.clone(), form) {
-                Some(value) => CallToolResult::structured(value),
-                None => {
-                    CallToolResult::success(vec![ContentBlock::text(envelope.data.to_string())])
+            let mut result = match form {
+                OutputForm::Content => {
+                    CallToolResult::success(vec![ContentBlock::text(json_text(&envelope.data))])
                 }
+                // The data moves into the result (its text is serialized once from it).
+                form => structured_result(structured(envelope.data, form).unwrap_or(Value::Null)),
             };
-            if let Ok(meta) = serde_json::to_value(&meta) {
+            if let Some(meta) = meta_value(meta) {
                 let mut result_meta = Map::new();
                 result_meta.insert(META_ENVELOPE.to_owned(), meta);
                 result.meta = Some(MetaObject(result_meta));
             }
             result
         }
+    }
+}
+
+/// [`CallToolResult::structured`]: `value` as `structuredContent` and its JSON as the one
+/// text block, serialized straight into a buffer (the same text as `value.to_string()`,
+/// without going through `fmt`).
+fn structured_result(value: Value) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(json_text(&value))]);
+    result.structured_content = Some(value);
+    result
+}
+
+/// The compact JSON of `value` (what its `Display` writes).
+fn json_text(value: &Value) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| value.to_string())
+}
+
+/// The wire JSON of an envelope's meta, as `serde_json::to_value` makes it; a local meta
+/// (every local call's) is built directly, without serde's tagged-enum serializer.
+fn meta_value(meta: ResponseMeta) -> Option<Value> {
+    match meta {
+        ResponseMeta::Local(local) => {
+            let mut map = Map::new();
+            map.insert("source".to_owned(), Value::String("local".to_owned()));
+            map.insert("operationId".to_owned(), Value::String(local.operation_id));
+            map.insert("timestamp".to_owned(), Value::from(local.timestamp));
+            Some(Value::Object(map))
+        }
+        meta => serde_json::to_value(&meta).ok(),
     }
 }
 
@@ -137,6 +167,30 @@ pub(crate) fn failure(error: &CallError) -> CallToolResult {
 mod tests {
     use super::*;
     use opkit::envelope::{EmbeddedResource, McpContentBlock, mcp_envelope};
+
+    #[test]
+    fn structured_results_are_rmcps() {
+        let value = json!({"a": [1, "x\"y", null, 2.5], "b": {"c": true}});
+        let expected = serde_json::to_value(CallToolResult::structured(value.clone())).unwrap();
+        let built = serde_json::to_value(structured_result(value)).unwrap();
+        assert_eq!(built, expected);
+    }
+
+    #[test]
+    fn local_meta_is_its_serde_json() {
+        for meta in [
+            ResponseMeta::Local(opkit::envelope::LocalMeta {
+                operation_id: "math.add".into(),
+                timestamp: 1_700_000_000_123,
+            }),
+            opkit::envelope::http_envelope(json!(1), 200, Default::default(), "text/plain").meta,
+        ] {
+            let expected = serde_json::to_value(&meta).unwrap();
+            let built = meta_value(meta).unwrap();
+            assert_eq!(built, expected);
+            assert_eq!(built.to_string(), expected.to_string(), "same key order");
+        }
+    }
 
     #[test]
     fn failures_carry_no_structured_content() {
