@@ -261,15 +261,16 @@ impl ServerHandler for McpHandler {
             .registry
             .specs()
             .iter()
-            .filter_map(|spec| tools::tool(spec, names.tool(&spec.id())?, modern))
+            .filter_map(|spec| {
+                let tool = names.tool(&spec.id())?;
+                names.served(tool)?.definition(tool, modern)
+            })
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        let names = self.names().ok()?;
-        let spec = self.inner.registry.spec(names.operation(name)?)?;
-        tools::tool(&spec, name, true)
+        self.names().ok()?.served(name)?.definition(name, true)
     }
 
     async fn call_tool(

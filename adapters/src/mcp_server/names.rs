@@ -8,8 +8,9 @@
 
 use opkit::{OperationRegistry, OperationSpec};
 use parking_lot::RwLock;
+use rmcp::model::Tool;
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Spec extension: the tool name an operation is served under (a string), overriding
 /// [`ToolNaming`]; [`OperationSpec::EXT_TOOL_NAME`].
@@ -147,6 +148,18 @@ pub(crate) struct Served {
     pub(crate) takes_arguments: bool,
     /// The [`output_form`](super::tools::output_form) for a legacy and a modern client.
     pub(crate) forms: [super::tools::OutputForm; 2],
+    /// The tool's definition for a legacy and a modern client, built at first use (a modern
+    /// `tools/call` over HTTP asks for it on every request, to check `Mcp-Param-*` headers).
+    definitions: [OnceLock<Option<Tool>>; 2],
+}
+
+impl Served {
+    /// The definition of this operation served as `tool` to a modern or a legacy client.
+    pub(crate) fn definition(&self, tool: &str, modern: bool) -> Option<Tool> {
+        self.definitions[usize::from(modern)]
+            .get_or_init(|| super::tools::tool(&self.spec, tool, modern))
+            .clone()
+    }
 }
 
 impl ToolNames {
@@ -183,6 +196,7 @@ impl ToolNames {
                         super::tools::output_form(spec, false),
                         super::tools::output_form(spec, true),
                     ],
+                    definitions: Default::default(),
                 },
             );
             names.by_id.insert(id, tool);
@@ -190,7 +204,8 @@ impl ToolNames {
         Ok(names)
     }
 
-    /// The operation served as `tool`.
+    /// The operation served as `tool` (calls use [`served`](Self::served)).
+    #[cfg(test)]
     pub(crate) fn operation(&self, tool: &str) -> Option<&str> {
         self.by_tool.get(tool).map(|served| &*served.id)
     }
