@@ -146,9 +146,51 @@ repeatable on a busy machine) or `perf record`. Commands are in its header.
   script was cut from ~26 to ~15 µs of Redis CPU (`INFO commandstats`): live members read
   with one `ZRANGE .. BYSCORE`, pruning moved to lease renewal. What remains is the price of
   competing consumers with leases, which plain pub/sub cannot offer.
-- **Not measured: rmcp.** `ToolRouter::call` needs a `RequestContext<RoleServer>`, whose
-  `Peer` only rmcp's own service loop can build (`Peer::new` is crate-private); serving a
-  router over an in-memory transport did not fit this round.
+- **MCP `call_tool` in process (target ≤ 1.0× rmcp, missed: ~3.9× tiny, ~1.5× medium).**
+  The adapter's own per-call work is cached per registry revision (each tool's spec, id,
+  output form and definition), the data is moved into the result and its text serialized once.
+  `perf record --call-graph dwarf` of the tiny bench after that: `registry.execute` ~14% (the
+  input `jsonschema` check, which rmcp does not do and opkit keeps: it is the contract), the
+  envelope's `_meta` (`opkit/meta`, which rmcp does not send) and the text rmcp builds too ~16%,
+  malloc/free ~20%, memmove ~13% (futures moved inside rmcp and core), the request id (a UUID
+  v4) ~4%, three clock reads ~4%. For medium: encoding the output to a `Value` and its text
+  (~30%, rmcp does both), decoding the input (~8%), validation (~7%). What is left is core's
+  per-call setup (request id, clock reads, context clone, the panic/deadline guard) and the
+  meta; 1.0× would need a cheaper request id, one clock read per call and `execute` taking an
+  already resolved operation.
+- **HTTP medium (targets ≥ 0.95× axum, p99 ≤ 1.05×, missed).** Per request, on the one server
+  core (1 / requests per second): opkit ~32 µs, axum ~25–27 µs. axum goes bytes → `MediumIn` →
+  `MediumOut` → bytes; opkit goes bytes → `Value` → input check → `MediumIn` → `MediumOut` →
+  `Value` → envelope → bytes, which is the `medium` `execute` row above (3.1 µs against a
+  direct call's 0.07 µs) plus the `Value` parse and print of a 10-field body. The rest is per
+  request and small: a body-read timeout and the call's deadline (two timers), a cancellation
+  guard, the span and a UUID request id. Tiny requests meet both targets (the same fixed
+  costs, and opkit's serve loop sets `TCP_NODELAY` and reads the body without an extractor).
+  Each operation's methods and query shape are derived once per spec
+  (`http_server/routes.rs`); before that every request walked the input schema.
+- **MCP over Streamable HTTP (target ≥ 1.0× rmcp, missed: ~0.86×).** Both servers run on
+  rmcp's `StreamableHttpService`; the difference per call (~11 µs on the server core in the
+  stateless era) is spread thin in the profile (allocations, the identity middleware of
+  `McpServer::router`, the in-process costs above); rmcp's side even builds its `ToolRouter`
+  anew per stateless request. A modern `tools/call` asks the handler for the tool's definition
+  (rmcp checks `Mcp-Param-*` headers against its input schema): opkit built it, schemas
+  included, on every request; it is now built once per registry revision.
+- **The legacy-session collapse (about 18 calls/s) was not reproduced.** 64 connections on one
+  legacy session serve ~16,000 calls/s (table above) through rmcp's `LocalSessionManager`, for
+  opkit and rmcp alike. What does collapse: concurrent requests on one session that reuse one
+  JSON-RPC id (rmcp routes a response by its request id, as JSON-RPC requires ids unique per
+  session): all but one POST then get only the SSE priming event and no result, which a client
+  sees as a hang until its timeout. The load generator gives every call its own id.
+- **WebSocket (no target; 20% of raw).** Until this round every opkit call over the WebSocket
+  transport took ~45 ms: neither the hub's accepted sockets nor the spoke set `TCP_NODELAY`,
+  and a receipt or event the peer does not answer on the same socket waited for its delayed
+  ACK (`strace -tt` showed 31 ms and 11 ms stalls per call). With `TCP_NODELAY` a call takes
+  ~125 µs. The raw baseline is one request/response on one socket; an opkit call crosses the
+  hub twice (caller spoke → hub → serving spoke → hub → caller) and each publish is
+  acknowledged with a receipt.
+- **SSE (target ≥ 0.9× axum, met).** One subscription's items/s are on par with axum's `Sse`
+  in both encodings; the envelope encoding sends ~6× the bytes per item (meta and `id:`), the
+  compact one (`Accept: text/event-stream; opkit=data`) the same bytes as axum.
 - **Noise.** The reference machine has 2 cores shared with other work; a whole group can run
   slow (every row of it), so compare ratios within one run and rerun a group that looks off
   (`BENCH_FILTER=tiny bash benches/run.sh` prints without rewriting this file).
