@@ -233,7 +233,7 @@ def best_of(paths):
 def main():
     lock, outputs = sys.argv[1], sys.argv[2:]
     serving = parse_serving(outputs)
-    outputs = [path for path in outputs if not any(True for _ in parse_serving([path]))]
+    outputs = [path for path in outputs if not parse_serving([path])]
     medians = best_of(outputs)
     get = lambda group, name: medians.get(f"{group}::{name}")  # noqa: E731
     per_item = lambda name: (get("stream", name) / ITEMS) if get("stream", name) else None  # noqa: E731

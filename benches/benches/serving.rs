@@ -118,6 +118,8 @@ enum Variant {
 struct Sample {
     /// Calls (or stream items) per second.
     rate: f64,
+    /// Latency percentiles of the calls; for the SSE path (one subscription per round), the
+    /// time to the response headers and the time to the stream's end.
     p50: Duration,
     p99: Duration,
     /// Response bytes per item (SSE), else 0.
@@ -253,11 +255,7 @@ async fn http_load(address: SocketAddr, variant: Variant) -> Sample {
         Variant::AxumMedium => ("/medium", medium_json()),
         _ => unreachable!("an HTTP variant"),
     };
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(CALLERS)
-        .tcp_nodelay(true)
-        .build()
-        .expect("client");
+    let client = load_client(CALLERS);
     let url = format!("http://{address}{path}");
     let body = Arc::new(serde_json::to_vec(&body).expect("body"));
     load(CALLERS, HTTP_CALLS, move || {
@@ -366,11 +364,7 @@ const MODERN_VERSION: &str = "2026-07-28";
 /// legacy era all on one session (one `initialize`), in the modern era each request
 /// carrying its version and capabilities in `_meta`.
 async fn mcp_raw_load(address: SocketAddr, lifecycle: McpLifecycle) -> Sample {
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(SESSION_CALLERS)
-        .tcp_nodelay(true)
-        .build()
-        .expect("client");
+    let client = load_client(SESSION_CALLERS);
     let url = format!("http://{address}/mcp");
     let post = {
         let client = client.clone();
@@ -548,6 +542,16 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 // ---------------------------------------------------------------------------------------------
 // The load generator
+
+/// The load generator's HTTP client: keeps up to `connections` idle connections per server,
+/// with `TCP_NODELAY`.
+fn load_client(connections: usize) -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(connections)
+        .tcp_nodelay(true)
+        .build()
+        .expect("client")
+}
 
 /// Runs `total` calls made by `call`, `callers` at a time, and measures the rate and the
 /// latency percentiles. Bounded: exactly `total` calls, then every caller stops.
