@@ -92,7 +92,7 @@ impl McpHandler {
     }
 
     /// The operation a tool call names, or the JSON-RPC error for an unknown tool.
-    fn resolve(&self, tool: &str) -> Result<Served, McpError> {
+    fn resolve(&self, tool: &str) -> Result<Arc<Served>, McpError> {
         let unknown = || McpError::invalid_params(format!("Unknown tool: {tool}"), None);
         let names = self.names()?;
         let served = names.served(tool).ok_or_else(unknown)?;

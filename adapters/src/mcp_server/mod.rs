@@ -356,24 +356,28 @@ impl McpServer {
     /// registry lacks, or a [`ToolNameError`].
     pub fn try_router(&self) -> Result<Router, McpServerError> {
         self.check()?;
-        let authenticator = self.handler.authenticator.clone();
-        Ok(Router::new()
-            .route_service("/", self.streamable_http_service())
-            .layer(axum::middleware::from_fn(
-                move |request: Request, next: Next| {
-                    let authenticator = authenticator.clone();
-                    async move {
-                        let (mut parts, body) = request.into_parts();
-                        match authenticate(authenticator.as_deref(), &parts).await {
-                            Ok(identity) => {
-                                parts.extensions.insert(RequestIdentity(identity));
-                                next.run(Request::from_parts(parts, body)).await
-                            }
-                            Err(error) => unauthorized(authenticator.as_deref(), &error),
+        let service = Router::new().route_service("/", self.streamable_http_service());
+        let Some(authenticator) = self.handler.authenticator.clone() else {
+            // Without an authenticator nothing is refused, and each call finds its caller
+            // (an `Identity` in the extensions, else none) by itself: no middleware needed.
+            return Ok(service);
+        };
+        let authenticator = Some(authenticator);
+        Ok(service.layer(axum::middleware::from_fn(
+            move |request: Request, next: Next| {
+                let authenticator = authenticator.clone();
+                async move {
+                    let (mut parts, body) = request.into_parts();
+                    match authenticate(authenticator.as_deref(), &parts).await {
+                        Ok(identity) => {
+                            parts.extensions.insert(RequestIdentity(identity));
+                            next.run(Request::from_parts(parts, body)).await
                         }
+                        Err(error) => unauthorized(authenticator.as_deref(), &error),
                     }
-                },
-            )))
+                }
+            },
+        )))
     }
 
     /// Serves Streamable HTTP at `/mcp` on `listener` until the process ends (an error,

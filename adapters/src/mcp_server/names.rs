@@ -131,14 +131,16 @@ impl NamesCache {
 /// The tool name of every operation, both ways.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ToolNames {
-    by_tool: BTreeMap<String, Served>,
+    /// Shared, so a call takes its operation with one reference count (the definitions
+    /// it holds are large to copy).
+    by_tool: BTreeMap<String, Arc<Served>>,
     by_id: BTreeMap<String, String>,
 }
 
 /// The operation served under one tool name, as the registry had it when the names were
 /// built (the names are rebuilt when the registry changes), so a call neither looks it up
 /// again nor formats its id.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Served {
     /// The operation's id.
     pub(crate) id: Arc<str>,
@@ -188,7 +190,7 @@ impl ToolNames {
             }
             names.by_tool.insert(
                 tool.clone(),
-                Served {
+                Arc::new(Served {
                     id: Arc::from(id.as_str()),
                     spec: spec.clone(),
                     takes_arguments: super::tools::takes_arguments(spec),
@@ -197,7 +199,7 @@ impl ToolNames {
                         super::tools::output_form(spec, true),
                     ],
                     definitions: Default::default(),
-                },
+                }),
             );
             names.by_id.insert(id, tool);
         }
@@ -211,7 +213,7 @@ impl ToolNames {
     }
 
     /// The operation served as `tool`, with its spec.
-    pub(crate) fn served(&self, tool: &str) -> Option<&Served> {
+    pub(crate) fn served(&self, tool: &str) -> Option<&Arc<Served>> {
         self.by_tool.get(tool)
     }
 
