@@ -160,9 +160,10 @@ impl McpHandler {
             // Item counts are the progress of a subscription; the handler's logs still go out.
             let (reporter, forwarder) =
                 report::start(context.peer.clone(), None, self.log_level.clone());
-            let result = self
-                .collect(id, input, &ctx.with_reporter(reporter), &context)
-                .await;
+            // Boxed: a subscription's future is large, and inline it would make every
+            // call's future (copied when boxed in `call`) as large.
+            let ctx = ctx.with_reporter(reporter);
+            let result = Box::pin(self.collect(id, input, &ctx, &context)).await;
             forwarder.finish().await;
             return result;
         }
