@@ -68,7 +68,9 @@ pub struct OperationContext {
     env: Option<Arc<dyn EnvBackend>>,
     states: Option<Arc<StateMap>>,
     reporter: Option<Arc<dyn Reporter>>,
-    trace: Option<TraceContext>,
+    /// Behind an `Arc`: most calls have none, and an inline one would make every move of a
+    /// context (each handler future holds one) larger.
+    trace: Option<Arc<TraceContext>>,
 }
 
 impl Default for OperationContext {
@@ -225,14 +227,14 @@ impl OperationContext {
     /// from the caller, or the span the call runs in.
     #[must_use]
     pub fn with_trace(mut self, trace: TraceContext) -> Self {
-        self.trace = Some(trace);
+        self.trace = Some(Arc::new(trace));
         self
     }
 
     /// Sets or clears the trace context.
     #[must_use]
     pub fn with_trace_opt(mut self, trace: Option<TraceContext>) -> Self {
-        self.trace = trace;
+        self.trace = trace.map(Arc::new);
         self
     }
 
@@ -240,7 +242,7 @@ impl OperationContext {
     /// call protocol, the OpenAPI import and the MCP import send it on (see
     /// [`crate::trace`]).
     pub fn trace(&self) -> Option<&TraceContext> {
-        self.trace.as_ref()
+        self.trace.as_deref()
     }
 
     /// This request's id.

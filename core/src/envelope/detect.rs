@@ -100,7 +100,9 @@ pub(crate) fn check_envelope(value: &Value) -> Result<ResponseMeta, EnvelopeErro
 pub fn is_response_envelope(value: &Value) -> bool {
     // Fast exit for the common case of plain data.
     match value {
-        Value::Object(fields) if fields.contains_key("data") && fields.contains_key("meta") => {
+        Value::Object(fields)
+            if fields.len() >= 2 && fields.contains_key("data") && fields.contains_key("meta") =>
+        {
             check_envelope(value).is_ok()
         }
         _ => false,

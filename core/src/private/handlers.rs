@@ -10,9 +10,15 @@ where
     F: Fn(O::Input, OperationContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Produced<O::Output>, CallError>> + Send + 'static,
 {
-    Handler::unary(move |input, ctx| {
-        let started = codec.decode(O::ID, input).map(|input| run(input, ctx));
-        async move { codec.encode(O::ID, started?.await?) }
+    // Combinators rather than an `async` block: a block holding the fn's future and awaiting
+    // it keeps two copies of it in its state, and the boxed handler future would be twice
+    // as large.
+    Handler::unary(move |input, ctx| match codec.decode(O::ID, input) {
+        Ok(input) => futures::FutureExt::left_future(futures::FutureExt::map(
+            run(input, ctx),
+            move |produced| codec.encode(O::ID, produced?),
+        )),
+        Err(error) => futures::FutureExt::right_future(std::future::ready(Err(error))),
     })
 }
 

@@ -13,6 +13,7 @@ use futures::future::{BoxFuture, Either};
 use serde_json::Value;
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use tracing::Instrument;
 
 impl OperationRegistry {
@@ -81,16 +82,16 @@ impl RegistryInner {
     /// The context the handler sees: the caller's, with this registry as env when it has
     /// none, and this registry's state over the context's.
     pub(super) fn handler_context(&self, ctx: &OperationContext) -> OperationContext {
-        let ctx = match (ctx.env_backend(), self.this.upgrade()) {
-            (None, Some(this)) => ctx.clone().with_env(this),
-            _ => ctx.clone(),
-        };
-        let states = self.states.load();
-        if states.is_empty() {
-            ctx
-        } else {
-            ctx.with_registry_states(&states)
+        let mut ctx = ctx.clone();
+        if !ctx.has_env()
+            && let Some(this) = self.this.upgrade()
+        {
+            ctx = ctx.with_env(this);
         }
+        if self.has_states.load(Ordering::Acquire) {
+            ctx = ctx.with_registry_states(&self.states.load());
+        }
+        ctx
     }
 
     fn execute(

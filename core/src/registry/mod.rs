@@ -35,7 +35,7 @@ use operation::{Compile, Operation};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 /// Why an operation could not be registered.
@@ -112,6 +112,10 @@ struct RegistryInner {
     /// The application state handlers see (see [`crate::state`]); replaced whole when a
     /// value is added, read once per call.
     states: ArcSwap<StateMap>,
+    /// `true` once `states` holds a value (it never becomes empty again): set under `writer`
+    /// after the new map is stored, so a call that reads `true` loads a map with the value, and
+    /// a call on a registry never given state skips the load.
+    has_states: AtomicBool,
     writer: Mutex<()>,
     this: Weak<RegistryInner>,
 }
@@ -194,6 +198,7 @@ impl OperationRegistry {
                 operations: ArcSwap::from_pointee(OperationMap::default()),
                 revision: AtomicU64::new(0),
                 states: ArcSwap::from_pointee(StateMap::default()),
+                has_states: AtomicBool::new(false),
                 writer: Mutex::new(()),
                 this: this.clone(),
             }),
@@ -243,6 +248,7 @@ impl OperationRegistry {
         let mut states = StateMap::clone(&self.inner.states.load());
         states.insert(value);
         self.inner.states.store(Arc::new(states));
+        self.inner.has_states.store(true, Ordering::Release);
     }
 
     /// The state value of type `T` this registry was given.

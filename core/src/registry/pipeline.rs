@@ -16,12 +16,21 @@ use crate::schema::cast;
 use serde_json::Value;
 
 /// Turns whatever a handler returned into the envelope the caller receives.
+///
+/// Inlined, so the common envelope (an `#[operation]` fn's data) is built in its caller's
+/// result rather than copied there.
+#[inline]
 pub(crate) fn finish(operation: &Operation, value: Value) -> ResponseEnvelope {
     // Data an `#[operation]` fn returned was serialized from the type its output schema is
     // derived from: normalize and validate would find nothing to change or report.
     if operation.output_from_type && !is_response_envelope(&value) {
         return local_envelope(value, &*operation.id);
     }
+    finish_checked(operation, value)
+}
+
+/// [`finish`] for results that may need normalizing and validating.
+fn finish_checked(operation: &Operation, value: Value) -> ResponseEnvelope {
     let mut envelope = detect_or_wrap(operation, value);
     // An envelope that reports a failure (MCP `isError: true`) carries the error, not the
     // output: it is neither normalized nor validated against the output schema.

@@ -37,9 +37,12 @@ impl Stream for PipelineStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
-        Pin::new(&mut this.items)
-            .poll_next(cx)
-            .map(|item| item.map(|result| result.map(|value| finish(&this.operation, value))))
+        match Pin::new(&mut this.items).poll_next(cx) {
+            Poll::Ready(Some(Ok(value))) => Poll::Ready(Some(Ok(finish(&this.operation, value)))),
+            Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(error))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
     }
 }
 

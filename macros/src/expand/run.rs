@@ -31,8 +31,19 @@ pub(super) fn run_fn(op: &Operation<'_>, locals: &Locals) -> TokenStream {
                     #produce(#ident(#(#args),*).await, #convert)
                 }
             }
-        } else {
+        } else if borrows_ctx(op) {
             quote!(async move { #produce(#ident(#(#args),*).await, #convert) })
+        } else {
+            // Nothing to keep alive beside the fn's future: map it rather than await it in an
+            // `async` block, whose state would hold the arguments twice (as captured, and
+            // inside the fn's future). Calling an `async fn` runs none of its body.
+            let returned = Ident::new("__opkit_returned", Span::mixed_site());
+            quote! {
+                #private::futures::FutureExt::map(
+                    #ident(#(#args),*),
+                    move |#returned| #produce(#returned, #convert),
+                )
+            }
         };
         return quote! {
             fn __opkit_run(#ctx: #private::OperationContext, #(#params),*)
@@ -42,11 +53,7 @@ pub(super) fn run_fn(op: &Operation<'_>, locals: &Locals) -> TokenStream {
             }
         };
     }
-    let borrows_ctx = op
-        .params
-        .iter()
-        .any(|param| matches!(param, Param::Context { by_ref: true, .. }));
-    let items = if borrows_ctx {
+    let items = if borrows_ctx(op) {
         let sink = Ident::new("__sink", Span::mixed_site());
         let made = if op.output.is_async {
             quote!(#ident(#(#args),*).await)
@@ -80,6 +87,14 @@ pub(super) fn run_fn(op: &Operation<'_>, locals: &Locals) -> TokenStream {
             #body
         }
     }
+}
+
+/// `true` when the fn takes the context by reference: its future borrows the context, which
+/// the future that runs it must then own.
+fn borrows_ctx(op: &Operation<'_>) -> bool {
+    op.params
+        .iter()
+        .any(|param| matches!(param, Param::Context { by_ref: true, .. }))
 }
 
 /// The conversion of the fn's error into the call's `CallError`, chosen by the error's type

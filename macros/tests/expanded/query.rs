@@ -182,12 +182,12 @@ const _: () = {
             ::opkit::__private::CallError,
         >,
     > + use<> {
-        async move {
+        ::opkit::__private::futures::FutureExt::map(add(a, b), move |__opkit_returned| {
             ::opkit::__private::produce::<::opkit::__private::Plain, _, _, _>(
-                add(a, b).await,
+                __opkit_returned,
                 ::opkit::__private::no_error,
             )
-        }
+        })
     }
     #[allow(dead_code, clippy::too_many_arguments)]
     impl add {

@@ -73,12 +73,15 @@ const _: () = {
             ::opkit::__private::CallError,
         >,
     > + use<> {
-        async move {
-            ::opkit::__private::produce::<::opkit::__private::Envelope, _, _, _>(
-                create(__ctx, __input).await,
-                ::opkit::__private::no_error,
-            )
-        }
+        ::opkit::__private::futures::FutureExt::map(
+            create(__ctx, __input),
+            move |__opkit_returned| {
+                ::opkit::__private::produce::<::opkit::__private::Envelope, _, _, _>(
+                    __opkit_returned,
+                    ::opkit::__private::no_error,
+                )
+            },
+        )
     }
     #[allow(dead_code, clippy::too_many_arguments)]
     impl create {
