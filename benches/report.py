@@ -116,23 +116,33 @@ repeatable on a busy machine) or `perf record`. Commands are in its header.
   small `'static` future (872 → ~180 bytes); the deadline/cancellation race is only set up
   (boxed) for calls that have one. (4) The id lookup uses foldhash. (5) The input-depth
   bound (`opkit::limits::MAX_INPUT_DEPTH`) is one pass whose recursion stops at the limit.
-- **tiny `execute` (target 2.5×, missed).** In instructions (callgrind, input construction
-  subtracted) a tiny `execute` is 2.7× the floor (3,960 vs 1,480); in time it is about 3×, because what remains is many small
-  fixed costs that run at low IPC: about eight atomic read-modify-writes per call (the
-  registry's `arc-swap` load and the operation's `Arc`, the context clone with its request id
-  and env), four allocations more than the floor (the boxed handler future, the envelope's
-  operation-id `String`, ...), `SystemTime::now` for the envelope's timestamp, the compiled
-  input `jsonschema` check (the `jsonschema` row shows its cost), and the depth check. Reaching
-  2.5× would need a context passed by value instead of cloned, an operation id shared by
-  `Arc` in `LocalMeta` (a public-type change) and no per-call boxing of handler futures.
-- **medium `execute` (target 1.4×, missed in time).** In instructions it is 1.37× the floor
-  (29,760 vs 21,680), in time about 1.8×. Over the floor: the input `jsonschema` check
-  (the `jsonschema` row, ~1.3×), the depth check (a walk of the input), and the boxed handler
-  future, which for this input is over 1 KiB (input and output state), so glibc's allocator
-  consolidates its free lists on every call (`malloc_consolidate` in the profile).
-- **subscriptions (target 5 M items/s, near miss).** Per item over the floor's `to_value`:
-  the envelope (`SystemTime::now` alone is ~9% of the per-item time, plus the operation-id
-  `String`), envelope detection, and two dynamic stream polls; faster than jsonrpsee.
+- **What made `execute` and `subscribe` faster in this round.** The handler's context is
+  cloned once, the registry's `Weak` upgraded only when the context has no env, and the state
+  map loaded only once a state was given (`has_states`); the context's trace context sits
+  behind an `Arc` (a context is 112 bytes, was 160, and every handler future holds one); the
+  pipeline's common case (`#[operation]` data) is built in its caller's result; an
+  `#[operation]` fn's future is mapped rather than awaited inside an `async` block that held
+  it (and its arguments) twice, which halved the boxed handler future; a subscription's items
+  are matched instead of passed through nested `map`s. Before → after, one session: tiny
+  `execute` 3.7× → 2.9×, medium 1.67× → 1.44× (1.40× in the run above), `subscribe`
+  4.4 → 5.4 M items/s.
+- **tiny `execute` (target 2.5×, missed).** `perf record --call-graph dwarf` of
+  `tiny::opkit_execute` (~440 ns over a 150 ns floor): the input `jsonschema` check ~55 ns
+  (the contract; the floor-with-`jsonschema` row pays ~42 ns for the same check); the
+  envelope's meta ~50 ns (`SystemTime::now` for its timestamp, the only clock read on this
+  path, and the `LocalMeta.operation_id` `String`, a public field); starting the handler
+  ~40 ns (the boxed handler future, which `Handler::unary`'s public type returns, and two
+  `catch_unwind`s); the handler's context ~26 ns (the request id's `Arc`, the registry's
+  `Weak::upgrade`, moving 112 bytes); the lookup ~23 ns (`arc-swap` load, foldhash, the
+  operation's `Arc`); the depth check ~6 ns. No single cost is large; 2.5× would need an
+  operation id shared in `LocalMeta` (a public-type change), handler futures not boxed per
+  call (another), or dropping the input check (the contract).
+- **medium `execute` (target 1.4×, met at the edge: 1.40× here, 1.44× in another run).** Over
+  the floor: the input `jsonschema` check (~430 ns, the floor-with-`jsonschema` row shows it),
+  the depth check (~54 ns), and the fixed costs above.
+- **subscriptions (target 5 M items/s, met).** Per item over the floor's `to_value`: the
+  envelope (its timestamp and operation-id `String`), envelope detection (now skipped for
+  objects of fewer than two keys), and two dynamic stream polls.
 - **`MemoryPubSub` round trip vs tarpc.** The protocol decodes events straight from their
   bytes (a fast path with a fallback to the detailed decoder for errors, pinned by a property
   test), reuses the request id for the handler's context, and polls each request once in
@@ -146,35 +156,41 @@ repeatable on a busy machine) or `perf record`. Commands are in its header.
   script was cut from ~26 to ~15 µs of Redis CPU (`INFO commandstats`): live members read
   with one `ZRANGE .. BYSCORE`, pruning moved to lease renewal. What remains is the price of
   competing consumers with leases, which plain pub/sub cannot offer.
-- **MCP `call_tool` in process (target ≤ 1.0× rmcp, missed: ~3.9× tiny, ~1.5× medium).**
+- **MCP `call_tool` in process (target ≤ 1.0× rmcp, missed: ~3.6× tiny, ~1.4× medium).**
   The adapter's own per-call work is cached per registry revision (each tool's spec, id,
-  output form and definition), the data is moved into the result and its text serialized once.
-  `perf record --call-graph dwarf` of the tiny bench after that: `registry.execute` ~14% (the
-  input `jsonschema` check, which rmcp does not do and opkit keeps: it is the contract), the
-  envelope's `_meta` (`opkit/meta`, which rmcp does not send) and the text rmcp builds too ~16%,
-  malloc/free ~20%, memmove ~13% (futures moved inside rmcp and core), the request id (a UUID
-  v4) ~4%, three clock reads ~4%. For medium: encoding the output to a `Value` and its text
-  (~30%, rmcp does both), decoding the input (~8%), validation (~7%). What is left is core's
-  per-call setup (request id, clock reads, context clone, the panic/deadline guard) and the
-  meta; 1.0× would need a cheaper request id, one clock read per call and `execute` taking an
-  already resolved operation.
-- **HTTP medium (targets ≥ 0.95× axum, p99 ≤ 1.05×, missed).** Per request, on the one server
-  core (1 / requests per second): opkit ~32 µs, axum ~25–27 µs. axum goes bytes → `MediumIn` →
-  `MediumOut` → bytes; opkit goes bytes → `Value` → input check → `MediumIn` → `MediumOut` →
-  `Value` → envelope → bytes, which is the `medium` `execute` row above (3.1 µs against a
-  direct call's 0.07 µs) plus the `Value` parse and print of a 10-field body. The rest is per
-  request and small: a body-read timeout and the call's deadline (two timers), a cancellation
-  guard, the span and a UUID request id. Tiny requests meet both targets (the same fixed
-  costs, and opkit's serve loop sets `TCP_NODELAY` and reads the body without an extractor).
-  Each operation's methods and query shape are derived once per spec
-  (`http_server/routes.rs`); before that every request walked the input schema.
-- **MCP over Streamable HTTP (target ≥ 1.0× rmcp, missed: ~0.86×).** Both servers run on
-  rmcp's `StreamableHttpService`; the difference per call (~11 µs on the server core in the
-  stateless era) is spread thin in the profile (allocations, the identity middleware of
-  `McpServer::router`, the in-process costs above); rmcp's side even builds its `ToolRouter`
-  anew per stateless request. A modern `tools/call` asks the handler for the tool's definition
-  (rmcp checks `Mcp-Param-*` headers against its input schema): opkit built it, schemas
-  included, on every request; it is now built once per registry revision.
+  output form and definition, now shared by reference count rather than copied per call), the
+  data is moved into the result and its text serialized once, and a subscription's collecting
+  future is boxed apart so every call's future is smaller. `perf record --call-graph dwarf` of
+  the tiny bench (~1.9 µs): `registry.execute` ~17% and dropping its input ~7%; the result
+  ~15%, mostly `meta_value` (~8.5%: the two maps of `_meta["opkit/meta"]`) and the text block
+  (~3%); memmove of futures ~12% (the call's future holds the registry's); the request id
+  (UUID v4) ~3.4%; `clock_gettime` ~3%; the progress/log forwarder ~5%; the server span ~2%.
+  rmcp's ~500 ns is one serde decode of the arguments into the typed struct: no input check
+  against a schema, no context, no `_meta`. With `execute` alone at ~440 ns, 1.0× on tiny is
+  out of reach while opkit checks the input (its contract) and sends the meta (documented);
+  medium is dominated by encoding the output and its text, which both sides do.
+- **HTTP medium (targets ≥ 0.95× axum, p99 ≤ 1.05×, missed).** Both sides make the same
+  syscalls per request (`strace`: the same `recvfrom`/`writev` counts); opkit's server thread
+  spends ~25% more CPU per request (`perf`: 4.40e9 vs 3.52e9 ns of server-thread CPU for the same
+  requests), all in user space on the `Value` pipeline: axum goes bytes → `MediumIn` →
+  `MediumOut` → bytes; opkit goes bytes → `Value` (~5% of the thread) → depth and input check →
+  `MediumIn` (`registry.execute` ~5.4% in all) → `MediumOut` → `Value` (~2.5%) → envelope →
+  bytes (~3–3.7%). The adapter's own work (auth, route lookup, body read, request-id header)
+  is each well under 1%. Closing the gap needs a typed path from the body's bytes to the input
+  type and from the output to the response bytes, with the input check kept: a core design
+  change (an execute entry taking bytes and returning serialized data), not a tweak here.
+  Tiny requests meet the throughput target in every run; their p99 ratio moves between 0.94×
+  and 1.12× from run to run on this machine.
+- **MCP over Streamable HTTP (target ≥ 1.0× rmcp, missed: ~0.92–0.95×).** Both servers run on
+  rmcp's `StreamableHttpService`, and rmcp's per-request work (JSON-RPC parsing,
+  `validate_standard_headers`, which asks for the tool's definition on every modern call, and
+  the session machinery) dominates both sides. `McpServer::router` no longer adds its identity
+  middleware when no authenticator is set (each call finds its caller in the request's
+  extensions by itself); each tool's definition is built once per registry revision. What is
+  still opkit's own: the in-process costs above (~1.4 µs more per call), the clone of the
+  tool's definition with its `_meta` in `get_tool`, and `serve_http` mounting a nested
+  `Router` where the rmcp side uses `nest_service` (which would also let `/mcp/x` reach the
+  service instead of a 404, so it stays).
 - **The legacy-session collapse (about 18 calls/s) was not reproduced.** 64 connections on one
   legacy session serve ~16,000 calls/s (table above) through rmcp's `LocalSessionManager`, for
   opkit and rmcp alike. What does collapse: concurrent requests on one session that reuse one
