@@ -357,12 +357,12 @@ impl McpServer {
     pub fn try_router(&self) -> Result<Router, McpServerError> {
         self.check()?;
         let service = Router::new().route_service("/", self.streamable_http_service());
-        let Some(authenticator) = self.handler.authenticator.clone() else {
+        if self.handler.authenticator.is_none() {
             // Without an authenticator nothing is refused, and each call finds its caller
             // (an `Identity` in the extensions, else none) by itself: no middleware needed.
             return Ok(service);
-        };
-        let authenticator = Some(authenticator);
+        }
+        let authenticator = self.handler.authenticator.clone();
         Ok(service.layer(axum::middleware::from_fn(
             move |request: Request, next: Next| {
                 let authenticator = authenticator.clone();
