@@ -2,6 +2,7 @@
 //! lets a stream fn borrow its context, and the typed `call` / `subscribe`.
 
 use super::*;
+use futures::FutureExt;
 
 /// The JSON handler of a query or mutation: decode the input, `run` the fn, encode.
 pub fn unary_handler<O, F, Fut>(codec: Codec<O::Input, O::Output>, run: F) -> Handler
@@ -14,11 +15,10 @@ where
     // it keeps two copies of it in its state, and the boxed handler future would be twice
     // as large.
     Handler::unary(move |input, ctx| match codec.decode(O::ID, input) {
-        Ok(input) => futures::FutureExt::left_future(futures::FutureExt::map(
-            run(input, ctx),
-            move |produced| codec.encode(O::ID, produced?),
-        )),
-        Err(error) => futures::FutureExt::right_future(std::future::ready(Err(error))),
+        Ok(input) => run(input, ctx)
+            .map(move |produced| codec.encode(O::ID, produced?))
+            .left_future(),
+        Err(error) => std::future::ready(Err(error)).right_future(),
     })
 }
 
