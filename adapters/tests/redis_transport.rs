@@ -112,7 +112,7 @@ async fn round_trip_errors_and_subscriptions() {
         .unwrap();
     assert_eq!(envelope.data, json!({"sum": 42}));
     assert!(
-        matches!(&envelope.meta, opkit::ResponseMeta::Local(meta) if meta.operation_id == "math.add")
+        matches!(&envelope.meta, opkit::ResponseMeta::Local(meta) if &*meta.operation_id == "math.add")
     );
 
     let invalid = map

@@ -61,7 +61,7 @@ async fn execute_wraps_and_normalizes_the_result() {
     let ResponseMeta::Local(meta) = envelope.meta else {
         panic!("expected local meta")
     };
-    assert_eq!(meta.operation_id, "math.add");
+    assert_eq!(&*meta.operation_id, "math.add");
     assert!(meta.timestamp > 0);
 }
 

@@ -199,7 +199,7 @@ async fn execute_every_unary_shape() {
         .await
         .unwrap();
     assert_eq!(sum.data, json!(42));
-    assert!(matches!(&sum.meta, ResponseMeta::Local(meta) if meta.operation_id == "it.math.add"));
+    assert!(matches!(&sum.meta, ResponseMeta::Local(meta) if &*meta.operation_id == "it.math.add"));
 
     let error = registry
         .execute("it.math.divide", json!({"a": 1, "b": 0}), &ctx)
@@ -293,7 +293,7 @@ async fn subscribe_every_stream_shape() {
     assert_eq!(stamped.len(), 2);
     // The fn's own envelopes pass through: the operation id is what it put there.
     assert!(
-        matches!(&stamped[1].meta, ResponseMeta::Local(meta) if meta.operation_id != "it.clock.stamped")
+        matches!(&stamped[1].meta, ResponseMeta::Local(meta) if &*meta.operation_id != "it.clock.stamped")
     );
 
     let shared: Vec<_> = registry
@@ -311,7 +311,7 @@ async fn typed_calls_need_no_json() {
     let ctx = ctx();
     let sum = add::call(&ctx, 1, 2).await.unwrap();
     assert_eq!(sum.data, 3);
-    assert!(matches!(&sum.meta, ResponseMeta::Local(meta) if meta.operation_id == "it.math.add"));
+    assert!(matches!(&sum.meta, ResponseMeta::Local(meta) if &*meta.operation_id == "it.math.add"));
     let user = create::call(
         &ctx,
         Input(NewUser {

@@ -83,7 +83,10 @@ fn meta_value(meta: ResponseMeta) -> Option<Value> {
         ResponseMeta::Local(local) => {
             let mut map = Map::new();
             map.insert("source".to_owned(), Value::String("local".to_owned()));
-            map.insert("operationId".to_owned(), Value::String(local.operation_id));
+            map.insert(
+                "operationId".to_owned(),
+                Value::String(local.operation_id.to_string()),
+            );
             map.insert("timestamp".to_owned(), Value::from(local.timestamp));
             Some(Value::Object(map))
         }

@@ -2,28 +2,57 @@
 
 use super::{HttpMeta, LocalMeta, McpMeta, ResponseEnvelope, ResponseMeta, SseEventMeta};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Milliseconds since the Unix epoch, now.
+/// Milliseconds since the Unix epoch, now, from the precise wall clock.
+///
+/// What deadlines are measured with.
 pub fn now_millis() -> u64 {
     // Seconds and sub-second millis separately: no 128-bit arithmetic on this hot path.
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |elapsed| {
-            elapsed
-                .as_secs()
-                .saturating_mul(1000)
-                .saturating_add(u64::from(elapsed.subsec_millis()))
+            epoch_millis(elapsed.as_secs(), elapsed.subsec_millis())
         })
 }
 
-/// Wraps locally produced data, stamping it with the operation id and the current time.
-pub fn local_envelope<T>(data: T, operation_id: impl Into<String>) -> ResponseEnvelope<T> {
+/// Milliseconds since the Unix epoch, now, from the coarse wall clock: what envelopes are
+/// stamped with.
+///
+/// On Linux this is `CLOCK_REALTIME_COARSE`, the time of the last kernel tick: at most one
+/// tick (1 to 4 ms, by the kernel's `HZ`) behind [`now_millis`], and read without touching
+/// the hardware clock (a few ns, where a precise read costs tens on a virtual machine). An
+/// envelope's timestamp says when a result was wrapped, like an HTTP `Date`; durations are
+/// measured by the call spans (`opkit::trace`). Elsewhere it is [`now_millis`].
+pub fn now_millis_coarse() -> u64 {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        let now = rustix::time::clock_gettime(rustix::time::ClockId::RealtimeCoarse);
+        let secs = u64::try_from(now.tv_sec).unwrap_or(0);
+        let millis = u32::try_from(now.tv_nsec / 1_000_000).unwrap_or(0);
+        epoch_millis(secs, millis)
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        now_millis()
+    }
+}
+
+fn epoch_millis(secs: u64, millis: u32) -> u64 {
+    secs.saturating_mul(1000).saturating_add(u64::from(millis))
+}
+
+/// Wraps locally produced data, stamping it with the operation id and the current time
+/// ([`now_millis_coarse`]).
+///
+/// The id is shared, not copied, when given as an `Arc<str>` (the registry's own).
+pub fn local_envelope<T>(data: T, operation_id: impl Into<Arc<str>>) -> ResponseEnvelope<T> {
     ResponseEnvelope {
         data,
         meta: ResponseMeta::Local(LocalMeta {
             operation_id: operation_id.into(),
-            timestamp: now_millis(),
+            timestamp: now_millis_coarse(),
         }),
     }
 }

@@ -4,6 +4,7 @@ use super::content::McpContentBlock;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Where a result came from. Serialized with a `source` tag: `"local"`, `"http"` or `"mcp"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -36,8 +37,14 @@ impl ResponseMeta {
 #[serde(rename_all = "camelCase")]
 pub struct LocalMeta {
     /// The id (`namespace.name`) of the operation that produced the data.
-    pub operation_id: String,
+    ///
+    /// Shared with the registry's own copy of the id, so wrapping a result allocates no
+    /// string: build one with `"math.add".into()`, compare it as `&*meta.operation_id`.
+    pub operation_id: Arc<str>,
     /// When the result was wrapped, in milliseconds since the Unix epoch.
+    ///
+    /// Read from the coarse wall clock ([`now_millis_coarse`](super::now_millis_coarse)):
+    /// at most one kernel tick (1 to 4 ms on Linux) behind the precise time.
     pub timestamp: u64,
 }
 

@@ -23,7 +23,9 @@ mod schemas;
 
 pub use content::{Annotations, EmbeddedResource, McpContentBlock, Role};
 pub use detect::{EnvelopeError, is_response_envelope, unwrap, unwrap_value};
-pub use factories::{http_envelope, http_event_envelope, local_envelope, mcp_envelope, now_millis};
+pub use factories::{
+    http_envelope, http_event_envelope, local_envelope, mcp_envelope, now_millis, now_millis_coarse,
+};
 pub use meta::{HttpMeta, LocalMeta, McpMeta, ResponseMeta, SseEventMeta};
 pub use schemas::{
     envelope_schema, http_meta_schema, local_meta_schema, mcp_meta_schema, response_meta_schema,

@@ -24,7 +24,7 @@ pub(crate) fn finish(operation: &Operation, value: Value) -> ResponseEnvelope {
     // Data an `#[operation]` fn returned was serialized from the type its output schema is
     // derived from: normalize and validate would find nothing to change or report.
     if operation.output_from_type && !is_response_envelope(&value) {
-        return local_envelope(value, &*operation.id);
+        return local_envelope(value, operation.id.clone());
     }
     finish_checked(operation, value)
 }
@@ -65,7 +65,7 @@ fn detect_or_wrap(operation: &Operation, value: Value) -> ResponseEnvelope {
         }
         unreachable!("is_response_envelope accepted a value from_value rejects")
     }
-    local_envelope(value, &*operation.id)
+    local_envelope(value, operation.id.clone())
 }
 
 /// Keywords whose meaning for `cast` is fully captured by the closed schema's validation:
