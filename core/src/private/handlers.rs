@@ -168,8 +168,11 @@ where
     let ctx = span.apply(ctx.clone());
     let started = {
         let _entered = span.is_active().then(|| span.span().enter());
-        crate::registry::start_guarded_stream(Arc::from(O::ID), ctx, |ctx| {
-            Box::pin(start(ctx).map(|item| Ok(item?.into_envelope(O::ID))))
+        // One id for the stream, shared by every item's envelope.
+        let id: Arc<str> = Arc::from(O::ID);
+        let items_id = id.clone();
+        crate::registry::start_guarded_stream(id, ctx, move |ctx| {
+            Box::pin(start(ctx).map(move |item| Ok(item?.into_envelope(items_id.clone()))))
         })
     };
     match started {
