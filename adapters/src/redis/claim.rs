@@ -115,9 +115,10 @@ impl Held {
 
     /// The entries to acknowledge now: those this process answered since the last call, and
     /// those held for the whole retention (requests never answered: aborted, or not call
-    /// requests). They are forgotten here; the caller acknowledges them (see [`acknowledge`]).
-    /// Entries whose `XACK` fails stay pending until claimed (a query then runs again, which
-    /// is allowed).
+    /// requests). They are taken here; the caller acknowledges them (see [`acknowledge`]).
+    /// An answered entry stays in `entries` until it ages out, so one whose `XACK` failed is
+    /// acknowledged again then (after the retention), unless a live member claims it first
+    /// because this member's lease expired (a query then runs again, which is allowed).
     pub(super) fn due(&mut self, answers: &Answers) -> Vec<String> {
         let mut ids = answers.take(self.reader);
         let due = self
