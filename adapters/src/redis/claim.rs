@@ -113,17 +113,13 @@ impl Held {
         self.entries.push_back((id, request_id, Instant::now()));
     }
 
-    /// Acknowledges (one `XACK`) the entries this process answered since the last call, and
-    /// the entries held for the whole retention (requests never answered: aborted, or not
-    /// call requests). Entries whose `XACK` fails are acknowledged on a later round or
-    /// claimed (a query then runs again, which is allowed).
-    pub(super) async fn acknowledge(
-        &mut self,
-        answers: &Answers,
-        conn: &mut super::Conn,
-        keys: &TopicKeys,
-        group: &str,
-    ) -> Result<(), RedisError> {
+    /// The entries to acknowledge now: those this process answered since the last call, and
+    /// those held for the whole retention (requests never answered: aborted, or not call
+    /// requests). They are taken here; the caller acknowledges them (see [`acknowledge`]).
+    /// An answered entry stays in `entries` until it ages out, so one whose `XACK` failed is
+    /// acknowledged again then (after the retention), unless a live member claims it first
+    /// because this member's lease expired (a query then runs again, which is allowed).
+    pub(super) fn due(&mut self, answers: &Answers) -> Vec<String> {
         let mut ids = answers.take(self.reader);
         let due = self
             .entries
@@ -136,16 +132,26 @@ impl Held {
             }
             ids.push(id);
         }
-        if ids.is_empty() {
-            return Ok(());
-        }
-        redis_crate::cmd("XACK")
-            .arg(&keys.stream)
-            .arg(group)
-            .arg(&ids)
-            .query_async::<()>(conn)
-            .await
+        ids
     }
+}
+
+/// Acknowledges `ids` (one `XACK`; nothing to send when empty).
+pub(super) async fn acknowledge(
+    conn: &mut super::Conn,
+    keys: &TopicKeys,
+    group: &str,
+    ids: &[String],
+) -> Result<(), RedisError> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    redis_crate::cmd("XACK")
+        .arg(&keys.stream)
+        .arg(group)
+        .arg(ids)
+        .query_async::<()>(conn)
+        .await
 }
 
 /// The `requestId` of a call event's JSON, without building the rest.

@@ -182,7 +182,8 @@
 //! A caller uses one subscription, a call handler two per operation it serves (requests and
 //! aborts). Redis' default limit is 10,000 clients. Entries are read in batches of
 //! [`RedisOptions::with_batch`]. Query redelivery costs one `XACK` per read round with answers
-//! and one claim script per heartbeat per query reader; the pending-entries list holds a
+//! (sent in the same write as that round's `XREADGROUP`, so it adds no round trip) and one
+//! claim script per heartbeat per query reader; the pending-entries list holds a
 //! query from its read to its reply.
 //!
 //! # Clocks

@@ -192,6 +192,27 @@ impl Member {
         Ok(reply.unwrap_or_default())
     }
 
+    /// Acknowledges `acks` (when there are any) and reads the next entries. Both commands are
+    /// queued on the reader's connection before it is flushed, so they leave in one write and
+    /// Redis runs them in that order (the `XACK` is answered before the `XREADGROUP` blocks):
+    /// the acknowledgement costs no round trip of its own. Its outcome is returned apart from
+    /// the read's, so that entries read are delivered even when it failed.
+    async fn acknowledge_and_read(
+        &self,
+        conn: &mut Conn,
+        acks: &[String],
+    ) -> (Result<(), RedisError>, Result<StreamReadReply, RedisError>) {
+        if acks.is_empty() {
+            return (Ok(()), self.read(conn).await);
+        }
+        // A clone of a connection shares its socket (and, on one server, its order of
+        // commands; on a cluster either order is correct).
+        let mut ack_conn = conn.clone();
+        let acknowledging = claim::acknowledge(&mut ack_conn, &self.keys, &self.group, acks);
+        // `join` polls in argument order: the `XACK` is queued first.
+        futures::join!(acknowledging, self.read(conn))
+    }
+
     /// Hands entries to the subscriber (remembering them in `held` when redelivering);
     /// `false` once the subscriber is gone.
     fn deliver(
@@ -329,48 +350,57 @@ async fn read_group(member: Member, conn: Conn, sender: mpsc::UnboundedSender<By
                 }
             }
         }
-        if member.delivery == Delivery::Redeliver {
-            let answers = &member.inner.answers;
-            if let Err(error) = held
-                .acknowledge(answers, current, &member.keys, &member.group)
-                .await
-            {
-                tracing::warn!(%error, %stream, "could not acknowledge answered entries");
-                if is_connection_error(&error) {
-                    conn = None;
-                    continue;
+        // Let the tasks woken by the entries just delivered (the subscriber and the handler
+        // it runs) go first, so the reply they publish is not queued behind this reader's
+        // next read on a busy thread: the read is off the call's critical path, the reply is
+        // on it.
+        tokio::task::yield_now().await;
+        let acks = match member.delivery {
+            Delivery::Redeliver => held.due(&member.inner.answers),
+            Delivery::AtMostOnce => Vec::new(),
+        };
+        let (acked, read) = tokio::select! {
+            () = sender.closed() => break,
+            outcome = member.acknowledge_and_read(current, &acks) => outcome,
+        };
+        if let Err(error) = &acked {
+            tracing::warn!(%error, %stream, "could not acknowledge answered entries");
+        }
+        // The entries read are delivered whatever became of the acknowledgement: they are
+        // pending for this consumer now.
+        match read {
+            Ok(reply) => {
+                let entries = reply.keys.into_iter().flat_map(|key| key.ids).collect();
+                if !member.deliver(entries, &sender, &mut held) {
+                    break;
                 }
+            }
+            Err(error) if error.code() == Some("NOGROUP") => {
+                // The stream or its group is gone (Redis restarted or the key was deleted):
+                // join again, which recreates both.
+                tracing::warn!(%stream, "the consumer group is gone: joining again");
+                if let Err(error) = member
+                    .inner
+                    .join(current, &member.keys, &member.group, &member.member)
+                    .await
+                {
+                    tracing::warn!(%error, %stream, "could not re-create a consumer group");
+                    conn = None;
+                } else {
+                    beat = Instant::now();
+                }
+            }
+            Err(error) => {
+                if is_connection_error(&error) {
+                    tracing::warn!(%error, %stream, "lost the redis group reader: reconnecting");
+                } else {
+                    tracing::warn!(%error, %stream, "a group read failed: reconnecting");
+                }
+                conn = None;
             }
         }
-        tokio::select! {
-            () = sender.closed() => break,
-            read = member.read(current) => match read {
-                Ok(reply) => {
-                    let entries = reply.keys.into_iter().flat_map(|key| key.ids).collect();
-                    if !member.deliver(entries, &sender, &mut held) {
-                        break;
-                    }
-                }
-                Err(error) if error.code() == Some("NOGROUP") => {
-                    // The stream or its group is gone (Redis restarted or the key was deleted):
-                    // join again, which recreates both.
-                    tracing::warn!(%stream, "the consumer group is gone: joining again");
-                    if let Err(error) = member.inner.join(current, &member.keys, &member.group, &member.member).await {
-                        tracing::warn!(%error, %stream, "could not re-create a consumer group");
-                        conn = None;
-                    } else {
-                        beat = Instant::now();
-                    }
-                }
-                Err(error) => {
-                    if is_connection_error(&error) {
-                        tracing::warn!(%error, %stream, "lost the redis group reader: reconnecting");
-                    } else {
-                        tracing::warn!(%error, %stream, "a group read failed: reconnecting");
-                    }
-                    conn = None;
-                }
-            }
+        if acked.is_err_and(|error| is_connection_error(&error)) {
+            conn = None;
         }
     }
     drop(conn);
