@@ -63,6 +63,15 @@ pub trait TypedOperation: Send + Sync + 'static {
     #[doc(hidden)]
     const OUTPUT_FROM_TYPE: bool = false;
 
+    /// [`ID`](Self::ID) as the shared string local envelopes carry
+    /// ([`LocalMeta::operation_id`](crate::envelope::LocalMeta::operation_id)).
+    /// `#[operation]` allocates it once per operation, so a typed call's envelope only counts
+    /// a reference; by default each call allocates it.
+    #[doc(hidden)]
+    fn shared_id() -> std::sync::Arc<str> {
+        std::sync::Arc::from(Self::ID)
+    }
+
     /// The spec. Schemas are computed once; this clones the cached spec.
     fn spec() -> OperationSpec;
 

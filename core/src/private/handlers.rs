@@ -140,14 +140,14 @@ where
         let mut span = CallSpan::start(SpanKind::Internal, "typed", O::ID, &ctx);
         if !span.is_active() {
             let produced = crate::registry::run_guarded(O::ID, ctx, run).await?;
-            return Ok(produced.into_envelope(O::ID));
+            return Ok(produced.into_envelope(O::shared_id()));
         }
         span.record_kind(O::KIND);
         let ctx = span.apply(ctx);
         let result = crate::registry::run_guarded(O::ID, ctx, run)
             .instrument(span.span().clone())
             .await
-            .map(|produced| produced.into_envelope(O::ID));
+            .map(|produced| produced.into_envelope(O::shared_id()));
         span.finish_with(&result);
         result
     }
@@ -169,7 +169,7 @@ where
     let started = {
         let _entered = span.is_active().then(|| span.span().enter());
         // One id for the stream, shared by every item's envelope.
-        let id: Arc<str> = Arc::from(O::ID);
+        let id = O::shared_id();
         let items_id = id.clone();
         crate::registry::start_guarded_stream(id, ctx, move |ctx| {
             Box::pin(start(ctx).map(move |item| Ok(item?.into_envelope(items_id.clone()))))

@@ -30,7 +30,7 @@ pub use std::future::Future;
 pub use std::option::Option::{self, None, Some};
 pub use std::result::Result::{self, Err, Ok};
 pub use std::string::String;
-pub use std::sync::OnceLock;
+pub use std::sync::{Arc, OnceLock};
 
 pub use crate::context::OperationContext;
 pub use crate::envelope::ResponseEnvelope;
@@ -52,7 +52,6 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use std::marker::PhantomData;
-use std::sync::Arc;
 use tracing::Instrument;
 
 mod errors;
@@ -83,4 +82,9 @@ pub fn register_typed<O: TypedOperation>(
 /// The `TypeId` of a value's type; used on fn items, whose type cannot be named.
 pub fn type_id_of<T: 'static>(_: &T) -> TypeId {
     TypeId::of::<T>()
+}
+
+/// `id` as a shared string, allocated once into `cell` (a `static` of one operation).
+pub fn shared_id(cell: &'static OnceLock<Arc<str>>, id: &'static str) -> Arc<str> {
+    Arc::clone(cell.get_or_init(|| Arc::from(id)))
 }

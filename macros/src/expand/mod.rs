@@ -255,6 +255,11 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
             #input_ty
             #output_ty
 
+            fn shared_id() -> #private::Arc<#private::str> {
+                static ID: #private::OnceLock<#private::Arc<#private::str>> = #private::OnceLock::new();
+                #private::shared_id(&ID, #id)
+            }
+
             fn spec() -> #private::OperationSpec {
                 static SPEC: #private::OnceLock<#private::OperationSpec> = #private::OnceLock::new();
                 #private::cached_spec(

@@ -102,6 +102,12 @@ const _: () = {
         const OUTPUT_FROM_TYPE: ::opkit::__private::bool = true;
         type Input = __OpkitInput;
         type Output = u32;
+        fn shared_id() -> ::opkit::__private::Arc<::opkit::__private::str> {
+            static ID: ::opkit::__private::OnceLock<
+                ::opkit::__private::Arc<::opkit::__private::str>,
+            > = ::opkit::__private::OnceLock::new();
+            ::opkit::__private::shared_id(&ID, "clock.ticks")
+        }
         fn spec() -> ::opkit::__private::OperationSpec {
             static SPEC: ::opkit::__private::OnceLock<::opkit::__private::OperationSpec> =
                 ::opkit::__private::OnceLock::new();

@@ -12,6 +12,12 @@ const _: () = {
         const OUTPUT_FROM_TYPE: ::opkit::__private::bool = false;
         type Input = NewUser;
         type Output = User;
+        fn shared_id() -> ::opkit::__private::Arc<::opkit::__private::str> {
+            static ID: ::opkit::__private::OnceLock<
+                ::opkit::__private::Arc<::opkit::__private::str>,
+            > = ::opkit::__private::OnceLock::new();
+            ::opkit::__private::shared_id(&ID, "users.create")
+        }
         fn spec() -> ::opkit::__private::OperationSpec {
             static SPEC: ::opkit::__private::OnceLock<::opkit::__private::OperationSpec> =
                 ::opkit::__private::OnceLock::new();
