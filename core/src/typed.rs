@@ -63,6 +63,13 @@ pub trait TypedOperation: Send + Sync + 'static {
     #[doc(hidden)]
     const OUTPUT_FROM_TYPE: bool = false;
 
+    /// `false` when the handler reads nothing from its context but the call's deadline and
+    /// cancellation (the fn takes no context and no application state), so the registry
+    /// need not make it one with the registry as env and the registry's state;
+    /// `#[operation]` sets it. Leave it `true` for a hand-written handler.
+    #[doc(hidden)]
+    const READS_CONTEXT: bool = true;
+
     /// [`ID`](Self::ID) as the shared string local envelopes carry
     /// ([`LocalMeta::operation_id`](crate::envelope::LocalMeta::operation_id)).
     /// `#[operation]` allocates it once per operation, so a typed call's envelope only counts

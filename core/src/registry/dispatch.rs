@@ -1,8 +1,9 @@
 //! Calling the registered operations: [`OperationRegistry::execute`], `subscribe` and
 //! `validate_input`, and the registry as the [`EnvBackend`] of local nested calls.
 
+use super::execution::Execution;
 use super::operation::Operation;
-use super::{EnvelopeStream, OperationRegistry, RegistryInner, TracedStream, pipeline, run};
+use super::{EnvelopeStream, OperationRegistry, RegistryInner, TracedStream, run};
 use crate::context::{EnvBackend, OperationContext};
 use crate::env::OperationEnv;
 use crate::envelope::ResponseEnvelope;
@@ -94,6 +95,16 @@ impl RegistryInner {
         ctx
     }
 
+    /// The context `operation`'s handler gets: [`handler_context`](Self::handler_context), or
+    /// the caller's own when the handler reads nothing from it but the call's bounds.
+    fn context_for(&self, operation: &Operation, ctx: &OperationContext) -> OperationContext {
+        if operation.reads_context {
+            self.handler_context(ctx)
+        } else {
+            ctx.clone()
+        }
+    }
+
     fn execute(
         &self,
         id: &str,
@@ -132,13 +143,12 @@ impl RegistryInner {
         let started = crate::limits::admit_input(input).and_then(|input| {
             let operation = self.find_kind(id, false)?;
             run::validate_input(&operation, &input)?;
-            let running = run::start_unary(&operation, input, self.handler_context(ctx))?;
+            let running = run::start_unary(&operation, input, self.context_for(&operation, ctx))?;
             Ok((operation, running))
         });
-        async move {
-            let (operation, (mut future, bounds)) = started?;
-            let value = run::guard(&*operation.id, future.as_mut(), bounds).await?;
-            Ok(pipeline::finish(&operation, value))
+        match started {
+            Ok((operation, (handler, bounds))) => Execution::new(operation, handler, bounds),
+            Err(error) => Execution::refused(error),
         }
     }
 
@@ -178,7 +188,8 @@ impl RegistryInner {
         let input = crate::limits::admit_input(input)?;
         let operation = self.find_kind(id, true)?;
         run::validate_input(&operation, &input)?;
-        run::start_stream(operation, input, self.handler_context(ctx))
+        let ctx = self.context_for(&operation, ctx);
+        run::start_stream(operation, input, ctx)
     }
 }
 

@@ -12,6 +12,7 @@
 //! `operation` is one compiled operation, `linked` the `#[operation]`s linked in.
 
 mod dispatch;
+mod execution;
 mod handler;
 mod linked;
 mod operation;
@@ -401,6 +402,7 @@ impl OperationRegistry {
     pub fn register_typed<O: crate::TypedOperation>(&self) -> Result<(), RegistryError> {
         let mut operation = Operation::build(O::spec(), O::handler(), Compile::Eager)?;
         operation.output_from_type = O::OUTPUT_FROM_TYPE;
+        operation.reads_context = O::READS_CONTEXT;
         self.insert(operation)
     }
 

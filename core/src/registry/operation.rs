@@ -69,6 +69,11 @@ pub(crate) struct Operation {
     /// The handler's results are serialized from the type the output schema is derived from
     /// ([`TypedOperation::OUTPUT_FROM_TYPE`](crate::TypedOperation::OUTPUT_FROM_TYPE)).
     pub(crate) output_from_type: bool,
+    /// The handler may read its context beyond the call's bounds
+    /// ([`TypedOperation::READS_CONTEXT`](crate::TypedOperation::READS_CONTEXT)); when it
+    /// does not, the registry hands it the caller's context as is, without adding itself as
+    /// env or its application state.
+    pub(crate) reads_context: bool,
 }
 
 impl Operation {
@@ -98,6 +103,7 @@ impl Operation {
             output: OnceLock::new(),
             compile,
             output_from_type: false,
+            reads_context: true,
         };
         if compile == Compile::Eager {
             operation.compile_now()?;

@@ -1,5 +1,6 @@
 //! Running a handler safely: input validation, panics, deadlines and cancellation.
 
+use super::execution::HandlerFuture;
 use super::handler::Handler;
 use super::operation::Operation;
 use super::stream::{EnvelopeStream, GuardedStream, PipelineStream};
@@ -7,7 +8,6 @@ use crate::bounds::{Bounds, Interrupted};
 use crate::context::OperationContext;
 use crate::error::CallError;
 use futures::FutureExt;
-use futures::future::BoxFuture;
 use serde_json::Value;
 use std::any::Any;
 use std::future::Future;
@@ -61,7 +61,7 @@ pub(crate) fn start_unary(
     operation: &Operation,
     input: Value,
     ctx: OperationContext,
-) -> Result<(BoxFuture<'static, Result<Value, CallError>>, Bounds), CallError> {
+) -> Result<(HandlerFuture, Bounds), CallError> {
     let Handler::Unary(handler) = &operation.handler else {
         unreachable!("kinds are checked at registration")
     };

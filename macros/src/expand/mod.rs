@@ -221,6 +221,10 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     let data = data_type(op);
     let output_ty = quote_spanned!(data_span(op)=> type Output = #data;);
     let output_from_type = Shape::of(&op.output.value).is_data();
+    let reads_context = op
+        .params
+        .iter()
+        .any(|param| matches!(param, Param::Context { .. } | Param::State { .. }));
     let description = doc_option(private, &op.docs);
     let scopes = &op.scopes;
     let roles = &op.roles;
@@ -252,6 +256,7 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
             const ID: &'static #private::str = #id;
             const KIND: #private::OperationKind = #kind;
             const OUTPUT_FROM_TYPE: #private::bool = #output_from_type;
+            const READS_CONTEXT: #private::bool = #reads_context;
             #input_ty
             #output_ty
 

@@ -99,6 +99,7 @@ const _: () = {
         const ID: &'static ::opkit::__private::str = "notes.get";
         const KIND: ::opkit::__private::OperationKind = ::opkit::__private::OperationKind::Query;
         const OUTPUT_FROM_TYPE: ::opkit::__private::bool = true;
+        const READS_CONTEXT: ::opkit::__private::bool = true;
         type Input = __OpkitInput;
         type Output = Note;
         fn shared_id() -> ::opkit::__private::Arc<::opkit::__private::str> {

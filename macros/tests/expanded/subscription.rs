@@ -100,6 +100,7 @@ const _: () = {
         const KIND: ::opkit::__private::OperationKind =
             ::opkit::__private::OperationKind::Subscription;
         const OUTPUT_FROM_TYPE: ::opkit::__private::bool = true;
+        const READS_CONTEXT: ::opkit::__private::bool = true;
         type Input = __OpkitInput;
         type Output = u32;
         fn shared_id() -> ::opkit::__private::Arc<::opkit::__private::str> {

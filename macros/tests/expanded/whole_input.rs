@@ -10,6 +10,7 @@ const _: () = {
         const ID: &'static ::opkit::__private::str = "users.create";
         const KIND: ::opkit::__private::OperationKind = ::opkit::__private::OperationKind::Mutation;
         const OUTPUT_FROM_TYPE: ::opkit::__private::bool = false;
+        const READS_CONTEXT: ::opkit::__private::bool = true;
         type Input = NewUser;
         type Output = User;
         fn shared_id() -> ::opkit::__private::Arc<::opkit::__private::str> {

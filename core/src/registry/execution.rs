@@ -1,0 +1,105 @@
+//! [`Execution`]: the future `execute` returns once its handler has started.
+//!
+//! Written by hand rather than as an `async` block: a call without a deadline or a
+//! cancellation (the common one) polls its handler's boxed future in place, each poll under
+//! `catch_unwind`, and finishes the result in the pipeline; nothing is moved between states.
+//! A bounded call runs its handler inside the race of [`run::guard`], boxed.
+
+use super::operation::Operation;
+use super::{pipeline, run};
+use crate::bounds::Bounds;
+use crate::envelope::ResponseEnvelope;
+use crate::error::CallError;
+use futures::future::BoxFuture;
+use serde_json::Value;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+/// A started unary call: its handler's future, guarded, then the pipeline.
+pub(crate) struct Execution {
+    state: State,
+}
+
+enum State {
+    /// No deadline or cancellation: the handler's future, polled here.
+    Running {
+        operation: Arc<Operation>,
+        handler: HandlerFuture,
+    },
+    /// A deadline or a cancellation: the handler raced against them ([`run::guard`]).
+    Bounded {
+        operation: Arc<Operation>,
+        race: HandlerFuture,
+    },
+    /// Refused before the handler started (not found, invalid input, already stopped).
+    Refused(CallError),
+    /// The output was returned.
+    Done,
+}
+
+/// A handler's boxed future, as [`Handler::Unary`](super::Handler::Unary) returns it.
+pub(crate) type HandlerFuture = BoxFuture<'static, Result<Value, CallError>>;
+
+impl Execution {
+    /// The call of `operation` whose handler made `handler`, guarded by `bounds`.
+    pub(crate) fn new(
+        operation: Arc<Operation>,
+        mut handler: HandlerFuture,
+        bounds: Bounds,
+    ) -> Self {
+        let state = if bounds.is_unbounded() {
+            State::Running { operation, handler }
+        } else {
+            let id = operation.id.clone();
+            State::Bounded {
+                operation,
+                race: Box::pin(async move { run::guard(id, handler.as_mut(), bounds).await }),
+            }
+        };
+        Self { state }
+    }
+
+    /// A call refused before its handler started.
+    pub(crate) fn refused(error: CallError) -> Self {
+        Self {
+            state: State::Refused(error),
+        }
+    }
+}
+
+impl Future for Execution {
+    type Output = Result<ResponseEnvelope, CallError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // Every field is `Unpin` (the handler's future is boxed), so the state is moved freely.
+        let state = &mut self.state;
+        let (operation, result) = match state {
+            State::Running { operation, handler } => {
+                let polled =
+                    std::panic::catch_unwind(AssertUnwindSafe(|| handler.as_mut().poll(cx)));
+                match polled {
+                    Ok(Poll::Pending) => return Poll::Pending,
+                    Ok(Poll::Ready(result)) => (&*operation, result),
+                    Err(payload) => (&*operation, Err(run::panicked(&operation.id, &*payload))),
+                }
+            }
+            State::Bounded { operation, race } => match race.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(result) => (&*operation, result),
+            },
+            State::Refused(_) => {
+                let State::Refused(error) = std::mem::replace(state, State::Done) else {
+                    unreachable!("matched above")
+                };
+                return Poll::Ready(Err(error));
+            }
+            State::Done => panic!("an execute future was polled after it completed"),
+        };
+        let output = result.map(|value| pipeline::finish(operation, value));
+        self.state = State::Done;
+        Poll::Ready(output)
+    }
+}
