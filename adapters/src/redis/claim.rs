@@ -20,7 +20,7 @@ use opkit::protocol::topics;
 use parking_lot::Mutex;
 use redis_crate::streams::{StreamClaimReply, StreamId};
 use redis_crate::{RedisError, Script};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::LazyLock;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -96,10 +96,14 @@ pub(super) struct Held {
 
 impl Held {
     pub(super) fn new(inner: &Inner, reader: u64) -> Self {
+        Self::holding(reader, inner.options.retention)
+    }
+
+    fn holding(reader: u64, hold: Duration) -> Self {
         Self {
             reader,
             entries: VecDeque::new(),
-            hold: inner.options.retention,
+            hold,
         }
     }
 
@@ -115,12 +119,17 @@ impl Held {
 
     /// The entries to acknowledge now: those this process answered since the last call, and
     /// those held for the whole retention (requests never answered: aborted, or not call
-    /// requests). They are taken here; the caller acknowledges them (see [`acknowledge`]).
-    /// An answered entry stays in `entries` until it ages out, so one whose `XACK` failed is
-    /// acknowledged again then (after the retention), unless a live member claims it first
-    /// because this member's lease expired (a query then runs again, which is allowed).
-    pub(super) fn due(&mut self, answers: &Answers) -> Vec<String> {
+    /// requests). The caller acknowledges them (see [`acknowledge`]) and reports success
+    /// with [`acknowledged`](Self::acknowledged).
+    ///
+    /// An answered entry stays in `entries` until its `XACK` succeeded, so one whose `XACK`
+    /// failed is acknowledged again when it ages out (after the retention), unless a live
+    /// member claims it first because this member's lease expired (a query then runs again,
+    /// which is allowed). Entries aged out are dropped here: `entries` holds the calls in
+    /// flight and at most one retention of failed acknowledgements, not every call read.
+    pub(super) fn due(&mut self, answers: &Answers) -> Due {
         let mut ids = answers.take(self.reader);
+        let answered = ids.len();
         let due = self
             .entries
             .iter()
@@ -132,8 +141,26 @@ impl Held {
             }
             ids.push(id);
         }
-        ids
+        Due { ids, answered }
     }
+
+    /// Forgets the answered entries of `due`, whose `XACK` succeeded.
+    pub(super) fn acknowledged(&mut self, due: &Due) {
+        let answered = &due.ids[..due.answered];
+        if answered.is_empty() {
+            return;
+        }
+        let answered: HashSet<&str> = answered.iter().map(String::as_str).collect();
+        self.entries
+            .retain(|(id, _, _)| !answered.contains(id.as_str()));
+    }
+}
+
+/// The entry ids [`Held::due`] found to acknowledge: the answered ones first.
+pub(super) struct Due {
+    pub(super) ids: Vec<String>,
+    /// How many of `ids` (from the start) were answered; the rest aged out.
+    answered: usize,
 }
 
 /// Acknowledges `ids` (one `XACK`; nothing to send when empty).
@@ -247,7 +274,49 @@ impl Answers {
 
 #[cfg(test)]
 mod tests {
-    use super::{Answers, is_final_reply, request_id_of};
+    use super::{Answers, Held, is_final_reply, request_id_of};
+    use std::time::Duration;
+
+    fn request(n: u32) -> Vec<u8> {
+        format!(r#"{{"type":"call.requested","requestId":"c0ffee:{n}","operationId":"q.read","input":{{}}}}"#)
+            .into_bytes()
+    }
+
+    fn answer(answers: &Answers, n: u32) {
+        let reply =
+            format!(r#"{{"type":"call.responded","requestId":"c0ffee:{n}","output":{{}}}}"#);
+        answers.note_published("opkit.reply.c0ffee", reply.as_bytes());
+    }
+
+    /// An answered entry is forgotten once its `XACK` succeeded; one whose `XACK` failed is
+    /// held until it ages out, then acknowledged again.
+    #[test]
+    fn held_entries_are_forgotten_once_acknowledged() {
+        let answers = Answers::default();
+        let mut held = Held::holding(1, Duration::from_secs(3600));
+        for n in 0..3 {
+            held.push(&answers, format!("{n}-0"), &request(n));
+        }
+        answer(&answers, 0);
+        answer(&answers, 2);
+        let due = held.due(&answers);
+        assert_eq!(due.ids, ["0-0", "2-0"]);
+        held.acknowledged(&due);
+        assert_eq!(held.entries.len(), 1);
+        assert_eq!(held.entries[0].0, "1-0");
+
+        // A failed acknowledgement keeps the entry; it comes due again when it ages out.
+        let hold = Duration::from_millis(20);
+        let mut held = Held::holding(2, hold);
+        held.push(&answers, "5-0".to_owned(), &request(5));
+        answer(&answers, 5);
+        assert_eq!(held.due(&answers).ids, ["5-0"]);
+        assert_eq!(held.entries.len(), 1, "kept: no acknowledgement reported");
+        std::thread::sleep(hold);
+        let aged = held.due(&answers);
+        assert_eq!(aged.ids, ["5-0"], "acknowledged again once aged out");
+        assert!(held.entries.is_empty());
+    }
 
     #[test]
     fn request_ids_and_final_replies_are_read_from_the_wire_json() {

@@ -355,16 +355,21 @@ async fn read_group(member: Member, conn: Conn, sender: mpsc::UnboundedSender<By
         // next read on a busy thread: the read is off the call's critical path, the reply is
         // on it.
         tokio::task::yield_now().await;
-        let acks = match member.delivery {
-            Delivery::Redeliver => held.due(&member.inner.answers),
-            Delivery::AtMostOnce => Vec::new(),
+        let due = match member.delivery {
+            Delivery::Redeliver => Some(held.due(&member.inner.answers)),
+            Delivery::AtMostOnce => None,
         };
+        let acks = due.as_ref().map_or(&[][..], |due| &due.ids[..]);
         let (acked, read) = tokio::select! {
             () = sender.closed() => break,
-            outcome = member.acknowledge_and_read(current, &acks) => outcome,
+            outcome = member.acknowledge_and_read(current, acks) => outcome,
         };
-        if let Err(error) = &acked {
-            tracing::warn!(%error, %stream, "could not acknowledge answered entries");
+        match (&acked, &due) {
+            (Ok(()), Some(due)) => held.acknowledged(due),
+            (Err(error), _) => {
+                tracing::warn!(%error, %stream, "could not acknowledge answered entries");
+            }
+            (Ok(()), None) => {}
         }
         // The entries read are delivered whatever became of the acknowledgement: they are
         // pending for this consumer now.
