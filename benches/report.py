@@ -126,23 +126,35 @@ repeatable on a busy machine) or `perf record`. Commands are in its header.
   are matched instead of passed through nested `map`s. Before → after, one session: tiny
   `execute` 3.7× → 2.9×, medium 1.67× → 1.44× (1.40× in the run above), `subscribe`
   4.4 → 5.4 M items/s.
-- **tiny `execute` (target 2.5×, missed).** `perf record --call-graph dwarf` of
-  `tiny::opkit_execute` (~440 ns over a 150 ns floor): the input `jsonschema` check ~55 ns
-  (the contract; the floor-with-`jsonschema` row pays ~42 ns for the same check); the
-  envelope's meta ~50 ns (`SystemTime::now` for its timestamp, the only clock read on this
-  path, and the `LocalMeta.operation_id` `String`, a public field); starting the handler
-  ~40 ns (the boxed handler future, which `Handler::unary`'s public type returns, and two
-  `catch_unwind`s); the handler's context ~26 ns (the request id's `Arc`, the registry's
-  `Weak::upgrade`, moving 112 bytes); the lookup ~23 ns (`arc-swap` load, foldhash, the
-  operation's `Arc`); the depth check ~6 ns. No single cost is large; 2.5× would need an
-  operation id shared in `LocalMeta` (a public-type change), handler futures not boxed per
-  call (another), or dropping the input check (the contract).
+- **What made `execute` faster in the last round.** A local envelope shares the registry's
+  `Arc<str>` id (`LocalMeta.operation_id` is an `Arc<str>`, so wrapping allocates no string;
+  typed calls share one per `#[operation]`) and its timestamp reads the coarse wall clock
+  (`CLOCK_REALTIME_COARSE`: one kernel tick, 4 ms here, at most behind; ~7 ns where the
+  precise `SystemTime::now` costs ~40 ns on this virtual machine; deadlines keep the precise
+  clock). `execute`'s future is written by hand (`registry/execution.rs`): an unbounded call
+  polls the boxed handler future in place under `catch_unwind`, with no `async`-block state
+  moved between polls. A handler that reads nothing from its context but the call's bounds
+  (an `#[operation]` fn with no context or state parameter, `TypedOperation::READS_CONTEXT`)
+  gets the caller's context as is, without the registry's `Weak` upgraded into its env.
+  Before → after, one session: tiny `execute` 443 → 372–382 ns (2.97× → 2.55–2.61×),
+  `subscribe` 184 → 132 ns/item, typed `subscribe` 81 → 35–40 ns/item, typed tiny call
+  171 → 142 ns.
+- **tiny `execute` (target 2.5×, missed by a hair: 2.55–2.61× across runs).** `perf record`
+  of `tiny::opkit_execute` (~375 ns over a ~147 ns floor), self time of what the floor does
+  not do: the input `jsonschema` check ~45 ns (the contract; the floor-with-`jsonschema` row
+  pays the same), the boxed handler future ~30 ns (allocating and moving it: a registry of
+  heterogeneous `async` handlers calls them through `dyn Fn` returning a boxed future, as
+  jsonrpsee does; only an unsafe fixed-size inline buffer would avoid it), the lookup ~11 ns
+  (`arc-swap` load, foldhash, the operation's `Arc`), the context clone and drop ~12 ns, the
+  depth check ~9 ns, the execution future's poll and the pipeline ~25 ns, the envelope's
+  clock read ~7 ns. What is left is the contract (check, timestamp) and dispatching by id to
+  a type-erased handler; each remaining item is under 15 ns.
 - **medium `execute` (target 1.4×, met at the edge: 1.40× here, 1.44× in another run).** Over
   the floor: the input `jsonschema` check (~430 ns, the floor-with-`jsonschema` row shows it),
   the depth check (~54 ns), and the fixed costs above.
 - **subscriptions (target 5 M items/s, met).** Per item over the floor's `to_value`: the
-  envelope (its timestamp and operation-id `String`), envelope detection (now skipped for
-  objects of fewer than two keys), and two dynamic stream polls.
+  envelope (a coarse clock read and a reference count on the shared id), envelope detection
+  (skipped for objects of fewer than two keys), and two dynamic stream polls.
 - **`MemoryPubSub` round trip vs tarpc.** The protocol decodes events straight from their
   bytes (a fast path with a fallback to the detailed decoder for errors, pinned by a property
   test), reuses the request id for the handler's context, and polls each request once in
@@ -154,9 +166,22 @@ repeatable on a busy machine) or `perf record`. Commands are in its header.
   requests through a streams consumer group (a Lua script doing `PUBLISH` + live-member check +
   `XADD`, then `XREADGROUP` on the replica) and replies through a second script. The publish
   script was cut from ~26 to ~15 µs of Redis CPU (`INFO commandstats`): live members read
-  with one `ZRANGE .. BYSCORE`, pruning moved to lease renewal. What remains is the price of
-  competing consumers with leases, which plain pub/sub cannot offer.
-- **MCP `call_tool` in process (target ≤ 1.0× rmcp, missed: ~3.6× tiny, ~1.4× medium).**
+  with one `ZRANGE .. BYSCORE`, pruning moved to lease renewal. A group reader now sends its
+  `XACK` in the same write as its next `XREADGROUP`, after yielding once so the handler's reply
+  goes out first (`strace -f -c`: 3 `writev` per call, was 4): with query redelivery off,
+  174 → 157 µs; with it on (the default), unchanged at ~170 µs, and the one extra `recvfrom`
+  (the `XACK` reply) costs ~14 µs that merging it into the next read did not recover. Where a
+  call's time goes (`perf stat` of the one client thread that runs caller, replica and the
+  redis-rs connections): 136 µs of CPU per call (72 user + 64 kernel) against raw's 56 µs
+  (15 + 42); the extra user time is mostly redis-rs writing and parsing RESP for the extra
+  commands (~40% of samples), then protocol encode/decode, the registry's `execute` with its
+  input check, and ~8 task hand-offs. Redis itself spends ~34 µs per call (`INFO
+  commandstats`: two `EVALSHA` ~12 µs each, `XREADGROUP` 8.6, `XACK` 1.5) against 1.3 µs for
+  two `PUBLISH`es, overlapped with the client's work: removing 7 µs of it (a Lua-free
+  publish) changed nothing. The gap is the client work of the commands that competing
+  consumers with leases and redelivery need (`XADD`/`XREADGROUP`/`XACK` and the scripts),
+  which plain pub/sub cannot offer.
+- **MCP `call_tool` in process (target ≤ 1.0× rmcp, missed: ~3.6–3.9× tiny, ~1.4× medium).**
   The adapter's own per-call work is cached per registry revision (each tool's spec, id,
   output form and definition, now shared by reference count rather than copied per call), the
   data is moved into the result and its text serialized once, and a subscription's collecting
