@@ -3,7 +3,7 @@
 //! Written by hand rather than as an `async` block: a call without a deadline or a
 //! cancellation (the common one) polls its handler's boxed future in place, each poll under
 //! `catch_unwind`, and finishes the result in the pipeline; nothing is moved between states.
-//! A bounded call runs its handler inside the race of [`run::guard`], boxed.
+//! A bounded call runs its handler inside the race of [`run::race`], boxed once.
 
 use super::operation::Operation;
 use super::{pipeline, run};
@@ -29,7 +29,7 @@ enum State {
         operation: Arc<Operation>,
         handler: HandlerFuture,
     },
-    /// A deadline or a cancellation: the handler raced against them ([`run::guard`]).
+    /// A deadline or a cancellation: the handler raced against them ([`run::race`]).
     Bounded {
         operation: Arc<Operation>,
         race: HandlerFuture,
@@ -56,7 +56,7 @@ impl Execution {
             let id = operation.id.clone();
             State::Bounded {
                 operation,
-                race: Box::pin(async move { run::guard(id, handler.as_mut(), bounds).await }),
+                race: Box::pin(async move { run::race(id, handler.as_mut(), bounds).await }),
             }
         };
         Self { state }
@@ -80,11 +80,12 @@ impl Future for Execution {
             State::Running { operation, handler } => {
                 let polled =
                     std::panic::catch_unwind(AssertUnwindSafe(|| handler.as_mut().poll(cx)));
-                match polled {
+                let outcome = match polled {
                     Ok(Poll::Pending) => return Poll::Pending,
-                    Ok(Poll::Ready(result)) => (&*operation, result),
-                    Err(payload) => (&*operation, Err(run::panicked(&operation.id, &*payload))),
-                }
+                    Ok(Poll::Ready(result)) => Ok(result),
+                    Err(payload) => Err(payload),
+                };
+                (&*operation, run::caught(&operation.id, outcome))
             }
             State::Bounded { operation, race } => match race.as_mut().poll(cx) {
                 Poll::Pending => return Poll::Pending,

@@ -124,16 +124,38 @@ where
     I: AsRef<str>,
     Fut: Future<Output = Result<T, CallError>> + ?Sized,
 {
-    // The future stays where the caller pinned it: no copy of a large user future.
-    let guarded = AssertUnwindSafe(future).catch_unwind();
-    let outcome = if bounds.is_unbounded() {
-        guarded.await
-    } else {
-        Box::pin(bounds.run(guarded))
-            .await
-            .map_err(|stop| stopped(id.as_ref(), stop))?
-    };
-    outcome.unwrap_or_else(|payload| Err(panicked(id.as_ref(), &*payload)))
+    if bounds.is_unbounded() {
+        // The future stays where the caller pinned it: no copy of a large user future.
+        let outcome = AssertUnwindSafe(future).catch_unwind().await;
+        return caught(id.as_ref(), outcome);
+    }
+    Box::pin(race(id, future, bounds)).await
+}
+
+/// [`guard`] for a call with a deadline or a cancellation, unboxed: `future` raced against
+/// `bounds`, with its panics turned into errors. For callers that box it themselves.
+pub(crate) async fn race<T, Fut, I>(
+    id: I,
+    future: Pin<&mut Fut>,
+    bounds: Bounds,
+) -> Result<T, CallError>
+where
+    I: AsRef<str>,
+    Fut: Future<Output = Result<T, CallError>> + ?Sized,
+{
+    let outcome = bounds
+        .run(AssertUnwindSafe(future).catch_unwind())
+        .await
+        .map_err(|stop| stopped(id.as_ref(), stop))?;
+    caught(id.as_ref(), outcome)
+}
+
+/// The result of a handler run under `catch_unwind`: a panic is `EXECUTION_ERROR`.
+pub(crate) fn caught<T>(
+    id: &str,
+    outcome: std::thread::Result<Result<T, CallError>>,
+) -> Result<T, CallError> {
+    outcome.unwrap_or_else(|payload| Err(panicked(id, &*payload)))
 }
 
 /// Starts a stream handler and wraps it in the pipeline.
