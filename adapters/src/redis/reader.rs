@@ -8,13 +8,14 @@ use super::conn::Conn;
 use super::{Inner, TopicKeys, is_connection_error, millis, redis_crate, transport_error};
 use bytes::Bytes;
 use futures::StreamExt;
+use opkit::envelope::now_millis;
 use opkit::protocol::{Subscription, TransportError};
 use redis_crate::aio::PubSubStream;
 use redis_crate::streams::{StreamId, StreamReadReply};
 use redis_crate::{RedisError, Value};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -419,12 +420,6 @@ async fn read_group(member: Member, conn: Conn, sender: mpsc::UnboundedSender<By
             &member.consumer,
         )
         .await;
-}
-
-fn now_millis() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, millis)
 }
 
 /// The millisecond part of a stream entry id (`<ms>-<seq>`).

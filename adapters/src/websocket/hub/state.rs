@@ -6,6 +6,7 @@ use super::auth::{SpokeGrant, TokenVerifier};
 use super::options::HubOptions;
 use crate::websocket::frame;
 use bytes::Bytes;
+use opkit::envelope::now_millis;
 use opkit::protocol::{CallEvent, MemoryPubSub, PubSub, Receipt, TransportError};
 use opkit::{CallError, Identity};
 use parking_lot::Mutex;
@@ -13,7 +14,6 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
-use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -80,14 +80,6 @@ pub(super) struct Shared {
     pub(super) kicks: Mutex<HashMap<u64, CancellationToken>>,
     pub(super) next_connection: AtomicU64,
     pub(super) shutdown: CancellationToken,
-}
-
-fn now_millis() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| {
-            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
-        })
 }
 
 impl Shared {
