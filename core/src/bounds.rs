@@ -84,6 +84,21 @@ pub enum Interrupted {
     TimedOut,
 }
 
+impl Interrupted {
+    /// The error of operation `id` stopped this way: `ABORTED` for a cancellation, `TIMEOUT`
+    /// for a deadline.
+    pub fn error_for(self, id: &str) -> crate::error::CallError {
+        match self {
+            Self::Cancelled => {
+                crate::error::CallError::aborted(format!("operation `{id}` was cancelled"))
+            }
+            Self::TimedOut => crate::error::CallError::timeout(format!(
+                "operation `{id}` did not finish before its deadline"
+            )),
+        }
+    }
+}
+
 /// The deadline and cancellation signal of one call: see the [module docs](self).
 ///
 /// Taken from a context with [`OperationContext::bounds`](crate::OperationContext::bounds);

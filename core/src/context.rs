@@ -3,6 +3,7 @@
 
 use crate::access::Identity;
 use crate::bounds::{Bounds, Deadline};
+use crate::edge::{Edge, Session};
 use crate::envelope::ResponseEnvelope;
 use crate::error::CallError;
 use crate::report::{LogLevel, LogRecord, Progress, Reporter};
@@ -41,6 +42,21 @@ pub trait EnvBackend: Send + Sync + 'static {
         input: Value,
         ctx: OperationContext,
     ) -> BoxFuture<'static, Result<EnvelopeStream, CallError>>;
+
+    /// `true` when this backend runs calls through middleware (a registry given some), so
+    /// typed calls made with a context on it must ask [`layers_for`](Self::layers_for).
+    #[doc(hidden)]
+    fn has_layers(&self) -> bool {
+        false
+    }
+
+    /// The middleware of a registry backend and the spec of `id` there, type-erased: the
+    /// context sits below the middleware in the crate's layering, so it cannot name them.
+    /// Typed calls downcast it.
+    #[doc(hidden)]
+    fn layers_for(&self, _id: &str) -> Option<Box<dyn std::any::Any + Send>> {
+        None
+    }
 }
 
 /// What a handler knows about the call it serves: ids, the caller, the deadline, a
@@ -71,6 +87,9 @@ pub struct OperationContext {
     /// Behind an `Arc`: most calls have none, and an inline one would make every move of a
     /// context (each handler future holds one) larger.
     trace: Option<Arc<TraceContext>>,
+    /// The edge the call came through and what it knows (see [`crate::edge`]); `None` for a
+    /// call made in process.
+    edge: Option<Arc<Edge>>,
 }
 
 impl Default for OperationContext {
@@ -91,6 +110,7 @@ impl fmt::Debug for OperationContext {
             .field("states", &self.states)
             .field("has_reporter", &self.reporter.is_some())
             .field("trace", &self.trace)
+            .field("edge", &self.edge)
             .finish()
     }
 }
@@ -125,6 +145,7 @@ impl OperationContext {
             states: None,
             reporter: None,
             trace: None,
+            edge: None,
         }
     }
 
@@ -245,6 +266,47 @@ impl OperationContext {
         self.trace.as_deref()
     }
 
+    /// Sets the edge the call came through (see [`crate::edge`]): what an HTTP, MCP or
+    /// call-protocol server, or the application's own edge, knows about the call.
+    #[must_use]
+    pub fn with_edge(mut self, edge: Edge) -> Self {
+        self.edge = Some(Arc::new(edge));
+        self
+    }
+
+    /// The edge the call came through, when it came from outside the process. Nested calls
+    /// keep their caller's.
+    ///
+    /// ```
+    /// use opkit::OperationContext;
+    /// use opkit::edge::Edge;
+    /// let ctx = OperationContext::new().with_edge(Edge::new(Edge::HTTP));
+    /// assert_eq!(ctx.edge().map(Edge::name), Some("http_server"));
+    /// assert_eq!(ctx.child().edge().map(Edge::name), Some("http_server"));
+    /// ```
+    pub fn edge(&self) -> Option<&Edge> {
+        self.edge.as_deref()
+    }
+
+    /// Scopes the call to `session` (an MCP server does it for each MCP session; a
+    /// middleware does it for a key of its choosing with [`Sessions`](crate::edge::Sessions)).
+    /// A call with no edge gets one named `"local"`.
+    #[must_use]
+    pub fn with_session(mut self, session: Arc<Session>) -> Self {
+        let edge = self
+            .edge
+            .as_deref()
+            .cloned()
+            .unwrap_or_else(|| Edge::new("local"));
+        self.edge = Some(Arc::new(edge.with_session(session)));
+        self
+    }
+
+    /// The session the call belongs to, when it has one (see [`Session`]).
+    pub fn session(&self) -> Option<&Arc<Session>> {
+        self.edge.as_deref().and_then(Edge::session)
+    }
+
     /// This request's id.
     pub fn request_id(&self) -> &str {
         &self.request_id
@@ -316,6 +378,7 @@ impl OperationContext {
             states: self.states.clone(),
             reporter: None,
             trace: self.trace.clone(),
+            edge: self.edge.clone(),
         }
     }
 

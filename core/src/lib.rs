@@ -119,6 +119,55 @@
 //! # }).unwrap();
 //! ```
 //!
+//! ## Middleware
+//!
+//! The application's policy around every call — rate limits, an audit log, timeouts,
+//! concurrency caps, caching, its own checks — is [middleware](middleware) registered once
+//! on the registry. It runs on every path: `execute`, `subscribe`, typed calls made with the
+//! registry's context, nested calls, and every edge that serves the registry (HTTP, MCP, the
+//! call protocol over Redis or WebSocket), so a policy is never written once per transport:
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use opkit::middleware::{self, Audit, RateLimit, RateLimitKey, Scope};
+//! use opkit::prelude::*;
+//! use std::time::Duration;
+//!
+//! #[operation(namespace = "notes", timeout = "5s")]
+//! async fn count() -> u32 {
+//!     3
+//! }
+//!
+//! let registry = OperationRegistry::new()
+//!     // Who called what, through which edge, and how it ended (`RUST_LOG=opkit::audit=info`).
+//!     .with_middleware(Audit::new())
+//!     // 100 calls a minute per caller, whichever edge the calls come through.
+//!     .with_middleware(RateLimit::per_minute(100).keyed_by(RateLimitKey::Identity))
+//!     // A check of the application's own, on one namespace.
+//!     .with_middleware_for(Scope::namespace("notes"), middleware::from_fn(|call, next| async move {
+//!         if call.ctx().identity().is_none() {
+//!             return Err(CallError::unauthenticated("notes are private: sign in"));
+//!         }
+//!         next.run(call).await
+//!     }));
+//! registry.register_operation(count).unwrap();
+//!
+//! let ann = registry.context().with_identity(Identity::new("ann"));
+//! assert_eq!(count::call(&ann).await?.data, 3);
+//! let anonymous = registry.context();
+//! assert_eq!(count::call(&anonymous).await.unwrap_err().kind, Some(ErrorKind::Unauthenticated));
+//! # Ok::<(), CallError>(())
+//! # }).unwrap();
+//! ```
+//!
+//! **Edges.** Every server serves a call from outside through one front door,
+//! [`OperationRegistry::serve`]: it looks the operation up once, checks access, builds the
+//! context, opens the span, runs the middleware and dispatches on kind. An edge only maps its
+//! wire to `(id, input, context)` and the [`Outcome`](middleware::Outcome) back, and puts what
+//! it knows about the call (HTTP headers, the MCP session, the call protocol's caller) on the
+//! context as an [`Edge`](edge::Edge), where operations and middleware read it. A server of
+//! the application's own (gRPC, a Unix socket) does the same: see [`OperationRegistry::serve`].
+//!
 //! ## Map of the crate
 //! - [`envelope`]: [`ResponseEnvelope`], the meta variants, detection and factories.
 //! - [`OperationSpec`], [`OperationKind`], [`AccessRule`], [`Identity`]: what an operation is.
@@ -132,6 +181,8 @@
 //! - [`state`]: application state ([`State<T>`]) and which value a call sees.
 //! - [`limits`]: every resource bound on outside data, its default and the error it gives.
 //! - [`trace`]: a `tracing` span per call and W3C trace context across processes.
+//! - [`middleware`]: policy around every call; [`edge`]: what the edge a call came through
+//!   knows, and sessions; [`OperationRegistry::serve`]: the front door every edge uses.
 //! - [`protocol`]: the call protocol ([`PendingRequestMap`], [`CallHandler`], [`PubSub`], [`MemoryPubSub`]).
 //!
 //! ## Architecture
@@ -146,23 +197,28 @@
 //! 3. [`limits`]: every resource bound on outside data and the depth check.
 //! 4. `access`: [`AccessRule`] and [`Identity`].
 //! 5. [`state`]: application state ([`State<T>`]) and the state map.
-//! 6. [`report`]: logs and progress a handler reports to its caller.
-//! 7. `spec`: [`OperationSpec`] and [`OperationKind`], what an operation is.
-//! 8. [`envelope`]: [`ResponseEnvelope`], its meta, detection and factories.
-//! 9. `trace_context`: the W3C trace context value (re-exported by [`trace`]).
-//! 10. [`bounds`]: [`Deadline`] and [`Bounds`], the one deadline/cancellation race.
-//! 11. `context`: [`OperationContext`], and the [`EnvBackend`] nested calls go to.
-//! 12. `env`: [`OperationEnv`], nested calls by id through the context's backend.
-//! 13. [`trace`]: the [`CallSpan`](trace::CallSpan) of each call, metrics and OpenTelemetry.
-//! 14. `registry`: [`OperationRegistry`], [`Handler`], the result pipeline and the
+//! 6. [`edge`]: what the edge a call came through knows ([`Edge`](edge::Edge)) and sessions.
+//! 7. [`report`]: logs and progress a handler reports to its caller.
+//! 8. `spec`: [`OperationSpec`] and [`OperationKind`], what an operation is.
+//! 9. [`envelope`]: [`ResponseEnvelope`], its meta, detection and factories.
+//! 10. `trace_context`: the W3C trace context value (re-exported by [`trace`]).
+//! 11. [`bounds`]: [`Deadline`] and [`Bounds`], the one deadline/cancellation race.
+//! 12. `context`: [`OperationContext`], and the [`EnvBackend`] nested calls go to.
+//! 13. `env`: [`OperationEnv`], nested calls by id through the context's backend.
+//! 14. [`trace`]: the [`CallSpan`](trace::CallSpan) of each call, metrics and OpenTelemetry.
+//! 15. [`middleware`]: the application's policy around every call ([`Middleware`](middleware::Middleware)),
+//!     the ready-made policies, and tower layers as middleware.
+//! 16. `registry`: [`OperationRegistry`], [`Handler`], the result pipeline and the
 //!     `#[operation]` inventory (a local [`OperationEnv`] is made here).
-//! 15. `typed`: [`TypedOperation`] and [`Input`], typed handles over the registry.
-//! 16. [`protocol`]: the call protocol over [`PubSub`] (a remote [`OperationEnv`] is made here).
-//! 17. `__private`: what the `#[operation]` expansion names; the top, nothing uses it.
+//! 17. `typed`: [`TypedOperation`] and [`Input`], typed handles over the registry.
+//! 18. [`protocol`]: the call protocol over [`PubSub`] (a remote [`OperationEnv`] is made here).
+//! 19. `__private`: what the `#[operation]` expansion names; the top, nothing uses it.
 
 pub mod bounds;
+pub mod edge;
 pub mod envelope;
 pub mod limits;
+pub mod middleware;
 pub mod protocol;
 pub mod schema;
 

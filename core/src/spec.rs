@@ -93,6 +93,15 @@ pub struct OperationSpec {
     /// part of the wire form.
     #[serde(skip)]
     pub states: Vec<StateKey>,
+    /// The named middleware layers the operation asks for (`#[operation(layer = "..")]`):
+    /// middleware registered with [`Scope::Layer`](crate::middleware::Scope::Layer) of one of
+    /// these names runs for its calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<String>,
+    /// How long one call may run (`#[operation(timeout = "5s")]`): each call gets a deadline
+    /// this far from its start (an earlier deadline of the caller's stays), on every path.
+    #[serde(skip)]
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl OperationSpec {
@@ -114,6 +123,8 @@ impl OperationSpec {
             origin: None,
             errors: Vec::new(),
             states: Vec::new(),
+            layers: Vec::new(),
+            timeout: None,
         }
     }
 
@@ -177,6 +188,31 @@ impl OperationSpec {
         if !self.states.contains(&key) {
             self.states.push(key);
         }
+        self
+    }
+
+    /// Asks for the middleware layer `name` (see [`Scope::Layer`](crate::middleware::Scope::Layer)).
+    #[must_use]
+    pub fn layer(mut self, name: impl Into<String>) -> Self {
+        let name = name.into();
+        if !self.layers.contains(&name) {
+            self.layers.push(name);
+        }
+        self
+    }
+
+    /// Gives each call a deadline `timeout` from its start (the `timeout` field).
+    ///
+    /// ```
+    /// use opkit::{OperationKind, OperationSpec};
+    /// use std::time::Duration;
+    /// let spec = OperationSpec::new("reports", "build", OperationKind::Mutation)
+    ///     .timeout(Duration::from_secs(5));
+    /// assert_eq!(spec.timeout, Some(Duration::from_secs(5)));
+    /// ```
+    #[must_use]
+    pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.timeout = Some(timeout);
         self
     }
 

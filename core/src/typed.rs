@@ -70,6 +70,11 @@ pub trait TypedOperation: Send + Sync + 'static {
     #[doc(hidden)]
     const READS_CONTEXT: bool = true;
 
+    /// The operation's own timeout in milliseconds (`#[operation(timeout = "..")]`), which
+    /// typed calls apply without reading the spec; `#[operation]` sets it.
+    #[doc(hidden)]
+    const TIMEOUT_MS: Option<u64> = None;
+
     /// [`ID`](Self::ID) as the shared string local envelopes carry
     /// ([`LocalMeta::operation_id`](crate::envelope::LocalMeta::operation_id)).
     /// `#[operation]` allocates it once per operation, so a typed call's envelope only counts

@@ -19,6 +19,8 @@ const KEYS: &[&str] = &[
     "errors",
     "crate",
     "tool_name",
+    "layer",
+    "timeout",
 ];
 /// The words of `errors(..)`: the application error kinds (`opkit::ErrorKind`), by their
 /// snake_case names, and the variant each names.
@@ -67,6 +69,10 @@ pub(crate) struct Args {
     pub krate: Option<syn::Path>,
     /// `tool_name = ".."`: the name tool servers (MCP) serve the operation under.
     pub tool_name: Option<LitStr>,
+    /// `layer = ".."` (repeatable): the named middleware layers the operation asks for.
+    pub layers: Vec<LitStr>,
+    /// `timeout = ".."`: the per-call timeout, in milliseconds.
+    pub timeout_ms: Option<u64>,
     /// `false` when the arguments did not even parse.
     pub parsed: bool,
     /// `true` when `namespace = ..` was written (valid or not).
@@ -138,6 +144,8 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
     let mut krate = Slot::new("crate");
     let mut error_kinds = Slot::new("errors");
     let mut tool_name = Slot::new("tool_name");
+    let mut timeout = Slot::new("timeout");
+    let mut layers = Vec::new();
     for meta in &metas {
         let key = meta_key(meta);
         let span = meta.path().span();
@@ -166,6 +174,23 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
                     }
                 }
             }
+            "layer" => {
+                if let Some(lit) = string_value(meta, errors) {
+                    if lit.value().is_empty() {
+                        errors.at(lit.span(), "`layer` must not be empty: name the middleware layer, e.g. `layer = \"expensive\"`");
+                    } else {
+                        layers.push(lit);
+                    }
+                }
+            }
+            "timeout" => {
+                if let Some(lit) = string_value(meta, errors) {
+                    match parse_duration_ms(&lit.value()) {
+                        Ok(ms) => timeout.set(errors, span, ms),
+                        Err(message) => errors.at(lit.span(), message),
+                    }
+                }
+            }
             "crate" => {
                 if let Some(path) = crate_path(meta, errors) {
                     krate.set(errors, span, path);
@@ -190,9 +215,39 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
         errors: error_kinds.take().unwrap_or_default(),
         krate: krate.take(),
         tool_name: tool_name.take(),
+        layers,
+        timeout_ms: timeout.take(),
         parsed: true,
         namespace_given,
         kind_conflict,
+    }
+}
+
+/// `"500ms"`, `"5s"`, `"2m"` or `"1h"` in milliseconds (a whole number and a unit, more
+/// than zero).
+fn parse_duration_ms(text: &str) -> Result<u64, String> {
+    let help = "write the timeout as a whole number and a unit: `timeout = \"500ms\"`, `\"5s\"`, `\"2m\"` or `\"1h\"`";
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let Ok(number) = number.parse::<u64>() else {
+        return Err(format!("`{text}` is not a duration: {help}"));
+    };
+    let scale = match unit.trim() {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        other => return Err(format!("unknown unit `{other}` in `{text}`: {help}")),
+    };
+    match number.checked_mul(scale) {
+        Some(0) => Err(format!(
+            "a timeout of zero stops every call before it starts: {help}"
+        )),
+        Some(ms) => Ok(ms),
+        None => Err(format!("`{text}` is too long: {help}")),
     }
 }
 

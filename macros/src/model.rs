@@ -23,6 +23,10 @@ pub(crate) struct Operation<'a> {
     pub errors: Vec<Ident>,
     /// `tool_name = ".."`.
     pub tool_name: Option<LitStr>,
+    /// `layer = ".."`, each.
+    pub layers: Vec<LitStr>,
+    /// `timeout = ".."`, in milliseconds.
+    pub timeout_ms: Option<u64>,
     /// The parameters, in order.
     pub params: Vec<Param<'a>>,
     /// The result type (or stream item type) and whether the fn streams.

@@ -67,6 +67,8 @@ pub(crate) fn analyze<'a>(func: &'a ItemFn, args: Args, errors: &Errors) -> Opti
         roles: args.roles,
         errors: args.errors,
         tool_name: args.tool_name,
+        layers: args.layers,
+        timeout_ms: args.timeout_ms,
         params: params?,
         output: output?,
     })

@@ -12,13 +12,14 @@ use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
-use opkit::trace::{CallSpan, SpanKind, TraceContext};
+use opkit::edge::Edge;
+use opkit::middleware::Outcome;
+use opkit::trace::TraceContext;
 use opkit::{CallError, ErrorCode, OperationContext, OperationRegistry};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 /// The response header carrying the request id of the call.
 pub(crate) const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -281,21 +282,92 @@ pub(crate) fn trace_from_headers(headers: &HeaderMap) -> Option<TraceContext> {
     TraceContext::from_parts(Some(traceparent), tracestate.as_deref())
 }
 
-fn with_request_id(mut response: Response, ctx: &OperationContext) -> Response {
-    if let Ok(value) = HeaderValue::from_str(ctx.request_id()) {
+fn with_request_id(mut response: Response, request_id: &str) -> Response {
+    if let Ok(value) = HeaderValue::from_str(request_id) {
         response.headers_mut().insert(REQUEST_ID, value);
     }
     response
 }
 
-/// `/ops/{id}`, any method.
+/// What the HTTP server knows about a call it serves, for operations and middleware to read
+/// through the context's [`Edge`]: `ctx.edge().and_then(|edge| edge.fact::<HttpRequest>())`.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HttpRequest {
+    /// The request's method.
+    pub method: Method,
+    /// The request's URI, as the server's router saw it.
+    pub uri: Uri,
+    /// The request's headers.
+    pub headers: HeaderMap,
+}
+
+/// The context of a call from `parts`: the identity, the trace context, the request id the
+/// client chose (`x-request-id`, up to 128 bytes), and the [`HttpRequest`] edge.
+fn call_context(
+    parts: &http::request::Parts,
+    identity: Option<opkit::Identity>,
+) -> OperationContext {
+    let headers = &parts.headers;
+    let mut ctx = OperationContext::new()
+        .with_identity_opt(identity)
+        .with_trace_opt(trace_from_headers(headers));
+    if let Some(request_id) = headers
+        .get(REQUEST_ID)
+        .and_then(|value| value.to_str().ok())
+        .filter(|text| !text.is_empty() && text.len() <= 128)
+    {
+        ctx = ctx.with_request_id(request_id);
+    }
+    ctx.with_edge(Edge::new(Edge::HTTP).with_fact(HttpRequest {
+        method: parts.method.clone(),
+        uri: parts.uri.clone(),
+        headers: headers.clone(),
+    }))
+}
+
+/// `Retry-After` (whole seconds, rounded up) for an error whose details say when to retry.
+fn retry_after(error: &CallError) -> Option<HeaderValue> {
+    let millis = error.details.as_ref()?.get("retryAfterMs")?.as_u64()?;
+    HeaderValue::from_str(&millis.div_ceil(1000).max(1).to_string()).ok()
+}
+
+/// `Cache-Control` from a reply's cache hint.
+fn cache_control(hint: opkit::middleware::CacheHint) -> Option<HeaderValue> {
+    HeaderValue::from_str(&format!(
+        "{}, max-age={}",
+        hint.scope.as_str(),
+        hint.ttl.as_secs()
+    ))
+    .ok()
+}
+
+impl Shared {
+    /// The response of a served call's error: `401` with the challenge for a caller without
+    /// an identity refused by an access rule, `Retry-After` on a rate limit.
+    fn call_error_response(&self, error: &CallError, ctx: &OperationContext) -> Response {
+        let status = match status_of(error) {
+            StatusCode::FORBIDDEN if ctx.identity().is_none() && self.authenticator.is_some() => {
+                StatusCode::UNAUTHORIZED
+            }
+            status => status,
+        };
+        let mut response = self.error_response(status, error, false);
+        if let Some(value) = retry_after(error) {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        response
+    }
+}
+
+/// `/ops/{id}`, any method: the wire mapped to the registry's front door
+/// ([`OperationRegistry::serve`]) and its outcome back.
 pub(crate) async fn operation(
     State(shared): State<Arc<Shared>>,
     Path(id): Path<String>,
     request: Request,
 ) -> Response {
     let (parts, body) = request.into_parts();
-    let (method, uri, headers) = (&parts.method, &parts.uri, &parts.headers);
     let identity = match authenticate(shared.authenticator.as_deref(), &parts).await {
         Ok(identity) => identity,
         Err(error) => {
@@ -309,104 +381,67 @@ pub(crate) async fn operation(
     let Some(route) = shared.routes.get(&shared.registry, &id) else {
         return error_response(&CallError::operation_not_found(&id));
     };
-    let spec = &route.spec;
-    if !route.methods.contains(method) {
-        return method_not_allowed(&id, method, &route.methods);
+    if !route.methods.contains(&parts.method) {
+        return method_not_allowed(&id, &parts.method, &route.methods);
     }
-    if let Err(error) = spec.access.check(identity.as_ref()) {
-        return if identity.is_none() && shared.authenticator.is_some() {
-            shared.error_response(StatusCode::UNAUTHORIZED, &error, false)
-        } else {
-            error_response(&error)
-        };
-    }
-    let input = if method == Method::GET {
-        query_input(&route, uri)
+    let input = if parts.method == Method::GET {
+        query_input(&route, &parts.uri)
     } else {
-        body_input(&shared, headers, body).await
+        body_input(&shared, &parts.headers, body).await
     };
     let input = match input {
         Ok(input) => input,
         Err(rejection) => return rejection.into_response(),
     };
-    let mut ctx = OperationContext::new()
-        .with_identity_opt(identity)
-        .with_trace_opt(trace_from_headers(headers));
-    if let Some(request_id) = headers
-        .get(REQUEST_ID)
-        .and_then(|value| value.to_str().ok())
-        .filter(|text| !text.is_empty() && text.len() <= 128)
-    {
-        ctx = ctx.with_request_id(request_id);
-    }
-    let mut span = CallSpan::start(SpanKind::Server, "http_server", &id, &ctx);
-    span.record_kind(spec.kind);
-    let ctx = span.apply(ctx);
-    if spec.kind.is_stream() {
-        let mut ctx = ctx;
-        if let Some(timeout) = shared.subscription_timeout {
-            ctx = ctx.with_timeout(timeout);
-        }
-        let token = CancellationToken::new();
-        let ctx = ctx.with_cancellation(token.clone());
-        let subscribing = shared.registry.subscribe(&id, input, &ctx);
-        let subscribed = if span.is_active() {
-            subscribing.instrument(span.span().clone()).await
-        } else {
-            subscribing.await
-        };
-        let response = match subscribed {
-            Ok(stream) => {
-                let encoding = SseEncoding::requested(headers);
-                let events = sse::events(
-                    stream,
-                    encoding,
-                    token.drop_guard(),
-                    ctx.request_id().to_owned(),
-                    span,
-                );
-                let mut response = Sse::new(events)
-                    .keep_alive(KeepAlive::new().interval(shared.keep_alive))
-                    .into_response();
-                response.headers_mut().insert(
-                    HeaderName::from_static("x-accel-buffering"),
-                    HeaderValue::from_static("no"),
-                );
-                if encoding == SseEncoding::Data {
+    // A client that disconnects drops this future (or the event stream): the guard then
+    // cancels the context; a finished unary call disarms it.
+    let token = CancellationToken::new();
+    let mut ctx = call_context(&parts, identity).with_cancellation(token.clone());
+    ctx = match (route.spec.kind.is_stream(), shared.subscription_timeout) {
+        (false, _) => ctx.with_timeout(shared.request_timeout),
+        (true, Some(timeout)) => ctx.with_timeout(timeout),
+        (true, None) => ctx,
+    };
+    let guard = token.drop_guard();
+    let request_id = ctx.request_id().to_owned();
+    let response = match shared.registry.serve(&id, input, ctx.clone()).await {
+        Ok(Outcome::Unary(reply)) => {
+            guard.disarm();
+            let hint = reply.cache_hint();
+            match reply.into_envelope() {
+                Ok(envelope) => {
+                    let mut response = axum::Json(envelope).into_response();
+                    if let Some(value) = hint.and_then(cache_control) {
+                        response.headers_mut().insert(header::CACHE_CONTROL, value);
+                    }
                     response
-                        .headers_mut()
-                        .insert(header::CONTENT_TYPE, sse::DATA_CONTENT_TYPE);
                 }
+                Err(error) => shared.call_error_response(&error, &ctx),
+            }
+        }
+        Ok(Outcome::Stream(items)) => {
+            let encoding = SseEncoding::requested(&parts.headers);
+            let events = sse::events(items, encoding, guard, request_id.clone());
+            let mut response = Sse::new(events)
+                .keep_alive(KeepAlive::new().interval(shared.keep_alive))
+                .into_response();
+            response.headers_mut().insert(
+                HeaderName::from_static("x-accel-buffering"),
+                HeaderValue::from_static("no"),
+            );
+            if encoding == SseEncoding::Data {
                 response
+                    .headers_mut()
+                    .insert(header::CONTENT_TYPE, sse::DATA_CONTENT_TYPE);
             }
-            Err(error) => {
-                span.finish(Err(&error));
-                shared.error_response(status_of(&error), &error, false)
-            }
-        };
-        with_request_id(response, &ctx)
-    } else {
-        // A client that disconnects drops this future: the guard then cancels the context
-        // (for work the handler spawned); a finished call disarms it.
-        let token = CancellationToken::new();
-        let ctx = ctx
-            .with_timeout(shared.request_timeout)
-            .with_cancellation(token.clone());
-        let guard = token.drop_guard();
-        let executing = shared.registry.execute(&id, input, &ctx);
-        let result = if span.is_active() {
-            executing.instrument(span.span().clone()).await
-        } else {
-            executing.await
-        };
-        span.finish_with(&result);
-        guard.disarm();
-        let response = match result {
-            Ok(envelope) => axum::Json(envelope).into_response(),
-            Err(error) => shared.error_response(status_of(&error), &error, false),
-        };
-        with_request_id(response, &ctx)
-    }
+            response
+        }
+        Err(error) => {
+            guard.disarm();
+            shared.call_error_response(&error, &ctx)
+        }
+    };
+    with_request_id(response, &request_id)
 }
 
 #[cfg(test)]

@@ -211,6 +211,7 @@ pub use identity::{
     ApiKeyAuth, Authenticator, BearerAuth, IdentityResolver, StaticTokens, async_resolver,
 };
 
+pub use handlers::HttpRequest;
 #[cfg(feature = "mcp-server")]
 pub(crate) use identity::authenticate;
 pub use serve::{

@@ -4,8 +4,7 @@
 use axum::response::sse::Event;
 use futures::{Stream, StreamExt};
 use http::{HeaderMap, HeaderValue, header};
-use opkit::EnvelopeStream;
-use opkit::trace::CallSpan;
+use opkit::middleware::ReplyStream;
 use serde_json::json;
 use std::convert::Infallible;
 use tokio_util::sync::DropGuard;
@@ -57,14 +56,12 @@ impl SseEncoding {
 /// Where the event stream of a subscription is.
 struct EventState {
     /// `None` once the final event was sent.
-    items: Option<EnvelopeStream>,
+    items: Option<ReplyStream>,
     encoding: SseEncoding,
     next_id: u64,
     request_id: String,
     /// Cancels the handler's context when the response body is dropped (client gone).
     _guard: DropGuard,
-    /// The call's server span, finished with the stream.
-    span: CallSpan,
 }
 
 fn json_event(name: Option<&'static str>, value: &impl serde::Serialize) -> Event {
@@ -84,11 +81,10 @@ fn json_event(name: Option<&'static str>, value: &impl serde::Serialize) -> Even
 /// The SSE events of a subscription: one per envelope, then `complete` or `error`.
 /// Dropping the returned stream drops the registry stream and cancels the context.
 pub(crate) fn events(
-    items: EnvelopeStream,
+    items: ReplyStream,
     encoding: SseEncoding,
     guard: DropGuard,
     request_id: String,
-    span: CallSpan,
 ) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static {
     let state = EventState {
         items: Some(items),
@@ -96,27 +92,30 @@ pub(crate) fn events(
         next_id: 0,
         request_id,
         _guard: guard,
-        span,
     };
     futures::stream::unfold(state, |mut state| async move {
         let items = state.items.as_mut()?;
         let event = match items.next().await {
-            Some(Ok(envelope)) => match state.encoding {
-                SseEncoding::Envelope => {
-                    let event = json_event(None, &envelope).id(state.next_id.to_string());
-                    state.next_id += 1;
-                    event
+            Some(Ok(reply)) => match reply.into_envelope() {
+                Ok(envelope) => match state.encoding {
+                    SseEncoding::Envelope => {
+                        let event = json_event(None, &envelope).id(state.next_id.to_string());
+                        state.next_id += 1;
+                        event
+                    }
+                    SseEncoding::Data => json_event(None, &envelope.data),
+                },
+                Err(error) => {
+                    state.items = None;
+                    json_event(Some("error"), &error)
                 }
-                SseEncoding::Data => json_event(None, &envelope.data),
             },
             Some(Err(error)) => {
                 state.items = None;
-                state.span.finish(Err(&error));
                 json_event(Some("error"), &error)
             }
             None => {
                 state.items = None;
-                state.span.finish(Ok(()));
                 json_event(Some("complete"), &json!({"requestId": state.request_id}))
             }
         };

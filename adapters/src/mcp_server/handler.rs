@@ -9,7 +9,9 @@ use super::tools;
 use super::{Inner, RequestIdentity};
 use crate::http_server::authenticate;
 use futures::StreamExt;
-use opkit::trace::{CallSpan, SpanKind, TraceContext};
+use opkit::edge::{Edge, Session};
+use opkit::middleware::{Outcome, Reply, ReplyStream};
+use opkit::trace::TraceContext;
 use opkit::{CallError, Identity, OperationContext, OperationKind};
 #[allow(deprecated)]
 use rmcp::model::SetLevelRequestParams;
@@ -23,8 +25,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::{Value, json};
-use std::sync::Arc;
-use tracing::Instrument;
+use std::sync::{Arc, OnceLock};
 
 /// The [`rmcp::ServerHandler`] of an [`McpServer`](super::McpServer): tools from the
 /// registry, calls into it.
@@ -35,6 +36,8 @@ use tracing::Instrument;
 pub struct McpHandler {
     pub(super) inner: Arc<Inner>,
     pub(super) log_level: LevelCell,
+    /// The session's state slot ([`OperationContext::session`]), made at its first call.
+    session: Arc<OnceLock<Arc<Session>>>,
 }
 
 impl std::fmt::Debug for McpHandler {
@@ -63,6 +66,7 @@ impl McpHandler {
         Self {
             inner,
             log_level: LevelCell::default(),
+            session: Arc::default(),
         }
     }
 
@@ -102,21 +106,13 @@ impl McpHandler {
         Ok(served.clone())
     }
 
-    async fn call(
+    /// The context of a tool call: the caller's identity, the request's cancellation, trace
+    /// and deadline, and the [`McpSession`] edge with the session's state slot.
+    fn call_context(
         &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        let served = self.resolve(&request.name)?;
-        let (id, spec) = (&served.id, &served.spec);
-        let identity = match self.identity(&context).await {
-            Ok(identity) => identity,
-            Err(error) => return Ok(results::failure(&error)),
-        };
-        if let Err(error) = spec.access.check(identity.as_ref()) {
-            return Ok(results::failure(&error));
-        }
-        let input = Value::Object(request.arguments.unwrap_or_default());
+        identity: Option<Identity>,
+        context: &RequestContext<RoleServer>,
+    ) -> OperationContext {
         let trace = TraceContext::from_parts(
             context.meta.get_traceparent(),
             context.meta.get_tracestate(),
@@ -128,88 +124,114 @@ impl McpHandler {
         if let Some(timeout) = self.inner.call_timeout {
             ctx = ctx.with_timeout(timeout);
         }
-        let mut span = CallSpan::start(SpanKind::Server, "mcp_server", id, &ctx);
-        span.record_kind(spec.kind);
-        let ctx = span.apply(ctx);
-        // Boxed once: the call's future is large, and moving it through the span's
-        // instrumentation and the caller's futures would copy it each time.
-        let serving = Box::pin(self.serve(&served, input, ctx, context));
-        let (result, error) = if span.is_active() {
-            serving.instrument(span.span().clone()).await
-        } else {
-            serving.await
+        let parts = context.extensions.get::<http::request::Parts>();
+        let session_id = parts
+            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        let fact = McpSession {
+            session_id: session_id.clone(),
+            client: context
+                .peer
+                .peer_info()
+                .map(|info| info.client_info.clone()),
         };
-        span.finish(error.as_ref().map_or(Ok(()), Err));
+        let mut edge = Edge::new(Edge::MCP).with_fact(fact);
+        // One session per MCP session: this handler is made per Streamable HTTP session (and
+        // per stdio connection); a stateless request has none.
+        let key = match (session_id, parts) {
+            (Some(id), _) => Some(id),
+            (None, None) => Some("stdio".to_owned()),
+            (None, Some(_)) => None,
+        };
+        if let Some(key) = key {
+            let session = self
+                .session
+                .get_or_init(|| Arc::new(Session::new(key)))
+                .clone();
+            edge = edge.with_session(session);
+        }
+        ctx.with_edge(edge)
+    }
+
+    /// `tools/call`: the tool mapped to its operation and served through the registry's
+    /// front door ([`OperationRegistry::serve`](opkit::OperationRegistry::serve)), the outcome
+    /// mapped back to a tool result.
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let served = self.resolve(&request.name)?;
+        let identity = match self.identity(&context).await {
+            Ok(identity) => identity,
+            Err(error) => return Ok(results::failure(&error)),
+        };
+        let input = Value::Object(request.arguments.unwrap_or_default());
+        let modern = is_modern(&context);
+        let subscription = served.spec.kind == OperationKind::Subscription;
+        // Item counts are a subscription's progress; its handler's logs still go out.
+        let token = if subscription {
+            None
+        } else {
+            context.meta.get_progress_token()
+        };
+        let (reporter, forwarder) =
+            report::start(context.peer.clone(), token, self.log_level.clone());
+        let ctx = self
+            .call_context(identity, &context)
+            .with_reporter(reporter);
+        // Boxed once: the call's future is large.
+        let outcome = Box::pin(self.inner.registry.serve(&served.id, input, ctx)).await;
+        let result = match outcome {
+            Ok(Outcome::Unary(reply)) => self.unary_result(&served, reply, modern),
+            Ok(Outcome::Stream(items)) => Box::pin(self.collect(items, &context)).await,
+            Err(error) => results::failure(&error),
+        };
+        forwarder.finish().await;
         Ok(result)
     }
 
-    /// Runs a call of a resolved, access-checked tool; the error, if the call failed, beside
-    /// the result that reports it.
-    async fn serve(
-        &self,
-        served: &Served,
-        input: Value,
-        ctx: OperationContext,
-        context: RequestContext<RoleServer>,
-    ) -> (CallToolResult, Option<CallError>) {
-        let (id, spec) = (&*served.id, &*served.spec);
-        let modern = is_modern(&context);
+    /// The tool result of a query's or mutation's reply, with its cache hint in `_meta`.
+    fn unary_result(&self, served: &Served, reply: Reply, modern: bool) -> CallToolResult {
+        let hint = reply.cache_hint();
+        let envelope = match reply.into_envelope() {
+            Ok(envelope) => envelope,
+            Err(error) => return results::failure(&error),
+        };
         let form = served.forms[usize::from(modern)];
-        let token = context.meta.get_progress_token();
-        if spec.kind == OperationKind::Subscription {
-            // Item counts are the progress of a subscription; the handler's logs still go out.
-            let (reporter, forwarder) =
-                report::start(context.peer.clone(), None, self.log_level.clone());
-            // Boxed: a subscription's future is large, and inline it would make every
-            // call's future (copied when boxed in `call`) as large.
-            let ctx = ctx.with_reporter(reporter);
-            let result = Box::pin(self.collect(id, input, &ctx, &context)).await;
-            forwarder.finish().await;
-            return result;
+        // Only an error envelope's structured content is checked against the declared
+        // output schema: it is built for that case alone, not on every call.
+        let schema = envelope
+            .is_error()
+            .then(|| tools::output(&served.spec, modern).1)
+            .flatten();
+        let mut result = results::envelope_result(envelope, form, schema.as_ref(), !modern);
+        if let Some(hint) = hint {
+            let meta = result.meta.get_or_insert_with(Default::default);
+            meta.insert(
+                "ttlMs".to_owned(),
+                json!(u64::try_from(hint.ttl.as_millis()).unwrap_or(u64::MAX)),
+            );
+            meta.insert("cacheScope".to_owned(), json!(hint.scope.as_str()));
         }
-        // The peer moves into the reporter: nothing else here needs it.
-        let (reporter, forwarder) = report::start(context.peer, token, self.log_level.clone());
-        let ctx = ctx.with_reporter(reporter);
-        let outcome = self.inner.registry.execute(id, input, &ctx).await;
-        drop(ctx);
-        forwarder.finish().await;
-        match outcome {
-            Ok(envelope) => {
-                // Only an error envelope's structured content is checked against the declared
-                // output schema: it is built for that case alone, not on every call.
-                let schema = envelope
-                    .is_error()
-                    .then(|| tools::output(spec, modern).1)
-                    .flatten();
-                (
-                    results::envelope_result(envelope, form, schema.as_ref(), !modern),
-                    None,
-                )
-            }
-            Err(error) => (results::failure(&error), Some(error)),
-        }
+        result
     }
 
     /// Runs a subscription to its end (or the item limit) and returns its items, sending
     /// each as a progress notification when the request carries a progress token.
     async fn collect(
         &self,
-        id: &str,
-        input: Value,
-        ctx: &OperationContext,
+        mut stream: ReplyStream,
         context: &RequestContext<RoleServer>,
-    ) -> (CallToolResult, Option<CallError>) {
-        let mut stream = match self.inner.registry.subscribe(id, input, ctx).await {
-            Ok(stream) => stream,
-            Err(error) => return (results::failure(&error), Some(error)),
-        };
+    ) -> CallToolResult {
         let progress_token = context.meta.get_progress_token();
         let mut items = Vec::new();
         let mut truncated = false;
         while let Some(item) = stream.next().await {
-            let envelope = match item {
+            let envelope = match item.and_then(Reply::into_envelope) {
                 Ok(envelope) => envelope,
-                Err(error) => return (results::failure(&error), Some(error)),
+                Err(error) => return results::failure(&error),
             };
             if let Some(token) = &progress_token {
                 let count = items.len() + 1;
@@ -226,11 +248,21 @@ impl McpHandler {
             }
         }
         drop(stream);
-        (
-            CallToolResult::structured(json!({"items": items, "truncated": truncated})),
-            None,
-        )
+        CallToolResult::structured(json!({"items": items, "truncated": truncated}))
     }
+}
+
+/// What the MCP server knows about a call it serves, for operations and middleware to read
+/// through the context's [`Edge`]: `ctx.edge().and_then(|edge| edge.fact::<McpSession>())`.
+/// The session's state slot is [`OperationContext::session`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct McpSession {
+    /// The `Mcp-Session-Id` of a Streamable HTTP session (`None` over stdio and for
+    /// stateless requests).
+    pub session_id: Option<String>,
+    /// The client's name and version from its `initialize` request, when it sent one.
+    pub client: Option<Implementation>,
 }
 
 impl ServerHandler for McpHandler {

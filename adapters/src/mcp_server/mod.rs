@@ -120,7 +120,7 @@ mod report;
 mod results;
 mod tools;
 
-pub use handler::McpHandler;
+pub use handler::{McpHandler, McpSession};
 pub use names::{EXT_TOOL_NAME, ToolNameError, ToolNaming};
 pub use results::{META_ENVELOPE, META_ERROR, META_WRAPPED};
 

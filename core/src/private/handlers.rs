@@ -123,59 +123,90 @@ impl<T, Fut: Future<Output = ()>> Stream for Forward<T, Fut> {
 
 impl<T, Fut> Unpin for Forward<T, Fut> {}
 
+/// The context a typed call of `O` runs with: the caller's, with the operation's own
+/// timeout (`#[operation(timeout = "..")]`) when it has one.
+fn typed_context<O: TypedOperation>(ctx: &OperationContext) -> OperationContext {
+    match O::TIMEOUT_MS {
+        Some(ms) => ctx
+            .clone()
+            .with_timeout(std::time::Duration::from_millis(ms)),
+        None => ctx.clone(),
+    }
+}
+
 /// The typed call of a query or mutation: the fn runs directly (no JSON), guarded like a
 /// registry call (panic → `EXECUTION_ERROR`, deadline → `TIMEOUT`, cancellation →
-/// `ABORTED`); data is wrapped with `local_envelope`, an envelope passes through.
+/// `ABORTED`); data is wrapped with `local_envelope`, an envelope passes through. A context
+/// whose registry has middleware covering the operation runs it through that middleware
+/// (see [`layered`](super::layered)).
 pub fn call_unary<O, F, Fut>(
     ctx: &OperationContext,
+    input: O::Input,
+    views: TypedViews<O>,
+    layered: Option<MakeEnd<O, F>>,
     run: F,
 ) -> impl Future<Output = Result<ResponseEnvelope<O::Output>, CallError>> + use<O, F, Fut>
 where
     O: TypedOperation,
-    F: FnOnce(OperationContext) -> Fut,
+    F: FnOnce(O::Input, OperationContext) -> Fut,
     Fut: Future<Output = Result<Produced<O::Output>, CallError>>,
 {
-    let ctx = ctx.clone();
+    let ctx = typed_context::<O>(ctx);
+    let plain = match super::layered::layered_unary::<O, F>(&ctx, input, views, layered, run) {
+        Ok(layered) => return layered.left_future(),
+        Err(plain) => plain,
+    };
     async move {
+        let (input, run) = plain;
         let mut span = CallSpan::start(SpanKind::Internal, "typed", O::ID, &ctx);
         if !span.is_active() {
-            let produced = crate::registry::run_guarded(O::ID, ctx, run).await?;
+            let produced = crate::registry::run_guarded(O::ID, ctx, |ctx| run(input, ctx)).await?;
             return Ok(produced.into_envelope(O::shared_id()));
         }
         span.record_kind(O::KIND);
         let ctx = span.apply(ctx);
-        let result = crate::registry::run_guarded(O::ID, ctx, run)
+        let result = crate::registry::run_guarded(O::ID, ctx, |ctx| run(input, ctx))
             .instrument(span.span().clone())
             .await
             .map(|produced| produced.into_envelope(O::shared_id()));
         span.finish_with(&result);
         result
     }
+    .right_future()
 }
 
 /// The typed subscription: the fn's stream, guarded like a registry subscription, one
-/// envelope per item.
+/// envelope per item (through the middleware that covers it, as [`call_unary`]).
 pub fn subscribe_typed<O, F, S>(
     ctx: &OperationContext,
+    input: O::Input,
+    views: TypedViews<O>,
+    layered: Option<MakeEnd<O, F>>,
     start: F,
 ) -> impl Stream<Item = Result<ResponseEnvelope<O::Output>, CallError>> + use<O, F, S>
 where
     O: TypedOperation,
-    F: FnOnce(OperationContext) -> S,
+    F: FnOnce(O::Input, OperationContext) -> S,
     S: Stream<Item = Result<Produced<O::Output>, CallError>>,
 {
-    let mut span = CallSpan::start(SpanKind::Internal, "typed", O::ID, ctx);
-    let ctx = span.apply(ctx.clone());
+    let ctx = typed_context::<O>(ctx);
+    let (input, start) =
+        match super::layered::layered_stream::<O, F>(&ctx, input, views, layered, start) {
+            Ok(layered) => return layered.right_stream(),
+            Err(plain) => plain,
+        };
+    let mut span = CallSpan::start(SpanKind::Internal, "typed", O::ID, &ctx);
+    let ctx = span.apply(ctx);
     let started = {
         let _entered = span.is_active().then(|| span.span().enter());
         // One id for the stream, shared by every item's envelope.
         let id = O::shared_id();
         let items_id = id.clone();
         crate::registry::start_guarded_stream(id, ctx, move |ctx| {
-            Box::pin(start(ctx).map(move |item| Ok(item?.into_envelope(items_id.clone()))))
+            Box::pin(start(input, ctx).map(move |item| Ok(item?.into_envelope(items_id.clone()))))
         })
     };
-    match started {
+    let plain = match started {
         Ok(items) if span.is_active() => {
             span.record_kind(O::KIND);
             crate::registry::TracedStream::new(items, span)
@@ -187,5 +218,6 @@ where
             span.finish(Err(&error));
             stream::once(async move { Err(error) }).right_stream()
         }
-    }
+    };
+    plain.left_stream()
 }

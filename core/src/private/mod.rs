@@ -19,7 +19,7 @@ pub use schemars;
 pub use serde;
 pub use serde_json;
 
-pub use core::primitive::{bool, str};
+pub use core::primitive::{bool, str, u64};
 pub use core::{concat, file, line, unreachable};
 pub use std::any::TypeId;
 pub use std::borrow::Cow;
@@ -57,14 +57,22 @@ use tracing::Instrument;
 mod errors;
 mod handlers;
 mod input;
+mod layered;
 mod output;
 mod send;
 mod spec;
 
 // Generated code names every item as `__private::<name>`: each part is re-exported whole.
+pub use crate::__opkit_stream_endpoint as stream_endpoint;
+pub use crate::__opkit_typed_views as typed_views;
+pub use crate::__opkit_unary_endpoint as unary_endpoint;
 pub use errors::*;
 pub use handlers::*;
 pub use input::*;
+pub use layered::{
+    DeView, EndpointProbe, MakeEnd, NoDeView, NoEndpoint, NoSerView, SerView, StreamEndpoint,
+    TypedEnd, TypedViews, UnaryEndpoint, ViewProbe,
+};
 pub use output::*;
 pub use send::*;
 pub use spec::*;

@@ -25,6 +25,10 @@ pub struct SpecParts {
     pub origin: &'static str,
     /// `tool_name = ".."`: the [`OperationSpec::EXT_TOOL_NAME`] extension.
     pub tool_name: Option<&'static str>,
+    /// `layer = ".."` (one per key): the named middleware layers it asks for.
+    pub layers: &'static [&'static str],
+    /// `timeout = ".."`, in milliseconds.
+    pub timeout_ms: Option<u64>,
 }
 
 /// The spec of an operation, built once and cloned from `cell` afterwards.
@@ -46,6 +50,10 @@ pub fn cached_spec(
             spec = spec.error(*kind);
         }
         spec.states = parts.states.iter().map(|key| key()).collect();
+        for layer in parts.layers {
+            spec = spec.layer(*layer);
+        }
+        spec.timeout = parts.timeout_ms.map(std::time::Duration::from_millis);
         if let Some(tool_name) = parts.tool_name {
             spec = spec.extension(OperationSpec::EXT_TOOL_NAME, Value::from(tool_name));
         }

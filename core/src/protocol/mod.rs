@@ -176,7 +176,9 @@ pub mod topics;
 mod wire;
 
 pub use crate::limits::DEFAULT_MAX_PENDING;
-pub use handler::{CallHandler, CallHandlerHandle, DEFAULT_REFRESH_INTERVAL, SpawnError};
+pub use handler::{
+    CallHandler, CallHandlerHandle, CallProtocolRequest, DEFAULT_REFRESH_INTERVAL, SpawnError,
+};
 pub use memory::MemoryPubSub;
 pub use pending::{DEFAULT_TIMEOUT, PendingOptions, PendingRequestMap};
 pub use pubsub::{PubSub, Receipt, Subscription, TransportError};

@@ -9,8 +9,8 @@ use crate::env::OperationEnv;
 use crate::envelope::ResponseEnvelope;
 use crate::error::{CallError, ErrorCode};
 use crate::trace::{CallSpan, SpanKind};
-use futures::FutureExt;
 use futures::future::{BoxFuture, Either};
+use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 use std::future::Future;
 use std::sync::Arc;
@@ -43,7 +43,7 @@ impl OperationRegistry {
         input: Value,
         ctx: &OperationContext,
     ) -> Result<EnvelopeStream, CallError> {
-        self.inner.subscribe(id, input, ctx)
+        self.inner.subscribe(id, input, ctx).await
     }
 
     /// Validates `input` against the input schema of `id` (every violation is reported).
@@ -96,12 +96,25 @@ impl RegistryInner {
     }
 
     /// The context `operation`'s handler gets: [`handler_context`](Self::handler_context), or
-    /// the caller's own when the handler reads nothing from it but the call's bounds.
-    fn context_for(&self, operation: &Operation, ctx: &OperationContext) -> OperationContext {
-        if operation.reads_context {
+    /// the caller's own when the handler reads nothing from it but the call's bounds; with
+    /// the operation's own timeout, when it has one.
+    ///
+    /// A call through middleware always gets the full context (`whole`): a middleware may
+    /// read the registry's state, or add to it.
+    pub(super) fn context_for(
+        &self,
+        operation: &Operation,
+        ctx: &OperationContext,
+        whole: bool,
+    ) -> OperationContext {
+        let ctx = if whole || operation.reads_context {
             self.handler_context(ctx)
         } else {
             ctx.clone()
+        };
+        match operation.spec.timeout {
+            Some(timeout) => ctx.with_timeout(timeout),
+            None => ctx,
         }
     }
 
@@ -134,22 +147,22 @@ impl RegistryInner {
         }))
     }
 
-    fn execute_plain(
-        &self,
-        id: &str,
-        input: Value,
-        ctx: &OperationContext,
-    ) -> impl Future<Output = Result<ResponseEnvelope, CallError>> + Send + 'static + use<> {
+    fn execute_plain(&self, id: &str, input: Value, ctx: &OperationContext) -> Execution {
         let started = crate::limits::admit_input(input).and_then(|input| {
             let operation = self.find_kind(id, false)?;
+            if let Some(chain) = self.chain_for(&operation) {
+                let ctx = self.context_for(&operation, ctx, true);
+                let running = Self::run_call(operation, input, ctx, Some(chain));
+                return Ok(Execution::layered(Box::pin(async move {
+                    running.await?.into_reply()?.into_envelope()
+                })));
+            }
             run::validate_input(&operation, &input)?;
-            let running = run::start_unary(&operation, input, self.context_for(&operation, ctx))?;
-            Ok((operation, running))
+            let (handler, bounds) =
+                run::start_unary(&operation, input, self.context_for(&operation, ctx, false))?;
+            Ok(Execution::new(operation, handler, bounds))
         });
-        match started {
-            Ok((operation, (handler, bounds))) => Execution::new(operation, handler, bounds),
-            Err(error) => Execution::refused(error),
-        }
+        started.unwrap_or_else(Execution::refused)
     }
 
     fn subscribe(
@@ -157,7 +170,7 @@ impl RegistryInner {
         id: &str,
         input: Value,
         ctx: &OperationContext,
-    ) -> Result<EnvelopeStream, CallError> {
+    ) -> BoxFuture<'static, Result<EnvelopeStream, CallError>> {
         if !CallSpan::wanted() {
             return self.subscribe_plain(id, input, ctx);
         }
@@ -170,13 +183,16 @@ impl RegistryInner {
             let _entered = span.span().enter();
             self.subscribe_plain(id, input, &ctx)
         };
-        match started {
-            Ok(items) => Ok(Box::pin(TracedStream::new(items, span))),
-            Err(error) => {
-                span.finish(Err(&error));
-                Err(error)
+        let instrument = span.span().clone();
+        Box::pin(async move {
+            match started.instrument(instrument).await {
+                Ok(items) => Ok(Box::pin(TracedStream::new(items, span)) as EnvelopeStream),
+                Err(error) => {
+                    span.finish(Err(&error));
+                    Err(error)
+                }
             }
-        }
+        })
     }
 
     fn subscribe_plain(
@@ -184,12 +200,30 @@ impl RegistryInner {
         id: &str,
         input: Value,
         ctx: &OperationContext,
-    ) -> Result<EnvelopeStream, CallError> {
-        let input = crate::limits::admit_input(input)?;
-        let operation = self.find_kind(id, true)?;
-        run::validate_input(&operation, &input)?;
-        let ctx = self.context_for(&operation, ctx);
-        run::start_stream(operation, input, ctx)
+    ) -> BoxFuture<'static, Result<EnvelopeStream, CallError>> {
+        let started = crate::limits::admit_input(input).and_then(|input| {
+            let operation = self.find_kind(id, true)?;
+            if let Some(chain) = self.chain_for(&operation) {
+                let ctx = self.context_for(&operation, ctx, true);
+                return Ok(Either::Right(Self::run_call(
+                    operation,
+                    input,
+                    ctx,
+                    Some(chain),
+                )));
+            }
+            run::validate_input(&operation, &input)?;
+            let ctx = self.context_for(&operation, ctx, false);
+            Ok(Either::Left(run::start_stream(operation, input, ctx)?))
+        });
+        match started {
+            Ok(Either::Left(items)) => futures::future::ready(Ok(items)).boxed(),
+            Ok(Either::Right(running)) => Box::pin(async move {
+                let items = running.await?.into_stream();
+                Ok(Box::pin(items.map(|item| item?.into_envelope())) as EnvelopeStream)
+            }),
+            Err(error) => futures::future::ready(Err(error)).boxed(),
+        }
     }
 }
 
@@ -216,8 +250,15 @@ impl EnvBackend for RegistryInner {
         input: Value,
         ctx: OperationContext,
     ) -> BoxFuture<'static, Result<EnvelopeStream, CallError>> {
-        let result = RegistryInner::subscribe(self, id, input, &ctx);
-        futures::future::ready(result).boxed()
+        RegistryInner::subscribe(self, id, input, &ctx)
+    }
+
+    fn has_layers(&self) -> bool {
+        RegistryInner::has_layers(self)
+    }
+
+    fn layers_for(&self, id: &str) -> Option<Box<dyn std::any::Any + Send>> {
+        RegistryInner::layers_for(self, id)
     }
 }
 
@@ -238,5 +279,13 @@ impl EnvBackend for OperationRegistry {
         ctx: OperationContext,
     ) -> BoxFuture<'static, Result<EnvelopeStream, CallError>> {
         EnvBackend::subscribe(&*self.inner, id, input, ctx)
+    }
+
+    fn has_layers(&self) -> bool {
+        self.inner.has_layers()
+    }
+
+    fn layers_for(&self, id: &str) -> Option<Box<dyn std::any::Any + Send>> {
+        self.inner.layers_for(id)
     }
 }

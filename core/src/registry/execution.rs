@@ -36,6 +36,8 @@ enum State {
     },
     /// Refused before the handler started (not found, invalid input, already stopped).
     Refused(CallError),
+    /// Through the application's middleware: the chain's future, boxed.
+    Layered(BoxFuture<'static, Result<ResponseEnvelope, CallError>>),
     /// The output was returned.
     Done,
 }
@@ -60,6 +62,15 @@ impl Execution {
             }
         };
         Self { state }
+    }
+
+    /// A call run through middleware (`running` is the chain, ending in the handler).
+    pub(crate) fn layered(
+        running: BoxFuture<'static, Result<ResponseEnvelope, CallError>>,
+    ) -> Self {
+        Self {
+            state: State::Layered(running),
+        }
     }
 
     /// A call refused before its handler started.
@@ -91,6 +102,11 @@ impl Future for Execution {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(result) => (&*operation, result),
             },
+            State::Layered(running) => {
+                let output = std::task::ready!(running.as_mut().poll(cx));
+                self.state = State::Done;
+                return Poll::Ready(output);
+            }
             State::Refused(_) => {
                 let State::Refused(error) = std::mem::replace(state, State::Done) else {
                     unreachable!("matched above")

@@ -12,8 +12,10 @@
 //! `operation` is one compiled operation, `linked` the `#[operation]`s linked in.
 
 mod dispatch;
+mod door;
 mod execution;
 mod handler;
+mod layered;
 mod linked;
 mod operation;
 mod pipeline;
@@ -24,10 +26,12 @@ pub use handler::Handler;
 pub use linked::{OperationRegistration, registrations};
 pub use stream::EnvelopeStream;
 
+pub(crate) use layered::LayersFor;
 pub(crate) use run::{run_guarded, start_guarded_stream};
 pub(crate) use stream::TracedStream;
 
 use crate::context::OperationContext;
+use crate::middleware::{Layers, Middleware, Scope};
 use crate::schema::SchemaError;
 use crate::spec::{OperationKind, OperationSpec};
 use crate::state::StateMap;
@@ -117,6 +121,13 @@ struct RegistryInner {
     /// after the new map is stored, so a call that reads `true` loads a map with the value, and
     /// a call on a registry never given state skips the load.
     has_states: AtomicBool,
+    /// The application's middleware (see [`crate::middleware`]); replaced whole when one is
+    /// added.
+    layers: ArcSwap<Layers>,
+    /// `true` once `layers` holds a middleware (it never becomes empty again), set under
+    /// `writer` after the new list is stored: a call that reads `false` takes the plain path
+    /// with one atomic load.
+    has_layers: AtomicBool,
     writer: Mutex<()>,
     this: Weak<RegistryInner>,
 }
@@ -200,6 +211,8 @@ impl OperationRegistry {
                 revision: AtomicU64::new(0),
                 states: ArcSwap::from_pointee(StateMap::default()),
                 has_states: AtomicBool::new(false),
+                layers: ArcSwap::from_pointee(Layers::default()),
+                has_layers: AtomicBool::new(false),
                 writer: Mutex::new(()),
                 this: this.clone(),
             }),
@@ -250,6 +263,31 @@ impl OperationRegistry {
         states.insert(value);
         self.inner.states.store(Arc::new(states));
         self.inner.has_states.store(true, Ordering::Release);
+    }
+
+    /// Adds `middleware` around every call of every operation (see [`crate::middleware`] for
+    /// what it can do and the order it runs in).
+    #[must_use]
+    pub fn with_middleware(self, middleware: impl Middleware) -> Self {
+        self.add_middleware(Scope::All, middleware);
+        self
+    }
+
+    /// Adds `middleware` around the calls of the operations `scope` covers.
+    #[must_use]
+    pub fn with_middleware_for(self, scope: Scope, middleware: impl Middleware) -> Self {
+        self.add_middleware(scope, middleware);
+        self
+    }
+
+    /// [`with_middleware_for`](Self::with_middleware_for) on a shared registry: calls that
+    /// start afterwards pass through it, innermost of the middleware registered so far.
+    pub fn add_middleware(&self, scope: Scope, middleware: impl Middleware) {
+        let _writer = self.inner.writer.lock();
+        let mut layers = Layers::clone(&self.inner.layers.load());
+        layers.push(scope, std::sync::Arc::new(middleware));
+        self.inner.layers.store(Arc::new(layers));
+        self.inner.has_layers.store(true, Ordering::Release);
     }
 
     /// The state value of type `T` this registry was given.

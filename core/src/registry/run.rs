@@ -44,18 +44,6 @@ pub(crate) fn panicked(id: &str, payload: &(dyn Any + Send)) -> CallError {
     ))
 }
 
-/// `TIMEOUT` for a call whose deadline passed.
-pub(crate) fn timed_out(id: &str) -> CallError {
-    CallError::timeout(format!(
-        "operation `{id}` did not finish before its deadline"
-    ))
-}
-
-/// `ABORTED` for a cancelled call.
-pub(crate) fn aborted(id: &str) -> CallError {
-    CallError::aborted(format!("operation `{id}` was cancelled"))
-}
-
 /// Starts a unary handler; run the returned future with [`guard`] (see [`start_checked`]).
 pub(crate) fn start_unary(
     operation: &Operation,
@@ -104,10 +92,7 @@ where
 
 /// The error for a call that `bounds` stopped.
 pub(crate) fn stopped(id: &str, stop: Interrupted) -> CallError {
-    match stop {
-        Interrupted::Cancelled => aborted(id),
-        Interrupted::TimedOut => timed_out(id),
-    }
+    stop.error_for(id)
 }
 
 /// `future` with its panics, deadline and cancellation turned into errors.

@@ -10,7 +10,11 @@
 //! - [`app::app`] is an axum application with routes of its own and its own API-key
 //!   middleware, with opkit's HTTP routes mounted at `/api` and its MCP endpoint at `/mcp`;
 //! - the same registry serves over the Redis call protocol, so several processes share the
-//!   database: each replica serves with its own state (its own connection and name).
+//!   database: each replica serves with its own state (its own connection and name);
+//! - the application's policy is middleware registered once on the registry, so it holds on
+//!   every edge alike: a rate limit per API key (one budget of [`CALLS_PER_MINUTE`] whether a
+//!   key's calls come over HTTP, MCP or the call protocol) and an audit record of who called
+//!   what (`RUST_LOG=opkit::audit=info`), with no change to the operations.
 //!
 //! Run it with `cargo run -p opkit-example-notes -- serve` (see `src/main.rs` for the
 //! options).
@@ -21,12 +25,19 @@ pub mod ops;
 pub mod state;
 
 use opkit::OperationRegistry;
+use opkit::middleware::{Audit, RateLimit, RateLimitKey};
 use std::time::Duration;
 
-/// The registry of every notes operation, with its application state: the database, this
-/// replica's name, and the export rate limit (one per caller per `export_window`).
+/// How many calls one API key may make a minute, over every edge together.
+pub const CALLS_PER_MINUTE: u32 = 100;
+
+/// The registry of every notes operation, with its application state (the database, this
+/// replica's name, and the export rate limit: one per caller per `export_window`) and its
+/// middleware: an audit record per call, and [`CALLS_PER_MINUTE`] per API key.
 pub fn registry(db: db::Db, replica: &str, export_window: Duration) -> OperationRegistry {
     OperationRegistry::from_inventory()
+        .with_middleware(Audit::new())
+        .with_middleware(RateLimit::per_minute(CALLS_PER_MINUTE).keyed_by(RateLimitKey::Identity))
         .with_state(db)
         .with_state(state::Replica {
             name: replica.to_owned(),

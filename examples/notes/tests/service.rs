@@ -305,3 +305,48 @@ async fn mcp_tools_are_served_behind_the_apps_auth() {
         .expect("the service answers");
     assert_eq!(unknown_key.status().as_u16(), 401);
 }
+
+#[tokio::test]
+async fn one_api_key_has_one_call_budget_over_http_and_mcp() {
+    let (_service, base) = support::serve(&support::temp_db("budget"), &[]).await;
+    let api = Api::new(&base);
+    let budget = opkit_example_notes::CALLS_PER_MINUTE;
+    // All but the last call of the key's budget over HTTP ...
+    for _ in 1..budget {
+        let (status, body) = api.get("/api/ops/notes.list", Some(READER)).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    // ... the last one over MCP, with the same key ...
+    let mut headers = HashMap::new();
+    headers.insert(
+        http::HeaderName::from_static("x-api-key"),
+        http::HeaderValue::from_static(READER),
+    );
+    let mut config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp"));
+    config.custom_headers = headers;
+    let client =
+        ().serve(StreamableHttpClientTransport::from_config(config))
+            .await
+            .expect("the MCP client connects at /mcp");
+    let list = || {
+        CallToolRequestParams::new("notes.list".to_owned()).with_arguments(serde_json::Map::new())
+    };
+    let last = client.call_tool(list()).await.expect("notes.list answers");
+    assert_eq!(last.is_error, Some(false), "{last:?}");
+    // ... and the key is out of calls on both edges, while another key is not.
+    let refused = client.call_tool(list()).await.expect("notes.list answers");
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    assert!(
+        format!("{:?}", refused.content).contains("rate limit"),
+        "{refused:?}"
+    );
+    client.cancel().await.expect("the client closes");
+    let (status, error) = api.get("/api/ops/notes.list", Some(READER)).await;
+    assert_eq!(
+        (status, &error["kind"]),
+        (429, &json!("RATE_LIMITED")),
+        "{error}"
+    );
+    let (status, _) = api.get("/api/ops/notes.list", Some(ADMIN)).await;
+    assert_eq!(status, 200);
+}

@@ -232,6 +232,11 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         Some(name) => quote!(#private::Some(#name)),
         None => quote!(#private::None),
     };
+    let layers = &op.layers;
+    let timeout_ms = match op.timeout_ms {
+        Some(ms) => quote!(#private::Some(#ms)),
+        None => quote!(#private::None),
+    };
     let error_kinds = op
         .errors
         .iter()
@@ -257,6 +262,7 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
             const KIND: #private::OperationKind = #kind;
             const OUTPUT_FROM_TYPE: #private::bool = #output_from_type;
             const READS_CONTEXT: #private::bool = #reads_context;
+            const TIMEOUT_MS: #private::Option<#private::u64> = #timeout_ms;
             #input_ty
             #output_ty
 
@@ -279,6 +285,8 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
                         errors: &[#(#error_kinds),*],
                         states: &[#(#states),*],
                         tool_name: #tool_name,
+                        layers: &[#(#layers),*],
+                        timeout_ms: #timeout_ms,
                         origin: #private::concat!(#private::file!(), ":", #private::line!()),
                     },
                     #input_schema,
@@ -345,6 +353,13 @@ fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         }
     };
     let run = run_fn(op, locals);
+    let from_args = args_from_input(op, locals);
+    let from_input = quote! {
+        |#input: <Self as #private::TypedOperation>::Input, #ctx: #private::OperationContext| {
+            __opkit_run(#ctx, #(#from_args),*)
+        }
+    };
+    let views = quote!(#private::typed_views!(#ident));
     let call_doc = format!(
         "Calls the fn directly (no JSON), as the registry would run operation `{id}`: a panic \
          becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation \
@@ -361,7 +376,14 @@ fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
             #vis fn subscribe(#ctx: &#private::OperationContext, #(#params),*)
                 -> impl #private::futures::Stream<Item = #envelope> + use<>
             {
-                #private::subscribe_typed::<Self, _, _>(#ctx, move |#ctx| __opkit_run(#ctx, #(#args),*))
+                let __opkit_start = #from_input;
+                #private::subscribe_typed::<Self, _, _>(
+                    #ctx,
+                    Self::input(#(#args),*),
+                    #views,
+                    #private::stream_endpoint!(#ident, __opkit_start),
+                    __opkit_start,
+                )
             }
         }
     } else {
@@ -370,7 +392,14 @@ fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
             #vis fn call(#ctx: &#private::OperationContext, #(#params),*)
                 -> impl #private::Future<Output = #envelope> + use<>
             {
-                #private::call_unary::<Self, _, _>(#ctx, move |#ctx| __opkit_run(#ctx, #(#args),*))
+                let __opkit_start = #from_input;
+                #private::call_unary::<Self, _, _>(
+                    #ctx,
+                    Self::input(#(#args),*),
+                    #views,
+                    #private::unary_endpoint!(#ident, __opkit_start),
+                    __opkit_start,
+                )
             }
         }
     };

@@ -114,6 +114,8 @@ const _: () = {
         const KIND: ::opkit::__private::OperationKind = ::opkit::__private::OperationKind::Query;
         const OUTPUT_FROM_TYPE: ::opkit::__private::bool = true;
         const READS_CONTEXT: ::opkit::__private::bool = false;
+        const TIMEOUT_MS: ::opkit::__private::Option<::opkit::__private::u64> =
+            ::opkit::__private::None;
         type Input = __OpkitInput;
         type Output = i64;
         fn shared_id() -> ::opkit::__private::Arc<::opkit::__private::str> {
@@ -139,6 +141,8 @@ const _: () = {
                     errors: &[],
                     states: &[],
                     tool_name: ::opkit::__private::None,
+                    layers: &[],
+                    timeout_ms: ::opkit::__private::None,
                     origin: ::opkit::__private::concat!(
                         ::opkit::__private::file!(),
                         ":",
@@ -221,9 +225,18 @@ const _: () = {
                 ::opkit::__private::CallError,
             >,
         > + use<> {
-            ::opkit::__private::call_unary::<Self, _, _>(__ctx, move |__ctx| {
-                __opkit_run(__ctx, a, b)
-            })
+            let __opkit_start =
+                |__input: <Self as ::opkit::__private::TypedOperation>::Input,
+                 __ctx: ::opkit::__private::OperationContext| {
+                    __opkit_run(__ctx, __input.a, __input.b)
+                };
+            ::opkit::__private::call_unary::<Self, _, _>(
+                __ctx,
+                Self::input(a, b),
+                ::opkit::__private::typed_views!(add),
+                ::opkit::__private::unary_endpoint!(add, __opkit_start),
+                __opkit_start,
+            )
         }
     }
     fn __opkit_fn_type_id() -> ::opkit::__private::TypeId {

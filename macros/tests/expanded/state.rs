@@ -100,6 +100,8 @@ const _: () = {
         const KIND: ::opkit::__private::OperationKind = ::opkit::__private::OperationKind::Query;
         const OUTPUT_FROM_TYPE: ::opkit::__private::bool = true;
         const READS_CONTEXT: ::opkit::__private::bool = true;
+        const TIMEOUT_MS: ::opkit::__private::Option<::opkit::__private::u64> =
+            ::opkit::__private::None;
         type Input = __OpkitInput;
         type Output = Note;
         fn shared_id() -> ::opkit::__private::Arc<::opkit::__private::str> {
@@ -123,6 +125,8 @@ const _: () = {
                     errors: &[::opkit::__private::ErrorKind::NotFound],
                     states: &[::opkit::__private::state_key::<Db>],
                     tool_name: ::opkit::__private::None,
+                    layers: &[],
+                    timeout_ms: ::opkit::__private::None,
                     origin: ::opkit::__private::concat!(
                         ::opkit::__private::file!(),
                         ":",
@@ -226,7 +230,18 @@ const _: () = {
                 ::opkit::__private::CallError,
             >,
         > + use<> {
-            ::opkit::__private::call_unary::<Self, _, _>(__ctx, move |__ctx| __opkit_run(__ctx, id))
+            let __opkit_start =
+                |__input: <Self as ::opkit::__private::TypedOperation>::Input,
+                 __ctx: ::opkit::__private::OperationContext| {
+                    __opkit_run(__ctx, __input.id)
+                };
+            ::opkit::__private::call_unary::<Self, _, _>(
+                __ctx,
+                Self::input(id),
+                ::opkit::__private::typed_views!(get),
+                ::opkit::__private::unary_endpoint!(get, __opkit_start),
+                __opkit_start,
+            )
         }
     }
     fn __opkit_fn_type_id() -> ::opkit::__private::TypeId {

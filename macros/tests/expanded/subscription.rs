@@ -101,6 +101,8 @@ const _: () = {
             ::opkit::__private::OperationKind::Subscription;
         const OUTPUT_FROM_TYPE: ::opkit::__private::bool = true;
         const READS_CONTEXT: ::opkit::__private::bool = true;
+        const TIMEOUT_MS: ::opkit::__private::Option<::opkit::__private::u64> =
+            ::opkit::__private::None;
         type Input = __OpkitInput;
         type Output = u32;
         fn shared_id() -> ::opkit::__private::Arc<::opkit::__private::str> {
@@ -124,6 +126,8 @@ const _: () = {
                     errors: &[],
                     states: &[],
                     tool_name: ::opkit::__private::None,
+                    layers: &[],
+                    timeout_ms: ::opkit::__private::None,
                     origin: ::opkit::__private::concat!(
                         ::opkit::__private::file!(),
                         ":",
@@ -219,9 +223,18 @@ const _: () = {
                 ::opkit::__private::CallError,
             >,
         > + use<> {
-            ::opkit::__private::subscribe_typed::<Self, _, _>(__ctx, move |__ctx| {
-                __opkit_run(__ctx, count)
-            })
+            let __opkit_start =
+                |__input: <Self as ::opkit::__private::TypedOperation>::Input,
+                 __ctx: ::opkit::__private::OperationContext| {
+                    __opkit_run(__ctx, __input.count)
+                };
+            ::opkit::__private::subscribe_typed::<Self, _, _>(
+                __ctx,
+                Self::input(count),
+                ::opkit::__private::typed_views!(ticks),
+                ::opkit::__private::stream_endpoint!(ticks, __opkit_start),
+                __opkit_start,
+            )
         }
     }
     fn __opkit_fn_type_id() -> ::opkit::__private::TypeId {

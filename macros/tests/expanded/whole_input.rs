@@ -11,6 +11,8 @@ const _: () = {
         const KIND: ::opkit::__private::OperationKind = ::opkit::__private::OperationKind::Mutation;
         const OUTPUT_FROM_TYPE: ::opkit::__private::bool = false;
         const READS_CONTEXT: ::opkit::__private::bool = true;
+        const TIMEOUT_MS: ::opkit::__private::Option<::opkit::__private::u64> =
+            ::opkit::__private::None;
         type Input = NewUser;
         type Output = User;
         fn shared_id() -> ::opkit::__private::Arc<::opkit::__private::str> {
@@ -34,6 +36,8 @@ const _: () = {
                     errors: &[],
                     states: &[],
                     tool_name: ::opkit::__private::None,
+                    layers: &[],
+                    timeout_ms: ::opkit::__private::None,
                     origin: ::opkit::__private::concat!(
                         ::opkit::__private::file!(),
                         ":",
@@ -114,9 +118,21 @@ const _: () = {
                 ::opkit::__private::CallError,
             >,
         > + use<> {
-            ::opkit::__private::call_unary::<Self, _, _>(__ctx, move |__ctx| {
-                __opkit_run(__ctx, __input)
-            })
+            let __opkit_start =
+                |__input: <Self as ::opkit::__private::TypedOperation>::Input,
+                 __ctx: ::opkit::__private::OperationContext| {
+                    __opkit_run(
+                        __ctx,
+                        ::opkit::__private::wrap_input::<Input<NewUser>>(__input),
+                    )
+                };
+            ::opkit::__private::call_unary::<Self, _, _>(
+                __ctx,
+                Self::input(__input),
+                ::opkit::__private::typed_views!(create),
+                ::opkit::__private::unary_endpoint!(create, __opkit_start),
+                __opkit_start,
+            )
         }
     }
     fn __opkit_fn_type_id() -> ::opkit::__private::TypeId {

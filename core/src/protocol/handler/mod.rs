@@ -57,6 +57,7 @@ use super::pubsub::{PubSub, TransportError};
 use crate::context::EnvBackend;
 use crate::registry::OperationRegistry;
 use parking_lot::Mutex;
+pub use requests::CallProtocolRequest;
 use requests::Tombstones;
 use std::collections::HashMap;
 use std::fmt;

@@ -2,14 +2,14 @@
 //! replies; and the `call.aborted` that cancels it (or leaves a tombstone).
 
 use super::Shared;
-use crate::access::Identity;
 use crate::bounds::Deadline;
 use crate::context::OperationContext;
+use crate::edge::Edge;
 use crate::error::CallError;
+use crate::middleware::Outcome;
 use crate::protocol::pubsub::Receipt;
 use crate::protocol::topics;
 use crate::protocol::wire::{CallEvent, CallRequested, WireError};
-use crate::trace::{CallSpan, SpanKind};
 use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
@@ -18,6 +18,18 @@ use std::future::Future;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use tokio_util::sync::CancellationToken;
+
+/// What the call protocol's [`CallHandler`](crate::CallHandler) knows about a request it
+/// serves, for operations and middleware to read through the context's
+/// [`Edge`]: `ctx.edge().and_then(|edge| edge.fact::<CallProtocolRequest>())`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CallProtocolRequest {
+    /// The id of the caller that published the request: what its request id has before
+    /// the last `:` (a `PendingRequestMap` names its requests `<callerId>:<n>`), when it has
+    /// one. It is what the caller stated, like the request's identity.
+    pub caller: Option<String>,
+}
 
 /// How many `call.aborted` events for requests not (yet) seen a handler remembers.
 const TOMBSTONES: usize = 4096;
@@ -215,6 +227,9 @@ impl Shared {
             .await;
     }
 
+    /// The request mapped to the registry's front door
+    /// ([`OperationRegistry::serve`](crate::OperationRegistry::serve)) and its outcome
+    /// published back.
     async fn run(
         &self,
         request_id: &Arc<str>,
@@ -233,7 +248,8 @@ impl Shared {
         } = request;
         let mut ctx = OperationContext::for_request(request_id.clone())
             .with_cancellation(token.clone())
-            .with_trace_opt(trace);
+            .with_trace_opt(trace)
+            .with_identity_opt(identity);
         if let Some(parent) = parent_request_id {
             ctx = ctx.with_parent_request_id(parent);
         }
@@ -243,60 +259,35 @@ impl Shared {
         if let Some(env) = &self.env {
             ctx = ctx.with_env(env.clone());
         }
-        let mut span = CallSpan::start(SpanKind::Server, "call_handler", &operation_id, &ctx);
-        let ctx = span.apply(ctx);
-        let serving = self.run_in(
-            request_id,
-            operation_id,
-            input,
-            identity,
-            ctx,
-            &span,
-            reply_topic,
-        );
-        let result = span.run_in(serving).await;
-        span.finish_with(&result);
-        result
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    async fn run_in(
-        &self,
-        request_id: &Arc<str>,
-        operation_id: String,
-        input: serde_json::Value,
-        identity: Option<Identity>,
-        ctx: OperationContext,
-        span: &CallSpan,
-        reply_topic: &str,
-    ) -> Result<(), CallError> {
-        let spec = self
-            .registry
-            .spec(&operation_id)
-            .ok_or_else(|| CallError::operation_not_found(&operation_id))?;
-        span.record_kind(spec.kind);
-        spec.access.check(identity.as_ref())?;
-        let ctx = ctx.with_identity_opt(identity);
-        if spec.kind.is_stream() {
-            let mut items = self.registry.subscribe(&operation_id, input, &ctx).await?;
-            while let Some(item) = items.next().await {
-                let receipt = self
-                    .send(reply_topic, CallEvent::responded(&**request_id, item?))
+        let fact = CallProtocolRequest {
+            caller: request_id
+                .rsplit_once(':')
+                .map(|(caller, _)| caller.to_owned()),
+        };
+        let ctx = ctx.with_edge(Edge::new(Edge::CALL_PROTOCOL).with_fact(fact));
+        match self.registry.serve(&operation_id, input, ctx).await? {
+            Outcome::Unary(reply) => {
+                let envelope = reply.into_envelope()?;
+                self.send(reply_topic, CallEvent::responded(&**request_id, envelope))
                     .await;
-                if receipt.is_none_or(Receipt::reached_nobody) {
-                    tracing::debug!(
-                        request_id = &**request_id,
-                        "nobody listens for the subscription any more: stopping it"
-                    );
-                    return Ok(());
-                }
             }
-            self.send(reply_topic, CallEvent::completed(&**request_id))
-                .await;
-        } else {
-            let envelope = self.registry.execute(&operation_id, input, &ctx).await?;
-            self.send(reply_topic, CallEvent::responded(&**request_id, envelope))
-                .await;
+            Outcome::Stream(mut items) => {
+                while let Some(item) = items.next().await {
+                    let envelope = item?.into_envelope()?;
+                    let receipt = self
+                        .send(reply_topic, CallEvent::responded(&**request_id, envelope))
+                        .await;
+                    if receipt.is_none_or(Receipt::reached_nobody) {
+                        tracing::debug!(
+                            request_id = &**request_id,
+                            "nobody listens for the subscription any more: stopping it"
+                        );
+                        return Ok(());
+                    }
+                }
+                self.send(reply_topic, CallEvent::completed(&**request_id))
+                    .await;
+            }
         }
         Ok(())
     }

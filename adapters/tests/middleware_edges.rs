@@ -1,0 +1,260 @@
+//! Middleware registered once on a registry applies the same way on every edge that serves
+//! it: in process, `POST /ops/<id>` (HTTP server), MCP `tools/call` (the official TypeScript
+//! SDK client against the MCP server), a Redis call-protocol caller (a real `redis-server`)
+//! and a WebSocket spoke. One rate limit is one budget for an identity whichever edge its
+//! calls come through, and an audit middleware records the identity each edge established.
+#![cfg(all(
+    feature = "http-server",
+    feature = "mcp-server",
+    feature = "redis",
+    feature = "websocket"
+))]
+
+mod redis_support;
+mod serve_support;
+
+use opkit::edge::Edge;
+use opkit::middleware::{Audit, AuditRecord, RateLimit, RateLimitKey};
+use opkit::prelude::*;
+use opkit::protocol::{CallHandler, CallProtocolRequest, PendingRequestMap};
+use opkit_adapters::http_server::{HttpRequest, HttpServer, StaticTokens};
+use opkit_adapters::mcp_server::{McpServer, McpSession};
+use opkit_adapters::websocket::{SpokeGrant, SpokeOptions, WsHub, WsSpoke};
+use parking_lot::Mutex;
+use redis_support::RedisServer;
+use serde_json::{Value, json};
+use serve_support::{Finished, crate_dir, run, serve};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The edge a call came through and what it knew, as the operation reads it.
+#[operation(namespace = "edges")]
+async fn whoami(ctx: &OperationContext) -> Value {
+    let edge = ctx.edge();
+    json!({
+        "identity": ctx.identity().map(|identity| identity.id.clone()),
+        "edge": edge.map(Edge::name),
+        "httpMethod": edge.and_then(|edge| edge.fact::<HttpRequest>()).map(|http| http.method.to_string()),
+        "mcp": edge.and_then(|edge| edge.fact::<McpSession>()).is_some(),
+        "caller": edge.and_then(|edge| edge.fact::<CallProtocolRequest>()).and_then(|call| call.caller.clone()),
+    })
+}
+
+const BUDGET: u32 = 5;
+
+fn registry(records: &Arc<Mutex<Vec<AuditRecord>>>) -> OperationRegistry {
+    let sink = records.clone();
+    let registry = OperationRegistry::new()
+        .with_middleware(Audit::new().with_sink(move |record| sink.lock().push(record.clone())))
+        .with_middleware(
+            RateLimit::new(BUDGET, Duration::from_secs(600)).keyed_by(RateLimitKey::Identity),
+        );
+    registry.register_operation(whoami).unwrap();
+    registry
+}
+
+/// Runs the TypeScript SDK client with `token`, making `calls`; returns its report.
+async fn ts_client(url: &str, token: &str, calls: &Value) -> Value {
+    let peers = crate_dir().join("peers/conformance");
+    let mut command = tokio::process::Command::new(peers.join("node_modules/.bin/node"));
+    command
+        .current_dir(&peers)
+        .arg(peers.join("ts_client.mjs"))
+        .args([url, token, &calls.to_string()]);
+    let Finished {
+        success,
+        stdout,
+        stderr,
+    } = run(command, Duration::from_secs(120)).await;
+    assert!(
+        success,
+        "the TypeScript SDK client failed:\n{stderr}\n{stdout}"
+    );
+    serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|error| panic!("no report ({error}):\n{stdout}\n{stderr}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_rate_limit_and_one_audit_serve_every_edge_alike() {
+    let records: Arc<Mutex<Vec<AuditRecord>>> = Arc::default();
+    let registry = registry(&records);
+    let tokens = StaticTokens::new().with("ann-token", Identity::new("ann"));
+
+    // HTTP and MCP on one loopback server.
+    let served = serve(
+        axum::Router::new()
+            .nest(
+                "/api",
+                HttpServer::new(registry.clone())
+                    .identity_resolver(tokens.clone())
+                    .router(),
+            )
+            .nest(
+                "/mcp",
+                McpServer::new(registry.clone())
+                    .identity_resolver(tokens)
+                    .router(),
+            ),
+    )
+    .await;
+    // The call protocol over a real redis-server ...
+    let redis = RedisServer::start();
+    let _redis_replica = CallHandler::new(registry.clone(), redis.bus("mw:").await)
+        .spawn()
+        .await
+        .unwrap();
+    let redis_caller = PendingRequestMap::connect(redis.bus("mw:").await)
+        .await
+        .unwrap();
+    // ... and over a WebSocket hub, whose grant states the calling spoke's identity.
+    let hub = WsHub::bind(
+        "127.0.0.1:0",
+        opkit_adapters::websocket::StaticTokens::new()
+            .with_token("serve-token", SpokeGrant::new("server"))
+            .with_token(
+                "ann-spoke",
+                SpokeGrant::new("kiosk").with_identity(Identity::new("ann")),
+            ),
+    )
+    .await
+    .unwrap();
+    let serving = Arc::new(
+        WsSpoke::connect_with(&hub.url(), SpokeOptions::new("serve-token"))
+            .await
+            .unwrap(),
+    );
+    let _ws_replica = CallHandler::new(registry.clone(), serving)
+        .spawn()
+        .await
+        .unwrap();
+    let calling = Arc::new(
+        WsSpoke::connect_with(&hub.url(), SpokeOptions::new("ann-spoke"))
+            .await
+            .unwrap(),
+    );
+    let ws_caller = PendingRequestMap::connect(calling).await.unwrap();
+
+    let ann = || {
+        OperationContext::new()
+            .with_identity(Identity::new("ann"))
+            .with_timeout(Duration::from_secs(10))
+    };
+    let http = reqwest::Client::new();
+    let post = || {
+        http.post(served.url("/api/ops/edges.whoami"))
+            .bearer_auth("ann-token")
+            .json(&json!({}))
+            .send()
+    };
+
+    // The budget of 5 is spent across five edges, one call each.
+    let local = whoami::call(&registry.context().with_identity(Identity::new("ann")))
+        .await
+        .unwrap();
+    assert_eq!(local.data["edge"], Value::Null);
+    let response = post().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["data"]["edge"], "http_server");
+    assert_eq!(body["data"]["httpMethod"], "POST");
+    assert_eq!(body["data"]["identity"], "ann");
+    let report = ts_client(
+        &served.url("/mcp"),
+        "ann-token",
+        &json!([{"name": "edges.whoami"}, {"name": "edges.whoami"}]),
+    )
+    .await;
+    let first = &report["calls"][0]["result"];
+    assert_eq!(
+        first["structuredContent"]["result"]["edge"], "mcp_server",
+        "{report}"
+    );
+    assert_eq!(
+        first["structuredContent"]["result"]["mcp"], true,
+        "{report}"
+    );
+    let over_redis = redis_caller
+        .call("edges.whoami", json!({}), &ann())
+        .await
+        .unwrap();
+    assert_eq!(over_redis.data["edge"], "call_handler");
+    assert!(over_redis.data["caller"].is_string(), "{}", over_redis.data);
+    let over_ws = ws_caller
+        .call("edges.whoami", json!({}), &ann().with_identity_opt(None))
+        .await;
+    // Local, HTTP, MCP twice and Redis spent the budget of 5: the WebSocket call is refused.
+    let refused_ws = over_ws.unwrap_err();
+    assert_eq!(
+        refused_ws.kind,
+        Some(ErrorKind::RateLimited),
+        "{refused_ws:?}"
+    );
+
+    // MCP's second call was the fourth: allowed. Everything after is refused, on every edge.
+    assert_eq!(report["calls"][1]["result"]["isError"], false, "{report}");
+    let error = whoami::call(&registry.context().with_identity(Identity::new("ann")))
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind, Some(ErrorKind::RateLimited));
+    let response = post().await.unwrap();
+    assert_eq!(response.status(), 429);
+    let retry_after: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(retry_after >= 1);
+    let report = ts_client(
+        &served.url("/mcp"),
+        "ann-token",
+        &json!([{"name": "edges.whoami"}]),
+    )
+    .await;
+    let refused = &report["calls"][0]["result"];
+    assert_eq!(refused["isError"], true, "{report}");
+    assert_eq!(
+        refused["_meta"]["opkit/error"]["kind"], "RATE_LIMITED",
+        "{report}"
+    );
+    let error = redis_caller
+        .call("edges.whoami", json!({}), &ann())
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind, Some(ErrorKind::RateLimited));
+
+    // Another identity has its own budget.
+    let bob = OperationContext::new()
+        .with_identity(Identity::new("bob"))
+        .with_timeout(Duration::from_secs(10));
+    assert!(
+        redis_caller
+            .call("edges.whoami", json!({}), &bob)
+            .await
+            .is_ok()
+    );
+
+    // The audit saw the identity each edge established, and where each call came from.
+    let records = records.lock();
+    let ann_records: Vec<(Option<&str>, Result<(), ErrorCode>)> = records
+        .iter()
+        .filter(|record| record.identity.as_deref() == Some("ann"))
+        .map(|record| (record.edge, record.outcome))
+        .collect();
+    let ok = Ok(());
+    let limited = Err(ErrorCode::ExecutionError);
+    assert_eq!(
+        ann_records,
+        [
+            (None, ok),
+            (Some("http_server"), ok),
+            (Some("mcp_server"), ok),
+            (Some("mcp_server"), ok),
+            (Some("call_handler"), ok),
+            (Some("call_handler"), limited),
+            (None, limited),
+            (Some("http_server"), limited),
+            (Some("mcp_server"), limited),
+            (Some("call_handler"), limited),
+        ]
+    );
+}

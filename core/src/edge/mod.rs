@@ -1,0 +1,107 @@
+//! What the edge a call came through knows about it: [`Edge`] (the transport's name and
+//! typed facts such as the HTTP method and headers or the MCP session id) and [`Session`] (a
+//! state slot an MCP session or an application-defined key scopes).
+//!
+//! An *edge* is whatever brings a call from outside the process: the HTTP server, the MCP
+//! server, the call protocol's `CallHandler`, or a server the application writes. The edge
+//! puts what it knows on the [`OperationContext`](crate::OperationContext)
+//! ([`with_edge`](crate::OperationContext::with_edge)), so an operation or a middleware reads
+//! it, typed, without it ever being part of the operation's input schema:
+//!
+//! ```
+//! use opkit::OperationContext;
+//! use opkit::edge::Edge;
+//!
+//! /// A fact a Unix-socket server of the application knows about its peer.
+//! #[derive(Debug)]
+//! struct PeerUid(u32);
+//!
+//! let ctx = OperationContext::new().with_edge(Edge::new("unix").with_fact(PeerUid(1000)));
+//! let edge = ctx.edge().unwrap();
+//! assert_eq!(edge.name(), "unix");
+//! assert_eq!(edge.fact::<PeerUid>().unwrap().0, 1000);
+//! ```
+//!
+//! The facts opkit's own edges set are typed values of their crates
+//! (`opkit_adapters::http_server::HttpRequest`, `opkit_adapters::mcp_server::McpSession`,
+//! [`CallProtocolRequest`](crate::protocol::CallProtocolRequest)); an edge name is one of
+//! [`Edge::HTTP`], [`Edge::MCP`], [`Edge::CALL_PROTOCOL`] or the application's own.
+
+mod session;
+
+pub use session::{Session, Sessions};
+
+use crate::state::StateMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// The edge a call came through: its name and the typed facts it knows.
+///
+/// Cheap to clone (the facts are shared). Built by the edge before it serves the call.
+#[derive(Clone)]
+pub struct Edge {
+    name: &'static str,
+    facts: Arc<StateMap>,
+    session: Option<Arc<Session>>,
+}
+
+impl fmt::Debug for Edge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Edge")
+            .field("name", &self.name)
+            .field("facts", &self.facts)
+            .field(
+                "session",
+                &self.session.as_ref().map(|session| session.key()),
+            )
+            .finish()
+    }
+}
+
+impl Edge {
+    /// The HTTP server (`opkit_adapters::http_server`).
+    pub const HTTP: &'static str = "http_server";
+    /// The MCP server (`opkit_adapters::mcp_server`).
+    pub const MCP: &'static str = "mcp_server";
+    /// The call protocol's [`CallHandler`](crate::CallHandler), over any `PubSub`.
+    pub const CALL_PROTOCOL: &'static str = "call_handler";
+
+    /// An edge named `name` (the span's `opkit.path` of the calls it serves), with no facts.
+    pub fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            facts: Arc::default(),
+            session: None,
+        }
+    }
+
+    /// Adds a fact of type `T` (replacing one of the same type).
+    #[must_use]
+    pub fn with_fact<T: Send + Sync + 'static>(mut self, fact: T) -> Self {
+        Arc::make_mut(&mut self.facts).insert(fact);
+        self
+    }
+
+    /// Scopes the call to `session` (see [`Session`]).
+    #[must_use]
+    pub fn with_session(mut self, session: Arc<Session>) -> Self {
+        self.session = Some(session);
+        self
+    }
+
+    /// The edge's name: [`Edge::HTTP`], [`Edge::MCP`], [`Edge::CALL_PROTOCOL`] or the one an
+    /// application's edge chose.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The fact of type `T`, when the edge knows one.
+    pub fn fact<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.facts.get::<T>()
+    }
+
+    /// The session the call belongs to, when the edge (or a middleware) scoped it to one.
+    pub fn session(&self) -> Option<&Arc<Session>> {
+        self.session.as_ref()
+    }
+}

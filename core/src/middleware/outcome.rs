@@ -1,0 +1,217 @@
+//! [`Outcome`]: what a call produced, as a middleware sees it — one [`Reply`] or a stream of
+//! them — and the [`CacheHint`] an edge surfaces where its wire has one.
+
+use crate::envelope::ResponseEnvelope;
+use crate::error::CallError;
+use futures::{Stream, StreamExt};
+use std::any::Any;
+use std::fmt;
+use std::pin::Pin;
+use std::time::Duration;
+
+/// A subscription's replies, one per item.
+pub type ReplyStream = Pin<Box<dyn Stream<Item = Result<Reply, CallError>> + Send + 'static>>;
+
+/// What a call produced: the reply of a query or mutation, or a subscription's stream.
+pub enum Outcome {
+    /// A query's or mutation's reply.
+    Unary(Reply),
+    /// A subscription's replies.
+    Stream(ReplyStream),
+}
+
+impl fmt::Debug for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Unary(reply) => f.debug_tuple("Unary").field(reply).finish(),
+            Self::Stream(_) => f.write_str("Stream(..)"),
+        }
+    }
+}
+
+impl From<ResponseEnvelope> for Outcome {
+    fn from(envelope: ResponseEnvelope) -> Self {
+        Self::Unary(Reply::new(envelope))
+    }
+}
+
+impl Outcome {
+    /// Applies `f` to each item of a subscription (a per-item hook); a unary reply is passed
+    /// to it once.
+    ///
+    /// ```
+    /// use opkit::middleware::{self, Outcome};
+    /// // Counts the items every subscription sends.
+    /// let count_items = middleware::from_fn(|call, next| async move {
+    ///     let outcome = next.run(call).await?;
+    ///     Ok(outcome.map_items(|item| {
+    ///         tracing::debug!(ok = item.is_ok(), "item");
+    ///         item
+    ///     }))
+    /// });
+    /// # let _ = count_items;
+    /// ```
+    pub fn map_items<F>(self, mut f: F) -> Self
+    where
+        F: FnMut(Result<Reply, CallError>) -> Result<Reply, CallError> + Send + 'static,
+    {
+        match self {
+            Self::Unary(reply) => match f(Ok(reply)) {
+                Ok(reply) => Self::Unary(reply),
+                Err(error) => Self::Stream(Box::pin(futures::stream::once(async { Err(error) }))),
+            },
+            Self::Stream(items) => Self::Stream(Box::pin(items.map(f))),
+        }
+    }
+
+    /// The reply of a query or mutation; an `EXECUTION_ERROR` for a stream.
+    pub fn into_reply(self) -> Result<Reply, CallError> {
+        match self {
+            Self::Unary(reply) => Ok(reply),
+            Self::Stream(_) => Err(CallError::execution(
+                "a middleware answered a query or mutation with a stream",
+            )),
+        }
+    }
+
+    /// A subscription's replies; a unary reply becomes a stream of that one reply.
+    pub fn into_stream(self) -> ReplyStream {
+        match self {
+            Self::Unary(reply) => Box::pin(futures::stream::once(async { Ok(reply) })),
+            Self::Stream(items) => items,
+        }
+    }
+}
+
+/// How long a result may be reused, and by whom: set by [`Cache`](super::Cache) (or any
+/// middleware) on a [`Reply`]; the HTTP server sends it as `Cache-Control`, the MCP server in
+/// the result's `_meta` (`ttlMs`, `cacheScope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheHint {
+    /// How long the result stays fresh.
+    pub ttl: Duration,
+    /// Who may reuse it.
+    pub scope: CacheScope,
+}
+
+/// Who may reuse a cached result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheScope {
+    /// Only the caller it was made for (HTTP `private`).
+    Private,
+    /// Any caller (HTTP `public`).
+    Public,
+}
+
+impl CacheScope {
+    /// `"private"` or `"public"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Private => "private",
+            Self::Public => "public",
+        }
+    }
+}
+
+/// One result: an envelope, or the typed envelope of a typed call, turned into JSON only when
+/// a middleware or an edge reads it.
+pub struct Reply {
+    value: ReplyValue,
+    hint: Option<CacheHint>,
+}
+
+enum ReplyValue {
+    Json(ResponseEnvelope),
+    Typed {
+        value: Box<dyn TypedReply>,
+        json: Option<ResponseEnvelope>,
+    },
+}
+
+/// A typed call's envelope, type-erased.
+pub(crate) trait TypedReply: Send {
+    /// The envelope with its data as JSON.
+    fn to_json(&self) -> Result<ResponseEnvelope, CallError>;
+    /// The typed envelope, to downcast.
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send>;
+}
+
+impl fmt::Debug for Reply {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = f.debug_struct("Reply");
+        match &self.value {
+            ReplyValue::Json(envelope) => out.field("envelope", envelope),
+            ReplyValue::Typed { json, .. } => out.field("typed", &json),
+        };
+        out.field("hint", &self.hint).finish()
+    }
+}
+
+impl From<ResponseEnvelope> for Reply {
+    fn from(envelope: ResponseEnvelope) -> Self {
+        Self::new(envelope)
+    }
+}
+
+impl Reply {
+    /// A reply holding `envelope` (what a middleware answers with, a cached result say).
+    pub fn new(envelope: ResponseEnvelope) -> Self {
+        Self {
+            value: ReplyValue::Json(envelope),
+            hint: None,
+        }
+    }
+
+    pub(crate) fn typed(value: Box<dyn TypedReply>) -> Self {
+        Self {
+            value: ReplyValue::Typed { value, json: None },
+            hint: None,
+        }
+    }
+
+    /// The envelope. A typed call's is serialized here, on the first read, and the typed
+    /// caller still gets its own value.
+    pub fn envelope(&mut self) -> Result<&ResponseEnvelope, CallError> {
+        match &mut self.value {
+            ReplyValue::Json(envelope) => Ok(envelope),
+            ReplyValue::Typed { value, json } => {
+                if json.is_none() {
+                    *json = Some(value.to_json()?);
+                }
+                Ok(json.as_ref().unwrap_or_else(|| unreachable!("set above")))
+            }
+        }
+    }
+
+    /// The envelope, taken out.
+    pub fn into_envelope(self) -> Result<ResponseEnvelope, CallError> {
+        match self.value {
+            ReplyValue::Json(envelope) => Ok(envelope),
+            ReplyValue::Typed {
+                json: Some(json), ..
+            } => Ok(json),
+            ReplyValue::Typed { value, json: None } => value.to_json(),
+        }
+    }
+
+    /// The typed value of a typed call's own reply, or the JSON envelope of one a middleware
+    /// made.
+    pub(crate) fn into_typed(self) -> Result<Box<dyn Any + Send>, ResponseEnvelope> {
+        match self.value {
+            ReplyValue::Typed { value, .. } => Ok(value.into_any()),
+            ReplyValue::Json(envelope) => Err(envelope),
+        }
+    }
+
+    /// How long this result may be reused, when a middleware said so.
+    pub fn cache_hint(&self) -> Option<CacheHint> {
+        self.hint
+    }
+
+    /// Sets how long this result may be reused (see [`CacheHint`]).
+    #[must_use]
+    pub fn with_cache_hint(mut self, hint: CacheHint) -> Self {
+        self.hint = Some(hint);
+        self
+    }
+}

@@ -1,0 +1,122 @@
+//! The front door: [`OperationRegistry::serve`], the one entry through which every edge
+//! (the HTTP server, the MCP server, the call protocol's `CallHandler`, or a server the
+//! application writes) serves a call that came from outside the process.
+
+use super::{OperationRegistry, RegistryInner, TracedStream};
+use crate::context::OperationContext;
+use crate::edge::Edge;
+use crate::error::CallError;
+use crate::middleware::Outcome;
+use crate::trace::{CallSpan, SpanKind};
+use serde_json::Value;
+use std::future::Future;
+
+impl OperationRegistry {
+    /// Serves a call from outside the process: what an edge calls once it has mapped its
+    /// wire to an operation id, an input and a context.
+    ///
+    /// The context carries what the edge established about the caller: the
+    /// [`identity`](OperationContext::with_identity), the request id (and parent), the
+    /// deadline, the cancellation signal, the trace context, and the
+    /// [`edge`](OperationContext::with_edge) with its facts. In order, `serve`
+    ///
+    /// 1. opens the call's server span (its `opkit.path` is the edge's name),
+    /// 2. looks the operation up, once (`OPERATION_NOT_FOUND`),
+    /// 3. checks its access rule against the identity (`ACCESS_DENIED`; an edge answers
+    ///    "unauthenticated" itself when there is no identity),
+    /// 4. builds the handler's context (the registry's env and state, the operation's own
+    ///    timeout),
+    /// 5. runs the application's [middleware](crate::middleware), then validates the input
+    ///    and dispatches on the operation's kind,
+    ///
+    /// and returns the [`Outcome`]: one reply for a query or mutation, a stream of replies
+    /// for a subscription (the span ends with the stream). The edge maps it back to its wire.
+    ///
+    /// A server of the application's own (a Unix socket, gRPC) serves calls the same way:
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use opkit::edge::Edge;
+    /// use opkit::middleware::Outcome;
+    /// use opkit::prelude::*;
+    /// use serde_json::json;
+    ///
+    /// #[operation(namespace = "math", access(scopes = ["math:use"]))]
+    /// async fn add(a: i64, b: i64) -> i64 {
+    ///     a + b
+    /// }
+    ///
+    /// /// What the application's edge knows about its peer.
+    /// struct PeerUid(u32);
+    ///
+    /// let registry = OperationRegistry::new();
+    /// registry.register_operation(add).unwrap();
+    ///
+    /// // The edge's whole job: its wire to (id, input, context), and the outcome back.
+    /// async fn serve_line(registry: &OperationRegistry, line: &str, uid: u32) -> String {
+    ///     let request: serde_json::Value = match serde_json::from_str(line) {
+    ///         Ok(request) => request,
+    ///         Err(error) => return format!("bad request: {error}"),
+    ///     };
+    ///     let id = request["op"].as_str().unwrap_or_default();
+    ///     let ctx = OperationContext::new()
+    ///         .with_identity(Identity::new(uid.to_string()).with_scopes(["math:use"]))
+    ///         .with_edge(Edge::new("unix").with_fact(PeerUid(uid)));
+    ///     match registry.serve(id, request["input"].clone(), ctx).await {
+    ///         Ok(Outcome::Unary(reply)) => match reply.into_envelope() {
+    ///             Ok(envelope) => serde_json::to_string(&envelope).unwrap_or_default(),
+    ///             Err(error) => serde_json::to_string(&error).unwrap_or_default(),
+    ///         },
+    ///         Ok(Outcome::Stream(_)) => "subscriptions are not served here".to_owned(),
+    ///         Err(error) => serde_json::to_string(&error).unwrap_or_default(),
+    ///     }
+    /// }
+    ///
+    /// let answer = serve_line(&registry, r#"{"op": "math.add", "input": {"a": 2, "b": 3}}"#, 1000).await;
+    /// assert!(answer.starts_with(r#"{"data":5,"#));
+    /// let refused = serve_line(&registry, r#"{"op": "math.sub", "input": {}}"#, 1000).await;
+    /// assert!(refused.contains("OPERATION_NOT_FOUND"));
+    /// # });
+    /// ```
+    pub fn serve(
+        &self,
+        id: &str,
+        input: Value,
+        ctx: OperationContext,
+    ) -> impl Future<Output = Result<Outcome, CallError>> + Send + 'static + use<> {
+        let path = ctx.edge().map_or("serve", Edge::name);
+        let mut span = CallSpan::start(SpanKind::Server, path, id, &ctx);
+        let ctx = span.apply(ctx);
+        let started = self
+            .inner
+            .find(id)
+            .ok_or_else(|| CallError::operation_not_found(id))
+            .and_then(|operation| {
+                span.record_kind(operation.spec.kind);
+                operation.spec.access.check(ctx.identity())?;
+                let input = crate::limits::admit_input(input)?;
+                let chain = self.inner.chain_for(&operation);
+                let ctx = self.inner.context_for(&operation, &ctx, chain.is_some());
+                Ok(RegistryInner::run_call(operation, input, ctx, chain))
+            });
+        async move {
+            let result = match started {
+                Ok(running) => span.run_in(running).await,
+                Err(error) => Err(error),
+            };
+            match result {
+                Ok(Outcome::Stream(items)) => {
+                    Ok(Outcome::Stream(Box::pin(TracedStream::new(items, span))))
+                }
+                Ok(unary) => {
+                    span.finish(Ok(()));
+                    Ok(unary)
+                }
+                Err(error) => {
+                    span.finish(Err(&error));
+                    Err(error)
+                }
+            }
+        }
+    }
+}

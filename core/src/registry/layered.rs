@@ -1,0 +1,113 @@
+//! Calls through the application's middleware: the registry's end of a chain (validate the
+//! input, start the handler, finish in the pipeline) and the chain an operation's calls pass
+//! through.
+
+use super::execution::Execution;
+use super::operation::Operation;
+use super::{RegistryInner, run};
+use crate::context::OperationContext;
+use crate::error::CallError;
+use crate::middleware::{Call, CallInput, Chain, Endpoint, Layers, Next, Outcome, Reply};
+use crate::spec::OperationSpec;
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use serde_json::Value;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+/// What a registry backend gives a typed call ([`EnvBackend::layers_for`](crate::EnvBackend::layers_for)):
+/// its middleware, and the spec of the operation when it is registered there.
+pub(crate) struct LayersFor {
+    pub(crate) layers: Arc<Layers>,
+    pub(crate) spec: Option<Arc<OperationSpec>>,
+}
+
+/// The end of a JSON call's chain: the operation's handler.
+struct RegistryEnd {
+    operation: Arc<Operation>,
+}
+
+impl Endpoint for RegistryEnd {
+    fn run(
+        self: Box<Self>,
+        input: CallInput,
+        ctx: OperationContext,
+    ) -> BoxFuture<'static, Result<Outcome, CallError>> {
+        let operation = self.operation;
+        let input = match input {
+            CallInput::Json(input) => input,
+            CallInput::Typed {
+                json: Some(json), ..
+            } => json,
+            CallInput::Typed { value, json: None } => match value.to_json() {
+                Ok(input) => input,
+                Err(error) => return futures::future::ready(Err(error)).boxed(),
+            },
+        };
+        if let Err(error) = run::validate_input(&operation, &input) {
+            return futures::future::ready(Err(error)).boxed();
+        }
+        if operation.spec.kind.is_stream() {
+            let started = run::start_stream(operation, input, ctx)
+                .map(|items| Outcome::Stream(Box::pin(items.map(|item| item.map(Reply::new)))));
+            return futures::future::ready(started).boxed();
+        }
+        match run::start_unary(&operation, input, ctx) {
+            Ok((handler, bounds)) => Execution::new(operation, handler, bounds)
+                .map(|result| result.map(|envelope| Outcome::Unary(Reply::new(envelope))))
+                .boxed(),
+            Err(error) => futures::future::ready(Err(error)).boxed(),
+        }
+    }
+}
+
+impl RegistryInner {
+    /// The chain the calls of `operation` pass through; `None` when no middleware covers it
+    /// (one atomic load when the registry has none).
+    pub(super) fn chain_for(&self, operation: &Operation) -> Option<Chain> {
+        if !self.has_layers.load(Ordering::Acquire) {
+            return None;
+        }
+        self.layers.load().chain_for(&operation.id, &operation.spec)
+    }
+
+    /// Runs a call of `operation` with `ctx` (the handler's context) through `chain`, when
+    /// there is one, and the operation's handler.
+    pub(super) fn run_call(
+        operation: Arc<Operation>,
+        input: Value,
+        ctx: OperationContext,
+        chain: Option<Chain>,
+    ) -> BoxFuture<'static, Result<Outcome, CallError>> {
+        let end = Box::new(RegistryEnd {
+            operation: operation.clone(),
+        });
+        match chain {
+            Some(chain) => {
+                let call = Call::new(
+                    operation.id.clone(),
+                    operation.spec.clone(),
+                    ctx,
+                    CallInput::Json(input),
+                    end,
+                );
+                Next::start(chain).run(call)
+            }
+            None => end.run(CallInput::Json(input), ctx),
+        }
+    }
+
+    pub(super) fn has_layers(&self) -> bool {
+        self.has_layers.load(Ordering::Acquire)
+    }
+
+    pub(super) fn layers_for(&self, id: &str) -> Option<Box<dyn std::any::Any + Send>> {
+        if !self.has_layers() {
+            return None;
+        }
+        Some(Box::new(LayersFor {
+            layers: self.layers.load_full(),
+            spec: self.find(id).map(|operation| operation.spec.clone()),
+        }))
+    }
+}
