@@ -40,6 +40,23 @@ async fn whoami(ctx: &OperationContext) -> Value {
     })
 }
 
+/// Counts its calls in the caller's session: what rmcp's `counter` example keeps per MCP
+/// session, with the session id the client sent.
+#[operation(namespace = "edges")]
+async fn counter(ctx: &OperationContext) -> Value {
+    let Some(session) = ctx.session() else {
+        return json!({"session": null});
+    };
+    let count = session.get_or_insert_with(|| std::sync::atomic::AtomicU64::new(0));
+    let mcp = ctx.edge().and_then(|edge| edge.fact::<McpSession>());
+    json!({
+        "session": session.key(),
+        "sessionId": mcp.and_then(|mcp| mcp.session_id.clone()),
+        "client": mcp.and_then(|mcp| mcp.client.as_ref()).map(|client| client.name.clone()),
+        "count": count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1,
+    })
+}
+
 const BUDGET: u32 = 5;
 
 fn registry(records: &Arc<Mutex<Vec<AuditRecord>>>) -> OperationRegistry {
@@ -257,4 +274,42 @@ async fn one_rate_limit_and_one_audit_serve_every_edge_alike() {
             (Some("call_handler"), limited),
         ]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_session_scopes_state_and_tells_its_id_and_client() {
+    let registry = OperationRegistry::new();
+    registry.register_operation(counter).unwrap();
+    let served = serve(axum::Router::new().nest("/mcp", McpServer::new(registry).router())).await;
+    let calls = json!([{"name": "edges.counter"}, {"name": "edges.counter"}]);
+    let first = ts_client(&served.url("/mcp"), "", &calls).await;
+    let second = ts_client(&served.url("/mcp"), "", &calls).await;
+    let seen = |report: &Value, index: usize| {
+        report["calls"][index]["result"]["structuredContent"]["result"].clone()
+    };
+    let (a1, a2, b1) = (seen(&first, 0), seen(&first, 1), seen(&second, 0));
+    assert_eq!(
+        (a1["count"].clone(), a2["count"].clone()),
+        (json!(1), json!(2)),
+        "{first}"
+    );
+    assert_eq!(b1["count"], 1, "a new session starts afresh: {second}");
+    assert!(a1["sessionId"].is_string(), "{a1}");
+    assert_eq!(a1["session"], a1["sessionId"]);
+    assert_eq!(a1["sessionId"], a2["sessionId"]);
+    assert_ne!(a1["sessionId"], b1["sessionId"]);
+    assert_eq!(a1["client"], "opkit-ts-sdk-test");
+}
+
+#[tokio::test]
+async fn the_http_server_sends_a_cached_replys_hint_as_cache_control() {
+    let registry = OperationRegistry::new()
+        .with_middleware(opkit::middleware::Cache::new(Duration::from_secs(30)));
+    registry.register_operation(whoami).unwrap();
+    let served = serve(axum::Router::new().nest("/api", HttpServer::new(registry).router())).await;
+    let response = reqwest::get(served.url("/api/ops/edges.whoami"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["cache-control"], "private, max-age=30");
 }

@@ -12,7 +12,6 @@ use opkit::prelude::*;
 use opkit_adapters::http_server::HttpServer;
 use serde_json::{Value, json};
 use serve_support::serve;
-use trace_support::assert_parent;
 use traced_support::{INCOMING, echo_registry, spans_of};
 
 #[test]
@@ -76,11 +75,11 @@ fn trace_headers_are_read_and_bad_ones_ignored() {
             .iter()
             .all(|span| span.get("parent_span_id").is_none())
     );
-    let executed = spans
-        .iter()
-        .find(|span| span["opkit.path"] == "execute" && span["parent_span_id"] == traced["span_id"])
-        .expect("the execute span under the traced server span");
-    assert_parent(executed, traced);
+    // A served call has one span, the server's: the front door opens no second one.
+    assert!(
+        spans.iter().all(|span| span["opkit.path"] != "execute"),
+        "{spans:#?}"
+    );
     let stream = spans
         .iter()
         .find(|span| span["opkit.path"] == "http_server" && span["rpc.method"] == "h.ticks")

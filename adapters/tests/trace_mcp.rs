@@ -46,7 +46,12 @@ fn the_mcp_import_and_server_link_their_spans() {
         assert_eq!(client["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
         assert_parent(server, client);
         assert_eq!(server["otel.kind"], "server");
-        let executed = find(&spans, "execute", "m.echo");
-        assert_parent(executed, server);
+        // A served call has one span, the server's.
+        assert!(
+            spans
+                .iter()
+                .all(|span| !(span["opkit.path"] == "execute" && span["rpc.method"] == "m.echo")),
+            "{spans:#?}"
+        );
     }
 }

@@ -43,6 +43,14 @@ fn run<F: Future>(rt: &Runtime, fut: F) -> F::Output {
     rt.block_on(fut)
 }
 
+/// Every operation, behind one middleware that does nothing but pass the call on: what one
+/// middleware costs a call.
+fn noop_middleware_registry() -> OperationRegistry {
+    OperationRegistry::from_inventory().with_middleware(opkit::middleware::from_fn(
+        |call, next: opkit::middleware::Next| next.run(call),
+    ))
+}
+
 fn validator_for<T: schemars::JsonSchema>() -> jsonschema::Validator {
     let schema = serde_json::to_value(schemars::schema_for!(T)).expect("schema");
     jsonschema::validator_for(&schema).expect("validator")
@@ -142,6 +150,25 @@ mod tiny {
     fn opkit_typed_call(bencher: Bencher) {
         let rt = runtime();
         let ctx = OperationContext::default();
+        bencher
+            .with_inputs(|| (2i64, 40i64))
+            .bench_local_values(|(a, b)| run(&rt, add::call(&ctx, a, b)).expect("call"));
+    }
+
+    #[divan::bench]
+    fn opkit_execute_noop_middleware(bencher: Bencher) {
+        let rt = runtime();
+        let registry = noop_middleware_registry();
+        let ctx = OperationContext::default();
+        bencher.with_inputs(tiny_json).bench_local_values(|input| {
+            run(&rt, registry.execute(add::ID, input, &ctx)).expect("execute")
+        });
+    }
+
+    #[divan::bench]
+    fn opkit_typed_call_noop_middleware(bencher: Bencher) {
+        let rt = runtime();
+        let ctx = noop_middleware_registry().context();
         bencher
             .with_inputs(|| (2i64, 40i64))
             .bench_local_values(|(a, b)| run(&rt, add::call(&ctx, a, b)).expect("call"));
@@ -275,6 +302,25 @@ mod medium {
     }
 
     #[divan::bench]
+    fn opkit_execute_noop_middleware(bencher: Bencher) {
+        let rt = runtime();
+        let registry = noop_middleware_registry();
+        let ctx = OperationContext::default();
+        bencher.with_inputs(medium_json).bench_local_values(|input| {
+            run(&rt, registry.execute(opkit_benches::medium::ID, input, &ctx)).expect("execute")
+        });
+    }
+
+    #[divan::bench]
+    fn opkit_typed_call_noop_middleware(bencher: Bencher) {
+        let rt = runtime();
+        let ctx = noop_middleware_registry().context();
+        bencher.with_inputs(medium_typed).bench_local_values(|input| {
+            run(&rt, opkit_benches::medium::call(&ctx, Input(input))).expect("call")
+        });
+    }
+
+    #[divan::bench]
     fn opkit_protocol_memory(bencher: Bencher) {
         let rt = runtime();
         let (map, _handle) = memory_protocol(&rt);
@@ -352,6 +398,26 @@ mod stream {
     fn opkit_subscribe(bencher: Bencher) {
         let rt = runtime();
         let registry = OperationRegistry::from_inventory();
+        let ctx = OperationContext::default();
+        bencher.bench_local(|| {
+            run(&rt, async {
+                let mut items = registry
+                    .subscribe(items::ID, json!({"count": ITEMS}), &ctx)
+                    .await
+                    .expect("subscribe");
+                let mut n = 0usize;
+                while let Some(item) = items.next().await {
+                    n += divan::black_box(item.expect("item")).data.is_object() as usize;
+                }
+                n
+            })
+        });
+    }
+
+    #[divan::bench]
+    fn opkit_subscribe_noop_middleware(bencher: Bencher) {
+        let rt = runtime();
+        let registry = noop_middleware_registry();
         let ctx = OperationContext::default();
         bencher.bench_local(|| {
             run(&rt, async {

@@ -122,7 +122,7 @@
 //! ## Middleware
 //!
 //! The application's policy around every call — rate limits, an audit log, timeouts,
-//! concurrency caps, caching, its own checks — is [middleware](middleware) registered once
+//! concurrency caps, caching, its own checks — is [`middleware`] registered once
 //! on the registry. It runs on every path: `execute`, `subscribe`, typed calls made with the
 //! registry's context, nested calls, and every edge that serves the registry (HTTP, MCP, the
 //! call protocol over Redis or WebSocket), so a policy is never written once per transport:

@@ -133,11 +133,11 @@ impl Sessions {
         let now = Instant::now();
         let mut store = self.inner.lock();
         let idle = store.idle;
-        if let Some((session, used)) = store.entries.get_mut(key) {
-            if now.duration_since(*used) < idle {
-                *used = now;
-                return session.clone();
-            }
+        if let Some((session, used)) = store.entries.get_mut(key)
+            && now.duration_since(*used) < idle
+        {
+            *used = now;
+            return session.clone();
         }
         if store.entries.len() >= store.max {
             store

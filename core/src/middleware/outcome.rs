@@ -196,10 +196,10 @@ impl Reply {
 
     /// The typed value of a typed call's own reply, or the JSON envelope of one a middleware
     /// made.
-    pub(crate) fn into_typed(self) -> Result<Box<dyn Any + Send>, ResponseEnvelope> {
+    pub(crate) fn into_typed(self) -> Result<Box<dyn Any + Send>, Box<ResponseEnvelope>> {
         match self.value {
             ReplyValue::Typed { value, .. } => Ok(value.into_any()),
-            ReplyValue::Json(envelope) => Err(envelope),
+            ReplyValue::Json(envelope) => Err(Box::new(envelope)),
         }
     }
 

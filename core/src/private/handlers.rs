@@ -138,7 +138,7 @@ fn typed_context<O: TypedOperation>(ctx: &OperationContext) -> OperationContext 
 /// registry call (panic → `EXECUTION_ERROR`, deadline → `TIMEOUT`, cancellation →
 /// `ABORTED`); data is wrapped with `local_envelope`, an envelope passes through. A context
 /// whose registry has middleware covering the operation runs it through that middleware
-/// (see [`layered`](super::layered)).
+/// (see the `layered` module).
 pub fn call_unary<O, F, Fut>(
     ctx: &OperationContext,
     input: O::Input,

@@ -17,6 +17,12 @@ use std::any::Any;
 use std::sync::Arc;
 
 type ToJson<T> = fn(&T) -> Result<Value, serde_json::Error>;
+/// A type's JSON encoder and decoder, when it has them.
+pub type JsonView<T> = (Option<ToJson<T>>, Option<FromJson<T>>);
+/// A typed call through middleware, or its input and fn back for the plain path.
+type Layered<T, I, F> = Result<T, (I, F)>;
+/// A typed call's result.
+type TypedResult<O> = Result<ResponseEnvelope<<O as TypedOperation>::Output>, CallError>;
 type FromJson<T> = fn(Value) -> Result<T, serde_json::Error>;
 
 /// Finds whether a type serializes and deserializes, where the expansion names it:
@@ -134,7 +140,10 @@ pub struct TypedEnd(Box<dyn Endpoint>);
 pub type MakeEnd<O, F> = fn(F, TypedViews<O>) -> TypedEnd;
 
 /// Finds whether the fn `F` of operation `O` can run behind middleware.
-pub struct EndpointProbe<O, F>(PhantomData<(fn() -> O, fn() -> F)>);
+pub struct EndpointProbe<O, F>(PhantomData<Marker<O, F>>);
+
+/// What [`EndpointProbe`] is about, without owning either.
+type Marker<O, F> = (fn() -> O, fn() -> F);
 
 impl<O, F> EndpointProbe<O, F> {
     /// The probe of `run`.
@@ -209,10 +218,7 @@ impl<O: TypedOperation> Copy for TypedViews<O> {}
 
 impl<O: TypedOperation> TypedViews<O> {
     /// The views the probes found.
-    pub fn new(
-        input: (Option<ToJson<O::Input>>, Option<FromJson<O::Input>>),
-        output: (Option<ToJson<O::Output>>, Option<FromJson<O::Output>>),
-    ) -> Self {
+    pub fn new(input: JsonView<O::Input>, output: JsonView<O::Output>) -> Self {
         Self {
             input_to: input.0,
             input_from: input.1,
@@ -312,6 +318,7 @@ pub(super) fn typed_reply<O: TypedOperation>(
             .map(|envelope| *envelope)
             .map_err(|_| cannot(O::ID, "the result changed type")),
         Err(envelope) => {
+            let envelope = *envelope;
             let decode = views.output_from.ok_or_else(|| {
                 cannot(O::ID, "a middleware replaced the result, but its type does not implement `Deserialize`")
             })?;
@@ -434,7 +441,7 @@ pub(super) fn layered_unary<O, F>(
     views: TypedViews<O>,
     make: Option<MakeEnd<O, F>>,
     run: F,
-) -> Result<BoxFuture<'static, Result<ResponseEnvelope<O::Output>, CallError>>, (O::Input, F)>
+) -> Layered<BoxFuture<'static, TypedResult<O>>, O::Input, F>
 where
     O: TypedOperation,
 {
@@ -455,7 +462,7 @@ pub(super) fn layered_stream<O, F>(
     views: TypedViews<O>,
     make: Option<MakeEnd<O, F>>,
     start_stream: F,
-) -> Result<BoxStream<'static, Result<ResponseEnvelope<O::Output>, CallError>>, (O::Input, F)>
+) -> Layered<BoxStream<'static, TypedResult<O>>, O::Input, F>
 where
     O: TypedOperation,
 {

@@ -44,7 +44,7 @@ impl SpanKind {
 /// | `otel.kind` | `internal`, `server` or `client` ([`SpanKind`]) |
 /// | `rpc.system` | `opkit` |
 /// | `rpc.service` | the operation's namespace |
-/// | `opkit.path` | where the call went through: `execute`, `subscribe`, `typed`, `call_handler`, `pending`, `http_server`, `mcp_server`, `openapi`, `mcp` |
+/// | `opkit.path` | where the call went through: `execute`, `subscribe`, `typed`, `call_handler`, `pending`, `http_server`, `mcp_server`, `openapi`, `mcp`, or the name of an application's own [`Edge`](crate::edge::Edge) |
 /// | `opkit.kind` | `QUERY`, `MUTATION` or `SUBSCRIPTION`, when known |
 /// | `opkit.request_id`, `opkit.parent_request_id` | the request ids |
 /// | `opkit.outcome` | `ok`, `error` or `cancelled` (dropped before it finished) |

@@ -10,6 +10,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Stored results by key, with when each was stored.
+type Entries = HashMap<String, (ResponseEnvelope, Instant), foldhash::fast::RandomState>;
+
 /// Reuses a query's result for `ttl`: a call with the same operation, input and caller
 /// identity gets the stored envelope without running the handler. Only queries are cached
 /// (mutations and subscriptions pass through), and only results that are not error
@@ -35,7 +38,7 @@ pub struct Cache {
     ttl: Duration,
     scope: CacheScope,
     max_entries: usize,
-    entries: Arc<Mutex<HashMap<String, (ResponseEnvelope, Instant), foldhash::fast::RandomState>>>,
+    entries: Arc<Mutex<Entries>>,
 }
 
 impl Cache {
