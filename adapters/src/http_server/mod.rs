@@ -142,10 +142,33 @@
 //!    extensions, ...); credentials it refuses get `401`;
 //! 3. anonymous.
 //!
-//! The server is an untrusted entry point: each operation's
-//! [`AccessRule`](opkit::AccessRule) is checked before the registry is called: an
-//! authenticated caller that lacks a scope or role gets `403`, an anonymous one `401` when
-//! an authenticator is configured (so that it knows to authenticate), `403` otherwise.
+//! The server is an untrusted entry point: it serves each call through the registry's front
+//! door, [`OperationRegistry::serve`](opkit::OperationRegistry::serve), which checks the
+//! operation's [`AccessRule`](opkit::AccessRule) before anything runs: an authenticated
+//! caller that lacks a scope or role gets `403`, an anonymous one `401` when an
+//! authenticator is configured (so that it knows to authenticate), `403` otherwise.
+//!
+//! # Middleware and what the operation sees of the request
+//!
+//! The registry's [middleware](opkit::middleware) runs around every call the server serves,
+//! as it does for every other edge: a rate limit answers `429` with `Retry-After` (from the
+//! error's `details.retryAfterMs`), a [`Cache`](opkit::middleware::Cache) hit comes with
+//! `Cache-Control: private, max-age=<ttl>` (`public` for a shared cache). The call's context
+//! carries an [`Edge`](opkit::edge::Edge) named `http_server` with an [`HttpRequest`] fact
+//! (method, URI, headers), so an operation or a middleware reads the request without it
+//! being part of the input schema:
+//!
+//! ```
+//! use opkit::OperationContext;
+//! use opkit_adapters::http_server::HttpRequest;
+//!
+//! /// The caller's `user-agent`, when the call came over HTTP.
+//! fn user_agent(ctx: &OperationContext) -> Option<String> {
+//!     let http = ctx.edge()?.fact::<HttpRequest>()?;
+//!     Some(http.headers.get("user-agent")?.to_str().ok()?.to_owned())
+//! }
+//! # assert_eq!(user_agent(&OperationContext::new()), None);
+//! ```
 //!
 //! # Mounting
 //!
@@ -195,7 +218,8 @@
 //! [`opkit::trace`]) whose parent is the caller's W3C `traceparent` header (with
 //! `tracestate`); without one (or with an invalid one) the call starts a new trace. A
 //! subscription's span lasts until its event stream ends. Requests refused before the call
-//! starts (authentication, unknown operation, method, access, unreadable input) get no span.
+//! reaches the front door (authentication, unknown operation, method, unreadable input) get
+//! no span; an access denial or a middleware's refusal ends the span with its error.
 
 mod explorer;
 mod handlers;

@@ -62,6 +62,19 @@
 //! what clients of the 2026-07-28 revision need to fall back to the `initialize` handshake;
 //! rmcp also answers `server/discover`, so both protocol eras are served.
 //!
+//! # Middleware and sessions
+//!
+//! Each `tools/call` is served through the registry's front door,
+//! [`OperationRegistry::serve`](opkit::OperationRegistry::serve), so the registry's
+//! [middleware](opkit::middleware) runs around it as around every other edge's calls (a
+//! refusal is a tool error, `isError: true`, with the `CallError` in `_meta["opkit/error"]`);
+//! a [`Cache`](opkit::middleware::Cache) hit carries `_meta.ttlMs` and `_meta.cacheScope`.
+//! The call's context carries an [`Edge`](opkit::edge::Edge) named `mcp_server` with an
+//! [`McpSession`] fact (the `Mcp-Session-Id` and the client's name and version), and a
+//! [`Session`](opkit::edge::Session) per MCP session (per stdio connection; none for a
+//! stateless request), where an operation keeps state for the session
+//! ([`OperationContext::session`](opkit::OperationContext::session)).
+//!
 //! # Capabilities
 //!
 //! `tools` and `logging`. Resources, prompts and completion are not offered:
