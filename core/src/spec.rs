@@ -102,6 +102,94 @@ pub struct OperationSpec {
     /// this far from its start (an earlier deadline of the caller's stays), on every path.
     #[serde(skip)]
     pub timeout: Option<std::time::Duration>,
+    /// The REST route the HTTP server also serves the operation at
+    /// (`#[operation(http(method = "PATCH", path = "/todos/{id}"))]`), beside its RPC route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpRoute>,
+}
+
+/// How an operation is served as a REST route, beside its RPC route (`/ops/<id>`): the
+/// method and path, the success status and the body's shape. Declared with
+/// `#[operation(http(..))]` or [`OperationSpec::http`]; served by the HTTP server of
+/// `opkit-adapters`, which documents there how the path, query and body map onto the input.
+///
+/// ```
+/// use opkit::{HttpRoute, OperationKind, OperationSpec};
+/// let spec = OperationSpec::new("todos", "create", OperationKind::Mutation)
+///     .http(HttpRoute::new("POST", "/todos").status(201).location("/todos/{id}"));
+/// assert_eq!(spec.http.unwrap().path_variables(), Vec::<&str>::new());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct HttpRoute {
+    /// The method, upper case (`GET`, `POST`, `PUT`, `PATCH`, `DELETE`).
+    pub method: String,
+    /// The path, with `{name}` for each path variable (a field of the input).
+    pub path: String,
+    /// The status of a success (200 unless given; 204 sends no body).
+    pub status: u16,
+    /// `true`: the body is the whole envelope, as on the RPC route; `false` (the default):
+    /// the body is the bare `data`, what REST clients expect.
+    #[serde(default)]
+    pub envelope: bool,
+    /// A `Location` header for a success, with `{name}` filled from the output's fields
+    /// (`/todos/{id}` after a create).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    /// The largest request body the route takes, in bytes (the server's limit when `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_limit: Option<usize>,
+}
+
+impl HttpRoute {
+    /// `method` (any case) at `path`, answering 200 with the bare data.
+    pub fn new(method: impl Into<String>, path: impl Into<String>) -> Self {
+        Self {
+            method: method.into().to_ascii_uppercase(),
+            path: path.into(),
+            status: 200,
+            envelope: false,
+            location: None,
+            body_limit: None,
+        }
+    }
+
+    /// The status of a success.
+    #[must_use]
+    pub fn status(mut self, status: u16) -> Self {
+        self.status = status;
+        self
+    }
+
+    /// Sends the whole envelope as the body, not the bare data.
+    #[must_use]
+    pub fn envelope(mut self) -> Self {
+        self.envelope = true;
+        self
+    }
+
+    /// A `Location` header template, filled from the output's fields.
+    #[must_use]
+    pub fn location(mut self, location: impl Into<String>) -> Self {
+        self.location = Some(location.into());
+        self
+    }
+
+    /// The largest request body the route takes, in bytes.
+    #[must_use]
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = Some(bytes);
+        self
+    }
+
+    /// The names of the path's `{variables}`, in order.
+    pub fn path_variables(&self) -> Vec<&str> {
+        self.path
+            .split('/')
+            .filter_map(|segment| segment.strip_prefix('{')?.strip_suffix('}'))
+            .collect()
+    }
 }
 
 impl OperationSpec {
@@ -125,6 +213,7 @@ impl OperationSpec {
             states: Vec::new(),
             layers: Vec::new(),
             timeout: None,
+            http: None,
         }
     }
 
@@ -213,6 +302,13 @@ impl OperationSpec {
     #[must_use]
     pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Serves the operation also as the REST route `route` (see [`HttpRoute`]).
+    #[must_use]
+    pub fn http(mut self, route: HttpRoute) -> Self {
+        self.http = Some(route);
         self
     }
 

@@ -21,6 +21,7 @@ const KEYS: &[&str] = &[
     "tool_name",
     "layer",
     "timeout",
+    "http",
 ];
 /// The words of `errors(..)`: the application error kinds (`opkit::ErrorKind`), by their
 /// snake_case names, and the variant each names.
@@ -73,6 +74,8 @@ pub(crate) struct Args {
     pub layers: Vec<LitStr>,
     /// `timeout = ".."`: the per-call timeout, in milliseconds.
     pub timeout_ms: Option<u64>,
+    /// `http(..)`: the REST route.
+    pub http: Option<crate::http_args::HttpArgs>,
     /// `false` when the arguments did not even parse.
     pub parsed: bool,
     /// `true` when `namespace = ..` was written (valid or not).
@@ -145,6 +148,7 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
     let mut error_kinds = Slot::new("errors");
     let mut tool_name = Slot::new("tool_name");
     let mut timeout = Slot::new("timeout");
+    let mut http = Slot::new("http");
     let mut layers = Vec::new();
     for meta in &metas {
         let key = meta_key(meta);
@@ -191,6 +195,11 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
                     }
                 }
             }
+            "http" => {
+                if let Some(route) = crate::http_args::parse_http(meta, errors) {
+                    http.set(errors, span, route);
+                }
+            }
             "crate" => {
                 if let Some(path) = crate_path(meta, errors) {
                     krate.set(errors, span, path);
@@ -217,6 +226,7 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
         tool_name: tool_name.take(),
         layers,
         timeout_ms: timeout.take(),
+        http: http.take(),
         parsed: true,
         namespace_given,
         kind_conflict,

@@ -10,6 +10,7 @@ mod args;
 mod enclosing;
 mod errors;
 mod expand;
+mod http_args;
 mod model;
 mod shape;
 mod signature;

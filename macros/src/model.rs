@@ -27,6 +27,8 @@ pub(crate) struct Operation<'a> {
     pub layers: Vec<LitStr>,
     /// `timeout = ".."`, in milliseconds.
     pub timeout_ms: Option<u64>,
+    /// `http(..)`.
+    pub http: Option<crate::http_args::HttpArgs>,
     /// The parameters, in order.
     pub params: Vec<Param<'a>>,
     /// The result type (or stream item type) and whether the fn streams.

@@ -69,6 +69,7 @@ pub(crate) fn analyze<'a>(func: &'a ItemFn, args: Args, errors: &Errors) -> Opti
         tool_name: args.tool_name,
         layers: args.layers,
         timeout_ms: args.timeout_ms,
+        http: args.http,
         params: params?,
         output: output?,
     })

@@ -3,6 +3,7 @@
 use super::identity::{Authenticator, authenticate};
 use super::openapi::{DocumentInfo, document};
 use super::query::QueryShape;
+use super::rest::RestRoute;
 use super::routes::{Route, Routes};
 use super::sse::{self, SseEncoding};
 use super::status_of;
@@ -15,7 +16,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use opkit::edge::Edge;
 use opkit::middleware::Outcome;
 use opkit::trace::TraceContext;
-use opkit::{CallError, ErrorCode, OperationContext, OperationRegistry};
+use opkit::{CallError, ErrorCode, OperationContext, OperationRegistry, ResponseEnvelope};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,6 +24,10 @@ use tokio_util::sync::CancellationToken;
 
 /// The response header carrying the request id of the call.
 pub(crate) const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// The response header of a REST route carrying the operation's id (the envelope's meta a
+/// bare-data body leaves out).
+pub(crate) const OPERATION_ID: HeaderName = HeaderName::from_static("x-opkit-operation");
 
 /// Everything the handlers share.
 pub(crate) struct Shared {
@@ -40,6 +45,8 @@ pub(crate) struct Shared {
     /// Each operation's methods and query shape, derived once per spec.
     pub(crate) routes: Routes,
     pub(crate) info: DocumentInfo,
+    /// The status of an input that parsed but fails its schema (400 unless configured).
+    pub(crate) invalid_input_status: StatusCode,
 }
 
 /// A `CallError` as an HTTP response: the mapped status and the wire JSON as the body.
@@ -173,7 +180,7 @@ fn too_large(limit: usize) -> Rejection {
 }
 
 /// A request refused before the registry is called: a status and a `CallError`.
-struct Rejection {
+pub(crate) struct Rejection {
     status: StatusCode,
     error: CallError,
 }
@@ -188,7 +195,7 @@ impl From<CallError> for Rejection {
 }
 
 impl Rejection {
-    fn into_response(self) -> Response {
+    pub(crate) fn into_response(self) -> Response {
         error_with_status(self.status, &self.error)
     }
 }
@@ -210,26 +217,30 @@ fn is_json(headers: &HeaderMap) -> bool {
         || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
-/// The input of a POST: the JSON body (empty means `{}`).
-async fn body_input(shared: &Shared, headers: &HeaderMap, body: Body) -> Result<Value, Rejection> {
+/// The input of a POST: the JSON body (empty means `{}`), at most `limit` bytes. A body
+/// that does not arrive within the request timeout is `408`.
+pub(crate) async fn read_json_body(
+    shared: &Shared,
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<Value, Rejection> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
         .and_then(|text| text.parse::<u64>().ok());
-    if declared.is_some_and(|length| length > shared.body_limit as u64) {
-        return Err(too_large(shared.body_limit));
+    if declared.is_some_and(|length| length > limit as u64) {
+        return Err(too_large(limit));
     }
-    let bytes = match tokio::time::timeout(
-        shared.request_timeout,
-        read_body(body, shared.body_limit),
-    )
-    .await
-    {
+    let bytes = match tokio::time::timeout(shared.request_timeout, read_body(body, limit)).await {
         Ok(result) => result?,
         Err(_) => {
-            return Err(Rejection::from(CallError::timeout(
-                "the request body did not arrive before the request timeout",
-            )));
+            return Err(Rejection {
+                status: StatusCode::REQUEST_TIMEOUT,
+                error: CallError::timeout(
+                    "the request body did not arrive before the request timeout",
+                ),
+            });
         }
     };
     if bytes.is_empty() {
@@ -344,11 +355,15 @@ fn cache_control(hint: opkit::middleware::CacheHint) -> Option<HeaderValue> {
 
 impl Shared {
     /// The response of a served call's error: `401` with the challenge for a caller without
-    /// an identity refused by an access rule, `Retry-After` on a rate limit.
+    /// an identity refused by an access rule, `Retry-After` on a rate limit, and the
+    /// configured status for an input that parsed but fails the schema.
     fn call_error_response(&self, error: &CallError, ctx: &OperationContext) -> Response {
         let status = match status_of(error) {
             StatusCode::FORBIDDEN if ctx.identity().is_none() && self.authenticator.is_some() => {
                 StatusCode::UNAUTHORIZED
+            }
+            StatusCode::BAD_REQUEST if error.code == ErrorCode::ValidationError => {
+                self.invalid_input_status
             }
             status => status,
         };
@@ -358,59 +373,110 @@ impl Shared {
         }
         response
     }
+
+    /// The caller's identity, or the `401` (or other) response refusing its credentials.
+    pub(crate) async fn identify(
+        &self,
+        parts: &http::request::Parts,
+    ) -> Result<Option<opkit::Identity>, Response> {
+        authenticate(self.authenticator.as_deref(), parts)
+            .await
+            .map_err(|error| {
+                let status = match status_of(&error) {
+                    StatusCode::FORBIDDEN => StatusCode::UNAUTHORIZED,
+                    status => status,
+                };
+                self.error_response(status, &error, true)
+            })
+    }
 }
 
-/// `/ops/{id}`, any method: the wire mapped to the registry's front door
-/// ([`OperationRegistry::serve`]) and its outcome back.
-pub(crate) async fn operation(
-    State(shared): State<Arc<Shared>>,
-    Path(id): Path<String>,
-    request: Request,
-) -> Response {
-    let (parts, body) = request.into_parts();
-    let identity = match authenticate(shared.authenticator.as_deref(), &parts).await {
-        Ok(identity) => identity,
-        Err(error) => {
-            let status = match status_of(&error) {
-                StatusCode::FORBIDDEN => StatusCode::UNAUTHORIZED,
-                status => status,
-            };
-            return shared.error_response(status, &error, true);
-        }
-    };
-    let Some(route) = shared.routes.get(&shared.registry, &id) else {
-        return error_response(&CallError::operation_not_found(&id));
-    };
-    if !route.methods.contains(&parts.method) {
-        return method_not_allowed(&id, &parts.method, &route.methods);
-    }
-    let input = if parts.method == Method::GET {
-        query_input(&route, &parts.uri)
+/// The body of a REST route's success: the bare data or the envelope, the route's status,
+/// `Location` filled from the data's fields.
+fn rest_response(route: &RestRoute, envelope: ResponseEnvelope) -> Response {
+    let location = route
+        .route
+        .location
+        .as_deref()
+        .and_then(|template| fill_location(template, &envelope.data));
+    let mut response = if route.status == StatusCode::NO_CONTENT {
+        route.status.into_response()
+    } else if route.route.envelope {
+        (route.status, axum::Json(envelope)).into_response()
     } else {
-        body_input(&shared, &parts.headers, body).await
+        (route.status, axum::Json(envelope.data)).into_response()
     };
-    let input = match input {
-        Ok(input) => input,
-        Err(rejection) => return rejection.into_response(),
-    };
+    if let Some(value) = location.and_then(|text| HeaderValue::from_str(&text).ok()) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    response
+}
+
+/// What a path segment escapes: everything but the unreserved characters (RFC 3986).
+const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// `template` with each `{name}` replaced by the field `name` of `data` (a string or a
+/// number); `None` when one is missing.
+fn fill_location(template: &str, data: &Value) -> Option<String> {
+    let mut out = String::new();
+    for (index, segment) in template.split('/').enumerate() {
+        if index > 0 {
+            out.push('/');
+        }
+        match segment
+            .strip_prefix('{')
+            .and_then(|rest| rest.strip_suffix('}'))
+        {
+            Some(name) => match data.get(name)? {
+                Value::String(text) => {
+                    out.extend(percent_encoding::utf8_percent_encode(text, PATH_SEGMENT));
+                }
+                Value::Number(number) => out.push_str(&number.to_string()),
+                _ => return None,
+            },
+            None => out.push_str(segment),
+        }
+    }
+    Some(out)
+}
+
+/// Serves a call whose input was read: the context from the request, the registry's front
+/// door ([`OperationRegistry::serve`]), and its outcome as a response (the RPC shape, or
+/// `rest`'s).
+pub(crate) async fn serve_call(
+    shared: &Shared,
+    id: &str,
+    stream: bool,
+    parts: &http::request::Parts,
+    identity: Option<opkit::Identity>,
+    input: Value,
+    rest: Option<&RestRoute>,
+) -> Response {
     // A client that disconnects drops this future (or the event stream): the guard then
     // cancels the context; a finished unary call disarms it.
     let token = CancellationToken::new();
-    let mut ctx = call_context(&parts, identity).with_cancellation(token.clone());
-    ctx = match (route.spec.kind.is_stream(), shared.subscription_timeout) {
+    let mut ctx = call_context(parts, identity).with_cancellation(token.clone());
+    ctx = match (stream, shared.subscription_timeout) {
         (false, _) => ctx.with_timeout(shared.request_timeout),
         (true, Some(timeout)) => ctx.with_timeout(timeout),
         (true, None) => ctx,
     };
     let guard = token.drop_guard();
     let request_id = ctx.request_id().to_owned();
-    let response = match shared.registry.serve(&id, input, ctx.clone()).await {
+    let mut response = match shared.registry.serve(id, input, ctx.clone()).await {
         Ok(Outcome::Unary(reply)) => {
             guard.disarm();
             let hint = reply.cache_hint();
             match reply.into_envelope() {
                 Ok(envelope) => {
-                    let mut response = axum::Json(envelope).into_response();
+                    let mut response = match rest {
+                        Some(route) => rest_response(route, envelope),
+                        None => axum::Json(envelope).into_response(),
+                    };
                     if let Some(value) = hint.and_then(cache_control) {
                         response.headers_mut().insert(header::CACHE_CONTROL, value);
                     }
@@ -441,7 +507,44 @@ pub(crate) async fn operation(
             shared.call_error_response(&error, &ctx)
         }
     };
+    if rest.is_some()
+        && let Ok(value) = HeaderValue::from_str(id)
+    {
+        response.headers_mut().insert(OPERATION_ID, value);
+    }
     with_request_id(response, &request_id)
+}
+
+/// `/ops/{id}`, any method: the wire mapped to the registry's front door
+/// ([`OperationRegistry::serve`]) and its outcome back.
+pub(crate) async fn operation(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<String>,
+    request: Request,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let identity = match shared.identify(&parts).await {
+        Ok(identity) => identity,
+        Err(response) => return response,
+    };
+    let Some(route) = shared.routes.get(&shared.registry, &id) else {
+        return error_response(&CallError::operation_not_found(&id));
+    };
+    if !route.methods.contains(&parts.method) {
+        return method_not_allowed(&id, &parts.method, &route.methods);
+    }
+    let input = if parts.method == Method::GET {
+        query_input(&route, &parts.uri)
+    } else {
+        read_json_body(&shared, &parts.headers, body, shared.body_limit).await
+    };
+    match input {
+        Ok(input) => {
+            let stream = route.spec.kind.is_stream();
+            serve_call(&shared, &id, stream, &parts, identity, input, None).await
+        }
+        Err(rejection) => rejection.into_response(),
+    }
 }
 
 #[cfg(test)]

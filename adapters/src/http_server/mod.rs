@@ -63,6 +63,76 @@
 //! operations, inputs, data and errors as calling its registry (see the OpenAPI import's
 //! "Served by opkit" section).
 //!
+//! # REST routes
+//!
+//! An operation can also choose its HTTP shape, so existing clients of a REST API keep
+//! working: `#[operation(http(method = "..", path = "..", ..))]` (or
+//! [`OperationSpec::http`](opkit::OperationSpec::http) with an [`HttpRoute`](opkit::HttpRoute))
+//! serves it at that method and path **beside** its RPC route, both through the same front
+//! door:
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use opkit::prelude::*;
+//! use opkit_adapters::http_server::HttpServer;
+//!
+//! #[derive(Clone, serde::Serialize, schemars::JsonSchema)]
+//! struct Todo {
+//!     id: String,
+//!     text: String,
+//!     completed: bool,
+//! }
+//!
+//! /// Changes a todo: `PATCH /todos/{id}` (REST) and `POST /ops/todos.update` (RPC).
+//! #[operation(namespace = "todos", mutation, http(method = "PATCH", path = "/todos/{id}"))]
+//! async fn update(id: String, text: Option<String>, completed: Option<bool>) -> Todo {
+//!     Todo { id, text: text.unwrap_or_default(), completed: completed.unwrap_or(false) }
+//! }
+//!
+//! /// Creates a todo: `201 Created` with `Location: /todos/<id>`.
+//! #[operation(
+//!     namespace = "todos",
+//!     mutation,
+//!     http(method = "POST", path = "/todos", status = 201, location = "/todos/{id}")
+//! )]
+//! async fn create(text: String) -> Todo {
+//!     Todo { id: opkit::new_request_id(), text, completed: false }
+//! }
+//!
+//! let registry = OperationRegistry::new();
+//! registry.register_operation(update).unwrap();
+//! registry.register_operation(create).unwrap();
+//! let server = HttpServer::new(registry)
+//!     .invalid_input_status(http::StatusCode::UNPROCESSABLE_ENTITY);
+//! // PATCH http://127.0.0.1:8080/todos/7  {"completed": true}  -> 200 {"id": "7", ..}
+//! // POST  http://127.0.0.1:8080/ops/todos.update  {"id": "7", "completed": true}
+//! //                                               -> 200 {"data": {..}, "meta": {..}}
+//! server.serve(tokio::net::TcpListener::bind("127.0.0.1:8080").await?).await
+//! # }
+//! ```
+//!
+//! | part | what |
+//! |---|---|
+//! | `method`, `path` | `GET`, `POST`, `PUT`, `PATCH` or `DELETE`; each `{variable}` of the path is a whole segment and names a field of the input |
+//! | the input | the path's variables, then the query string (`GET`, `DELETE`: read by the input schema, `?limit=5` is the integer 5) or the JSON body (`POST`, `PUT`, `PATCH`: an object; a path variable wins over a body field of the same name) |
+//! | `status` | the status of a success, `200` unless given; `204` sends no body |
+//! | `body` | `"data"` (the default): the body is the bare `data`, what REST clients expect, with the request id in `x-request-id` and the operation id in `x-opkit-operation`; `"envelope"`: the whole envelope, as on the RPC route |
+//! | `location` | a `Location` header for a success, each `{name}` filled from the output's field of that name (`/todos/{id}` after a create) |
+//! | `body_limit` | the route's own body limit (`"5MB"`, `"512KiB"`, bytes), instead of [`HttpServer::body_limit`] |
+//! | `timeout = ".."` (beside `http(..)`) | the operation's own deadline, on every route and edge |
+//!
+//! Errors keep the [`CallError`] body and its status (below). Malformed JSON is `400`; an
+//! input that parses but fails its schema is `400` too unless
+//! [`HttpServer::invalid_input_status`] makes it `422` (what axum's `Json` extractor and
+//! FastAPI answer); a body that does not arrive within the request timeout is `408`, a
+//! handler past its deadline `504`. Routes are checked when the router is built
+//! ([`HttpServer::try_router`]): a path variable that names no input field, two routes on one
+//! method and path, routes at one path naming their variables differently, or a route over
+//! the RPC paths are a [`RouteError`]. REST routes are taken from the operations registered
+//! when the router is built. The OpenAPI document describes each route (`operationId`
+//! `<id>.rest`, `x-opkit-rest: true`, `x-opkit-alias: true`, so opkit's own OpenAPI import
+//! keeps to the RPC form).
+//!
 //! # Responses
 //!
 //! **The whole [`ResponseEnvelope`](opkit::ResponseEnvelope) is the body**, so both the data
@@ -77,13 +147,13 @@
 //!
 //! | code | status |
 //! |---|---|
-//! | `VALIDATION_ERROR` (input, query string, body JSON) | 400 (413 for a body over the limit, 415 for a non-JSON body) |
+//! | `VALIDATION_ERROR` (input, query string, body JSON) | 400 (413 for a body over the limit, 415 for a non-JSON body, 422 for an input that fails its schema when [`HttpServer::invalid_input_status`] says so) |
 //! | `ACCESS_DENIED` | 403; 401 (with the authenticator's `WWW-Authenticate` challenge) when an authenticator is configured and the caller is anonymous or its credentials are refused |
 //! | `OPERATION_NOT_FOUND` | 404 |
 //! | `EXECUTION_ERROR` | 500 |
 //! | `TRANSPORT_ERROR` | 502 |
 //! | `ABORTED` | 503 |
-//! | `TIMEOUT` | 504 |
+//! | `TIMEOUT` | 504 (408 when the request body did not arrive in time) |
 //!
 //! Every response to `/ops/<id>` carries the call's request id in `x-request-id` (a
 //! request may choose it by sending that header). When the client of a query or mutation
@@ -202,7 +272,7 @@
 //! |---|---|---|
 //! | [`HttpServer::body_limit`] | [`DEFAULT_BODY_LIMIT`] (1 MiB) | a larger body (by `Content-Length` or as it streams in) gets `413` with a `VALIDATION_ERROR` naming the limit, `details: {"limit": "bodyLimit", "max": <bytes>}` |
 //! | JSON nesting of a body | 127 levels (serde_json's parser), then [`MAX_INPUT_DEPTH`](opkit::limits::MAX_INPUT_DEPTH) (100) | `400` with a `VALIDATION_ERROR`: `recursion limit exceeded` from the parser, or the registry's depth violation |
-//! | [`HttpServer::request_timeout`] | 30 s | the deadline of queries and mutations (and of reading the body): `504` |
+//! | [`HttpServer::request_timeout`] | 30 s | the deadline of queries and mutations: `504`; and of reading the body: `408` |
 //! | [`HttpServer::subscription_timeout`] | none | the deadline of subscriptions: an `error` event with `TIMEOUT` |
 //! | [`HttpServer::keep_alive`] | 15 s | interval of SSE keep-alive comments |
 //! | [`ConnectionLimits::header_read_timeout`] | [`DEFAULT_HEADER_READ_TIMEOUT`] (10 s) | a client slower to send its headers, or a kept-alive connection idle longer, is closed |
@@ -227,6 +297,7 @@ mod identity;
 mod openapi;
 mod query;
 pub(crate) mod refs;
+mod rest;
 mod routes;
 mod serve;
 mod sse;
@@ -236,6 +307,19 @@ pub use identity::{
 };
 
 pub use handlers::HttpRequest;
+pub use rest::RouteError;
+
+/// Why an [`HttpServer`] cannot serve its registry: found when the router is built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HttpServerError {
+    /// An operation reads application state the registry was not given.
+    #[error(transparent)]
+    MissingState(#[from] RegistryError),
+    /// A REST route is invalid or collides with another.
+    #[error(transparent)]
+    Route(#[from] RouteError),
+}
 #[cfg(feature = "mcp-server")]
 pub(crate) use identity::authenticate;
 pub use serve::{
@@ -320,6 +404,7 @@ pub struct HttpServer {
     request_timeout: Duration,
     subscription_timeout: Option<Duration>,
     keep_alive: Duration,
+    invalid_input_status: StatusCode,
     title: String,
     version: String,
     description: Option<String>,
@@ -353,6 +438,7 @@ impl HttpServer {
             request_timeout: Duration::from_secs(30),
             subscription_timeout: None,
             keep_alive: Duration::from_secs(15),
+            invalid_input_status: StatusCode::BAD_REQUEST,
             title: "opkit".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             description: None,
@@ -444,6 +530,15 @@ impl HttpServer {
         self
     }
 
+    /// The status of an input that parses but fails the operation's input schema: `400` by
+    /// default (like every other `VALIDATION_ERROR`), or `422 Unprocessable Entity`, what
+    /// FastAPI and axum's `Json` extractor answer. Malformed JSON stays `400`.
+    #[must_use]
+    pub fn invalid_input_status(mut self, status: StatusCode) -> Self {
+        self.invalid_input_status = status;
+        self
+    }
+
     /// The deadline of queries and mutations, and of reading a request body (default 30 s).
     #[must_use]
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
@@ -491,6 +586,7 @@ impl HttpServer {
                 .authenticator
                 .as_ref()
                 .and_then(|authenticator| authenticator.security_scheme()),
+            invalid_input: self.invalid_input_status.as_u16(),
         }
     }
 
@@ -518,10 +614,13 @@ impl HttpServer {
             .unwrap_or_else(|error| panic!("HttpServer::router: {error}"))
     }
 
-    /// [`router`](Self::router), or the [`RegistryError::MissingState`] naming each operation
-    /// whose application state the registry lacks.
-    pub fn try_router(&self) -> Result<Router, RegistryError> {
+    /// [`router`](Self::router), or why the registry cannot be served: the
+    /// [`RegistryError::MissingState`] naming each operation whose application state the
+    /// registry lacks, or a [`RouteError`] (a REST route whose path variable names no input
+    /// field, two routes on one method and path).
+    pub fn try_router(&self) -> Result<Router, HttpServerError> {
         self.registry.check_states()?;
+        let rest_routes = rest::collect(&self.registry)?;
         let shared = Arc::new(Shared {
             registry: self.registry.clone(),
             authenticator: self.authenticator.clone(),
@@ -533,6 +632,7 @@ impl HttpServer {
             keep_alive: self.keep_alive,
             routes: Default::default(),
             info: self.document_info(),
+            invalid_input_status: self.invalid_input_status,
         });
         let mut router = Router::new()
             .route("/openapi.json", get(handlers::openapi))
@@ -540,6 +640,7 @@ impl HttpServer {
         if let Some(explorer) = &self.explorer {
             router = router.route(&explorer.path, get(explorer::explorer));
         }
+        let router = rest::add(router, &rest_routes);
         Ok(router.fallback(handlers::fallback).with_state(shared))
     }
 

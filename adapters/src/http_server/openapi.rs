@@ -34,6 +34,8 @@ pub(crate) struct DocumentInfo {
     pub(crate) authenticated: bool,
     /// The security scheme's name and object.
     pub(crate) security: Option<(String, Value)>,
+    /// The status of an input that parses but fails its schema (400 or 422).
+    pub(crate) invalid_input: u16,
 }
 
 fn error_response(description: &str) -> Value {
@@ -122,6 +124,14 @@ fn error_responses(info: &DocumentInfo) -> Map<String, Value> {
         (
             "Timeout",
             "`TIMEOUT`: the operation did not finish before its deadline.",
+        ),
+        (
+            "RequestTimeout",
+            "`TIMEOUT`: the request body did not arrive before the request timeout.",
+        ),
+        (
+            "InvalidInput",
+            "`VALIDATION_ERROR`: the input parsed but does not match the input schema (`details` lists every violation as `{path, message}`).",
         ),
     ];
     for (name, description) in entries {
@@ -245,15 +255,20 @@ fn event_schema(envelope_ref: &Value) -> Value {
     })
 }
 
+/// A REST route's documented operation: its path, its method and the operation object.
+type RestOperation = (String, String, Value);
+
 /// The documented HTTP operations of one opkit operation: the canonical one (`operationId`
 /// = the id) and, for a query or subscription documented as `GET`, its `POST` twin
-/// (`operationId` = `<id>.post`, `x-opkit-alias: true`).
+/// (`operationId` = `<id>.post`, `x-opkit-alias: true`); and its REST route, when it has
+/// one (`operationId` = `<id>.rest`, `x-opkit-alias: true`, `x-opkit-rest: true`), with its
+/// path.
 fn operations(
     spec: &OperationSpec,
     components: &mut Map<String, Value>,
     meta_schema: &Value,
     info: &DocumentInfo,
-) -> Vec<(String, Value)> {
+) -> (Vec<(String, Value)>, Option<RestOperation>) {
     let id = spec.id();
     let input_key = format!("{id}.Input");
     let output_key = format!("{id}.Output");
@@ -312,6 +327,9 @@ fn operations(
         responses.insert("502".to_owned(), response_ref("TransportError"));
         responses.insert("503".to_owned(), response_ref("Aborted"));
         responses.insert("504".to_owned(), response_ref("Timeout"));
+        if info.invalid_input != 400 {
+            responses.insert(info.invalid_input.to_string(), response_ref("InvalidInput"));
+        }
         for kind in &spec.errors {
             let (status, name, _) = kind_response(*kind);
             if status == "401" && info.authenticated {
@@ -354,7 +372,67 @@ fn operations(
         });
         op
     };
-    match QueryShape::of(&spec.input_schema) {
+    let rest = spec.http.as_ref().map(|route| {
+        let method = route.method.to_ascii_lowercase();
+        let mut op = base(format!("{id}.rest"), &method);
+        op["x-opkit-alias"] = json!(true);
+        op["x-opkit-rest"] = json!(true);
+        let variables = route.path_variables();
+        let shape = QueryShape::of(&spec.input_schema).unwrap_or(QueryShape { params: Vec::new() });
+        let mut params: Vec<Value> = parameters(&shape, &input_key)
+            .into_iter()
+            .filter_map(|mut param| {
+                let name = param["name"].as_str()?.to_owned();
+                if variables.contains(&name.as_str()) {
+                    param["in"] = json!("path");
+                    param["required"] = json!(true);
+                    Some(param)
+                } else if method == "get" || method == "delete" {
+                    Some(param)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        params.sort_by_key(|param| param["in"] != "path");
+        if !params.is_empty() {
+            op["parameters"] = json!(params);
+        }
+        if method != "get" && method != "delete" {
+            let required = spec
+                .input_schema
+                .get("required")
+                .and_then(Value::as_array)
+                .is_some_and(|names| {
+                    names
+                        .iter()
+                        .any(|name| !variables.iter().any(|variable| name == variable))
+                });
+            op["requestBody"] = json!({
+                "description": "The input object, without the fields the path gives. An empty body is read as `{}`.",
+                "required": required,
+                "content": {"application/json": {"schema": rest_body(spec, &variables, components, &input_key)}},
+            });
+        }
+        let responses = op["responses"].as_object_mut().expect("responses are an object");
+        responses.remove("200");
+        let success = if route.status == 204 {
+            json!({"description": "Done: no content."})
+        } else if route.envelope {
+            json!({"description": "The result in a `ResponseEnvelope`.", "content": {"application/json": {"schema": envelope_ref}}})
+        } else {
+            json!({
+                "description": "The operation's output (the bare `data`; the request id is in `x-request-id`, the operation id in `x-opkit-operation`).",
+                "content": {"application/json": {"schema": output_ref}},
+            })
+        };
+        responses.insert(route.status.to_string(), success);
+        if method != "get" && method != "delete" {
+            responses.insert("408".to_owned(), response_ref("RequestTimeout"));
+        }
+        (route.path.clone(), method, op)
+    });
+    let rpc = match QueryShape::of(&spec.input_schema) {
         Some(shape) if spec.kind != OperationKind::Mutation => {
             let mut get = base(id.clone(), "get");
             get["parameters"] = json!(parameters(&shape, &input_key));
@@ -363,7 +441,32 @@ fn operations(
             vec![("get".to_owned(), get), ("post".to_owned(), alias)]
         }
         _ => vec![("post".to_owned(), post(id.clone()))],
+    };
+    (rpc, rest)
+}
+
+/// The body schema of a REST route: the input's, without the fields its path gives.
+fn rest_body(
+    spec: &OperationSpec,
+    variables: &[&str],
+    components: &mut Map<String, Value>,
+    input_key: &str,
+) -> Value {
+    let input_ref = json!({"$ref": format!("#/components/schemas/{}", encode_token(input_key))});
+    if variables.is_empty() {
+        return input_ref;
     }
+    let mut body: Value = (*spec.input_schema).clone();
+    if let Some(properties) = body.get_mut("properties").and_then(Value::as_object_mut) {
+        for variable in variables {
+            properties.remove(*variable);
+        }
+    }
+    if let Some(required) = body.get_mut("required").and_then(Value::as_array_mut) {
+        required.retain(|name| !variables.iter().any(|variable| name == variable));
+    }
+    let body_key = format!("{}.Body", spec.id());
+    add_component(components, &body_key, &format!("{input_key}."), &body)
 }
 
 /// Builds the whole document from the registry's current specs; `base_path` is where the
@@ -393,13 +496,20 @@ pub(crate) fn document(
         .unwrap_or_else(|| json!({"type": "object"}));
 
     let mut paths = Map::new();
+    let mut rest_paths = Map::new();
     for spec in registry.specs() {
         let mut item = Map::new();
-        for (method, op) in operations(&spec, &mut components, &meta_schema, info) {
+        let (rpc, rest) = operations(&spec, &mut components, &meta_schema, info);
+        for (method, op) in rpc {
             item.insert(method, op);
         }
         paths.insert(format!("{OPS_PREFIX}{}", spec.id()), Value::Object(item));
+        if let Some((path, method, op)) = rest {
+            let item = rest_paths.entry(path).or_insert_with(|| json!({}));
+            item[method] = op;
+        }
     }
+    paths.extend(rest_paths);
 
     let mut doc_info = json!({"title": info.title, "version": info.version});
     if let Some(description) = &info.description {

@@ -29,6 +29,24 @@ pub struct SpecParts {
     pub layers: &'static [&'static str],
     /// `timeout = ".."`, in milliseconds.
     pub timeout_ms: Option<u64>,
+    /// `http(..)`: the REST route.
+    pub http: Option<HttpParts>,
+}
+
+/// `http(method = "..", path = "..", status = .., body = "..", location = "..", body_limit = "..")`.
+pub struct HttpParts {
+    /// The method, upper case.
+    pub method: &'static str,
+    /// The path.
+    pub path: &'static str,
+    /// The success status.
+    pub status: u16,
+    /// `body = "envelope"`.
+    pub envelope: bool,
+    /// `location = ".."`.
+    pub location: Option<&'static str>,
+    /// `body_limit = ".."`, in bytes.
+    pub body_limit: Option<usize>,
 }
 
 /// The spec of an operation, built once and cloned from `cell` afterwards.
@@ -54,6 +72,13 @@ pub fn cached_spec(
             spec = spec.layer(*layer);
         }
         spec.timeout = parts.timeout_ms.map(std::time::Duration::from_millis);
+        if let Some(http) = parts.http {
+            let mut route = crate::spec::HttpRoute::new(http.method, http.path).status(http.status);
+            route.envelope = http.envelope;
+            route.location = http.location.map(str::to_owned);
+            route.body_limit = http.body_limit;
+            spec = spec.http(route);
+        }
         if let Some(tool_name) = parts.tool_name {
             spec = spec.extension(OperationSpec::EXT_TOOL_NAME, Value::from(tool_name));
         }
@@ -105,6 +130,29 @@ pub fn encode<T: OutputSerialize>(produced: Produced<T>) -> Result<Value, serde_
     }
 }
 
+/// Writes each number with a zero fraction (`5.0`) as an integer: JSON Schema counts `5.0` an
+/// integer, so it passed the input schema's `"type": "integer"`, but serde will not read a
+/// float into an integer type. A float type reads the integer as well, so nothing is lost.
+/// The input's depth is bounded ([`crate::limits::MAX_INPUT_DEPTH`]) before it gets here.
+fn integral_floats_as_integers(value: &mut Value) {
+    match value {
+        Value::Number(number) => {
+            if let Some(float) = number.as_f64().filter(|_| number.is_f64())
+                && float.fract() == 0.0
+            {
+                if float >= 0.0 && float < u64::MAX as f64 {
+                    *number = serde_json::Number::from(float as u64);
+                } else if float < 0.0 && float >= i64::MIN as f64 {
+                    *number = serde_json::Number::from(float as i64);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_floats_as_integers),
+        Value::Object(fields) => fields.values_mut().for_each(integral_floats_as_integers),
+        _ => {}
+    }
+}
+
 /// How an operation's JSON handler reads its input and writes its output.
 pub struct Codec<I, D> {
     /// Reads the input.
@@ -114,7 +162,8 @@ pub struct Codec<I, D> {
 }
 
 impl<I, D> Codec<I, D> {
-    pub(super) fn decode(&self, id: &str, input: Value) -> Result<I, CallError> {
+    pub(super) fn decode(&self, id: &str, mut input: Value) -> Result<I, CallError> {
+        integral_floats_as_integers(&mut input);
         (self.decode)(input).map_err(|error| {
             CallError::new(
                 ErrorCode::ValidationError,

@@ -237,6 +237,29 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         Some(ms) => quote!(#private::Some(#ms)),
         None => quote!(#private::None),
     };
+    let http = match &op.http {
+        Some(route) => {
+            let (method, path, status, envelope) =
+                (&route.method, &route.path, route.status, route.envelope);
+            let location = match &route.location {
+                Some(location) => quote!(#private::Some(#location)),
+                None => quote!(#private::None),
+            };
+            let body_limit = match route.body_limit {
+                Some(bytes) => quote!(#private::Some(#bytes)),
+                None => quote!(#private::None),
+            };
+            quote!(#private::Some(#private::HttpParts {
+                method: #method,
+                path: #path,
+                status: #status,
+                envelope: #envelope,
+                location: #location,
+                body_limit: #body_limit,
+            }))
+        }
+        None => quote!(#private::None),
+    };
     let error_kinds = op
         .errors
         .iter()
@@ -287,6 +310,7 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
                         tool_name: #tool_name,
                         layers: &[#(#layers),*],
                         timeout_ms: #timeout_ms,
+                        http: #http,
                         origin: #private::concat!(#private::file!(), ":", #private::line!()),
                     },
                     #input_schema,

@@ -127,6 +127,7 @@ const _: () = {
                     tool_name: ::opkit::__private::None,
                     layers: &[],
                     timeout_ms: ::opkit::__private::None,
+                    http: ::opkit::__private::None,
                     origin: ::opkit::__private::concat!(
                         ::opkit::__private::file!(),
                         ":",

@@ -1,0 +1,336 @@
+//! REST routes: an operation's [`HttpRoute`] (method, path, success status, body shape)
+//! served beside its RPC route, through the same front door.
+//!
+//! The input is assembled from the path variables (each a field of the input), then the
+//! query string (`GET`, `DELETE`) or the JSON body (`POST`, `PUT`, `PATCH`); a path variable
+//! wins over a body field of the same name. Path and query values are read by the input
+//! schema like the RPC route's query string (`?limit=5` is the integer 5).
+
+use super::handlers::{Rejection, Shared, read_json_body, serve_call};
+use super::query::QueryShape;
+use axum::Router;
+use axum::extract::{Path, Request, State};
+use axum::response::Response;
+use http::{Method, StatusCode};
+use opkit::{CallError, ErrorCode, HttpRoute, OperationRegistry, OperationSpec};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Why the REST routes of a registry cannot be served: found when the router is built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RouteError {
+    /// A path variable names no field of the operation's input.
+    #[error(
+        "operation `{id}`: the route {method} {path} has the path variable `{variable}`, which is not a field of its input (its fields: {fields})"
+    )]
+    UnknownVariable {
+        /// The operation's id.
+        id: String,
+        /// The route's method.
+        method: String,
+        /// The route's path.
+        path: String,
+        /// The variable.
+        variable: String,
+        /// The input's fields, comma-separated.
+        fields: String,
+    },
+    /// Two routes answer the same method and path.
+    #[error(
+        "operations `{first}` and `{second}` both route {method} {path}: give one another method or path"
+    )]
+    Collision {
+        /// The route's method.
+        method: String,
+        /// The path, as the first operation wrote it.
+        path: String,
+        /// The operation routed first (by id).
+        first: String,
+        /// The other one.
+        second: String,
+    },
+    /// Routes at one path name its variables differently, or a route is malformed.
+    #[error("operation `{id}`: the route {method} {path} cannot be served: {reason}")]
+    Invalid {
+        /// The operation's id.
+        id: String,
+        /// The route's method.
+        method: String,
+        /// The route's path.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// One operation's REST route, checked.
+pub(crate) struct RestRoute {
+    pub(crate) id: String,
+    pub(crate) spec: Arc<OperationSpec>,
+    pub(crate) route: HttpRoute,
+    pub(crate) method: Method,
+    pub(crate) status: StatusCode,
+    /// How path and query values read as input fields.
+    shape: QueryShape,
+    variables: Vec<String>,
+}
+
+/// The path with each variable as `{}`: two routes with the same method and shape collide.
+fn shape_of(path: &str) -> String {
+    path.split('/')
+        .map(|segment| {
+            if segment.starts_with('{') {
+                "{}"
+            } else {
+                segment
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn invalid(spec: &OperationSpec, route: &HttpRoute, reason: impl Into<String>) -> RouteError {
+    RouteError::Invalid {
+        id: spec.id(),
+        method: route.method.clone(),
+        path: route.path.clone(),
+        reason: reason.into(),
+    }
+}
+
+impl RestRoute {
+    fn check(spec: Arc<OperationSpec>, route: HttpRoute) -> Result<Self, RouteError> {
+        let method = Method::from_bytes(route.method.as_bytes())
+            .ok()
+            .filter(|method| {
+                [
+                    Method::GET,
+                    Method::POST,
+                    Method::PUT,
+                    Method::PATCH,
+                    Method::DELETE,
+                ]
+                .contains(method)
+            })
+            .ok_or_else(|| {
+                invalid(
+                    &spec,
+                    &route,
+                    "the method is not GET, POST, PUT, PATCH or DELETE",
+                )
+            })?;
+        if !route.path.starts_with('/') {
+            return Err(invalid(&spec, &route, "the path must start with `/`"));
+        }
+        let status = StatusCode::from_u16(route.status)
+            .ok()
+            .filter(StatusCode::is_success)
+            .ok_or_else(|| invalid(&spec, &route, "the status of a success is 2xx"))?;
+        let variables: Vec<String> = route
+            .path_variables()
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let takes_fields = !variables.is_empty() || matches!(method, Method::GET | Method::DELETE);
+        let shape = match QueryShape::of(&spec.input_schema) {
+            Some(shape) => shape,
+            None if takes_fields => {
+                return Err(invalid(
+                    &spec,
+                    &route,
+                    "its input is not an object with properties, so path and query values have no field to go to",
+                ));
+            }
+            None => QueryShape { params: Vec::new() },
+        };
+        for variable in &variables {
+            if !shape.params.iter().any(|param| &param.name == variable) {
+                let fields: Vec<&str> = shape
+                    .params
+                    .iter()
+                    .map(|param| param.name.as_str())
+                    .collect();
+                return Err(RouteError::UnknownVariable {
+                    id: spec.id(),
+                    method: route.method.clone(),
+                    path: route.path.clone(),
+                    variable: variable.clone(),
+                    fields: fields.join(", "),
+                });
+            }
+        }
+        Ok(Self {
+            id: spec.id(),
+            spec,
+            route,
+            method,
+            status,
+            shape,
+            variables,
+        })
+    }
+
+    /// The input from the path's variables and the query string or the body.
+    async fn input(
+        &self,
+        shared: &Shared,
+        params: Vec<(String, String)>,
+        parts: &http::request::Parts,
+        body: axum::body::Body,
+    ) -> Result<Value, Rejection> {
+        let path_values = self.shape.decode(params)?;
+        let mut input = if matches!(self.method, Method::GET | Method::DELETE) {
+            let pairs: Vec<(String, String)> =
+                match axum::extract::Query::<Vec<(String, String)>>::try_from_uri(&parts.uri) {
+                    Ok(axum::extract::Query(pairs)) => pairs,
+                    Err(error) => {
+                        return Err(CallError::new(
+                            ErrorCode::ValidationError,
+                            format!("the query string cannot be decoded: {error}"),
+                        )
+                        .into());
+                    }
+                };
+            let pairs = pairs
+                .into_iter()
+                .filter(|(name, _)| !self.variables.contains(name))
+                .collect();
+            self.shape.decode(pairs)?
+        } else {
+            let limit = self.route.body_limit.unwrap_or(shared.body_limit);
+            read_json_body(shared, &parts.headers, body, limit).await?
+        };
+        if let (Value::Object(fields), Value::Object(from_path)) = (&mut input, path_values) {
+            fields.extend(from_path);
+        } else if !self.variables.is_empty() {
+            return Err(CallError::new(
+                ErrorCode::ValidationError,
+                "the request body must be a JSON object: the path's variables are fields of it",
+            )
+            .into());
+        }
+        Ok(input)
+    }
+}
+
+/// The REST routes of `registry`'s operations, checked: every path variable is an input
+/// field, no two routes answer one method and path, routes at one path agree on their
+/// variables' names, and none shadows the RPC routes.
+pub(crate) fn collect(registry: &OperationRegistry) -> Result<Vec<Arc<RestRoute>>, RouteError> {
+    let mut routes = Vec::new();
+    let mut taken: HashMap<(Method, String), (String, String)> = HashMap::new();
+    let mut names_at: HashMap<String, (String, Vec<String>)> = HashMap::new();
+    for spec in registry.specs() {
+        let Some(route) = spec.http.clone() else {
+            continue;
+        };
+        let checked = RestRoute::check(spec, route)?;
+        let shape = shape_of(&checked.route.path);
+        if shape == "/openapi.json" || shape.starts_with("/ops/") {
+            return Err(invalid(
+                &checked.spec,
+                &checked.route,
+                "`/openapi.json` and `/ops/..` are the RPC routes",
+            ));
+        }
+        if let Some((first, path)) = taken.get(&(checked.method.clone(), shape.clone())) {
+            return Err(RouteError::Collision {
+                method: checked.route.method.clone(),
+                path: path.clone(),
+                first: first.clone(),
+                second: checked.id.clone(),
+            });
+        }
+        match names_at.get(&shape) {
+            Some((other, names)) if *names != checked.variables => {
+                return Err(invalid(
+                    &checked.spec,
+                    &checked.route,
+                    format!(
+                        "`{other}` routes the same path with the variables named {{{}}}: name them alike",
+                        names.join("}, {")
+                    ),
+                ));
+            }
+            _ => {
+                names_at.insert(
+                    shape.clone(),
+                    (checked.id.clone(), checked.variables.clone()),
+                );
+            }
+        }
+        taken.insert(
+            (checked.method.clone(), shape),
+            (checked.id.clone(), checked.route.path.clone()),
+        );
+        routes.push(Arc::new(checked));
+    }
+    Ok(routes)
+}
+
+/// `router` with every REST route added.
+pub(crate) fn add(
+    mut router: Router<Arc<Shared>>,
+    routes: &[Arc<RestRoute>],
+) -> Router<Arc<Shared>> {
+    let mut by_path: Vec<(String, Vec<Arc<RestRoute>>)> = Vec::new();
+    for route in routes {
+        match by_path
+            .iter_mut()
+            .find(|(path, _)| *path == route.route.path)
+        {
+            Some((_, same)) => same.push(route.clone()),
+            None => by_path.push((route.route.path.clone(), vec![route.clone()])),
+        }
+    }
+    for (path, same) in by_path {
+        let mut methods = axum::routing::MethodRouter::new();
+        for route in same {
+            let filter = axum::routing::MethodFilter::try_from(route.method.clone())
+                .unwrap_or(axum::routing::MethodFilter::POST);
+            methods = methods.on(
+                filter,
+                move |State(shared): State<Arc<Shared>>,
+                      Path(params): Path<Vec<(String, String)>>,
+                      request: Request| {
+                    let route = route.clone();
+                    async move { serve_rest(shared, route, params, request).await }
+                },
+            );
+        }
+        router = router.route(&path, methods);
+    }
+    router
+}
+
+/// One request to a REST route.
+async fn serve_rest(
+    shared: Arc<Shared>,
+    route: Arc<RestRoute>,
+    params: Vec<(String, String)>,
+    request: Request,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let identity = match shared.identify(&parts).await {
+        Ok(identity) => identity,
+        Err(response) => return response,
+    };
+    match route.input(&shared, params, &parts, body).await {
+        Ok(input) => {
+            let stream = route.spec.kind.is_stream();
+            serve_call(
+                &shared,
+                &route.id,
+                stream,
+                &parts,
+                identity,
+                input,
+                Some(&route),
+            )
+            .await
+        }
+        Err(rejection) => rejection.into_response(),
+    }
+}

@@ -1,0 +1,320 @@
+//! REST routes (`#[operation(http(..))]`): axum's `todos` example ported to opkit operations
+//! keeps its API — the same paths, methods, statuses (`201`, `204`, `404`, `400`, `422`,
+//! `408`) and bodies — checked by a curl-level client written for the original
+//! (`adapters/peers/rest/todos_client.py`); the RPC routes still serve the same operations;
+//! a route whose path variable names no input field, or two routes on one method and path,
+//! are refused when the router is built; the OpenAPI document describes the routes and
+//! passes openapi-spec-validator.
+#![cfg(feature = "http-server")]
+
+mod serve_support;
+
+use http::StatusCode;
+use opkit::prelude::*;
+use opkit::{HttpRoute, OperationKind, OperationSpec};
+use opkit_adapters::http_server::{HttpServer, HttpServerError, RouteError};
+use parking_lot::RwLock;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use serve_support::{Finished, TempDir, crate_dir, peer_python, run, serve};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The todos, by id.
+#[derive(Clone, Default)]
+struct Db(Arc<RwLock<BTreeMap<String, Todo>>>);
+
+/// One todo, as the original serializes it.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+struct Todo {
+    id: String,
+    text: String,
+    completed: bool,
+}
+
+/// Lists the todos, `limit` of them after the first `offset`.
+#[operation(namespace = "todos", http(method = "GET", path = "/todos"))]
+async fn index(db: State<Db>, offset: Option<usize>, limit: Option<usize>) -> Vec<Todo> {
+    let todos = db.0.0.read();
+    todos
+        .values()
+        .skip(offset.unwrap_or(0))
+        .take(limit.unwrap_or(usize::MAX))
+        .cloned()
+        .collect()
+}
+
+/// Creates a todo.
+#[operation(
+    namespace = "todos",
+    mutation,
+    http(
+        method = "POST",
+        path = "/todos",
+        status = 201,
+        location = "/todos/{id}"
+    )
+)]
+async fn create(db: State<Db>, text: String) -> Todo {
+    let todo = Todo {
+        id: opkit::new_request_id(),
+        text,
+        completed: false,
+    };
+    db.0.0.write().insert(todo.id.clone(), todo.clone());
+    todo
+}
+
+/// Changes a todo's text or completion.
+#[operation(
+    namespace = "todos",
+    mutation,
+    errors(not_found),
+    http(method = "PATCH", path = "/todos/{id}")
+)]
+async fn update(
+    db: State<Db>,
+    id: String,
+    text: Option<String>,
+    completed: Option<bool>,
+) -> Result<Todo, CallError> {
+    let mut todos = db.0.0.write();
+    let todo = todos
+        .get_mut(&id)
+        .ok_or_else(|| CallError::not_found(format!("no todo {id}")))?;
+    if let Some(text) = text {
+        todo.text = text;
+    }
+    if let Some(completed) = completed {
+        todo.completed = completed;
+    }
+    Ok(todo.clone())
+}
+
+/// Deletes a todo.
+#[operation(
+    namespace = "todos",
+    mutation,
+    errors(not_found),
+    http(method = "DELETE", path = "/todos/{id}", status = 204)
+)]
+async fn delete(db: State<Db>, id: String) -> Result<(), CallError> {
+    match db.0.0.write().remove(&id) {
+        Some(_) => Ok(()),
+        None => Err(CallError::not_found(format!("no todo {id}"))),
+    }
+}
+
+fn todos_registry() -> OperationRegistry {
+    let registry = OperationRegistry::new().with_state(Db::default());
+    registry.register_operation(index).unwrap();
+    registry.register_operation(create).unwrap();
+    registry.register_operation(update).unwrap();
+    registry.register_operation(delete).unwrap();
+    registry
+}
+
+/// The port, as the original is configured: `422` for a body that fails its schema, and a
+/// short request timeout so the `408` check is quick.
+fn todos_server() -> HttpServer {
+    HttpServer::new(todos_registry())
+        .invalid_input_status(StatusCode::UNPROCESSABLE_ENTITY)
+        .request_timeout(Duration::from_secs(2))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_todos_port_passes_the_original_client_unchanged() {
+    let served = serve(todos_server().router()).await;
+    let mut command = tokio::process::Command::new("python3");
+    command
+        .arg(crate_dir().join("peers/rest/todos_client.py"))
+        .arg(served.url(""));
+    let Finished {
+        success,
+        stdout,
+        stderr,
+    } = run(command, Duration::from_secs(120)).await;
+    assert!(
+        success && stdout.trim() == "ok",
+        "the todos client failed:\n{stdout}\n{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn a_rest_route_and_the_rpc_route_serve_one_operation() {
+    let served = serve(todos_server().router()).await;
+    let http = reqwest::Client::new();
+    let created = http
+        .post(served.url("/todos"))
+        .json(&json!({"text": "one"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let id = created.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let location = http
+        .post(served.url("/todos"))
+        .json(&json!({"text": "two"}))
+        .send()
+        .await
+        .unwrap();
+    let headers = location.headers().clone();
+    let body: Value = location.json().await.unwrap();
+    assert_eq!(
+        headers["location"],
+        format!("/todos/{}", body["id"].as_str().unwrap())
+    );
+    assert_eq!(headers["x-opkit-operation"], "todos.create");
+    assert!(headers.contains_key("x-request-id"));
+    // The RPC route answers the same operation with its envelope.
+    let rpc: Value = http
+        .post(served.url("/ops/todos.update"))
+        .json(&json!({"id": id, "completed": true}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(rpc["data"]["completed"], true, "{rpc}");
+    assert_eq!(rpc["meta"]["operationId"], "todos.update");
+    // A path variable wins over a body field of the same name.
+    let patched = http
+        .patch(served.url(&format!("/todos/{id}")))
+        .json(&json!({"id": "someone-else", "text": "uno"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(patched.status(), 200);
+    assert_eq!(patched.json::<Value>().await.unwrap()["id"], id.as_str());
+    // The error body is the CallError, with its status.
+    let missing = http.delete(served.url("/todos/nope")).send().await.unwrap();
+    assert_eq!(missing.status(), 404);
+    assert_eq!(missing.json::<Value>().await.unwrap()["kind"], "NOT_FOUND");
+}
+
+fn route_error(registry: OperationRegistry) -> RouteError {
+    match HttpServer::new(registry).try_router() {
+        Err(HttpServerError::Route(error)) => error,
+        Err(other) => panic!("not a route error: {other}"),
+        Ok(_) => panic!("the routes were accepted"),
+    }
+}
+
+fn dynamic(name: &str, route: HttpRoute) -> (OperationSpec, Handler) {
+    let spec = OperationSpec::new("rest", name, OperationKind::Mutation)
+        .input_schema(json!({"type": "object", "properties": {"id": {"type": "string"}}}))
+        .http(route);
+    (spec, Handler::unary(|_, _| async { Ok(json!(null)) }))
+}
+
+#[test]
+fn bad_routes_are_refused_when_the_router_is_built() {
+    let registry = OperationRegistry::new();
+    let (spec, handler) = dynamic("a", HttpRoute::new("PUT", "/things/{key}"));
+    registry.register(spec, handler).unwrap();
+    let error = route_error(registry);
+    assert!(
+        matches!(&error, RouteError::UnknownVariable { variable, .. } if variable == "key"),
+        "{error}"
+    );
+    assert!(error.to_string().contains("its fields: id"), "{error}");
+
+    let registry = OperationRegistry::new();
+    for name in ["a", "b"] {
+        let (spec, handler) = dynamic(name, HttpRoute::new("put", "/things/{id}"));
+        registry.register(spec, handler).unwrap();
+    }
+    let error = route_error(registry);
+    assert!(
+        matches!(&error, RouteError::Collision { first, second, .. } if first == "rest.a" && second == "rest.b"),
+        "{error}"
+    );
+
+    let registry = OperationRegistry::new();
+    let (spec, handler) = dynamic("a", HttpRoute::new("GET", "/ops/{id}"));
+    registry.register(spec, handler).unwrap();
+    assert!(route_error(registry).to_string().contains("RPC routes"));
+}
+
+#[tokio::test]
+async fn the_openapi_document_describes_the_rest_routes_and_validates() {
+    let document = todos_server().openapi();
+    let paths = &document["paths"];
+    let create = &paths["/todos"]["post"];
+    assert_eq!(create["x-opkit-rest"], true);
+    assert_eq!(create["x-opkit-alias"], true);
+    assert!(create["responses"]["201"].is_object(), "{create}");
+    assert!(create["responses"]["422"].is_object(), "{create}");
+    let delete = &paths["/todos/{id}"]["delete"];
+    assert!(
+        delete["responses"]["204"].get("content").is_none(),
+        "{delete}"
+    );
+    assert_eq!(delete["parameters"][0]["in"], "path");
+    let update = &paths["/todos/{id}"]["patch"];
+    let body_ref = update["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        .as_str()
+        .unwrap();
+    let body = &document["components"]["schemas"][body_ref.rsplit('/').next().unwrap()];
+    assert!(
+        body["properties"].get("id").is_none(),
+        "the path gives the id: {body}"
+    );
+    let index = &paths["/todos"]["get"];
+    let names: Vec<&str> = index["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert_eq!(names, ["limit", "offset"]);
+    // The RPC routes are still documented.
+    assert!(paths["/ops/todos.create"]["post"].is_object());
+
+    let dir = TempDir::new("rest-openapi");
+    let path = dir.0.join("todos.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&document).unwrap()).unwrap();
+    let mut command = tokio::process::Command::new(peer_python());
+    command.args(["-m", "openapi_spec_validator"]).arg(&path);
+    let finished = run(command, Duration::from_secs(120)).await;
+    assert!(
+        finished.success,
+        "openapi-spec-validator rejects the document:\n{}\n{}",
+        finished.stdout, finished.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schemathesis_finds_nothing_on_the_rest_routes() {
+    let served = serve(todos_server().router()).await;
+    let examples = std::env::var("OPKIT_SCHEMATHESIS_EXAMPLES").unwrap_or_else(|_| "30".into());
+    let dir = TempDir::new("schemathesis-rest");
+    let mut command = tokio::process::Command::new(peer_python().with_file_name("schemathesis"));
+    command
+        .current_dir(&dir.0)
+        .arg("run")
+        .arg(served.url("/openapi.json"))
+        .args(["--checks", "all"])
+        .args(["--max-examples", &examples])
+        .args(["--seed", "1"])
+        .args(["--request-timeout", "20"])
+        .args(["--workers", "1"])
+        .env("NO_COLOR", "1");
+    let finished = run(command, Duration::from_secs(600)).await;
+    assert!(
+        finished.success,
+        "schemathesis found failures on the REST routes:\n{}\n{}",
+        finished.stdout, finished.stderr
+    );
+    // Five RPC operations (a query's GET and POST, three mutations) and four REST routes.
+    assert!(
+        finished.stdout.contains("Tested: 9"),
+        "every route was tested:\n{}",
+        finished.stdout
+    );
+}
