@@ -657,3 +657,35 @@ async fn lazy_registration_degrades_an_uncompilable_schema_at_first_use() {
         "{error}"
     );
 }
+
+/// Takes an integer.
+#[opkit::operation(namespace = "numbers")]
+async fn take_count(count: u32, scale: f64) -> f64 {
+    f64::from(count) * scale
+}
+
+#[tokio::test]
+async fn a_float_with_a_zero_fraction_is_an_integer_as_json_schema_says() {
+    let registry = OperationRegistry::new();
+    registry.register_operation(take_count).unwrap();
+    let ctx = OperationContext::new();
+    // `5.0` is an integer to JSON Schema, so the input check passes it: the fn must get it.
+    let envelope = registry
+        .execute(
+            "numbers.take_count",
+            json!({"count": 5.0, "scale": 2}),
+            &ctx,
+        )
+        .await
+        .unwrap();
+    assert_eq!(envelope.data, json!(10.0));
+    let error = registry
+        .execute(
+            "numbers.take_count",
+            json!({"count": 5.5, "scale": 2}),
+            &ctx,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::ValidationError);
+}
