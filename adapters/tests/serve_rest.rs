@@ -318,3 +318,125 @@ async fn schemathesis_finds_nothing_on_the_rest_routes() {
         finished.stdout
     );
 }
+
+/// The values, by key.
+#[derive(Clone, Default)]
+struct Store(Arc<RwLock<BTreeMap<String, opkit::binary::Binary>>>);
+
+/// The value of `key`, as raw bytes.
+#[operation(
+    namespace = "kv",
+    errors(not_found),
+    http(method = "GET", path = "/kv/{key}")
+)]
+async fn get_value(store: State<Store>, key: String) -> Result<opkit::binary::Binary, CallError> {
+    store
+        .0
+        .0
+        .read()
+        .get(&key)
+        .cloned()
+        .ok_or_else(|| CallError::not_found(format!("no key {key}")))
+}
+
+/// Stores the request body, whatever its content type, as the value of `key`.
+#[operation(
+    namespace = "kv",
+    mutation,
+    http(method = "POST", path = "/kv/{key}", body_limit = "5MB")
+)]
+async fn set_value(store: State<Store>, key: String, value: opkit::binary::Binary) {
+    store.0.0.write().insert(key, value);
+}
+
+/// The keys.
+#[operation(namespace = "kv", http(method = "GET", path = "/keys"))]
+async fn list_keys(store: State<Store>) -> Vec<String> {
+    store.0.0.read().keys().cloned().collect()
+}
+
+#[tokio::test]
+async fn the_key_value_store_keeps_raw_bytes_under_a_5_mb_route_limit() {
+    let registry = OperationRegistry::new().with_state(Store::default());
+    registry.register_operation(get_value).unwrap();
+    registry.register_operation(set_value).unwrap();
+    registry.register_operation(list_keys).unwrap();
+    // The server-wide limit stays 1 MiB: the route's own is 5 MB.
+    let server = HttpServer::new(registry);
+    let document = server.openapi();
+    let served = serve(server.router()).await;
+    let http = reqwest::Client::new();
+    let png: Vec<u8> = (0..=255u8).cycle().take(3_000_000).collect();
+    let stored = http
+        .post(served.url("/kv/picture"))
+        .header("content-type", "image/png")
+        .body(png.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stored.status(), 200);
+    assert_eq!(
+        stored.bytes().await.unwrap().len(),
+        0,
+        "a unit output has no body"
+    );
+    let fetched = http.get(served.url("/kv/picture")).send().await.unwrap();
+    assert_eq!(fetched.status(), 200);
+    assert_eq!(
+        fetched.headers()["content-type"],
+        "application/octet-stream"
+    );
+    assert_eq!(fetched.bytes().await.unwrap().as_ref(), png.as_slice());
+    let text = http
+        .post(served.url("/kv/greeting"))
+        .header("content-type", "text/plain")
+        .body("hello")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(text.status(), 200);
+    let keys: Value = http
+        .get(served.url("/keys"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(keys, json!(["greeting", "picture"]));
+    // Past the route's 5 MB: 413, and nothing is stored.
+    let too_big = http
+        .post(served.url("/kv/huge"))
+        .body(vec![0u8; 5_000_001])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(too_big.status(), 413);
+    assert_eq!(
+        http.get(served.url("/kv/huge"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
+    // Over the RPC route the same value travels as base64.
+    let rpc: Value = http
+        .post(served.url("/ops/kv.get_value"))
+        .json(&json!({"key": "greeting"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(rpc["data"], "aGVsbG8=");
+    // The document says so.
+    let set = &document["paths"]["/kv/{key}"]["post"];
+    assert!(set["requestBody"]["content"]["*/*"].is_object(), "{set}");
+    let get = &document["paths"]["/kv/{key}"]["get"];
+    assert!(
+        get["responses"]["200"]["content"]["application/octet-stream"].is_object(),
+        "{get}"
+    );
+}

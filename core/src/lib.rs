@@ -194,26 +194,28 @@
 //!
 //! 1. `error`: [`CallError`], its protocol [`ErrorCode`] and application [`ErrorKind`].
 //! 2. [`schema`]: schema generation, compiled validation, normalization (cast).
-//! 3. [`limits`]: every resource bound on outside data and the depth check.
-//! 4. `access`: [`AccessRule`] and [`Identity`].
-//! 5. [`state`]: application state ([`State<T>`]) and the state map.
-//! 6. [`edge`]: what the edge a call came through knows ([`Edge`](edge::Edge)) and sessions.
-//! 7. [`report`]: logs and progress a handler reports to its caller.
-//! 8. `spec`: [`OperationSpec`] and [`OperationKind`], what an operation is.
-//! 9. [`envelope`]: [`ResponseEnvelope`], its meta, detection and factories.
-//! 10. `trace_context`: the W3C trace context value (re-exported by [`trace`]).
-//! 11. [`bounds`]: [`Deadline`] and [`Bounds`], the one deadline/cancellation race.
-//! 12. `context`: [`OperationContext`], and the [`EnvBackend`] nested calls go to.
-//! 13. `env`: [`OperationEnv`], nested calls by id through the context's backend.
-//! 14. [`trace`]: the [`CallSpan`](trace::CallSpan) of each call, metrics and OpenTelemetry.
-//! 15. [`middleware`]: the application's policy around every call ([`Middleware`](middleware::Middleware)),
+//! 3. [`binary`]: [`Binary`](binary::Binary), bytes as an input field or output.
+//! 4. [`limits`]: every resource bound on outside data and the depth check.
+//! 5. `access`: [`AccessRule`] and [`Identity`].
+//! 6. [`state`]: application state ([`State<T>`]) and the state map.
+//! 7. [`edge`]: what the edge a call came through knows ([`Edge`](edge::Edge)) and sessions.
+//! 8. [`report`]: logs and progress a handler reports to its caller.
+//! 9. `spec`: [`OperationSpec`] and [`OperationKind`], what an operation is.
+//! 10. [`envelope`]: [`ResponseEnvelope`], its meta, detection and factories.
+//! 11. `trace_context`: the W3C trace context value (re-exported by [`trace`]).
+//! 12. [`bounds`]: [`Deadline`] and [`Bounds`], the one deadline/cancellation race.
+//! 13. `context`: [`OperationContext`], and the [`EnvBackend`] nested calls go to.
+//! 14. `env`: [`OperationEnv`], nested calls by id through the context's backend.
+//! 15. [`trace`]: the [`CallSpan`](trace::CallSpan) of each call, metrics and OpenTelemetry.
+//! 16. [`middleware`]: the application's policy around every call ([`Middleware`](middleware::Middleware)),
 //!     the ready-made policies, and tower layers as middleware.
-//! 16. `registry`: [`OperationRegistry`], [`Handler`], the result pipeline and the
+//! 17. `registry`: [`OperationRegistry`], [`Handler`], the result pipeline and the
 //!     `#[operation]` inventory (a local [`OperationEnv`] is made here).
-//! 17. `typed`: [`TypedOperation`] and [`Input`], typed handles over the registry.
-//! 18. [`protocol`]: the call protocol over [`PubSub`] (a remote [`OperationEnv`] is made here).
-//! 19. `__private`: what the `#[operation]` expansion names; the top, nothing uses it.
+//! 18. `typed`: [`TypedOperation`] and [`Input`], typed handles over the registry.
+//! 19. [`protocol`]: the call protocol over [`PubSub`] (a remote [`OperationEnv`] is made here).
+//! 20. `__private`: what the `#[operation]` expansion names; the top, nothing uses it.
 
+pub mod binary;
 pub mod bounds;
 pub mod edge;
 pub mod envelope;

@@ -217,14 +217,14 @@ fn is_json(headers: &HeaderMap) -> bool {
         || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
-/// The input of a POST: the JSON body (empty means `{}`), at most `limit` bytes. A body
-/// that does not arrive within the request timeout is `408`.
-pub(crate) async fn read_json_body(
+/// The request body's bytes, at most `limit` of them (`413` past it, by `Content-Length`
+/// or as it streams in). A body that does not arrive within the request timeout is `408`.
+pub(crate) async fn read_bytes(
     shared: &Shared,
     headers: &HeaderMap,
     body: Body,
     limit: usize,
-) -> Result<Value, Rejection> {
+) -> Result<Vec<u8>, Rejection> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
@@ -232,17 +232,24 @@ pub(crate) async fn read_json_body(
     if declared.is_some_and(|length| length > limit as u64) {
         return Err(too_large(limit));
     }
-    let bytes = match tokio::time::timeout(shared.request_timeout, read_body(body, limit)).await {
-        Ok(result) => result?,
-        Err(_) => {
-            return Err(Rejection {
-                status: StatusCode::REQUEST_TIMEOUT,
-                error: CallError::timeout(
-                    "the request body did not arrive before the request timeout",
-                ),
-            });
-        }
-    };
+    match tokio::time::timeout(shared.request_timeout, read_body(body, limit)).await {
+        Ok(result) => result,
+        Err(_) => Err(Rejection {
+            status: StatusCode::REQUEST_TIMEOUT,
+            error: CallError::timeout("the request body did not arrive before the request timeout"),
+        }),
+    }
+}
+
+/// The input of a POST: the JSON body (empty means `{}`), at most `limit` bytes (see
+/// [`read_bytes`]).
+pub(crate) async fn read_json_body(
+    shared: &Shared,
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<Value, Rejection> {
+    let bytes = read_bytes(shared, headers, body, limit).await?;
     if bytes.is_empty() {
         return Ok(json!({}));
     }
@@ -399,8 +406,21 @@ fn rest_response(route: &RestRoute, envelope: ResponseEnvelope) -> Response {
         .location
         .as_deref()
         .and_then(|template| fill_location(template, &envelope.data));
-    let mut response = if route.status == StatusCode::NO_CONTENT {
+    let mut response = if route.status == StatusCode::NO_CONTENT || route.unit_output {
         route.status.into_response()
+    } else if let Some(content_type) = &route.raw_output {
+        match raw_bytes(&envelope.data) {
+            Some(bytes) => (
+                route.status,
+                [(header::CONTENT_TYPE, content_type.clone())],
+                bytes,
+            )
+                .into_response(),
+            None => error_response(&CallError::execution(format!(
+                "the output of `{}` is not base64 bytes",
+                route.id
+            ))),
+        }
     } else if route.route.envelope {
         (route.status, axum::Json(envelope)).into_response()
     } else {
@@ -410,6 +430,14 @@ fn rest_response(route: &RestRoute, envelope: ResponseEnvelope) -> Response {
         response.headers_mut().insert(header::LOCATION, value);
     }
     response
+}
+
+/// The bytes a `Binary` output's data holds (a base64 string).
+fn raw_bytes(data: &Value) -> Option<Vec<u8>> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(data.as_str()?)
+        .ok()
 }
 
 /// What a path segment escapes: everything but the unreserved characters (RFC 3986).

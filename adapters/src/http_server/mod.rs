@@ -121,6 +121,13 @@
 //! | `body_limit` | the route's own body limit (`"5MB"`, `"512KiB"`, bytes), instead of [`HttpServer::body_limit`] |
 //! | `timeout = ".."` (beside `http(..)`) | the operation's own deadline, on every route and edge |
 //!
+//! **Bytes.** A route whose body is one [`Binary`](opkit::binary::Binary) field (the input's
+//! only field besides the path's) reads the raw request body into it, whatever its content
+//! type (under the route's `body_limit`); an operation whose output is `Binary` answers the
+//! raw bytes as `application/octet-stream`; an operation whose output is `()` answers the
+//! route's status with no body. On the RPC route, over MCP and the call protocol the same
+//! bytes are a base64 string.
+//!
 //! Errors keep the [`CallError`] body and its status (below). Malformed JSON is `400`; an
 //! input that parses but fails its schema is `400` too unless
 //! [`HttpServer::invalid_input_status`] makes it `422` (what axum's `Json` extractor and

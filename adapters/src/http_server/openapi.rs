@@ -408,16 +408,38 @@ fn operations(
                         .iter()
                         .any(|name| !variables.iter().any(|variable| name == variable))
                 });
-            op["requestBody"] = json!({
-                "description": "The input object, without the fields the path gives. An empty body is read as `{}`.",
-                "required": required,
-                "content": {"application/json": {"schema": rest_body(spec, &variables, components, &input_key)}},
-            });
+            let body_fields: Vec<&super::query::QueryParam> = shape
+                .params
+                .iter()
+                .filter(|param| !variables.contains(&param.name.as_str()))
+                .collect();
+            op["requestBody"] = match body_fields.as_slice() {
+                [only] if opkit::binary::is_binary_schema(&only.schema) => json!({
+                    "description": format!("The bytes of `{}`, raw, of any content type.", only.name),
+                    "required": only.required,
+                    "content": {"*/*": {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}}},
+                }),
+                _ => json!({
+                    "description": "The input object, without the fields the path gives. An empty body is read as `{}`.",
+                    "required": required,
+                    "content": {"application/json": {"schema": rest_body(spec, &variables, components, &input_key)}},
+                }),
+            };
         }
         let responses = op["responses"].as_object_mut().expect("responses are an object");
         responses.remove("200");
         let success = if route.status == 204 {
             json!({"description": "Done: no content."})
+        } else if opkit::binary::is_binary_schema(&spec.output_schema) {
+            let media = spec
+                .output_schema
+                .get("contentMediaType")
+                .and_then(Value::as_str)
+                .unwrap_or("application/octet-stream");
+            json!({
+                "description": "The operation's output, as raw bytes.",
+                "content": {media: {"schema": {"type": "string", "contentMediaType": media}}},
+            })
         } else if route.envelope {
             json!({"description": "The result in a `ResponseEnvelope`.", "content": {"application/json": {"schema": envelope_ref}}})
         } else {

@@ -6,7 +6,7 @@
 //! wins over a body field of the same name. Path and query values are read by the input
 //! schema like the RPC route's query string (`?limit=5` is the integer 5).
 
-use super::handlers::{Rejection, Shared, read_json_body, serve_call};
+use super::handlers::{Rejection, Shared, read_bytes, read_json_body, serve_call};
 use super::query::QueryShape;
 use axum::Router;
 use axum::extract::{Path, Request, State};
@@ -75,6 +75,17 @@ pub(crate) struct RestRoute {
     /// How path and query values read as input fields.
     shape: QueryShape,
     variables: Vec<String>,
+    /// The input field the raw request body fills, when the body is one `Binary` field.
+    raw_input: Option<String>,
+    /// The content type of a `Binary` output, sent as the raw response body.
+    pub(crate) raw_output: Option<http::HeaderValue>,
+    /// The output is `()` (schema `{"type": "null"}`): a success has no body.
+    pub(crate) unit_output: bool,
+}
+
+/// `true` for the output schema of `()`.
+fn spec_output_is_unit(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("null")
 }
 
 /// The path with each variable as `{}`: two routes with the same method and shape collide.
@@ -161,6 +172,28 @@ impl RestRoute {
                 });
             }
         }
+        let body_fields: Vec<&super::query::QueryParam> = shape
+            .params
+            .iter()
+            .filter(|param| !variables.contains(&param.name))
+            .collect();
+        let raw_input = match body_fields.as_slice() {
+            [only]
+                if !matches!(method, Method::GET | Method::DELETE)
+                    && opkit::binary::is_binary_schema(&only.schema) =>
+            {
+                Some(only.name.clone())
+            }
+            _ => None,
+        };
+        let spec_output: Value = (*spec.output_schema).clone();
+        let raw_output = opkit::binary::is_binary_schema(&spec.output_schema).then(|| {
+            spec.output_schema
+                .get("contentMediaType")
+                .and_then(Value::as_str)
+                .and_then(|text| http::HeaderValue::from_str(text).ok())
+                .unwrap_or(http::HeaderValue::from_static("application/octet-stream"))
+        });
         Ok(Self {
             id: spec.id(),
             spec,
@@ -169,6 +202,9 @@ impl RestRoute {
             status,
             shape,
             variables,
+            raw_input,
+            raw_output,
+            unit_output: spec_output_is_unit(&spec_output),
         })
     }
 
@@ -200,7 +236,15 @@ impl RestRoute {
             self.shape.decode(pairs)?
         } else {
             let limit = self.route.body_limit.unwrap_or(shared.body_limit);
-            read_json_body(shared, &parts.headers, body, limit).await?
+            match &self.raw_input {
+                Some(field) => {
+                    use base64::Engine;
+                    let bytes = read_bytes(shared, &parts.headers, body, limit).await?;
+                    let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
+                    serde_json::json!({ field.as_str(): encoded })
+                }
+                None => read_json_body(shared, &parts.headers, body, limit).await?,
+            }
         };
         if let (Value::Object(fields), Value::Object(from_path)) = (&mut input, path_values) {
             fields.extend(from_path);

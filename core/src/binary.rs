@@ -1,0 +1,108 @@
+//! [`Binary`]: bytes as an operation's input field or output.
+//!
+//! On every JSON wire (the RPC route, MCP, the call protocol) a `Binary` is a base64 string,
+//! described by the schema `{"type": "string", "contentEncoding": "base64",
+//! "contentMediaType": "application/octet-stream"}`. The HTTP server's REST routes carry it
+//! as the raw body instead: a route whose body is one `Binary` field reads the request body
+//! as those bytes, whatever its content type, and an operation whose output is `Binary`
+//! answers `application/octet-stream`.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use bytes::Bytes;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::borrow::Cow;
+use std::fmt;
+
+/// Bytes, as an operation's input field or output (see the [module docs](self)).
+///
+/// ```
+/// use opkit::binary::Binary;
+/// let value = Binary::from(&b"hi"[..]);
+/// assert_eq!(serde_json::to_value(&value).unwrap(), "aGk=");
+/// let back: Binary = serde_json::from_value(serde_json::json!("aGk=")).unwrap();
+/// assert_eq!(back.as_ref(), b"hi");
+/// assert!(opkit::binary::is_binary_schema(&opkit::schema::schema_for::<Binary>()));
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash, Default)]
+pub struct Binary(pub Bytes);
+
+impl fmt::Debug for Binary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Binary({} bytes)", self.0.len())
+    }
+}
+
+impl AsRef<[u8]> for Binary {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl From<Bytes> for Binary {
+    fn from(bytes: Bytes) -> Self {
+        Self(bytes)
+    }
+}
+
+impl From<Vec<u8>> for Binary {
+    fn from(bytes: Vec<u8>) -> Self {
+        Self(Bytes::from(bytes))
+    }
+}
+
+impl From<&[u8]> for Binary {
+    fn from(bytes: &[u8]) -> Self {
+        Self(Bytes::copy_from_slice(bytes))
+    }
+}
+
+impl Binary {
+    /// The bytes.
+    pub fn into_bytes(self) -> Bytes {
+        self.0
+    }
+}
+
+impl Serialize for Binary {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&STANDARD.encode(&self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for Binary {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = Cow::<str>::deserialize(deserializer)?;
+        STANDARD
+            .decode(text.as_bytes())
+            .map(Self::from)
+            .map_err(|error| serde::de::Error::custom(format!("not base64: {error}")))
+    }
+}
+
+impl schemars::JsonSchema for Binary {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed("Binary")
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "contentEncoding": "base64",
+            "contentMediaType": "application/octet-stream",
+        })
+    }
+}
+
+/// `true` for the schema of bytes: a string with `"contentEncoding": "base64"`.
+pub fn is_binary_schema(schema: &serde_json::Value) -> bool {
+    schema.get("type").and_then(serde_json::Value::as_str) == Some("string")
+        && schema
+            .get("contentEncoding")
+            .and_then(serde_json::Value::as_str)
+            == Some("base64")
+}
