@@ -23,7 +23,7 @@ use opkit_adapters::websocket::{SpokeGrant, SpokeOptions, WsHub, WsSpoke};
 use parking_lot::Mutex;
 use redis_support::RedisServer;
 use serde_json::{Value, json};
-use serve_support::{Finished, crate_dir, run, serve};
+use serve_support::{serve, ts_client};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -68,27 +68,6 @@ fn registry(records: &Arc<Mutex<Vec<AuditRecord>>>) -> OperationRegistry {
         );
     registry.register_operation(whoami).unwrap();
     registry
-}
-
-/// Runs the TypeScript SDK client with `token`, making `calls`; returns its report.
-async fn ts_client(url: &str, token: &str, calls: &Value) -> Value {
-    let peers = crate_dir().join("peers/conformance");
-    let mut command = tokio::process::Command::new(peers.join("node_modules/.bin/node"));
-    command
-        .current_dir(&peers)
-        .arg(peers.join("ts_client.mjs"))
-        .args([url, token, &calls.to_string()]);
-    let Finished {
-        success,
-        stdout,
-        stderr,
-    } = run(command, Duration::from_secs(120)).await;
-    assert!(
-        success,
-        "the TypeScript SDK client failed:\n{stderr}\n{stdout}"
-    );
-    serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|error| panic!("no report ({error}):\n{stdout}\n{stderr}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

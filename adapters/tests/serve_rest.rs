@@ -440,3 +440,184 @@ async fn the_key_value_store_keeps_raw_bytes_under_a_5_mb_route_limit() {
         "{get}"
     );
 }
+
+#[cfg(feature = "openapi")]
+#[tokio::test]
+async fn importing_the_document_gives_back_the_operations_in_their_rpc_form() {
+    use opkit_adapters::openapi::{OpenApiImporter, OpenApiOptions};
+    let server = todos_server();
+    let served = serve(server.router()).await;
+    let document = server.openapi();
+    let options = OpenApiOptions::new("remote").base_url(served.url(""));
+    let import = OpenApiImporter::new(options)
+        .import_value(document)
+        .unwrap();
+    assert!(import.skipped.is_empty(), "{:?}", import.skipped);
+    let imported = OperationRegistry::new();
+    import.register_into(&imported).unwrap();
+    let mut ids: Vec<String> = imported.specs().iter().map(|spec| spec.id()).collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        [
+            "remote.todos_create",
+            "remote.todos_delete",
+            "remote.todos_index",
+            "remote.todos_update"
+        ]
+    );
+    let ctx = OperationContext::default();
+    let created = imported
+        .execute("remote.todos_create", json!({"text": "imported"}), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(created.data["text"], "imported");
+    let listed = imported
+        .execute("remote.todos_index", json!({}), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(
+        listed.data.as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        listed.data
+    );
+}
+
+#[tokio::test]
+async fn responses_are_compressed_for_clients_that_accept_it() {
+    let registry = todos_registry();
+    let served = serve(HttpServer::new(registry).router()).await;
+    let http = reqwest::Client::new();
+    for n in 0..20 {
+        let text = format!("a todo long enough to be worth compressing, number {n}");
+        http.post(served.url("/todos"))
+            .json(&json!({"text": text}))
+            .send()
+            .await
+            .unwrap();
+    }
+    let plain = http.get(served.url("/todos")).send().await.unwrap();
+    assert!(plain.headers().get("content-encoding").is_none());
+    let plain = plain.bytes().await.unwrap();
+    let gzipped = http
+        .get(served.url("/todos"))
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gzipped.headers()["content-encoding"], "gzip");
+    let gzipped = gzipped.bytes().await.unwrap();
+    assert!(
+        gzipped.len() < plain.len() / 2,
+        "{} vs {}",
+        gzipped.len(),
+        plain.len()
+    );
+    // So is the OpenAPI document.
+    let document = http
+        .get(served.url("/openapi.json"))
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(document.headers()["content-encoding"], "gzip");
+}
+
+/// An upload: a file and its caption.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+struct Upload {
+    name: String,
+    caption: String,
+    size: usize,
+    rating: u8,
+}
+
+/// Stores a picture with its caption and rating.
+#[operation(
+    namespace = "files",
+    mutation,
+    http(method = "POST", path = "/albums/{album}/pictures", status = 201)
+)]
+async fn upload(album: String, file: opkit::binary::Binary, caption: String, rating: u8) -> Upload {
+    Upload {
+        name: album,
+        caption,
+        size: file.as_ref().len(),
+        rating,
+    }
+}
+
+#[tokio::test]
+async fn a_multipart_body_gives_a_file_and_its_fields() {
+    let registry = OperationRegistry::new();
+    registry.register_operation(upload).unwrap();
+    let served = serve(HttpServer::new(registry).router()).await;
+    let form = reqwest::multipart::Form::new()
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(vec![7u8; 10_000]).file_name("cat.png"),
+        )
+        .text("caption", "a cat")
+        .text("rating", "5");
+    let response = reqwest::Client::new()
+        .post(served.url("/albums/pets/pictures"))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body,
+        json!({"name": "pets", "caption": "a cat", "size": 10_000, "rating": 5})
+    );
+    // A field that fails its schema is a validation error naming it.
+    let form = reqwest::multipart::Form::new()
+        .part("file", reqwest::multipart::Part::bytes(vec![1u8]))
+        .text("caption", "x")
+        .text("rating", "lots");
+    let response = reqwest::Client::new()
+        .post(served.url("/albums/pets/pictures"))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let error: Value = response.json().await.unwrap();
+    assert!(
+        error["message"].as_str().unwrap().contains("rating"),
+        "{error}"
+    );
+}
+
+#[cfg(feature = "mcp-server")]
+#[tokio::test]
+async fn over_mcp_a_binary_output_is_a_blob_resource() {
+    let registry = OperationRegistry::new().with_state(Store::default());
+    registry.register_operation(get_value).unwrap();
+    registry.register_operation(set_value).unwrap();
+    let served = serve(axum::Router::new().nest(
+        "/mcp",
+        opkit_adapters::mcp_server::McpServer::new(registry).router(),
+    ))
+    .await;
+    let calls = json!([
+        {"name": "kv.set_value", "arguments": {"key": "k", "value": "aGVsbG8="}},
+        {"name": "kv.get_value", "arguments": {"key": "k"}},
+    ]);
+    let report = serve_support::ts_client(&served.url("/mcp"), "", &calls).await;
+    let result = &report["calls"][1]["result"];
+    assert_eq!(
+        result["structuredContent"]["result"], "aGVsbG8=",
+        "{report}"
+    );
+    let blob = result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|block| block["type"] == "resource")
+        .unwrap_or_else(|| panic!("a resource block in {result}"));
+    assert_eq!(blob["resource"]["blob"], "aGVsbG8=");
+    assert_eq!(blob["resource"]["mimeType"], "application/octet-stream");
+}

@@ -195,6 +195,12 @@ impl From<CallError> for Rejection {
 }
 
 impl Rejection {
+    /// The same error, answered with `status`.
+    pub(crate) fn with_status(mut self, status: StatusCode) -> Self {
+        self.status = status;
+        self
+    }
+
     pub(crate) fn into_response(self) -> Response {
         error_with_status(self.status, &self.error)
     }

@@ -126,7 +126,10 @@
 //! type (under the route's `body_limit`); an operation whose output is `Binary` answers the
 //! raw bytes as `application/octet-stream`; an operation whose output is `()` answers the
 //! route's status with no body. On the RPC route, over MCP and the call protocol the same
-//! bytes are a base64 string.
+//! bytes are a base64 string (the MCP server adds the bytes as an image, audio or blob
+//! resource block, by the output's media type). A route whose body has a `Binary` field
+//! among others also takes `multipart/form-data`: each file part fills its `Binary` field,
+//! each other part is read by its field's schema like a query value (under the same limit).
 //!
 //! Errors keep the [`CallError`] body and its status (below). Malformed JSON is `400`; an
 //! input that parses but fails its schema is `400` too unless
@@ -412,6 +415,7 @@ pub struct HttpServer {
     subscription_timeout: Option<Duration>,
     keep_alive: Duration,
     invalid_input_status: StatusCode,
+    compression: bool,
     title: String,
     version: String,
     description: Option<String>,
@@ -446,6 +450,7 @@ impl HttpServer {
             subscription_timeout: None,
             keep_alive: Duration::from_secs(15),
             invalid_input_status: StatusCode::BAD_REQUEST,
+            compression: true,
             title: "opkit".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             description: None,
@@ -543,6 +548,15 @@ impl HttpServer {
     #[must_use]
     pub fn invalid_input_status(mut self, status: StatusCode) -> Self {
         self.invalid_input_status = status;
+        self
+    }
+
+    /// Whether responses are gzip-compressed for clients that accept it (`Accept-Encoding:
+    /// gzip`); on by default. Event streams, images and bodies under 32 bytes are sent as
+    /// they are.
+    #[must_use]
+    pub fn compression(mut self, on: bool) -> Self {
+        self.compression = on;
         self
     }
 
@@ -647,8 +661,14 @@ impl HttpServer {
         if let Some(explorer) = &self.explorer {
             router = router.route(&explorer.path, get(explorer::explorer));
         }
-        let router = rest::add(router, &rest_routes);
-        Ok(router.fallback(handlers::fallback).with_state(shared))
+        let router = rest::add(router, &rest_routes)
+            .fallback(handlers::fallback)
+            .with_state(shared);
+        Ok(if self.compression {
+            router.layer(tower_http::compression::CompressionLayer::new())
+        } else {
+            router
+        })
     }
 
     /// Serves on `listener` until the process ends (an error, before serving, when an

@@ -419,11 +419,37 @@ fn operations(
                     "required": only.required,
                     "content": {"*/*": {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}}},
                 }),
-                _ => json!({
-                    "description": "The input object, without the fields the path gives. An empty body is read as `{}`.",
-                    "required": required,
-                    "content": {"application/json": {"schema": rest_body(spec, &variables, components, &input_key)}},
-                }),
+                fields => {
+                    let schema = rest_body(spec, &variables, components, &input_key);
+                    let mut content = json!({"application/json": {"schema": schema}});
+                    if fields.iter().any(|param| opkit::binary::is_binary_schema(&param.schema)) {
+                        // A file (each `Binary` field, raw) and the other fields as text parts.
+                        let properties: Map<String, Value> = fields
+                            .iter()
+                            .map(|param| {
+                                let schema = if opkit::binary::is_binary_schema(&param.schema) {
+                                    json!({"type": "string", "contentMediaType": "application/octet-stream"})
+                                } else {
+                                    property_schema(&param.schema, &input_key)
+                                };
+                                (param.name.clone(), schema)
+                            })
+                            .collect();
+                        let required: Vec<&str> = fields
+                            .iter()
+                            .filter(|param| param.required)
+                            .map(|param| param.name.as_str())
+                            .collect();
+                        content["multipart/form-data"] = json!({
+                            "schema": {"type": "object", "properties": properties, "required": required},
+                        });
+                    }
+                    json!({
+                        "description": "The input object, without the fields the path gives. An empty body is read as `{}`.",
+                        "required": required,
+                        "content": content,
+                    })
+                }
             };
         }
         let responses = op["responses"].as_object_mut().expect("responses are an object");

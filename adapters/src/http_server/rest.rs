@@ -236,6 +236,16 @@ impl RestRoute {
             self.shape.decode(pairs)?
         } else {
             let limit = self.route.body_limit.unwrap_or(shared.body_limit);
+            let multipart = parts
+                .headers
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|value| value.to_str().ok())
+                .and_then(|text| multer::parse_boundary(text).ok());
+            if let Some(boundary) = multipart {
+                return self
+                    .multipart_input(shared, boundary, body, limit, path_values)
+                    .await;
+            }
             match &self.raw_input {
                 Some(field) => {
                     use base64::Engine;
@@ -254,6 +264,79 @@ impl RestRoute {
                 "the request body must be a JSON object: the path's variables are fields of it",
             )
             .into());
+        }
+        Ok(input)
+    }
+}
+
+impl RestRoute {
+    /// The input from a `multipart/form-data` body: a part whose field is `Binary` gives its
+    /// bytes (a file), any other part its text, read by the field's schema like a query
+    /// value; the path's variables win.
+    async fn multipart_input(
+        &self,
+        shared: &Shared,
+        boundary: String,
+        body: axum::body::Body,
+        limit: usize,
+        path_values: Value,
+    ) -> Result<Value, Rejection> {
+        use base64::Engine;
+        let constraints = multer::Constraints::new()
+            .size_limit(multer::SizeLimit::new().whole_stream(limit as u64));
+        let mut multipart =
+            multer::Multipart::with_constraints(body.into_data_stream(), boundary, constraints);
+        let unreadable = |error: multer::Error| -> Rejection {
+            let too_large = matches!(error, multer::Error::StreamSizeExceeded { .. });
+            let error = CallError::new(
+                ErrorCode::ValidationError,
+                format!("the multipart body cannot be read: {error}"),
+            );
+            if too_large {
+                let max = limit;
+                Rejection::from(
+                    error.with_details(serde_json::json!({"limit": "bodyLimit", "max": max})),
+                )
+                .with_status(StatusCode::PAYLOAD_TOO_LARGE)
+            } else {
+                Rejection::from(error)
+            }
+        };
+        let mut binary = serde_json::Map::new();
+        let mut texts = Vec::new();
+        let reading = async {
+            while let Some(field) = multipart.next_field().await.map_err(unreadable)? {
+                let Some(name) = field.name().map(str::to_owned) else {
+                    continue;
+                };
+                let is_binary = self.shape.params.iter().any(|param| {
+                    param.name == name && opkit::binary::is_binary_schema(&param.schema)
+                });
+                if is_binary {
+                    let bytes = field.bytes().await.map_err(unreadable)?;
+                    binary.insert(
+                        name,
+                        Value::String(base64::engine::general_purpose::STANDARD.encode(bytes)),
+                    );
+                } else {
+                    texts.push((name, field.text().await.map_err(unreadable)?));
+                }
+            }
+            Ok::<(), Rejection>(())
+        };
+        match tokio::time::timeout(shared.request_timeout, reading).await {
+            Ok(result) => result?,
+            Err(_) => {
+                return Err(Rejection::from(CallError::timeout(
+                    "the request body did not arrive before the request timeout",
+                ))
+                .with_status(StatusCode::REQUEST_TIMEOUT));
+            }
+        }
+        let mut input = self.shape.decode(texts)?;
+        if let (Value::Object(fields), Value::Object(from_path)) = (&mut input, path_values) {
+            fields.extend(binary);
+            fields.extend(from_path);
         }
         Ok(input)
     }

@@ -17,10 +17,11 @@ use opkit::{CallError, Identity, OperationContext, OperationKind};
 use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestMethod,
-    CompleteRequestParams, CompleteResult, Implementation, ListPromptsRequestMethod,
+    CompleteRequestParams, CompleteResult, ContentBlock, Implementation, ListPromptsRequestMethod,
     ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
     ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    ProgressNotificationParam, ProtocolVersion, ResourceContents, ServerCapabilities, ServerConfig,
+    Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
@@ -206,7 +207,11 @@ impl McpHandler {
             .is_error()
             .then(|| tools::output(&served.spec, modern).1)
             .flatten();
+        let binary = binary_block(&served.spec, &envelope);
         let mut result = results::envelope_result(envelope, form, schema.as_ref(), !modern);
+        if let Some(block) = binary {
+            result.content.push(block);
+        }
         if let Some(hint) = hint {
             let meta = result.meta.get_or_insert_with(Default::default);
             meta.insert(
@@ -250,6 +255,33 @@ impl McpHandler {
         drop(stream);
         CallToolResult::structured(json!({"items": items, "truncated": truncated}))
     }
+}
+
+/// The content block of a [`Binary`](opkit::binary::Binary) output: an image or audio block
+/// when its media type says so, else an embedded blob resource (`opkit:<id>`), beside the
+/// structured result (the base64 string).
+fn binary_block(
+    spec: &opkit::OperationSpec,
+    envelope: &opkit::ResponseEnvelope,
+) -> Option<ContentBlock> {
+    if !opkit::binary::is_binary_schema(&spec.output_schema) || envelope.is_error() {
+        return None;
+    }
+    let data = envelope.data.as_str()?;
+    let mime = spec
+        .output_schema
+        .get("contentMediaType")
+        .and_then(Value::as_str)
+        .unwrap_or("application/octet-stream");
+    Some(if mime.starts_with("image/") {
+        ContentBlock::image(data, mime)
+    } else if mime.starts_with("audio/") {
+        ContentBlock::audio(data, mime)
+    } else {
+        ContentBlock::resource(
+            ResourceContents::blob(data, format!("opkit:{}", spec.id())).with_mime_type(mime),
+        )
+    })
 }
 
 /// What the MCP server knows about a call it serves, for operations and middleware to read

@@ -193,3 +193,26 @@ pub fn parse_sse(body: &str) -> Vec<SseEvent> {
     }
     events
 }
+
+/// Drives an MCP server at `url` with the official TypeScript SDK client
+/// (`peers/conformance/ts_client.mjs`, with the bearer `token` when not empty), making
+/// `calls`; returns its report `{"tools": [..], "calls": [{"name", "result"} | {"name", "error"}]}`.
+pub async fn ts_client(url: &str, token: &str, calls: &serde_json::Value) -> serde_json::Value {
+    let peers = crate_dir().join("peers/conformance");
+    let mut command = tokio::process::Command::new(peers.join("node_modules/.bin/node"));
+    command
+        .current_dir(&peers)
+        .arg(peers.join("ts_client.mjs"))
+        .args([url, token, &calls.to_string()]);
+    let Finished {
+        success,
+        stdout,
+        stderr,
+    } = run(command, Duration::from_secs(120)).await;
+    assert!(
+        success,
+        "the TypeScript SDK client failed:\n{stderr}\n{stdout}"
+    );
+    serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|error| panic!("no report ({error}):\n{stdout}\n{stderr}"))
+}
