@@ -253,8 +253,14 @@ fn is_connection_error(error: &RedisError) -> bool {
         || error.is_cluster_error()
 }
 
+/// A failure after a command may have been written: whether it ran is unknown.
 fn transport_error(what: &str, error: impl fmt::Display) -> TransportError {
     TransportError::new(format!("redis: {what}: {error}"))
+}
+
+/// A failure before anything was written (no connection could be had).
+fn transport_not_sent(what: &str, error: impl fmt::Display) -> TransportError {
+    TransportError::not_sent(format!("redis: {what}: {error}"))
 }
 
 /// Milliseconds as a Redis argument.
@@ -329,6 +335,7 @@ impl RedisPubSub {
                 instance: opkit::protocol::topics::new_caller_id(),
                 next_consumer: AtomicU64::new(1),
                 command: Mutex::new(None),
+                next_command: AtomicU64::new(1),
                 connecting: tokio::sync::Mutex::new(()),
                 served: Mutex::new(HashMap::new()),
                 shards: shard::Shards::default(),
@@ -341,6 +348,7 @@ impl RedisPubSub {
                 redis_crate::cmd("PING").query_async::<()>(&mut conn).await
             })
             .await?;
+        tokio::spawn(check_command_connection(Arc::downgrade(&pubsub.inner)));
         Ok(pubsub)
     }
 
@@ -372,6 +380,18 @@ impl RedisPubSub {
     /// The key of the sorted set of `topic`'s live group members.
     pub fn members_key(&self, topic: &str) -> String {
         self.inner.names(topic).members
+    }
+}
+
+/// Checks the command connection every ping interval until the transport is dropped.
+async fn check_command_connection(inner: std::sync::Weak<Inner>) {
+    loop {
+        let Some(interval) = inner.upgrade().map(|inner| inner.options.ping_interval) else {
+            return;
+        };
+        tokio::time::sleep(interval).await;
+        let Some(inner) = inner.upgrade() else { return };
+        inner.check_command_connection().await;
     }
 }
 
