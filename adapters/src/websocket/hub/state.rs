@@ -124,7 +124,7 @@ impl Shared {
             && let Some((spoke, since)) = self.orphans.lock().get(topic).cloned()
             && since.elapsed() < self.options.orphan_grace
         {
-            return Err(TransportError::new(format!(
+            return Err(TransportError::not_sent(format!(
                 "the spoke `{spoke}` that served `{topic}` disconnected and no other serves it (yet)"
             )));
         }
