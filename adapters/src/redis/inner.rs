@@ -166,7 +166,9 @@ impl Inner {
         let ping = command.query_async::<()>(&mut conn);
         let failure = match tokio::time::timeout(self.options.ping_timeout, ping).await {
             Ok(Ok(())) => return,
-            Ok(Err(error)) if !is_connection_error(&error) => return,
+            // Only a broken connection counts: on a cluster, a redirection or a node being
+            // failed over is the cluster client's to handle, and the next command says so.
+            Ok(Err(error)) if !(error.is_io_error() || error.is_connection_dropped()) => return,
             Ok(Err(error)) => error.to_string(),
             Err(_) => "no answer to PING in time".to_owned(),
         };

@@ -147,8 +147,10 @@ pub struct Report {
     pub not_sent_ran: usize,
     /// Mutations that ran more than once.
     pub ran_twice: usize,
-    /// Mutations that failed with an error of unknown delivery and ran.
+    /// Mutations that failed (any error but "not sent") and ran.
     pub unknown_ran: usize,
+    /// Mutations that failed with `TRANSPORT_ERROR` and ran, by `details.delivery`.
+    pub transport_ran: HashMap<String, usize>,
     /// Per event: its label and the time from it to the start of the first call that
     /// succeeded after it (`None`: none did).
     pub recovery: Vec<(String, Option<Duration>)>,
@@ -193,6 +195,12 @@ impl Report {
                 if ran > 0 && !record.ok() && !record.not_sent() {
                     report.unknown_ran += 1;
                 }
+                if let Some((ErrorCode::TransportError, delivery)) = &record.error
+                    && ran > 0
+                {
+                    let key = delivery.as_deref().unwrap_or("-").to_owned();
+                    *report.transport_ran.entry(key).or_default() += 1;
+                }
             }
         }
         for (label, at) in events {
@@ -224,6 +232,12 @@ impl Report {
             out,
             "'not sent' mutations that ran {}, mutations run twice {}, failed (unknown) mutations that ran {}",
             self.not_sent_ran, self.ran_twice, self.unknown_ran
+        );
+        let mut transport_ran: Vec<_> = self.transport_ran.iter().collect();
+        transport_ran.sort();
+        let _ = writeln!(
+            out,
+            "TRANSPORT_ERROR mutations that ran, by details.delivery: {transport_ran:?}"
         );
         for (label, recovery) in &self.recovery {
             let _ = writeln!(out, "  first success after {label}: {recovery:?}");
