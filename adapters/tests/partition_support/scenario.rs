@@ -80,8 +80,7 @@ impl Load {
             .await
             .expect("the calls of the load ended")
             .expect("the load did not panic");
-        let records = self.records.lock().clone();
-        records
+        self.records.lock().clone()
     }
 }
 
