@@ -13,6 +13,7 @@ use opkit::protocol::{Subscription, TransportError};
 use redis_crate::aio::{PubSubSink, PubSubStream};
 use redis_crate::streams::{StreamId, StreamReadReply};
 use redis_crate::{RedisError, Value};
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -190,9 +191,12 @@ impl Member {
             .inner
             .connect(options.block_for() + options.ping_timeout)
             .await?;
-        self.inner
-            .join(&mut conn, &self.keys, &self.group, &self.member)
-            .await?;
+        bounded(
+            options.command_timeout,
+            self.inner
+                .join(&mut conn, &self.keys, &self.group, &self.member),
+        )
+        .await?;
         Ok(conn)
     }
 
@@ -363,7 +367,9 @@ async fn read_group(member: Member, conn: Conn, sender: mpsc::UnboundedSender<By
             continue;
         };
         if beat.elapsed() >= heartbeat {
-            match member.heartbeat(current, &mut held, &sender).await {
+            let options = &member.inner.options;
+            let beating = member.heartbeat(current, &mut held, &sender);
+            match bounded(options.command_timeout + options.ping_timeout, beating).await {
                 Ok(true) => beat = Instant::now(),
                 Ok(false) => break,
                 Err(error) => {
@@ -389,7 +395,19 @@ async fn read_group(member: Member, conn: Conn, sender: mpsc::UnboundedSender<By
         let acks = due.as_ref().map_or(&[][..], |due| &due.ids[..]);
         let (acked, read) = tokio::select! {
             () = sender.closed() => break,
-            outcome = member.acknowledge_and_read(current, acks) => outcome,
+            // Bounded here too, not only by the connection's response timeout: a cluster
+            // connection retries and repairs itself and may wait past it.
+            outcome = tokio::time::timeout(
+                member.inner.options.block_for() + member.inner.options.ping_timeout,
+                member.acknowledge_and_read(current, acks),
+            ) => match outcome {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    tracing::warn!(%stream, "a group read went unanswered: reconnecting");
+                    conn = None;
+                    continue;
+                }
+            },
         };
         match (&acked, &due) {
             (Ok(()), Some(due)) => held.acknowledged(due),
@@ -446,6 +464,21 @@ async fn read_group(member: Member, conn: Conn, sender: mpsc::UnboundedSender<By
             &member.consumer,
         )
         .await;
+}
+
+/// `future`'s output, or a timeout error after `bound`.
+async fn bounded<T>(
+    bound: Duration,
+    future: impl Future<Output = Result<T, RedisError>>,
+) -> Result<T, RedisError> {
+    tokio::time::timeout(bound, future)
+        .await
+        .unwrap_or_else(|_| {
+            Err(RedisError::from(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "redis did not answer in time",
+            )))
+        })
 }
 
 /// The millisecond part of a stream entry id (`<ms>-<seq>`).

@@ -108,43 +108,42 @@ impl Shards {
         Ok(())
     }
 
-    /// Subscribes a routed channel again (see [`watch`]); the lock is only held to get the
-    /// connection, so a renewal may race with the channel's removal and leave it subscribed
-    /// without routes: its messages are then dropped, and nothing else changes. Returns the
-    /// number of the connection it ran on, with its error.
+    /// The shared connection and its number, made if there is none.
+    async fn current(&self, inner: &Inner) -> Result<(u64, ClusterConnection), RedisError> {
+        let mut slot = self.conn.lock().await;
+        self.connection(inner, &mut slot).await
+    }
+
+    /// Subscribes a routed channel again on `conn` (see [`watch`]); the lock is not held, so
+    /// a renewal may race with the channel's removal and leave it subscribed without routes:
+    /// its messages are then dropped, and nothing else changes.
     async fn renew(
         &self,
-        inner: &Inner,
+        mut conn: ClusterConnection,
         channel: &str,
         id: u64,
-    ) -> (Option<u64>, Result<(), RedisError>) {
-        let (number, mut conn) = {
-            let mut slot = self.conn.lock().await;
-            match self.connection(inner, &mut slot).await {
-                Ok(cached) => cached,
-                Err(error) => return (None, Err(error)),
-            }
-        };
+    ) -> Result<(), RedisError> {
         let routed = self
             .routes
             .lock()
             .get(channel.as_bytes())
             .is_some_and(|subscribers| subscribers.iter().any(|(route, _)| *route == id));
-        let result = if routed {
-            conn.ssubscribe(channel).await
-        } else {
-            Ok(())
-        };
-        (Some(number), result)
+        if routed {
+            conn.ssubscribe(channel).await?;
+        }
+        Ok(())
     }
 
     /// Drops the shared connection `number` if it is still the current one; the next
     /// (re)subscription makes a fresh one.
-    async fn reset(&self, number: u64) {
+    /// `true` when it dropped it.
+    async fn reset(&self, number: u64) -> bool {
         let mut slot = self.conn.lock().await;
-        if slot.as_ref().is_some_and(|(current, _)| *current == number) {
+        let current = slot.as_ref().is_some_and(|(current, _)| *current == number);
+        if current {
             *slot = None;
         }
+        current
     }
 
     /// Removes a route; `true` when the channel has none left.
@@ -224,11 +223,12 @@ async fn watch(inner: Arc<Inner>, channel: String, id: u64, sender: mpsc::Unboun
             () = sender.closed() => break,
             () = tokio::time::sleep(heartbeat) => {}
         }
+        // The number of the connection the renewal runs on, once it has one.
         let mut used = None;
         let renewed = tokio::time::timeout(inner.options.ping_timeout, async {
-            let (number, result) = inner.shards.renew(&inner, &channel, id).await;
-            used = number;
-            result
+            let (number, conn) = inner.shards.current(&inner).await?;
+            used = Some(number);
+            inner.shards.renew(conn, &channel, id).await
         });
         let (error, silent) = match renewed.await {
             Ok(Ok(())) => {
@@ -243,8 +243,9 @@ async fn watch(inner: Arc<Inner>, channel: String, id: u64, sender: mpsc::Unboun
         if let Some(number) = used
             && (silent || since.elapsed() >= inner.options.lease)
         {
-            tracing::warn!(%error, channel, "the sharded pub/sub connection failed: replacing it");
-            inner.shards.reset(number).await;
+            if inner.shards.reset(number).await {
+                tracing::warn!(%error, channel, "the sharded pub/sub connection failed: replaced it");
+            }
             failing_since = None;
         }
     }

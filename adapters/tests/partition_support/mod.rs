@@ -62,9 +62,16 @@ pub struct Proxy {
 
 impl Proxy {
     pub async fn start(target: SocketAddr) -> Self {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .await
+        Self::start_now(target)
+    }
+
+    /// [`start`](Self::start) from code that is not async (it must run inside a tokio
+    /// runtime, which runs the proxy).
+    pub fn start_now(target: SocketAddr) -> Self {
+        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
             .expect("a loopback port for the proxy");
+        listener.set_nonblocking(true).unwrap();
+        let listener = TcpListener::from_std(listener).unwrap();
         let address = listener.local_addr().unwrap();
         let state = Arc::new(Mutex::new(State {
             flow: Flow::OPEN,
