@@ -99,7 +99,16 @@ async fn calls_end_by_their_deadline_and_tell_the_truth_through_partitions() {
     }
     caller_proxy.cut_open_connections_for_good();
     event("caller's connections cut for good", &load);
+    let accepted = caller_proxy.accepted();
     pause(Duration::from_secs(3)).await;
+    // Each of the caller's connections is replaced once, not once per failed command (the
+    // caller holds two: commands and its reply channel).
+    let reopened = caller_proxy.accepted() - accepted;
+    println!("connections the caller opened after losing its two for good: {reopened}");
+    assert!(
+        reopened <= 4,
+        "the caller opened {reopened} connections after losing its two"
+    );
 
     replica_proxy.set(Flow::CUT);
     pause(Duration::from_secs(2)).await;

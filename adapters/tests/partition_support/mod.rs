@@ -48,6 +48,8 @@ impl Flow {
 struct State {
     /// The flow of new connections and of the connections it governs.
     flow: Flow,
+    /// How many connections it accepted.
+    accepted: usize,
     /// The flow of each connection the proxy governs (those not cut for good).
     connections: Vec<watch::Sender<Flow>>,
 }
@@ -75,6 +77,7 @@ impl Proxy {
         let address = listener.local_addr().unwrap();
         let state = Arc::new(Mutex::new(State {
             flow: Flow::OPEN,
+            accepted: 0,
             connections: Vec::new(),
         }));
         let tasks = Arc::new(Mutex::new(JoinSet::new()));
@@ -116,6 +119,11 @@ impl Proxy {
         state.flow = Flow::OPEN;
     }
 
+    /// How many connections it accepted so far.
+    pub fn accepted(&self) -> usize {
+        self.state.lock().accepted
+    }
+
     /// How many connections it governs (open, not cut for good).
     pub fn governed(&self) -> usize {
         let mut state = self.state.lock();
@@ -149,6 +157,7 @@ async fn accept(
         let _ = server.set_nodelay(true);
         let flow = {
             let mut state = state.lock();
+            state.accepted += 1;
             let (sender, receiver) = watch::channel(state.flow);
             state.connections.push(sender);
             receiver
