@@ -129,11 +129,27 @@ impl Inner {
         F: FnOnce(Conn) -> Fut,
         Fut: Future<Output = Result<T, RedisError>>,
     {
-        let bound = self.options.connect_timeout * 2 + self.options.command_timeout;
+        // Getting the connection (waiting for another caller's attempt included) is bounded
+        // on its own: a publish that cannot get one soon fails as not sent, before a caller's
+        // deadline turns it into a timeout of unknown outcome. A cluster connects to several
+        // nodes: it gets twice as long.
+        let connecting = if self.backend.is_cluster() {
+            self.options.connect_timeout * 2
+        } else {
+            self.options.connect_timeout
+        };
+        let bound = connecting + self.options.command_timeout;
         // The number of the connection `f` runs on, once it has one.
         let mut used = None;
         let run = async {
-            let (number, conn) = self.command_connection().await?;
+            let (number, conn) = tokio::time::timeout(connecting, self.command_connection())
+                .await
+                .map_err(|_| {
+                    RedisError::from(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "no connection to redis could be made in time",
+                    ))
+                })??;
             used = Some(number);
             f(conn).await
         };
