@@ -57,7 +57,9 @@ impl RedisOptions {
         self
     }
 
-    /// The longest wait for a connection to Redis (1 s unless set).
+    /// The longest wait for a connection to Redis (1 s unless set). A publish that has no
+    /// command connection within it (twice it on a cluster) fails as not sent
+    /// ([`Delivery::NotSent`](opkit::protocol::Delivery::NotSent)).
     #[must_use]
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
