@@ -5,6 +5,7 @@
 use super::conn::{Backend, Conn};
 use super::options::RedisOptions;
 use super::redis_crate::RedisError;
+use super::redis_crate::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
 use super::scripts::{JOIN_SCRIPT, LEAVE_SCRIPT, PUBLISH_SCRIPT, SPUBLISH_SCRIPT};
 use super::{
     REQUEST_PREFIX, TopicKeys, claim, is_connection_error, millis, redis_crate, shard,
@@ -172,19 +173,39 @@ impl Inner {
     }
 
     /// Checks the command connection (when there is one) with a `PING` answered within the
-    /// ping timeout, and drops it when it is not: a connection that went silent is noticed
-    /// even when every caller gave up on its commands before their own timeout.
+    /// ping timeout, and drops it when it is not: a connection that goes silent is noticed
+    /// even when every caller gave up on its commands before their own timeout. On a cluster
+    /// the `PING` goes to every master (each has a socket of its own), and only silence
+    /// counts: a node failing over answers with errors, which are the cluster client's to
+    /// handle.
     pub(super) async fn check_command_connection(&self) {
-        let Some((number, mut conn)) = self.command.lock().clone() else {
+        let Some((number, conn)) = self.command.lock().clone() else {
             return;
         };
-        let command = redis_crate::cmd("PING");
-        let ping = command.query_async::<()>(&mut conn);
+        let ping = async move {
+            match conn {
+                Conn::Single(mut conn) => {
+                    redis_crate::cmd("PING").query_async::<()>(&mut conn).await
+                }
+                Conn::Cluster(mut conn) => {
+                    let every_master = RoutingInfo::MultiNode((
+                        MultipleNodeRoutingInfo::AllMasters,
+                        Some(ResponsePolicy::AllSucceeded),
+                    ));
+                    conn.route_command(redis_crate::cmd("PING"), every_master)
+                        .await
+                        .map(drop)
+                }
+            }
+        };
+        let cluster = self.backend.is_cluster();
         let failure = match tokio::time::timeout(self.options.ping_timeout, ping).await {
             Ok(Ok(())) => return,
-            // Only a broken connection counts: on a cluster, a redirection or a node being
-            // failed over is the cluster client's to handle, and the next command says so.
-            Ok(Err(error)) if !(error.is_io_error() || error.is_connection_dropped()) => return,
+            Ok(Err(error))
+                if cluster || !(error.is_io_error() || error.is_connection_dropped()) =>
+            {
+                return;
+            }
             Ok(Err(error)) => error.to_string(),
             Err(_) => "no answer to PING in time".to_owned(),
         };
