@@ -10,6 +10,8 @@ use super::redis_crate;
 use redis_crate::aio::{ConnectionLike, MultiplexedConnection};
 use redis_crate::cluster::{ClusterClient, ClusterClientBuilder};
 use redis_crate::cluster_async::ClusterConnection;
+use redis_crate::io::tcp::TcpSettings;
+use redis_crate::io::tcp::socket2::TcpKeepalive;
 use redis_crate::{
     AsyncConnectionConfig, Client, Cmd, Pipeline, ProtocolVersion, RedisError, RedisFuture, Value,
 };
@@ -62,6 +64,21 @@ impl ConnectionLike for Conn {
     }
 }
 
+/// The TCP settings of every connection (otherwise the `redis` crate's defaults): the
+/// kernel's own watch on a dead peer — keepalive probes after 5 s idle, then every second, and (on Linux)
+/// `TCP_USER_TIMEOUT` of 10 s, which closes a connection whose data stays unacknowledged that
+/// long. The transport's own `PING` checks notice silence sooner; these also release sockets
+/// to a peer that is gone, and cover silence between a connection and its proxy.
+pub(super) fn tcp_settings() -> TcpSettings {
+    let keepalive = TcpKeepalive::new()
+        .with_time(Duration::from_secs(5))
+        .with_interval(Duration::from_secs(1));
+    let settings = TcpSettings::default().set_keepalive(keepalive);
+    #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
+    let settings = settings.set_user_timeout(Duration::from_secs(10));
+    settings
+}
+
 /// How many times the cluster client retries a command after a redirection or a lost node
 /// before it reports the error (every command is also bounded by the transport's timeouts).
 const CLUSTER_RETRIES: u32 = 4;
@@ -71,6 +88,7 @@ impl Backend {
     pub(super) fn cluster(nodes: &[String]) -> Result<Self, RedisError> {
         let builder = || {
             ClusterClientBuilder::new(nodes.to_vec())
+                .tcp_settings(tcp_settings())
                 .retries(CLUSTER_RETRIES)
                 .min_retry_wait(20)
                 .max_retry_wait(500)

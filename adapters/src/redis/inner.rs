@@ -5,16 +5,18 @@
 use super::conn::{Backend, Conn};
 use super::options::RedisOptions;
 use super::redis_crate::RedisError;
+use super::redis_crate::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
 use super::scripts::{JOIN_SCRIPT, LEAVE_SCRIPT, PUBLISH_SCRIPT, SPUBLISH_SCRIPT};
 use super::{
-    REQUEST_PREFIX, TopicKeys, claim, is_connection_error, millis, shard, transport_error,
+    REQUEST_PREFIX, TopicKeys, claim, is_connection_error, millis, redis_crate, shard,
+    transport_error, transport_not_sent,
 };
 use bytes::Bytes;
 use opkit::protocol::{Receipt, TransportError};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 pub(super) struct Inner {
@@ -23,9 +25,13 @@ pub(super) struct Inner {
     /// This instance's random id: the prefix of its consumers' names.
     pub(super) instance: String,
     pub(super) next_consumer: AtomicU64,
-    /// The multiplexed connection for publishing and housekeeping; `None` until connected or
-    /// after it failed.
-    pub(super) command: Mutex<Option<Conn>>,
+    /// The multiplexed connection for publishing and housekeeping, with its number; `None`
+    /// until connected or after it failed. Only the failure of the connection a command ran
+    /// on drops it (compared by number), so a late failure of a replaced connection never
+    /// drops its successor.
+    pub(super) command: Mutex<Option<(u64, Conn)>>,
+    /// The number of the next command connection.
+    pub(super) next_command: AtomicU64,
     /// Serializes reconnections of the command connection.
     pub(super) connecting: tokio::sync::Mutex<()>,
     /// When each request topic this instance published on last reached a replica; pruned of
@@ -64,7 +70,7 @@ impl Inner {
     /// or starting with `}`: its names would hash to different slots).
     pub(super) fn keys(&self, topic: &str) -> Result<TopicKeys, TransportError> {
         if self.backend.is_cluster() && (topic.is_empty() || topic.starts_with('}')) {
-            return Err(TransportError::new(format!(
+            return Err(TransportError::not_sent(format!(
                 "redis: the topic `{topic}` cannot be a cluster hash tag (it is empty or starts with `}}`)"
             )));
         }
@@ -88,45 +94,123 @@ impl Inner {
         }
     }
 
-    /// The command connection, connecting if there is none.
-    pub(super) async fn command_connection(&self) -> Result<Conn, RedisError> {
-        if let Some(conn) = self.command.lock().clone() {
-            return Ok(conn);
+    /// The command connection and its number, connecting if there is none.
+    pub(super) async fn command_connection(&self) -> Result<(u64, Conn), RedisError> {
+        if let Some(cached) = self.command.lock().clone() {
+            return Ok(cached);
         }
         let _connecting = self.connecting.lock().await;
-        if let Some(conn) = self.command.lock().clone() {
-            return Ok(conn);
+        if let Some(cached) = self.command.lock().clone() {
+            return Ok(cached);
         }
         let conn = self.connect(self.options.command_timeout).await?;
-        *self.command.lock() = Some(conn.clone());
-        Ok(conn)
+        let number = self.next_command.fetch_add(1, Ordering::Relaxed);
+        *self.command.lock() = Some((number, conn.clone()));
+        Ok((number, conn))
     }
 
-    /// Runs `f` on the command connection; a connection failure drops the connection so the
-    /// next command reconnects. Never retries: a failure is reported at once.
+    /// Drops the command connection `number` if it is still the cached one (the next command
+    /// connects afresh); a newer connection is kept.
+    pub(super) fn drop_command_connection(&self, number: u64) {
+        let mut command = self.command.lock();
+        if command
+            .as_ref()
+            .is_some_and(|(cached, _)| *cached == number)
+        {
+            *command = None;
+        }
+    }
+
+    /// Runs `f` on the command connection; a failure of that connection drops it so the next
+    /// command reconnects. Never retries: a failure is reported at once, as
+    /// [`Delivery::NotSent`](opkit::protocol::Delivery::NotSent) when no connection was
+    /// had (nothing was written), else as unknown.
     pub(super) async fn command<T, F, Fut>(&self, what: &str, f: F) -> Result<T, TransportError>
     where
         F: FnOnce(Conn) -> Fut,
         Fut: Future<Output = Result<T, RedisError>>,
     {
-        let bound = self.options.connect_timeout * 2 + self.options.command_timeout;
+        // Getting the connection (waiting for another caller's attempt included) is bounded
+        // on its own: a publish that cannot get one soon fails as not sent, before a caller's
+        // deadline turns it into a timeout of unknown outcome. A cluster connects to several
+        // nodes: it gets twice as long.
+        let connecting = if self.backend.is_cluster() {
+            self.options.connect_timeout * 2
+        } else {
+            self.options.connect_timeout
+        };
+        let bound = connecting + self.options.command_timeout;
+        // The number of the connection `f` runs on, once it has one.
+        let mut used = None;
         let run = async {
-            let conn = self.command_connection().await?;
+            let (number, conn) = tokio::time::timeout(connecting, self.command_connection())
+                .await
+                .map_err(|_| {
+                    RedisError::from(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "no connection to redis could be made in time",
+                    ))
+                })??;
+            used = Some(number);
             f(conn).await
         };
-        match tokio::time::timeout(bound, run).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => {
+        let outcome = tokio::time::timeout(bound, run).await;
+        match (outcome, used) {
+            (Ok(Ok(value)), _) => Ok(value),
+            (Ok(Err(error)), None) => Err(transport_not_sent(what, error)),
+            (Err(_), None) => Err(transport_not_sent(what, "connecting timed out")),
+            (Ok(Err(error)), Some(number)) => {
                 if is_connection_error(&error) {
-                    *self.command.lock() = None;
+                    self.drop_command_connection(number);
                 }
                 Err(transport_error(what, error))
             }
-            Err(_) => {
-                *self.command.lock() = None;
+            (Err(_), Some(number)) => {
+                self.drop_command_connection(number);
                 Err(transport_error(what, "timed out"))
             }
         }
+    }
+
+    /// Checks the command connection (when there is one) with a `PING` answered within the
+    /// ping timeout, and drops it when it is not: a connection that goes silent is noticed
+    /// even when every caller gave up on its commands before their own timeout. On a cluster
+    /// the `PING` goes to every master (each has a socket of its own), and only silence
+    /// counts: a node failing over answers with errors, which are the cluster client's to
+    /// handle.
+    pub(super) async fn check_command_connection(&self) {
+        let Some((number, conn)) = self.command.lock().clone() else {
+            return;
+        };
+        let ping = async move {
+            match conn {
+                Conn::Single(mut conn) => {
+                    redis_crate::cmd("PING").query_async::<()>(&mut conn).await
+                }
+                Conn::Cluster(mut conn) => {
+                    let every_master = RoutingInfo::MultiNode((
+                        MultipleNodeRoutingInfo::AllMasters,
+                        Some(ResponsePolicy::AllSucceeded),
+                    ));
+                    conn.route_command(redis_crate::cmd("PING"), every_master)
+                        .await
+                        .map(drop)
+                }
+            }
+        };
+        let cluster = self.backend.is_cluster();
+        let failure = match tokio::time::timeout(self.options.ping_timeout, ping).await {
+            Ok(Ok(())) => return,
+            Ok(Err(error))
+                if cluster || !(error.is_io_error() || error.is_connection_dropped()) =>
+            {
+                return;
+            }
+            Ok(Err(error)) => error.to_string(),
+            Err(_) => "no answer to PING in time".to_owned(),
+        };
+        tracing::warn!(%failure, "the redis command connection failed its check: replacing it");
+        self.drop_command_connection(number);
     }
 
     /// Takes or renews a group member's lease on `conn` (creating the group if needed).
@@ -219,7 +303,8 @@ impl Inner {
             return Ok(());
         }
         match served.get(topic) {
-            Some(seen) if seen.elapsed() < grace => Err(TransportError::new(format!(
+            // Nobody received it: no subscriber, and no live member (so no stream entry).
+            Some(seen) if seen.elapsed() < grace => Err(TransportError::not_sent(format!(
                 "no replica serves `{topic}` right now, though one did {} ms ago: replicas may be rejoining (after a Redis restart or a redeploy); retry",
                 seen.elapsed().as_millis()
             ))),

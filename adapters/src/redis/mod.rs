@@ -161,7 +161,8 @@
 //! - **While Redis is down**, `publish`, `subscribe` and `subscribe_group` fail fast with a
 //!   [`TransportError`] (a refused connection is reported at once; connecting and each command
 //!   are bounded by [`RedisOptions::with_connect_timeout`] and
-//!   [`RedisOptions::with_command_timeout`]): calls made meanwhile end with `TRANSPORT_ERROR`.
+//!   [`RedisOptions::with_command_timeout`]): calls made meanwhile end with `TRANSPORT_ERROR`
+//!   (`details.delivery: "notSent"` when no connection could be made).
 //! - **Existing subscriptions survive a restart of Redis** (or a cluster failover): each
 //!   reconnects with backoff ([`RedisOptions::with_reconnect_backoff`]), subscribes again, and
 //!   (for groups) recreates its group and lease — so a
@@ -170,6 +171,23 @@
 //!   rebuilt. Messages published while a subscription was disconnected are lost; calls in
 //!   flight across the outage end with `TIMEOUT` at their deadline (or an error event), never a
 //!   hang. The subscription streams never end on their own; they end when dropped.
+//! - **Connections that go silent** (no FIN, no RST: a network partition, a NAT or load
+//!   balancer that forgot the connection, a host gone behind the same address) are noticed
+//!   within a bound and replaced, like closed ones: the command connection and each plain
+//!   subscription's pub/sub connection get a `PING` every [`RedisOptions::with_ping_interval`]
+//!   (1 s) that must be answered within [`RedisOptions::with_ping_timeout`] (2 s); a group
+//!   reader's blocking `XREADGROUP` must be answered within its block time plus the ping
+//!   timeout; a cluster's sharded subscriptions are renewed every heartbeat within the ping
+//!   timeout. A replaced connection subscribes again to everything it held (reply and abort
+//!   channels, group membership and lease, sharded channels). Only the connection that failed
+//!   is replaced: its number is compared first, so a late failure of an older connection
+//!   never drops the one that replaced it (no reconnection storm).
+//! - **A failed publish says whether it may have been delivered**
+//!   ([`Delivery`](opkit::protocol::Delivery)): `NotSent` when no connection could be had (so
+//!   nothing was written) or the publish reached nobody within the rejoin grace; `Unknown`
+//!   when the command was written and its answer did not come (a mutation may run: the
+//!   protocol publishes `call.aborted` for it). A call never waits for a publish past its own
+//!   deadline.
 //! - **Bad input** (a stream entry without the `p` field or written by something else, bytes that
 //!   are not a call event) is logged and dropped; the transport and the protocol keep running
 //!   (malformed events are the protocol's to reject, see [`opkit::protocol`]).
@@ -209,7 +227,7 @@ use futures::future::BoxFuture;
 use inner::Inner;
 use opkit::protocol::{PubSub, Receipt, Subscription, TransportError};
 use parking_lot::Mutex;
-use redis_crate::{Client, RedisError};
+use redis_crate::{Client, IntoConnectionInfo, RedisError};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::AtomicU64;
@@ -253,8 +271,14 @@ fn is_connection_error(error: &RedisError) -> bool {
         || error.is_cluster_error()
 }
 
+/// A failure after a command may have been written: whether it ran is unknown.
 fn transport_error(what: &str, error: impl fmt::Display) -> TransportError {
     TransportError::new(format!("redis: {what}: {error}"))
+}
+
+/// A failure before anything was written (no connection could be had).
+fn transport_not_sent(what: &str, error: impl fmt::Display) -> TransportError {
+    TransportError::not_sent(format!("redis: {what}: {error}"))
 }
 
 /// Milliseconds as a Redis argument.
@@ -285,7 +309,11 @@ impl RedisPubSub {
         if let Some(nodes) = cluster_nodes(url)? {
             return Self::connect_cluster_with(&nodes, options).await;
         }
-        let client = Client::open(url).map_err(|error| transport_error("invalid URL", error))?;
+        let info = url
+            .into_connection_info()
+            .map_err(|error| transport_error("invalid URL", error))?
+            .set_tcp_settings(conn::tcp_settings());
+        let client = Client::open(info).map_err(|error| transport_error("invalid URL", error))?;
         Self::start(Backend::Single(client), options).await
     }
 
@@ -329,6 +357,7 @@ impl RedisPubSub {
                 instance: opkit::protocol::topics::new_caller_id(),
                 next_consumer: AtomicU64::new(1),
                 command: Mutex::new(None),
+                next_command: AtomicU64::new(1),
                 connecting: tokio::sync::Mutex::new(()),
                 served: Mutex::new(HashMap::new()),
                 shards: shard::Shards::default(),
@@ -341,6 +370,7 @@ impl RedisPubSub {
                 redis_crate::cmd("PING").query_async::<()>(&mut conn).await
             })
             .await?;
+        tokio::spawn(check_command_connection(Arc::downgrade(&pubsub.inner)));
         Ok(pubsub)
     }
 
@@ -372,6 +402,18 @@ impl RedisPubSub {
     /// The key of the sorted set of `topic`'s live group members.
     pub fn members_key(&self, topic: &str) -> String {
         self.inner.names(topic).members
+    }
+}
+
+/// Checks the command connection every ping interval until the transport is dropped.
+async fn check_command_connection(inner: std::sync::Weak<Inner>) {
+    loop {
+        let Some(interval) = inner.upgrade().map(|inner| inner.options.ping_interval) else {
+            return;
+        };
+        tokio::time::sleep(interval).await;
+        let Some(inner) = inner.upgrade() else { return };
+        inner.check_command_connection().await;
     }
 }
 

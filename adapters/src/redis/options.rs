@@ -25,6 +25,8 @@ pub struct RedisOptions {
     pub(super) backoff_min: Duration,
     pub(super) backoff_max: Duration,
     pub(super) rejoin_grace: Duration,
+    pub(super) ping_interval: Duration,
+    pub(super) ping_timeout: Duration,
 }
 
 impl Default for RedisOptions {
@@ -40,6 +42,8 @@ impl Default for RedisOptions {
             backoff_min: Duration::from_millis(50),
             backoff_max: Duration::from_secs(1),
             rejoin_grace: Duration::from_secs(30),
+            ping_interval: Duration::from_secs(1),
+            ping_timeout: Duration::from_secs(2),
         }
     }
 }
@@ -53,7 +57,9 @@ impl RedisOptions {
         self
     }
 
-    /// The longest wait for a connection to Redis (1 s unless set).
+    /// The longest wait for a connection to Redis (1 s unless set). A publish that has no
+    /// command connection within it (twice it on a cluster) fails as not sent
+    /// ([`Delivery::NotSent`](opkit::protocol::Delivery::NotSent)).
     #[must_use]
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
@@ -105,6 +111,43 @@ impl RedisOptions {
         self.backoff_min = min;
         self.backoff_max = max.max(min);
         self
+    }
+
+    /// How often a connection that may sit idle is checked with a `PING`: the command
+    /// connection and the connection of each plain subscription (1 s unless set; at least
+    /// 10 ms). See [`with_ping_timeout`](Self::with_ping_timeout).
+    #[must_use]
+    pub fn with_ping_interval(mut self, interval: Duration) -> Self {
+        self.ping_interval = interval.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How long a `PING` (and a group reader's blocking read, past its block time) may go
+    /// unanswered before its connection counts as dead and is replaced (2 s unless set; at
+    /// least 10 ms). A connection that goes silent — no FIN, no RST: a network partition, a
+    /// NAT or load balancer that forgot it, a host gone behind the same address — is noticed
+    /// within the ping interval plus this, then re-opened with everything it was
+    /// subscribed to (see `docs/limits.md`).
+    #[must_use]
+    pub fn with_ping_timeout(mut self, timeout: Duration) -> Self {
+        self.ping_timeout = timeout.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How often idle connections are checked.
+    pub fn ping_interval(&self) -> Duration {
+        self.ping_interval
+    }
+
+    /// How long a check may go unanswered.
+    pub fn ping_timeout(&self) -> Duration {
+        self.ping_timeout
+    }
+
+    /// The longest a silent connection goes unnoticed: the ping interval plus the ping
+    /// timeout (group readers: their block time plus the ping timeout, at most the same).
+    pub fn silence_bound(&self) -> Duration {
+        self.ping_interval.max(self.block_for()) + self.ping_timeout
     }
 
     /// The prefix of every key and channel name.

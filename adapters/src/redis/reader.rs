@@ -10,9 +10,10 @@ use bytes::Bytes;
 use futures::StreamExt;
 use opkit::envelope::now_millis;
 use opkit::protocol::{Subscription, TransportError};
-use redis_crate::aio::PubSubStream;
+use redis_crate::aio::{PubSubSink, PubSubStream};
 use redis_crate::streams::{StreamId, StreamReadReply};
 use redis_crate::{RedisError, Value};
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -56,8 +57,12 @@ impl Backoff {
 // ---------------------------------------------------------------------------------------------
 // Plain subscriptions: a pub/sub connection per subscription.
 
-/// A pub/sub connection subscribed to `channel` (bounded by the connect and command timeouts).
-async fn open_channel(inner: &Inner, channel: &str) -> Result<PubSubStream, TransportError> {
+/// A pub/sub connection subscribed to `channel`, split into the sink its checks are sent on
+/// and the stream of its messages (bounded by the connect and command timeouts).
+async fn open_channel(
+    inner: &Inner,
+    channel: &str,
+) -> Result<(PubSubSink, PubSubStream), TransportError> {
     let bound = inner.options.connect_timeout * 2 + inner.options.command_timeout;
     let open = async {
         let client = inner.backend.single_client().ok_or_else(|| {
@@ -68,10 +73,10 @@ async fn open_channel(inner: &Inner, channel: &str) -> Result<PubSubStream, Tran
         })?;
         let mut pubsub = client.get_async_pubsub().await?;
         pubsub.subscribe(channel).await?;
-        Ok::<_, RedisError>(pubsub.into_on_message())
+        Ok::<_, RedisError>(pubsub.split())
     };
     match tokio::time::timeout(bound, open).await {
-        Ok(Ok(stream)) => Ok(stream),
+        Ok(Ok(halves)) => Ok(halves),
         Ok(Err(error)) => Err(transport_error("subscribing", error)),
         Err(_) => Err(transport_error("subscribing", "timed out")),
     }
@@ -82,49 +87,70 @@ pub(super) async fn subscribe(
     topic: String,
 ) -> Result<Subscription, TransportError> {
     let channel = inner.keys(&topic)?.channel;
-    let messages = open_channel(&inner, &channel).await?;
+    let connection = open_channel(&inner, &channel).await?;
     let (sender, receiver) = mpsc::unbounded_channel();
-    tokio::spawn(forward_channel(inner, channel, messages, sender));
+    tokio::spawn(forward_channel(inner, channel, connection, sender));
     Ok(subscription(receiver))
 }
 
-/// Forwards a channel's messages until the subscription is dropped; resubscribes after a lost
-/// connection.
+/// After the ping interval, a `PING` on a pub/sub connection; `Err` when it is not answered
+/// within the ping timeout.
+async fn check_channel(inner: Arc<Inner>, mut sink: PubSubSink) -> Result<(), String> {
+    tokio::time::sleep(inner.options.ping_interval).await;
+    match tokio::time::timeout(inner.options.ping_timeout, sink.ping::<Value>()).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(error)) => Err(error.to_string()),
+        Err(_) => Err("no answer to PING in time".to_owned()),
+    }
+}
+
+/// Forwards a channel's messages until the subscription is dropped. The connection is checked
+/// every ping interval (a `PING` answered within the ping timeout), so one that went silent
+/// is noticed as surely as one that closed; either is re-opened and subscribed again.
+///
+/// Invariant: exactly one connection (and one check of it) is held at a time; a lost one is
+/// dropped before the next is opened.
 async fn forward_channel(
     inner: Arc<Inner>,
     channel: String,
-    mut messages: PubSubStream,
+    connection: (PubSubSink, PubSubStream),
     sender: mpsc::UnboundedSender<Bytes>,
 ) {
     let mut backoff = Backoff::new(&inner);
+    let mut connection = Some(connection);
     loop {
+        if let Some((sink, mut messages)) = connection.take() {
+            let mut check = Box::pin(check_channel(inner.clone(), sink.clone()));
+            let lost = loop {
+                tokio::select! {
+                    () = sender.closed() => return,
+                    message = messages.next() => match message {
+                        Some(message) => {
+                            if sender.send(Bytes::copy_from_slice(message.get_payload_bytes())).is_err() {
+                                return;
+                            }
+                        }
+                        None => break "the connection closed".to_owned(),
+                    },
+                    checked = &mut check => match checked {
+                        Ok(()) => check = Box::pin(check_channel(inner.clone(), sink.clone())),
+                        Err(error) => break error,
+                    },
+                }
+            };
+            tracing::warn!(channel, %lost, "lost the redis subscription: reconnecting");
+        }
         tokio::select! {
             () = sender.closed() => return,
-            message = messages.next() => match message {
-                Some(message) => {
-                    if sender.send(Bytes::copy_from_slice(message.get_payload_bytes())).is_err() {
-                        return;
-                    }
-                }
-                None => {
-                    tracing::warn!(channel, "lost the redis subscription: reconnecting");
-                    loop {
-                        tokio::select! {
-                            () = sender.closed() => return,
-                            () = tokio::time::sleep(backoff.step()) => {}
-                        }
-                        match open_channel(&inner, &channel).await {
-                            Ok(stream) => {
-                                tracing::info!(channel, "redis subscription restored");
-                                messages = stream;
-                                backoff.reset();
-                                break;
-                            }
-                            Err(error) => tracing::debug!(%error, channel, "redis is still unreachable"),
-                        }
-                    }
-                }
+            () = tokio::time::sleep(backoff.step()) => {}
+        }
+        match open_channel(&inner, &channel).await {
+            Ok(opened) => {
+                tracing::info!(channel, "redis subscription restored");
+                connection = Some(opened);
+                backoff.reset();
             }
+            Err(error) => tracing::debug!(%error, channel, "redis is still unreachable"),
         }
     }
 }
@@ -156,17 +182,21 @@ struct Member {
 }
 
 impl Member {
-    /// A reader connection (no response timeout shorter than a blocking read) with the lease
-    /// taken.
+    /// A reader connection with the lease taken. Its response timeout is a blocking read's
+    /// block time plus the ping timeout: a connection that goes silent fails its next read
+    /// within that, and is replaced.
     async fn connect(&self) -> Result<Conn, RedisError> {
         let options = &self.inner.options;
         let mut conn = self
             .inner
-            .connect(options.block_for() + options.command_timeout)
+            .connect(options.block_for() + options.ping_timeout)
             .await?;
-        self.inner
-            .join(&mut conn, &self.keys, &self.group, &self.member)
-            .await?;
+        bounded(
+            options.command_timeout,
+            self.inner
+                .join(&mut conn, &self.keys, &self.group, &self.member),
+        )
+        .await?;
         Ok(conn)
     }
 
@@ -337,7 +367,9 @@ async fn read_group(member: Member, conn: Conn, sender: mpsc::UnboundedSender<By
             continue;
         };
         if beat.elapsed() >= heartbeat {
-            match member.heartbeat(current, &mut held, &sender).await {
+            let options = &member.inner.options;
+            let beating = member.heartbeat(current, &mut held, &sender);
+            match bounded(options.command_timeout + options.ping_timeout, beating).await {
                 Ok(true) => beat = Instant::now(),
                 Ok(false) => break,
                 Err(error) => {
@@ -363,7 +395,19 @@ async fn read_group(member: Member, conn: Conn, sender: mpsc::UnboundedSender<By
         let acks = due.as_ref().map_or(&[][..], |due| &due.ids[..]);
         let (acked, read) = tokio::select! {
             () = sender.closed() => break,
-            outcome = member.acknowledge_and_read(current, acks) => outcome,
+            // Bounded here too, not only by the connection's response timeout: a cluster
+            // connection retries and repairs itself and may wait past it.
+            outcome = tokio::time::timeout(
+                member.inner.options.block_for() + member.inner.options.ping_timeout,
+                member.acknowledge_and_read(current, acks),
+            ) => match outcome {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    tracing::warn!(%stream, "a group read went unanswered: reconnecting");
+                    conn = None;
+                    continue;
+                }
+            },
         };
         match (&acked, &due) {
             (Ok(()), Some(due)) => held.acknowledged(due),
@@ -420,6 +464,21 @@ async fn read_group(member: Member, conn: Conn, sender: mpsc::UnboundedSender<By
             &member.consumer,
         )
         .await;
+}
+
+/// `future`'s output, or a timeout error after `bound`.
+async fn bounded<T>(
+    bound: Duration,
+    future: impl Future<Output = Result<T, RedisError>>,
+) -> Result<T, RedisError> {
+    tokio::time::timeout(bound, future)
+        .await
+        .unwrap_or_else(|_| {
+            Err(RedisError::from(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "redis did not answer in time",
+            )))
+        })
 }
 
 /// The millisecond part of a stream entry id (`<ms>-<seq>`).

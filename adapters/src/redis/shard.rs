@@ -32,9 +32,11 @@ type Routes = HashMap<Vec<u8>, Vec<(u64, mpsc::UnboundedSender<Bytes>)>>;
 #[derive(Default)]
 pub(super) struct Shards {
     routes: Arc<Mutex<Routes>>,
-    /// The connection (made on the first subscription); its lock serializes (un)subscribing.
-    conn: tokio::sync::Mutex<Option<ClusterConnection>>,
+    /// The connection (made on the first subscription) and its number; its lock serializes
+    /// (un)subscribing. A failing renewal replaces only the connection it ran on.
+    conn: tokio::sync::Mutex<Option<(u64, ClusterConnection)>>,
     next_id: AtomicU64,
+    next_conn: AtomicU64,
 }
 
 /// Hands a sharded message to the subscribers of its channel.
@@ -59,10 +61,10 @@ impl Shards {
     async fn connection(
         &self,
         inner: &Inner,
-        slot: &mut Option<ClusterConnection>,
-    ) -> Result<ClusterConnection, RedisError> {
-        if let Some(conn) = slot.as_ref() {
-            return Ok(conn.clone());
+        slot: &mut Option<(u64, ClusterConnection)>,
+    ) -> Result<(u64, ClusterConnection), RedisError> {
+        if let Some(cached) = slot.as_ref() {
+            return Ok(cached.clone());
         }
         let client = inner.backend.cluster_resp3().ok_or_else(|| {
             RedisError::from((
@@ -79,8 +81,9 @@ impl Shards {
                 Ok::<(), std::convert::Infallible>(())
             });
         let conn = client.get_async_connection_with_config(config).await?;
-        *slot = Some(conn.clone());
-        Ok(conn)
+        let number = self.next_conn.fetch_add(1, Ordering::Relaxed);
+        *slot = Some((number, conn.clone()));
+        Ok((number, conn))
     }
 
     /// Routes `channel` to `sender` and subscribes the channel on the cluster.
@@ -92,7 +95,7 @@ impl Shards {
         sender: mpsc::UnboundedSender<Bytes>,
     ) -> Result<(), RedisError> {
         let mut slot = self.conn.lock().await;
-        let mut conn = self.connection(inner, &mut slot).await?;
+        let (_, mut conn) = self.connection(inner, &mut slot).await?;
         self.routes
             .lock()
             .entry(channel.as_bytes().to_vec())
@@ -105,14 +108,21 @@ impl Shards {
         Ok(())
     }
 
-    /// Subscribes a routed channel again (see [`watch`]); the lock is only held to get the
-    /// connection, so a renewal may race with the channel's removal and leave it subscribed
-    /// without routes: its messages are then dropped, and nothing else changes.
-    async fn renew(&self, inner: &Inner, channel: &str, id: u64) -> Result<(), RedisError> {
-        let mut conn = {
-            let mut slot = self.conn.lock().await;
-            self.connection(inner, &mut slot).await?
-        };
+    /// The shared connection and its number, made if there is none.
+    async fn current(&self, inner: &Inner) -> Result<(u64, ClusterConnection), RedisError> {
+        let mut slot = self.conn.lock().await;
+        self.connection(inner, &mut slot).await
+    }
+
+    /// Subscribes a routed channel again on `conn` (see [`watch`]); the lock is not held, so
+    /// a renewal may race with the channel's removal and leave it subscribed without routes:
+    /// its messages are then dropped, and nothing else changes.
+    async fn renew(
+        &self,
+        mut conn: ClusterConnection,
+        channel: &str,
+        id: u64,
+    ) -> Result<(), RedisError> {
         let routed = self
             .routes
             .lock()
@@ -124,9 +134,16 @@ impl Shards {
         Ok(())
     }
 
-    /// Drops the shared connection; the next (re)subscription makes a fresh one.
-    async fn reset(&self) {
-        *self.conn.lock().await = None;
+    /// Drops the shared connection `number` if it is still the current one; the next
+    /// (re)subscription makes a fresh one.
+    /// `true` when it dropped it.
+    async fn reset(&self, number: u64) -> bool {
+        let mut slot = self.conn.lock().await;
+        let current = slot.as_ref().is_some_and(|(current, _)| *current == number);
+        if current {
+            *slot = None;
+        }
+        current
     }
 
     /// Removes a route; `true` when the channel has none left.
@@ -151,7 +168,9 @@ impl Shards {
         if !self.unroute(channel, id) {
             return;
         }
-        let Some(mut conn) = slot.clone() else { return };
+        let Some((_, mut conn)) = slot.clone() else {
+            return;
+        };
         match tokio::time::timeout(inner.options.command_timeout, conn.sunsubscribe(channel)).await
         {
             Ok(Ok(())) => {}
@@ -191,8 +210,11 @@ pub(super) async fn subscribe(
 /// subscribes the channel again every heartbeat (a no-op on the node that has it): when the
 /// slot's master died or moved, that command is what makes the cluster client refresh its
 /// slot map, and it puts the subscription on the slot's new owner even if the client's own
-/// resubscription missed it. After failing for a whole lease the shared connection is
-/// replaced by a fresh one (each subscription then subscribes on it at its next heartbeat).
+/// resubscription missed it. A renewal not answered within the ping timeout means the shared
+/// connection went silent: it is replaced at once (only if it is still the one that failed,
+/// so many subscriptions noticing together replace it once). After failing otherwise for a
+/// whole lease the shared connection is replaced as well (each subscription then subscribes
+/// on the new one at its next heartbeat).
 async fn watch(inner: Arc<Inner>, channel: String, id: u64, sender: mpsc::UnboundedSender<Bytes>) {
     let heartbeat = inner.options.heartbeat();
     let mut failing_since: Option<tokio::time::Instant> = None;
@@ -201,23 +223,29 @@ async fn watch(inner: Arc<Inner>, channel: String, id: u64, sender: mpsc::Unboun
             () = sender.closed() => break,
             () = tokio::time::sleep(heartbeat) => {}
         }
-        let renewed = tokio::time::timeout(
-            inner.options.command_timeout,
-            inner.shards.renew(&inner, &channel, id),
-        );
-        let error = match renewed.await {
+        // The number of the connection the renewal runs on, once it has one.
+        let mut used = None;
+        let renewed = tokio::time::timeout(inner.options.ping_timeout, async {
+            let (number, conn) = inner.shards.current(&inner).await?;
+            used = Some(number);
+            inner.shards.renew(conn, &channel, id).await
+        });
+        let (error, silent) = match renewed.await {
             Ok(Ok(())) => {
                 failing_since = None;
                 continue;
             }
-            Ok(Err(error)) => error.to_string(),
-            Err(_) => "timed out".to_owned(),
+            Ok(Err(error)) => (error.to_string(), false),
+            Err(_) => ("timed out".to_owned(), true),
         };
         tracing::debug!(%error, channel, "could not renew a sharded subscription");
         let since = *failing_since.get_or_insert_with(tokio::time::Instant::now);
-        if since.elapsed() >= inner.options.lease {
-            tracing::warn!(%error, channel, "the sharded pub/sub connection keeps failing: replacing it");
-            inner.shards.reset().await;
+        if let Some(number) = used
+            && (silent || since.elapsed() >= inner.options.lease)
+        {
+            if inner.shards.reset(number).await {
+                tracing::warn!(%error, channel, "the sharded pub/sub connection failed: replaced it");
+            }
             failing_since = None;
         }
     }

@@ -37,6 +37,9 @@ pub(crate) enum Header {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         id: Option<u64>,
         message: String,
+        /// On the answer to a `publish`: the message reached nobody (safe to publish again).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        unsent: bool,
     },
     Message {
         sub: u64,

@@ -66,7 +66,7 @@
 //! | spoke | `unsubscribe` | `id` | drop subscription `id` (no answer) |
 //! | spoke | `publish` | `id`, `topic` + payload | publish the payload on `topic` |
 //! | hub | `ok` | `id`, `receivers`? | the request `id` succeeded (`receivers`: how many subscribers and groups a publish reached) |
-//! | hub | `error` | `id`?, `message` | the request `id` failed (or, without `id`, a frame was refused) |
+//! | hub | `error` | `id`?, `message`, `unsent`? | the request `id` failed (or, without `id`, a frame was refused); `unsent: true`: what was refused reached nobody |
 //! | hub | `message` | `sub` + payload | a message for subscription `sub` |
 //!
 //! For example `{"op":"publish","id":7,"topic":"opkit.request.math.add"}` + `\n` +
@@ -87,15 +87,30 @@
 //! - **Each request is executed at most once**, by the one spoke its group handed it to, and
 //!   exactly once while a spoke serving the operation is connected.
 //! - **A spoke that disconnects** (closed, crashed, network cut: the hub pings every
-//!   [`HubOptions::with_ping_interval`] and drops a spoke silent for three intervals) loses its
+//!   [`HubOptions::with_ping_interval`] and drops a spoke that does not answer within
+//!   [`HubOptions::with_pong_timeout`], or is silent for three intervals) loses its
 //!   subscriptions at once. For every request the hub routed to it that had not finished
 //!   (`call.completed`, `call.error` or `call.aborted` not seen, deadline not passed), the hub
-//!   publishes `call.error` with `TRANSPORT_ERROR` to the caller — so the call fails at once
-//!   instead of waiting for its deadline (the request is not sent elsewhere: it may have run).
+//!   publishes `call.error` with `TRANSPORT_ERROR` and `details: {"delivery": "unknown"}` to
+//!   the caller — so the call fails at once instead of waiting for its deadline (the request is
+//!   not sent elsewhere: it may have run).
 //!   Queries answered just before the drop may get this late error too, which callers ignore.
 //!   For [`HubOptions::with_orphan_grace`] afterwards, publishing on a request topic that only
 //!   that spoke served fails with a [`TransportError`](opkit::protocol::TransportError) (the
 //!   caller sees `TRANSPORT_ERROR`, not `OPERATION_NOT_FOUND`): the spoke may be reconnecting.
+//! - **Silence is noticed on both sides.** A connection that passes no byte (no FIN, no RST)
+//!   is dropped by the hub when a spoke answers nothing within [`HubOptions::with_pong_timeout`]
+//!   (2 s) of a ping (every [`HubOptions::with_ping_interval`], 5 s): from then on its
+//!   requests go to the other spokes serving the operation. The spoke pings the hub too
+//!   ([`SpokeOptions::with_ping_interval`], [`SpokeOptions::with_pong_timeout`]), and a
+//!   publish or subscribe the hub leaves unanswered for [`SpokeOptions::with_request_timeout`]
+//!   drops the connection as well; either way the spoke reconnects, and
+//!   [`WsSpoke::is_connected`] is `false` until it has.
+//! - **A failed publish says whether it may have been delivered**
+//!   ([`Delivery`](opkit::protocol::Delivery)): `NotSent` while disconnected, or when the hub
+//!   answers that the message reached nobody (an `error` frame with `"unsent": true`);
+//!   `Unknown` when the frame went out and no answer came. A call never waits for the hub's
+//!   answer past its own deadline.
 //! - **Spokes reconnect** with exponential backoff ([`SpokeOptions::with_backoff`]) and
 //!   subscribe again under the same subscription ids; their [`Subscription`]s stay open across
 //!   the reconnection (messages published meanwhile are lost). While a spoke is disconnected

@@ -17,6 +17,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderValue, header};
 use tokio_tungstenite::tungstenite::{self, Message};
@@ -41,6 +42,8 @@ pub struct SpokeOptions {
     request_timeout: Duration,
     connect_timeout: Duration,
     close_timeout: Duration,
+    ping_interval: Duration,
+    pong_timeout: Duration,
 }
 
 impl fmt::Debug for SpokeOptions {
@@ -52,6 +55,8 @@ impl fmt::Debug for SpokeOptions {
             .field("request_timeout", &self.request_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("close_timeout", &self.close_timeout)
+            .field("ping_interval", &self.ping_interval)
+            .field("pong_timeout", &self.pong_timeout)
             .finish()
     }
 }
@@ -66,7 +71,27 @@ impl SpokeOptions {
             request_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(5),
             close_timeout: Duration::from_millis(200),
+            ping_interval: Duration::from_secs(5),
+            pong_timeout: Duration::from_secs(2),
         }
+    }
+
+    /// How often the spoke pings the hub (5 s unless set; at least 10 ms). See
+    /// [`with_pong_timeout`](Self::with_pong_timeout).
+    #[must_use]
+    pub fn with_ping_interval(mut self, interval: Duration) -> Self {
+        self.ping_interval = interval.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How long after a ping the spoke waits to hear anything from the hub before it counts
+    /// the connection as dead, drops it and reconnects (2 s unless set; at least 10 ms). A
+    /// hub that went silent — no FIN, no RST: a network partition, a NAT or load balancer
+    /// that forgot the connection — is noticed within the ping interval plus this.
+    #[must_use]
+    pub fn with_pong_timeout(mut self, timeout: Duration) -> Self {
+        self.pong_timeout = timeout.max(Duration::from_millis(10));
+        self
     }
 
     /// The first and the longest pause between reconnection attempts (50 ms doubling up to
@@ -78,7 +103,9 @@ impl SpokeOptions {
         self
     }
 
-    /// How long a publish or subscribe waits for the hub's answer (10 s unless set).
+    /// How long a publish or subscribe waits for the hub's answer (10 s unless set). A
+    /// request left unanswered that long counts the connection as dead: it is dropped and
+    /// made again. (A call's own deadline still ends it earlier.)
     #[must_use]
     pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
@@ -101,7 +128,10 @@ impl SpokeOptions {
     }
 }
 
-type Ack = oneshot::Sender<Result<Option<usize>, String>>;
+/// The hub's refusal of a request: its message, and whether what was refused reached nobody.
+type Refusal = (String, bool);
+
+type Ack = oneshot::Sender<Result<Option<usize>, Refusal>>;
 
 struct Sub {
     topic: String,
@@ -115,6 +145,10 @@ struct State {
     link: Option<mpsc::UnboundedSender<Message>>,
     /// The hub's name for the current connection.
     name: Option<String>,
+    /// The number of the current connection (counts connections made) and the token that
+    /// drops it; a request that times out drops the connection it was sent on, only.
+    connection: u64,
+    kick: Option<CancellationToken>,
     /// Publishes and subscribes waiting for the hub's answer, by id.
     pending: HashMap<u64, Ack>,
     subscriptions: HashMap<u64, Sub>,
@@ -159,8 +193,38 @@ impl fmt::Debug for WsSpoke {
     }
 }
 
+/// A failure after a frame may have been written: whether the hub acted on it is unknown.
 fn transport(message: impl fmt::Display) -> TransportError {
     TransportError::new(format!("websocket: {message}"))
+}
+
+/// A failure before anything was written, or a refusal of something that reached nobody.
+fn not_sent(message: impl fmt::Display) -> TransportError {
+    TransportError::not_sent(format!("websocket: {message}"))
+}
+
+/// A request waiting for the hub's answer. Dropped before the answer (the caller stopped
+/// waiting, or the answer was a failure), it forgets the request and, for a subscribe,
+/// tells the hub to drop the subscription it may have made.
+struct Waiting<'a> {
+    inner: &'a Inner,
+    id: u64,
+    done: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let mut state = self.inner.state.lock();
+        state.pending.remove(&self.id);
+        if state.subscriptions.remove(&self.id).is_some()
+            && let Some(link) = &state.link
+        {
+            let _ = link.send(frame::encode(&Header::Unsubscribe { id: self.id }, None));
+        }
+    }
 }
 
 impl WsSpoke {
@@ -212,10 +276,10 @@ impl WsSpoke {
     ) -> Result<Option<usize>, TransportError> {
         let inner = &self.handle.inner;
         let (ack, answer) = oneshot::channel();
-        {
+        let connection = {
             let mut state = inner.state.lock();
             let Some(link) = state.link.clone() else {
-                return Err(transport("not connected to the hub"));
+                return Err(not_sent("not connected to the hub"));
             };
             if let Some(subscription) = subscription {
                 state.subscriptions.insert(id, subscription);
@@ -224,18 +288,39 @@ impl WsSpoke {
             if link.send(message).is_err() {
                 state.pending.remove(&id);
                 state.subscriptions.remove(&id);
-                return Err(transport("the connection to the hub closed"));
+                return Err(not_sent("the connection to the hub closed"));
             }
-        }
-        let result = match tokio::time::timeout(inner.options.request_timeout, answer).await {
-            Ok(Ok(Ok(receivers))) => return Ok(receivers),
-            Ok(Ok(Err(message))) => Err(transport(format!("the hub refused: {message}"))),
-            Ok(Err(_)) => Err(transport("disconnected from the hub before it answered")),
-            Err(_) => Err(transport("the hub did not answer in time")),
+            state.connection
         };
-        let mut state = inner.state.lock();
-        state.pending.remove(&id);
-        state.subscriptions.remove(&id);
+        // From here the frame may be on its way: a caller that stops waiting (its deadline)
+        // forgets the request and, for a subscribe, unsubscribes what the hub may have made.
+        let mut waiting = Waiting {
+            inner,
+            id,
+            done: false,
+        };
+        let result = match tokio::time::timeout(inner.options.request_timeout, answer).await {
+            Ok(Ok(Ok(receivers))) => {
+                waiting.done = true;
+                return Ok(receivers);
+            }
+            Ok(Ok(Err((message, true)))) => Err(not_sent(format!("the hub refused: {message}"))),
+            Ok(Ok(Err((message, false)))) => Err(transport(format!("the hub refused: {message}"))),
+            Ok(Err(_)) => Err(transport("disconnected from the hub before it answered")),
+            Err(_) => {
+                // A silent link: drop it (if it is still the one this went out on) so the
+                // spoke reconnects instead of timing out every request.
+                let state = inner.state.lock();
+                if state.connection == connection
+                    && let Some(kick) = &state.kick
+                {
+                    tracing::warn!(hub = %inner.url, "the hub did not answer a request in time: reconnecting");
+                    kick.cancel();
+                }
+                Err(transport("the hub did not answer in time"))
+            }
+        };
+        drop(waiting);
         result
     }
 
@@ -420,6 +505,8 @@ struct Running {
     source: SplitStream<Socket>,
     outbound: mpsc::UnboundedSender<Message>,
     writer: tokio::task::JoinHandle<()>,
+    /// Cancelled to drop this connection (a request it carried went unanswered).
+    kick: CancellationToken,
 }
 
 /// Puts a fresh connection in use: subscribes again to every live subscription (under the
@@ -433,30 +520,56 @@ fn start(inner: &Inner, socket: Socket, name: String) -> Running {
         let header = subscribe_header(*id, &sub.topic, sub.group.as_deref());
         let _ = outbound.send(frame::encode(&header, None));
     }
+    let kick = inner.closed.child_token();
     state.link = Some(outbound.clone());
     state.name = Some(name);
+    state.connection += 1;
+    state.kick = Some(kick.clone());
     Running {
         source,
         outbound,
         writer,
+        kick,
     }
 }
 
-/// Reads one connection until it ends.
+/// Reads one connection until it ends: closed by either side, failed, dropped by a request
+/// that went unanswered, or silent — a ping every ping interval, and nothing heard within
+/// the pong timeout after one (while a ping is unanswered, `awaiting` holds when it was sent).
 async fn run(inner: &Inner, running: Running) {
     let Running {
         mut source,
         outbound,
         writer,
+        kick,
     } = running;
+    let mut ping = tokio::time::interval(inner.options.ping_interval);
+    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut awaiting: Option<Instant> = None;
     loop {
+        let silence = async {
+            match awaiting {
+                Some(sent) => tokio::time::sleep_until(sent + inner.options.pong_timeout).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             () = inner.closed.cancelled() => {
                 let _ = outbound.send(Message::Close(None));
                 break;
             }
+            () = kick.cancelled() => break,
+            () = silence => {
+                tracing::warn!(hub = %inner.url, "the hub went silent: reconnecting");
+                break;
+            }
+            _ = ping.tick() => {
+                awaiting.get_or_insert_with(Instant::now);
+                let _ = outbound.send(Message::Ping(Bytes::new()));
+            }
             message = source.next() => match message {
                 Some(Ok(message)) => {
+                    awaiting = None;
                     if matches!(message, Message::Close(_)) {
                         break;
                     }
@@ -475,14 +588,21 @@ async fn run(inner: &Inner, running: Running) {
     let pending = {
         let mut state = inner.state.lock();
         state.link = None;
+        state.kick = None;
         std::mem::take(&mut state.pending)
     };
     for (_, ack) in pending {
-        let _ = ack.send(Err("disconnected from the hub".to_owned()));
+        let _ = ack.send(Err(("disconnected from the hub".to_owned(), false)));
     }
     drop(outbound);
-    // Let the writer flush a close frame, but not for long.
-    let _ = tokio::time::timeout(inner.options.close_timeout, writer).await;
+    // Let the writer flush a close frame, but not for long; a silent link never flushes it.
+    let mut writer = writer;
+    if tokio::time::timeout(inner.options.close_timeout, &mut writer)
+        .await
+        .is_err()
+    {
+        writer.abort();
+    }
 }
 
 async fn write(mut sink: SplitSink<Socket, Message>, mut queue: mpsc::UnboundedReceiver<Message>) {
@@ -523,14 +643,17 @@ fn handle(inner: &Inner, data: &Bytes) {
         Header::Error {
             id: Some(id),
             message,
+            unsent,
         } => {
             let ack = inner.state.lock().pending.remove(&id);
             match ack {
-                Some(ack) => drop(ack.send(Err(message))),
+                Some(ack) => drop(ack.send(Err((message, unsent)))),
                 None => tracing::warn!(id, message, "the hub refused a request"),
             }
         }
-        Header::Error { id: None, message } => {
+        Header::Error {
+            id: None, message, ..
+        } => {
             tracing::warn!(message, "the hub refused a frame");
         }
         Header::Welcome { .. } => {}

@@ -65,6 +65,17 @@ impl RedisCluster {
     /// When `redis-server`/`redis-cli` are not installed (`bash scripts/install-peers.sh`) or
     /// the cluster does not form.
     pub fn start(masters: usize, replicas: usize) -> Self {
+        Self::start_announcing(masters, replicas, |port| port)
+    }
+
+    /// [`start`](Self::start), each node announcing to clients the port `announce(its port)`
+    /// instead of its own (for example a proxy's in front of it); the cluster bus stays
+    /// direct. Clients then reach every node through what `announce` names.
+    pub fn start_announcing(
+        masters: usize,
+        replicas: usize,
+        mut announce: impl FnMut(u16) -> u16,
+    ) -> Self {
         let dir = std::env::temp_dir().join(format!(
             "opkit-redis-cluster-{}-{}",
             std::process::id(),
@@ -77,7 +88,7 @@ impl RedisCluster {
         };
         for _ in 0..masters * (1 + replicas) {
             let port = free_port_pair();
-            let child = cluster.launch(port);
+            let child = cluster.launch(port, announce(port));
             cluster.nodes.push(Node {
                 port,
                 child: Some(child),
@@ -105,10 +116,16 @@ impl RedisCluster {
         cluster
     }
 
-    fn launch(&self, port: u16) -> Child {
+    fn launch(&self, port: u16, announced: u16) -> Child {
         let dir = self.dir.join(port.to_string());
         std::fs::create_dir_all(&dir).expect("a node directory");
-        Command::new("redis-server")
+        let mut command = Command::new("redis-server");
+        if announced != port {
+            command
+                .args(["--cluster-announce-port", &announced.to_string()])
+                .args(["--cluster-announce-bus-port", &(port + 10_000).to_string()]);
+        }
+        command
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"])
             .args(["--cluster-node-timeout", &NODE_TIMEOUT_MS.to_string()])

@@ -85,9 +85,30 @@
 //! - **Every call ends, exactly once.** A call resolves with the first of: its reply, the
 //!   deadline (`TIMEOUT`; a context without one gets the map's default timeout,
 //!   [`DEFAULT_TIMEOUT`], which is sent on the wire so the handler stops too), its context's
-//!   cancellation (`ABORTED`), a failed publish (`TRANSPORT_ERROR`), nobody listening
+//!   cancellation (`ABORTED`), a failed publish (`TRANSPORT_ERROR`, see below), nobody listening
 //!   (`OPERATION_NOT_FOUND`, when the transport knows), or the loss of the reply subscription
 //!   (`TRANSPORT_ERROR`). Later or duplicate replies for the request are ignored.
+//! - **The publish of the request is bounded too.** A call's deadline (or cancellation)
+//!   covers the publish of its `call.requested` as well as the wait for the reply, for calls
+//!   and subscriptions alike: a transport whose connection went silent cannot hold a call
+//!   past its deadline, whatever its own timeouts. A call stopped while its request was being
+//!   published ends with `TIMEOUT` (or `ABORTED`) with `details: {"delivery": "unknown"}`,
+//!   and `call.aborted` is published for it. The slack past the deadline is the scheduling
+//!   of the caller's task (milliseconds).
+//! - **A failed publish says whether the request may have run** ([`Delivery`], from the
+//!   transport's [`TransportError::delivery`]). The error is `TRANSPORT_ERROR` either way
+//!   (the wire is unchanged: the seven codes stay), with `details.delivery`:
+//!
+//!   | `details.delivery` | meaning | `call.aborted` | retry a mutation? |
+//!   |---|---|---|---|
+//!   | `"notSent"` | the request never left the process (no connection could be had, the transport refused it, it reached nobody): no handler can run it | not published | yes: it cannot run twice |
+//!   | `"unknown"` | the request may have been written (the connection failed or went silent after the write, the answer never came): it may run, now or when the network heals | published, so a handler that gets the request later drops it (a handler remembers aborted ids, and checks the deadline before running) | only if running it twice is harmless (an idempotent mutation, or one carrying its own id) |
+//!
+//!   A transport that cannot tell reports `unknown` ([`TransportError::new`]); only a
+//!   failure before anything was written is `notSent` ([`TransportError::not_sent`]).
+//!   Queries and subscriptions are safe to retry either way. `TIMEOUT` always means the
+//!   outcome is unknown. The other `TRANSPORT_ERROR`s that fail a call at once (`max_pending`, a
+//!   map whose reply subscription is gone) fail it before anything is published.
 //! - **A handler that dies mid-call** sends nothing more: the caller gets `TIMEOUT` at its
 //!   deadline, never a hang. A subscription without a deadline ends with `TIMEOUT` after the
 //!   idle timeout without an event ([`PendingOptions::with_subscription_idle_timeout`]).
@@ -181,7 +202,7 @@ pub use handler::{
 };
 pub use memory::MemoryPubSub;
 pub use pending::{DEFAULT_TIMEOUT, PendingOptions, PendingRequestMap};
-pub use pubsub::{PubSub, Receipt, Subscription, TransportError};
+pub use pubsub::{Delivery, PubSub, Receipt, Subscription, TransportError};
 pub use wire::{
     CallAborted, CallCompleted, CallEvent, CallFailed, CallRequested, CallResponded, WireError,
 };

@@ -9,26 +9,70 @@ use std::fmt;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+/// Whether a failed publish may have delivered its message: what a caller may conclude
+/// about a request whose publish failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Delivery {
+    /// The message never left this process (nothing listening, no connection, refused before
+    /// anything was written): nobody received it, and trying again cannot duplicate it.
+    NotSent,
+    /// The message may have been written to the network and delivered (the connection
+    /// failed or went silent after the write, the answer never came): whoever received it
+    /// may act on it.
+    Unknown,
+}
+
+impl Delivery {
+    /// The name used on the wire, in `details.delivery` of a `TRANSPORT_ERROR`: `notSent` or
+    /// `unknown`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::NotSent => "notSent",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
 /// A transport failed: a publish or subscribe did not go through, or a connection was lost.
 ///
-/// Becomes a `TRANSPORT_ERROR` [`CallError`].
+/// Becomes a `TRANSPORT_ERROR` [`CallError`]. A publish error says whether the message may
+/// have been delivered ([`delivery`](Self::delivery)): [`TransportError::new`] is
+/// [`Delivery::Unknown`], the safe assumption; a transport that knows nothing was written
+/// says so with [`TransportError::not_sent`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("transport error: {message}")]
 pub struct TransportError {
     message: String,
+    delivery: Delivery,
 }
 
 impl TransportError {
-    /// An error with a message saying what failed.
+    /// An error with a message saying what failed; whether a message being published was
+    /// delivered is [unknown](Delivery::Unknown).
     pub fn new(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
+            delivery: Delivery::Unknown,
+        }
+    }
+
+    /// An error of a publish that wrote nothing: the message was [not sent](Delivery::NotSent).
+    /// Only for failures before any byte of the message could reach the network.
+    pub fn not_sent(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            delivery: Delivery::NotSent,
         }
     }
 
     /// What failed.
     pub fn message(&self) -> &str {
         &self.message
+    }
+
+    /// Whether the message being published may have been delivered.
+    pub fn delivery(&self) -> Delivery {
+        self.delivery
     }
 }
 

@@ -110,21 +110,36 @@ async fn connection(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
     ));
 
     let ping_interval = shared.options.ping_interval;
+    let pong_timeout = shared.options.pong_timeout;
     let mut ping = tokio::time::interval(ping_interval);
     let mut last_heard = Instant::now();
+    // When the ping not yet followed by any frame from the spoke was sent.
+    let mut awaiting: Option<Instant> = None;
     loop {
+        let silence = async {
+            match awaiting {
+                Some(sent) => tokio::time::sleep_until(sent + pong_timeout).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             () = kick.cancelled() => break,
+            () = silence => {
+                tracing::warn!(spoke = %name, "a spoke did not answer a ping in time: disconnecting it");
+                break;
+            }
             _ = ping.tick() => {
                 if last_heard.elapsed() > ping_interval * shared.options.silent_intervals {
                     tracing::warn!(spoke = %name, "a spoke went silent: disconnecting it");
                     break;
                 }
+                awaiting.get_or_insert_with(Instant::now);
                 link.send(Message::Ping(Bytes::new()));
             }
             message = source.next() => match message {
                 Some(Ok(message)) => {
                     last_heard = Instant::now();
+                    awaiting = None;
                     if matches!(message, Message::Close(_)) {
                         break;
                     }

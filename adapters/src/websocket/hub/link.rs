@@ -6,7 +6,7 @@ use super::state::{Shared, SpokeState};
 use crate::websocket::frame::{self, Header};
 use crate::websocket::outbound::Outbound;
 use bytes::Bytes;
-use opkit::protocol::{PubSub, Receipt};
+use opkit::protocol::{Delivery, PubSub, Receipt};
 use parking_lot::Mutex;
 use std::sync::Arc;
 use tokio_tungstenite::tungstenite::Message;
@@ -25,13 +25,15 @@ impl Link {
         self.outbound.send(message)
     }
 
-    /// Answers the spoke's request `id`.
-    fn reply(&self, id: u64, result: Result<Option<usize>, String>) {
+    /// Answers the spoke's request `id`; a refusal says whether what was refused reached
+    /// nobody (`unsent`).
+    fn reply(&self, id: u64, result: Result<Option<usize>, (String, bool)>) {
         let header = match result {
             Ok(receivers) => Header::Ok { id, receivers },
-            Err(message) => Header::Error {
+            Err((message, unsent)) => Header::Error {
                 id: Some(id),
                 message,
+                unsent,
             },
         };
         self.send(frame::encode(&header, None));
@@ -47,6 +49,7 @@ impl Link {
                     &Header::Error {
                         id: None,
                         message: format!("malformed frame: {error}"),
+                        unsent: false,
                     },
                     None,
                 ));
@@ -69,7 +72,10 @@ impl Link {
                     .publish(Some(&self.spoke), &topic, payload)
                     .await
                     .map(Receipt::receivers)
-                    .map_err(|error| error.message().to_owned());
+                    .map_err(|error| {
+                        let unsent = error.delivery() == Delivery::NotSent;
+                        (error.message().to_owned(), unsent)
+                    });
                 self.reply(id, result);
             }
             other => {
@@ -78,6 +84,7 @@ impl Link {
                     &Header::Error {
                         id: None,
                         message: "spokes do not send this frame".to_owned(),
+                        unsent: false,
                     },
                     None,
                 ));
@@ -91,7 +98,7 @@ impl Link {
             let state = self.spoke.lock();
             if state.subscriptions.contains_key(&id) {
                 drop(state);
-                self.reply(id, Err(format!("subscription {id} exists already")));
+                self.reply(id, Err((format!("subscription {id} exists already"), true)));
                 return;
             }
             state.subscriptions.len()
@@ -101,8 +108,11 @@ impl Link {
             tracing::warn!(spoke = %self.spoke.lock().name, limit, "refused a subscription over the spoke's limit");
             self.reply(
                 id,
-                Err(format!(
-                    "this spoke holds {held} subscriptions, the hub's limit (HubOptions::with_max_subscriptions): unsubscribe from one first"
+                Err((
+                    format!(
+                        "this spoke holds {held} subscriptions, the hub's limit (HubOptions::with_max_subscriptions): unsubscribe from one first"
+                    ),
+                    true,
                 )),
             );
             return;
@@ -115,7 +125,7 @@ impl Link {
         let subscription = match subscription {
             Ok(subscription) => subscription,
             Err(error) => {
-                self.reply(id, Err(error.message().to_owned()));
+                self.reply(id, Err((error.message().to_owned(), true)));
                 return;
             }
         };

@@ -16,6 +16,7 @@ pub const DEFAULT_MAX_SUBSCRIPTIONS: usize = 4096;
 pub struct HubOptions {
     pub(super) ping_interval: Duration,
     pub(super) silent_intervals: u32,
+    pub(super) pong_timeout: Duration,
     pub(super) handshake_timeout: Duration,
     pub(super) orphan_grace: Duration,
     pub(in crate::websocket) max_queued: usize,
@@ -30,6 +31,7 @@ impl Default for HubOptions {
         Self {
             ping_interval: Duration::from_secs(5),
             silent_intervals: 3,
+            pong_timeout: Duration::from_secs(2),
             handshake_timeout: Duration::from_secs(10),
             orphan_grace: Duration::from_secs(60),
             max_queued: 65_536,
@@ -55,6 +57,17 @@ impl HubOptions {
     #[must_use]
     pub fn with_silent_intervals(mut self, intervals: u32) -> Self {
         self.silent_intervals = intervals.max(1);
+        self
+    }
+
+    /// How long after a ping the hub waits to hear anything from a spoke before it
+    /// disconnects it (2 s unless set; at least 10 ms): a spoke whose connection went silent
+    /// stops getting requests within the ping interval plus this, and the requests go to the
+    /// other spokes serving the operation; the ones it was running fail with
+    /// `TRANSPORT_ERROR`.
+    #[must_use]
+    pub fn with_pong_timeout(mut self, timeout: Duration) -> Self {
+        self.pong_timeout = timeout.max(Duration::from_millis(10));
         self
     }
 

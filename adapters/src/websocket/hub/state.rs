@@ -7,7 +7,7 @@ use super::options::HubOptions;
 use crate::websocket::frame;
 use bytes::Bytes;
 use opkit::envelope::now_millis;
-use opkit::protocol::{CallEvent, MemoryPubSub, PubSub, Receipt, TransportError};
+use opkit::protocol::{CallEvent, Delivery, MemoryPubSub, PubSub, Receipt, TransportError};
 use opkit::{CallError, Identity};
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -124,7 +124,7 @@ impl Shared {
             && let Some((spoke, since)) = self.orphans.lock().get(topic).cloned()
             && since.elapsed() < self.options.orphan_grace
         {
-            return Err(TransportError::new(format!(
+            return Err(TransportError::not_sent(format!(
                 "the spoke `{spoke}` that served `{topic}` disconnected and no other serves it (yet)"
             )));
         }
@@ -181,9 +181,12 @@ impl Shared {
             if request.deadline.is_some_and(|deadline| deadline <= now) {
                 continue;
             }
+            // The spoke had the request: it may have run it (and may still, if it only went
+            // silent). The request is not sent elsewhere.
             let error = CallError::transport(format!(
-                "the spoke `{name}` running this request disconnected"
-            ));
+                "the spoke `{name}` running this request disconnected: the request may have run"
+            ))
+            .with_details(serde_json::json!({"delivery": Delivery::Unknown.as_str()}));
             match CallEvent::error(request_id.as_str(), error).to_bytes() {
                 Ok(payload) => {
                     let _ = self.bus.publish(&request.reply_topic, payload).await;

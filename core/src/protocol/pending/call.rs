@@ -8,10 +8,11 @@ use crate::bounds::{Deadline, Interrupted};
 use crate::context::{EnvelopeStream, OperationContext};
 use crate::envelope::ResponseEnvelope;
 use crate::error::{CallError, ErrorCode};
+use crate::protocol::pubsub::{Delivery, TransportError};
 use crate::protocol::topics;
 use crate::protocol::wire::{CallEvent, CallRequested};
 use crate::trace::{CallSpan, SpanKind};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use tokio::sync::{mpsc, oneshot};
@@ -103,16 +104,43 @@ impl MapInner {
                 ))
             }
             Ok(_) => Ok(()),
-            Err(error) => {
-                guard.publish_abort = false;
-                Err(CallError::transport(format!(
-                    "could not publish the request for `{}`: {}",
-                    guard.operation_id,
-                    error.message()
-                )))
-            }
+            Err(error) => Err(publish_failed(guard, &error)),
         }
     }
+}
+
+/// The error of a failed publish of `call.requested`, telling whether the request may have
+/// run. When it may have (the transport cannot say it wrote nothing), the guard keeps
+/// `publish_abort`, so `call.aborted` is published for the request when the call ends.
+fn publish_failed(guard: &mut PendingGuard, error: &TransportError) -> CallError {
+    let operation_id = &guard.operation_id;
+    let delivery = error.delivery();
+    let message = match delivery {
+        Delivery::NotSent => {
+            guard.publish_abort = false;
+            format!(
+                "the request for `{operation_id}` was not sent: {} (nothing ran: safe to retry)",
+                error.message()
+            )
+        }
+        Delivery::Unknown => format!(
+            "could not publish the request for `{operation_id}`: {}; the request may have reached a handler and run (outcome unknown: call.aborted was sent for it; retry a mutation only if running it twice is harmless)",
+            error.message()
+        ),
+    };
+    CallError::transport(message).with_details(json!({ "delivery": delivery.as_str() }))
+}
+
+/// The error of a call its bounds stopped while its request was being published: the
+/// request may have left, so it may run (`call.aborted` is published for it).
+fn stopped_sending(operation_id: &str, stop: Interrupted) -> CallError {
+    let error = stopped(operation_id, stop);
+    let message = format!(
+        "{} (it stopped while the request was being sent: the request may have reached a handler and run; call.aborted was sent for it)",
+        error.message
+    );
+    CallError::new(error.code, message)
+        .with_details(json!({ "delivery": Delivery::Unknown.as_str() }))
 }
 
 fn timed_out(operation_id: &str) -> CallError {
@@ -164,14 +192,25 @@ async fn call_in(
     let (sender, receiver) = oneshot::channel();
     let mut guard = inner.register(&operation_id, Entry::Call(sender))?;
     span.record_request_id(&guard.request_id);
-    inner
-        .publish_request(&mut guard, input, &ctx, bounds.deadline())
-        .await?;
+    // One bound over the publish and the wait for the reply: the call ends by its deadline
+    // whatever the transport does. `sending` tells which of the two a stop interrupted.
+    let mut sending = true;
+    let deadline = bounds.deadline();
+    let outcome = bounds
+        .run(async {
+            inner
+                .publish_request(&mut guard, input, &ctx, deadline)
+                .await?;
+            sending = false;
+            Ok::<_, CallError>(receiver.await)
+        })
+        .await;
     // When stopped, dropping the guard removes the entry and publishes `call.aborted`.
-    let reply = bounds
-        .run(receiver)
-        .await
-        .map_err(|stop| stopped(&operation_id, stop))?;
+    let reply = match outcome {
+        Ok(reply) => reply?,
+        Err(stop) if sending => return Err(stopped_sending(&operation_id, stop)),
+        Err(stop) => return Err(stopped(&operation_id, stop)),
+    };
     reply.unwrap_or_else(|_| {
         Err(CallError::transport(
             "the PendingRequestMap closed before the reply arrived",
@@ -219,9 +258,15 @@ async fn subscribe_in(
     if let Some(span) = span {
         span.record_request_id(&guard.request_id);
     }
-    inner
-        .publish_request(&mut guard, input, &ctx, deadline)
-        .await?;
+    // The publish runs under the subscription's bounds: starting it ends by its deadline.
+    let published = bounds
+        .clone()
+        .run(inner.publish_request(&mut guard, input, &ctx, deadline))
+        .await;
+    match published {
+        Ok(result) => result?,
+        Err(stop) => return Err(stopped_sending(&operation_id, stop)),
+    }
     let idle = match deadline {
         Some(_) => None,
         None => inner

@@ -28,8 +28,14 @@
 //! (after releasing the lock); the guard, **only when it was the one to remove the entry**,
 //! publishes `call.aborted`. So `call.aborted` is never published for a request whose
 //! outcome already arrived, and a caller never sees a reply after it gave up. The guard does
-//! not publish it either when the request never reached a handler (encoding failed, the
-//! publish failed or reached nobody): `publish_abort` is cleared on those paths.
+//! not publish it either when the request cannot have reached a handler (encoding failed,
+//! the publish failed as "not sent" or reached nobody): `publish_abort` is cleared on those
+//! paths, and only there. A publish that failed otherwise, or that the call's bounds stopped
+//! half-way, may have delivered the request, so its guard keeps `publish_abort`.
+//!
+//! **The publish runs under the call's bounds.** `call_in` runs the publish and the wait for
+//! the reply inside one [`Bounds::run`](crate::Bounds::run) (one timer), so a call ends by
+//! its deadline whatever the transport does; `subscribe_in` bounds its publish the same way.
 //!
 //! **`call.aborted` is published from a spawned task**, on the runtime the map was connected
 //! on (a guard may drop outside any runtime context): the caller's error is returned before
