@@ -1,0 +1,145 @@
+//! The `serve` measurement: what serving an imported API costs. Import + register, then list
+//! every tool over MCP (`tools/list`, page by page, on an in-memory pipe), then call every
+//! operation once through the registry with `{}` (its input validator compiled and run; a
+//! call that passes validation fails fast against `http://127.0.0.1:9`).
+//!
+//! Prints `ok <total ms> <peak kB> <operations> <tools listed> <pages> <list bytes>
+//! <import+register ms> <list ms> <calls ms>`.
+
+use opkit::{OperationContext, OperationRegistry};
+use opkit_adapters::mcp_server::{EXT_TOOL_NAME, McpServer};
+use opkit_adapters::openapi::{OpenApiImporter, OpenApiOptions};
+use serde_json::{Value, json};
+use std::time::Instant;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+/// One JSON-RPC client over a pipe to the server.
+struct Client {
+    write: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    read: BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>,
+    next_id: u64,
+}
+
+impl Client {
+    async fn send(&mut self, message: Value) {
+        let mut line = serde_json::to_vec(&message).expect("JSON");
+        line.push(b'\n');
+        self.write.write_all(&line).await.expect("write");
+    }
+
+    /// Sends a request and returns its result and the size of the answer's line.
+    async fn request(&mut self, method: &str, params: Value) -> (Value, usize) {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        loop {
+            let mut line = String::new();
+            let read = self.read.read_line(&mut line).await.expect("read");
+            assert!(read > 0, "the server closed the pipe");
+            let answer: Value = serde_json::from_str(&line).expect("JSON-RPC line");
+            if answer.get("id") == Some(&json!(id)) {
+                if let Some(error) = answer.get("error") {
+                    panic!("{method} failed: {error}");
+                }
+                return (answer["result"].clone(), line.len());
+            }
+        }
+    }
+}
+
+pub fn serve(path: &str, baseline_kb: u64, status_kb: fn(&str) -> u64) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let start = Instant::now();
+        let text = std::fs::read_to_string(path).expect("read the document");
+        let import =
+            OpenApiImporter::new(OpenApiOptions::new("api").base_url("http://127.0.0.1:9"))
+                .import_str(&text)
+                .expect("import");
+        drop(text);
+        let registry = OperationRegistry::new();
+        // MCP tool names have at most 128 characters; some ids of Microsoft Graph have more,
+        // and the MCP server refuses to start with them: those get a shortened tool name
+        // (its head and a number), as an application serving Graph would give them.
+        let mut ids = Vec::with_capacity(import.operations.len());
+        for (index, (mut spec, handler)) in import.into_pairs().into_iter().enumerate() {
+            let id = spec.id();
+            if id.len() > 128 {
+                let head: String = id.chars().take(100).collect();
+                spec = spec.extension(EXT_TOOL_NAME, json!(format!("{head}_{index}")));
+            }
+            registry.register_lazy(spec, handler).expect("register");
+            ids.push(id);
+        }
+        let imported_ms = start.elapsed().as_secs_f64() * 1000.0;
+
+        let listing = Instant::now();
+        let (client_end, server_end) = tokio::io::duplex(1 << 20);
+        let (server_read, server_write) = tokio::io::split(server_end);
+        let server = McpServer::new(registry.clone());
+        if let Err(error) = server.check() {
+            println!("error the MCP server refuses the registry: {error}");
+            return;
+        }
+        let server = tokio::spawn(server.serve_io(server_read, server_write));
+        let (read, write) = tokio::io::split(client_end);
+        let mut client = Client {
+            write,
+            read: BufReader::new(read),
+            next_id: 0,
+        };
+        client
+            .request(
+                "initialize",
+                json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "bench", "version": "0"}}),
+            )
+            .await;
+        client
+            .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        let (mut tools, mut pages, mut bytes) = (0usize, 0usize, 0usize);
+        let mut cursor: Option<Value> = None;
+        loop {
+            let params = match cursor.take() {
+                Some(cursor) => json!({"cursor": cursor}),
+                None => json!({}),
+            };
+            let (result, size) = client.request("tools/list", params).await;
+            pages += 1;
+            bytes += size;
+            tools += result["tools"].as_array().map_or(0, Vec::len);
+            match result.get("nextCursor") {
+                Some(next) if !next.is_null() => cursor = Some(next.clone()),
+                _ => break,
+            }
+        }
+        drop(client);
+        let _ = server.await;
+        let list_ms = listing.elapsed().as_secs_f64() * 1000.0;
+
+        let calling = Instant::now();
+        let ctx = OperationContext::default();
+        for id in &ids {
+            let _ = registry.execute(id, json!({}), &ctx).await;
+        }
+        let calls_ms = calling.elapsed().as_secs_f64() * 1000.0;
+        let peak = status_kb("VmHWM:").saturating_sub(baseline_kb);
+        println!(
+            "ok {:.1} {} {} {} {} {} {:.1} {:.1} {:.1}",
+            start.elapsed().as_secs_f64() * 1000.0,
+            peak,
+            ids.len(),
+            tools,
+            pages,
+            bytes,
+            imported_ms,
+            list_ms,
+            calls_ms
+        );
+    });
+}
