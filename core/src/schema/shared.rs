@@ -13,6 +13,7 @@
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::ops::{Deref, DerefMut};
@@ -275,6 +276,30 @@ impl Schema {
         }
     }
 
+    /// The root as written: the whole schema when it is self-contained, the root without
+    /// the shared definitions otherwise. Reading it builds nothing, so it answers questions
+    /// about the root (its `type`, its keywords) at no cost.
+    pub fn root(&self) -> &Value {
+        match &self.0 {
+            Repr::Owned(value) => value,
+            Repr::Shared(shared) => &shared.root,
+        }
+    }
+
+    /// The self-contained schema without keeping it: borrowed when it is at hand (a
+    /// self-contained schema, or a shared one read before), else built for the caller alone,
+    /// so that reading many shared schemas once (listing or serving them) does not hold
+    /// every copy of the definitions they reach.
+    pub fn transient_value(&self) -> Cow<'_, Value> {
+        match &self.0 {
+            Repr::Owned(value) => Cow::Borrowed(value),
+            Repr::Shared(shared) => match shared.full.get() {
+                Some(full) => Cow::Borrowed(full),
+                None => Cow::Owned(shared.build()),
+            },
+        }
+    }
+
     /// The shared definitions this schema refers into, if it was made with
     /// [`with_definitions`](Self::with_definitions).
     pub fn definitions(&self) -> Option<&Arc<Definitions>> {
@@ -481,6 +506,24 @@ mod tests {
         let clone = plain.clone();
         assert!(Arc::ptr_eq(clone.definitions().unwrap(), &defs));
         assert_eq!(clone, plain);
+    }
+
+    #[test]
+    fn the_root_and_a_transient_read_build_nothing_kept() {
+        let schema = Schema::with_definitions(json!({"$ref": "#/$defs/Tag"}), definitions());
+        assert_eq!(schema.root(), &json!({"$ref": "#/$defs/Tag"}));
+        let transient = schema.transient_value();
+        assert!(matches!(transient, Cow::Owned(_)));
+        assert_eq!(transient["$defs"]["Tag"], json!({"type": "string"}));
+        let Repr::Shared(shared) = &schema.0 else {
+            unreachable!("made shared")
+        };
+        assert!(shared.full.get().is_none(), "not kept");
+        assert_eq!(*schema.transient_value(), *schema.as_value());
+        assert!(matches!(schema.transient_value(), Cow::Borrowed(_)));
+        let owned = Schema::from(json!({"type": "integer"}));
+        assert!(matches!(owned.transient_value(), Cow::Borrowed(_)));
+        assert_eq!(owned.root(), &json!({"type": "integer"}));
     }
 
     #[test]

@@ -1,0 +1,94 @@
+//! `tools/list`, page by page: [`TOOLS_PAGE_SIZE`] tools per page in id order, the cursor
+//! naming the first operation id of the next page. A page's tool definitions (and the
+//! self-contained schemas in them) are built for that page and dropped once it is sent, so
+//! listing thousands of imported operations holds one page of schemas at a time, not every
+//! operation's copy of the definitions it reaches.
+
+use super::names::ToolNames;
+use super::tools;
+use opkit::OperationSpec;
+use rmcp::model::{ListToolsResult, Tool};
+use std::sync::Arc;
+
+/// How many tools one `tools/list` page holds.
+pub const TOOLS_PAGE_SIZE: usize = 100;
+
+/// The page of `specs` (sorted by id) that starts at the first id not before `cursor` (the
+/// first page without one); its `nextCursor` is the id the next page starts at. A cursor
+/// the server did not give still names a place in the id order, so a client that keeps
+/// one across registry changes resumes where it left off.
+pub(crate) fn page(
+    specs: &[Arc<OperationSpec>],
+    names: &ToolNames,
+    cursor: Option<&str>,
+    modern: bool,
+) -> ListToolsResult {
+    let ids: Vec<String> = specs.iter().map(|spec| spec.id()).collect();
+    let start = cursor.map_or(0, |cursor| ids.partition_point(|id| id.as_str() < cursor));
+    let end = start.saturating_add(TOOLS_PAGE_SIZE).min(specs.len());
+    let tools: Vec<Tool> = specs[start..end]
+        .iter()
+        .zip(&ids[start..end])
+        .filter_map(|(spec, id)| {
+            let name = names.tool(id)?;
+            // Built for this page only (not the definition a call keeps).
+            tools::tool(spec, name, modern)
+        })
+        .collect();
+    let mut result = ListToolsResult::with_all_items(tools);
+    result.next_cursor = ids.get(end).cloned();
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::names::ToolNaming;
+    use super::*;
+    use opkit::OperationKind;
+
+    fn specs(count: usize) -> Vec<Arc<OperationSpec>> {
+        let mut specs: Vec<Arc<OperationSpec>> = (0..count)
+            .map(|i| {
+                Arc::new(OperationSpec::new(
+                    "api",
+                    format!("op{i:04}"),
+                    OperationKind::Query,
+                ))
+            })
+            .collect();
+        specs.sort_by_key(|spec| spec.id());
+        specs
+    }
+
+    #[test]
+    fn pages_follow_the_cursor_to_the_end() {
+        let specs = specs(2 * TOOLS_PAGE_SIZE + 7);
+        let names = ToolNames::build(&specs, ToolNaming::OperationId).unwrap();
+        let mut listed = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut pages = 0;
+        loop {
+            let page = page(&specs, &names, cursor.as_deref(), true);
+            pages += 1;
+            listed.extend(page.tools.into_iter().map(|tool| tool.name.to_string()));
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(pages, 3);
+        let expected: Vec<String> = specs.iter().map(|spec| spec.id()).collect();
+        assert_eq!(listed, expected);
+    }
+
+    #[test]
+    fn a_small_registry_is_one_page_and_any_cursor_names_a_place() {
+        let specs = specs(3);
+        let names = ToolNames::build(&specs, ToolNaming::OperationId).unwrap();
+        let all = page(&specs, &names, None, false);
+        assert_eq!((all.tools.len(), all.next_cursor), (3, None));
+        let rest = page(&specs, &names, Some("api.op0001"), false);
+        assert_eq!(rest.tools.len(), 2);
+        assert!(page(&specs, &names, Some("zzz"), false).tools.is_empty());
+    }
+}
