@@ -10,6 +10,7 @@
 //! is built at the first read through [`Deref`] and kept. Serializing a shared schema that
 //! was never read writes the same JSON without building it.
 
+use super::shared_validate::CompiledDefinitions;
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
@@ -20,7 +21,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, OnceLock};
 
 /// The prefix of a reference into `$defs`.
-const DEFS_PREFIX: &str = "#/$defs/";
+pub(super) const DEFS_PREFIX: &str = "#/$defs/";
 
 /// Named schemas shared by many [`Schema`]s: a schema refers to the one named `Name` with
 /// `{"$ref": "#/$defs/Name"}` (the name escaped as a JSON pointer token), and definitions refer
@@ -43,11 +44,14 @@ const DEFS_PREFIX: &str = "#/$defs/";
 /// ```
 pub struct Definitions {
     /// Names, sorted (the order of `$defs` in a self-contained schema).
-    names: Vec<String>,
-    bodies: Vec<Value>,
+    pub(super) names: Vec<String>,
+    pub(super) bodies: Vec<Value>,
     /// For each definition, the definitions its body refers to.
-    refs: Vec<Box<[u32]>>,
-    index: HashMap<String, u32>,
+    pub(super) refs: Vec<Box<[u32]>>,
+    pub(super) index: HashMap<String, u32>,
+    /// The definitions compiled for validators, each once, at first use (see
+    /// [`super::shared_validate`]).
+    compiled: OnceLock<CompiledDefinitions>,
 }
 
 impl Definitions {
@@ -80,7 +84,14 @@ impl Definitions {
             bodies,
             refs,
             index,
+            compiled: OnceLock::new(),
         }
+    }
+
+    /// The compiled definitions, created empty at first use.
+    pub(super) fn compiled(&self) -> &CompiledDefinitions {
+        self.compiled
+            .get_or_init(|| CompiledDefinitions::new(self.names.len()))
     }
 
     /// How many definitions there are.
@@ -126,7 +137,7 @@ impl fmt::Debug for Definitions {
 }
 
 /// Adds to `found` the definitions `value` refers to with `{"$ref": "#/$defs/<name>"}`.
-fn collect_refs(value: &Value, index: &HashMap<String, u32>, found: &mut BTreeSet<u32>) {
+pub(super) fn collect_refs(value: &Value, index: &HashMap<String, u32>, found: &mut BTreeSet<u32>) {
     match value {
         Value::Object(map) => {
             for (key, member) in map {
