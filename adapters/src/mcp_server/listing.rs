@@ -10,8 +10,10 @@ use opkit::OperationSpec;
 use rmcp::model::{ListToolsResult, Tool};
 use std::sync::Arc;
 
-/// How many tools one `tools/list` page holds.
-pub const TOOLS_PAGE_SIZE: usize = 100;
+/// How many tools one `tools/list` page holds. Small, because an imported operation's
+/// self-contained schemas can be large (DocuSign's average 180 KB of JSON a tool): a page
+/// of 20 such tools is a few MB on the wire.
+pub const TOOLS_PAGE_SIZE: usize = 20;
 
 /// The page of `specs` (sorted by id) that starts at the first id not before `cursor` (the
 /// first page without one); its `nextCursor` is the id the next page starts at. A cursor

@@ -57,12 +57,12 @@ pub(crate) fn input_schema(spec: &OperationSpec) -> Option<JsonObject> {
     if !takes_arguments(spec) {
         return None;
     }
-    let schema = spec.input_schema.transient_value();
-    let Value::Object(map) = &*schema else {
+    // Built for this tool only (a shared schema keeps no self-contained copy), and moved
+    // rather than copied when it was built here.
+    let Value::Object(mut map) = spec.input_schema.transient_value().into_owned() else {
         // `true`: any object.
         return Some(object_schema());
     };
-    let mut map = map.clone();
     if map.get("type") != Some(&json!("object")) {
         // No `type`, or a list of types holding `object`: the argument object's.
         map.insert("type".to_owned(), json!("object"));
@@ -135,8 +135,8 @@ pub(crate) fn output_form(spec: &OperationSpec, modern: bool) -> OutputForm {
 pub(crate) fn output(spec: &OperationSpec, modern: bool) -> (OutputForm, Option<JsonObject>) {
     let form = output_form(spec, modern);
     // Built for this tool only: a shared schema keeps no self-contained copy.
-    let schema = spec.output_schema.transient_value();
-    let schema: &Value = &schema;
+    let built = spec.output_schema.transient_value();
+    let schema: &Value = &built;
     let declared = match form {
         OutputForm::Items => {
             let (item, defs) = nested(schema, "/properties/items/items");
@@ -154,7 +154,10 @@ pub(crate) fn output(spec: &OperationSpec, modern: bool) -> (OutputForm, Option<
         }
         OutputForm::Content => None,
         OutputForm::Plain if spec.has_unknown_output() => None,
-        OutputForm::Plain => schema.as_object().cloned(),
+        OutputForm::Plain => match built.into_owned() {
+            Value::Object(map) => Some(map),
+            _ => None,
+        },
         OutputForm::Wrapped => Some(result_wrapper(schema)),
     };
     (form, declared)

@@ -9,9 +9,27 @@
 use opkit::{OperationContext, OperationRegistry};
 use opkit_adapters::mcp_server::{EXT_TOOL_NAME, McpServer};
 use opkit_adapters::openapi::{OpenApiImporter, OpenApiOptions};
+use serde::Deserialize;
+use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::{Value, json};
 use std::time::Instant;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+/// A JSON-RPC answer (or a notification, without `id`).
+#[derive(Deserialize)]
+struct Answer<R> {
+    id: Option<u64>,
+    result: Option<R>,
+    error: Option<Value>,
+}
+
+/// A `tools/list` result: the tools counted, not kept.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolsPage {
+    tools: Vec<IgnoredAny>,
+    next_cursor: Option<String>,
+}
 
 /// One JSON-RPC client over a pipe to the server.
 struct Client {
@@ -27,8 +45,10 @@ impl Client {
         self.write.write_all(&line).await.expect("write");
     }
 
-    /// Sends a request and returns its result and the size of the answer's line.
-    async fn request(&mut self, method: &str, params: Value) -> (Value, usize) {
+    /// Sends a request and returns its result (read as `R`, which may skip what the bench
+    /// does not need, as a client in another process would spend its own memory on it) and
+    /// the size of the answer's line.
+    async fn request<R: DeserializeOwned>(&mut self, method: &str, params: Value) -> (R, usize) {
         self.next_id += 1;
         let id = self.next_id;
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
@@ -37,12 +57,12 @@ impl Client {
             let mut line = String::new();
             let read = self.read.read_line(&mut line).await.expect("read");
             assert!(read > 0, "the server closed the pipe");
-            let answer: Value = serde_json::from_str(&line).expect("JSON-RPC line");
-            if answer.get("id") == Some(&json!(id)) {
-                if let Some(error) = answer.get("error") {
+            let answer: Answer<R> = serde_json::from_str(&line).expect("JSON-RPC line");
+            if answer.id == Some(id) {
+                if let Some(error) = answer.error {
                     panic!("{method} failed: {error}");
                 }
-                return (answer["result"].clone(), line.len());
+                return (answer.result.expect("a result"), line.len());
             }
         }
     }
@@ -76,6 +96,7 @@ pub fn serve(path: &str, baseline_kb: u64, status_kb: fn(&str) -> u64) {
             ids.push(id);
         }
         let imported_ms = start.elapsed().as_secs_f64() * 1000.0;
+        let imported_peak = status_kb("VmHWM:").saturating_sub(baseline_kb);
 
         let listing = Instant::now();
         let (client_end, server_end) = tokio::io::duplex(1 << 20);
@@ -93,7 +114,7 @@ pub fn serve(path: &str, baseline_kb: u64, status_kb: fn(&str) -> u64) {
             next_id: 0,
         };
         client
-            .request(
+            .request::<IgnoredAny>(
                 "initialize",
                 json!({"protocolVersion": "2025-06-18", "capabilities": {},
                     "clientInfo": {"name": "bench", "version": "0"}}),
@@ -103,24 +124,25 @@ pub fn serve(path: &str, baseline_kb: u64, status_kb: fn(&str) -> u64) {
             .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
             .await;
         let (mut tools, mut pages, mut bytes) = (0usize, 0usize, 0usize);
-        let mut cursor: Option<Value> = None;
+        let mut cursor: Option<String> = None;
         loop {
             let params = match cursor.take() {
                 Some(cursor) => json!({"cursor": cursor}),
                 None => json!({}),
             };
-            let (result, size) = client.request("tools/list", params).await;
+            let (page, size): (ToolsPage, usize) = client.request("tools/list", params).await;
             pages += 1;
             bytes += size;
-            tools += result["tools"].as_array().map_or(0, Vec::len);
-            match result.get("nextCursor") {
-                Some(next) if !next.is_null() => cursor = Some(next.clone()),
-                _ => break,
+            tools += page.tools.len();
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
             }
         }
         drop(client);
         let _ = server.await;
         let list_ms = listing.elapsed().as_secs_f64() * 1000.0;
+        let listed_peak = status_kb("VmHWM:").saturating_sub(baseline_kb);
 
         let calling = Instant::now();
         let ctx = OperationContext::default();
@@ -129,6 +151,7 @@ pub fn serve(path: &str, baseline_kb: u64, status_kb: fn(&str) -> u64) {
         }
         let calls_ms = calling.elapsed().as_secs_f64() * 1000.0;
         let peak = status_kb("VmHWM:").saturating_sub(baseline_kb);
+        eprintln!("peak after import + register {imported_peak} kB, after listing {listed_peak} kB, after the calls {peak} kB");
         println!(
             "ok {:.1} {} {} {} {} {} {:.1} {:.1} {:.1}",
             start.elapsed().as_secs_f64() * 1000.0,
