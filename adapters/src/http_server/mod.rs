@@ -205,6 +205,7 @@ mod query;
 pub(crate) mod refs;
 mod routes;
 mod serve;
+mod shared_components;
 mod sse;
 
 pub use identity::{

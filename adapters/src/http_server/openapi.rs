@@ -9,7 +9,9 @@
 //!
 //! Schemas live in `components/schemas`: `<id>.Input`, `<id>.Output`, `<id>.Envelope` (what
 //! the 200 response carries: `{data: <id>.Output, meta: ResponseMeta}`), their `$defs` as
-//! `<id>.Input.<Def>` / `<id>.Output.<Def>`, and the shared `ResponseEnvelope`, `ResponseMeta`
+//! `<id>.Input.<Def>` / `<id>.Output.<Def>` — or, for the schemas of an import that share
+//! its definitions, those definitions once as `<namespace>.<Def>` (see
+//! `shared_components`) — and the shared `ResponseEnvelope`, `ResponseMeta`
 //! (and the meta variants) and `CallError`. Subscriptions describe their
 //! `text/event-stream` per event (`{data, event?, id?, retry?}`, the OpenAPI 3.2 /
 //! schemathesis view), with the JSON in `data` given by `contentSchema`. Every error status
@@ -18,6 +20,7 @@
 
 use super::query::{ParamStyle, QueryShape};
 use super::refs::{add_component, component_rewriter, encode_token, rewrite_refs};
+use super::shared_components::{SharedComponents, query_view};
 use opkit::{ErrorKind, OperationKind, OperationRegistry, OperationSpec};
 use serde_json::{Map, Value, json};
 
@@ -148,22 +151,18 @@ fn response_ref(name: &str) -> Value {
 
 /// A property schema (written relative to the input schema) with its local refs pointing
 /// into the input's component.
-fn property_schema(schema: &Value, input_key: &str) -> Value {
+fn property_schema(schema: &Value, input_key: &str, defs_prefix: &str) -> Value {
     let mut schema = schema.clone();
-    let defs_prefix = format!("{input_key}.");
-    rewrite_refs(
-        &mut schema,
-        &mut component_rewriter(input_key, &defs_prefix),
-    );
+    rewrite_refs(&mut schema, &mut component_rewriter(input_key, defs_prefix));
     schema
 }
 
-fn parameters(shape: &QueryShape, input_key: &str) -> Vec<Value> {
+fn parameters(shape: &QueryShape, input_key: &str, defs_prefix: &str) -> Vec<Value> {
     shape
         .params
         .iter()
         .map(|param| {
-            let schema = property_schema(&param.schema, input_key);
+            let schema = property_schema(&param.schema, input_key, defs_prefix);
             let mut parameter = json!({
                 "name": param.name,
                 "in": "query",
@@ -251,6 +250,7 @@ fn event_schema(envelope_ref: &Value) -> Value {
 fn operations(
     spec: &OperationSpec,
     components: &mut Map<String, Value>,
+    shared: &mut SharedComponents,
     meta_schema: &Value,
     info: &DocumentInfo,
 ) -> Vec<(String, Value)> {
@@ -258,17 +258,13 @@ fn operations(
     let input_key = format!("{id}.Input");
     let output_key = format!("{id}.Output");
     let envelope_key = format!("{id}.Envelope");
-    let input_ref = add_component(
-        components,
-        &input_key,
-        &format!("{input_key}."),
-        &spec.input_schema,
-    );
-    let output_ref = add_component(
+    let (input_ref, input_defs) =
+        shared.add(components, &input_key, &spec.input_schema, &spec.namespace);
+    let (output_ref, _) = shared.add(
         components,
         &output_key,
-        &format!("{output_key}."),
         &spec.output_schema,
+        &spec.namespace,
     );
     components.insert(
         envelope_key.clone(),
@@ -349,15 +345,15 @@ fn operations(
         let mut op = base(operation_id, "post");
         op["requestBody"] = json!({
             "description": "The input object. An empty body is read as `{}`.",
-            "required": has_required(&spec.input_schema),
+            "required": has_required(spec.input_schema.root()),
             "content": {"application/json": {"schema": input_ref}},
         });
         op
     };
-    match QueryShape::of(&spec.input_schema) {
+    match QueryShape::of(&query_view(&spec.input_schema)) {
         Some(shape) if spec.kind != OperationKind::Mutation => {
             let mut get = base(id.clone(), "get");
-            get["parameters"] = json!(parameters(&shape, &input_key));
+            get["parameters"] = json!(parameters(&shape, &input_key, &input_defs));
             let mut alias = post(format!("{id}.post"));
             alias["x-opkit-alias"] = json!(true);
             vec![("get".to_owned(), get), ("post".to_owned(), alias)]
@@ -393,9 +389,10 @@ pub(crate) fn document(
         .unwrap_or_else(|| json!({"type": "object"}));
 
     let mut paths = Map::new();
+    let mut shared = SharedComponents::default();
     for spec in registry.specs() {
         let mut item = Map::new();
-        for (method, op) in operations(&spec, &mut components, &meta_schema, info) {
+        for (method, op) in operations(&spec, &mut components, &mut shared, &meta_schema, info) {
             item.insert(method, op);
         }
         paths.insert(format!("{OPS_PREFIX}{}", spec.id()), Value::Object(item));

@@ -104,6 +104,11 @@ impl Definitions {
         self.names.is_empty()
     }
 
+    /// Every definition, by name, in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.names.iter().map(String::as_str).zip(&self.bodies)
+    }
+
     /// The definition named `name`.
     pub fn get(&self, name: &str) -> Option<&Value> {
         self.index.get(name).map(|&i| &self.bodies[i as usize])
