@@ -182,6 +182,16 @@ const CONTEXT_KEYWORDS: &[&str] = &[
     "unevaluatedItems",
 ];
 
+/// Keywords whose value maps names (of properties, patterns, definitions) to schemas: the
+/// names are not keywords (a property may be called `default` or `$ref`).
+const NAME_MAPS: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+];
+
 /// `schema` with each `{"$ref": "#/$defs/<name>"}` turned into `{KEYWORD: <index>}`;
 /// `None` when it cannot be compiled apart from its document (see the module doc).
 fn rewrite(schema: &Value, index: &HashMap<String, u32>) -> Option<Value> {
@@ -205,6 +215,14 @@ fn rewrite(schema: &Value, index: &HashMap<String, u32>) -> Option<Value> {
                     out.insert(KEYWORD.to_owned(), Value::from(id));
                 } else if DATA_KEYWORDS.contains(&key.as_str()) {
                     out.insert(key.clone(), member.clone());
+                } else if NAME_MAPS.contains(&key.as_str())
+                    && let Value::Object(named) = member
+                {
+                    let mut rewritten = Map::with_capacity(named.len());
+                    for (name, schema) in named {
+                        rewritten.insert(name.clone(), rewrite(schema, index)?);
+                    }
+                    out.insert(key.clone(), Value::Object(rewritten));
                 } else {
                     out.insert(key.clone(), rewrite(member, index)?);
                 }
@@ -306,6 +324,10 @@ mod tests {
                 "a/Tag".to_owned(),
                 json!({"type": "string", "minLength": 2}),
             ),
+            (
+                "Named".to_owned(),
+                json!({"properties": {"default": {"$ref": "#/$defs/a~1Tag"}, "enum": {"type": "integer"}}}),
+            ),
         ]))
     }
 
@@ -355,6 +377,13 @@ mod tests {
             Schema::with_definitions(json!({"$ref": "#/$defs/a~1Tag"}), definitions.clone());
         let other = CompiledSchema::compile(&other).unwrap();
         assert!(!other.is_valid(&json!("x")));
+        // Properties named like data keywords are schemas all the same.
+        let named = Schema::with_definitions(json!({"$ref": "#/$defs/Named"}), definitions.clone());
+        let named = CompiledSchema::compile(&named).unwrap();
+        assert_eq!(
+            violations(&named, &json!({"default": "x", "enum": "y"})).len(),
+            2
+        );
         assert!(
             definitions
                 .compiled()
