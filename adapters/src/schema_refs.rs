@@ -54,6 +54,11 @@ pub(crate) fn rewrite_refs(schema: &mut Value, rewrite: &mut dyn FnMut(&str) -> 
     }
 }
 
+/// Encodes a string as one JSON-pointer token.
+pub(crate) fn encode_token(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,9 +75,4 @@ mod tests {
         assert_eq!(schema["properties"]["enum"]["items"]["$ref"], "#/x");
         assert_eq!(schema["default"]["$ref"], "#/$defs/A", "data is left alone");
     }
-}
-
-/// Encodes a string as one JSON-pointer token.
-pub(crate) fn encode_token(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
 }

@@ -34,10 +34,13 @@ pub(super) const KEYWORD: &str = "x-opkit-shared-definition";
 /// Marks the relative path at the head of a shared definition's error message.
 const MARK: char = '\u{1}';
 
+/// One definition compiled on its own, or why it is not.
+type Slot = OnceLock<Result<Arc<Validator>, Unshareable>>;
+
 /// The compiled definitions of one [`Definitions`], built at first use and kept with them.
 pub(crate) struct CompiledDefinitions {
-    /// Per definition: its validator, or why it cannot be shared (`None`: not compiled).
-    slots: Box<[OnceLock<Result<Arc<Validator>, Unshareable>>]>,
+    /// Per definition: its validator, or why it cannot be shared (unset: not compiled yet).
+    slots: Box<[Slot]>,
     /// Per definition: it and every definition it reaches compiled.
     closed: Box<[AtomicBool]>,
 }
@@ -356,7 +359,7 @@ mod tests {
             shared._definitions.is_some(),
             "compiled against the shared definitions"
         );
-        let alone = CompiledSchema::compile(&schema.transient_value().into_owned()).unwrap();
+        let alone = CompiledSchema::compile(&*schema.transient_value()).unwrap();
         for value in [
             json!({"root": {"tag": "ok", "children": [{"tag": "x"}, {"children": [{"tag": 3}]}]}}),
             json!({"root": {"tag": "ok", "children": [{"tag": "fine"}]}}),
