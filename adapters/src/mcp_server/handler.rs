@@ -257,9 +257,7 @@ impl ServerHandler for McpHandler {
     ) -> Result<ListToolsResult, McpError> {
         let names = self.names()?;
         let cursor = request.and_then(|request| request.cursor);
-        let specs = self.inner.registry.specs();
         Ok(super::listing::page(
-            &specs,
             &names,
             cursor.as_deref(),
             is_modern(&context),

@@ -6,39 +6,27 @@
 
 use super::names::ToolNames;
 use super::tools;
-use opkit::OperationSpec;
 use rmcp::model::{ListToolsResult, Tool};
-use std::sync::Arc;
 
 /// How many tools one `tools/list` page holds. Small, because an imported operation's
 /// self-contained schemas can be large (DocuSign's average 180 KB of JSON a tool): a page
 /// of 20 such tools is a few MB on the wire.
 pub const TOOLS_PAGE_SIZE: usize = 20;
 
-/// The page of `specs` (sorted by id) that starts at the first id not before `cursor` (the
-/// first page without one); its `nextCursor` is the id the next page starts at. A cursor
-/// the server did not give still names a place in the id order, so a client that keeps
-/// one across registry changes resumes where it left off.
-pub(crate) fn page(
-    specs: &[Arc<OperationSpec>],
-    names: &ToolNames,
-    cursor: Option<&str>,
-    modern: bool,
-) -> ListToolsResult {
-    let ids: Vec<String> = specs.iter().map(|spec| spec.id()).collect();
-    let start = cursor.map_or(0, |cursor| ids.partition_point(|id| id.as_str() < cursor));
-    let end = start.saturating_add(TOOLS_PAGE_SIZE).min(specs.len());
-    let tools: Vec<Tool> = specs[start..end]
-        .iter()
-        .zip(&ids[start..end])
-        .filter_map(|(spec, id)| {
-            let name = names.tool(id)?;
-            // Built for this page only (not the definition a call keeps).
-            tools::tool(spec, name, modern)
-        })
+/// The page of the operations `names` holds (in id order) that starts at the first id not
+/// before `cursor` (the first page without one); its `nextCursor` is the id the next page
+/// starts at. A cursor the server did not give still names a place in the id order, so a
+/// client that keeps one across registry changes resumes where it left off.
+pub(crate) fn page(names: &ToolNames, cursor: Option<&str>, modern: bool) -> ListToolsResult {
+    let mut operations = names.from_id(cursor.unwrap_or(""));
+    let tools: Vec<Tool> = operations
+        .by_ref()
+        .take(TOOLS_PAGE_SIZE)
+        // Built for this page only (not the definition a call keeps).
+        .filter_map(|(_, tool, served)| tools::tool(&served.spec, tool, modern))
         .collect();
     let mut result = ListToolsResult::with_all_items(tools);
-    result.next_cursor = ids.get(end).cloned();
+    result.next_cursor = operations.next().map(|(id, _, _)| id.to_owned());
     result
 }
 
@@ -46,7 +34,8 @@ pub(crate) fn page(
 mod tests {
     use super::super::names::ToolNaming;
     use super::*;
-    use opkit::OperationKind;
+    use opkit::{OperationKind, OperationSpec};
+    use std::sync::Arc;
 
     fn specs(count: usize) -> Vec<Arc<OperationSpec>> {
         let mut specs: Vec<Arc<OperationSpec>> = (0..count)
@@ -70,7 +59,7 @@ mod tests {
         let mut cursor: Option<String> = None;
         let mut pages = 0;
         loop {
-            let page = page(&specs, &names, cursor.as_deref(), true);
+            let page = page(&names, cursor.as_deref(), true);
             pages += 1;
             listed.extend(page.tools.into_iter().map(|tool| tool.name.to_string()));
             match page.next_cursor {
@@ -87,10 +76,10 @@ mod tests {
     fn a_small_registry_is_one_page_and_any_cursor_names_a_place() {
         let specs = specs(3);
         let names = ToolNames::build(&specs, ToolNaming::OperationId).unwrap();
-        let all = page(&specs, &names, None, false);
+        let all = page(&names, None, false);
         assert_eq!((all.tools.len(), all.next_cursor), (3, None));
-        let rest = page(&specs, &names, Some("api.op0001"), false);
+        let rest = page(&names, Some("api.op0001"), false);
         assert_eq!(rest.tools.len(), 2);
-        assert!(page(&specs, &names, Some("zzz"), false).tools.is_empty());
+        assert!(page(&names, Some("zzz"), false).tools.is_empty());
     }
 }
