@@ -97,9 +97,9 @@ copying the definitions it reaches, and kept afterwards); DocuSign took 3.8 s an
 changed: `tools/list` answers pages of 20 tools whose schemas are built for the page and not
 kept; validators compile only their operation's root and share each definition, compiled
 once per import; the OpenAPI document of the HTTP server places shared definitions once.
-Listing is most of the time (Graph's tools are 1 GB of JSON); the figure moves with the load
-of the machine (16.7 s to 25.6 s in the runs of that day). Graph beta (47 MB, 22,361
-operations, 4.4 GB of tools) imports and lists in 75 s within 1.3 GB.
+Listing is most of the time (Graph's tools are 1 GB of JSON), and moves with the load of the
+machine. Graph beta (47 MB, 22,361 operations, 4.4 GB of tools) imports and lists within
+1.3 GB (75 s on a loaded machine, before a page stopped formatting every id).
 <!-- openapi-import:end -->"""
 text = open(path, encoding="utf-8").read()
 pattern = re.compile(r"<!-- openapi-import:begin.*?<!-- openapi-import:end -->", re.S)
