@@ -18,7 +18,7 @@ pub const TOOLS_PAGE_SIZE: usize = 20;
 /// starts at. A cursor the server did not give still names a place in the id order, so a
 /// client that keeps one across registry changes resumes where it left off.
 pub(crate) fn page(names: &ToolNames, cursor: Option<&str>, modern: bool) -> ListToolsResult {
-    let mut operations = names.from_id(cursor.unwrap_or(""));
+    let mut operations = names.starting_at(cursor.unwrap_or(""));
     let tools: Vec<Tool> = operations
         .by_ref()
         .take(TOOLS_PAGE_SIZE)

@@ -219,7 +219,7 @@ impl ToolNames {
 
     /// The operations from the first id not before `from` on, in id order: `(id, tool name,
     /// operation)`.
-    pub(crate) fn from_id<'a>(
+    pub(crate) fn starting_at<'a>(
         &'a self,
         from: &str,
     ) -> impl Iterator<Item = (&'a str, &'a str, &'a Arc<Served>)> + 'a {
@@ -228,7 +228,7 @@ impl ToolNames {
             .filter_map(|(id, tool)| Some((id.as_str(), tool.as_str(), self.by_tool.get(tool)?)))
     }
 
-    /// The tool name of operation `id` (listing uses [`from_id`](Self::from_id)).
+    /// The tool name of operation `id` (listing uses [`starting_at`](Self::starting_at)).
     #[cfg(test)]
     pub(crate) fn tool(&self, id: &str) -> Option<&str> {
         self.by_id.get(id).map(String::as_str)
