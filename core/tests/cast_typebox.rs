@@ -23,6 +23,9 @@ use deviations::{Deviation, Pair, Validators, json_equal};
 
 const SEED: u32 = 1;
 const PAIRS: usize = 3000;
+/// Pairs the generator prints before the generated ones (valid `uniqueItems` arrays whose
+/// items become equal once their undeclared keys are dropped).
+const FIXED_PAIRS: usize = 2;
 
 /// Runs the generator once and parses its lines.
 fn typebox_pairs() -> Vec<Value> {
@@ -60,7 +63,11 @@ fn typebox_pairs() -> Vec<Value> {
 #[test]
 fn cast_agrees_with_typebox() {
     let lines = typebox_pairs();
-    assert_eq!(lines.len(), PAIRS, "generator printed too few pairs");
+    assert_eq!(
+        lines.len(),
+        FIXED_PAIRS + PAIRS,
+        "generator printed too few pairs"
+    );
     let mut agree = 0;
     let mut refused = 0;
     let mut classified: Vec<(Deviation, usize)> =

@@ -171,10 +171,9 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
             }
             "tool_name" => {
                 if let Some(lit) = string_value(meta, errors) {
-                    if lit.value().is_empty() {
-                        errors.at(lit.span(), "`tool_name` must not be empty");
-                    } else {
-                        tool_name.set(errors, span, lit);
+                    match check_tool_name(&lit.value()) {
+                        Ok(()) => tool_name.set(errors, span, lit),
+                        Err(message) => errors.spanned(&lit, message),
                     }
                 }
             }
@@ -375,13 +374,76 @@ fn parse_error_kinds(meta: &Meta, errors: &Errors) -> Option<Vec<syn::Ident>> {
         let word = ident.to_string();
         match ERROR_KINDS.iter().find(|(known, _)| *known == word) {
             Some((_, variant)) => variants.push(syn::Ident::new(variant, ident.span())),
-            None => errors.spanned(
-                &ident,
-                unknown_key(&word, &words).replace("argument", "error kind"),
-            ),
+            None => errors.spanned(&ident, unknown_error_kind(&word, &words)),
         }
     }
     Some(variants)
+}
+
+/// "unknown error kind", the words, and the word meant: the closest spelling, or the word
+/// of a variant written as in Rust (`NotFound`, `NOT_FOUND` → `not_found`).
+fn unknown_error_kind(word: &str, words: &[&'static str]) -> String {
+    let snake = snake_case(word);
+    match words.iter().find(|known| **known == snake) {
+        Some(known) => {
+            let list = words
+                .iter()
+                .map(|word| format!("`{word}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!(
+                "unknown error kind `{word}`: `errors(..)` takes the snake_case words {list}\n  help: did you mean `{known}`?"
+            )
+        }
+        None => unknown_key(word, words).replace("argument", "error kind"),
+    }
+}
+
+/// `NotFound` → `not_found`, `NOT_FOUND` → `not_found`, `rateLimited` → `rate_limited`.
+fn snake_case(word: &str) -> String {
+    let mut out = String::with_capacity(word.len() + 4);
+    let mut previous_lower = false;
+    for c in word.chars() {
+        if c.is_ascii_uppercase() {
+            if previous_lower {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+            previous_lower = false;
+        } else {
+            out.push(c);
+            previous_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        }
+    }
+    out
+}
+
+/// The rule of an MCP tool name as opkit's MCP server applies it when it starts (the
+/// default naming, `ToolNaming::OperationId`): 1 to 128 characters of `[A-Za-z0-9_.-]`.
+/// `Err` says what is wrong and suggests a valid spelling.
+fn check_tool_name(name: &str) -> Result<(), String> {
+    const MAX: usize = 128;
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    let problem = if name.is_empty() {
+        "it is empty".to_owned()
+    } else if let Some(bad) = name.chars().find(|&c| !allowed(c)) {
+        format!("{bad:?} is not allowed")
+    } else if name.chars().count() > MAX {
+        format!("it has {} characters", name.chars().count())
+    } else {
+        return Ok(());
+    };
+    let mut suggestion: String = name
+        .chars()
+        .map(|c| if allowed(c) { c } else { '_' })
+        .take(MAX)
+        .collect();
+    if suggestion.is_empty() {
+        suggestion.push_str("my_tool");
+    }
+    Err(format!(
+        "invalid `tool_name` {name:?}: {problem}; an MCP tool name has 1 to {MAX} characters of `[A-Za-z0-9_.-]` (opkit's MCP server refuses any other when it starts)\n  help: try {suggestion:?}"
+    ))
 }
 
 /// The string literal of `key = "value"`.

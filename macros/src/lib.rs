@@ -37,11 +37,12 @@ fn operation_impl(
     let func: syn::ItemFn = match syn::parse2(item.clone()) {
         Ok(func) => func,
         Err(_) => {
-            let error = syn::Error::new(
-                proc_macro2::Span::call_site(),
-                "`#[operation]` goes on an `async fn` (a query or mutation) or on a fn returning `impl Stream<Item = T>` (a subscription)",
-            )
-            .to_compile_error();
+            let message = if is_closure(&item) {
+                "`#[operation]` goes on a named `async fn`, not on a closure: an operation's handle is a struct named after its fn\n  help: write it as an item, `async fn name(a: A, ..) -> T { .. }`, and put `#[operation(..)]` on that fn"
+            } else {
+                "`#[operation]` goes on an `async fn` (a query or mutation) or on a fn returning `impl Stream<Item = T>` (a subscription)"
+            };
+            let error = syn::Error::new(proc_macro2::Span::call_site(), message).to_compile_error();
             return quote!(#error #item);
         }
     };
@@ -68,6 +69,29 @@ fn operation_impl(
             let stub = expand::stub_handle(&func, &private);
             quote!(#compile_errors #emitted #stub)
         }
+    }
+}
+
+/// `true` when the attribute sits on a closure (`#[operation] let f = |..| ..;` or an
+/// attribute on the closure expression itself).
+fn is_closure(item: &proc_macro2::TokenStream) -> bool {
+    fn closure(expr: &syn::Expr) -> bool {
+        match expr {
+            syn::Expr::Closure(_) => true,
+            syn::Expr::Paren(paren) => closure(&paren.expr),
+            _ => false,
+        }
+    }
+    if let Ok(expr) = syn::parse2::<syn::Expr>(item.clone()) {
+        return closure(&expr);
+    }
+    match syn::parse::Parser::parse2(syn::Block::parse_within, item.clone()) {
+        Ok(stmts) => stmts.iter().any(|stmt| match stmt {
+            syn::Stmt::Local(local) => local.init.as_ref().is_some_and(|init| closure(&init.expr)),
+            syn::Stmt::Expr(expr, _) => closure(expr),
+            _ => false,
+        }),
+        Err(_) => false,
     }
 }
 

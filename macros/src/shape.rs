@@ -85,6 +85,30 @@ pub(crate) fn state_param(ty: &Type) -> Option<&Type> {
     (segment.ident == "State" && args.len() == 1).then(|| args[0])
 }
 
+/// `true` when the path is `anyhow::<last>` (or `::anyhow::<last>`).
+fn is_anyhow_path(ty: &Type, last: &str) -> bool {
+    let Type::Path(path) = peel(ty) else {
+        return false;
+    };
+    let segments: Vec<&PathSegment> = path.path.segments.iter().collect();
+    path.qself.is_none()
+        && segments.len() == 2
+        && segments[0].ident == "anyhow"
+        && segments[1].ident == last
+}
+
+/// `true` when the output's error is written `anyhow::Error`: `Result<T, anyhow::Error>` or
+/// `anyhow::Result<T>`. Its conversion needs opkit's `anyhow` feature, and the error says so.
+pub(crate) fn error_is_anyhow(value: &Type) -> bool {
+    match Shape::of(value) {
+        Shape::Fallible {
+            error: Some(error), ..
+        } => is_anyhow_path(error, "Error"),
+        Shape::Fallible { error: None, .. } => is_anyhow_path(value, "Result"),
+        _ => false,
+    }
+}
+
 /// What a return type says about streaming.
 pub(crate) enum Streaming<'a> {
     /// Not a stream.

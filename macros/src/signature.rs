@@ -377,6 +377,20 @@ fn check_output(func: &ItemFn, kind: Kind, kind_conflict: bool, errors: &Errors)
             }
         }
     };
+    if let Some(borrowed) = borrowed_output(&value) {
+        let owned = match borrowed {
+            Type::Reference(reference) => owned_suggestion(&reference.elem),
+            other => display(other),
+        };
+        errors.spanned(
+            borrowed,
+            format_args!(
+                "operation `{name}` returns the borrowed `{}`, but its result is serialized after the fn has returned, so it must own its data: return an owned type such as `{owned}`",
+                display(borrowed)
+            ),
+        );
+        return None;
+    }
     if shape::contains_impl_trait(&value) {
         errors.spanned(
             &value,
@@ -391,6 +405,13 @@ fn check_output(func: &ItemFn, kind: Kind, kind_conflict: bool, errors: &Errors)
         value,
         is_async,
     })
+}
+
+/// The output data type when it is a reference (`&str`, `Result<&T, E>`,
+/// `ResponseEnvelope<&T>`).
+fn borrowed_output(value: &Type) -> Option<&Type> {
+    let data = shape::Shape::of(value).data()?;
+    matches!(shape::peel(data), Type::Reference(_)).then_some(data)
 }
 
 /// Tokens as a user would write them: `Vec<T>`, `&str`, `Result<T, E>`.

@@ -46,7 +46,29 @@ fn parses_a_tool_name() {
     assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(args.tool_name.unwrap().value(), "add_numbers");
     let (_, errors) = parse_args(quote!(namespace = "a", tool_name = ""));
-    assert!(errors[0].contains("must not be empty"), "{errors:?}");
+    assert!(errors[0].contains("it is empty"), "{errors:?}");
+    // The MCP server's rule, checked here rather than when the server starts.
+    let (args, errors) = parse_args(quote!(namespace = "a", tool_name = "x.y-z_1"));
+    assert!(errors.is_empty() && args.tool_name.is_some(), "{errors:?}");
+    let (_, errors) = parse_args(quote!(namespace = "a", tool_name = "add numbers"));
+    assert!(errors[0].contains("' ' is not allowed"), "{errors:?}");
+    assert!(
+        errors[0].contains("help: try") && errors[0].contains("add_numbers"),
+        "{errors:?}"
+    );
+    let long = "x".repeat(129);
+    let (_, errors) = parse_args(quote!(namespace = "a", tool_name = #long));
+    assert!(errors[0].contains("129 characters"), "{errors:?}");
+}
+
+#[test]
+fn an_error_kind_written_as_its_variant_suggests_its_word() {
+    for written in [quote!(NotFound), quote!(NOT_FOUND), quote!(rateLimited)] {
+        let (_, errors) = parse_args(quote!(namespace = "a", errors(#written)));
+        assert!(errors[0].contains("did you mean"), "{errors:?}");
+    }
+    let (_, errors) = parse_args(quote!(namespace = "a", errors(RateLimited)));
+    assert!(errors[0].contains("`rate_limited`?"), "{errors:?}");
 }
 
 #[test]

@@ -310,6 +310,7 @@ pub(crate) mod refs;
 mod rest;
 mod routes;
 mod serve;
+mod shared_components;
 mod sse;
 
 pub use identity::{

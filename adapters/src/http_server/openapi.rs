@@ -9,7 +9,9 @@
 //!
 //! Schemas live in `components/schemas`: `<id>.Input`, `<id>.Output`, `<id>.Envelope` (what
 //! the 200 response carries: `{data: <id>.Output, meta: ResponseMeta}`), their `$defs` as
-//! `<id>.Input.<Def>` / `<id>.Output.<Def>`, and the shared `ResponseEnvelope`, `ResponseMeta`
+//! `<id>.Input.<Def>` / `<id>.Output.<Def>` — or, for the schemas of an import that share
+//! its definitions, those definitions once as `<namespace>.<Def>` (see
+//! `shared_components`) — and the shared `ResponseEnvelope`, `ResponseMeta`
 //! (and the meta variants) and `CallError`. Subscriptions describe their
 //! `text/event-stream` per event (`{data, event?, id?, retry?}`, the OpenAPI 3.2 /
 //! schemathesis view), with the JSON in `data` given by `contentSchema`. Every error status
@@ -18,6 +20,7 @@
 
 use super::query::{ParamStyle, QueryShape};
 use super::refs::{add_component, component_rewriter, encode_token, rewrite_refs};
+use super::shared_components::{SharedComponents, query_view};
 use opkit::{ErrorKind, OperationKind, OperationRegistry, OperationSpec};
 use serde_json::{Map, Value, json};
 
@@ -158,22 +161,18 @@ fn response_ref(name: &str) -> Value {
 
 /// A property schema (written relative to the input schema) with its local refs pointing
 /// into the input's component.
-fn property_schema(schema: &Value, input_key: &str) -> Value {
+fn property_schema(schema: &Value, input_key: &str, defs_prefix: &str) -> Value {
     let mut schema = schema.clone();
-    let defs_prefix = format!("{input_key}.");
-    rewrite_refs(
-        &mut schema,
-        &mut component_rewriter(input_key, &defs_prefix),
-    );
+    rewrite_refs(&mut schema, &mut component_rewriter(input_key, defs_prefix));
     schema
 }
 
-fn parameters(shape: &QueryShape, input_key: &str) -> Vec<Value> {
+fn parameters(shape: &QueryShape, input_key: &str, defs_prefix: &str) -> Vec<Value> {
     shape
         .params
         .iter()
         .map(|param| {
-            let schema = property_schema(&param.schema, input_key);
+            let schema = property_schema(&param.schema, input_key, defs_prefix);
             let mut parameter = json!({
                 "name": param.name,
                 "in": "query",
@@ -266,6 +265,7 @@ type RestOperation = (String, String, Value);
 fn operations(
     spec: &OperationSpec,
     components: &mut Map<String, Value>,
+    shared: &mut SharedComponents,
     meta_schema: &Value,
     info: &DocumentInfo,
 ) -> (Vec<(String, Value)>, Option<RestOperation>) {
@@ -273,17 +273,13 @@ fn operations(
     let input_key = format!("{id}.Input");
     let output_key = format!("{id}.Output");
     let envelope_key = format!("{id}.Envelope");
-    let input_ref = add_component(
-        components,
-        &input_key,
-        &format!("{input_key}."),
-        &spec.input_schema,
-    );
-    let output_ref = add_component(
+    let (input_ref, input_defs) =
+        shared.add(components, &input_key, &spec.input_schema, &spec.namespace);
+    let (output_ref, _) = shared.add(
         components,
         &output_key,
-        &format!("{output_key}."),
         &spec.output_schema,
+        &spec.namespace,
     );
     components.insert(
         envelope_key.clone(),
@@ -367,7 +363,7 @@ fn operations(
         let mut op = base(operation_id, "post");
         op["requestBody"] = json!({
             "description": "The input object. An empty body is read as `{}`.",
-            "required": has_required(&spec.input_schema),
+            "required": has_required(spec.input_schema.root()),
             "content": {"application/json": {"schema": input_ref}},
         });
         op
@@ -378,8 +374,8 @@ fn operations(
         op["x-opkit-alias"] = json!(true);
         op["x-opkit-rest"] = json!(true);
         let variables = route.path_variables();
-        let shape = QueryShape::of(&spec.input_schema).unwrap_or(QueryShape { params: Vec::new() });
-        let mut params: Vec<Value> = parameters(&shape, &input_key)
+        let shape = QueryShape::of(&query_view(&spec.input_schema)).unwrap_or(QueryShape { params: Vec::new() });
+        let mut params: Vec<Value> = parameters(&shape, &input_key, &input_defs)
             .into_iter()
             .filter_map(|mut param| {
                 let name = param["name"].as_str()?.to_owned();
@@ -420,7 +416,7 @@ fn operations(
                     "content": {"*/*": {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}}},
                 }),
                 fields => {
-                    let schema = rest_body(spec, &variables, components, &input_key);
+                    let schema = rest_body(spec, &variables, components, &input_ref, &input_defs);
                     let mut content = json!({"application/json": {"schema": schema}});
                     if fields.iter().any(|param| opkit::binary::is_binary_schema(&param.schema)) {
                         // A file (each `Binary` field, raw) and the other fields as text parts.
@@ -430,7 +426,7 @@ fn operations(
                                 let schema = if opkit::binary::is_binary_schema(&param.schema) {
                                     json!({"type": "string", "contentMediaType": "application/octet-stream"})
                                 } else {
-                                    property_schema(&param.schema, &input_key)
+                                    property_schema(&param.schema, &input_key, &input_defs)
                                 };
                                 (param.name.clone(), schema)
                             })
@@ -480,10 +476,10 @@ fn operations(
         }
         (route.path.clone(), method, op)
     });
-    let rpc = match QueryShape::of(&spec.input_schema) {
+    let rpc = match QueryShape::of(&query_view(&spec.input_schema)) {
         Some(shape) if spec.kind != OperationKind::Mutation => {
             let mut get = base(id.clone(), "get");
-            get["parameters"] = json!(parameters(&shape, &input_key));
+            get["parameters"] = json!(parameters(&shape, &input_key, &input_defs));
             let mut alias = post(format!("{id}.post"));
             alias["x-opkit-alias"] = json!(true);
             vec![("get".to_owned(), get), ("post".to_owned(), alias)]
@@ -498,11 +494,11 @@ fn rest_body(
     spec: &OperationSpec,
     variables: &[&str],
     components: &mut Map<String, Value>,
-    input_key: &str,
+    input_ref: &Value,
+    defs_prefix: &str,
 ) -> Value {
-    let input_ref = json!({"$ref": format!("#/components/schemas/{}", encode_token(input_key))});
     if variables.is_empty() {
-        return input_ref;
+        return input_ref.clone();
     }
     let mut body: Value = (*spec.input_schema).clone();
     if let Some(properties) = body.get_mut("properties").and_then(Value::as_object_mut) {
@@ -514,7 +510,7 @@ fn rest_body(
         required.retain(|name| !variables.iter().any(|variable| name == variable));
     }
     let body_key = format!("{}.Body", spec.id());
-    add_component(components, &body_key, &format!("{input_key}."), &body)
+    add_component(components, &body_key, defs_prefix, &body)
 }
 
 /// Builds the whole document from the registry's current specs; `base_path` is where the
@@ -545,9 +541,10 @@ pub(crate) fn document(
 
     let mut paths = Map::new();
     let mut rest_paths = Map::new();
+    let mut shared = SharedComponents::default();
     for spec in registry.specs() {
         let mut item = Map::new();
-        let (rpc, rest) = operations(&spec, &mut components, &meta_schema, info);
+        let (rpc, rest) = operations(&spec, &mut components, &mut shared, &meta_schema, info);
         for (method, op) in rpc {
             item.insert(method, op);
         }

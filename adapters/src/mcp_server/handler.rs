@@ -316,22 +316,16 @@ impl ServerHandler for McpHandler {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let modern = is_modern(&context);
         let names = self.names()?;
-        let tools: Vec<Tool> = self
-            .inner
-            .registry
-            .specs()
-            .iter()
-            .filter_map(|spec| {
-                let tool = names.tool(&spec.id())?;
-                names.served(tool)?.definition(tool, modern)
-            })
-            .collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        let cursor = request.and_then(|request| request.cursor);
+        Ok(super::listing::page(
+            &names,
+            cursor.as_deref(),
+            is_modern(&context),
+        ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

@@ -25,7 +25,10 @@
 //! | `annotations` | `readOnlyHint: true` for queries and subscriptions, `false` for mutations |
 //! | `_meta` | `opkit/operationId`, `opkit/kind` (`QUERY`…) and, when restricted, `opkit/access` |
 //!
-//! The list is the registry's at the time of the request, in id order, in one page. Calls
+//! The list is the registry's at the time of the request, in id order, in pages of
+//! [`TOOLS_PAGE_SIZE`] tools (`nextCursor` names where the next page starts); each page's
+//! definitions are built for it and not kept, so listing an imported API of thousands of
+//! operations holds one page of self-contained schemas at a time. Calls
 //! find their operation by the same mapping. Two operations with one tool name, or a name
 //! that breaks the chosen form, are refused when the server starts ([`McpServer::check`],
 //! [`McpServerError::ToolName`]); an operation registered later that collides makes
@@ -128,12 +131,14 @@
 //! `_meta.traceparent` / `_meta.tracestate`, when present and valid.
 
 mod handler;
+mod listing;
 mod names;
 mod report;
 mod results;
 mod tools;
 
 pub use handler::{McpHandler, McpSession};
+pub use listing::TOOLS_PAGE_SIZE;
 pub use names::{EXT_TOOL_NAME, ToolNameError, ToolNaming};
 pub use results::{META_ENVELOPE, META_ERROR, META_WRAPPED};
 

@@ -217,7 +217,19 @@ impl ToolNames {
         self.by_tool.get(tool)
     }
 
-    /// The tool name of operation `id`.
+    /// The operations from the first id not before `from` on, in id order: `(id, tool name,
+    /// operation)`.
+    pub(crate) fn starting_at<'a>(
+        &'a self,
+        from: &str,
+    ) -> impl Iterator<Item = (&'a str, &'a str, &'a Arc<Served>)> + 'a {
+        self.by_id
+            .range::<str, _>((std::ops::Bound::Included(from), std::ops::Bound::Unbounded))
+            .filter_map(|(id, tool)| Some((id.as_str(), tool.as_str(), self.by_tool.get(tool)?)))
+    }
+
+    /// The tool name of operation `id` (listing uses [`starting_at`](Self::starting_at)).
+    #[cfg(test)]
     pub(crate) fn tool(&self, id: &str) -> Option<&str> {
         self.by_id.get(id).map(String::as_str)
     }

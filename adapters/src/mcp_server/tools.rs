@@ -38,7 +38,8 @@ fn object_typed(schema: &Value) -> bool {
 /// `true` when the operation's input can be an MCP argument object (it is served as a tool),
 /// without building [`input_schema`].
 pub(crate) fn takes_arguments(spec: &OperationSpec) -> bool {
-    match &*spec.input_schema {
+    // The root decides; reading it builds no self-contained copy of a shared schema.
+    match spec.input_schema.root() {
         Value::Bool(true) => true,
         Value::Object(map) => match map.get("type") {
             None => true,
@@ -56,11 +57,12 @@ pub(crate) fn input_schema(spec: &OperationSpec) -> Option<JsonObject> {
     if !takes_arguments(spec) {
         return None;
     }
-    let Value::Object(map) = &*spec.input_schema else {
+    // Built for this tool only (a shared schema keeps no self-contained copy), and moved
+    // rather than copied when it was built here.
+    let Value::Object(mut map) = spec.input_schema.transient_value().into_owned() else {
         // `true`: any object.
         return Some(object_schema());
     };
-    let mut map = map.clone();
     if map.get("type") != Some(&json!("object")) {
         // No `type`, or a list of types holding `object`: the argument object's.
         map.insert("type".to_owned(), json!("object"));
@@ -120,7 +122,9 @@ pub(crate) fn output_form(spec: &OperationSpec, modern: bool) -> OutputForm {
         } else {
             OutputForm::Wrapped
         }
-    } else if spec.output_schema.is_object() && (modern || object_typed(&spec.output_schema)) {
+    } else if spec.output_schema.root().is_object()
+        && (modern || object_typed(spec.output_schema.root()))
+    {
         OutputForm::Plain
     } else {
         OutputForm::Wrapped
@@ -130,7 +134,9 @@ pub(crate) fn output_form(spec: &OperationSpec, modern: bool) -> OutputForm {
 /// The output form and `outputSchema` of a tool (see [`output_form`]).
 pub(crate) fn output(spec: &OperationSpec, modern: bool) -> (OutputForm, Option<JsonObject>) {
     let form = output_form(spec, modern);
-    let schema: &Value = &spec.output_schema;
+    // Built for this tool only: a shared schema keeps no self-contained copy.
+    let built = spec.output_schema.transient_value();
+    let schema: &Value = &built;
     let declared = match form {
         OutputForm::Items => {
             let (item, defs) = nested(schema, "/properties/items/items");
@@ -148,7 +154,10 @@ pub(crate) fn output(spec: &OperationSpec, modern: bool) -> (OutputForm, Option<
         }
         OutputForm::Content => None,
         OutputForm::Plain if spec.has_unknown_output() => None,
-        OutputForm::Plain => schema.as_object().cloned(),
+        OutputForm::Plain => match built.into_owned() {
+            Value::Object(map) => Some(map),
+            _ => None,
+        },
         OutputForm::Wrapped => Some(result_wrapper(schema)),
     };
     (form, declared)

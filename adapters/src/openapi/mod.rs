@@ -93,8 +93,13 @@
 //! [`Definitions`](opkit::schema::Definitions) shared (through an `Arc`) by every operation
 //! schema of the import ([`Schema::with_definitions`](opkit::schema::Schema::with_definitions)).
 //! An operation schema reads as self-contained: its `$defs`, holding exactly the definitions
-//! it reaches, are built the first time it is read (its first call, or listing or serving
-//! it), and kept. A recursive schema validates values of any depth. Response bodies are read
+//! it reaches, are built the first time it is read, and kept. Validators do not read it:
+//! each compiles only its operation's root, and each definition is compiled once per import
+//! and shared by every validator that reaches it (see
+//! [`CompiledSchema`](opkit::schema::CompiledSchema)). Serving does not keep it either: the
+//! MCP server builds each `tools/list` page's schemas for that page, and the HTTP server's
+//! OpenAPI document places the shared definitions once, as components. A recursive schema
+//! validates values of any depth. Response bodies are read
 //! whole (bounded by the request timeout, not by size).
 //!
 //! # Decisions

@@ -9,9 +9,13 @@
 //! ```text
 //! cargo run --release -- table github=PATH stripe=PATH ...
 //! cargo run --release -- one import PATH      # one measurement
+//! cargo run --release -- one serve PATH       # import, list every tool over MCP, call each once
+//! cargo run --release -- serve-table graph=PATH docusign=PATH ...
 //! ```
 //! `benches/openapi-import/run.sh` runs it on the pinned documents and rewrites the import section of
 //! `docs/benchmarks.md`.
+
+mod serve;
 
 use opkit::OperationRegistry;
 use opkit_adapters::openapi::{OpenApiImporter, OpenApiOptions};
@@ -31,6 +35,9 @@ fn status_kb(field: &str) -> u64 {
 /// One measurement in this process; prints `ms peak_kb operations skipped`.
 fn one(mode: &str, path: &str) {
     let baseline = status_kb("VmRSS:");
+    if mode == "serve" {
+        return serve::serve(path, baseline, status_kb);
+    }
     let start = Instant::now();
     let text = std::fs::read_to_string(path).expect("read the document");
     // The import alone (before `register_into`): time and peak.
@@ -113,6 +120,31 @@ fn child_rss_kb(pid: u32) -> u64 {
 }
 
 fn run_child(mode: &str, path: &str) -> Outcome {
+    let (line, status) = match child_line(mode, path) {
+        Ok(done) => done,
+        Err(message) => return Outcome::Failed(message),
+    };
+    let mut parts = line.split_whitespace();
+    match parts.next() {
+        Some("ok") => {
+            let mut next = || parts.next().unwrap_or("0").to_owned();
+            Outcome::Done {
+                ms: next().parse().unwrap_or(0.0),
+                peak_kb: next().parse().unwrap_or(0),
+                operations: next().parse().unwrap_or(0),
+                skipped: next().parse().unwrap_or(0),
+                import_ms: next().parse().unwrap_or(0.0),
+                import_peak_kb: next().parse().unwrap_or(0),
+            }
+        }
+        Some("error") => Outcome::Failed(line[6..].chars().take(80).collect()),
+        _ => Outcome::Failed(format!("exited with {status}")),
+    }
+}
+
+/// Runs one measurement in a child; its last line of output and its exit status, or why it
+/// was killed.
+fn child_line(mode: &str, path: &str) -> Result<(String, std::process::ExitStatus), String> {
     let timeout = Duration::from_secs(env_u64("IMPORT_TIMEOUT_SECS", 300));
     let max_rss_kb = env_u64("IMPORT_MAX_RSS_MB", 8000) * 1024;
     let exe = std::env::current_exe().expect("current exe");
@@ -148,29 +180,50 @@ fn run_child(mode: &str, path: &str) -> Outcome {
     if let Some(message) = verdict {
         let _ = child.kill();
         let _ = child.wait();
-        return Outcome::Failed(message);
+        return Err(message);
     }
     let mut out = String::new();
     if let Some(mut stdout) = child.stdout.take() {
         let _ = stdout.read_to_string(&mut out);
     }
     let status = child.wait().expect("wait");
-    let line = out.lines().last().unwrap_or("").to_owned();
-    let mut parts = line.split_whitespace();
-    match parts.next() {
-        Some("ok") => {
-            let mut next = || parts.next().unwrap_or("0").to_owned();
-            Outcome::Done {
-                ms: next().parse().unwrap_or(0.0),
-                peak_kb: next().parse().unwrap_or(0),
-                operations: next().parse().unwrap_or(0),
-                skipped: next().parse().unwrap_or(0),
-                import_ms: next().parse().unwrap_or(0.0),
-                import_peak_kb: next().parse().unwrap_or(0),
+    Ok((out.lines().last().unwrap_or("").to_owned(), status))
+}
+
+/// `serve` on each document, one child each: import + register, every tool listed over MCP,
+/// every operation called once.
+fn serve_table(documents: &[String]) {
+    println!(
+        "| document | size | operations | tools listed (pages) | `tools/list` bytes | import + register | list | calls | total | peak memory |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for document in documents {
+        let (name, path) = document.split_once('=').expect("name=path");
+        let size_kb = std::fs::metadata(path).map(|m| m.len() / 1024).unwrap_or(0);
+        let row = match child_line("serve", path) {
+            Ok((line, status)) => {
+                let parts: Vec<&str> = line.split_whitespace().collect();
+                if parts.first() != Some(&"ok") || parts.len() < 10 {
+                    format!("exited with {status}")
+                } else {
+                    let num = |i: usize| parts[i].parse::<f64>().unwrap_or(0.0);
+                    format!(
+                        "{} | {} ({}) | {:.1} MB | {:.0} ms | {:.0} ms | {:.0} ms | {:.0} ms | {}",
+                        parts[3],
+                        parts[4],
+                        parts[5],
+                        num(6) / 1048576.0,
+                        num(7),
+                        num(8),
+                        num(9),
+                        num(1),
+                        mb(num(2) as u64)
+                    )
+                }
             }
-        }
-        Some("error") => Outcome::Failed(line[6..].chars().take(80).collect()),
-        _ => Outcome::Failed(format!("exited with {status}")),
+            Err(message) => format!("— | — | — | — | — | — | {message} | —"),
+        };
+        println!("| {name} | {} | {row} |", mb(size_kb));
     }
 }
 
@@ -272,8 +325,11 @@ fn main() {
     match args.first().map(String::as_str) {
         Some("one") if args.len() == 3 => one(&args[1], &args[2]),
         Some("table") => table(&args[1..]),
+        Some("serve-table") => serve_table(&args[1..]),
         _ => {
-            eprintln!("usage: openapi_import table NAME=PATH... | one (openapiv3|import) PATH");
+            eprintln!(
+                "usage: openapi_import table NAME=PATH... | serve-table NAME=PATH... | one (openapiv3|import|serve) PATH"
+            );
             std::process::exit(2);
         }
     }

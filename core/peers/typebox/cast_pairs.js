@@ -8,6 +8,8 @@
 // as `#/$defs/<Name>`, so opkit resolves the same references TypeBox is given. A value that
 // TypeBox leaves out (`undefined`) is printed without its `value` key.
 //
+// The first lines are fixed pairs (ids `fixed-<n>`), then `count` generated ones.
+//
 // Deterministic: `node cast_pairs.js [seed] [count]` prints the same lines on every run
 // (the generator draws only from its own seeded PRNG). Used by `core/tests/cast_typebox.rs`.
 'use strict';
@@ -20,14 +22,20 @@ const count = Number(process.argv[3] ?? 3000);
 
 // ----- PRNG (mulberry32) ----------------------------------------------------------------------
 
-let state = seed >>> 0;
-function random() {
-  state = (state + 0x6d2b79f5) >>> 0;
-  let t = state;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+function mulberry32(start) {
+  let state = start >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
 }
+const random = mulberry32(seed);
+// Decides `uniqueItems` from a stream of its own, so adding the keyword left every other
+// draw (and so every earlier pair's shape) as it was.
+const randomUnique = mulberry32(seed ^ 0x5bd1e995);
 const chance = (p) => random() < p;
 const int = (low, high) => low + Math.floor(random() * (high - low + 1));
 const pick = (items) => items[Math.floor(random() * items.length)];
@@ -108,6 +116,7 @@ function arraySchema(depth) {
   const options = {};
   if (chance(0.25)) options.minItems = int(1, 2);
   if (chance(0.2)) options.maxItems = int(options.minItems ?? 1, 3);
+  if (randomUnique() < 0.25) options.uniqueItems = true;
   return Type.Array(schema(depth - 1), options);
 }
 
@@ -248,12 +257,8 @@ function plain(root) {
   return json;
 }
 
-const lines = [];
-for (let id = 0; id < count; id += 1) {
-  defs = {};
-  const root = schema(int(1, 4));
-  const noise = pick([0, 0.1, 0.3, 0.6]);
-  const input = chance(0.1) ? junk(2) : value(root, noise);
+/** Casts `input` to `root` with TypeBox and returns the pair's line. */
+function pair(id, root, input) {
   const line = { id, schema: plain(root) };
   if (input !== undefined) line.value = input;
   try {
@@ -262,6 +267,29 @@ for (let id = 0; id < count; id += 1) {
   } catch (error) {
     line.error = String(error.message);
   }
-  lines.push(JSON.stringify(line));
+  return JSON.stringify(line);
+}
+
+// Fixed pairs first (they draw nothing from the PRNG): valid `uniqueItems` arrays whose
+// items become equal once their undeclared keys are dropped, which must come back unchanged.
+defs = {};
+const FIXED = [
+  [
+    Type.Array(Type.Object({ a: Type.Integer() }), { uniqueItems: true }),
+    [{ a: 1, z: 1 }, { a: 1 }],
+  ],
+  [
+    Type.Array(Type.Object({ b: Type.Integer({ minimum: 3 }) }), { uniqueItems: true, minItems: 2 }),
+    [{ b: 7 }, { b: 7, x: 1 }],
+  ],
+];
+
+const lines = FIXED.map(([root, input], index) => pair(`fixed-${index + 1}`, root, input));
+for (let id = 0; id < count; id += 1) {
+  defs = {};
+  const root = schema(int(1, 4));
+  const noise = pick([0, 0.1, 0.3, 0.6]);
+  const input = chance(0.1) ? junk(2) : value(root, noise);
+  lines.push(pair(id, root, input));
 }
 process.stdout.write(lines.join('\n') + '\n');

@@ -113,6 +113,38 @@ impl OperationError for Unimplemented {
     }
 }
 
+/// The error of an operation written `anyhow::Error` (or `anyhow::Result<T>`): converted
+/// with opkit's `anyhow` feature, a compile error naming the feature without it.
+#[diagnostic::on_unimplemented(
+    message = "operation errors of type `anyhow::Error` need opkit's `anyhow` feature: enable it, `opkit = {{ version = \"0.1\", features = [\"anyhow\"] }}`",
+    label = "this `anyhow::Error` becomes the call's error only with opkit's `anyhow` feature",
+    note = "with the feature, an `anyhow::Error` becomes an `EXECUTION_ERROR` with its message and its chain of causes"
+)]
+pub trait AnyhowError {
+    /// The call's error.
+    fn into_call_error(self) -> CallError;
+}
+
+#[cfg(feature = "anyhow")]
+#[diagnostic::do_not_recommend]
+impl AnyhowError for anyhow::Error {
+    fn into_call_error(self) -> CallError {
+        error_chain(self.as_ref())
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl AnyhowError for Unimplemented {
+    fn into_call_error(self) -> CallError {
+        unreachable!()
+    }
+}
+
+/// Converts an error written `anyhow::Error`.
+pub fn anyhow_error<E: AnyhowError>(error: E) -> CallError {
+    error.into_call_error()
+}
+
 /// The error conversion of plain data and envelopes, which have no error.
 pub fn no_error(never: std::convert::Infallible) -> CallError {
     match never {}

@@ -125,7 +125,7 @@ impl<T: DeserializeOwned> ParamDeserialize for T {}
     message = "`{Self}` cannot be an operation parameter: it does not implement `schemars::JsonSchema`",
     label = "the operation's input schema is derived from this type",
     note = "derive it on your type: `#[derive(serde::Deserialize, schemars::JsonSchema)]`",
-    note = "for a type from another crate, enable its `schemars` feature or wrap it in a type of yours"
+    note = "for a type from another crate, enable the feature that implements `JsonSchema` for it: schemars' own (e.g. `schemars = {{ version = \"1\", features = [\"uuid1\"] }}` for `uuid::Uuid`, `chrono04` for chrono, `url2` for `url::Url`) or the type's crate's `schemars` feature, where it has one; or wrap it in a type of yours"
 )]
 pub trait ParamSchema: JsonSchema {}
 impl<T: JsonSchema> ParamSchema for T {}

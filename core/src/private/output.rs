@@ -100,7 +100,8 @@ impl<T: Serialize> OutputSerialize for T {}
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be the output of an operation: it does not implement `schemars::JsonSchema`",
     label = "the operation's output schema is derived from this type",
-    note = "derive it on your type: `#[derive(serde::Serialize, schemars::JsonSchema)]`"
+    note = "derive it on your type: `#[derive(serde::Serialize, schemars::JsonSchema)]`",
+    note = "for a type from another crate, enable the feature that implements `JsonSchema` for it: schemars' own (e.g. `schemars = {{ version = \"1\", features = [\"uuid1\"] }}` for `uuid::Uuid`, `chrono04` for chrono, `url2` for `url::Url`) or the type's crate's `schemars` feature, where it has one; or wrap it in a type of yours"
 )]
 pub trait OutputSchema: JsonSchema {}
 impl<T: JsonSchema> OutputSchema for T {}

@@ -9,12 +9,13 @@
 mod cast;
 mod generate;
 mod shared;
+mod shared_validate;
 mod validate;
 
 pub use cast::{CAST_MAX_DEPTH, cast, cast_with_root};
 pub use generate::{input_schema_for, schema_for};
 pub use shared::{Definitions, Schema};
-pub use validate::{CompiledSchema, SchemaError};
+pub use validate::{CompileSource, CompiledSchema, SchemaError};
 
 use serde_json::Value;
 

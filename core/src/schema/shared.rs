@@ -10,16 +10,18 @@
 //! is built at the first read through [`Deref`] and kept. Serializing a shared schema that
 //! was never read writes the same JSON without building it.
 
+use super::shared_validate::CompiledDefinitions;
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, OnceLock};
 
 /// The prefix of a reference into `$defs`.
-const DEFS_PREFIX: &str = "#/$defs/";
+pub(super) const DEFS_PREFIX: &str = "#/$defs/";
 
 /// Named schemas shared by many [`Schema`]s: a schema refers to the one named `Name` with
 /// `{"$ref": "#/$defs/Name"}` (the name escaped as a JSON pointer token), and definitions refer
@@ -42,11 +44,14 @@ const DEFS_PREFIX: &str = "#/$defs/";
 /// ```
 pub struct Definitions {
     /// Names, sorted (the order of `$defs` in a self-contained schema).
-    names: Vec<String>,
-    bodies: Vec<Value>,
+    pub(super) names: Vec<String>,
+    pub(super) bodies: Vec<Value>,
     /// For each definition, the definitions its body refers to.
-    refs: Vec<Box<[u32]>>,
-    index: HashMap<String, u32>,
+    pub(super) refs: Vec<Box<[u32]>>,
+    pub(super) index: HashMap<String, u32>,
+    /// The definitions compiled for validators, each once, at first use (see
+    /// [`super::shared_validate`]).
+    compiled: OnceLock<CompiledDefinitions>,
 }
 
 impl Definitions {
@@ -79,7 +84,14 @@ impl Definitions {
             bodies,
             refs,
             index,
+            compiled: OnceLock::new(),
         }
+    }
+
+    /// The compiled definitions, created empty at first use.
+    pub(super) fn compiled(&self) -> &CompiledDefinitions {
+        self.compiled
+            .get_or_init(|| CompiledDefinitions::new(self.names.len()))
     }
 
     /// How many definitions there are.
@@ -90,6 +102,11 @@ impl Definitions {
     /// `true` when there are none.
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
+    }
+
+    /// Every definition, by name, in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.names.iter().map(String::as_str).zip(&self.bodies)
     }
 
     /// The definition named `name`.
@@ -125,7 +142,7 @@ impl fmt::Debug for Definitions {
 }
 
 /// Adds to `found` the definitions `value` refers to with `{"$ref": "#/$defs/<name>"}`.
-fn collect_refs(value: &Value, index: &HashMap<String, u32>, found: &mut BTreeSet<u32>) {
+pub(super) fn collect_refs(value: &Value, index: &HashMap<String, u32>, found: &mut BTreeSet<u32>) {
     match value {
         Value::Object(map) => {
             for (key, member) in map {
@@ -271,6 +288,30 @@ impl Schema {
                     None => shared.build(),
                 },
                 Err(shared) => shared.full().clone(),
+            },
+        }
+    }
+
+    /// The root as written: the whole schema when it is self-contained, the root without
+    /// the shared definitions otherwise. Reading it builds nothing, so it answers questions
+    /// about the root (its `type`, its keywords) at no cost.
+    pub fn root(&self) -> &Value {
+        match &self.0 {
+            Repr::Owned(value) => value,
+            Repr::Shared(shared) => &shared.root,
+        }
+    }
+
+    /// The self-contained schema without keeping it: borrowed when it is at hand (a
+    /// self-contained schema, or a shared one read before), else built for the caller alone,
+    /// so that reading many shared schemas once (listing or serving them) does not hold
+    /// every copy of the definitions they reach.
+    pub fn transient_value(&self) -> Cow<'_, Value> {
+        match &self.0 {
+            Repr::Owned(value) => Cow::Borrowed(value),
+            Repr::Shared(shared) => match shared.full.get() {
+                Some(full) => Cow::Borrowed(full),
+                None => Cow::Owned(shared.build()),
             },
         }
     }
@@ -481,6 +522,24 @@ mod tests {
         let clone = plain.clone();
         assert!(Arc::ptr_eq(clone.definitions().unwrap(), &defs));
         assert_eq!(clone, plain);
+    }
+
+    #[test]
+    fn the_root_and_a_transient_read_build_nothing_kept() {
+        let schema = Schema::with_definitions(json!({"$ref": "#/$defs/Tag"}), definitions());
+        assert_eq!(schema.root(), &json!({"$ref": "#/$defs/Tag"}));
+        let transient = schema.transient_value();
+        assert!(matches!(transient, Cow::Owned(_)));
+        assert_eq!(transient["$defs"]["Tag"], json!({"type": "string"}));
+        let Repr::Shared(shared) = &schema.0 else {
+            unreachable!("made shared")
+        };
+        assert!(shared.full.get().is_none(), "not kept");
+        assert_eq!(*schema.transient_value(), *schema.as_value());
+        assert!(matches!(schema.transient_value(), Cow::Borrowed(_)));
+        let owned = Schema::from(json!({"type": "integer"}));
+        assert!(matches!(owned.transient_value(), Cow::Borrowed(_)));
+        assert_eq!(owned.root(), &json!({"type": "integer"}));
     }
 
     #[test]

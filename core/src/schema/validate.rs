@@ -1,8 +1,11 @@
 //! Compiled JSON Schema validation that reports every violation with a JSON-pointer path.
 
+use super::shared::{Definitions, Schema};
+use super::shared_validate::{self, Shared};
 use crate::error::Violation;
 use serde_json::Value;
 use std::fmt;
+use std::sync::Arc;
 
 /// A schema could not be compiled into a validator.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,6 +33,69 @@ pub struct SchemaError {
 /// ```
 pub struct CompiledSchema {
     validator: jsonschema::Validator,
+    /// The shared definitions the validator runs (see [`CompileSource`] for [`Schema`]),
+    /// kept alive as long as it is.
+    pub(super) _definitions: Option<Arc<Definitions>>,
+}
+
+/// What [`CompiledSchema::compile`] compiles: a schema as a [`Value`], or a spec's
+/// [`Schema`].
+///
+/// A [`Schema`] that shares an import's [`Definitions`] compiles only its root; each
+/// definition it reaches is compiled once for the whole import and shared by every
+/// validator that reaches it (a self-contained copy per operation would compile the
+/// definitions once per operation). Violations and their paths are the same. A schema whose
+/// meaning depends on its document beyond `#/$defs/<name>` references (`$id`, anchors,
+/// `unevaluatedProperties`, its own `$defs`) compiles its self-contained form, built for
+/// the compiler and not kept.
+pub trait CompileSource: sealed::Sealed {
+    /// The validator.
+    fn compile_validator(&self) -> Result<CompiledSchema, SchemaError>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for serde_json::Value {}
+    impl Sealed for super::Schema {}
+}
+
+impl CompileSource for Value {
+    fn compile_validator(&self) -> Result<CompiledSchema, SchemaError> {
+        plain_options()
+            .build(self)
+            .map(|validator| CompiledSchema {
+                validator,
+                _definitions: None,
+            })
+            .map_err(|error| SchemaError {
+                path: error.schema_path().to_string(),
+                message: error.to_string(),
+            })
+    }
+}
+
+impl CompileSource for Schema {
+    fn compile_validator(&self) -> Result<CompiledSchema, SchemaError> {
+        if let Some(definitions) = self.definitions() {
+            match shared_validate::compile(self, definitions) {
+                Shared::Compiled(validator, definitions) => {
+                    return Ok(CompiledSchema {
+                        validator,
+                        _definitions: Some(definitions),
+                    });
+                }
+                Shared::Invalid(error) => return Err(error),
+                Shared::SelfContained => {}
+            }
+        }
+        self.transient_value().compile_validator()
+    }
+}
+
+/// The options every validator is built with: formats are not checked, remote references
+/// are not fetched.
+pub(super) fn plain_options() -> jsonschema::ValidationOptions<'static> {
+    jsonschema::options().should_validate_formats(false)
 }
 
 impl fmt::Debug for CompiledSchema {
@@ -39,16 +105,10 @@ impl fmt::Debug for CompiledSchema {
 }
 
 impl CompiledSchema {
-    /// Compiles `schema`. Remote `$ref`s are never fetched; local `$ref`/`$defs` work.
-    pub fn compile(schema: &Value) -> Result<Self, SchemaError> {
-        jsonschema::options()
-            .should_validate_formats(false)
-            .build(schema)
-            .map(|validator| Self { validator })
-            .map_err(|error| SchemaError {
-                path: error.schema_path().to_string(),
-                message: error.to_string(),
-            })
+    /// Compiles `schema`, a [`Value`] or a [`Schema`] (see [`CompileSource`]). Remote
+    /// `$ref`s are never fetched; local `$ref`/`$defs` work.
+    pub fn compile<S: CompileSource + ?Sized>(schema: &S) -> Result<Self, SchemaError> {
+        schema.compile_validator()
     }
 
     /// `true` when `value` satisfies the schema.
@@ -64,9 +124,9 @@ impl CompiledSchema {
         let violations: Vec<Violation> = self
             .validator
             .iter_errors(value)
-            .map(|error| Violation {
-                path: error.instance_path().to_string(),
-                message: error.to_string(),
+            .map(|error| {
+                let (path, message) = shared_validate::decode(error.instance_path(), &error);
+                Violation { path, message }
             })
             .collect();
         if violations.is_empty() {

@@ -54,6 +54,12 @@ pub enum Deviation {
     /// A schema without any constraint (`{}`, TypeBox `Unknown`) creates `null` in opkit;
     /// TypeBox creates `{}`, or leaves a missing required property missing (`undefined`).
     UnconstrainedCreatesNull,
+    /// An invalid `uniqueItems` array loses the duplicates among its items as opkit cast
+    /// them; an item another class cast differently (to `null`, say) can be a duplicate in
+    /// opkit's output and not in TypeBox's. Explains an array of another length than
+    /// TypeBox's, shorter than the input, without duplicates, where the input is invalid
+    /// against a `uniqueItems` schema.
+    DuplicatesFollowTheItems,
 }
 
 impl Deviation {
@@ -67,6 +73,7 @@ impl Deviation {
         Deviation::IntersectReset,
         Deviation::ArrayCastToObject,
         Deviation::UnconstrainedCreatesNull,
+        Deviation::DuplicatesFollowTheItems,
     ];
 }
 
@@ -258,7 +265,37 @@ fn explains(
                     .is_none_or(|t| t.as_object().is_some_and(Map::is_empty))
                 && here().into_iter().any(is_unconstrained)
         }
+        Deviation::DuplicatesFollowTheItems => {
+            duplicates_follow_the_items(pair, site, input, validators)
+        }
     }
+}
+
+/// The site of [`Deviation::DuplicatesFollowTheItems`].
+fn duplicates_follow_the_items(
+    pair: &Pair<'_>,
+    site: &Site<'_>,
+    input: Option<&Value>,
+    validators: &mut Validators,
+) -> bool {
+    let (Some(Value::Array(input_items)), Some(Value::Array(typebox)), Some(Value::Array(opkit))) =
+        (input, site.typebox, site.opkit)
+    else {
+        return false;
+    };
+    let unique = opkit
+        .iter()
+        .enumerate()
+        .all(|(i, item)| opkit[..i].iter().all(|earlier| !json_equal(earlier, item)));
+    typebox.len() != opkit.len()
+        && opkit.len() < input_items.len()
+        && unique
+        && candidates(pair.schema, &site.path)
+            .into_iter()
+            .any(|schema| {
+                schema.get("uniqueItems") == Some(&Value::Bool(true))
+                    && !validators.is_valid(pair.schema, schema, input.unwrap_or(&Value::Null))
+            })
 }
 
 fn declares(schema: &Value, key: &str) -> bool {

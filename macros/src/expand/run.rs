@@ -109,6 +109,17 @@ pub(super) fn error_converter(op: &Operation<'_>) -> TokenStream {
     let span = error.map_or_else(|| value.span(), Spanned::span);
     let at = respan(private, span);
     let error = Ident::new("__error", span);
+    if crate::shape::error_is_anyhow(value) {
+        // Written `anyhow::Error`: converted with opkit's `anyhow` feature; without it the
+        // one error names the feature (not impls the orphan rule forbids).
+        return match Shape::of(value) {
+            // The type as written, so the error spans all of `anyhow::Error`.
+            Shape::Fallible {
+                error: Some(ty), ..
+            } => quote_spanned!(span=> |#error| #at::anyhow_error::<#ty>(#error)),
+            _ => quote_spanned!(span=> |#error| #at::anyhow_error(#error)),
+        };
+    }
     quote_spanned! {span=>
         |#error| {
             #[allow(unused_imports)]

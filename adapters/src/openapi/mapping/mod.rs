@@ -16,7 +16,10 @@
 //!   parameters named `Accept`, `Content-Type` or `Authorization` are ignored (they come
 //!   from the responses, the body and the security schemes).
 //! * Output schema: the success response's JSON schema; `{type: string}` for text; a base64
-//!   string for binary; Unknown (`true`) when the response has no content. For SSE: the
+//!   string for binary; Unknown (`true`) when the response has no content. Of its media
+//!   types JSON wins, then text, then others; within one class a type declaring a `schema`
+//!   wins over one without. JSON content without any schema makes the output Unknown with a
+//!   `tracing::warn!` naming the operation. For SSE: the
 //!   schema of one event's data — the 3.2 `itemSchema`'s `data.contentSchema` (what FastAPI
 //!   emits), else the `itemSchema` itself when it does not describe the event envelope, else
 //!   a non-string `schema` of the media type; otherwise Unknown.

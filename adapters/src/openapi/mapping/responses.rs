@@ -86,6 +86,17 @@ pub(super) fn output<'a>(
         bundle.finish(schema)?
     };
     let declared = !opkit::schema::is_unknown(&schema);
+    if sse.is_none()
+        && let Some((response, response_pointer)) = success
+        && let Some(media) = json_without_schema(response)
+    {
+        tracing::warn!(
+            operation = %id,
+            at = %response_pointer,
+            media,
+            "OpenAPI success response is JSON without a schema: the output of {id} is Unknown"
+        );
+    }
     let mut moved = None;
     if options.normalization != Normalization::On && declared {
         // The pipeline would cast: the declared schema moves to the extension.
@@ -172,25 +183,7 @@ pub(super) fn response_output<'a>(
         let (schema, mode) = sse_item_schema(bundle, entry, &entry_pointer)?;
         return Ok((schema, Some("text/event-stream".to_owned()), Some(mode)));
     }
-    let chosen = content
-        .keys()
-        .filter(|key| !media(key).is_event_stream())
-        .min_by_key(|key| {
-            let m = media(key);
-            let rank = if m.essence == "application/json" {
-                0
-            } else if m.is_json() {
-                1
-            } else if m.is_text() {
-                2
-            } else if m.essence.contains('*') {
-                4
-            } else {
-                3
-            };
-            (rank, key.as_str())
-        })
-        .map(String::as_str);
+    let chosen = chosen_media(content);
     let Some(key) = chosen else {
         return Ok((Value::Bool(true), None, None));
     };
@@ -207,6 +200,44 @@ pub(super) fn response_output<'a>(
     };
     let accept = (!m.essence.contains('*')).then(|| key.to_owned());
     Ok((schema, accept, None))
+}
+
+/// The media type whose body becomes the output (event streams aside): JSON first, then
+/// text, then any other type, then wildcards; within one class a variant that declares a
+/// `schema` wins over one that does not (`application/json` without a schema beside
+/// `application/json; charset=utf-8` with one), then exactly `application/json`, then the
+/// key, so the choice never depends on the document's key order.
+fn chosen_media(content: &Map<String, Value>) -> Option<&str> {
+    content
+        .iter()
+        .filter(|(key, _)| !MediaType::parse(key).is_event_stream())
+        .min_by_key(|(key, entry)| {
+            let m = MediaType::parse(key);
+            let class = if m.is_json() {
+                0
+            } else if m.is_text() {
+                1
+            } else if m.essence.contains('*') {
+                3
+            } else {
+                2
+            };
+            let without_schema = entry.get("schema").is_none();
+            let not_plain_json = m.essence != "application/json";
+            (class, without_schema, not_plain_json, key.as_str())
+        })
+        .map(|(key, _)| key.as_str())
+}
+
+/// The media type of a success response whose body is JSON but declares no schema: the
+/// output is Unknown for want of one. `None` when the response has a usable schema, no
+/// content, or content that is not JSON.
+fn json_without_schema(response: &Value) -> Option<&str> {
+    let Some(Value::Object(content)) = response.get("content") else {
+        return None;
+    };
+    let key = chosen_media(content)?;
+    (MediaType::parse(key).is_json() && content[key].get("schema").is_none()).then_some(key)
 }
 
 /// The schema of one SSE event's data, and how to read it.
@@ -369,6 +400,93 @@ mod tests {
         assert!(!offers_both_modes(resolver, &found(resolver, "/r", "get")));
         let out = output_of(&doc, true, Normalization::On).unwrap();
         assert_eq!((out.schema, out.sse), (json!(true), Some(EventData::Sniff)));
+    }
+
+    /// The WARN messages logged while `f` runs.
+    fn warnings_of<T>(f: impl FnOnce() -> T) -> (T, Vec<String>) {
+        use std::sync::Mutex;
+        use tracing_subscriber::layer::SubscriberExt;
+        struct Capture(Arc<Mutex<Vec<String>>>);
+        struct Fields(String);
+        impl tracing::field::Visit for Fields {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                self.0.push_str(&format!("{}={value:?} ", field.name()));
+            }
+        }
+        impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Capture {
+            fn on_event(
+                &self,
+                event: &tracing::Event<'_>,
+                _: tracing_subscriber::layer::Context<'_, S>,
+            ) {
+                if *event.metadata().level() == tracing::Level::WARN {
+                    let mut fields = Fields(String::new());
+                    event.record(&mut fields);
+                    self.0.lock().unwrap().push(fields.0);
+                }
+            }
+        }
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let subscriber = tracing_subscriber::registry().with(Capture(seen.clone()));
+        let value = tracing::subscriber::with_default(subscriber, f);
+        let seen = seen.lock().unwrap().clone();
+        (value, seen)
+    }
+
+    #[test]
+    fn a_json_variant_with_a_schema_wins_over_one_without() {
+        // The pattern of five APIs.guru documents: the bare type without a schema beside the
+        // same type with a charset and the schema. Key order must not matter.
+        for content in [
+            json!({"application/json": {}, "application/json; charset=utf-8": {"schema": {"type": "integer"}}}),
+            json!({"application/json; charset=utf-8": {"schema": {"type": "integer"}}, "application/json": {}}),
+        ] {
+            let doc = doc_with(json!({"200": {"content": content}}));
+            let (out, warnings) =
+                warnings_of(|| output_of(&doc, false, Normalization::On).unwrap());
+            assert_eq!(out.schema, json!({"type": "integer"}));
+            assert_eq!(
+                out.accept.as_deref(),
+                Some("application/json; charset=utf-8")
+            );
+            assert!(warnings.is_empty(), "{warnings:?}");
+        }
+        // A `+json` type with a schema wins over a bare `application/json` without one.
+        let doc = doc_with(json!({"200": {"content": {
+            "application/json": {}, "application/vnd.api+json": {"schema": {"type": "object"}}
+        }}}));
+        let out = output_of(&doc, false, Normalization::On).unwrap();
+        assert_eq!(out.schema, json!({"type": "object"}));
+        // With a schema on both, plain `application/json` is still preferred.
+        let doc = doc_with(json!({"200": {"content": {
+            "application/vnd.api+json": {"schema": {"type": "object"}},
+            "application/json": {"schema": {"type": "array"}}
+        }}}));
+        let out = output_of(&doc, false, Normalization::On).unwrap();
+        assert_eq!(out.schema, json!({"type": "array"}));
+    }
+
+    #[test]
+    fn json_content_without_any_schema_is_one_warning_naming_the_operation() {
+        let doc = doc_with(json!({"200": {"content": {"application/json": {}, "text/plain": {}}}}));
+        let (out, warnings) = warnings_of(|| output_of(&doc, false, Normalization::On).unwrap());
+        assert_eq!(out.schema, json!(true));
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("operation=t.r"), "{warnings:?}");
+        assert!(
+            warnings[0].contains("/paths/~1r/get/responses/200"),
+            "{warnings:?}"
+        );
+        // No content, or content that is not JSON, is not a loss.
+        for responses in [
+            json!({"204": {}}),
+            json!({"200": {"content": {"image/png": {}}}}),
+            json!({"200": {"content": {"application/json": {"schema": {}}}}}),
+        ] {
+            let doc = doc_with(responses);
+            let (_, warnings) = warnings_of(|| output_of(&doc, false, Normalization::On).unwrap());
+            assert!(warnings.is_empty(), "{warnings:?}");
+        }
     }
 
     #[test]

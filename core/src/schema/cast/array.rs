@@ -1,10 +1,15 @@
 //! Array casting: items cast by position (`prefixItems`, `items`, the pre-2020 tuple form),
 //! duplicates removed for `uniqueItems`, then truncated to `maxItems` and padded to
 //! `minItems`.
+//!
+//! A valid array under `uniqueItems` whose items become equal once their undeclared keys
+//! are dropped (`[{"a":1,"z":1},{"a":1}]`) is returned as it came: removing the duplicates
+//! (and padding back up to `minItems` with created items) would replace data of a valid
+//! value, so removal and padding happen only to an array that was invalid.
 
 use serde_json::Value;
 
-use super::json::remove_duplicates;
+use super::json::{has_duplicates, remove_duplicates};
 use super::view::View;
 use super::{Caster, Keywords};
 
@@ -13,6 +18,11 @@ impl<'a> Caster<'a> {
     /// applied.
     pub(super) fn cast_array(&self, view: &View<'a>, mut items: Vec<Value>, depth: usize) -> Value {
         let maps = view.maps.as_slice();
+        let unique = maps
+            .iter()
+            .any(|m| m.get("uniqueItems") == Some(&Value::Bool(true)));
+        // Kept to return a valid input whose cast items turn out equal (see the module doc).
+        let input = (unique && !has_duplicates(&items)).then(|| items.clone());
         let mut kept = items.len();
         for (index, slot) in items.iter_mut().enumerate() {
             if !self.cast_item(maps, index, slot, depth + 1) {
@@ -21,10 +31,12 @@ impl<'a> Caster<'a> {
             }
         }
         items.truncate(kept);
-        if maps
-            .iter()
-            .any(|m| m.get("uniqueItems") == Some(&Value::Bool(true)))
-        {
+        if unique && has_duplicates(&items) {
+            if let Some(input) = input.map(Value::Array)
+                && self.fits_view(view, &input, depth)
+            {
+                return input;
+            }
             remove_duplicates(&mut items);
         }
         if let Some(max) = count_keyword(maps, "maxItems").min() {

@@ -119,6 +119,24 @@ pub(super) fn remove_duplicates(items: &mut Vec<Value>) {
     *items = kept;
 }
 
+/// `true` when some item equals an earlier one (JSON equality).
+pub(super) fn has_duplicates(items: &[Value]) -> bool {
+    let mut buckets: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (index, item) in items.iter().enumerate() {
+        let mut hasher = DefaultHasher::new();
+        json_hash(item, &mut hasher);
+        let bucket = buckets.entry(hasher.finish()).or_default();
+        if bucket
+            .iter()
+            .any(|&earlier| json_equal(&items[earlier], item))
+        {
+            return true;
+        }
+        bucket.push(index);
+    }
+    false
+}
+
 /// Decodes `%XX` escapes of a URI fragment; `None` if the result is not UTF-8.
 pub(super) fn percent_decode(fragment: &str) -> Option<Cow<'_, str>> {
     if !fragment.contains('%') {

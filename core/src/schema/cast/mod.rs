@@ -21,8 +21,10 @@
 //! * **Arrays** (`type: "array"`, or no `type` and `items` / `prefixItems`): a non-array is
 //!   replaced by a created array. Items are cast position-wise to `prefixItems`, the rest to
 //!   `items` (or dropped when `items` is `false`); the pre-2020 tuple form (`items` as an
-//!   array plus `additionalItems`) is read the same way. Then `uniqueItems: true` removes
-//!   later duplicates, `maxItems` truncates and `minItems` pads with created items.
+//!   array plus `additionalItems`) is read the same way. Then, for an array that was
+//!   invalid, `uniqueItems: true` removes later duplicates, `maxItems` truncates and
+//!   `minItems` pads with created items. A valid array whose items become equal once their
+//!   undeclared keys are dropped is returned unchanged (see *Valid values*).
 //! * **Primitives**: `type` may be a name or a list of names. A value whose JSON type is
 //!   allowed is kept. `integer` accepts numbers with a zero fractional part and rewrites them
 //!   as integers (`3.0` → `3`); `number` accepts integers.
@@ -69,7 +71,8 @@
 //!
 //! A value that is already valid against the schema is still valid after the cast: the
 //! cast drops only undeclared keys (and keeps them when dropping would break
-//! `minProperties`), rewrites integral floats of `integer` schemas, and never replaces
+//! `minProperties`; a valid `uniqueItems` array whose items dropping would make equal is
+//! returned as it came, neither deduplicated nor padded), rewrites integral floats of `integer` schemas, and never replaces
 //! anything of a valid value. Of the union branches a value is valid against, the one whose
 //! cast keeps the most of it is taken, so a wider branch wins over a narrower one; when two
 //! valid branches declare different keys, only the keys of the branch keeping more survive.
@@ -99,6 +102,10 @@
 //!   casts to, and creates, the first branch.
 //! * **Union defaults.** A union's `default` replaces only a value no branch resembles;
 //!   TypeBox returns it for every value the union rejects.
+//! * **Duplicates follow the items.** An invalid `uniqueItems` array loses the duplicates
+//!   among its items as opkit cast them, so an item another deviation above cast
+//!   differently (to `null`, say) can be a duplicate where TypeBox's is not. A valid array
+//!   is never deduplicated (TypeBox agrees).
 //! * **TypeBox quirks not copied.** An intersect (`allOf`) that rejects a value is not
 //!   recreated and reset (TypeBox creates the intersect and assigns the value over it, or
 //!   returns the created value when that fails); an array is not cast to an object (in

@@ -1,0 +1,85 @@
+//! `tools/list`, page by page: [`TOOLS_PAGE_SIZE`] tools per page in id order, the cursor
+//! naming the first operation id of the next page. A page's tool definitions (and the
+//! self-contained schemas in them) are built for that page and dropped once it is sent, so
+//! listing thousands of imported operations holds one page of schemas at a time, not every
+//! operation's copy of the definitions it reaches.
+
+use super::names::ToolNames;
+use super::tools;
+use rmcp::model::{ListToolsResult, Tool};
+
+/// How many tools one `tools/list` page holds. Small, because an imported operation's
+/// self-contained schemas can be large (DocuSign's average 180 KB of JSON a tool): a page
+/// of 20 such tools is a few MB on the wire.
+pub const TOOLS_PAGE_SIZE: usize = 20;
+
+/// The page of the operations `names` holds (in id order) that starts at the first id not
+/// before `cursor` (the first page without one); its `nextCursor` is the id the next page
+/// starts at. A cursor the server did not give still names a place in the id order, so a
+/// client that keeps one across registry changes resumes where it left off.
+pub(crate) fn page(names: &ToolNames, cursor: Option<&str>, modern: bool) -> ListToolsResult {
+    let mut operations = names.starting_at(cursor.unwrap_or(""));
+    let tools: Vec<Tool> = operations
+        .by_ref()
+        .take(TOOLS_PAGE_SIZE)
+        // Built for this page only (not the definition a call keeps).
+        .filter_map(|(_, tool, served)| tools::tool(&served.spec, tool, modern))
+        .collect();
+    let mut result = ListToolsResult::with_all_items(tools);
+    result.next_cursor = operations.next().map(|(id, _, _)| id.to_owned());
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::names::ToolNaming;
+    use super::*;
+    use opkit::{OperationKind, OperationSpec};
+    use std::sync::Arc;
+
+    fn specs(count: usize) -> Vec<Arc<OperationSpec>> {
+        let mut specs: Vec<Arc<OperationSpec>> = (0..count)
+            .map(|i| {
+                Arc::new(OperationSpec::new(
+                    "api",
+                    format!("op{i:04}"),
+                    OperationKind::Query,
+                ))
+            })
+            .collect();
+        specs.sort_by_key(|spec| spec.id());
+        specs
+    }
+
+    #[test]
+    fn pages_follow_the_cursor_to_the_end() {
+        let specs = specs(2 * TOOLS_PAGE_SIZE + 7);
+        let names = ToolNames::build(&specs, ToolNaming::OperationId).unwrap();
+        let mut listed = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut pages = 0;
+        loop {
+            let page = page(&names, cursor.as_deref(), true);
+            pages += 1;
+            listed.extend(page.tools.into_iter().map(|tool| tool.name.to_string()));
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(pages, 3);
+        let expected: Vec<String> = specs.iter().map(|spec| spec.id()).collect();
+        assert_eq!(listed, expected);
+    }
+
+    #[test]
+    fn a_small_registry_is_one_page_and_any_cursor_names_a_place() {
+        let specs = specs(3);
+        let names = ToolNames::build(&specs, ToolNaming::OperationId).unwrap();
+        let all = page(&names, None, false);
+        assert_eq!((all.tools.len(), all.next_cursor), (3, None));
+        let rest = page(&names, Some("api.op0001"), false);
+        assert_eq!(rest.tools.len(), 2);
+        assert!(page(&names, Some("zzz"), false).tools.is_empty());
+    }
+}
