@@ -84,12 +84,20 @@ pub struct OperationContext {
     env: Option<Arc<dyn EnvBackend>>,
     states: Option<Arc<StateMap>>,
     reporter: Option<Arc<dyn Reporter>>,
-    /// Behind an `Arc`: most calls have none, and an inline one would make every move of a
-    /// context (each handler future holds one) larger.
-    trace: Option<Arc<TraceContext>>,
+    /// The call's trace context and the edge it came through, behind one `Arc`: most
+    /// in-process calls have neither, and inline they would make every move of a context
+    /// (each handler future holds one) larger.
+    extras: Option<Arc<Extras>>,
+}
+
+/// The parts of a context most calls do not have.
+#[derive(Debug, Clone, Default)]
+struct Extras {
+    /// The W3C trace context of the call.
+    trace: Option<TraceContext>,
     /// The edge the call came through and what it knows (see [`crate::edge`]); `None` for a
     /// call made in process.
-    edge: Option<Arc<Edge>>,
+    edge: Option<Edge>,
 }
 
 impl Default for OperationContext {
@@ -109,8 +117,8 @@ impl fmt::Debug for OperationContext {
             .field("has_env", &self.env.is_some())
             .field("states", &self.states)
             .field("has_reporter", &self.reporter.is_some())
-            .field("trace", &self.trace)
-            .field("edge", &self.edge)
+            .field("trace", &self.trace())
+            .field("edge", &self.edge())
             .finish()
     }
 }
@@ -144,8 +152,7 @@ impl OperationContext {
             env: None,
             states: None,
             reporter: None,
-            trace: None,
-            edge: None,
+            extras: None,
         }
     }
 
@@ -248,29 +255,41 @@ impl OperationContext {
     /// from the caller, or the span the call runs in.
     #[must_use]
     pub fn with_trace(mut self, trace: TraceContext) -> Self {
-        self.trace = Some(Arc::new(trace));
+        self.extras_mut().trace = Some(trace);
         self
     }
 
     /// Sets or clears the trace context.
     #[must_use]
     pub fn with_trace_opt(mut self, trace: Option<TraceContext>) -> Self {
-        self.trace = trace.map(Arc::new);
-        self
+        match trace {
+            Some(trace) => self.with_trace(trace),
+            None => {
+                if let Some(extras) = &mut self.extras {
+                    Arc::make_mut(extras).trace = None;
+                }
+                self
+            }
+        }
+    }
+
+    /// The extras, made when the context has none (and copied when they are shared).
+    fn extras_mut(&mut self) -> &mut Extras {
+        Arc::make_mut(self.extras.get_or_insert_with(Arc::default))
     }
 
     /// The trace context of the call, when it has one: nested calls inherit it, and the
     /// call protocol, the OpenAPI import and the MCP import send it on (see
     /// [`crate::trace`]).
     pub fn trace(&self) -> Option<&TraceContext> {
-        self.trace.as_deref()
+        self.extras.as_deref()?.trace.as_ref()
     }
 
     /// Sets the edge the call came through (see [`crate::edge`]): what an HTTP, MCP or
     /// call-protocol server, or the application's own edge, knows about the call.
     #[must_use]
     pub fn with_edge(mut self, edge: Edge) -> Self {
-        self.edge = Some(Arc::new(edge));
+        self.extras_mut().edge = Some(edge);
         self
     }
 
@@ -285,7 +304,7 @@ impl OperationContext {
     /// assert_eq!(ctx.child().edge().map(Edge::name), Some("http_server"));
     /// ```
     pub fn edge(&self) -> Option<&Edge> {
-        self.edge.as_deref()
+        self.extras.as_deref()?.edge.as_ref()
     }
 
     /// Scopes the call to `session` (an MCP server does it for each MCP session; a
@@ -293,18 +312,15 @@ impl OperationContext {
     /// A call with no edge gets one named `"local"`.
     #[must_use]
     pub fn with_session(mut self, session: Arc<Session>) -> Self {
-        let edge = self
-            .edge
-            .as_deref()
-            .cloned()
-            .unwrap_or_else(|| Edge::new("local"));
-        self.edge = Some(Arc::new(edge.with_session(session)));
+        let extras = self.extras_mut();
+        let edge = extras.edge.take().unwrap_or_else(|| Edge::new("local"));
+        extras.edge = Some(edge.with_session(session));
         self
     }
 
     /// The session the call belongs to, when it has one (see [`Session`]).
     pub fn session(&self) -> Option<&Arc<Session>> {
-        self.edge.as_deref().and_then(Edge::session)
+        self.edge().and_then(Edge::session)
     }
 
     /// This request's id.
@@ -377,8 +393,7 @@ impl OperationContext {
             env: self.env.clone(),
             states: self.states.clone(),
             reporter: None,
-            trace: self.trace.clone(),
-            edge: self.edge.clone(),
+            extras: self.extras.clone(),
         }
     }
 

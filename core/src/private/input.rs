@@ -205,13 +205,36 @@ impl<const N: usize> InputFields<N> {
     /// are optional).
     pub fn take<T>(&mut self, index: usize, field: &TypedField<T>) -> Result<T, serde_json::Error> {
         let name = field.field.name;
-        (field.read)(self.0[index].take()).map_err(|error| {
+        let mut value = self.0[index].take();
+        if let Some(Value::Number(number)) = &mut value {
+            integral_float_as_integer(number);
+        }
+        (field.read)(value).map_err(|error| {
             if error == "missing" {
                 serde::de::Error::custom(format_args!("missing field `{name}`"))
             } else {
                 serde::de::Error::custom(format_args!("field `{name}`: {error}"))
             }
         })
+    }
+}
+
+/// Writes a number with a zero fraction (`5.0`) as an integer: JSON Schema counts `5.0` an
+/// integer, so it passed the input schema's `"type": "integer"`, but serde will not read a
+/// float into an integer type (a float type reads the integer as well, so nothing is lost).
+/// Done for a parameter's own value (one check per field); a float nested inside a
+/// parameter's array or object is read by serde as it is.
+fn integral_float_as_integer(number: &mut serde_json::Number) {
+    let Some(float) = number.as_f64().filter(|_| number.is_f64()) else {
+        return;
+    };
+    if float.fract() != 0.0 {
+        return;
+    }
+    if float >= 0.0 && float < u64::MAX as f64 {
+        *number = serde_json::Number::from(float as u64);
+    } else if float < 0.0 && float >= i64::MIN as f64 {
+        *number = serde_json::Number::from(float as i64);
     }
 }
 

@@ -130,29 +130,6 @@ pub fn encode<T: OutputSerialize>(produced: Produced<T>) -> Result<Value, serde_
     }
 }
 
-/// Writes each number with a zero fraction (`5.0`) as an integer: JSON Schema counts `5.0` an
-/// integer, so it passed the input schema's `"type": "integer"`, but serde will not read a
-/// float into an integer type. A float type reads the integer as well, so nothing is lost.
-/// The input's depth is bounded ([`crate::limits::MAX_INPUT_DEPTH`]) before it gets here.
-fn integral_floats_as_integers(value: &mut Value) {
-    match value {
-        Value::Number(number) => {
-            if let Some(float) = number.as_f64().filter(|_| number.is_f64())
-                && float.fract() == 0.0
-            {
-                if float >= 0.0 && float < u64::MAX as f64 {
-                    *number = serde_json::Number::from(float as u64);
-                } else if float < 0.0 && float >= i64::MIN as f64 {
-                    *number = serde_json::Number::from(float as i64);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(integral_floats_as_integers),
-        Value::Object(fields) => fields.values_mut().for_each(integral_floats_as_integers),
-        _ => {}
-    }
-}
-
 /// How an operation's JSON handler reads its input and writes its output.
 pub struct Codec<I, D> {
     /// Reads the input.
@@ -162,8 +139,7 @@ pub struct Codec<I, D> {
 }
 
 impl<I, D> Codec<I, D> {
-    pub(super) fn decode(&self, id: &str, mut input: Value) -> Result<I, CallError> {
-        integral_floats_as_integers(&mut input);
+    pub(super) fn decode(&self, id: &str, input: Value) -> Result<I, CallError> {
         (self.decode)(input).map_err(|error| {
             CallError::new(
                 ErrorCode::ValidationError,
