@@ -13,38 +13,8 @@ mod serve_support;
 use opkit_adapters::mcp_server::McpServer;
 use serde_json::{Value, json};
 use serve_fixtures::{fixture_registry, fixture_tokens};
-use serve_support::{Finished, crate_dir, run, serve};
+use serve_support::{serve, ts_client};
 use std::time::Duration;
-
-/// Runs the TypeScript SDK client script and returns its report.
-async fn ts_client(url: &str, token: &str, calls: &Value) -> Value {
-    let peers = crate_dir().join("peers/conformance");
-    let node = peers.join("node_modules/.bin/node");
-    assert!(
-        node.exists()
-            && peers
-                .join("node_modules/@modelcontextprotocol/sdk")
-                .exists(),
-        "the TypeScript SDK client or Node 22 is missing ({}): run `bash scripts/install-peers.sh`",
-        peers.display()
-    );
-    let mut command = tokio::process::Command::new(node);
-    command
-        .current_dir(&peers)
-        .arg(peers.join("ts_client.mjs"))
-        .args([url, token, &calls.to_string()]);
-    let Finished {
-        success,
-        stdout,
-        stderr,
-    } = run(command, Duration::from_secs(120)).await;
-    assert!(
-        success,
-        "the TypeScript SDK client failed:\n{stderr}\n{stdout}"
-    );
-    serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|error| panic!("no report ({error}):\n{stdout}\n{stderr}"))
-}
 
 #[tokio::test]
 async fn the_typescript_sdk_client_gets_every_kind_of_error_as_a_tool_error() {

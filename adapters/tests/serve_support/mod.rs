@@ -199,7 +199,16 @@ pub fn parse_sse(body: &str) -> Vec<SseEvent> {
 /// `calls`; returns its report `{"tools": [..], "calls": [{"name", "result"} | {"name", "error"}]}`.
 pub async fn ts_client(url: &str, token: &str, calls: &serde_json::Value) -> serde_json::Value {
     let peers = crate_dir().join("peers/conformance");
-    let mut command = tokio::process::Command::new(peers.join("node_modules/.bin/node"));
+    let node = peers.join("node_modules/.bin/node");
+    assert!(
+        node.exists()
+            && peers
+                .join("node_modules/@modelcontextprotocol/sdk")
+                .exists(),
+        "the TypeScript SDK client or Node 22 is missing ({}): run `bash scripts/install-peers.sh`",
+        peers.display()
+    );
+    let mut command = tokio::process::Command::new(node);
     command
         .current_dir(&peers)
         .arg(peers.join("ts_client.mjs"))
