@@ -3,7 +3,6 @@
 use super::identity::{Authenticator, authenticate};
 use super::openapi::{DocumentInfo, document};
 use super::query::QueryShape;
-use super::rest::RestRoute;
 use super::routes::{Route, Routes};
 use super::sse::{self, SseEncoding};
 use super::status_of;
@@ -24,10 +23,6 @@ use tokio_util::sync::CancellationToken;
 
 /// The response header carrying the request id of the call.
 pub(crate) const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
-
-/// The response header of a REST route carrying the operation's id (the envelope's meta a
-/// bare-data body leaves out).
-pub(crate) const OPERATION_ID: HeaderName = HeaderName::from_static("x-opkit-operation");
 
 /// Everything the handlers share.
 pub(crate) struct Shared {
@@ -329,7 +324,7 @@ pub struct HttpRequest {
 /// The context of a call from `parts`: the identity, the trace context, the request id the
 /// client chose (`x-request-id`, up to 128 bytes), and the [`HttpRequest`] edge.
 fn call_context(
-    parts: &http::request::Parts,
+    parts: http::request::Parts,
     identity: Option<opkit::Identity>,
 ) -> OperationContext {
     let headers = &parts.headers;
@@ -343,10 +338,11 @@ fn call_context(
     {
         ctx = ctx.with_request_id(request_id);
     }
+    // The request's parts move into the edge: the server needs nothing of them afterwards.
     ctx.with_edge(Edge::new(Edge::HTTP).with_fact(HttpRequest {
-        method: parts.method.clone(),
-        uri: parts.uri.clone(),
-        headers: headers.clone(),
+        method: parts.method,
+        uri: parts.uri,
+        headers: parts.headers,
     }))
 }
 
@@ -404,92 +400,23 @@ impl Shared {
     }
 }
 
-/// The body of a REST route's success: the bare data or the envelope, the route's status,
-/// `Location` filled from the data's fields.
-fn rest_response(route: &RestRoute, envelope: ResponseEnvelope) -> Response {
-    let location = route
-        .route
-        .location
-        .as_deref()
-        .and_then(|template| fill_location(template, &envelope.data));
-    let mut response = if route.status == StatusCode::NO_CONTENT || route.unit_output {
-        route.status.into_response()
-    } else if let Some(content_type) = &route.raw_output {
-        match raw_bytes(&envelope.data) {
-            Some(bytes) => (
-                route.status,
-                [(header::CONTENT_TYPE, content_type.clone())],
-                bytes,
-            )
-                .into_response(),
-            None => error_response(&CallError::execution(format!(
-                "the output of `{}` is not base64 bytes",
-                route.id
-            ))),
-        }
-    } else if route.route.envelope {
-        (route.status, axum::Json(envelope)).into_response()
-    } else {
-        (route.status, axum::Json(envelope.data)).into_response()
-    };
-    if let Some(value) = location.and_then(|text| HeaderValue::from_str(&text).ok()) {
-        response.headers_mut().insert(header::LOCATION, value);
-    }
-    response
-}
-
-/// The bytes a `Binary` output's data holds (a base64 string).
-fn raw_bytes(data: &Value) -> Option<Vec<u8>> {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD
-        .decode(data.as_str()?)
-        .ok()
-}
-
-/// What a path segment escapes: everything but the unreserved characters (RFC 3986).
-const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
-
-/// `template` with each `{name}` replaced by the field `name` of `data` (a string or a
-/// number); `None` when one is missing.
-fn fill_location(template: &str, data: &Value) -> Option<String> {
-    let mut out = String::new();
-    for (index, segment) in template.split('/').enumerate() {
-        if index > 0 {
-            out.push('/');
-        }
-        match segment
-            .strip_prefix('{')
-            .and_then(|rest| rest.strip_suffix('}'))
-        {
-            Some(name) => match data.get(name)? {
-                Value::String(text) => {
-                    out.extend(percent_encoding::utf8_percent_encode(text, PATH_SEGMENT));
-                }
-                Value::Number(number) => out.push_str(&number.to_string()),
-                _ => return None,
-            },
-            None => out.push_str(segment),
-        }
-    }
-    Some(out)
-}
+/// How a REST route shapes a success's envelope into its response (the RPC route sends the
+/// envelope as it is).
+pub(crate) type Shape<'a> = &'a (dyn Fn(ResponseEnvelope) -> Response + Sync);
 
 /// Serves a call whose input was read: the context from the request, the registry's front
-/// door ([`OperationRegistry::serve`]), and its outcome as a response (the RPC shape, or
-/// `rest`'s).
+/// door ([`OperationRegistry::serve`]), and its outcome as a response (the RPC shape, or the
+/// one `shape` makes).
 pub(crate) async fn serve_call(
     shared: &Shared,
     id: &str,
     stream: bool,
-    parts: &http::request::Parts,
+    parts: http::request::Parts,
     identity: Option<opkit::Identity>,
     input: Value,
-    rest: Option<&RestRoute>,
+    shape: Option<Shape<'_>>,
 ) -> Response {
+    let encoding = SseEncoding::requested(&parts.headers);
     // A client that disconnects drops this future (or the event stream): the guard then
     // cancels the context; a finished unary call disarms it.
     let token = CancellationToken::new();
@@ -501,14 +428,14 @@ pub(crate) async fn serve_call(
     };
     let guard = token.drop_guard();
     let request_id = ctx.request_id().to_owned();
-    let mut response = match shared.registry.serve(id, input, ctx.clone()).await {
+    let response = match shared.registry.serve(id, input, ctx.clone()).await {
         Ok(Outcome::Unary(reply)) => {
             guard.disarm();
             let hint = reply.cache_hint();
             match reply.into_envelope() {
                 Ok(envelope) => {
-                    let mut response = match rest {
-                        Some(route) => rest_response(route, envelope),
+                    let mut response = match shape {
+                        Some(shape) => shape(envelope),
                         None => axum::Json(envelope).into_response(),
                     };
                     if let Some(value) = hint.and_then(cache_control) {
@@ -520,7 +447,6 @@ pub(crate) async fn serve_call(
             }
         }
         Ok(Outcome::Stream(items)) => {
-            let encoding = SseEncoding::requested(&parts.headers);
             let events = sse::events(items, encoding, guard, request_id.clone());
             let mut response = Sse::new(events)
                 .keep_alive(KeepAlive::new().interval(shared.keep_alive))
@@ -541,11 +467,6 @@ pub(crate) async fn serve_call(
             shared.call_error_response(&error, &ctx)
         }
     };
-    if rest.is_some()
-        && let Ok(value) = HeaderValue::from_str(id)
-    {
-        response.headers_mut().insert(OPERATION_ID, value);
-    }
     with_request_id(response, &request_id)
 }
 
@@ -575,7 +496,7 @@ pub(crate) async fn operation(
     match input {
         Ok(input) => {
             let stream = route.spec.kind.is_stream();
-            serve_call(&shared, &id, stream, &parts, identity, input, None).await
+            serve_call(&shared, &id, stream, parts, identity, input, None).await
         }
         Err(rejection) => rejection.into_response(),
     }

@@ -6,13 +6,13 @@
 //! wins over a body field of the same name. Path and query values are read by the input
 //! schema like the RPC route's query string (`?limit=5` is the integer 5).
 
-use super::handlers::{Rejection, Shared, read_bytes, read_json_body, serve_call};
+use super::handlers::{Rejection, Shared, error_response, read_bytes, read_json_body, serve_call};
 use super::query::QueryShape;
 use axum::Router;
 use axum::extract::{Path, Request, State};
-use axum::response::Response;
-use http::{Method, StatusCode};
-use opkit::{CallError, ErrorCode, HttpRoute, OperationRegistry, OperationSpec};
+use axum::response::{IntoResponse, Response};
+use http::{HeaderName, HeaderValue, Method, StatusCode, header};
+use opkit::{CallError, ErrorCode, HttpRoute, OperationRegistry, OperationSpec, ResponseEnvelope};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -432,6 +432,86 @@ pub(crate) fn add(
     router
 }
 
+/// The response header of a REST route carrying the operation's id (the envelope's meta a
+/// bare-data body leaves out).
+pub(crate) const OPERATION_ID: HeaderName = HeaderName::from_static("x-opkit-operation");
+
+impl RestRoute {
+    /// The body of the route's success: the bare data or the envelope, the route's status,
+    /// `Location` filled from the data's fields.
+    fn response(&self, envelope: ResponseEnvelope) -> Response {
+        let location = self
+            .route
+            .location
+            .as_deref()
+            .and_then(|template| fill_location(template, &envelope.data));
+        let mut response = if self.status == StatusCode::NO_CONTENT || self.unit_output {
+            self.status.into_response()
+        } else if let Some(content_type) = &self.raw_output {
+            match raw_bytes(&envelope.data) {
+                Some(bytes) => (
+                    self.status,
+                    [(header::CONTENT_TYPE, content_type.clone())],
+                    bytes,
+                )
+                    .into_response(),
+                None => error_response(&CallError::execution(format!(
+                    "the output of `{}` is not base64 bytes",
+                    self.id
+                ))),
+            }
+        } else if self.route.envelope {
+            (self.status, axum::Json(envelope)).into_response()
+        } else {
+            (self.status, axum::Json(envelope.data)).into_response()
+        };
+        if let Some(value) = location.and_then(|text| HeaderValue::from_str(&text).ok()) {
+            response.headers_mut().insert(header::LOCATION, value);
+        }
+        response
+    }
+}
+
+/// The bytes a `Binary` output's data holds (a base64 string).
+fn raw_bytes(data: &Value) -> Option<Vec<u8>> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(data.as_str()?)
+        .ok()
+}
+
+/// What a path segment escapes: everything but the unreserved characters (RFC 3986).
+const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// `template` with each `{name}` replaced by the field `name` of `data` (a string or a
+/// number); `None` when one is missing.
+fn fill_location(template: &str, data: &Value) -> Option<String> {
+    let mut out = String::new();
+    for (index, segment) in template.split('/').enumerate() {
+        if index > 0 {
+            out.push('/');
+        }
+        match segment
+            .strip_prefix('{')
+            .and_then(|rest| rest.strip_suffix('}'))
+        {
+            Some(name) => match data.get(name)? {
+                Value::String(text) => {
+                    out.extend(percent_encoding::utf8_percent_encode(text, PATH_SEGMENT));
+                }
+                Value::Number(number) => out.push_str(&number.to_string()),
+                _ => return None,
+            },
+            None => out.push_str(segment),
+        }
+    }
+    Some(out)
+}
+
 /// One request to a REST route.
 async fn serve_rest(
     shared: Arc<Shared>,
@@ -444,20 +524,24 @@ async fn serve_rest(
         Ok(identity) => identity,
         Err(response) => return response,
     };
-    match route.input(&shared, params, &parts, body).await {
-        Ok(input) => {
-            let stream = route.spec.kind.is_stream();
-            serve_call(
-                &shared,
-                &route.id,
-                stream,
-                &parts,
-                identity,
-                input,
-                Some(&route),
-            )
-            .await
-        }
-        Err(rejection) => rejection.into_response(),
+    let input = match route.input(&shared, params, &parts, body).await {
+        Ok(input) => input,
+        Err(rejection) => return rejection.into_response(),
+    };
+    let stream = route.spec.kind.is_stream();
+    let shape = |envelope| route.response(envelope);
+    let mut response = serve_call(
+        &shared,
+        &route.id,
+        stream,
+        parts,
+        identity,
+        input,
+        Some(&shape),
+    )
+    .await;
+    if let Ok(value) = HeaderValue::from_str(&route.id) {
+        response.headers_mut().insert(OPERATION_ID, value);
     }
+    response
 }
