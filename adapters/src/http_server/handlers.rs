@@ -1,5 +1,6 @@
 //! The axum handlers: `/ops/{id}`, `/openapi.json` and the 404 fallback.
 
+use super::byte_bodies;
 use super::identity::{Authenticator, authenticate};
 use super::openapi::{DocumentInfo, document};
 use super::query::QueryShape;
@@ -161,6 +162,17 @@ async fn read_body(body: Body, limit: usize) -> Result<Vec<u8>, Rejection> {
     Ok(bytes)
 }
 
+/// The `details.limit` of an error a streamed request body ended with (`bodyLimit`,
+/// `bodyTimeout`), which an operation reading it returns as its own.
+fn body_limit_of(error: &CallError) -> Option<&str> {
+    match error.code {
+        ErrorCode::ValidationError | ErrorCode::Timeout => {
+            error.details.as_ref()?["limit"].as_str()
+        }
+        _ => None,
+    }
+}
+
 fn too_large(limit: usize) -> Rejection {
     Rejection {
         status: StatusCode::PAYLOAD_TOO_LARGE,
@@ -226,19 +238,25 @@ pub(crate) async fn read_bytes(
     body: Body,
     limit: usize,
 ) -> Result<Vec<u8>, Rejection> {
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|text| text.parse::<u64>().ok());
-    if declared.is_some_and(|length| length > limit as u64) {
-        return Err(too_large(limit));
-    }
+    refuse_declared_length(headers, limit)?;
     match tokio::time::timeout(shared.request_timeout, read_body(body, limit)).await {
         Ok(result) => result,
         Err(_) => Err(Rejection {
             status: StatusCode::REQUEST_TIMEOUT,
             error: CallError::timeout("the request body did not arrive before the request timeout"),
         }),
+    }
+}
+
+/// `413` for a body whose `Content-Length` is past `limit`, before a byte of it is read.
+pub(crate) fn refuse_declared_length(headers: &HeaderMap, limit: usize) -> Result<(), Rejection> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|text| text.parse::<u64>().ok());
+    match declared {
+        Some(length) if length > limit as u64 => Err(too_large(limit)),
+        _ => Ok(()),
     }
 }
 
@@ -371,6 +389,10 @@ impl Shared {
             StatusCode::FORBIDDEN if ctx.identity().is_none() && self.authenticator.is_some() => {
                 StatusCode::UNAUTHORIZED
             }
+            _ if body_limit_of(error) == Some("bodyLimit") => StatusCode::PAYLOAD_TOO_LARGE,
+            _ if body_limit_of(error) == Some(byte_bodies::BODY_TIMEOUT) => {
+                StatusCode::REQUEST_TIMEOUT
+            }
             StatusCode::BAD_REQUEST if error.code == ErrorCode::ValidationError => {
                 self.invalid_input_status
             }
@@ -400,9 +422,18 @@ impl Shared {
     }
 }
 
-/// How a REST route shapes a success's envelope into its response (the RPC route sends the
-/// envelope as it is).
-pub(crate) type Shape<'a> = &'a (dyn Fn(ResponseEnvelope) -> Response + Sync);
+/// How a REST route shapes a success into its response (the RPC route sends the envelope as
+/// it is, and a stream as SSE).
+pub(crate) struct Shape<'a> {
+    /// The response of a unary success's envelope.
+    pub(crate) unary: &'a (dyn Fn(ResponseEnvelope) -> Response + Sync),
+    /// A stream of `Binary` items answered as one raw body with this status and content type
+    /// (see [`byte_bodies::response_stream`]), instead of SSE.
+    pub(crate) raw_stream: Option<(StatusCode, HeaderValue)>,
+    /// Time the call gets on top of the request timeout: the time its body may take to
+    /// stream in (a body read before the call had it already).
+    pub(crate) body_time: Duration,
+}
 
 /// Serves a call whose input was read: the context from the request, the registry's front
 /// door ([`OperationRegistry::serve`]), and its outcome as a response (the RPC shape, or the
@@ -421,8 +452,11 @@ pub(crate) async fn serve_call(
     // cancels the context; a finished unary call disarms it.
     let token = CancellationToken::new();
     let mut ctx = call_context(parts, identity).with_cancellation(token.clone());
+    let body_time = shape
+        .as_ref()
+        .map_or(Duration::ZERO, |shape| shape.body_time);
     ctx = match (stream, shared.subscription_timeout) {
-        (false, _) => ctx.with_timeout(shared.request_timeout),
+        (false, _) => ctx.with_timeout(shared.request_timeout + body_time),
         (true, Some(timeout)) => ctx.with_timeout(timeout),
         (true, None) => ctx,
     };
@@ -434,8 +468,8 @@ pub(crate) async fn serve_call(
             let hint = reply.cache_hint();
             match reply.into_envelope() {
                 Ok(envelope) => {
-                    let mut response = match shape {
-                        Some(shape) => shape(envelope),
+                    let mut response = match &shape {
+                        Some(shape) => (shape.unary)(envelope),
                         None => axum::Json(envelope).into_response(),
                     };
                     if let Some(value) = hint.and_then(cache_control) {
@@ -443,6 +477,15 @@ pub(crate) async fn serve_call(
                     }
                     response
                 }
+                Err(error) => shared.call_error_response(&error, &ctx),
+            }
+        }
+        Ok(Outcome::Stream(items)) if shape.as_ref().is_some_and(|s| s.raw_stream.is_some()) => {
+            let (status, content_type) = shape
+                .and_then(|shape| shape.raw_stream)
+                .expect("the guard checked a raw stream");
+            match byte_bodies::response_stream(items, guard, status, content_type).await {
+                Ok(response) => response,
                 Err(error) => shared.call_error_response(&error, &ctx),
             }
         }

@@ -131,6 +131,18 @@
 //! among others also takes `multipart/form-data`: each file part fills its `Binary` field,
 //! each other part is read by its field's schema like a query value (under the same limit).
 //!
+//! **Large bytes, streamed.** A `Binary` is held whole; for bodies too large for that, make
+//! the field a [`ByteStream`](opkit::binary::ByteStream): the operation reads the request body
+//! chunk by chunk while it arrives, never held whole. The route's `body_limit` still holds
+//! as it streams (the stream ends with the `413` error, which the operation returns as its
+//! own), and the body must arrive within the request timeout (else `408`); the call gets the
+//! request timeout on top of that for its own work, as a body read first would. Middleware
+//! reading such an input sees a token for the body (the body is handed to the operation in
+//! this process; an operation served elsewhere cannot read it). In the other direction, a
+//! stream operation whose items are `Binary` answers a REST route with one raw body written
+//! chunk by chunk as the items come (an error before the first item gets its status; one
+//! after it cuts the transfer short), instead of SSE.
+//!
 //! Errors keep the [`CallError`] body and its status (below). Malformed JSON is `400`; an
 //! input that parses but fails its schema is `400` too unless
 //! [`HttpServer::invalid_input_status`] makes it `422` (what axum's `Json` extractor and
@@ -301,6 +313,7 @@
 //! reaches the front door (authentication, unknown operation, method, unreadable input) get
 //! no span; an access denial or a middleware's refusal ends the span with its error.
 
+mod byte_bodies;
 mod explorer;
 mod handlers;
 mod identity;

@@ -6,12 +6,17 @@
 //! wins over a body field of the same name. Path and query values are read by the input
 //! schema like the RPC route's query string (`?limit=5` is the integer 5).
 
-use super::handlers::{Rejection, Shared, error_response, read_bytes, read_json_body, serve_call};
+use super::byte_bodies;
+use super::handlers::{
+    Rejection, Shape, Shared, error_response, read_bytes, read_json_body, refuse_declared_length,
+    serve_call,
+};
 use super::query::QueryShape;
 use axum::Router;
 use axum::extract::{Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderName, HeaderValue, Method, StatusCode, header};
+use opkit::binary::HandOff;
 use opkit::{CallError, ErrorCode, HttpRoute, OperationRegistry, OperationSpec, ResponseEnvelope};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -77,6 +82,8 @@ pub(crate) struct RestRoute {
     variables: Vec<String>,
     /// The input field the raw request body fills, when the body is one `Binary` field.
     raw_input: Option<String>,
+    /// That field is a `ByteStream`: the body is streamed to the operation, not read first.
+    streamed_input: bool,
     /// The content type of a `Binary` output, sent as the raw response body.
     pub(crate) raw_output: Option<http::HeaderValue>,
     /// The output is `()` (schema `{"type": "null"}`): a success has no body.
@@ -177,14 +184,15 @@ impl RestRoute {
             .iter()
             .filter(|param| !variables.contains(&param.name))
             .collect();
-        let raw_input = match body_fields.as_slice() {
+        let (raw_input, streamed_input) = match body_fields.as_slice() {
             [only]
                 if !matches!(method, Method::GET | Method::DELETE)
                     && opkit::binary::is_binary_schema(&only.schema) =>
             {
-                Some(only.name.clone())
+                let streamed = opkit::binary::is_byte_stream_schema(&only.schema);
+                (Some(only.name.clone()), streamed)
             }
-            _ => None,
+            _ => (None, false),
         };
         let spec_output: Value = (*spec.output_schema).clone();
         let raw_output = opkit::binary::is_binary_schema(&spec.output_schema).then(|| {
@@ -203,19 +211,22 @@ impl RestRoute {
             shape,
             variables,
             raw_input,
+            streamed_input,
             raw_output,
             unit_output: spec_output_is_unit(&spec_output),
         })
     }
 
-    /// The input from the path's variables and the query string or the body.
+    /// The input from the path's variables and the query string or the body, and the
+    /// hand-off of a body streamed to a `ByteStream` field (kept until the call ends).
     async fn input(
         &self,
         shared: &Shared,
         params: Vec<(String, String)>,
         parts: &http::request::Parts,
         body: axum::body::Body,
-    ) -> Result<Value, Rejection> {
+    ) -> Result<(Value, Option<HandOff>), Rejection> {
+        let mut hand_off = None;
         let path_values = self.shape.decode(params)?;
         let mut input = if matches!(self.method, Method::GET | Method::DELETE) {
             let pairs: Vec<(String, String)> =
@@ -244,9 +255,18 @@ impl RestRoute {
             if let Some(boundary) = multipart {
                 return self
                     .multipart_input(shared, boundary, body, limit, path_values)
-                    .await;
+                    .await
+                    .map(|input| (input, None));
             }
             match &self.raw_input {
+                Some(field) if self.streamed_input => {
+                    refuse_declared_length(&parts.headers, limit)?;
+                    let stream = byte_bodies::request_stream(body, limit, shared.request_timeout);
+                    let parked = stream.hand_off();
+                    let input = serde_json::json!({ field.as_str(): parked.token() });
+                    hand_off = Some(parked);
+                    input
+                }
                 Some(field) => {
                     use base64::Engine;
                     let bytes = read_bytes(shared, &parts.headers, body, limit).await?;
@@ -265,7 +285,7 @@ impl RestRoute {
             )
             .into());
         }
-        Ok(input)
+        Ok((input, hand_off))
     }
 }
 
@@ -524,12 +544,27 @@ async fn serve_rest(
         Ok(identity) => identity,
         Err(response) => return response,
     };
-    let input = match route.input(&shared, params, &parts, body).await {
+    // The hand-off of a streamed body lives until the call ends: a body the operation never
+    // took is dropped with it.
+    let (input, hand_off) = match route.input(&shared, params, &parts, body).await {
         Ok(input) => input,
         Err(rejection) => return rejection.into_response(),
     };
     let stream = route.spec.kind.is_stream();
-    let shape = |envelope| route.response(envelope);
+    let unary = |envelope| route.response(envelope);
+    let shape = Shape {
+        unary: &unary,
+        raw_stream: route
+            .raw_output
+            .clone()
+            .filter(|_| stream)
+            .map(|content_type| (route.status, content_type)),
+        body_time: if hand_off.is_some() {
+            shared.request_timeout
+        } else {
+            std::time::Duration::ZERO
+        },
+    };
     let mut response = serve_call(
         &shared,
         &route.id,
@@ -537,7 +572,7 @@ async fn serve_rest(
         parts,
         identity,
         input,
-        Some(&shape),
+        Some(shape),
     )
     .await;
     if let Ok(value) = HeaderValue::from_str(&route.id) {

@@ -6,6 +6,14 @@
 //! as the raw body instead: a route whose body is one `Binary` field reads the request body
 //! as those bytes, whatever its content type, and an operation whose output is `Binary`
 //! answers `application/octet-stream`.
+//!
+//! [`ByteStream`] is the input field read as it arrives (a REST route's body is then never
+//! held whole), and a stream operation whose items are `Binary` is answered on a REST route
+//! as one raw body, chunk by chunk: large bytes in both directions without buffering.
+
+mod stream;
+
+pub use stream::{ByteStream, HandOff, is_byte_stream_schema};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
