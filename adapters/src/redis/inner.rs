@@ -8,7 +8,7 @@ use super::redis_crate::RedisError;
 use super::redis_crate::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
 use super::scripts::{JOIN_SCRIPT, LEAVE_SCRIPT, PUBLISH_SCRIPT, SPUBLISH_SCRIPT};
 use super::{
-    REQUEST_PREFIX, TopicKeys, claim, is_connection_error, millis, redis_crate, shard,
+    REQUEST_PREFIX, TopicKeys, claim, is_connection_error, is_refusal, millis, redis_crate, shard,
     transport_error, transport_not_sent,
 };
 use bytes::Bytes;
@@ -159,6 +159,12 @@ impl Inner {
             (Ok(Ok(value)), _) => Ok(value),
             (Ok(Err(error)), None) => Err(transport_not_sent(what, error)),
             (Err(_), None) => Err(transport_not_sent(what, "connecting timed out")),
+            // A single server that answers with a refusal (`READONLY`, `LOADING`, `NOPERM`,
+            // ...) ran nothing: the publish is one script. A cluster client may have written
+            // an earlier attempt before the refusal it reports, so there it stays unknown.
+            (Ok(Err(error)), Some(_)) if !self.backend.is_cluster() && is_refusal(&error) => {
+                Err(transport_not_sent(what, error))
+            }
             (Ok(Err(error)), Some(number)) => {
                 if is_connection_error(&error) {
                     self.drop_command_connection(number);

@@ -271,6 +271,27 @@ fn is_connection_error(error: &RedisError) -> bool {
         || error.is_cluster_error()
 }
 
+/// A server's answer that refuses a command before running it (the command had no effect).
+fn is_refusal(error: &RedisError) -> bool {
+    use redis_crate::{ErrorKind, ServerErrorKind};
+    matches!(
+        error.kind(),
+        ErrorKind::AuthenticationFailed
+            | ErrorKind::Server(
+                ServerErrorKind::BusyLoading
+                    | ServerErrorKind::ReadOnly
+                    | ServerErrorKind::NoPerm
+                    | ServerErrorKind::Moved
+                    | ServerErrorKind::Ask
+                    | ServerErrorKind::TryAgain
+                    | ServerErrorKind::ClusterDown
+                    | ServerErrorKind::CrossSlot
+                    | ServerErrorKind::MasterDown
+                    | ServerErrorKind::ExecAbort
+            )
+    )
+}
+
 /// A failure after a command may have been written: whether it ran is unknown.
 fn transport_error(what: &str, error: impl fmt::Display) -> TransportError {
     TransportError::new(format!("redis: {what}: {error}"))
