@@ -491,3 +491,102 @@ async fn a_duplicate_request_id_runs_once() {
     .await;
     eventually("the request is gone", || handler.in_flight() == 0).await;
 }
+
+#[tokio::test]
+async fn a_handler_runs_at_most_its_limit_at_once_and_the_rest_wait_on_the_bus() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let (_, bus) = bus();
+    // `gate` holds every call until the test lets one through; `running` and `most` count.
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let running = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let registry = opkit::OperationRegistry::new();
+    let (held, now, peak) = (gate.clone(), running.clone(), most.clone());
+    registry
+        .register(
+            OperationSpec::new("slow", "work", OperationKind::Mutation),
+            Handler::unary(move |input, _ctx| {
+                let (held, now, peak) = (held.clone(), now.clone(), peak.clone());
+                async move {
+                    let at_once = now.fetch_add(1, Ordering::SeqCst) + 1;
+                    peak.fetch_max(at_once, Ordering::SeqCst);
+                    held.acquire().await.unwrap().forget();
+                    now.fetch_sub(1, Ordering::SeqCst);
+                    Ok(input)
+                }
+            }),
+        )
+        .unwrap();
+    let handler = CallHandler::new(registry, bus.clone())
+        .with_max_in_flight(3)
+        .spawn()
+        .await
+        .unwrap();
+    let map = PendingRequestMap::connect(bus).await.unwrap();
+    let calls: Vec<_> = (0..10)
+        .map(|n| {
+            let map = map.clone();
+            tokio::spawn(async move { map.call("slow.work", json!({"n": n}), &ctx()).await })
+        })
+        .collect();
+    eventually("three calls run", || running.load(Ordering::SeqCst) == 3).await;
+    eventually("all ten were published", || map.pending_count() == 10).await;
+    assert_eq!(handler.in_flight(), 3, "the other seven wait on the bus");
+    // One at a time: each call that ends lets exactly one more in.
+    for released in 1..=10 {
+        gate.add_permits(1);
+        eventually("a call ended", || map.pending_count() == 10 - released).await;
+        assert!(handler.in_flight() <= 3);
+    }
+    for call in calls {
+        call.await.unwrap().unwrap();
+    }
+    assert_eq!(
+        most.load(Ordering::SeqCst),
+        3,
+        "never more than three at once"
+    );
+}
+
+#[tokio::test]
+async fn a_subscriber_that_stops_polling_is_ended_at_its_buffer_and_the_stream_aborted() {
+    let (_, bus) = bus();
+    let probes = Probes::default();
+    let _handler = CallHandler::new(registry(&probes), bus.clone())
+        .spawn()
+        .await
+        .unwrap();
+    let options = opkit::protocol::PendingOptions::default().with_max_stream_buffer(2048);
+    let map = PendingRequestMap::connect_with(bus, options).await.unwrap();
+    let mut stream = map
+        .subscribe("clock.endless", json!({}), &ctx())
+        .await
+        .unwrap();
+    // Never polled: once 2 KiB of items wait, the subscription is aborted on the bus (the
+    // handler's stream is dropped) and nothing more is kept.
+    eventually("the handler's stream was aborted", || {
+        probes.dropped.get() == 1
+    })
+    .await;
+    let mut items = 0;
+    let error = loop {
+        match within("the next item", futures::StreamExt::next(&mut stream)).await {
+            Some(Ok(_)) => items += 1,
+            Some(Err(error)) => break error,
+            None => panic!("the stream ended without naming the limit"),
+        }
+    };
+    assert!(items >= 1 && items * 256 <= 2048, "{items} items were kept");
+    assert_eq!(error.code, ErrorCode::TransportError, "{error}");
+    assert_eq!(
+        error.details,
+        Some(json!({"limit": "maxStreamBuffer", "max": 2048}))
+    );
+    assert!(
+        within("the end", futures::StreamExt::next(&mut stream))
+            .await
+            .is_none()
+    );
+    assert_eq!(map.pending_count(), 0);
+}

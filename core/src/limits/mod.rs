@@ -6,6 +6,7 @@
 //! | nesting depth of an input ([`MAX_INPUT_DEPTH`]) | 100 levels | fixed | `VALIDATION_ERROR` naming the limit, with one violation at the JSON pointer of the first container too deep |
 //! | calls and subscriptions waiting on one [`PendingRequestMap`](crate::PendingRequestMap) ([`DEFAULT_MAX_PENDING`]) | 65,536 | [`PendingOptions::with_max_pending`](crate::protocol::PendingOptions::with_max_pending) | the new call fails at once with `TRANSPORT_ERROR` naming the limit; calls already pending are unaffected |
 //! | depth of normalization ([`CAST_MAX_DEPTH`]) | 64 levels | fixed | not an error: deeper values are kept as they are, and the output validation that follows warns about whatever still mismatches |
+//! | items of one remote subscription waiting for their caller to poll ([`DEFAULT_MAX_STREAM_BUFFER`]) | 8 MiB (each item counts its wire size plus 256 bytes) | [`PendingOptions::with_max_stream_buffer`](crate::protocol::PendingOptions::with_max_stream_buffer) | the stream gives the items it holds, then ends with `TRANSPORT_ERROR` naming the limit (`details.limit: "maxStreamBuffer"`); the subscription is aborted (`call.aborted`), later items are dropped |
 //! | a call without a deadline ([`DEFAULT_TIMEOUT`](crate::protocol::DEFAULT_TIMEOUT)) | 30 s | [`PendingOptions::with_default_timeout`](crate::protocol::PendingOptions::with_default_timeout) | `TIMEOUT` |
 //!
 //! JSON parsed from bytes (call-protocol events, HTTP bodies) is also bounded by serde_json's
@@ -60,6 +61,13 @@ pub(crate) use depth::{admit_input, check_input};
 /// [`PendingOptions::with_max_pending`](crate::protocol::PendingOptions::with_max_pending) says
 /// otherwise (see the [module docs](self) for why).
 pub const DEFAULT_MAX_PENDING: usize = 65_536;
+
+/// How many bytes of items one remote subscription queues for a caller that does not poll,
+/// unless
+/// [`PendingOptions::with_max_stream_buffer`](crate::protocol::PendingOptions::with_max_stream_buffer)
+/// says otherwise: an item counts its size on the wire plus 256 bytes (its decoded form's
+/// overhead), so many tiny items are bounded too.
+pub const DEFAULT_MAX_STREAM_BUFFER: usize = 8 << 20;
 
 /// How deep an input may nest arrays and objects (a scalar is depth 0, `[1]` depth 1).
 ///

@@ -198,7 +198,8 @@ mod wire;
 
 pub use crate::limits::DEFAULT_MAX_PENDING;
 pub use handler::{
-    CallHandler, CallHandlerHandle, CallProtocolRequest, DEFAULT_REFRESH_INTERVAL, SpawnError,
+    CallHandler, CallHandlerHandle, CallProtocolRequest, DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_REFRESH_INTERVAL, SpawnError,
 };
 pub use memory::MemoryPubSub;
 pub use pending::{DEFAULT_TIMEOUT, PendingOptions, PendingRequestMap};

@@ -46,6 +46,14 @@
 //! operation's and every request's token: the loops end (dropping their subscriptions), and
 //! requests still running are answered `call.error` `ABORTED`, unlike a caller's abort.
 //!
+//! **At most N at once.** `permits` holds [`with_max_in_flight`](CallHandler::with_max_in_flight)
+//! permits ([`DEFAULT_MAX_IN_FLIGHT`]). An operation's loop takes a permit *before* it takes
+//! the next request from its subscription, and the request's `RunningGuard` holds it until
+//! the request ends (a request dropped at once, a duplicate or one with a tombstone, gives
+//! it back at once). So at the limit no loop reads its subscription: the requests stay in the
+//! transport (on Redis, in the stream, for this replica's next read or another replica),
+//! not in this process. Aborts are still read while a loop waits for a permit.
+//!
 //! **Timing.** The one timing default, how often operations registered later are picked up,
 //! is the builder's [`with_refresh_interval`](CallHandler::with_refresh_interval)
 //! ([`DEFAULT_REFRESH_INTERVAL`]); a request's deadline comes from the caller.
@@ -68,6 +76,10 @@ use tokio_util::sync::CancellationToken;
 
 /// How often a serving [`CallHandler`] looks for operations registered or removed since.
 pub const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How many requests a [`CallHandler`] runs at once unless
+/// [`with_max_in_flight`](CallHandler::with_max_in_flight) says otherwise.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 1024;
 
 /// Serves the operations of a registry on a bus: the only publisher of `call.responded`.
 ///
@@ -118,6 +130,7 @@ pub struct CallHandler {
     env: Option<Arc<dyn EnvBackend>>,
     refresh_interval: Option<Duration>,
     query_redelivery: bool,
+    max_in_flight: usize,
 }
 
 impl fmt::Debug for CallHandler {
@@ -127,6 +140,7 @@ impl fmt::Debug for CallHandler {
             .field("has_env", &self.env.is_some())
             .field("refresh_interval", &self.refresh_interval)
             .field("query_redelivery", &self.query_redelivery)
+            .field("max_in_flight", &self.max_in_flight)
             .finish()
     }
 }
@@ -140,7 +154,18 @@ impl CallHandler {
             env: None,
             refresh_interval: Some(DEFAULT_REFRESH_INTERVAL),
             query_redelivery: true,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         }
+    }
+
+    /// How many requests run at once, at most ([`DEFAULT_MAX_IN_FLIGHT`] unless set; `0` is
+    /// read as `1`). At the limit the handler takes no more requests from the bus until one
+    /// ends: they wait in the transport (on Redis, in the request stream, where another
+    /// replica may take them) instead of in this process's memory.
+    #[must_use]
+    pub fn with_max_in_flight(mut self, max: usize) -> Self {
+        self.max_in_flight = max.max(1);
+        self
     }
 
     /// Where nested calls of the served handlers go (`ctx.env()`); the local registry unless set.
@@ -193,6 +218,7 @@ impl CallHandler {
             refreshing: tokio::sync::Mutex::new(()),
             generation: AtomicU64::new(0),
             query_redelivery: self.query_redelivery,
+            permits: Arc::new(tokio::sync::Semaphore::new(self.max_in_flight)),
         });
         let handle = CallHandlerHandle {
             shared: shared.clone(),
@@ -288,4 +314,6 @@ struct Shared {
     generation: AtomicU64,
     /// Whether query request topics are joined with `subscribe_group_idempotent`.
     query_redelivery: bool,
+    /// One permit per request that may run at once; never closed.
+    permits: Arc<tokio::sync::Semaphore>,
 }

@@ -122,18 +122,39 @@ impl Shared {
         mut aborts: Subscription,
         stop: CancellationToken,
     ) {
+        // The permit the next request will run under: taken before that request is read, so
+        // a handler at its limit reads no more (see the module docs).
+        let mut permit = None;
         loop {
+            let Some(ready) = permit.take() else {
+                tokio::select! {
+                    biased;
+                    () = stop.cancelled() => return,
+                    taken = self.permits.clone().acquire_owned() => match taken {
+                        Ok(taken) => permit = Some(taken),
+                        Err(_) => return,
+                    },
+                    abort = aborts.next() => match abort {
+                        Some(payload) => self.abort(&payload),
+                        None => break,
+                    },
+                }
+                continue;
+            };
             tokio::select! {
                 // Requests before aborts: an abort published after its request never
                 // overtakes it on a transport that keeps order per topic.
                 biased;
                 () = stop.cancelled() => return,
                 request = requests.next() => match request {
-                    Some(payload) => self.accept(&payload),
+                    Some(payload) => self.accept(&payload, ready),
                     None => break,
                 },
                 abort = aborts.next() => match abort {
-                    Some(payload) => self.abort(&payload),
+                    Some(payload) => {
+                        permit = Some(ready);
+                        self.abort(&payload);
+                    }
                     None => break,
                 },
             }

@@ -17,6 +17,7 @@ use std::collections::{HashSet, VecDeque};
 use std::future::Future;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
+use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 
 /// What the call protocol's [`CallHandler`](crate::CallHandler) knows about a request it
@@ -64,10 +65,12 @@ impl Tombstones {
     }
 }
 
-/// Removes a request from the running map when its task ends, however it ends.
+/// Removes a request from the running map when its task ends, however it ends, and gives
+/// back the permit it ran under.
 struct RunningGuard {
     shared: Arc<Shared>,
     request_id: Arc<str>,
+    _permit: OwnedSemaphorePermit,
 }
 
 impl Drop for RunningGuard {
@@ -78,7 +81,7 @@ impl Drop for RunningGuard {
 
 impl Shared {
     /// Starts serving one `call.requested`.
-    pub(super) fn accept(self: &Arc<Self>, payload: &Bytes) {
+    pub(super) fn accept(self: &Arc<Self>, payload: &Bytes, permit: OwnedSemaphorePermit) {
         let request = match crate::protocol::fast_decode::decode_fast(payload) {
             Some(CallEvent::Requested(request)) => request,
             _ => match self.decode_request(payload) {
@@ -86,7 +89,7 @@ impl Shared {
                 None => return,
             },
         };
-        self.start(request);
+        self.start(request, permit);
     }
 
     /// Decodes a `call.requested` the fast path declined: anything else is logged, and a
@@ -128,7 +131,7 @@ impl Shared {
     }
 
     /// Runs a decoded request in its own task (unless it was aborted already or is a duplicate).
-    fn start(self: &Arc<Self>, request: CallRequested) {
+    fn start(self: &Arc<Self>, request: CallRequested, permit: OwnedSemaphorePermit) {
         let request_id: Arc<str> = Arc::from(request.request_id.as_str());
         if self.tombstones.lock().take(&request_id) {
             tracing::debug!(request_id = %request_id, "the request was aborted before it arrived");
@@ -146,6 +149,7 @@ impl Shared {
         let guard = RunningGuard {
             shared: self.clone(),
             request_id,
+            _permit: permit,
         };
         let mut serving = Box::pin(async move {
             let shared = guard.shared.clone();

@@ -3,7 +3,7 @@
 
 use super::MapInner;
 use super::stream::RemoteStream;
-use super::table::Entry;
+use super::table::{Entry, StreamSender};
 use crate::bounds::{Deadline, Interrupted};
 use crate::context::{EnvelopeStream, OperationContext};
 use crate::envelope::ResponseEnvelope;
@@ -254,7 +254,13 @@ async fn subscribe_in(
         .map_err(|stop| stopped(&operation_id, stop))?;
     let deadline = bounds.deadline();
     let (sender, receiver) = mpsc::unbounded_channel();
-    let mut guard = inner.register(&operation_id, Entry::Stream(sender))?;
+    let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let entry = Entry::Stream(StreamSender::new(
+        sender,
+        queued.clone(),
+        Arc::from(operation_id.as_str()),
+    ));
+    let mut guard = inner.register(&operation_id, entry)?;
     if let Some(span) = span {
         span.record_request_id(&guard.request_id);
     }
@@ -275,6 +281,7 @@ async fn subscribe_in(
     };
     Ok(Box::pin(RemoteStream {
         events: receiver,
+        queued,
         guard: Some(guard),
         watch: bounds.watch(),
         idle,

@@ -3,16 +3,30 @@
 
 use super::table::Table;
 use crate::error::{CallError, ErrorCode};
-use crate::protocol::pubsub::Subscription;
+use crate::protocol::pubsub::{PubSub, Subscription};
+use crate::protocol::topics;
 use crate::protocol::wire::CallEvent;
 use futures::StreamExt;
 use serde_json::Value;
 use std::sync::Arc;
 
-/// Routes the replies until the subscription ends, then fails what is still pending.
-pub(super) async fn listen(table: Arc<Table>, mut replies: Subscription) {
+/// Routes the replies until the subscription ends, then fails what is still pending. A
+/// subscription its caller let overflow is aborted on `pubsub` (`call.aborted`).
+pub(super) async fn listen(table: Arc<Table>, mut replies: Subscription, pubsub: Arc<dyn PubSub>) {
     while let Some(payload) = replies.next().await {
         table.route(&payload);
+        for (operation_id, request_id) in table.take_overflowed() {
+            let pubsub = pubsub.clone();
+            tokio::spawn(async move {
+                let topic = topics::abort_topic(&operation_id);
+                let Ok(payload) = CallEvent::aborted(request_id.as_str()).to_bytes() else {
+                    return;
+                };
+                if let Err(error) = pubsub.publish(&topic, payload).await {
+                    tracing::warn!(%error, request_id, "could not publish call.aborted");
+                }
+            });
+        }
     }
     table.close(CallError::transport(
         "the reply subscription ended: the transport lost it",
@@ -20,11 +34,11 @@ pub(super) async fn listen(table: Arc<Table>, mut replies: Subscription) {
 }
 
 impl Table {
-    /// Acts on a decoded event of the reply topic.
-    fn handle(&self, event: CallEvent) {
+    /// Acts on a decoded event of the reply topic (`size` bytes on the wire).
+    fn handle(&self, event: CallEvent, size: usize) {
         match event {
             CallEvent::Responded(event) => {
-                self.deliver(&event.request_id, event.output);
+                self.deliver(&event.request_id, event.output, size);
             }
             CallEvent::Completed(event) => {
                 self.complete(&event.request_id);
@@ -46,7 +60,7 @@ impl Table {
     fn route(&self, payload: &[u8]) {
         // What the fast path declines takes the slow path, which names what is wrong.
         if let Some(event) = crate::protocol::fast_decode::decode_fast(payload) {
-            self.handle(event);
+            self.handle(event, payload.len());
             return;
         }
         let fields = match serde_json::from_slice(payload) {
@@ -78,7 +92,7 @@ impl Table {
         {
             let mut fields = fields;
             let result = match fields.remove("output") {
-                Some(output) => self.respond(request_id, output),
+                Some(output) => self.respond_sized(request_id, output, payload.len()),
                 None => Err(CallError::new(
                     ErrorCode::ValidationError,
                     format!("call.responded for request `{request_id}` has no `output`"),
@@ -91,7 +105,7 @@ impl Table {
             return;
         }
         match CallEvent::from_value(Value::Object(fields)) {
-            Ok(event) => self.handle(event),
+            Ok(event) => self.handle(event, payload.len()),
             Err(error) => {
                 tracing::warn!(%error, "a malformed event arrived on a reply topic");
                 if let Some(request_id) = request_id {

@@ -102,6 +102,7 @@ pub struct PendingOptions {
     subscription_idle_timeout: Option<Duration>,
     caller_id: Option<String>,
     max_pending: usize,
+    max_stream_buffer: usize,
 }
 
 impl Default for PendingOptions {
@@ -111,6 +112,7 @@ impl Default for PendingOptions {
             subscription_idle_timeout: Some(DEFAULT_TIMEOUT),
             caller_id: None,
             max_pending: DEFAULT_MAX_PENDING,
+            max_stream_buffer: crate::limits::DEFAULT_MAX_STREAM_BUFFER,
         }
     }
 }
@@ -170,6 +172,17 @@ impl PendingOptions {
     /// The most calls and subscriptions that may wait for replies at once.
     pub fn max_pending(&self) -> usize {
         self.max_pending
+    }
+
+    /// How many bytes of one remote subscription's items may wait for a caller that does not
+    /// poll its stream ([`DEFAULT_MAX_STREAM_BUFFER`](crate::limits::DEFAULT_MAX_STREAM_BUFFER)
+    /// unless set). Past it the stream yields what it holds, then ends with
+    /// `TRANSPORT_ERROR` naming the limit, and the subscription is aborted: a caller that
+    /// stops polling cannot grow without bound.
+    #[must_use]
+    pub fn with_max_stream_buffer(mut self, bytes: usize) -> Self {
+        self.max_stream_buffer = bytes;
+        self
     }
 
     /// The idle timeout of subscriptions without a deadline.
@@ -264,8 +277,13 @@ impl PendingRequestMap {
         let caller_id = options.caller_id.unwrap_or_else(topics::new_caller_id);
         let reply_topic = topics::reply_topic(&caller_id);
         let replies = pubsub.subscribe(&reply_topic).await?;
-        let table = Arc::new(Table::new(format!("{caller_id}:"), options.max_pending));
-        let listener = tokio::spawn(listen::listen(table.clone(), replies)).abort_handle();
+        let table = Arc::new(Table::new(
+            format!("{caller_id}:"),
+            options.max_pending,
+            options.max_stream_buffer,
+        ));
+        let listener =
+            tokio::spawn(listen::listen(table.clone(), replies, pubsub.clone())).abort_handle();
         Ok(Self {
             inner: Arc::new(MapInner {
                 pubsub,

@@ -10,6 +10,8 @@ use crate::trace::CallSpan;
 use futures::Stream;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -20,6 +22,8 @@ use tokio::time::{Instant, Sleep};
 pub(super) struct RemoteStream {
     /// What the listener queued for this request, in the order the reply topic delivered it.
     pub(super) events: mpsc::UnboundedReceiver<StreamEvent>,
+    /// The bytes queued in `events` (the listener adds, this stream subtracts what it yields).
+    pub(super) queued: Arc<AtomicUsize>,
     /// `None` once the stream has ended.
     pub(super) guard: Option<PendingGuard>,
     /// The call's deadline and cancellation, polled before the events on every wake-up.
@@ -60,7 +64,8 @@ impl Stream for RemoteStream {
             return this.end(Some(Err(stopped(&operation_id, stop))));
         }
         match this.events.poll_recv(cx) {
-            Poll::Ready(Some(StreamEvent::Item(envelope))) => {
+            Poll::Ready(Some(StreamEvent::Item(envelope, cost))) => {
+                this.queued.fetch_sub(cost, Ordering::AcqRel);
                 if let Some((idle, sleep)) = this.idle.as_mut() {
                     sleep.as_mut().reset(Instant::now() + *idle);
                 }
