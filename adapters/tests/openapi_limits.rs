@@ -1,4 +1,5 @@
-//! The OpenAPI import's bounds. The SSE event limit against hand-written event streams on
+//! The OpenAPI import's bounds. The response body limit of a query (declared too long, and
+//! endless without a length: cut off, the connection closed). The SSE event limit against hand-written event streams on
 //! 127.0.0.1: an event past the limit ends the subscription with an error naming the limit and
 //! closes the connection, even when the server never stops sending. And documents: circular
 //! reference chains, recursive schemas, schemas nested past the walk limit, and documents
@@ -123,6 +124,83 @@ async fn an_endless_event_is_cut_off_and_the_connection_closed() {
     assert_too_large(&item.unwrap_err(), limit);
     let end = tokio::time::timeout(PATIENCE, stream.next()).await;
     assert!(matches!(end, Ok(None)), "the stream ends after the error");
+    tokio::time::timeout(PATIENCE, closed_rx)
+        .await
+        .expect("the server saw the connection close")
+        .unwrap();
+}
+
+/// A registry importing one query, `GET /blob`, from `base`.
+fn blob_registry(base: &str, max_response_bytes: usize) -> OperationRegistry {
+    let document = json!({
+        "openapi": "3.1.0",
+        "paths": {"/blob": {"get": {"operationId": "blob", "responses": {"200": {
+            "description": "ok", "content": {"application/json": {}}}}}}}
+    });
+    let options = OpenApiOptions::new("api")
+        .base_url(base)
+        .max_response_bytes(max_response_bytes);
+    let registry = OperationRegistry::new();
+    OpenApiImporter::new(options)
+        .import_value(document)
+        .unwrap()
+        .register_into(&registry)
+        .unwrap();
+    registry
+}
+
+fn assert_response_too_large(error: &opkit::CallError, limit: usize) {
+    assert_eq!(error.code, ErrorCode::ExecutionError, "{error}");
+    assert!(error.message.contains("max_response_bytes"), "{error}");
+    assert_eq!(
+        error.details,
+        Some(json!({"limit": "maxResponseBytes", "max": limit}))
+    );
+}
+
+#[tokio::test]
+async fn a_response_declared_past_the_limit_is_refused_unread() {
+    let base = serve_once(|mut socket| async move {
+        let head =
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 10000000\r\n\r\n";
+        let _ = socket.write_all(head.as_bytes()).await;
+        let _ = socket.write_all(b"[").await;
+        tokio::time::sleep(PATIENCE).await;
+    })
+    .await;
+    let limit = 64 * 1024;
+    let error = tokio::time::timeout(
+        PATIENCE,
+        blob_registry(&base, limit).execute("api.blob", json!({}), &OperationContext::default()),
+    )
+    .await
+    .expect("refused at once")
+    .unwrap_err();
+    assert_response_too_large(&error, limit);
+}
+
+#[tokio::test]
+async fn an_endless_response_is_cut_off_and_the_connection_closed() {
+    // Chunked, no length: the server writes until the client closes the connection.
+    let (closed_tx, closed_rx) = oneshot::channel();
+    let base = serve_once(|mut socket| async move {
+        let head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+        let _ = socket.write_all(head).await;
+        let chunk = format!("10000\r\n{}\r\n", "x".repeat(0x10000));
+        while socket.write_all(chunk.as_bytes()).await.is_ok() {}
+        let _ = closed_tx.send(());
+    })
+    .await;
+    let limit = 1 << 20;
+    let registry = blob_registry(&base, limit);
+    let error = tokio::time::timeout(
+        PATIENCE,
+        registry.execute("api.blob", json!({}), &OperationContext::default()),
+    )
+    .await
+    .expect("cut off")
+    .unwrap_err();
+    assert_response_too_large(&error, limit);
     tokio::time::timeout(PATIENCE, closed_rx)
         .await
         .expect("the server saw the connection close")

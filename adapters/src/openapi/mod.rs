@@ -84,6 +84,7 @@
 //! | bound | default | exceeding it |
 //! |---|---|---|
 //! | one SSE event ([`OpenApiOptions::max_sse_event_bytes`]) | 16 MiB | the subscription ends with `EXECUTION_ERROR` naming the limit |
+//! | one response body of a query or mutation ([`OpenApiOptions::max_response_bytes`]) | 64 MiB | the call fails with `EXECUTION_ERROR` naming the limit (`details.limit: "maxResponseBytes"`); the rest is not read |
 //! | a chain of references (`$ref` to `$ref` ...) | cycles, and 10 000 hops | the operation is skipped: "the reference chain is circular ..." |
 //! | nesting of one schema (within one definition) while it is bundled | 256 levels | the operation is skipped: "the schema is nested too deeply" |
 //! | schema work of one import ([`OpenApiOptions::max_schema_nodes`]) | [`SCHEMA_BUDGET_FACTOR`] × the document's nodes, at least [`MIN_SCHEMA_BUDGET`] | [`OpenApiError::SchemaBudget`] |
@@ -189,7 +190,8 @@ pub use document::SpecVersion;
 pub use error::{OpenApiError, SkippedOperation};
 pub use normalize::Normalization;
 pub use options::{
-    Credential, MIN_SCHEMA_BUDGET, OpenApiAuth, OpenApiOptions, SCHEMA_BUDGET_FACTOR, SseReconnect,
+    Credential, DEFAULT_MAX_RESPONSE_BYTES, MIN_SCHEMA_BUDGET, OpenApiAuth, OpenApiOptions,
+    SCHEMA_BUDGET_FACTOR, SseReconnect,
 };
 pub use sse::{DEFAULT_MAX_SSE_EVENT_BYTES, SseError, SseEvent, SseParser};
 
@@ -383,6 +385,7 @@ impl OpenApiImporter {
             client: self.client(),
             timeout: self.options.timeout,
             max_sse_event_bytes: self.options.max_sse_event_bytes,
+            max_response_bytes: self.options.max_response_bytes,
             sse_reconnect: self.options.sse_reconnect,
         });
         let operations = mapped

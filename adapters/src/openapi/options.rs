@@ -42,6 +42,11 @@ pub struct OpenApiOptions {
     /// read ([`DEFAULT_MAX_SSE_EVENT_BYTES`], 16 MiB, unless set). A larger event ends the
     /// subscription with `EXECUTION_ERROR` naming the limit and closes the connection.
     pub max_sse_event_bytes: usize,
+    /// The largest response body a query or mutation reads, in bytes
+    /// ([`DEFAULT_MAX_RESPONSE_BYTES`], 64 MiB, unless set): past it (by `Content-Length`, or
+    /// as it arrives) the call fails with `EXECUTION_ERROR` naming the limit (`details.limit:
+    /// "maxResponseBytes"`) and the rest is not read.
+    pub max_response_bytes: usize,
     /// The schema budget of one import, in schema nodes built or copied into operation
     /// schemas (see [`OpenApiError::SchemaBudget`](super::OpenApiError::SchemaBudget));
     /// `None` (the default) is automatic: [`SCHEMA_BUDGET_FACTOR`] × the nodes of the
@@ -123,6 +128,10 @@ impl SseReconnect {
 
 /// The automatic schema budget allows this many times the document's own nodes.
 pub const SCHEMA_BUDGET_FACTOR: usize = 256;
+/// The largest response body an imported query or mutation reads unless
+/// [`OpenApiOptions::max_response_bytes`] says otherwise: 64 MiB.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 << 20;
+
 /// The automatic schema budget is at least this many nodes.
 pub const MIN_SCHEMA_BUDGET: usize = 2_000_000;
 
@@ -160,6 +169,7 @@ impl OpenApiOptions {
             headers: BTreeMap::new(),
             client: None,
             max_sse_event_bytes: DEFAULT_MAX_SSE_EVENT_BYTES,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_schema_nodes: None,
             normalization: Normalization::default(),
             sse_reconnect: SseReconnect::default(),
@@ -205,6 +215,13 @@ impl OpenApiOptions {
     #[must_use]
     pub fn max_sse_event_bytes(mut self, bytes: usize) -> Self {
         self.max_sse_event_bytes = bytes;
+        self
+    }
+
+    /// Sets the largest response body a query or mutation reads, in bytes (see the field).
+    #[must_use]
+    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
+        self.max_response_bytes = bytes;
         self
     }
 

@@ -32,6 +32,8 @@ pub(crate) struct Shared {
     pub timeout: Option<Duration>,
     /// The largest SSE event a subscription accepts.
     pub max_sse_event_bytes: usize,
+    /// The largest response body a query or mutation reads.
+    pub max_response_bytes: usize,
     /// How dropped SSE subscriptions are resumed.
     pub sse_reconnect: super::options::SseReconnect,
 }
@@ -230,7 +232,8 @@ pub(crate) fn unary(plan: Arc<OperationPlan>, shared: Arc<Shared>) -> Handler {
                     .send()
                     .await
                     .map_err(|error| transport_error(&plan.label, &error))?;
-                response::into_result(response, &plan, Some(&plan.normalizer)).await
+                let max = shared.max_response_bytes;
+                response::into_result(response, &plan, Some(&plan.normalizer), max).await
             };
             let result = if span.is_active() {
                 sending.instrument(span.span().clone()).await
@@ -266,7 +269,7 @@ async fn open_event_stream(
     }
     .map_err(|error| transport_error(&plan.label, &error))?;
     if !response.status().is_success() {
-        let error = response::into_result(response, &plan, None).await;
+        let error = response::into_result(response, &plan, None, shared.max_sse_event_bytes).await;
         return Err(error
             .err()
             .unwrap_or_else(|| CallError::execution("unreachable")));

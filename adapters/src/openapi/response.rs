@@ -139,15 +139,13 @@ pub(crate) async fn into_result(
     response: reqwest::Response,
     plan: &super::mapping::OperationPlan,
     normalizer: Option<&super::normalize::Normalizer>,
+    max_bytes: usize,
 ) -> Result<Value, CallError> {
     let label = plan.label.as_str();
     let status = response.status();
     let headers = headers_snapshot(response.headers());
     let content_type = headers.get("content-type").cloned().unwrap_or_default();
-    let bytes = response
-        .bytes()
-        .await
-        .map_err(|error| super::request::transport_error(label, &error))?;
+    let bytes = read_bounded(response, label, max_bytes).await?;
     let mut data = decode_body(&bytes, &content_type);
     if !status.is_success() {
         if plan.served
@@ -166,6 +164,39 @@ pub(crate) async fn into_result(
     };
     let envelope = http_envelope(data, status.as_u16(), headers, content_type);
     serde_json::to_value(envelope).map_err(|error| CallError::execution(error.to_string()))
+}
+
+/// The body of `response`, at most `max` bytes: past it (declared or as it arrives) an
+/// `EXECUTION_ERROR` naming the limit, and the rest is not read.
+async fn read_bounded(
+    mut response: reqwest::Response,
+    label: &str,
+    max: usize,
+) -> Result<Vec<u8>, CallError> {
+    let too_large = || {
+        CallError::execution(format!(
+            "{label} answered a body larger than {max} bytes (OpenApiOptions::max_response_bytes): it was not read"
+        ))
+        .with_details(serde_json::json!({"limit": "maxResponseBytes", "max": max}))
+    };
+    if response
+        .content_length()
+        .is_some_and(|length| length > max as u64)
+    {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|error| super::request::transport_error(label, &error))?
+    {
+        if bytes.len() + chunk.len() > max {
+            return Err(too_large());
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
 }
 
 /// `EXECUTION_ERROR` for a non-2xx status.
