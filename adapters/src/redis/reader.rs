@@ -15,7 +15,7 @@ use redis_crate::streams::{StreamId, StreamReadReply};
 use redis_crate::{RedisError, Value};
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -25,6 +25,32 @@ const PAYLOAD_FIELD: &str = "p";
 
 pub(super) fn subscription(mut receiver: mpsc::UnboundedReceiver<Bytes>) -> Subscription {
     Subscription::new(futures::stream::poll_fn(move |cx| receiver.poll_recv(cx)))
+}
+
+/// The entries a group reader handed to its subscriber that the subscriber has not taken
+/// yet. The reader reads no more while a batch of them waits (a subscriber that stopped
+/// taking, like a `CallHandler` at its limit): the rest wait in the stream, for this reader
+/// later or for another member. So a group subscription holds at most two batches (plus the
+/// entries a heartbeat claims) in memory, whatever the stream holds.
+#[derive(Default)]
+struct Queued {
+    count: AtomicUsize,
+    taken: tokio::sync::Notify,
+}
+
+/// A group subscription: counts what its subscriber takes.
+fn group_subscription(
+    mut receiver: mpsc::UnboundedReceiver<Bytes>,
+    queued: Arc<Queued>,
+) -> Subscription {
+    Subscription::new(futures::stream::poll_fn(move |cx| {
+        let polled = receiver.poll_recv(cx);
+        if let std::task::Poll::Ready(Some(_)) = &polled {
+            queued.count.fetch_sub(1, Ordering::AcqRel);
+            queued.taken.notify_one();
+        }
+        polled
+    }))
 }
 
 /// Doubles a backoff up to its maximum.
@@ -179,6 +205,8 @@ struct Member {
     delivery: Delivery,
     /// This reader's number in its process (the consumer name's suffix).
     reader: u64,
+    /// What the subscriber has not taken yet.
+    queued: Arc<Queued>,
 }
 
 impl Member {
@@ -274,6 +302,8 @@ impl Member {
                 tracing::warn!(%stream, id = %entry.id, "dropping a stream entry without a `p` payload field");
                 continue;
             };
+            // Counted before it is sent, so the subscriber's count never goes below zero.
+            self.queued.count.fetch_add(1, Ordering::AcqRel);
             if sender.send(payload).is_err() {
                 tracing::debug!(%stream, id = %entry.id, "the subscription was dropped: an entry it read is lost");
                 return false;
@@ -326,14 +356,16 @@ pub(super) async fn subscribe_group(
         inner,
         delivery,
         reader,
+        queued: Arc::default(),
     };
     let conn = member
         .connect()
         .await
         .map_err(|error| transport_error("joining a consumer group", error))?;
     let (sender, receiver) = mpsc::unbounded_channel();
+    let queued = member.queued.clone();
     tokio::spawn(read_group(member, conn, sender));
-    Ok(subscription(receiver))
+    Ok(group_subscription(receiver, queued))
 }
 
 /// Reads a group's entries for one consumer until the subscription is dropped, renewing the
@@ -382,6 +414,16 @@ async fn read_group(member: Member, conn: Conn, sender: mpsc::UnboundedSender<By
                     continue;
                 }
             }
+        }
+        // Backpressure: while a batch handed over waits untaken, read no more (see `Queued`);
+        // the lease is still renewed on time.
+        if member.queued.count.load(Ordering::Acquire) >= member.inner.options.batch {
+            tokio::select! {
+                () = sender.closed() => break,
+                () = member.queued.taken.notified() => {}
+                () = tokio::time::sleep_until(beat + heartbeat) => {}
+            }
+            continue;
         }
         // Let the tasks woken by the entries just delivered (the subscriber and the handler
         // it runs) go first, so the reply they publish is not queued behind this reader's
