@@ -85,13 +85,21 @@ const CLUSTER_RETRIES: u32 = 4;
 
 impl Backend {
     /// A cluster reached through any of `nodes` (`redis://host:port` URLs).
-    pub(super) fn cluster(nodes: &[String]) -> Result<Self, RedisError> {
+    /// With `tls`, nodes given as `rediss://` URLs use its CA and client certificate.
+    pub(super) fn cluster(
+        nodes: &[String],
+        tls: Option<&super::RedisTls>,
+    ) -> Result<Self, RedisError> {
         let builder = || {
-            ClusterClientBuilder::new(nodes.to_vec())
+            let builder = ClusterClientBuilder::new(nodes.to_vec())
                 .tcp_settings(tcp_settings())
                 .retries(CLUSTER_RETRIES)
                 .min_retry_wait(20)
-                .max_retry_wait(500)
+                .max_retry_wait(500);
+            match tls {
+                Some(tls) => builder.certs(tls.certificates()),
+                None => builder,
+            }
         };
         Ok(Self::Cluster {
             resp2: Box::new(builder().build()?),

@@ -217,8 +217,10 @@ mod options;
 mod reader;
 mod scripts;
 mod shard;
+mod tls;
 
 pub use options::RedisOptions;
+pub use tls::RedisTls;
 
 use bytes::Bytes;
 use conn::{Backend, Conn};
@@ -334,7 +336,11 @@ impl RedisPubSub {
             .into_connection_info()
             .map_err(|error| transport_error("invalid URL", error))?
             .set_tcp_settings(conn::tcp_settings());
-        let client = Client::open(info).map_err(|error| transport_error("invalid URL", error))?;
+        let client = match &options.tls {
+            Some(tls) => Client::build_with_tls(info, tls.certificates()),
+            None => Client::open(info),
+        }
+        .map_err(|error| transport_error("invalid URL", error))?;
         Self::start(Backend::Single(client), options).await
     }
 
@@ -365,8 +371,8 @@ impl RedisPubSub {
                 "redis: a cluster needs at least one node URL",
             ));
         }
-        let backend =
-            Backend::cluster(&nodes).map_err(|error| transport_error("invalid cluster", error))?;
+        let backend = Backend::cluster(&nodes, options.tls.as_ref())
+            .map_err(|error| transport_error("invalid cluster", error))?;
         Self::start(backend, options).await
     }
 

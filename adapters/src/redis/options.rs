@@ -27,6 +27,7 @@ pub struct RedisOptions {
     pub(super) rejoin_grace: Duration,
     pub(super) ping_interval: Duration,
     pub(super) ping_timeout: Duration,
+    pub(super) tls: Option<super::RedisTls>,
 }
 
 impl Default for RedisOptions {
@@ -44,11 +45,22 @@ impl Default for RedisOptions {
             rejoin_grace: Duration::from_secs(30),
             ping_interval: Duration::from_secs(1),
             ping_timeout: Duration::from_secs(2),
+            tls: None,
         }
     }
 }
 
 impl RedisOptions {
+    /// TLS settings for a `rediss://` URL (or cluster nodes given as `rediss://`): a CA to
+    /// trust, a client certificate ([`RedisTls`](super::RedisTls)). Without them a
+    /// `rediss://` URL trusts the system's roots; with them a `redis://` URL is refused when
+    /// connecting (the settings would be silently unused).
+    #[must_use]
+    pub fn with_tls(mut self, tls: super::RedisTls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
     /// The prefix of every key and channel name (`opkit:` unless set). Buses with different
     /// prefixes on one Redis do not see each other.
     #[must_use]

@@ -146,3 +146,82 @@ impl Drop for RedisServer {
         self.stop();
     }
 }
+
+/// A `redis-server` child process that speaks only TLS, on `127.0.0.1:<port>` (its plaintext
+/// port is off), with the certificates of `pki`; stopped (by PID) when dropped.
+pub struct TlsRedisServer {
+    port: u16,
+    child: Child,
+}
+
+impl TlsRedisServer {
+    /// `auth_clients`: `"no"` (any client), `"yes"` (a client certificate signed by the CA is
+    /// required).
+    pub fn start(
+        ca: &std::path::Path,
+        cert: &std::path::Path,
+        key: &std::path::Path,
+        auth_clients: &str,
+    ) -> Self {
+        let port = free_port();
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                "0",
+                "--tls-port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--tls-cert-file",
+                &cert.to_string_lossy(),
+                "--tls-key-file",
+                &key.to_string_lossy(),
+                "--tls-ca-cert-file",
+                &ca.to_string_lossy(),
+                "--tls-auth-clients",
+                auth_clients,
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                &std::env::temp_dir().to_string_lossy(),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts (bash scripts/install-peers.sh installs it)");
+        let mut server = Self { port, child };
+        let started = Instant::now();
+        let address = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        while TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_err() {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                panic!("redis-server (TLS) exited at start ({status})");
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "redis-server (TLS) did not listen on port {port} within 20 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        server.port = port;
+        server
+    }
+
+    /// The server's `rediss://` URL (by IP address: the certificate names it).
+    pub fn url(&self) -> String {
+        format!("rediss://127.0.0.1:{}/", self.port)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
+
+impl Drop for TlsRedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
