@@ -193,6 +193,8 @@ mod handler;
 mod memory;
 mod pending;
 mod pubsub;
+#[cfg(feature = "signing")]
+pub mod signing;
 pub mod topics;
 mod wire;
 
@@ -204,6 +206,8 @@ pub use handler::{
 pub use memory::MemoryPubSub;
 pub use pending::{DEFAULT_TIMEOUT, PendingOptions, PendingRequestMap};
 pub use pubsub::{Delivery, PubSub, Receipt, Subscription, TransportError};
+#[cfg(feature = "signing")]
+pub use signing::{IdentityKeyError, IdentityKeys};
 pub use wire::{
     CallAborted, CallCompleted, CallEvent, CallFailed, CallRequested, CallResponded, WireError,
 };

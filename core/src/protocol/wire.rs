@@ -84,6 +84,12 @@ pub struct CallRequested {
     /// The caller's identity, which the handler checks the access rule against.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub identity: Option<Identity>,
+    /// A signature binding `identity` to this request (a JWS; see `opkit::protocol::signing`,
+    /// feature `signing`), for handlers that require one.
+    /// An optional field: peers that do not know it ignore it; a value that is not a string is
+    /// dropped when decoding.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity_token: Option<String>,
     /// When the caller gives up, in milliseconds since the Unix epoch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline: Option<u64>,
@@ -110,6 +116,7 @@ impl CallRequested {
             input,
             parent_request_id: None,
             identity: None,
+            identity_token: None,
             deadline: None,
             traceparent: None,
             tracestate: None,
@@ -380,6 +387,7 @@ impl CallEvent {
                 input: fields.required("input")?,
                 parent_request_id: fields.optional_string("parentRequestId")?,
                 identity: fields.optional_identity("identity")?,
+                identity_token: fields.lenient_string("identityToken"),
                 deadline: fields.optional_u64("deadline")?,
                 traceparent: fields.lenient_string("traceparent"),
                 tracestate: fields.lenient_string("tracestate"),

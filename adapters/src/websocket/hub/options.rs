@@ -24,6 +24,8 @@ pub struct HubOptions {
     pub(super) max_subscriptions: usize,
     pub(super) sweep_interval: Duration,
     pub(super) accept_retry_delay: Duration,
+    #[cfg(feature = "signing")]
+    pub(super) identity_keys: Option<opkit::protocol::IdentityKeys>,
 }
 
 impl Default for HubOptions {
@@ -39,11 +41,26 @@ impl Default for HubOptions {
             max_subscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
             sweep_interval: Duration::from_secs(1),
             accept_retry_delay: Duration::from_millis(50),
+            #[cfg(feature = "signing")]
+            identity_keys: None,
         }
     }
 }
 
 impl HubOptions {
+    /// Signs the identity the hub stamps on a spoke's `call.requested` (a
+    /// [`SpokeGrant::with_identity`](super::SpokeGrant::with_identity)) with `keys`, so call
+    /// handlers that require signed identities
+    /// ([`CallHandler::with_identity_keys`](opkit::CallHandler::with_identity_keys)) accept
+    /// it. Without keys a stamped identity carries no signature (a spoke's own is dropped
+    /// with the identity it signed).
+    #[cfg(feature = "signing")]
+    #[must_use]
+    pub fn with_identity_keys(mut self, keys: opkit::protocol::IdentityKeys) -> Self {
+        self.identity_keys = Some(keys);
+        self
+    }
+
     /// How often the hub pings each spoke (5 s unless set; at least 10 ms); a spoke silent for
     /// [`with_silent_intervals`](Self::with_silent_intervals) intervals is disconnected.
     #[must_use]

@@ -10,7 +10,6 @@ use opkit::envelope::now_millis;
 use opkit::protocol::{CallEvent, Delivery, MemoryPubSub, PubSub, Receipt, TransportError};
 use opkit::{CallError, Identity};
 use parking_lot::Mutex;
-use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -113,7 +112,7 @@ impl Shared {
                     if let Some(identity) =
                         origin.and_then(|origin| origin.lock().grant.identity.clone())
                     {
-                        payload = stamp_identity(&payload, &identity).unwrap_or(payload);
+                        payload = self.stamp_identity(&payload, &identity).unwrap_or(payload);
                     }
                 }
                 _ => {}
@@ -197,12 +196,21 @@ impl Shared {
     }
 }
 
-/// Replaces the `identity` of a `call.requested` payload.
-fn stamp_identity(payload: &[u8], identity: &Identity) -> Option<Bytes> {
-    let mut value: Value = serde_json::from_slice(payload).ok()?;
-    let fields = value.as_object_mut()?;
-    fields.insert("identity".to_owned(), serde_json::to_value(identity).ok()?);
-    serde_json::to_vec(&value).ok().map(Bytes::from)
+impl Shared {
+    /// Replaces the `identity` of a `call.requested` payload, and its signature: dropped (it
+    /// signed another identity), or made anew with the hub's keys when it has them.
+    fn stamp_identity(&self, payload: &[u8], identity: &Identity) -> Option<Bytes> {
+        let CallEvent::Requested(mut request) = CallEvent::from_slice(payload).ok()? else {
+            return None;
+        };
+        request.identity = Some(identity.clone());
+        request.identity_token = None;
+        #[cfg(feature = "signing")]
+        if let Some(keys) = &self.options.identity_keys {
+            request.identity_token = keys.sign_request(&request).ok().flatten();
+        }
+        CallEvent::Requested(request).to_bytes().ok()
+    }
 }
 
 /// Drops in-flight entries whose deadline passed (the caller gave up on them).

@@ -131,6 +131,8 @@ pub struct CallHandler {
     refresh_interval: Option<Duration>,
     query_redelivery: bool,
     max_in_flight: usize,
+    #[cfg(feature = "signing")]
+    identity_keys: Option<super::signing::IdentityKeys>,
 }
 
 impl fmt::Debug for CallHandler {
@@ -155,7 +157,20 @@ impl CallHandler {
             refresh_interval: Some(DEFAULT_REFRESH_INTERVAL),
             query_redelivery: true,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            #[cfg(feature = "signing")]
+            identity_keys: None,
         }
+    }
+
+    /// Requires every request that states an identity to carry a signature one of `keys`
+    /// verifies (see [`signing`](super::signing)): a request whose identity is unsigned,
+    /// forged, expired or signed for another request is answered `ACCESS_DENIED` before the
+    /// operation is looked at. Requests without an identity are anonymous, as before.
+    #[cfg(feature = "signing")]
+    #[must_use]
+    pub fn with_identity_keys(mut self, keys: super::signing::IdentityKeys) -> Self {
+        self.identity_keys = Some(keys);
+        self
     }
 
     /// How many requests run at once, at most ([`DEFAULT_MAX_IN_FLIGHT`] unless set; `0` is
@@ -219,6 +234,8 @@ impl CallHandler {
             generation: AtomicU64::new(0),
             query_redelivery: self.query_redelivery,
             permits: Arc::new(tokio::sync::Semaphore::new(self.max_in_flight)),
+            #[cfg(feature = "signing")]
+            identity_keys: self.identity_keys,
         });
         let handle = CallHandlerHandle {
             shared: shared.clone(),
@@ -316,4 +333,7 @@ struct Shared {
     query_redelivery: bool,
     /// One permit per request that may run at once; never closed.
     permits: Arc<tokio::sync::Semaphore>,
+    /// What verifies the identities of requests, when they must be signed.
+    #[cfg(feature = "signing")]
+    identity_keys: Option<super::signing::IdentityKeys>,
 }

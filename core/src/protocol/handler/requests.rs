@@ -241,6 +241,10 @@ impl Shared {
         token: &CancellationToken,
         reply_topic: &str,
     ) -> Result<(), CallError> {
+        #[cfg(feature = "signing")]
+        if let Some(keys) = &self.identity_keys {
+            keys.verify(&request)?;
+        }
         let trace = request.trace_context();
         let CallRequested {
             operation_id,

@@ -75,14 +75,26 @@ impl MapInner {
         ctx: &OperationContext,
         deadline: Option<Deadline>,
     ) -> Result<(), CallError> {
+        let deadline = deadline.map(Deadline::epoch_millis);
+        let identity = ctx.identity().cloned();
+        #[cfg(feature = "signing")]
+        let identity_token = match (&self.identity_keys, &identity) {
+            (Some(keys), Some(identity)) => keys
+                .sign(identity, &guard.request_id, &guard.operation_id, deadline)
+                .inspect_err(|_| guard.publish_abort = false)?,
+            _ => None,
+        };
+        #[cfg(not(feature = "signing"))]
+        let identity_token = None;
         let event = CallEvent::Requested(
             CallRequested {
                 request_id: guard.request_id.to_string(),
                 operation_id: guard.operation_id.to_string(),
                 input,
                 parent_request_id: ctx.parent_request_id().map(str::to_owned),
-                identity: ctx.identity().cloned(),
-                deadline: deadline.map(Deadline::epoch_millis),
+                identity,
+                identity_token,
+                deadline,
                 traceparent: None,
                 tracestate: None,
             }

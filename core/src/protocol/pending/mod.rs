@@ -103,6 +103,8 @@ pub struct PendingOptions {
     caller_id: Option<String>,
     max_pending: usize,
     max_stream_buffer: usize,
+    #[cfg(feature = "signing")]
+    identity_keys: Option<super::signing::IdentityKeys>,
 }
 
 impl Default for PendingOptions {
@@ -113,6 +115,8 @@ impl Default for PendingOptions {
             caller_id: None,
             max_pending: DEFAULT_MAX_PENDING,
             max_stream_buffer: crate::limits::DEFAULT_MAX_STREAM_BUFFER,
+            #[cfg(feature = "signing")]
+            identity_keys: None,
         }
     }
 }
@@ -185,6 +189,16 @@ impl PendingOptions {
         self
     }
 
+    /// Signs the identity of every request with `keys`' signing key (see
+    /// [`signing`](super::signing)), so that handlers that require signed identities accept
+    /// it. Requests without an identity carry no signature.
+    #[cfg(feature = "signing")]
+    #[must_use]
+    pub fn with_identity_keys(mut self, keys: super::signing::IdentityKeys) -> Self {
+        self.identity_keys = Some(keys);
+        self
+    }
+
     /// The idle timeout of subscriptions without a deadline.
     pub fn subscription_idle_timeout(&self) -> Option<Duration> {
         self.subscription_idle_timeout
@@ -240,6 +254,9 @@ struct MapInner {
     idle_timeout: Option<Duration>,
     /// The runtime `call.aborted` is published on (a guard may drop outside of one).
     runtime: tokio::runtime::Handle,
+    /// What signs the identities of requests.
+    #[cfg(feature = "signing")]
+    identity_keys: Option<super::signing::IdentityKeys>,
     /// The listener task, aborted when this is dropped (no request is pending any more).
     listener: tokio::task::AbortHandle,
 }
@@ -295,6 +312,8 @@ impl PendingRequestMap {
                 idle_timeout: options.subscription_idle_timeout,
                 runtime: tokio::runtime::Handle::current(),
                 listener,
+                #[cfg(feature = "signing")]
+                identity_keys: options.identity_keys,
             }),
         })
     }
