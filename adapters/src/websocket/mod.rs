@@ -132,9 +132,11 @@ mod frame;
 mod hub;
 mod outbound;
 mod spoke;
+mod tls;
 
 pub use hub::{
     DEFAULT_MAX_QUEUED_BYTES, DEFAULT_MAX_SUBSCRIPTIONS, HubOptions, HubPubSub, SpokeGrant,
     StaticTokens, TokenVerifier, WsHub,
 };
 pub use spoke::{SpokeOptions, WsSpoke};
+pub use tls::{ClientTls, ServerTls, TlsError};

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderValue, header};
 use tokio_tungstenite::tungstenite::{self, Message};
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
 use tokio_util::sync::CancellationToken;
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
@@ -44,6 +44,7 @@ pub struct SpokeOptions {
     close_timeout: Duration,
     ping_interval: Duration,
     pong_timeout: Duration,
+    tls: Option<super::ClientTls>,
 }
 
 impl fmt::Debug for SpokeOptions {
@@ -57,6 +58,7 @@ impl fmt::Debug for SpokeOptions {
             .field("close_timeout", &self.close_timeout)
             .field("ping_interval", &self.ping_interval)
             .field("pong_timeout", &self.pong_timeout)
+            .field("tls", &self.tls.is_some())
             .finish()
     }
 }
@@ -73,7 +75,18 @@ impl SpokeOptions {
             close_timeout: Duration::from_millis(200),
             ping_interval: Duration::from_secs(5),
             pong_timeout: Duration::from_secs(2),
+            tls: None,
         }
+    }
+
+    /// TLS for a `wss://` hub URL: the CA to trust and the spoke's own certificate
+    /// ([`ClientTls`](super::ClientTls)); without it a `wss://` URL trusts the system's
+    /// roots. With it, a `ws://` URL is refused before connecting: the token would cross in
+    /// clear.
+    #[must_use]
+    pub fn with_tls(mut self, tls: super::ClientTls) -> Self {
+        self.tls = Some(tls);
+        self
     }
 
     /// How often the spoke pings the hub (5 s unless set; at least 10 ms). See
@@ -436,15 +449,30 @@ async fn open(inner: &Inner) -> Result<(Socket, String), TransportError> {
     let connect = async {
         // `TCP_NODELAY` (the last argument): a frame the hub does not answer on this socket
         // must not wait for its delayed ACK (Nagle's algorithm), about 40 ms on Linux.
-        let (mut socket, _) = tokio_tungstenite::connect_async_with_config(request, None, true)
-            .await
-            .map_err(|error| match error {
-                tungstenite::Error::Http(response) => transport(format!(
-                    "the hub refused the connection: {}",
-                    response.status()
-                )),
-                other => transport(format!("could not connect to the hub: {other}")),
-            })?;
+        let connector = match (request.uri().scheme_str(), &inner.options.tls) {
+            (Some("wss"), Some(tls)) => Connector::Rustls(tls.config.clone()),
+            (Some("wss"), None) => Connector::Rustls(
+                super::ClientTls::system()
+                    .map_err(|error| transport(error.to_string()))?
+                    .config,
+            ),
+            (_, Some(_)) => {
+                return Err(transport(
+                    "the spoke has TLS settings but the hub URL is not wss://: refusing to send the token in clear",
+                ));
+            }
+            (_, None) => Connector::Plain,
+        };
+        let (mut socket, _) =
+            tokio_tungstenite::connect_async_tls_with_config(request, None, true, Some(connector))
+                .await
+                .map_err(|error| match error {
+                    tungstenite::Error::Http(response) => transport(format!(
+                        "the hub refused the connection: {}",
+                        response.status()
+                    )),
+                    other => transport(format!("could not connect to the hub: {other}")),
+                })?;
         while let Some(message) = socket.next().await {
             let message = message.map_err(|error| transport(format!("hub handshake: {error}")))?;
             let Some(data) = frame::data_of(message) else {

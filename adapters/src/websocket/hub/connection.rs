@@ -40,10 +40,27 @@ pub(super) async fn accept(shared: Arc<Shared>, listener: TcpListener) {
     }
 }
 
-/// Serves one spoke connection from handshake to disconnection.
+/// Serves one spoke connection: the TLS handshake when the hub has a certificate (bounded by
+/// the handshake timeout), then the spoke.
+async fn connection(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
+    let Some(tls) = shared.options.tls.clone() else {
+        return serve_spoke(shared, stream, peer).await;
+    };
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls.config);
+    match tokio::time::timeout(shared.options.handshake_timeout, acceptor.accept(stream)).await {
+        Ok(Ok(stream)) => serve_spoke(shared, stream, peer).await,
+        Ok(Err(error)) => tracing::warn!(%peer, %error, "refused a spoke connection: TLS"),
+        Err(_) => tracing::warn!(%peer, "a spoke's TLS handshake timed out"),
+    }
+}
+
+/// Serves one spoke from the WebSocket handshake to disconnection.
 // The handshake callback's error type is tungstenite's HTTP response.
 #[allow(clippy::result_large_err)]
-async fn connection(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
+async fn serve_spoke<S>(shared: Arc<Shared>, stream: S, peer: SocketAddr)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let mut grant = None;
     let verifier = shared.verifier.clone();
     let handshake =

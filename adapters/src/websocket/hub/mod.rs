@@ -93,9 +93,15 @@ impl WsHub {
         self.address
     }
 
-    /// The URL spokes connect to (`ws://<address>/`).
+    /// The URL spokes connect to: `ws://<address>/`, or `wss://<address>/` when the hub serves
+    /// TLS ([`HubOptions::with_tls`]).
     pub fn url(&self) -> String {
-        format!("ws://{}/", self.address)
+        let scheme = if self.shared.options.tls.is_some() {
+            "wss"
+        } else {
+            "ws"
+        };
+        format!("{scheme}://{}/", self.address)
     }
 
     /// A [`PubSub`] on the hub itself, for callers and handlers in the hub's process.

@@ -24,6 +24,7 @@ pub struct HubOptions {
     pub(super) max_subscriptions: usize,
     pub(super) sweep_interval: Duration,
     pub(super) accept_retry_delay: Duration,
+    pub(super) tls: Option<crate::websocket::ServerTls>,
     #[cfg(feature = "signing")]
     pub(super) identity_keys: Option<opkit::protocol::IdentityKeys>,
 }
@@ -41,6 +42,7 @@ impl Default for HubOptions {
             max_subscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
             sweep_interval: Duration::from_secs(1),
             accept_retry_delay: Duration::from_millis(50),
+            tls: None,
             #[cfg(feature = "signing")]
             identity_keys: None,
         }
@@ -48,6 +50,15 @@ impl Default for HubOptions {
 }
 
 impl HubOptions {
+    /// Serves only TLS (`wss://`) with `tls`'s certificate, requiring spokes' certificates
+    /// when it names a client CA ([`ServerTls`](crate::websocket::ServerTls)). A TLS handshake
+    /// counts against the handshake timeout.
+    #[must_use]
+    pub fn with_tls(mut self, tls: crate::websocket::ServerTls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
     /// Signs the identity the hub stamps on a spoke's `call.requested` (a
     /// [`SpokeGrant::with_identity`](super::SpokeGrant::with_identity)) with `keys`, so call
     /// handlers that require signed identities
