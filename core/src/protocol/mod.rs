@@ -140,19 +140,36 @@
 //! [`OperationRegistry::execute`](crate::OperationRegistry::execute) stays the trusted
 //! in-process path.
 //!
-//! **Who may state an identity.** The `identity` of `call.requested` is taken as stated:
-//! a [`CallHandler`] cannot tell who published a request, so *every peer that can publish
-//! on the bus is trusted to say who the caller is*. The trust boundary is the transport:
+//! **Who may state an identity.** Without signing keys, the `identity` of `call.requested`
+//! is taken as stated: a [`CallHandler`] cannot tell who published a request, so *every peer
+//! that can publish on the bus is trusted to say who the caller is*. With keys (feature
+//! `signing`, `opkit::protocol::signing`) a handler given
+//! `CallHandler::with_identity_keys` runs a request that states an identity only when the
+//! identity is signed for that very request by a key it knows; callers sign with
+//! `PendingOptions::with_identity_keys`, the WebSocket hub signs what it stamps with
+//! `HubOptions::with_identity_keys`. What each transport guarantees:
 //!
-//! | transport | who can state an identity |
-//! |---|---|
-//! | [`MemoryPubSub`] | code in the same process |
-//! | Redis (`opkit_adapters::redis`) | every client that can connect to the Redis server (protect it with its ACLs, TLS and network rules as you would a database) |
-//! | WebSocket hub (`opkit_adapters::websocket`) | each spoke authenticates with a token at the hub; a spoke whose grant carries an identity has it stamped on every request it publishes (its own claim is overwritten), so only spokes granted no identity state their own |
+//! | transport | who can state an identity | with TLS | with signed identities |
+//! |---|---|---|---|
+//! | [`MemoryPubSub`] | code in the same process | — | the same, checked |
+//! | Redis (`opkit_adapters::redis`) | every client that can connect to the Redis server (protect it with its ACLs and network rules as you would a database) | `rediss://` with `RedisTls`: inputs, outputs and identities are encrypted on the wire and the server is authenticated by its CA; with a client certificate (`--tls-auth-clients yes`) only holders of a certificate that CA signed connect | only holders of a signing key: a client that can publish but holds no key (a compromised or misconfigured service, anyone with the Redis password) can call only what anonymous callers may |
+//! | WebSocket hub (`opkit_adapters::websocket`) | each spoke authenticates with a token at the hub; a spoke whose grant carries an identity has it stamped on every request it publishes (its own claim is overwritten), so only spokes granted no identity state their own | `wss://` with `ServerTls` / `ClientTls`: tokens and traffic are encrypted and the hub is authenticated; with a client CA, spokes are too | stamped identities are signed by the hub; a spoke granted no identity must hold a signing key to state one |
 //!
 //! An edge that authenticates end users (the HTTP or MCP server, a gateway of yours) is
 //! such a trusted publisher: it puts the identity it established into the context, and
-//! [`PendingRequestMap`] sends it on. Nested calls keep the caller's identity.
+//! [`PendingRequestMap`] sends it on (signed, with keys). Nested calls keep the caller's
+//! identity.
+//!
+//! **Deploying across machines.** Certificates: give Redis (or each cluster node, with
+//! `--tls-cluster yes --tls-replication yes`) and the hub a certificate for the name or
+//! address clients use, signed by a CA the clients trust (`RedisTls::with_ca_pem`,
+//! `ClientTls::from_pem`); for mutual TLS give each process a client certificate from a CA
+//! the server requires. Keys: prefer an Ed25519 key pair per signing edge (gateways, the
+//! hub) and give replicas only the public keys; HMAC secrets are simpler but let every
+//! holder sign. Rotation: add the new public key to every replica
+//! (`with_verifying_ed25519_pem` under a new key id), then switch the signers to it, then
+//! remove the old key once no request signed with it can still be in flight (signatures
+//! live until their request's deadline, at most five minutes).
 //!
 //! Application errors ([`ErrorKind`](crate::ErrorKind)) travel in `call.error` as the
 //! optional `kind` field beside `code`, so a remote caller sees the same error as a local
