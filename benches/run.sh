@@ -27,6 +27,7 @@ cleanup() {
     if [ -n "$redis_pid" ]; then kill "$redis_pid" 2>/dev/null || true; fi
     for pid in "${cluster_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     if [ -n "$cluster_dir" ]; then rm -rf "$cluster_dir"; fi
+    if [ -n "${tls_dir:-}" ]; then rm -rf "$tls_dir"; fi
 }
 trap cleanup EXIT
 
@@ -46,7 +47,24 @@ for _ in range(200):
 
 if [ -z "${REDIS_URL:-}" ] && command -v redis-server >/dev/null 2>&1; then
     port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
+    tls_args=()
+    if command -v openssl >/dev/null 2>&1; then
+        # A TLS port on the same server, for the tls_connect group (plaintext vs TLS).
+        tls_dir="$(mktemp -d)"
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+            -subj /CN=opkit-bench-ca -keyout "$tls_dir/ca.key" -out "$tls_dir/ca.pem" >/dev/null 2>&1
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=localhost \
+            -keyout "$tls_dir/server.key" -out "$tls_dir/server.csr" >/dev/null 2>&1
+        printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$tls_dir/san.ext"
+        openssl x509 -req -in "$tls_dir/server.csr" -CA "$tls_dir/ca.pem" -CAkey "$tls_dir/ca.key" \
+            -CAcreateserial -days 1 -extfile "$tls_dir/san.ext" -out "$tls_dir/server.pem" >/dev/null 2>&1
+        tls_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+        tls_args=(--tls-port "$tls_port" --tls-cert-file "$tls_dir/server.pem"
+            --tls-key-file "$tls_dir/server.key" --tls-ca-cert-file "$tls_dir/ca.pem"
+            --tls-auth-clients no)
+        export REDIS_TLS_URL="rediss://127.0.0.1:$tls_port/" REDIS_TLS_CA="$tls_dir/ca.pem"
+    fi
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no "${tls_args[@]}" >/dev/null 2>&1 &
     redis_pid=$!
     for _ in $(seq 1 50); do
         if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi

@@ -133,3 +133,159 @@ async fn mutual_tls_requires_a_client_certificate_signed_by_the_ca() {
     .unwrap_err();
     assert_eq!(CallError::from(error).code, ErrorCode::TransportError);
 }
+
+/// Three TLS-only cluster masters (`--tls-cluster yes`: the cluster bus is TLS too), killed
+/// by PID when dropped.
+struct TlsCluster {
+    ports: Vec<u16>,
+    children: Vec<std::process::Child>,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for TlsCluster {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl TlsCluster {
+    fn start(pki: &Pki) -> Self {
+        use std::process::{Command, Stdio};
+        let dir = pki.dir().join("cluster");
+        let ports: Vec<u16> = (0..3)
+            .map(|_| redis_support::cluster::free_port_pair())
+            .collect();
+        let mut cluster = Self {
+            ports: ports.clone(),
+            children: Vec::new(),
+            dir: dir.clone(),
+        };
+        let (ca, cert, key) = (
+            pki.file("ca.pem"),
+            pki.file("server.pem"),
+            pki.file("server.key"),
+        );
+        for port in &ports {
+            let node_dir = dir.join(port.to_string());
+            std::fs::create_dir_all(&node_dir).unwrap();
+            let child = Command::new("redis-server")
+                .args(["--port", "0", "--tls-port", &port.to_string()])
+                .args(["--bind", "127.0.0.1", "--tls-cluster", "yes"])
+                .args(["--tls-replication", "yes", "--tls-auth-clients", "no"])
+                .arg("--tls-cert-file")
+                .arg(&cert)
+                .arg("--tls-key-file")
+                .arg(&key)
+                .arg("--tls-ca-cert-file")
+                .arg(&ca)
+                .args([
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                ])
+                .args(["--cluster-announce-ip", "127.0.0.1"])
+                .args(["--save", "", "--appendonly", "no"])
+                .arg("--dir")
+                .arg(&node_dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server starts");
+            cluster.children.push(child);
+        }
+        // Each `redis-cli` bounded by `timeout` (a cluster that cannot join would keep
+        // `--cluster create` waiting).
+        let cli = |args: &[&str]| {
+            Command::new("timeout")
+                .args(["30", "redis-cli", "--tls", "--cacert"])
+                .arg(&ca)
+                .args(args)
+                .stdin(Stdio::null())
+                .stderr(Stdio::null())
+                .output()
+                .ok()
+                .filter(|output| output.status.success())
+                .map(|output| String::from_utf8_lossy(&output.stdout).into_owned())
+        };
+        let started = std::time::Instant::now();
+        for port in &ports {
+            while cli(&["-h", "127.0.0.1", "-p", &port.to_string(), "PING"])
+                .is_none_or(|reply| reply.trim() != "PONG")
+            {
+                assert!(
+                    started.elapsed() < Duration::from_secs(30),
+                    "a TLS node did not start"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        let addresses: Vec<String> = ports
+            .iter()
+            .map(|port| format!("127.0.0.1:{port}"))
+            .collect();
+        let mut create = vec!["--cluster", "create"];
+        create.extend(addresses.iter().map(String::as_str));
+        create.push("--cluster-yes");
+        assert!(
+            cli(&create).is_some(),
+            "redis-cli --tls --cluster create failed"
+        );
+        while !ports.iter().all(|port| {
+            cli(&[
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+                "CLUSTER",
+                "INFO",
+            ])
+            .is_some_and(|info| info.contains("cluster_state:ok"))
+        }) {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the TLS cluster is not ok"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        cluster
+    }
+
+    fn url(&self) -> String {
+        let nodes: Vec<String> = self
+            .ports
+            .iter()
+            .map(|port| format!("127.0.0.1:{port}"))
+            .collect();
+        format!("rediss+cluster://{}/", nodes.join(","))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_cluster_serves_calls() {
+    let pki = Pki::new();
+    let cluster = tokio::task::block_in_place(|| TlsCluster::start(&pki));
+    let tls = RedisTls::new().with_ca_pem(pki.ca_pem.clone());
+    let bus = || async {
+        Arc::new(
+            RedisPubSub::connect_with(&cluster.url(), options(tls.clone()))
+                .await
+                .unwrap(),
+        )
+    };
+    let _replica = CallHandler::new(echo_registry(), bus().await)
+        .spawn()
+        .await
+        .unwrap();
+    let map = PendingRequestMap::connect(bus().await).await.unwrap();
+    let ctx = OperationContext::default().with_timeout(Duration::from_secs(10));
+    for n in 0..20 {
+        let envelope = map.call("tls.echo", json!({"n": n}), &ctx).await.unwrap();
+        assert_eq!(envelope.data, json!({"n": n}));
+    }
+}

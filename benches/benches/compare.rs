@@ -992,3 +992,107 @@ mod growth {
             });
     }
 }
+
+/// What TLS costs per connection: a spoke connecting to a hub (TCP, the WebSocket upgrade
+/// with its token, the hub's welcome) and closing, over `ws://` and over `wss://` (TLS 1.3,
+/// rustls, an ECDSA P-256 certificate made at start by `rcgen`); and, with `REDIS_TLS_URL`
+/// and `REDIS_TLS_CA` (a TLS port of the same server as `REDIS_URL`, and its CA's PEM file),
+/// a `RedisPubSub` connecting to Redis over plaintext and over TLS.
+#[divan::bench_group(sample_count = 60, sample_size = 5)]
+mod tls_connect {
+    use super::*;
+    use opkit_adapters::websocket::{
+        ClientTls, HubOptions, ServerTls, SpokeGrant, SpokeOptions, StaticTokens, WsHub, WsSpoke,
+    };
+
+    /// A hub on loopback, with TLS when `tls`; the CA's PEM is returned with it.
+    fn hub(rt: &tokio::runtime::Runtime, tls: bool) -> (WsHub, String) {
+        let ca_key = rcgen::KeyPair::generate().expect("key");
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca_cert = ca_params.self_signed(&ca_key).expect("ca");
+        let issuer = rcgen::Issuer::new(ca_params, ca_key);
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
+        params
+            .subject_alt_names
+            .push(rcgen::SanType::IpAddress([127, 0, 0, 1].into()));
+        let key = rcgen::KeyPair::generate().expect("key");
+        let cert = params.signed_by(&key, &issuer).expect("cert");
+        let mut options = HubOptions::default();
+        if tls {
+            let server = ServerTls::from_pem(
+                cert.pem().as_bytes(),
+                key.serialize_pem().as_bytes(),
+                None,
+            )
+            .expect("server tls");
+            options = options.with_tls(server);
+        }
+        let tokens = StaticTokens::new().with_token("token", SpokeGrant::new("spoke"));
+        let hub = rt
+            .block_on(WsHub::bind_with("127.0.0.1:0", tokens, options))
+            .expect("hub");
+        (hub, ca_cert.pem())
+    }
+
+    fn connect_and_close(bencher: Bencher, tls: bool) {
+        let rt = runtime();
+        let (hub, ca) = hub(&rt, tls);
+        let mut options = SpokeOptions::new("token");
+        if tls {
+            let client = ClientTls::from_pem(Some(ca.as_bytes()), None).expect("client tls");
+            options = options.with_tls(client);
+        }
+        let url = hub.url();
+        bencher.bench_local(|| {
+            run(&rt, async {
+                let spoke = WsSpoke::connect_with(&url, options.clone())
+                    .await
+                    .expect("connect");
+                spoke.close();
+            })
+        });
+        drop(hub);
+    }
+
+    #[divan::bench]
+    fn websocket_plaintext(bencher: Bencher) {
+        connect_and_close(bencher, false);
+    }
+
+    #[divan::bench]
+    fn websocket_tls(bencher: Bencher) {
+        connect_and_close(bencher, true);
+    }
+
+    fn redis_connect(bencher: Bencher, url: &str, options: opkit_adapters::redis::RedisOptions) {
+        let rt = runtime();
+        bencher.bench_local(|| {
+            run(&rt, async {
+                let bus = opkit_adapters::redis::RedisPubSub::connect_with(url, options.clone())
+                    .await
+                    .expect("connect");
+                drop(bus);
+            })
+        });
+    }
+
+    #[divan::bench]
+    fn redis_plaintext(bencher: Bencher) {
+        let (Ok(url), Ok(_)) = (std::env::var("REDIS_URL"), std::env::var("REDIS_TLS_URL")) else {
+            return;
+        };
+        redis_connect(bencher, &url, opkit_adapters::redis::RedisOptions::default());
+    }
+
+    #[divan::bench]
+    fn redis_tls(bencher: Bencher) {
+        let (Ok(url), Ok(ca)) = (std::env::var("REDIS_TLS_URL"), std::env::var("REDIS_TLS_CA")) else {
+            return;
+        };
+        let ca = std::fs::read(ca).expect("the CA file of REDIS_TLS_CA");
+        let options = opkit_adapters::redis::RedisOptions::default()
+            .with_tls(opkit_adapters::redis::RedisTls::new().with_ca_pem(ca));
+        redis_connect(bencher, &url, options);
+    }
+}

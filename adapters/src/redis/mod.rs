@@ -67,6 +67,16 @@
 //! current subscriber and reports how many it reached, which is what replies and aborts need,
 //! and it stores nothing for topics nobody listens to.
 //!
+//! # TLS
+//!
+//! A `rediss://` URL (`rediss+cluster://host:port,host:port/`, or `rediss://` node URLs, for
+//! a cluster) connects over TLS (rustls). It trusts the system's roots unless
+//! [`RedisOptions::with_tls`] names a CA ([`RedisTls::with_ca_pem`]), and presents a client
+//! certificate when given one ([`RedisTls::with_client_cert_pem`]; a server started with
+//! `--tls-auth-clients yes` requires it). A certificate the client does not trust fails the
+//! connection with a `TRANSPORT_ERROR` naming it. On a cluster, start the nodes with
+//! `--tls-cluster yes` so their bus is encrypted too.
+//!
 //! # On a Redis Cluster
 //!
 //! [`RedisPubSub::connect_cluster`] (or a `redis+cluster://host:port,host:port/` URL) connects
@@ -322,7 +332,8 @@ impl RedisPubSub {
     /// default [`RedisOptions`]; fails when the server does not answer `PING`.
     ///
     /// A URL `redis+cluster://host:port,host:port/` connects to the Redis Cluster those nodes
-    /// belong to instead, as [`connect_cluster`](Self::connect_cluster) does.
+    /// belong to instead, as [`connect_cluster`](Self::connect_cluster) does
+    /// (`rediss+cluster://` over TLS).
     pub async fn connect(url: &str) -> Result<Self, TransportError> {
         Self::connect_with(url, RedisOptions::default()).await
     }
@@ -446,8 +457,13 @@ async fn check_command_connection(inner: std::sync::Weak<Inner>) {
 
 /// The node URLs of a `redis+cluster://host:port,host:port/` URL; `None` for other URLs.
 fn cluster_nodes(url: &str) -> Result<Option<Vec<String>>, TransportError> {
-    let Some(rest) = url.strip_prefix("redis+cluster://") else {
-        return Ok(None);
+    let (scheme, rest) = match (
+        url.strip_prefix("redis+cluster://"),
+        url.strip_prefix("rediss+cluster://"),
+    ) {
+        (Some(rest), _) => ("redis", rest),
+        (None, Some(rest)) => ("rediss", rest),
+        (None, None) => return Ok(None),
     };
     let (hosts, tail) = rest.split_once('/').unwrap_or((rest, ""));
     let (credentials, hosts) = match hosts.rsplit_once('@') {
@@ -457,7 +473,7 @@ fn cluster_nodes(url: &str) -> Result<Option<Vec<String>>, TransportError> {
     let nodes: Vec<String> = hosts
         .split(',')
         .filter(|host| !host.is_empty())
-        .map(|host| format!("redis://{credentials}{host}/{tail}"))
+        .map(|host| format!("{scheme}://{credentials}{host}/{tail}"))
         .collect();
     if nodes.is_empty() {
         return Err(TransportError::new(format!(

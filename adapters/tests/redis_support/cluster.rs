@@ -27,7 +27,7 @@ pub struct RedisCluster {
 }
 
 /// A free loopback port whose cluster bus port (+ 10000) is free too.
-fn free_port_pair() -> u16 {
+pub fn free_port_pair() -> u16 {
     for _ in 0..200 {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("a free loopback port");
         let port = listener.local_addr().unwrap().port();

@@ -38,7 +38,11 @@ impl Pki {
         server
             .distinguished_name
             .push(DnType::CommonName, "localhost");
-        server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        // Client auth too: cluster nodes present it to each other on their TLS bus.
+        server.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
         let server_key = KeyPair::generate().unwrap();
         let server_cert = server.signed_by(&server_key, &issuer).unwrap();
 
