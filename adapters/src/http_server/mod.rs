@@ -303,7 +303,7 @@
 
 mod explorer;
 mod handlers;
-mod identity;
+pub(crate) mod identity;
 mod openapi;
 mod query;
 pub(crate) mod refs;
