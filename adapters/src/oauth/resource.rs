@@ -3,13 +3,12 @@
 
 use super::error::OAuthConfigError;
 use axum::Router;
-use axum::routing::get;
 use http::HeaderValue;
 use serde_json::{Value, json};
 use url::Url;
 
 /// The well-known path of Protected Resource Metadata (RFC 9728 §3).
-pub const WELL_KNOWN_PATH: &str = "/.well-known/oauth-protected-resource";
+pub const WELL_KNOWN_PATH: &str = crate::http_server::well_known::PROTECTED_RESOURCE_PATH;
 
 /// A protected resource's identity and what its metadata document says: the resource's URI
 /// (what tokens must name as their audience), the authorization servers that issue them, and
@@ -158,37 +157,8 @@ impl ProtectedResource {
     /// authenticator is an [`OAuthAuthenticator`](super::OAuthAuthenticator) (see each
     /// server's docs for where).
     pub fn router(&self) -> Router {
-        metadata_router(self.document())
+        crate::http_server::well_known::protected_resource_router(self.document())
     }
-}
-
-/// Routes serving `document` at the well-known path and its path-suffixed form (taken from
-/// the document's `resource`).
-pub(crate) fn metadata_router(document: Value) -> Router {
-    let suffixed = document
-        .get("resource")
-        .and_then(Value::as_str)
-        .and_then(|resource| Url::parse(resource).ok())
-        .map(|url| url.path().trim_end_matches('/').to_owned())
-        .filter(|path| !path.is_empty())
-        .map(|path| format!("{WELL_KNOWN_PATH}{path}"));
-    let serve = {
-        let document = document.clone();
-        move || {
-            let document = document.clone();
-            async move {
-                (
-                    [(http::header::CACHE_CONTROL, "max-age=300")],
-                    axum::Json(document),
-                )
-            }
-        }
-    };
-    let mut router = Router::new().route(WELL_KNOWN_PATH, get(serve.clone()));
-    if let Some(path) = suffixed {
-        router = router.route(&path, get(serve));
-    }
-    router
 }
 
 pub(crate) fn parse_url(what: &'static str, value: &str) -> Result<Url, OAuthConfigError> {
