@@ -54,8 +54,8 @@
 //! then `"result"`, so opkit's MCP import reads the data back from under it); clients of 2026-07-28 or later get the data and the
 //! output schema as they are (an Unknown output declares no `outputSchema`).
 //!
-//! A [`CallError`] (validation, access, execution, timeout, or an application error such as
-//! [`CallError::not_found`]) is a tool error: `isError: true`, the message
+//! A [`CallError`](opkit::CallError) (validation, access, execution, timeout, or an application error such as
+//! [`CallError::not_found`](opkit::CallError::not_found)) is a tool error: `isError: true`, the message
 //! (`CODE: message`) as the only text block, **no** `structuredContent` (the official SDK
 //! clients check it against the tool's `outputSchema`, error results included, and fail the
 //! call on a mismatch), and the `CallError` wire JSON `{code, message, details?, kind?}` in
