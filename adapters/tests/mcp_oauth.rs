@@ -231,3 +231,50 @@ async fn opaque_tokens_are_introspected_at_the_provider() {
         .await;
     assert_eq!(mcp.post(Some(&jwt), initialize()).await.status(), 200);
 }
+
+/// The MCP import signs in with client-credentials tokens (feature `oauth-client`): it calls
+/// the tools of an OAuth-protected server, and when the provider withdraws the key that
+/// signed its token (so the server answers `401`), it gets a new token and goes on.
+#[cfg(feature = "oauth-client")]
+#[tokio::test]
+async fn the_mcp_import_signs_in_with_client_credentials_and_renews_its_token() {
+    use opkit::OperationContext;
+    use opkit_adapters::mcp::{McpConnection, McpLifecycle, McpOptions};
+    use opkit_adapters::oauth::ClientCredentials;
+
+    let provider = Provider::start();
+    let mcp = Mcp::start(&provider, false).await;
+    let credentials = ClientCredentials::new(provider.issuer.clone(), "writer", "writer-secret")
+        .unwrap()
+        .scope("notes:read notes:write");
+    let options = McpOptions::new("remote")
+        .oauth(credentials)
+        .lifecycle(McpLifecycle::Legacy);
+    let connection = McpConnection::connect_http(&mcp.resource(), options)
+        .await
+        .expect("the import connects with a token it got by itself");
+    assert!(connection.tool_names().contains(&"notes.write".to_owned()));
+    let ctx = OperationContext::new();
+    let envelope = connection
+        .call_tool("notes.write", json!({}), &ctx)
+        .await
+        .expect("the call");
+    assert_eq!(envelope.data["caller"]["id"], "writer", "{envelope:?}");
+
+    // The key that signed the kept token is withdrawn: the server refuses it, the import
+    // fetches a new one and the call goes through.
+    provider.rotate(true).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let envelope = connection
+        .call_tool("notes.read", json!({}), &ctx)
+        .await
+        .expect("the call after the key rotation");
+    assert_eq!(envelope.data["caller"]["id"], "writer", "{envelope:?}");
+
+    // Wrong client credentials: a typed error naming the refusal.
+    let wrong = ClientCredentials::new(provider.issuer.clone(), "writer", "guess").unwrap();
+    let error = McpConnection::connect_http(&mcp.resource(), McpOptions::new("x").oauth(wrong))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("invalid_client"), "{error}");
+}

@@ -5,9 +5,10 @@
 use super::claims::ClaimsMapping;
 use super::discovery::Discovery;
 use super::error::{OAuthConfigError, TokenError};
+use super::fetch::parse_url;
 use super::fetch::{FetchLimits, Fetcher};
 use super::keys::{KeyCache, KeySource, RefreshPolicy};
-use super::resource::{ProtectedResource, parse_url};
+use super::resource::ProtectedResource;
 use crate::http_server::Authenticator;
 use crate::http_server::identity::Credentials;
 use base64::Engine;

@@ -4,6 +4,7 @@
 use super::error::{FetchError, OAuthConfigError};
 use serde_json::Value;
 use std::time::Duration;
+use url::Url;
 
 /// The default bound on one fetch, connection and whole body included: 5 s.
 pub const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -177,4 +178,18 @@ fn timeout(url: &str, timeout: Duration) -> FetchError {
 /// `application/x-www-form-urlencoded` of one value.
 fn form_encode(value: &str) -> String {
     url::form_urlencoded::byte_serialize(value.as_bytes()).collect()
+}
+
+/// `value` as an `http`/`https` URL, or the configuration error naming `what` it was for.
+pub(crate) fn parse_url(what: &'static str, value: &str) -> Result<Url, OAuthConfigError> {
+    let invalid = |reason: String| OAuthConfigError::InvalidUrl {
+        what,
+        value: value.to_owned(),
+        reason,
+    };
+    let url = Url::parse(value).map_err(|error| invalid(error.to_string()))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid("not an http or https URL".to_owned()));
+    }
+    Ok(url)
 }

@@ -1,5 +1,7 @@
-//! Standard sign-in for the HTTP and MCP servers (feature `oauth`): the servers become OAuth
-//! 2.1 resource servers, as the MCP authorization spec asks of a remote MCP server.
+//! Standard sign-in: the HTTP and MCP servers as OAuth 2.1 resource servers (feature
+//! `oauth`), as the MCP authorization spec asks of a remote MCP server, and the MCP import
+//! as an OAuth client (feature `oauth-client`: [`ClientCredentials`] given to
+//! `McpOptions::oauth`).
 //!
 //! An [`OAuthAuthenticator`] checks the bearer access tokens an authorization server (Auth0,
 //! Keycloak, Entra, Okta, Google, `oidc-provider`, your own) issued for this resource:
@@ -83,22 +85,37 @@
 //! [`HttpServer`](crate::http_server::HttpServer) beside it (`shared_authenticator`), when
 //! the resource identifier covers both (tokens are checked against one audience list).
 
+#[cfg(feature = "oauth")]
 mod authenticator;
+#[cfg(feature = "oauth")]
 mod claims;
+#[cfg(feature = "oauth-client")]
+mod client;
 mod discovery;
 mod error;
 mod fetch;
+#[cfg(feature = "oauth")]
 mod introspection;
+#[cfg(feature = "oauth")]
 mod keys;
+#[cfg(feature = "oauth")]
 mod resource;
 
+#[cfg(feature = "oauth")]
 pub use authenticator::{
     DEFAULT_ALGORITHMS, DEFAULT_KEYS_MAX_AGE, DEFAULT_LEEWAY, DEFAULT_MIN_REFRESH_INTERVAL,
     OAuthAuthenticator, OAuthAuthenticatorBuilder,
 };
+#[cfg(feature = "oauth")]
 pub use claims::ClaimsMapping;
+#[cfg(feature = "oauth-client")]
+pub use client::{ClientCredentials, DEFAULT_REFRESH_MARGIN, TokenRequestError};
 pub use discovery::{AuthorizationServerMetadata, Discovery};
 pub use error::{FetchError, OAuthConfigError, TokenError};
 pub use fetch::{DEFAULT_FETCH_TIMEOUT, DEFAULT_MAX_DOCUMENT_BYTES, FetchLimits};
+#[cfg(feature = "oauth")]
 pub use jsonwebtoken::Algorithm;
-pub use resource::{ProtectedResource, WELL_KNOWN_PATH};
+#[cfg(feature = "oauth")]
+pub use resource::ProtectedResource;
+#[cfg(feature = "oauth")]
+pub use resource::WELL_KNOWN_PATH;

@@ -2,6 +2,7 @@
 //! document is served, and the `WWW-Authenticate` challenges that point clients to it.
 
 use super::error::OAuthConfigError;
+use super::fetch::parse_url;
 use axum::Router;
 use http::HeaderValue;
 use serde_json::{Value, json};
@@ -159,19 +160,6 @@ impl ProtectedResource {
     pub fn router(&self) -> Router {
         crate::http_server::well_known::protected_resource_router(self.document())
     }
-}
-
-pub(crate) fn parse_url(what: &'static str, value: &str) -> Result<Url, OAuthConfigError> {
-    let invalid = |reason: String| OAuthConfigError::InvalidUrl {
-        what,
-        value: value.to_owned(),
-        reason,
-    };
-    let url = Url::parse(value).map_err(|error| invalid(error.to_string()))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(invalid("not an http or https URL".to_owned()));
-    }
-    Ok(url)
 }
 
 /// An RFC 7230 quoted-string (`"` and `\` escaped; other characters that cannot be in a
