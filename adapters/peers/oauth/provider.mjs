@@ -3,7 +3,7 @@
 // Listens on 127.0.0.1 (a free port), prints `READY <port>` on stdout, and exits when its
 // stdin closes (the test holds it open). Clients (client_credentials, secret = id + "-secret"):
 //   reader  scope "notes:read"
-//   writer  scope "notes:read notes:write", and a `roles: ["editor"]` claim
+//   writer  scope "notes:read notes:write notes:admin", and a `roles: ["editor"]` claim
 // Any loopback resource indicator gets a JWT access token (ES256, typ at+jwt) with that
 // audience; a resource ending in `/opaque` gets an opaque token (for introspection).
 //
@@ -36,10 +36,10 @@ function makeProvider(issuer) {
       redirect_uris: [],
       response_types: [],
       id_token_signed_response_alg: 'ES256',
-      scope: id === 'writer' ? 'notes:read notes:write' : 'notes:read',
+      scope: id === 'writer' ? 'notes:read notes:write notes:admin' : 'notes:read',
     })),
     jwks: { keys },
-    scopes: ['notes:read', 'notes:write'],
+    scopes: ['notes:read', 'notes:write', 'notes:admin'],
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
@@ -54,7 +54,7 @@ function makeProvider(issuer) {
           }
           const opaque = resource.endsWith('/opaque');
           return {
-            scope: 'notes:read notes:write',
+            scope: 'notes:read notes:write notes:admin',
             audience: resource,
             accessTokenTTL: 300,
             accessTokenFormat: opaque ? 'opaque' : 'jwt',

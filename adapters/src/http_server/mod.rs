@@ -679,7 +679,7 @@ impl HttpServer {
             .as_ref()
             .and_then(|authenticator| authenticator.protected_resource_metadata())
         {
-            router = router.merge(well_known::protected_resource_router(document));
+            router = router.merge(well_known::protected_resource_router(document, true));
         }
         Ok(if self.compression {
             router.layer(tower_http::compression::CompressionLayer::new())

@@ -9,9 +9,10 @@ use serde_json::Value;
 /// The well-known path of Protected Resource Metadata (RFC 9728 §3).
 pub(crate) const PROTECTED_RESOURCE_PATH: &str = "/.well-known/oauth-protected-resource";
 
-/// Routes serving `document` at [`PROTECTED_RESOURCE_PATH`] and at that path followed by the
-/// path of the document's `resource`.
-pub(crate) fn protected_resource_router(document: Value) -> Router {
+/// Routes serving `document` at [`PROTECTED_RESOURCE_PATH`] followed by the path of the
+/// document's `resource` (RFC 9728 §3.1) and, when `bare`, at [`PROTECTED_RESOURCE_PATH`]
+/// itself too (where clients that predate the path-suffixed form look).
+pub(crate) fn protected_resource_router(document: Value, bare: bool) -> Router {
     let suffixed = document
         .get("resource")
         .and_then(Value::as_str)
@@ -28,7 +29,10 @@ pub(crate) fn protected_resource_router(document: Value) -> Router {
             )
         }
     };
-    let mut router = Router::new().route(PROTECTED_RESOURCE_PATH, get(serve.clone()));
+    let mut router = Router::new();
+    if bare || suffixed.is_none() {
+        router = router.route(PROTECTED_RESOURCE_PATH, get(serve.clone()));
+    }
     if let Some(path) = suffixed {
         router = router.route(&path, get(serve));
     }

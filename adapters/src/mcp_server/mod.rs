@@ -408,10 +408,9 @@ impl McpServer {
             .authenticator
             .as_ref()
             .and_then(|authenticator| authenticator.protected_resource_metadata())
-            .map_or_else(
-                Router::new,
-                crate::http_server::well_known::protected_resource_router,
-            )
+            .map_or_else(Router::new, |document| {
+                crate::http_server::well_known::protected_resource_router(document, true)
+            })
     }
 
     /// Serves Streamable HTTP at `/mcp` on `listener` until the process ends (an error,

@@ -152,13 +152,14 @@ impl ProtectedResource {
         ))
     }
 
-    /// Routes serving the metadata document at [`WELL_KNOWN_PATH`] and at
-    /// [`metadata_path`](Self::metadata_path), to be merged at the root of the resource's
-    /// host (`Router::merge`). The HTTP and MCP servers serve them by themselves when their
-    /// authenticator is an [`OAuthAuthenticator`](super::OAuthAuthenticator) (see each
-    /// server's docs for where).
+    /// A route serving the metadata document at [`metadata_path`](Self::metadata_path) (the
+    /// RFC 9728 location), to be merged at the root of the resource's host
+    /// (`Router::merge`): for an application that mounts a server itself, or serves several
+    /// resources on one host (each at its own path). The HTTP and MCP servers serve their
+    /// authenticator's document by themselves (see each server's docs for where), at this path
+    /// and at the bare [`WELL_KNOWN_PATH`] too.
     pub fn router(&self) -> Router {
-        crate::http_server::well_known::protected_resource_router(self.document())
+        crate::http_server::well_known::protected_resource_router(self.document(), false)
     }
 }
 
