@@ -232,8 +232,8 @@ async fn opaque_tokens_are_introspected_at_the_provider() {
     assert_eq!(mcp.post(Some(&jwt), initialize()).await.status(), 200);
 }
 
-/// The MCP import signs in with client-credentials tokens (feature `oauth-client`): it calls
-/// the tools of an OAuth-protected server, and when the provider withdraws the key that
+/// The MCP import signs in with client-credentials tokens (feature `oauth-client`): it finds
+/// the authorization server through the server's metadata, calls the tools of the server, and when the provider withdraws the key that
 /// signed its token (so the server answers `401`), it gets a new token and goes on.
 #[cfg(feature = "oauth-client")]
 #[tokio::test]
@@ -244,7 +244,8 @@ async fn the_mcp_import_signs_in_with_client_credentials_and_renews_its_token() 
 
     let provider = Provider::start();
     let mcp = Mcp::start(&provider, false).await;
-    let credentials = ClientCredentials::new(provider.issuer.clone(), "writer", "writer-secret")
+    // No issuer given: the import finds it through the server's Protected Resource Metadata.
+    let credentials = ClientCredentials::discovered("writer", "writer-secret")
         .unwrap()
         .scope("notes:read notes:write");
     let options = McpOptions::new("remote")

@@ -31,6 +31,28 @@ pub enum TokenRequestError {
     /// The answer has no `access_token`.
     #[error("the token endpoint answered without an access token")]
     NoToken,
+    /// The credentials name no issuer and the resource's Protected Resource Metadata names no
+    /// authorization server (or there is none).
+    #[error("no authorization server is known for the resource `{resource}`")]
+    NoAuthorizationServer {
+        /// The resource.
+        resource: String,
+    },
+}
+
+/// Where a resource's Protected Resource Metadata may be (RFC 9728 §3.1), in order.
+fn protected_resource_urls(resource: &str) -> Vec<String> {
+    let Ok(url) = url::Url::parse(resource) else {
+        return Vec::new();
+    };
+    let origin = url.origin().ascii_serialization();
+    let path = url.path().trim_end_matches('/');
+    let bare = format!("{origin}/.well-known/oauth-protected-resource");
+    if path.is_empty() {
+        vec![bare]
+    } else {
+        vec![format!("{bare}{path}"), bare]
+    }
 }
 
 /// Access tokens of one client from one authorization server: the client-credentials grant,
@@ -47,7 +69,9 @@ pub enum TokenRequestError {
 ///     .resource("https://notes.example/mcp");
 /// ```
 pub struct ClientCredentials {
-    issuer: String,
+    /// The authorization server; `None`: found through the resource's Protected Resource
+    /// Metadata.
+    issuer: Option<String>,
     client_id: String,
     client_secret: String,
     scope: Option<String>,
@@ -61,6 +85,7 @@ pub struct ClientCredentials {
 
 #[derive(Default)]
 struct Cached {
+    issuer: Option<String>,
     endpoint: Option<String>,
     token: Option<(String, Option<Instant>)>,
 }
@@ -85,10 +110,30 @@ impl ClientCredentials {
     ) -> Result<Self, OAuthConfigError> {
         let issuer = issuer.into();
         parse_url("issuer", &issuer)?;
+        Self::with_issuer(Some(issuer), client_id.into(), client_secret.into())
+    }
+
+    /// The client `client_id` with `client_secret` at whichever authorization server the
+    /// resource names: its Protected Resource Metadata (RFC 9728, at
+    /// `/.well-known/oauth-protected-resource<path>` of the resource's host, else at the bare
+    /// well-known path) is read first and its first `authorization_servers` entry used — what
+    /// an MCP client does with a server it knows nothing about.
+    pub fn discovered(
+        client_id: impl Into<String>,
+        client_secret: impl Into<String>,
+    ) -> Result<Self, OAuthConfigError> {
+        Self::with_issuer(None, client_id.into(), client_secret.into())
+    }
+
+    fn with_issuer(
+        issuer: Option<String>,
+        client_id: String,
+        client_secret: String,
+    ) -> Result<Self, OAuthConfigError> {
         Ok(Self {
             issuer,
-            client_id: client_id.into(),
-            client_secret: client_secret.into(),
+            client_id,
+            client_secret,
             scope: None,
             resource: None,
             token_endpoint: None,
@@ -163,16 +208,23 @@ impl ClientCredentials {
         {
             return Ok(token.clone());
         }
+        let resource = self.resource.as_deref().or(fallback);
         let endpoint = match (&cached.endpoint, &self.token_endpoint) {
             (Some(endpoint), _) | (None, Some(endpoint)) => endpoint.clone(),
             (None, None) => {
-                let metadata = discover(&self.fetcher, &self.issuer, self.discovery).await?;
-                metadata
-                    .token_endpoint
-                    .ok_or_else(|| FetchError::MissingEndpoint {
-                        issuer: self.issuer.clone(),
-                        field: "token_endpoint",
-                    })?
+                let issuer = match (&self.issuer, &cached.issuer) {
+                    (Some(issuer), _) | (None, Some(issuer)) => issuer.clone(),
+                    (None, None) => {
+                        let issuer = self.issuer_of(resource).await?;
+                        cached.issuer = Some(issuer.clone());
+                        issuer
+                    }
+                };
+                let metadata = discover(&self.fetcher, &issuer, self.discovery).await?;
+                metadata.token_endpoint.ok_or(FetchError::MissingEndpoint {
+                    issuer,
+                    field: "token_endpoint",
+                })?
             }
         };
         cached.endpoint = Some(endpoint.clone());
@@ -180,7 +232,7 @@ impl ClientCredentials {
         if let Some(scope) = &self.scope {
             form.push(("scope", scope));
         }
-        if let Some(resource) = self.resource.as_deref().or(fallback) {
+        if let Some(resource) = resource {
             form.push(("resource", resource));
         }
         let asked = Instant::now();
@@ -220,6 +272,43 @@ impl ClientCredentials {
             .map(|seconds| asked + Duration::from_secs(seconds));
         cached.token = Some((token.clone(), expires));
         Ok(token)
+    }
+
+    /// The first authorization server of `resource`'s Protected Resource Metadata.
+    async fn issuer_of(&self, resource: Option<&str>) -> Result<String, TokenRequestError> {
+        let resource = resource.ok_or(TokenRequestError::NoAuthorizationServer {
+            resource: String::new(),
+        })?;
+        for url in protected_resource_urls(resource) {
+            let Some(document) = self.fetcher.get_json(&url).await? else {
+                continue;
+            };
+            let named = document.get("resource").and_then(Value::as_str);
+            if named.map(|named| named.trim_end_matches('/'))
+                != Some(resource.trim_end_matches('/'))
+            {
+                return Err(FetchError::InvalidDocument {
+                    url,
+                    reason: format!(
+                        "it describes the resource `{}`, not `{resource}` (RFC 9728 §3.3)",
+                        named.unwrap_or_default()
+                    ),
+                }
+                .into());
+            }
+            return document
+                .get("authorization_servers")
+                .and_then(Value::as_array)
+                .and_then(|servers| servers.first())
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| TokenRequestError::NoAuthorizationServer {
+                    resource: resource.to_owned(),
+                });
+        }
+        Err(TokenRequestError::NoAuthorizationServer {
+            resource: resource.to_owned(),
+        })
     }
 
     /// Drops the kept token: the next [`token`](Self::token) fetches a new one.
