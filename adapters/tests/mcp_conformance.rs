@@ -2,7 +2,7 @@
 //! adapters/peers/conformance, installed by `scripts/install-peers.sh` with Node 22): every
 //! server scenario against the `conformance_server` example, every client scenario with the
 //! `conformance_client` example. The scenarios opkit does not offer (resources, prompts,
-//! completion, sampling, elicitation, OAuth) are listed with their reasons in
+//! completion, sampling, elicitation, OAuth with a person in the loop) are listed with their reasons in
 //! adapters/peers/conformance/expected-failures.yml; any other failure, or a listed
 //! scenario that passes, fails this test.
 //!
