@@ -7,6 +7,12 @@
 //! `Auto`), which lists the tools; then it makes the call the scenario expects, through a
 //! registry like any imported operation, and exits non-zero on failure.
 //!
+//! When the scenario gives client credentials (`MCP_CONFORMANCE_CONTEXT` holds `client_id`
+//! and `client_secret`, as `auth/client-credentials-basic` does) and the `oauth-client`
+//! feature is on, it signs in with the client-credentials grant, finding the authorization
+//! server through the server's Protected Resource Metadata
+//! ([`ClientCredentials::discovered`](opkit_adapters::oauth::ClientCredentials::discovered)).
+//!
 //! `adapters/tests/mcp_conformance.rs` runs the scenarios.
 
 use opkit::prelude::*;
@@ -31,9 +37,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "usage: conformance_client <server URL> (MCP_CONFORMANCE_SCENARIO names the scenario)",
     )?;
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
-    let connection =
-        McpConnection::connect_http(&url, McpOptions::new("conformance").label("conformance"))
-            .await?;
+    let options = signed_in(McpOptions::new("conformance").label("conformance"))?;
+    let connection = McpConnection::connect_http(&url, options).await?;
     eprintln!(
         "connected ({}), tools: {:?}",
         connection.protocol_version().unwrap_or_default(),
@@ -55,4 +60,30 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     connection.close();
     Ok(())
+}
+
+/// `options` with client-credentials sign-in when the scenario's context gives credentials
+/// (and the `oauth-client` feature is on).
+fn signed_in(options: McpOptions) -> Result<McpOptions, Box<dyn std::error::Error>> {
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default();
+    let (Some(id), Some(secret)) = (
+        context["client_id"].as_str(),
+        context["client_secret"].as_str(),
+    ) else {
+        return Ok(options);
+    };
+    #[cfg(feature = "oauth-client")]
+    {
+        let credentials = opkit_adapters::oauth::ClientCredentials::discovered(id, secret)?;
+        Ok(options.oauth(credentials))
+    }
+    #[cfg(not(feature = "oauth-client"))]
+    {
+        let _ = (id, secret);
+        eprintln!("the scenario gives client credentials, but the `oauth-client` feature is off");
+        Ok(options)
+    }
 }

@@ -60,6 +60,18 @@ if [ ! -x "$conformance_peers/node_modules/.bin/conformance" ] \
     (cd "$conformance_peers" && npm ci --no-audit --no-fund)
 fi
 
+# OAuth tests (opkit-adapters, feature `oauth`: adapters/tests/*oauth*.rs): the certified
+# OpenID provider `oidc-provider` (run by adapters/peers/oauth/provider.mjs on loopback), Node 22
+# to run it, and the official MCP TypeScript SDK as an OAuth client, pinned by
+# adapters/peers/oauth/package-lock.json.
+oauth_peers=adapters/peers/oauth
+if [ ! -d "$oauth_peers/node_modules/oidc-provider" ] \
+    || [ ! -x "$oauth_peers/node_modules/.bin/node" ] \
+    || [ ! -f "$oauth_peers/node_modules/.package-lock.json" ] \
+    || [ "$oauth_peers/package-lock.json" -nt "$oauth_peers/node_modules/.package-lock.json" ]; then
+    (cd "$oauth_peers" && npm ci --no-audit --no-fund)
+fi
+
 # OpenAPI import tests (opkit-adapters, feature `openapi`): Prism and the ReadMe example
 # documents (npm, pinned by adapters/peers/openapi/package-lock.json; Prism 5.14 runs on
 # Node >= 18), and FastAPI + uvicorn (pinned by adapters/peers/openapi/requirements.txt).

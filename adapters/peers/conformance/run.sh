@@ -3,12 +3,14 @@
 # (the suite's scenario servers bind all interfaces): every server scenario against the
 # fixture server, every client scenario with the opkit client, both checked against the
 # expected-failures file. Started by adapters/tests/mcp_conformance.rs as
-#   unshare -n sh run.sh <conformance_server binary> <conformance_client binary>
+#   unshare -n sh run.sh <conformance_server binary> <conformance_client binary> [expected failures]
+# (the expected-failures file defaults to expected-failures.yml beside this script).
 # Exits non-zero when a scenario fails that is not listed, or a listed one passes.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 server_binary=$1
 client_binary=$2
+expected=${3:-"$here/expected-failures.yml"}
 export PATH="$here/node_modules/.bin:$PATH"
 ip link set lo up || exit 2
 # Nothing else listens in this namespace: a fixed port is free.
@@ -29,14 +31,14 @@ until grep -q "listening on" "$log"; do
 done
 echo "=== server scenarios"
 conformance server --url "http://127.0.0.1:$port/mcp" --suite all \
-    --expected-failures "$here/expected-failures.yml"
+    --expected-failures "$expected"
 server_status=$?
 kill "$server_pid"
 wait "$server_pid" 2>/dev/null
 rm -f "$log"
 echo "=== client scenarios"
 conformance client --command "$client_binary" --suite all --timeout 15000 \
-    --expected-failures "$here/expected-failures.yml"
+    --expected-failures "$expected"
 client_status=$?
 echo "=== server exit $server_status, client exit $client_status"
 [ "$server_status" -eq 0 ] && [ "$client_status" -eq 0 ]

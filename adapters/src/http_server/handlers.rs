@@ -384,7 +384,14 @@ impl Shared {
     /// The response of a served call's error: `401` with the challenge for a caller without
     /// an identity refused by an access rule, `Retry-After` on a rate limit, and the
     /// configured status for an input that parsed but fails the schema.
-    fn call_error_response(&self, error: &CallError, ctx: &OperationContext) -> Response {
+    fn call_error_response(&self, id: &str, error: &CallError, ctx: &OperationContext) -> Response {
+        if error.code == ErrorCode::AccessDenied
+            && error.kind.is_none()
+            && let Some(identity) = ctx.identity()
+            && let Some(response) = self.insufficient_scope(id, identity, error)
+        {
+            return response;
+        }
         let status = match status_of(error) {
             StatusCode::FORBIDDEN if ctx.identity().is_none() && self.authenticator.is_some() => {
                 StatusCode::UNAUTHORIZED
@@ -403,6 +410,28 @@ impl Shared {
             response.headers_mut().insert(header::RETRY_AFTER, value);
         }
         response
+    }
+
+    /// `403` with the authenticator's `insufficient_scope` challenge, when `identity` lacks
+    /// scopes the operation `id` needs.
+    fn insufficient_scope(
+        &self,
+        id: &str,
+        identity: &opkit::Identity,
+        error: &CallError,
+    ) -> Option<Response> {
+        let authenticator = self.authenticator.as_ref()?;
+        let spec = self.registry.spec(id)?;
+        let needed = &spec.access.scopes;
+        if needed.iter().all(|scope| identity.scopes.contains(scope)) {
+            return None;
+        }
+        let challenge = authenticator.insufficient_scope(needed)?;
+        let mut response = error_with_status(StatusCode::FORBIDDEN, error);
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, challenge);
+        Some(response)
     }
 
     /// The caller's identity, or the `401` (or other) response refusing its credentials.
@@ -477,7 +506,7 @@ pub(crate) async fn serve_call(
                     }
                     response
                 }
-                Err(error) => shared.call_error_response(&error, &ctx),
+                Err(error) => shared.call_error_response(id, &error, &ctx),
             }
         }
         Ok(Outcome::Stream(items)) if shape.as_ref().is_some_and(|s| s.raw_stream.is_some()) => {
@@ -486,7 +515,7 @@ pub(crate) async fn serve_call(
                 .expect("the guard checked a raw stream");
             match byte_bodies::response_stream(items, guard, status, content_type).await {
                 Ok(response) => response,
-                Err(error) => shared.call_error_response(&error, &ctx),
+                Err(error) => shared.call_error_response(id, &error, &ctx),
             }
         }
         Ok(Outcome::Stream(items)) => {
@@ -507,7 +536,7 @@ pub(crate) async fn serve_call(
         }
         Err(error) => {
             guard.disarm();
-            shared.call_error_response(&error, &ctx)
+            shared.call_error_response(id, &error, &ctx)
         }
     };
     with_request_id(response, &request_id)

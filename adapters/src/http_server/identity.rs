@@ -60,6 +60,22 @@ pub trait Authenticator: Send + Sync + 'static {
         let _ = refused;
         None
     }
+
+    /// The `WWW-Authenticate` challenge sent with a `403` when an authenticated caller lacks
+    /// `scopes` (all the scopes the operation needs): for OAuth, `Bearer
+    /// error="insufficient_scope", scope="…"` (RFC 6750 §3.1). `None` (the default) sends
+    /// none.
+    fn insufficient_scope(&self, scopes: &[String]) -> Option<HeaderValue> {
+        let _ = scopes;
+        None
+    }
+
+    /// The Protected Resource Metadata document (RFC 9728) of an OAuth resource server, which
+    /// both servers then publish at `/.well-known/oauth-protected-resource` (and the form
+    /// suffixed with the resource's path). `None` (the default) publishes nothing.
+    fn protected_resource_metadata(&self) -> Option<Value> {
+        None
+    }
 }
 
 impl<F> Authenticator for F

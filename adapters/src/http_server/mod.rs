@@ -238,7 +238,15 @@
 //! door, [`OperationRegistry::serve`](opkit::OperationRegistry::serve), which checks the
 //! operation's [`AccessRule`](opkit::AccessRule) before anything runs: an authenticated
 //! caller that lacks a scope or role gets `403`, an anonymous one `401` when an
-//! authenticator is configured (so that it knows to authenticate), `403` otherwise.
+//! authenticator is configured (so that it knows to authenticate), `403` otherwise. A `403`
+//! for missing scopes carries the authenticator's
+//! [`insufficient_scope`](Authenticator::insufficient_scope) challenge, when it has one.
+//!
+//! An authenticator that is an OAuth resource server (one that has
+//! [`protected_resource_metadata`](Authenticator::protected_resource_metadata), like the
+//! `oauth` feature's `OAuthAuthenticator`) also has its metadata document served at
+//! `/.well-known/oauth-protected-resource` and at that path followed by the resource's path,
+//! relative to where the router is mounted (merge it at the root, as RFC 9728 wants).
 //!
 //! # Middleware and what the operation sees of the request
 //!
@@ -316,7 +324,7 @@
 mod byte_bodies;
 mod explorer;
 mod handlers;
-mod identity;
+pub(crate) mod identity;
 mod openapi;
 mod query;
 pub(crate) mod refs;
@@ -325,6 +333,7 @@ mod routes;
 mod serve;
 mod shared_components;
 mod sse;
+pub(crate) mod well_known;
 
 pub use identity::{
     ApiKeyAuth, Authenticator, BearerAuth, IdentityResolver, StaticTokens, async_resolver,
@@ -675,9 +684,16 @@ impl HttpServer {
         if let Some(explorer) = &self.explorer {
             router = router.route(&explorer.path, get(explorer::explorer));
         }
-        let router = rest::add(router, &rest_routes)
+        let mut router = rest::add(router, &rest_routes)
             .fallback(handlers::fallback)
             .with_state(shared);
+        if let Some(document) = self
+            .authenticator
+            .as_ref()
+            .and_then(|authenticator| authenticator.protected_resource_metadata())
+        {
+            router = router.merge(well_known::protected_resource_router(document, true));
+        }
         Ok(if self.compression {
             router.layer(tower_http::compression::CompressionLayer::new())
         } else {

@@ -155,6 +155,15 @@ fn error_responses(info: &DocumentInfo) -> Map<String, Value> {
     responses
 }
 
+/// The scopes an operation's security requirement lists: its access rule's scopes for an
+/// `oauth2` or `openIdConnect` scheme (where they name OAuth scopes), none for other schemes.
+pub(crate) fn required_scopes(scheme: &Value, spec: &opkit::OperationSpec) -> Vec<String> {
+    match scheme.get("type").and_then(Value::as_str) {
+        Some("oauth2" | "openIdConnect") => spec.access.scopes.clone(),
+        _ => Vec::new(),
+    }
+}
+
 fn response_ref(name: &str) -> Value {
     json!({"$ref": format!("#/components/responses/{name}")})
 }
@@ -350,11 +359,12 @@ fn operations(
             op["x-opkit-access"] = json!(spec.access);
         }
         op["responses"] = responses(method);
-        if let Some((scheme, _)) = &info.security {
+        if let Some((scheme, object)) = &info.security {
+            let scopes = required_scopes(object, spec);
             op["security"] = if spec.access.is_public() {
-                json!([{}, {scheme.as_str(): []}])
+                json!([{}, {scheme.as_str(): scopes}])
             } else {
-                json!([{scheme.as_str(): []}])
+                json!([{scheme.as_str(): scopes}])
             };
         }
         op

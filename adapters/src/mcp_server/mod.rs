@@ -54,8 +54,8 @@
 //! then `"result"`, so opkit's MCP import reads the data back from under it); clients of 2026-07-28 or later get the data and the
 //! output schema as they are (an Unknown output declares no `outputSchema`).
 //!
-//! A [`CallError`] (validation, access, execution, timeout, or an application error such as
-//! [`CallError::not_found`]) is a tool error: `isError: true`, the message
+//! A [`CallError`](opkit::CallError) (validation, access, execution, timeout, or an application error such as
+//! [`CallError::not_found`](opkit::CallError::not_found)) is a tool error: `isError: true`, the message
 //! (`CODE: message`) as the only text block, **no** `structuredContent` (the official SDK
 //! clients check it against the tool's `outputSchema`, error results included, and fail the
 //! call on a mismatch), and the `CallError` wire JSON `{code, message, details?, kind?}` in
@@ -112,7 +112,15 @@
 //! [`Identity`] the application's middleware put into the request's extensions, else the
 //! configured [`Authenticator`] ([`McpServer::identity_resolver`] for bearer tokens,
 //! [`ApiKeyAuth`](crate::http_server::ApiKeyAuth), or any closure over the request); refused
-//! credentials get HTTP `401`; none is an anonymous call. Over stdio the caller is whoever started the process:
+//! credentials get HTTP `401`; none is an anonymous call — except with an OAuth authenticator
+//! (one with [`protected_resource_metadata`](Authenticator::protected_resource_metadata),
+//! like the `oauth` feature's `OAuthAuthenticator`), where a request without a token gets
+//! `401` with the challenge that points an MCP client to the metadata, and a `tools/call` of
+//! a tool whose operation needs scopes the token lacks gets `403` with
+//! `error="insufficient_scope"` (the body is read to find the tool, up to rmcp's 4 MiB
+//! limit). [`McpServer::serve_http`] serves the metadata document at the site's root;
+//! [`McpServer::well_known_router`] gives it to an application that mounts the endpoint
+//! itself. Over stdio the caller is whoever started the process:
 //! the identity is [`McpServer::stdio_identity`] (anonymous by default). Each call checks
 //! the operation's [`AccessRule`](opkit::AccessRule) first; a denial is a tool error with
 //! `ACCESS_DENIED`. The tool list is the same for everyone.
@@ -130,6 +138,7 @@
 //! [`opkit::trace`]) whose parent is the W3C trace context in the request's
 //! `_meta.traceparent` / `_meta.tracestate`, when present and valid.
 
+mod gate;
 mod handler;
 mod listing;
 mod names;
@@ -142,12 +151,11 @@ pub use listing::TOOLS_PAGE_SIZE;
 pub use names::{EXT_TOOL_NAME, ToolNameError, ToolNaming};
 pub use results::{META_ENVELOPE, META_ERROR, META_WRAPPED};
 
-use crate::http_server::{Authenticator, BearerAuth, IdentityResolver, authenticate};
+use crate::http_server::{Authenticator, BearerAuth, IdentityResolver};
 use axum::Router;
 use axum::extract::Request;
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-use opkit::{CallError, Identity, OperationRegistry, RegistryError};
+use opkit::{Identity, OperationRegistry, RegistryError};
 use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -156,7 +164,7 @@ use std::time::Duration;
 
 /// The identity of a Streamable HTTP request, resolved by [`McpServer::router`]'s middleware.
 #[derive(Debug, Clone)]
-struct RequestIdentity(Option<Identity>);
+pub(crate) struct RequestIdentity(pub(crate) Option<Identity>);
 
 /// Serves an [`OperationRegistry`] as an MCP server; see the [module docs](self).
 #[derive(Clone)]
@@ -176,7 +184,7 @@ impl std::fmt::Debug for McpServer {
 }
 
 #[derive(Clone)]
-struct Inner {
+pub(crate) struct Inner {
     registry: OperationRegistry,
     name: String,
     version: String,
@@ -380,22 +388,29 @@ impl McpServer {
             // (an `Identity` in the extensions, else none) by itself: no middleware needed.
             return Ok(service);
         }
-        let authenticator = self.handler.authenticator.clone();
+        let inner = Arc::new(self.handler.clone());
         Ok(service.layer(axum::middleware::from_fn(
             move |request: Request, next: Next| {
-                let authenticator = authenticator.clone();
-                async move {
-                    let (mut parts, body) = request.into_parts();
-                    match authenticate(authenticator.as_deref(), &parts).await {
-                        Ok(identity) => {
-                            parts.extensions.insert(RequestIdentity(identity));
-                            next.run(Request::from_parts(parts, body)).await
-                        }
-                        Err(error) => unauthorized(authenticator.as_deref(), &error),
-                    }
-                }
+                let inner = inner.clone();
+                async move { gate::admit(&inner, request, next).await }
             },
         )))
+    }
+
+    /// The Protected Resource Metadata (RFC 9728) of an OAuth authenticator (see
+    /// [`Authenticator::protected_resource_metadata`]) at
+    /// `/.well-known/oauth-protected-resource` and at that path followed by the resource's
+    /// path: routes to merge at the **root** of the site that serves the MCP endpoint (which
+    /// is itself nested, at `/mcp` say). [`serve_http`](Self::serve_http) does this by itself.
+    /// Empty without such an authenticator.
+    pub fn well_known_router(&self) -> Router {
+        self.handler
+            .authenticator
+            .as_ref()
+            .and_then(|authenticator| authenticator.protected_resource_metadata())
+            .map_or_else(Router::new, |document| {
+                crate::http_server::well_known::protected_resource_router(document, true)
+            })
     }
 
     /// Serves Streamable HTTP at `/mcp` on `listener` until the process ends (an error,
@@ -405,7 +420,9 @@ impl McpServer {
         let router = self.try_router().map_err(std::io::Error::other)?;
         crate::http_server::serve_router(
             listener,
-            Router::new().nest("/mcp", router),
+            Router::new()
+                .nest("/mcp", router)
+                .merge(self.well_known_router()),
             crate::http_server::ConnectionLimits::default(),
             std::future::pending(),
         )
@@ -418,14 +435,4 @@ impl McpServer {
         names::ToolNames::build(&self.handler.registry.specs(), self.handler.naming)?;
         Ok(())
     }
-}
-
-fn unauthorized(authenticator: Option<&dyn Authenticator>, error: &CallError) -> Response {
-    let mut response = (http::StatusCode::UNAUTHORIZED, axum::Json(error)).into_response();
-    if let Some(challenge) = authenticator.and_then(|authenticator| authenticator.challenge(true)) {
-        response
-            .headers_mut()
-            .insert(http::header::WWW_AUTHENTICATE, challenge);
-    }
-    response
 }

@@ -1,6 +1,6 @@
 //! The axum application: routes of its own (`/health`, `/whoami`, using the app's own
-//! `State`), its own API-key middleware, and opkit's HTTP and MCP routes mounted at `/api`
-//! and `/mcp`.
+//! `State`), its own API-key middleware — or, with [`app_with_oidc`], OAuth access tokens of
+//! an OpenID provider — and opkit's HTTP and MCP routes mounted at `/api` and `/mcp`.
 
 use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
@@ -10,6 +10,7 @@ use axum::{Json, Router};
 use opkit::{Identity, OperationRegistry};
 use opkit_adapters::http_server::HttpServer;
 use opkit_adapters::mcp_server::McpServer;
+use opkit_adapters::oauth::{OAuthAuthenticator, OAuthConfigError};
 use serde_json::json;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -111,4 +112,65 @@ pub fn app(registry: &OperationRegistry, keys: ApiKeys, name: &str) -> Router {
         .nest("/api", http.router())
         .nest("/mcp", mcp.router())
         .layer(middleware::from_fn_with_state(keys, api_key_auth))
+}
+
+/// Sign-in with an OpenID provider instead of API keys.
+#[derive(Debug, Clone)]
+pub struct Oidc {
+    /// The provider's issuer URL (its discovery document is at
+    /// `<issuer>/.well-known/openid-configuration`).
+    pub issuer: String,
+    /// Where clients reach this app (`http://127.0.0.1:3000`): the API's resource is
+    /// `<public_url>/api`, the MCP endpoint's `<public_url>/mcp` — what tokens must name as
+    /// their audience (the `resource` a client asks its token for).
+    pub public_url: String,
+    /// The token claim holding roles, when the provider sends some (`roles`,
+    /// `realm_access.roles`).
+    pub roles_claim: Option<String>,
+}
+
+impl Oidc {
+    fn authenticator(&self, path: &str) -> Result<OAuthAuthenticator, OAuthConfigError> {
+        let resource = format!("{}{path}", self.public_url.trim_end_matches('/'));
+        let mut builder = OAuthAuthenticator::builder(self.issuer.clone(), resource)
+            .scopes_supported(["notes:admin"])
+            .resource_name("notes");
+        if let Some(claim) = &self.roles_claim {
+            builder = builder.roles_claim(claim.clone());
+        }
+        builder.build()
+    }
+}
+
+/// [`app`] signed in through an OpenID provider instead of API keys: `/api` and `/mcp` take
+/// `Authorization: Bearer <access token>` issued for their resource (see [`Oidc`]), publish
+/// their Protected Resource Metadata at `/.well-known/oauth-protected-resource/api` and
+/// `/.well-known/oauth-protected-resource/mcp`, and point clients there from their `401`s.
+/// An MCP client that follows the MCP authorization spec signs in by itself.
+pub fn app_with_oidc(
+    registry: &OperationRegistry,
+    oidc: &Oidc,
+    name: &str,
+) -> Result<Router, OAuthConfigError> {
+    let api_auth = oidc.authenticator("/api")?;
+    let mcp_auth = oidc.authenticator("/mcp")?;
+    let api_metadata = api_auth.protected_resource().router();
+    let http = HttpServer::new(registry.clone())
+        .info("notes", env!("CARGO_PKG_VERSION"))
+        .explorer("/explorer")
+        .explorer_mcp_link("/mcp")
+        .authenticator(api_auth);
+    let mcp = McpServer::new(registry.clone())
+        .name("notes")
+        .authenticator(mcp_auth);
+    Ok(Router::new()
+        .route("/health", get(health))
+        .route("/whoami", get(whoami))
+        .with_state(AppState {
+            name: name.to_owned(),
+        })
+        .nest("/api", http.router())
+        .nest("/mcp", mcp.router())
+        .merge(api_metadata)
+        .merge(mcp.well_known_router()))
 }

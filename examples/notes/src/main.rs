@@ -3,12 +3,17 @@
 //! ```text
 //! notes serve   [--db notes.db] [--addr 127.0.0.1:3000] [--keys 'demo-key=ann:notes:admin;reader-key=bob']
 //!               [--redis redis://127.0.0.1:6379/] [--name notes-a] [--export-window-secs 60]
+//!               [--oidc-issuer https://id.example [--public-url http://127.0.0.1:3000] [--roles-claim roles]]
 //! notes replica --redis redis://127.0.0.1:6379/ [--db notes.db] [--name notes-b]
 //! ```
 //!
 //! `serve` runs the axum app (own routes, API-key auth, opkit at `/api` and `/mcp`) and,
 //! with `--redis`, also serves the operations over the Redis call protocol. `replica` only
 //! serves over Redis: start several, with the same `--db`, and they share the notes.
+//! With `--oidc-issuer`, `serve` signs callers in with OAuth access tokens of that OpenID
+//! provider instead of API keys (see `app::app_with_oidc`): tokens for the resource
+//! `<public-url>/api` (HTTP) or `<public-url>/mcp` (MCP), with the scope `notes:admin` for
+//! deleting; `--public-url` defaults to `http://<addr>`.
 //! Both print one line on stdout when ready (`listening on http://<addr>`, `serving over
 //! redis as <name>`).
 
@@ -21,7 +26,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-const USAGE: &str = "usage: notes (serve | replica) [--db PATH] [--addr ADDR] [--keys SPEC] [--redis URL] [--name NAME] [--export-window-secs N]";
+const USAGE: &str = "usage: notes (serve | replica) [--db PATH] [--addr ADDR] [--keys SPEC] [--redis URL] [--name NAME] [--export-window-secs N] [--oidc-issuer URL [--public-url URL] [--roles-claim CLAIM]]";
 
 fn options(args: &[String]) -> Result<HashMap<String, String>, String> {
     let mut options = HashMap::new();
@@ -82,9 +87,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let keys = app::ApiKeys::parse(&get("keys", "demo-key=ann:notes:admin;reader-key=bob"));
             let listener = tokio::net::TcpListener::bind(get("addr", "127.0.0.1:3000")).await?;
             let addr = listener.local_addr()?;
-            let router = app::app(&registry, keys, &name);
+            let router = match options.get("oidc-issuer") {
+                Some(issuer) => {
+                    let oidc = app::Oidc {
+                        issuer: issuer.clone(),
+                        public_url: get("public-url", &format!("http://{addr}")),
+                        roles_claim: options.get("roles-claim").cloned(),
+                    };
+                    app::app_with_oidc(&registry, &oidc, &name)?
+                }
+                None => app::app(&registry, keys, &name),
+            };
             ready(&format!("listening on http://{addr}"));
-            eprintln!("explorer: http://{addr}/api/explorer  (API key: demo-key)");
+            if options.contains_key("oidc-issuer") {
+                eprintln!(
+                    "explorer: http://{addr}/api/explorer  (bearer access token of the OpenID provider)"
+                );
+            } else {
+                eprintln!("explorer: http://{addr}/api/explorer  (API key: demo-key)");
+            }
             // The app's routes and opkit's, behind the header-read timeout and connection
             // limit of opkit's accept loop.
             let limits = opkit_adapters::http_server::ConnectionLimits::default();

@@ -12,6 +12,8 @@ mod error;
 mod events;
 mod handshake;
 mod imported;
+#[cfg(feature = "oauth-client")]
+mod oauth;
 mod options;
 mod process;
 mod refresh;
@@ -116,15 +118,45 @@ impl McpConnection {
         check_namespace(&options.namespace)?;
         let label = options.label.clone().unwrap_or_else(|| url.to_owned());
         let headers = http_headers(&options.headers)?;
-        let transport = || {
+        let config = || {
             let mut config =
                 StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers.clone());
             if let Some(token) = &options.bearer_token {
                 config = config.auth_header(token.clone());
             }
-            Ok((StreamableHttpClientTransport::from_config(config), ()))
+            config
         };
         let (events, list_changes) = Events::new(&label);
+        #[cfg(feature = "oauth-client")]
+        if let Some(credentials) = &options.oauth {
+            let client = oauth::TokenClient {
+                http: reqwest::Client::default(),
+                credentials: credentials.clone(),
+                resource: url.into(),
+            };
+            let transport = || {
+                Ok((
+                    StreamableHttpClientTransport::with_client(client.clone(), config()),
+                    (),
+                ))
+            };
+            let (service, ()) = handshake::connect(
+                events,
+                options.lifecycle,
+                &label,
+                "connecting again",
+                transport,
+            )
+            .await?;
+            let client = Client {
+                service,
+                label,
+                pid: None,
+                parse_json_text: options.parse_json_text,
+            };
+            return Self::finish(client, options, list_changes).await;
+        }
+        let transport = || Ok((StreamableHttpClientTransport::from_config(config()), ()));
         let (service, ()) = handshake::connect(
             events,
             options.lifecycle,

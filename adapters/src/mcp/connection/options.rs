@@ -37,6 +37,10 @@ pub struct McpOptions {
     pub headers: Vec<(String, String)>,
     /// Bearer token for Streamable HTTP (`Authorization: Bearer <token>`).
     pub bearer_token: Option<String>,
+    /// Client-credentials access tokens for Streamable HTTP (feature `oauth-client`), instead
+    /// of a fixed [`bearer_token`](Self::bearer_token): see [`McpOptions::oauth`].
+    #[cfg(feature = "oauth-client")]
+    pub oauth: Option<std::sync::Arc<crate::oauth::ClientCredentials>>,
     /// Which protocol era to speak.
     pub lifecycle: McpLifecycle,
     /// Re-list the tools and update the registries when the server says its list changed.
@@ -75,6 +79,8 @@ impl McpOptions {
             label: None,
             headers: Vec::new(),
             bearer_token: None,
+            #[cfg(feature = "oauth-client")]
+            oauth: None,
             lifecycle: McpLifecycle::Auto,
             auto_refresh: false,
             inherit_stderr: false,
@@ -100,6 +106,26 @@ impl McpOptions {
     #[must_use]
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
         self.bearer_token = Some(token.into());
+        self
+    }
+
+    /// Signs in with the client-credentials grant (feature `oauth-client`): every Streamable
+    /// HTTP request carries an access token from `credentials` — for the server's URL as the
+    /// resource (RFC 8707) unless the credentials name another — fetched again before it
+    /// expires, and a request answered with `401` is retried once with a new token. Takes
+    /// the place of [`bearer_token`](Self::bearer_token).
+    ///
+    /// ```
+    /// use opkit_adapters::mcp::McpOptions;
+    /// use opkit_adapters::oauth::ClientCredentials;
+    /// let credentials =
+    ///     ClientCredentials::new("https://id.example", "notes-bot", "s3cret").unwrap().scope("notes:read");
+    /// let options = McpOptions::new("notes").oauth(credentials);
+    /// ```
+    #[cfg(feature = "oauth-client")]
+    #[must_use]
+    pub fn oauth(mut self, credentials: crate::oauth::ClientCredentials) -> Self {
+        self.oauth = Some(std::sync::Arc::new(credentials));
         self
     }
 
