@@ -24,6 +24,17 @@ const PATIENCE: Duration = Duration::from_secs(20);
 const HEAD: &[u8] =
     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
 
+/// The operations of `document` imported with `options`.
+fn imported(document: Value, options: OpenApiOptions) -> OperationRegistry {
+    let registry = OperationRegistry::new();
+    OpenApiImporter::new(options)
+        .import_value(document)
+        .unwrap()
+        .register_into(&registry)
+        .unwrap();
+    registry
+}
+
 fn registry(base: &str, max_event_bytes: usize) -> OperationRegistry {
     let document = json!({
         "openapi": "3.1.0",
@@ -33,13 +44,7 @@ fn registry(base: &str, max_event_bytes: usize) -> OperationRegistry {
     let options = OpenApiOptions::new("sse")
         .base_url(base)
         .max_sse_event_bytes(max_event_bytes);
-    let registry = OperationRegistry::new();
-    OpenApiImporter::new(options)
-        .import_value(document)
-        .unwrap()
-        .register_into(&registry)
-        .unwrap();
-    registry
+    imported(document, options)
 }
 
 /// Accepts one connection on a fresh loopback port and hands it to `respond`.
@@ -140,13 +145,7 @@ fn blob_registry(base: &str, max_response_bytes: usize) -> OperationRegistry {
     let options = OpenApiOptions::new("api")
         .base_url(base)
         .max_response_bytes(max_response_bytes);
-    let registry = OperationRegistry::new();
-    OpenApiImporter::new(options)
-        .import_value(document)
-        .unwrap()
-        .register_into(&registry)
-        .unwrap();
-    registry
+    imported(document, options)
 }
 
 fn assert_response_too_large(error: &opkit::CallError, limit: usize) {

@@ -1,6 +1,8 @@
 //! The hub's bounds on what one spoke can make it hold: queued bytes for a spoke that stopped
 //! reading (it is disconnected, its running requests fail with `TRANSPORT_ERROR`, its queue is
-//! freed) and subscriptions per spoke. Real sockets on loopback, bounded loops.
+//! freed) and subscriptions per spoke; and a serving spoke's own bound on the requests that
+//! wait for its handler (past it a request is refused, not run, not queued). Real sockets on
+//! loopback, bounded loops.
 #![cfg(feature = "websocket")]
 
 use futures::{SinkExt, StreamExt};
@@ -173,4 +175,92 @@ where
         assert!(started.elapsed() < Duration::from_secs(10), "timed out");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_serving_spoke_at_its_limit_refuses_requests_it_cannot_hold() {
+    use opkit::protocol::CallHandler;
+    use opkit::{Handler, OperationKind, OperationRegistry, OperationSpec};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let hub = WsHub::bind("127.0.0.1:0", tokens()).await.unwrap();
+    // The handler runs one request at a time and holds it until the gate opens; the spoke
+    // holds at most 64 KiB of requests behind it.
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let runs = Arc::new(AtomicUsize::new(0));
+    let registry = OperationRegistry::new();
+    let (held, ran) = (gate.clone(), runs.clone());
+    registry
+        .register(
+            OperationSpec::new("slow", "write", OperationKind::Mutation),
+            Handler::unary(move |_input, _ctx| {
+                let (held, ran) = (held.clone(), ran.clone());
+                async move {
+                    held.acquire().await.unwrap().forget();
+                    ran.fetch_add(1, Ordering::SeqCst);
+                    Ok(json!("written"))
+                }
+            }),
+        )
+        .unwrap();
+    let serving = Arc::new(
+        WsSpoke::connect_with(
+            &hub.url(),
+            SpokeOptions::new("slow-token").with_max_queued_bytes(64 * 1024),
+        )
+        .await
+        .unwrap(),
+    );
+    let _handler = CallHandler::new(registry, serving)
+        .with_max_in_flight(1)
+        .spawn()
+        .await
+        .unwrap();
+    let calling = Arc::new(WsSpoke::connect(&hub.url(), "fast-token").await.unwrap());
+    let map = PendingRequestMap::connect(calling).await.unwrap();
+    let pad = "x".repeat(4096);
+    let calls: Vec<_> = (0..100)
+        .map(|n| {
+            let (map, pad) = (map.clone(), pad.clone());
+            tokio::spawn(async move {
+                let ctx = OperationContext::default().with_timeout(Duration::from_secs(30));
+                map.call("slow.write", json!({"n": n, "pad": pad}), &ctx)
+                    .await
+            })
+        })
+        .collect();
+    // Some are refused at once (100 x 4 KiB do not fit in 64 KiB): wait for them, then open
+    // the gate for the rest.
+    eventually("the spoke refuses what it cannot hold", || {
+        calls.iter().filter(|call| call.is_finished()).count() >= 50
+    })
+    .await;
+    gate.add_permits(100);
+    let (mut written, mut refused) = (0, 0);
+    for call in calls {
+        match call.await.unwrap() {
+            Ok(envelope) => {
+                assert_eq!(envelope.data, json!("written"));
+                written += 1;
+            }
+            Err(error) => {
+                assert_eq!(error.code, ErrorCode::TransportError, "{error}");
+                assert_eq!(
+                    error.details.as_ref().and_then(|d| d["delivery"].as_str()),
+                    Some("notSent"),
+                    "{error}"
+                );
+                assert!(error.message.contains("at its limit"), "{error}");
+                refused += 1;
+            }
+        }
+    }
+    assert!(
+        refused >= 50 && written >= 1,
+        "{written} written, {refused} refused"
+    );
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        written,
+        "no refused request ran"
+    );
 }

@@ -6,13 +6,14 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::stream::{SplitSink, SplitStream};
 use futures::{FutureExt, SinkExt, Stream, StreamExt};
-use opkit::protocol::{PubSub, Receipt, Subscription, TransportError};
+use opkit::CallError;
+use opkit::protocol::{CallEvent, Delivery, PubSub, Receipt, Subscription, TransportError, topics};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::net::TcpStream;
@@ -45,6 +46,7 @@ pub struct SpokeOptions {
     ping_interval: Duration,
     pong_timeout: Duration,
     tls: Option<super::ClientTls>,
+    max_queued_bytes: usize,
 }
 
 impl fmt::Debug for SpokeOptions {
@@ -59,6 +61,7 @@ impl fmt::Debug for SpokeOptions {
             .field("ping_interval", &self.ping_interval)
             .field("pong_timeout", &self.pong_timeout)
             .field("tls", &self.tls.is_some())
+            .field("max_queued_bytes", &self.max_queued_bytes)
             .finish()
     }
 }
@@ -76,7 +79,19 @@ impl SpokeOptions {
             ping_interval: Duration::from_secs(5),
             pong_timeout: Duration::from_secs(2),
             tls: None,
+            max_queued_bytes: super::DEFAULT_MAX_QUEUED_BYTES,
         }
+    }
+
+    /// How many bytes of requests one group subscription (a `CallHandler`'s request topic)
+    /// may hold untaken ([`DEFAULT_MAX_QUEUED_BYTES`](super::DEFAULT_MAX_QUEUED_BYTES),
+    /// 64 MiB, unless set). A request past it is not queued: it is answered at once with
+    /// `TRANSPORT_ERROR`, `details.delivery: "notSent"` (it never ran; the caller may retry),
+    /// so a spoke whose handler is at its limit cannot grow without bound.
+    #[must_use]
+    pub fn with_max_queued_bytes(mut self, bytes: usize) -> Self {
+        self.max_queued_bytes = bytes;
+        self
     }
 
     /// TLS for a `wss://` hub URL: the CA to trust and the spoke's own certificate
@@ -150,6 +165,8 @@ struct Sub {
     topic: String,
     group: Option<String>,
     sender: mpsc::UnboundedSender<Bytes>,
+    /// Bytes sent and not yet taken by the subscriber.
+    queued: Arc<AtomicUsize>,
 }
 
 #[derive(Default)]
@@ -345,10 +362,12 @@ impl WsSpoke {
         let id = self.handle.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let (sender, receiver) = mpsc::unbounded_channel();
         let header = subscribe_header(id, topic, group);
+        let queued = Arc::new(AtomicUsize::new(0));
         let sub = Sub {
             topic: topic.to_owned(),
             group: group.map(str::to_owned),
             sender,
+            queued: queued.clone(),
         };
         self.request(id, frame::encode(&header, None), Some(sub))
             .await?;
@@ -356,6 +375,7 @@ impl WsSpoke {
             receiver,
             id,
             handle: self.handle.clone(),
+            queued,
         }))
     }
 }
@@ -415,13 +435,19 @@ struct SpokeSubscription {
     receiver: mpsc::UnboundedReceiver<Bytes>,
     id: u64,
     handle: Arc<Handle>,
+    /// Shared with the subscription's `Sub`: what was sent and not taken yet.
+    queued: Arc<AtomicUsize>,
 }
 
 impl Stream for SpokeSubscription {
     type Item = Bytes;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
-        self.receiver.poll_recv(cx)
+        let polled = self.receiver.poll_recv(cx);
+        if let Poll::Ready(Some(payload)) = &polled {
+            self.queued.fetch_sub(payload.len(), Ordering::AcqRel);
+        }
+        polled
     }
 }
 
@@ -643,6 +669,29 @@ async fn write(mut sink: SplitSink<Socket, Message>, mut queue: mpsc::UnboundedR
     let _ = sink.close().await;
 }
 
+/// Answers a request a full group subscription cannot take with `call.error`
+/// (`TRANSPORT_ERROR`, not sent: it never ran), published without waiting for the hub's
+/// acknowledgement; anything else is dropped with a warning.
+fn refuse_request(inner: &Inner, state: &State, payload: &Bytes) {
+    let Some(link) = &state.link else { return };
+    let Ok(CallEvent::Requested(request)) = CallEvent::from_slice(payload) else {
+        tracing::warn!("dropping a message for a full group subscription");
+        return;
+    };
+    let error = CallError::transport(format!(
+        "the serving spoke is at its limit: {} bytes of requests wait for its handler (SpokeOptions::with_max_queued_bytes); `{}` was not run",
+        inner.options.max_queued_bytes, request.operation_id
+    ))
+    .with_details(serde_json::json!({"delivery": Delivery::NotSent.as_str()}));
+    let topic = topics::reply_topic_for(&request.request_id);
+    let Ok(reply) = CallEvent::error(request.request_id, error).to_bytes() else {
+        return;
+    };
+    let id = inner.next_id.fetch_add(1, Ordering::Relaxed);
+    let header = Header::Publish { id, topic };
+    let _ = link.send(frame::encode(&header, Some(&reply)));
+}
+
 /// Handles one frame from the hub; malformed frames are logged and dropped.
 fn handle(inner: &Inner, data: &Bytes) {
     let (header, payload) = match frame::decode(data) {
@@ -655,10 +704,22 @@ fn handle(inner: &Inner, data: &Bytes) {
     match header {
         Header::Message { sub } => {
             let mut state = inner.state.lock();
-            let delivered = state
-                .subscriptions
-                .get(&sub)
-                .is_some_and(|subscription| subscription.sender.send(payload).is_ok());
+            let full = state.subscriptions.get(&sub).is_some_and(|subscription| {
+                subscription.group.is_some()
+                    && subscription.queued.load(Ordering::Acquire) + payload.len()
+                        > inner.options.max_queued_bytes
+            });
+            if full {
+                refuse_request(inner, &state, &payload);
+                return;
+            }
+            let delivered = state.subscriptions.get(&sub).is_some_and(|subscription| {
+                // Counted before it is sent, so the subscriber's count never goes below zero.
+                subscription
+                    .queued
+                    .fetch_add(payload.len(), Ordering::AcqRel);
+                subscription.sender.send(payload).is_ok()
+            });
             if !delivered && state.subscriptions.remove(&sub).is_none() {
                 tracing::debug!(sub, "a message for a subscription that is gone");
             }

@@ -55,28 +55,7 @@ impl RedisServer {
 
     fn launch(&mut self) {
         assert!(self.child.is_none(), "the server is already running");
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &self.port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                &std::env::temp_dir().to_string_lossy(),
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|error| {
-                panic!(
-                    "could not start redis-server ({error}): install it with `bash scripts/install-peers.sh`"
-                )
-            });
+        let child = spawn_server(&["--port", &self.port.to_string()]);
         self.child = Some(child);
         let started = Instant::now();
         while !answers_ping(self.port) {
@@ -147,6 +126,24 @@ impl Drop for RedisServer {
     }
 }
 
+/// `redis-server` on loopback without persistence, with `args` (its ports) added; its output
+/// discarded.
+fn spawn_server(args: &[&str]) -> Child {
+    Command::new("redis-server")
+        .args(args)
+        .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir"])
+        .arg(std::env::temp_dir())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|error| {
+            panic!(
+                "could not start redis-server ({error}): install it with `bash scripts/install-peers.sh`"
+            )
+        })
+}
+
 /// A `redis-server` child process that speaks only TLS, on `127.0.0.1:<port>` (its plaintext
 /// port is off), with the certificates of `pki`; stopped (by PID) when dropped.
 pub struct TlsRedisServer {
@@ -164,34 +161,20 @@ impl TlsRedisServer {
         auth_clients: &str,
     ) -> Self {
         let port = free_port();
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                "0",
-                "--tls-port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--tls-cert-file",
-                &cert.to_string_lossy(),
-                "--tls-key-file",
-                &key.to_string_lossy(),
-                "--tls-ca-cert-file",
-                &ca.to_string_lossy(),
-                "--tls-auth-clients",
-                auth_clients,
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                &std::env::temp_dir().to_string_lossy(),
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server starts (bash scripts/install-peers.sh installs it)");
+        let child = spawn_server(&[
+            "--port",
+            "0",
+            "--tls-port",
+            &port.to_string(),
+            "--tls-cert-file",
+            &cert.to_string_lossy(),
+            "--tls-key-file",
+            &key.to_string_lossy(),
+            "--tls-ca-cert-file",
+            &ca.to_string_lossy(),
+            "--tls-auth-clients",
+            auth_clients,
+        ]);
         let mut server = Self { port, child };
         let started = Instant::now();
         let address = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
