@@ -20,7 +20,7 @@ use std::time::Duration;
 /// Where a [`RedisPubSub`](super::RedisPubSub) connects.
 pub(super) enum Backend {
     /// One Redis server.
-    Single(Client),
+    Single(Box<Client>),
     /// A Redis Cluster: `resp2` for commands and group readers, `resp3` for the sharded
     /// pub/sub connection (the cluster client delivers `SSUBSCRIBE` messages as RESP3 pushes).
     Cluster {

@@ -352,7 +352,7 @@ impl RedisPubSub {
             None => Client::open(info),
         }
         .map_err(|error| transport_error("invalid URL", error))?;
-        Self::start(Backend::Single(client), options).await
+        Self::start(Backend::Single(Box::new(client)), options).await
     }
 
     /// Connects to a Redis Cluster (Redis 7 or later: replies and aborts use sharded pub/sub)
