@@ -69,20 +69,30 @@ fn signed_in(options: McpOptions) -> Result<McpOptions, Box<dyn std::error::Erro
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or_default();
-    let (Some(id), Some(secret)) = (
-        context["client_id"].as_str(),
-        context["client_secret"].as_str(),
-    ) else {
+    let Some(id) = context["client_id"].as_str() else {
         return Ok(options);
     };
+    let secret = context["client_secret"].as_str();
+    let key = context["private_key_pem"].as_str();
+    let algorithm = context["signing_algorithm"].as_str().unwrap_or("ES256");
+    if secret.is_none() && key.is_none() {
+        return Ok(options);
+    }
     #[cfg(feature = "oauth-client")]
     {
-        let credentials = opkit_adapters::oauth::ClientCredentials::discovered(id, secret)?;
+        use opkit_adapters::oauth::ClientCredentials;
+        let credentials = match (secret, key) {
+            (_, Some(key)) => {
+                ClientCredentials::private_key_jwt(None, id, key.as_bytes(), algorithm)?
+            }
+            (Some(secret), None) => ClientCredentials::discovered(id, secret)?,
+            (None, None) => unreachable!("checked above"),
+        };
         Ok(options.oauth(credentials))
     }
     #[cfg(not(feature = "oauth-client"))]
     {
-        let _ = (id, secret);
+        let _ = (id, secret, key, algorithm);
         eprintln!("the scenario gives client credentials, but the `oauth-client` feature is off");
         Ok(options)
     }

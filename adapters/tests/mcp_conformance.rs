@@ -35,7 +35,9 @@ async fn the_official_conformance_suite_passes_but_for_the_listed_scenarios() {
     let _extended;
     if cfg!(not(feature = "oauth-client")) {
         let mut text = std::fs::read_to_string(&expected).expect("the expected-failures file");
-        text.push_str("  - auth/client-credentials-basic\n  - auth/pre-registration\n");
+        text.push_str(
+            "  - auth/client-credentials-basic\n  - auth/pre-registration\n  - auth/client-credentials-jwt\n",
+        );
         _extended = serve_support::TempDir::new("conformance-expected");
         expected = _extended.0.join("expected-failures.yml");
         std::fs::write(&expected, text).expect("write the expected failures");

@@ -38,6 +38,9 @@ pub enum TokenRequestError {
         /// The resource.
         resource: String,
     },
+    /// The `private_key_jwt` client assertion could not be signed.
+    #[error("the client assertion could not be signed: {0}")]
+    Assertion(String),
 }
 
 /// Where a resource's Protected Resource Metadata may be (RFC 9728 §3.1), in order.
@@ -73,7 +76,7 @@ pub struct ClientCredentials {
     /// Metadata.
     issuer: Option<String>,
     client_id: String,
-    client_secret: String,
+    authentication: ClientAuthentication,
     scope: Option<String>,
     resource: Option<String>,
     token_endpoint: Option<String>,
@@ -82,6 +85,21 @@ pub struct ClientCredentials {
     margin: Duration,
     cached: tokio::sync::Mutex<Cached>,
 }
+
+/// How the client proves who it is at the token endpoint.
+enum ClientAuthentication {
+    /// `client_secret_basic`: its secret, in an `Authorization: Basic` header.
+    Secret(String),
+    /// `private_key_jwt` (RFC 7523): a short-lived JWT signed with its private key, whose
+    /// public key the authorization server holds.
+    PrivateKeyJwt {
+        key: jsonwebtoken::EncodingKey,
+        algorithm: jsonwebtoken::Algorithm,
+    },
+}
+
+/// How long a client assertion is valid.
+const ASSERTION_LIFETIME_SECS: u64 = 60;
 
 #[derive(Default)]
 struct Cached {
@@ -110,7 +128,11 @@ impl ClientCredentials {
     ) -> Result<Self, OAuthConfigError> {
         let issuer = issuer.into();
         parse_url("issuer", &issuer)?;
-        Self::with_issuer(Some(issuer), client_id.into(), client_secret.into())
+        Self::with_issuer(
+            Some(issuer),
+            client_id.into(),
+            ClientAuthentication::Secret(client_secret.into()),
+        )
     }
 
     /// The client `client_id` with `client_secret` at whichever authorization server the
@@ -122,18 +144,68 @@ impl ClientCredentials {
         client_id: impl Into<String>,
         client_secret: impl Into<String>,
     ) -> Result<Self, OAuthConfigError> {
-        Self::with_issuer(None, client_id.into(), client_secret.into())
+        Self::with_issuer(
+            None,
+            client_id.into(),
+            ClientAuthentication::Secret(client_secret.into()),
+        )
+    }
+
+    /// The client `client_id` authenticating with `private_key_jwt` (RFC 7523): each token
+    /// request carries a JWT it signs with `private_key_pem` (PKCS#8 or the key's own PEM
+    /// form) using `algorithm` (`ES256`, `ES384`, `RS256`, `PS256`, `EdDSA`, ...). The
+    /// authorization server is `issuer`, or (`None`) found through the resource's metadata
+    /// as with [`discovered`](Self::discovered). The assertion's `iss` and `sub` are
+    /// `client_id`, its `aud` the issuer (the token endpoint when only that is known), and it
+    /// lives a minute.
+    pub fn private_key_jwt(
+        issuer: Option<String>,
+        client_id: impl Into<String>,
+        private_key_pem: &[u8],
+        algorithm: &str,
+    ) -> Result<Self, OAuthConfigError> {
+        use jsonwebtoken::{Algorithm, EncodingKey};
+        let invalid = |reason: String| OAuthConfigError::PrivateKey {
+            algorithm: algorithm.to_owned(),
+            reason,
+        };
+        let parsed: Algorithm = algorithm
+            .parse()
+            .map_err(|_| invalid("not a JWS algorithm name".to_owned()))?;
+        let key = match parsed {
+            Algorithm::ES256 | Algorithm::ES384 => EncodingKey::from_ec_pem(private_key_pem),
+            Algorithm::RS256
+            | Algorithm::RS384
+            | Algorithm::RS512
+            | Algorithm::PS256
+            | Algorithm::PS384
+            | Algorithm::PS512 => EncodingKey::from_rsa_pem(private_key_pem),
+            Algorithm::EdDSA => EncodingKey::from_ed_pem(private_key_pem),
+            _ => return Err(invalid("an HMAC algorithm is not a private key".to_owned())),
+        }
+        .map_err(|error| invalid(error.to_string()))?;
+        if let Some(issuer) = &issuer {
+            parse_url("issuer", issuer)?;
+        }
+        Self::with_issuer(
+            issuer,
+            client_id.into(),
+            ClientAuthentication::PrivateKeyJwt {
+                key,
+                algorithm: parsed,
+            },
+        )
     }
 
     fn with_issuer(
         issuer: Option<String>,
         client_id: String,
-        client_secret: String,
+        authentication: ClientAuthentication,
     ) -> Result<Self, OAuthConfigError> {
         Ok(Self {
             issuer,
             client_id,
-            client_secret,
+            authentication,
             scope: None,
             resource: None,
             token_endpoint: None,
@@ -236,14 +308,28 @@ impl ClientCredentials {
             form.push(("resource", resource));
         }
         let asked = Instant::now();
-        let (status, answer) = self
-            .fetcher
-            .post_form(
-                &endpoint,
-                &form,
-                Some((&self.client_id, &self.client_secret)),
-            )
-            .await?;
+        let audience = self
+            .issuer
+            .clone()
+            .or_else(|| cached.issuer.clone())
+            .unwrap_or_else(|| endpoint.clone());
+        let assertion;
+        let basic = match &self.authentication {
+            ClientAuthentication::Secret(secret) => {
+                Some((self.client_id.as_str(), secret.as_str()))
+            }
+            ClientAuthentication::PrivateKeyJwt { key, algorithm } => {
+                assertion = self.assertion(key, *algorithm, &audience)?;
+                form.push(("client_id", &self.client_id));
+                form.push((
+                    "client_assertion_type",
+                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+                ));
+                form.push(("client_assertion", &assertion));
+                None
+            }
+        };
+        let (status, answer) = self.fetcher.post_form(&endpoint, &form, basic).await?;
         if !(200..300).contains(&status) {
             return Err(match answer.get("error").and_then(Value::as_str) {
                 Some(error) => TokenRequestError::Refused {
@@ -272,6 +358,28 @@ impl ClientCredentials {
             .map(|seconds| asked + Duration::from_secs(seconds));
         cached.token = Some((token.clone(), expires));
         Ok(token)
+    }
+
+    /// A `private_key_jwt` client assertion for `audience` (RFC 7523 section 3).
+    fn assertion(
+        &self,
+        key: &jsonwebtoken::EncodingKey,
+        algorithm: jsonwebtoken::Algorithm,
+        audience: &str,
+    ) -> Result<String, TokenRequestError> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs());
+        let claims = serde_json::json!({
+            "iss": self.client_id,
+            "sub": self.client_id,
+            "aud": audience,
+            "iat": now,
+            "exp": now + ASSERTION_LIFETIME_SECS,
+            "jti": format!("{:032x}", rand_jti()),
+        });
+        jsonwebtoken::encode(&jsonwebtoken::Header::new(algorithm), &claims, key)
+            .map_err(|error| TokenRequestError::Assertion(error.to_string()))
     }
 
     /// The first authorization server of `resource`'s Protected Resource Metadata.
@@ -314,5 +422,49 @@ impl ClientCredentials {
     /// Drops the kept token: the next [`token`](Self::token) fetches a new one.
     pub async fn invalidate(&self) {
         self.cached.lock().await.token = None;
+    }
+}
+
+/// 128 bits no other assertion of this process shares: the clock, a counter and the process
+/// id, mixed by the standard library's randomly keyed hasher.
+fn rand_jti() -> u128 {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let state = std::collections::hash_map::RandomState::new();
+    let mut halves = [0u64; 2];
+    for (index, half) in halves.iter_mut().enumerate() {
+        let mut hasher = state.build_hasher();
+        hasher.write_u64(NEXT.fetch_add(1, Ordering::Relaxed));
+        hasher.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| since.as_nanos()),
+        );
+        hasher.write_u32(std::process::id());
+        hasher.write_usize(index);
+        *half = hasher.finish();
+    }
+    (u128::from(halves[0]) << 64) | u128::from(halves[1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_private_key_jwt_client_needs_a_private_key_for_its_algorithm() {
+        let hmac = ClientCredentials::private_key_jwt(None, "bot", b"secret", "HS256");
+        assert!(matches!(hmac, Err(OAuthConfigError::PrivateKey { .. })));
+        let unknown = ClientCredentials::private_key_jwt(None, "bot", b"", "XY999");
+        assert!(matches!(unknown, Err(OAuthConfigError::PrivateKey { .. })));
+        let not_a_key = ClientCredentials::private_key_jwt(None, "bot", b"not pem", "ES256");
+        let error = not_a_key.unwrap_err().to_string();
+        assert!(error.contains("ES256"), "{error}");
+    }
+
+    #[test]
+    fn assertion_ids_differ() {
+        assert_ne!(rand_jti(), rand_jti());
     }
 }

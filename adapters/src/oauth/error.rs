@@ -199,4 +199,12 @@ pub enum OAuthConfigError {
     /// The HTTP client could not be built.
     #[error("the HTTP client could not be built: {0}")]
     HttpClient(String),
+    /// A `private_key_jwt` key could not be read for its algorithm.
+    #[error("the private key for `{algorithm}` cannot be used: {reason}")]
+    PrivateKey {
+        /// The algorithm given.
+        algorithm: String,
+        /// Why the key cannot be used with it.
+        reason: String,
+    },
 }
