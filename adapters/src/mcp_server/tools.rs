@@ -1,7 +1,12 @@
 //! Operation specs → MCP tools: names, schemas, output forms, annotations.
+//!
+//! Schemas are served as standard JSON Schema: numeric formats no vocabulary defines (the
+//! ones schemars or an imported document put there, `uint32`, `int64`, `double`, ...) become
+//! `minimum`/`maximum` ([`standard_formats`]), so hosts' validators have nothing to warn about.
 
 use super::results::META_WRAPPED;
 use crate::http_server::refs::nest_schema;
+use opkit::schema::standard_formats;
 use opkit::{OperationKind, OperationSpec};
 use rmcp::model::{JsonObject, MetaObject, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
@@ -59,7 +64,9 @@ pub(crate) fn input_schema(spec: &OperationSpec) -> Option<JsonObject> {
     }
     // Built for this tool only (a shared schema keeps no self-contained copy), and moved
     // rather than copied when it was built here.
-    let Value::Object(mut map) = spec.input_schema.transient_value().into_owned() else {
+    let mut schema = spec.input_schema.transient_value().into_owned();
+    standard_formats(&mut schema);
+    let Value::Object(mut map) = schema else {
         // `true`: any object.
         return Some(object_schema());
     };
@@ -135,7 +142,8 @@ pub(crate) fn output_form(spec: &OperationSpec, modern: bool) -> OutputForm {
 pub(crate) fn output(spec: &OperationSpec, modern: bool) -> (OutputForm, Option<JsonObject>) {
     let form = output_form(spec, modern);
     // Built for this tool only: a shared schema keeps no self-contained copy.
-    let built = spec.output_schema.transient_value();
+    let mut built = spec.output_schema.transient_value().into_owned();
+    standard_formats(&mut built);
     let schema: &Value = &built;
     let declared = match form {
         OutputForm::Items => {
@@ -154,7 +162,7 @@ pub(crate) fn output(spec: &OperationSpec, modern: bool) -> (OutputForm, Option<
         }
         OutputForm::Content => None,
         OutputForm::Plain if spec.has_unknown_output() => None,
-        OutputForm::Plain => match built.into_owned() {
+        OutputForm::Plain => match built {
             Value::Object(map) => Some(map),
             _ => None,
         },

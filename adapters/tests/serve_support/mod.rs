@@ -198,6 +198,16 @@ pub fn parse_sse(body: &str) -> Vec<SseEvent> {
 /// (`peers/conformance/ts_client.mjs`, with the bearer `token` when not empty), making
 /// `calls`; returns its report `{"tools": [..], "calls": [{"name", "result"} | {"name", "error"}]}`.
 pub async fn ts_client(url: &str, token: &str, calls: &serde_json::Value) -> serde_json::Value {
+    ts_client_with_stderr(url, token, calls).await.0
+}
+
+/// [`ts_client`], with what the client wrote to stderr (the SDK's schema validator warns
+/// there, e.g. about formats it does not know).
+pub async fn ts_client_with_stderr(
+    url: &str,
+    token: &str,
+    calls: &serde_json::Value,
+) -> (serde_json::Value, String) {
     let peers = crate_dir().join("peers/conformance");
     let node = peers.join("node_modules/.bin/node");
     assert!(
@@ -222,6 +232,7 @@ pub async fn ts_client(url: &str, token: &str, calls: &serde_json::Value) -> ser
         success,
         "the TypeScript SDK client failed:\n{stderr}\n{stdout}"
     );
-    serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|error| panic!("no report ({error}):\n{stdout}\n{stderr}"))
+    let report = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|error| panic!("no report ({error}):\n{stdout}\n{stderr}"));
+    (report, stderr)
 }

@@ -107,6 +107,7 @@ pub fn fields_input_schema(fields: &[Field]) -> Value {
         }
         *object = root;
     }
+    crate::schema::standard_formats(&mut schema);
     schema
 }
 

@@ -10,11 +10,13 @@ mod cast;
 mod generate;
 mod shared;
 mod shared_validate;
+mod standard;
 mod validate;
 
 pub use cast::{CAST_MAX_DEPTH, cast, cast_with_root};
 pub use generate::{input_schema_for, schema_for};
 pub use shared::{Definitions, Schema};
+pub use standard::standard_formats;
 pub use validate::{CompileSource, CompiledSchema, SchemaError};
 
 use serde_json::Value;
