@@ -1,7 +1,8 @@
 //! What MCP hosts see of served operations, checked on the wire and with the official
 //! TypeScript SDK client (`@modelcontextprotocol/sdk`, pinned in adapters/peers/conformance):
 //! standard JSON Schema in every tool (no schemars number formats, whose ajv validator
-//! warns about each one on every `listTools`).
+//! warns about each one on every `listTools`); a `String` result as its plain text. Also
+//! with the official Python SDK client (`mcp`, adapters/peers/serve/requirements.txt).
 #![cfg(feature = "mcp-server")]
 
 mod serve_support;
@@ -13,7 +14,8 @@ use rmcp::model::Tool;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use serve_support::{serve, ts_client_with_stderr};
+use serve_support::{Finished, peer_python, peer_script, run, serve, ts_client_with_stderr};
+use std::time::Duration;
 
 /// Every kind of number schemars marks with a format of its own.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
@@ -37,8 +39,15 @@ async fn total(small: u8, count: u32, tiny: i16) -> u64 {
     u64::from(small) + u64::from(count) + tiny.unsigned_abs() as u64
 }
 
+/// Greets someone: a `String` result.
+#[operation(namespace = "hosts")]
+async fn greet(name: String) -> String {
+    format!("hello, {name}")
+}
+
 fn registry() -> OperationRegistry {
     let registry = OperationRegistry::new();
+    registry.register_operation(greet).unwrap();
     registry.register_operation(sizes).unwrap();
     registry.register_operation(total).unwrap();
     // A dynamic operation with the formats of an imported OpenAPI document.
@@ -60,15 +69,38 @@ fn registry() -> OperationRegistry {
     registry
 }
 
-/// The tools of `server` as a legacy rmcp client lists them (in-process).
-async fn list_tools(server: McpServer) -> Vec<Tool> {
+/// A legacy rmcp client of `server`, in-process.
+async fn connect(server: McpServer) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
     let (server_io, client_io) = tokio::io::duplex(1 << 16);
     let (read, write) = tokio::io::split(server_io);
     tokio::spawn(server.serve_io(read, write));
-    let client = ().serve(client_io).await.expect("client connects");
+    ().serve(client_io).await.expect("client connects")
+}
+
+/// The tools of `server` as a legacy rmcp client lists them.
+async fn list_tools(server: McpServer) -> Vec<Tool> {
+    let client = connect(server).await;
     let tools = client.list_all_tools().await.expect("tools/list");
     client.cancel().await.unwrap();
     tools
+}
+
+/// Runs the Python SDK client script (adapters/peers/serve/mcp_client.py) with `args`.
+async fn python_mcp_client(args: &[&str], calls: &Value) -> Value {
+    let mut command = tokio::process::Command::new(peer_python());
+    command
+        .arg(peer_script("mcp_client.py"))
+        .args(args)
+        .arg(format!("--calls={calls}"));
+    let Finished {
+        success,
+        stdout,
+        stderr,
+    } = run(command, Duration::from_secs(300)).await;
+    assert!(success, "the Python MCP client failed:\n{stderr}\n{stdout}");
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|error| {
+        panic!("the Python MCP client printed no report ({error}):\n{stdout}\n{stderr}")
+    })
 }
 
 fn tool<'a>(tools: &'a [Tool], name: &str) -> &'a Tool {
@@ -152,14 +184,15 @@ async fn the_typescript_sdk_client_lists_and_calls_without_schema_warnings() {
         {"name": "hosts.sizes", "arguments": {"small": 7, "count": 70000, "big": 5, "signed": -3, "ratio": 0.5}},
         {"name": "hosts.total", "arguments": {"small": 1, "count": 2, "tiny": -3}},
         {"name": "hosts.imported", "arguments": {"id": 4}},
+        {"name": "hosts.greet", "arguments": {"name": "Ada"}},
     ]);
     let (report, stderr) = ts_client_with_stderr(&served.url("/mcp"), "", &calls).await;
     assert_eq!(
         report["tools"].as_array().map(Vec::len),
-        Some(3),
+        Some(4),
         "{report}"
     );
-    for index in 0..3 {
+    for index in 0..4 {
         let entry = &report["calls"][index];
         assert!(entry.get("error").is_none(), "call {index}: {entry}");
         assert_eq!(entry["result"]["isError"], false, "call {index}: {entry}");
@@ -172,4 +205,68 @@ async fn the_typescript_sdk_client_lists_and_calls_without_schema_warnings() {
         !stderr.contains("unknown format"),
         "the SDK's validator warned:\n{stderr}"
     );
+    // The SDK negotiates 2025-11-25 (a legacy client): the string is wrapped for
+    // `structuredContent`, and its text is the string itself.
+    assert_eq!(
+        report["calls"][3]["result"]["content"],
+        json!([{"type": "text", "text": "hello, Ada"}])
+    );
+    assert_eq!(
+        report["calls"][3]["result"]["structuredContent"],
+        json!({"result": "hello, Ada"})
+    );
+}
+
+#[tokio::test]
+async fn a_string_result_is_its_plain_text() {
+    let client = connect(McpServer::new(registry())).await;
+    let params = rmcp::model::CallToolRequestParams::new("hosts.greet").with_arguments(
+        json!({"name": "Ada \"the\" first"})
+            .as_object()
+            .cloned()
+            .unwrap(),
+    );
+    let result = client.call_tool(params).await.expect("a result");
+    let wire = serde_json::to_value(&result).unwrap();
+    assert_eq!(
+        wire["content"],
+        json!([{"type": "text", "text": "hello, Ada \"the\" first"}])
+    );
+    assert_eq!(
+        wire["structuredContent"],
+        json!({"result": "hello, Ada \"the\" first"})
+    );
+    // Other data is still its JSON.
+    let params = rmcp::model::CallToolRequestParams::new("hosts.total").with_arguments(
+        json!({"small": 1, "count": 2, "tiny": 3})
+            .as_object()
+            .cloned()
+            .unwrap(),
+    );
+    let result = client.call_tool(params).await.expect("a result");
+    assert_eq!(result.content[0].as_text().unwrap().text, r#"{"result":6}"#);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_python_sdk_client_gets_a_string_as_plain_text_in_both_eras() {
+    let served = serve(axum::Router::new().nest("/mcp", McpServer::new(registry()).router())).await;
+    let url = served.url("/mcp");
+    let calls = json!([{"name": "hosts.greet", "arguments": {"name": "Ada"}}]);
+    for (mode, structured) in [
+        ("auto", json!("hello, Ada")),
+        ("legacy", json!({"result": "hello, Ada"})),
+    ] {
+        let report = python_mcp_client(&["--http", &url, "--mode", mode], &calls).await;
+        let entry = &report["calls"][0];
+        assert!(entry.get("error").is_none(), "{mode}: {entry}");
+        let result = &entry["result"];
+        assert_eq!(
+            result["content"],
+            json!([{"type": "text", "text": "hello, Ada"}]),
+            "{mode}: {result}"
+        );
+        assert_eq!(result["structuredContent"], structured, "{mode}: {result}");
+        assert_eq!(result["isError"], false, "{mode}: {result}");
+    }
 }

@@ -1,7 +1,9 @@
 //! Envelopes and errors → `tools/call` results.
 //!
 //! - A plain envelope: `structuredContent` (in the tool's output form) plus the same JSON as
-//!   one text block; the envelope's meta in `_meta["opkit/meta"]`.
+//!   one text block — except for string data, whose text block is the string itself
+//!   (`hello`, not `"hello"` or `{"result":"hello"}`), as hosts show it; the envelope's
+//!   meta in `_meta["opkit/meta"]`.
 //! - An MCP envelope ([`mcp_envelope`](opkit::envelope::mcp_envelope), what an imported MCP
 //!   tool returns): its content blocks as they are, its `isError`, its `structuredContent`
 //!   (in the tool's output form) and its `_meta`.
@@ -45,12 +47,19 @@ pub(crate) fn envelope_result(
     match envelope.meta {
         ResponseMeta::Mcp(meta) => mcp_result(envelope.data, meta, form, schema, legacy),
         meta => {
-            let mut result = match form {
-                OutputForm::Content => {
-                    CallToolResult::success(vec![ContentBlock::text(json_text(&envelope.data))])
+            let mut result = match (form, envelope.data) {
+                (OutputForm::Content, data) => {
+                    CallToolResult::success(vec![ContentBlock::text(data_text(data))])
+                }
+                // A string is its own text; `structuredContent` keeps the tool's form.
+                (form, Value::String(text)) => {
+                    let value = structured(Value::String(text.clone()), form);
+                    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+                    result.structured_content = value;
+                    result
                 }
                 // The data moves into the result (its text is serialized once from it).
-                form => structured_result(structured(envelope.data, form).unwrap_or(Value::Null)),
+                (form, data) => structured_result(structured(data, form).unwrap_or(Value::Null)),
             };
             if let Some(meta) = meta_value(meta) {
                 let mut result_meta = Map::new();
@@ -69,6 +78,14 @@ fn structured_result(value: Value) -> CallToolResult {
     let mut result = CallToolResult::success(vec![ContentBlock::text(json_text(&value))]);
     result.structured_content = Some(value);
     result
+}
+
+/// The text block of data: a string itself, anything else as its compact JSON.
+fn data_text(data: Value) -> String {
+    match data {
+        Value::String(text) => text,
+        data => json_text(&data),
+    }
 }
 
 /// The compact JSON of `value` (what its `Display` writes).
@@ -177,6 +194,39 @@ mod tests {
         let expected = serde_json::to_value(CallToolResult::structured(value.clone())).unwrap();
         let built = serde_json::to_value(structured_result(value)).unwrap();
         assert_eq!(built, expected);
+    }
+
+    #[test]
+    fn a_string_is_its_own_text_in_every_form() {
+        let envelope = || opkit::envelope::local_envelope(json!("hello \"world\""), "a.b");
+        for (form, structured_content) in [
+            (OutputForm::Plain, Some(json!("hello \"world\""))),
+            (
+                OutputForm::Wrapped,
+                Some(json!({"result": "hello \"world\""})),
+            ),
+            (OutputForm::Content, None),
+        ] {
+            let result = envelope_result(envelope(), form, None, true);
+            let wire = serde_json::to_value(&result).unwrap();
+            assert_eq!(
+                wire["content"],
+                json!([{"type": "text", "text": "hello \"world\""}]),
+                "{form:?}"
+            );
+            assert_eq!(wire.get("structuredContent").cloned(), structured_content);
+        }
+        // Other data stays JSON text.
+        let result = envelope_result(
+            opkit::envelope::local_envelope(json!(42), "a.b"),
+            OutputForm::Wrapped,
+            None,
+            true,
+        );
+        assert_eq!(
+            result.content[0].as_text().unwrap().text,
+            r#"{"result":42}"#
+        );
     }
 
     #[test]
