@@ -270,3 +270,43 @@ async fn the_python_sdk_client_gets_a_string_as_plain_text_in_both_eras() {
         assert_eq!(result["isError"], false, "{mode}: {result}");
     }
 }
+
+#[tokio::test]
+async fn an_operations_tool_meta_is_listed_and_a_bad_one_refused() {
+    let registry = registry();
+    registry
+        .register(
+            OperationSpec::new("hosts", "board", OperationKind::Query).extension(
+                opkit_adapters::mcp_server::EXT_TOOL_META,
+                json!({"ui": {"resourceUri": "ui://hosts/board"}, "opkit/kind": "not this"}),
+            ),
+            Handler::unary(|_input, _ctx| async move { Ok(json!({})) }),
+        )
+        .unwrap();
+    let tools = list_tools(McpServer::new(registry.clone())).await;
+    let meta = &tool(&tools, "hosts.board").meta.as_ref().expect("_meta").0;
+    assert_eq!(meta["ui"], json!({"resourceUri": "ui://hosts/board"}));
+    assert_eq!(meta["opkit/kind"], "QUERY");
+    assert_eq!(meta["opkit/operationId"], "hosts.board");
+    // The other tools carry only opkit's keys.
+    let meta = &tool(&tools, "hosts.greet").meta.as_ref().expect("_meta").0;
+    assert!(meta.keys().all(|key| key.starts_with("opkit/")), "{meta:?}");
+
+    registry
+        .register(
+            OperationSpec::new("hosts", "odd", OperationKind::Query).extension(
+                opkit_adapters::mcp_server::EXT_TOOL_META,
+                json!("ui://hosts/odd"),
+            ),
+            Handler::unary(|_input, _ctx| async move { Ok(json!({})) }),
+        )
+        .unwrap();
+    let error = McpServer::new(registry).check().unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            opkit_adapters::mcp_server::McpServerError::ToolMeta { operation } if operation == "hosts.odd"
+        ),
+        "{error}"
+    );
+}

@@ -197,6 +197,20 @@ impl OperationSpec {
     /// instead of one derived from its id (`#[operation(tool_name = "..")]` sets it).
     pub const EXT_TOOL_NAME: &'static str = "opkit.toolName";
 
+    /// Extension key: a JSON object tool servers add to the tool's `_meta` (the MCP server,
+    /// on `tools/list`), e.g. `{"ui": {"resourceUri": "ui://notes/list"}}`. Keys opkit sets
+    /// itself (`opkit/…`) keep opkit's values.
+    ///
+    /// ```
+    /// use opkit::{OperationKind, OperationSpec};
+    /// let spec = OperationSpec::new("notes", "list", OperationKind::Query).extension(
+    ///     OperationSpec::EXT_TOOL_META,
+    ///     serde_json::json!({"ui": {"resourceUri": "ui://notes/list"}}),
+    /// );
+    /// assert!(spec.extensions[OperationSpec::EXT_TOOL_META].is_object());
+    /// ```
+    pub const EXT_TOOL_META: &'static str = "opkit.toolMeta";
+
     /// A spec with an open input schema (`{"type":"object"}`), Unknown output and public access.
     pub fn new(namespace: impl Into<String>, name: impl Into<String>, kind: OperationKind) -> Self {
         Self {

@@ -23,7 +23,7 @@
 //! | `inputSchema` | the input schema, with `"type": "object"` added at the root when it has no `type` (an input that cannot be an object is not exposed) |
 //! | `outputSchema` | see below |
 //! | `annotations` | `readOnlyHint: true` for queries and subscriptions, `false` for mutations |
-//! | `_meta` | `opkit/operationId`, `opkit/kind` (`QUERY`…) and, when restricted, `opkit/access` |
+//! | `_meta` | the operation's [`EXT_TOOL_META`] object (a spec extension), plus opkit's own `opkit/operationId`, `opkit/kind` (`QUERY`…) and, when restricted, `opkit/access` (which win over the same keys there) |
 //!
 //! The list is the registry's at the time of the request, in id order, in pages of
 //! [`TOOLS_PAGE_SIZE`] tools (`nextCursor` names where the next page starts); each page's
@@ -148,7 +148,7 @@ mod tools;
 
 pub use handler::{McpHandler, McpSession};
 pub use listing::TOOLS_PAGE_SIZE;
-pub use names::{EXT_TOOL_NAME, ToolNameError, ToolNaming};
+pub use names::{EXT_TOOL_META, EXT_TOOL_NAME, ToolNameError, ToolNaming};
 pub use results::{META_ENVELOPE, META_ERROR, META_WRAPPED};
 
 use crate::http_server::{Authenticator, BearerAuth, IdentityResolver};
@@ -207,6 +207,14 @@ pub enum McpServerError {
     /// Two operations would have one tool name, or a tool name is not valid.
     #[error(transparent)]
     ToolName(#[from] ToolNameError),
+    /// An operation's [`EXT_TOOL_META`] extension is not a JSON object.
+    #[error(
+        "operation `{operation}`: the tool _meta (spec extension `{EXT_TOOL_META}`) must be a JSON object"
+    )]
+    ToolMeta {
+        /// The operation's id.
+        operation: String,
+    },
 }
 
 impl McpServer {
@@ -429,10 +437,21 @@ impl McpServer {
         .await
     }
 
-    /// Checks that the registry can be served: its application state and its tool names.
+    /// Checks that the registry can be served: its application state, its tool names and
+    /// the tools' [`EXT_TOOL_META`].
     pub fn check(&self) -> Result<(), McpServerError> {
         self.handler.registry.check_states()?;
-        names::ToolNames::build(&self.handler.registry.specs(), self.handler.naming)?;
+        let specs = self.handler.registry.specs();
+        names::ToolNames::build(&specs, self.handler.naming)?;
+        if let Some(spec) = specs.iter().find(|spec| {
+            spec.extensions
+                .get(EXT_TOOL_META)
+                .is_some_and(|meta| !meta.is_object())
+        }) {
+            return Err(McpServerError::ToolMeta {
+                operation: spec.id(),
+            });
+        }
         Ok(())
     }
 }

@@ -16,6 +16,10 @@ use std::sync::{Arc, OnceLock};
 /// [`ToolNaming`]; [`OperationSpec::EXT_TOOL_NAME`].
 pub const EXT_TOOL_NAME: &str = OperationSpec::EXT_TOOL_NAME;
 
+/// Spec extension: a JSON object added to the tool's `_meta` on `tools/list`;
+/// [`OperationSpec::EXT_TOOL_META`].
+pub const EXT_TOOL_META: &str = OperationSpec::EXT_TOOL_META;
+
 /// How operation ids become tool names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]

@@ -197,7 +197,17 @@ pub(crate) fn tool(spec: &OperationSpec, name: &str, modern: bool) -> Option<Too
         }
         OperationKind::Mutation => ToolAnnotations::new().read_only(false),
     };
-    let mut meta = Map::new();
+    // The operation's own `_meta` first: opkit's keys below win over the same ones there.
+    let mut meta = match spec.extensions.get(OperationSpec::EXT_TOOL_META) {
+        Some(Value::Object(own)) => own.clone(),
+        Some(_) => {
+            // `McpServer::check` refuses it at start; an operation registered later is
+            // served without it.
+            tracing::warn!(operation = %spec.id(), "a tool _meta that is not an object is left out");
+            Map::new()
+        }
+        None => Map::new(),
+    };
     meta.insert("opkit/operationId".to_owned(), json!(spec.id()));
     meta.insert("opkit/kind".to_owned(), json!(spec.kind.as_str()));
     if form == OutputForm::Wrapped {
@@ -241,6 +251,38 @@ mod tests {
         assert_eq!(
             schema.unwrap()["properties"]["items"],
             json!({"type": "array", "items": {"type": "integer"}})
+        );
+    }
+
+    #[test]
+    fn the_operations_meta_joins_opkits() {
+        let spec = OperationSpec::new("a", "b", OperationKind::Query).extension(
+            OperationSpec::EXT_TOOL_META,
+            json!({"ui": {"resourceUri": "ui://a/b"}, "opkit/kind": "mine"}),
+        );
+        let meta = tool(&spec, "a_b", false).unwrap().meta.unwrap().0;
+        assert_eq!(meta["ui"], json!({"resourceUri": "ui://a/b"}));
+        assert_eq!(meta["opkit/kind"], "QUERY");
+        assert_eq!(meta["opkit/operationId"], "a.b");
+        let odd = OperationSpec::new("a", "b", OperationKind::Query)
+            .extension(OperationSpec::EXT_TOOL_META, json!(["no"]));
+        let meta = tool(&odd, "a_b", false).unwrap().meta.unwrap().0;
+        assert!(meta.keys().all(|key| key.starts_with("opkit/")), "{meta:?}");
+    }
+
+    #[test]
+    fn standard_schemas_are_served_for_any_spec() {
+        let spec = OperationSpec::new("a", "b", OperationKind::Query)
+            .input_schema(json!({"type": "object", "properties": {"n": {"type": "integer", "format": "uint32"}}}))
+            .output_schema(json!({"type": "number", "format": "double"}));
+        let tool = tool(&spec, "a.b", false).unwrap();
+        assert_eq!(
+            tool.input_schema["properties"]["n"],
+            json!({"type": "integer", "minimum": 0, "maximum": u32::MAX})
+        );
+        assert_eq!(
+            tool.output_schema.unwrap()["properties"]["result"],
+            json!({"type": "number"})
         );
     }
 
