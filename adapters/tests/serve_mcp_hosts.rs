@@ -39,8 +39,11 @@ async fn total(small: u8, count: u32, tiny: i16) -> u64 {
     u64::from(small) + u64::from(count) + tiny.unsigned_abs() as u64
 }
 
-/// Greets someone: a `String` result.
-#[operation(namespace = "hosts")]
+/// Greets someone: a `String` result (and a `_meta` of its own).
+#[operation(
+    namespace = "hosts",
+    tool_meta = r#"{"ui": {"resourceUri": "ui://hosts/greet"}}"#
+)]
 async fn greet(name: String) -> String {
     format!("hello, {name}")
 }
@@ -288,8 +291,11 @@ async fn an_operations_tool_meta_is_listed_and_a_bad_one_refused() {
     assert_eq!(meta["ui"], json!({"resourceUri": "ui://hosts/board"}));
     assert_eq!(meta["opkit/kind"], "QUERY");
     assert_eq!(meta["opkit/operationId"], "hosts.board");
-    // The other tools carry only opkit's keys.
+    // From `#[operation(tool_meta = ..)]`.
     let meta = &tool(&tools, "hosts.greet").meta.as_ref().expect("_meta").0;
+    assert_eq!(meta["ui"], json!({"resourceUri": "ui://hosts/greet"}));
+    // The other tools carry only opkit's keys.
+    let meta = &tool(&tools, "hosts.total").meta.as_ref().expect("_meta").0;
     assert!(meta.keys().all(|key| key.starts_with("opkit/")), "{meta:?}");
 
     registry

@@ -19,6 +19,7 @@ const KEYS: &[&str] = &[
     "errors",
     "crate",
     "tool_name",
+    "tool_meta",
     "layer",
     "timeout",
     "http",
@@ -70,6 +71,8 @@ pub(crate) struct Args {
     pub krate: Option<syn::Path>,
     /// `tool_name = ".."`: the name tool servers (MCP) serve the operation under.
     pub tool_name: Option<LitStr>,
+    /// `tool_meta = "{..}"`: a JSON object tool servers add to the tool's `_meta`.
+    pub tool_meta: Option<LitStr>,
     /// `layer = ".."` (repeatable): the named middleware layers the operation asks for.
     pub layers: Vec<LitStr>,
     /// `timeout = ".."`: the per-call timeout, in milliseconds.
@@ -147,6 +150,7 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
     let mut krate = Slot::new("crate");
     let mut error_kinds = Slot::new("errors");
     let mut tool_name = Slot::new("tool_name");
+    let mut tool_meta = Slot::new("tool_meta");
     let mut timeout = Slot::new("timeout");
     let mut http = Slot::new("http");
     let mut layers = Vec::new();
@@ -173,6 +177,14 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
                 if let Some(lit) = string_value(meta, errors) {
                     match check_tool_name(&lit.value()) {
                         Ok(()) => tool_name.set(errors, span, lit),
+                        Err(message) => errors.spanned(&lit, message),
+                    }
+                }
+            }
+            "tool_meta" => {
+                if let Some(lit) = string_value(meta, errors) {
+                    match check_tool_meta(&lit.value()) {
+                        Ok(()) => tool_meta.set(errors, span, lit),
                         Err(message) => errors.spanned(&lit, message),
                     }
                 }
@@ -223,6 +235,7 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
         errors: error_kinds.take().unwrap_or_default(),
         krate: krate.take(),
         tool_name: tool_name.take(),
+        tool_meta: tool_meta.take(),
         layers,
         timeout_ms: timeout.take(),
         http: http.take(),
@@ -447,6 +460,16 @@ fn check_tool_name(name: &str) -> Result<(), String> {
 }
 
 /// The string literal of `key = "value"`.
+/// `Err` with the message when `text` is not a JSON object.
+fn check_tool_meta(text: &str) -> Result<(), String> {
+    let help = "write the tool's `_meta` as a JSON object: `tool_meta = r#\"{\"ui\": {\"resourceUri\": \"ui://notes/list\"}}\"#`";
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(_)) => Ok(()),
+        Ok(_) => Err(format!("`tool_meta` must be a JSON object\n  help: {help}")),
+        Err(error) => Err(format!("`tool_meta` is not JSON: {error}\n  help: {help}")),
+    }
+}
+
 fn string_value(meta: &Meta, errors: &Errors) -> Option<LitStr> {
     let key = meta_key(meta);
     match meta {

@@ -23,6 +23,8 @@ pub(crate) struct Operation<'a> {
     pub errors: Vec<Ident>,
     /// `tool_name = ".."`.
     pub tool_name: Option<LitStr>,
+    /// `tool_meta = "{..}"` (a JSON object, already checked).
+    pub tool_meta: Option<LitStr>,
     /// `layer = ".."`, each.
     pub layers: Vec<LitStr>,
     /// `timeout = ".."`, in milliseconds.

@@ -67,6 +67,7 @@ pub(crate) fn analyze<'a>(func: &'a ItemFn, args: Args, errors: &Errors) -> Opti
         roles: args.roles,
         errors: args.errors,
         tool_name: args.tool_name,
+        tool_meta: args.tool_meta,
         layers: args.layers,
         timeout_ms: args.timeout_ms,
         http: args.http,

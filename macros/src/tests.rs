@@ -41,6 +41,17 @@ fn parses_every_argument() {
 }
 
 #[test]
+fn parses_a_tool_meta() {
+    let (args, errors) = parse_args(quote!(namespace = "a", tool_meta = r#"{"ui": {"x": 1}}"#));
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(args.tool_meta.unwrap().value(), r#"{"ui": {"x": 1}}"#);
+    for bad in ["[1]", "{\"ui\":", "\"x\""] {
+        let (args, errors) = parse_args(quote!(namespace = "a", tool_meta = #bad));
+        assert!(args.tool_meta.is_none() && !errors.is_empty(), "{bad}");
+    }
+}
+
+#[test]
 fn parses_a_tool_name() {
     let (args, errors) = parse_args(quote!(namespace = "a", tool_name = "add_numbers"));
     assert!(errors.is_empty(), "{errors:?}");

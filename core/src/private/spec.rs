@@ -25,6 +25,9 @@ pub struct SpecParts {
     pub origin: &'static str,
     /// `tool_name = ".."`: the [`OperationSpec::EXT_TOOL_NAME`] extension.
     pub tool_name: Option<&'static str>,
+    /// `tool_meta = "{..}"` (JSON the macro checked is an object): the
+    /// [`OperationSpec::EXT_TOOL_META`] extension.
+    pub tool_meta: Option<&'static str>,
     /// `layer = ".."` (one per key): the named middleware layers it asks for.
     pub layers: &'static [&'static str],
     /// `timeout = ".."`, in milliseconds.
@@ -81,6 +84,9 @@ pub fn cached_spec(
         }
         if let Some(tool_name) = parts.tool_name {
             spec = spec.extension(OperationSpec::EXT_TOOL_NAME, Value::from(tool_name));
+        }
+        if let Some(Ok(meta @ Value::Object(_))) = parts.tool_meta.map(serde_json::from_str) {
+            spec = spec.extension(OperationSpec::EXT_TOOL_META, meta);
         }
         spec.description = parts
             .description

@@ -232,6 +232,10 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         Some(name) => quote!(#private::Some(#name)),
         None => quote!(#private::None),
     };
+    let tool_meta = match &op.tool_meta {
+        Some(meta) => quote!(#private::Some(#meta)),
+        None => quote!(#private::None),
+    };
     let layers = &op.layers;
     let timeout_ms = match op.timeout_ms {
         Some(ms) => quote!(#private::Some(#ms)),
@@ -308,6 +312,7 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
                         errors: &[#(#error_kinds),*],
                         states: &[#(#states),*],
                         tool_name: #tool_name,
+                        tool_meta: #tool_meta,
                         layers: &[#(#layers),*],
                         timeout_ms: #timeout_ms,
                         http: #http,

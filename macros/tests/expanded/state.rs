@@ -125,6 +125,7 @@ const _: () = {
                     errors: &[::opkit::__private::ErrorKind::NotFound],
                     states: &[::opkit::__private::state_key::<Db>],
                     tool_name: ::opkit::__private::None,
+                    tool_meta: ::opkit::__private::None,
                     layers: &[],
                     timeout_ms: ::opkit::__private::None,
                     http: ::opkit::__private::None,

@@ -36,6 +36,7 @@ const _: () = {
                     errors: &[],
                     states: &[],
                     tool_name: ::opkit::__private::None,
+                    tool_meta: ::opkit::__private::None,
                     layers: &[],
                     timeout_ms: ::opkit::__private::None,
                     http: ::opkit::__private::None,

@@ -1,0 +1,8 @@
+use opkit::prelude::*;
+
+#[operation(namespace = "notes", tool_meta = r#"["ui://notes/list"]"#)]
+async fn list() -> Vec<String> {
+    Vec::new()
+}
+
+fn main() {}
