@@ -1,14 +1,15 @@
 //! What MCP hosts see of served operations, checked on the wire and with the official
 //! TypeScript SDK client (`@modelcontextprotocol/sdk`, pinned in adapters/peers/conformance):
 //! standard JSON Schema in every tool (no schemars number formats, whose ajv validator
-//! warns about each one on every `listTools`); a `String` result as its plain text. Also
-//! with the official Python SDK client (`mcp`, adapters/peers/serve/requirements.txt).
+//! warns about each one on every `listTools`); a `String` result as its plain text; an
+//! operation's own tool `_meta`; provider-safe tool names. Also with the official Python SDK
+//! client (`mcp`, adapters/peers/serve/requirements.txt).
 #![cfg(feature = "mcp-server")]
 
 mod serve_support;
 
 use opkit::prelude::*;
-use opkit_adapters::mcp_server::McpServer;
+use opkit_adapters::mcp_server::{McpServer, ToolNaming};
 use rmcp::ServiceExt;
 use rmcp::model::Tool;
 use schemars::JsonSchema;
@@ -315,4 +316,41 @@ async fn an_operations_tool_meta_is_listed_and_a_bad_one_refused() {
         ),
         "{error}"
     );
+}
+
+#[tokio::test]
+async fn provider_safe_names_are_listed_called_and_checked() {
+    let server = || McpServer::new(registry()).tool_naming(ToolNaming::ProviderSafe);
+    let tools = list_tools(server()).await;
+    let provider_rule = |name: &str| {
+        (1..=64).contains(&name.len())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+    assert!(names.iter().all(|name| provider_rule(name)), "{names:?}");
+    assert!(names.contains(&"hosts_greet"), "{names:?}");
+    let client = connect(server()).await;
+    let params = rmcp::model::CallToolRequestParams::new("hosts_greet")
+        .with_arguments(json!({"name": "Ada"}).as_object().cloned().unwrap());
+    let result = client.call_tool(params).await.expect("a result");
+    assert_eq!(result.content[0].as_text().unwrap().text, "hello, Ada");
+    client.cancel().await.unwrap();
+
+    // `hosts.a_b` and `hosts_a.b` would both be `hosts_a_b`: refused at start.
+    let registry = OperationRegistry::new();
+    for (namespace, name) in [("hosts", "a_b"), ("hosts_a", "b")] {
+        registry
+            .register(
+                OperationSpec::new(namespace, name, OperationKind::Query),
+                Handler::unary(|_input, _ctx| async move { Ok(json!({})) }),
+            )
+            .unwrap();
+    }
+    let error = McpServer::new(registry)
+        .tool_naming(ToolNaming::ProviderSafe)
+        .check()
+        .unwrap_err();
+    assert!(error.to_string().contains("hosts_a_b"), "{error}");
 }

@@ -23,7 +23,7 @@
 //! | `inputSchema` | the input schema, with `"type": "object"` added at the root when it has no `type` (an input that cannot be an object is not exposed) |
 //! | `outputSchema` | see below |
 //! | `annotations` | `readOnlyHint: true` for queries and subscriptions, `false` for mutations |
-//! | `_meta` | the operation's [`EXT_TOOL_META`] object (a spec extension), plus opkit's own `opkit/operationId`, `opkit/kind` (`QUERY`…) and, when restricted, `opkit/access` (which win over the same keys there) |
+//! | `_meta` | the operation's [`EXT_TOOL_META`] object (`#[operation(tool_meta = r#"{..}"#)]` or the spec extension), plus opkit's own `opkit/operationId`, `opkit/kind` (`QUERY`…) and, when restricted, `opkit/access` (which win over the same keys there) |
 //!
 //! The list is the registry's at the time of the request, in id order, in pages of
 //! [`TOOLS_PAGE_SIZE`] tools (`nextCursor` names where the next page starts); each page's
@@ -36,6 +36,29 @@
 //!
 //! An imported MCP tool (a spec of the MCP import) without an output schema declares no
 //! `outputSchema`: its results are its content blocks.
+//!
+//! ## Tool names and model providers
+//!
+//! The function-calling APIs of the major model providers accept only tool names matching
+//! `^[a-zA-Z0-9_-]{1,64}$`, and a host that hands MCP tools to a model as they are listed
+//! fails (or renames them) on a dot. When your tools go to such a host, serve them with
+//! [`ToolNaming::ProviderSafe`] (`math.add` is served as `math_add`; names that would
+//! collide, such as `a.b_c` and `a_b.c`, or exceed 64 characters, are refused when the
+//! server starts, and `#[operation(tool_name = "..")]` settles either):
+//!
+//! ```no_run
+//! # async fn demo(registry: opkit::OperationRegistry) -> std::io::Result<()> {
+//! use opkit_adapters::mcp_server::{McpServer, ToolNaming};
+//! McpServer::new(registry).tool_naming(ToolNaming::ProviderSafe).serve_stdio().await
+//! # }
+//! ```
+//!
+//! The default stays [`ToolNaming::OperationId`], the operation id as it is: MCP itself
+//! allows the dot, the tool name is then the id every other edge uses (the HTTP routes, the
+//! call protocol, logs and traces, opkit's MCP import of another opkit server), and changing
+//! the default would rename every tool of every deployed server under its clients (hosts
+//! keep per-tool permissions and allow-lists by name). The server logs (at `info`) when it
+//! serves a name a model provider would refuse under the default naming.
 //!
 //! # Results
 //!
@@ -443,6 +466,16 @@ impl McpServer {
         self.handler.registry.check_states()?;
         let specs = self.handler.registry.specs();
         names::ToolNames::build(&specs, self.handler.naming)?;
+        if self.handler.naming == ToolNaming::OperationId
+            && let Some(spec) = specs
+                .iter()
+                .find(|spec| names::tool_name_of(spec, ToolNaming::OperationId).contains('.'))
+        {
+            tracing::info!(
+                operation = %spec.id(),
+                "MCP tool names contain `.`, which model providers' function calling rejects; serve them with ToolNaming::ProviderSafe if they go to such a host"
+            );
+        }
         if let Some(spec) = specs.iter().find(|spec| {
             spec.extensions
                 .get(EXT_TOOL_META)
