@@ -2,13 +2,15 @@
 //! TypeScript SDK client (`@modelcontextprotocol/sdk`, pinned in adapters/peers/conformance):
 //! standard JSON Schema in every tool (no schemars number formats, whose ajv validator
 //! warns about each one on every `listTools`); a `String` result as its plain text; an
-//! operation's own tool `_meta`; provider-safe tool names. Also with the official Python SDK
+//! operation's own tool `_meta`; provider-safe tool names; no log messages to a 2026-07-28
+//! client that did not ask for them. Also with the official Python SDK
 //! client (`mcp`, adapters/peers/serve/requirements.txt).
 #![cfg(feature = "mcp-server")]
 
 mod serve_support;
 
 use opkit::prelude::*;
+use opkit::report::LogLevel;
 use opkit_adapters::mcp_server::{McpServer, ToolNaming};
 use rmcp::ServiceExt;
 use rmcp::model::Tool;
@@ -49,8 +51,17 @@ async fn greet(name: String) -> String {
     format!("hello, {name}")
 }
 
+/// Logs while it runs.
+#[operation(namespace = "hosts")]
+async fn chatty(ctx: &OperationContext) -> String {
+    ctx.log(LogLevel::Debug, "details");
+    ctx.log(LogLevel::Warning, "careful");
+    "done".to_owned()
+}
+
 fn registry() -> OperationRegistry {
     let registry = OperationRegistry::new();
+    registry.register_operation(chatty).unwrap();
     registry.register_operation(greet).unwrap();
     registry.register_operation(sizes).unwrap();
     registry.register_operation(total).unwrap();
@@ -193,7 +204,7 @@ async fn the_typescript_sdk_client_lists_and_calls_without_schema_warnings() {
     let (report, stderr) = ts_client_with_stderr(&served.url("/mcp"), "", &calls).await;
     assert_eq!(
         report["tools"].as_array().map(Vec::len),
-        Some(4),
+        Some(5),
         "{report}"
     );
     for index in 0..4 {
@@ -353,4 +364,131 @@ async fn provider_safe_names_are_listed_called_and_checked() {
         .check()
         .unwrap_err();
     assert!(error.to_string().contains("hosts_a_b"), "{error}");
+}
+
+/// Sends one JSON-RPC line; with an `id`, returns every line read until its response
+/// (that one last).
+async fn exchange(
+    write: &mut (impl tokio::io::AsyncWrite + Unpin),
+    lines: &mut tokio::io::Lines<tokio::io::BufReader<impl tokio::io::AsyncRead + Unpin>>,
+    message: Value,
+) -> Vec<Value> {
+    use tokio::io::AsyncWriteExt;
+    let id = message.get("id").cloned();
+    let mut text = message.to_string();
+    text.push('\n');
+    write.write_all(text.as_bytes()).await.unwrap();
+    let Some(id) = id else {
+        return Vec::new();
+    };
+    let mut read = Vec::new();
+    for _ in 0..50 {
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("the server answers")
+            .unwrap()
+            .expect("the server keeps the pipe open");
+        let value: Value = serde_json::from_str(&line).unwrap();
+        let done = value.get("id") == Some(&id);
+        read.push(value);
+        if done {
+            return read;
+        }
+    }
+    panic!("no response with id {id}");
+}
+
+/// The `(level, data)` of every `notifications/message` in `lines`.
+fn log_messages(lines: &[Value]) -> Vec<(String, Value)> {
+    lines
+        .iter()
+        .filter(|line| line["method"] == "notifications/message")
+        .map(|line| {
+            let level = line["params"]["level"].as_str().unwrap_or_default();
+            (level.to_owned(), line["params"]["data"].clone())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn logs_reach_a_2026_client_only_at_the_level_its_request_asks_for() {
+    use tokio::io::AsyncBufReadExt;
+    let (server_io, client_io) = tokio::io::duplex(1 << 16);
+    let (read, write) = tokio::io::split(server_io);
+    tokio::spawn(McpServer::new(registry()).serve_io(read, write));
+    let (client_read, mut client_write) = tokio::io::split(client_io);
+    let mut lines = tokio::io::BufReader::new(client_read).lines();
+    let modern_call = |id: u64, level: Option<&str>| {
+        let mut meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}
+        });
+        if let Some(level) = level {
+            meta["io.modelcontextprotocol/logLevel"] = json!(level);
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "hosts.chatty", "arguments": {}, "_meta": meta
+        }})
+    };
+    // No `logLevel`: the client did not opt in, no message.
+    let read = exchange(&mut client_write, &mut lines, modern_call(1, None)).await;
+    let response = read.last().unwrap();
+    assert_eq!(
+        response["result"]["content"][0]["text"], "done",
+        "{response}"
+    );
+    assert_eq!(log_messages(&read), vec![], "{read:?}");
+    // `warning`: only the warning.
+    let read = exchange(
+        &mut client_write,
+        &mut lines,
+        modern_call(2, Some("warning")),
+    )
+    .await;
+    assert_eq!(
+        log_messages(&read),
+        vec![("warning".to_owned(), json!("careful"))],
+        "{read:?}"
+    );
+    // `debug`: both, in order.
+    let read = exchange(&mut client_write, &mut lines, modern_call(3, Some("debug"))).await;
+    assert_eq!(
+        log_messages(&read),
+        vec![
+            ("debug".to_owned(), json!("details")),
+            ("warning".to_owned(), json!("careful"))
+        ],
+        "{read:?}"
+    );
+    // A legacy client (on a connection of its own) that set no level still gets everything.
+    let (server_io, client_io) = tokio::io::duplex(1 << 16);
+    let (read, write) = tokio::io::split(server_io);
+    tokio::spawn(McpServer::new(registry()).serve_io(read, write));
+    let (client_read, mut client_write) = tokio::io::split(client_io);
+    let mut lines = tokio::io::BufReader::new(client_read).lines();
+    exchange(
+        &mut client_write,
+        &mut lines,
+        json!({"jsonrpc": "2.0", "id": 4, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}
+        }}),
+    )
+    .await;
+    exchange(
+        &mut client_write,
+        &mut lines,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    let read = exchange(
+        &mut client_write,
+        &mut lines,
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+            "name": "hosts.chatty", "arguments": {}
+        }}),
+    )
+    .await;
+    assert_eq!(log_messages(&read).len(), 2, "{read:?}");
 }

@@ -177,8 +177,12 @@ impl McpHandler {
         } else {
             context.meta.get_progress_token()
         };
-        let (reporter, forwarder) =
-            report::start(context.peer.clone(), token, self.log_level.clone());
+        let gate = if modern {
+            report::LogGate::Request(context.meta.log_level())
+        } else {
+            report::LogGate::Session(self.log_level.clone())
+        };
+        let (reporter, forwarder) = report::start(context.peer.clone(), token, gate);
         let ctx = self
             .call_context(identity, &context)
             .with_reporter(reporter);

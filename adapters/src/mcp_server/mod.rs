@@ -113,8 +113,10 @@
 //! and logs with [`OperationContext::log`](opkit::OperationContext::log). They become
 //! `notifications/progress` for the request's `progressToken` (none without a token; a
 //! report that does not increase `progress` is dropped) and `notifications/message`
-//! (filtered by the session's `logging/setLevel`; everything until the client sets a level),
-//! sent in order and before the call's result. Over Streamable HTTP progress rides the
+//! (for a client before 2026-07-28 filtered by the session's `logging/setLevel`, everything
+//! until the client sets a level; a 2026-07-28 client gets them only at or above the level
+//! its request carries in `_meta["io.modelcontextprotocol/logLevel"]`, and none when it
+//! carries none), sent in order and before the call's result. Over Streamable HTTP progress rides the
 //! request's SSE stream and log messages the session's GET stream (they name no request).
 //!
 //! # Subscriptions

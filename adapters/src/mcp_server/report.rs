@@ -7,8 +7,11 @@
 //! nothing costs neither. Progress goes to the request's `progressToken` (no token: no progress is sent); a
 //! report whose `progress` does not exceed the previous one is dropped, since MCP requires
 //! progress to increase. Log records go out when their level is at least the one the client
-//! set with `logging/setLevel` (all of them until it sets one). The call's result is sent
-//! after every report queued before the handler returned.
+//! asked for ([`LogGate`]): for a client before 2026-07-28 the one it set with
+//! `logging/setLevel` (all of them until it sets one); for a 2026-07-28 client the one the
+//! request carries in `_meta["io.modelcontextprotocol/logLevel"]`, and none when it carries
+//! none (SEP-2575: such a client did not opt in). The call's result is sent after every
+//! report queued before the handler returned.
 
 use opkit::report::{LogRecord, Progress, Reporter};
 use parking_lot::{Mutex, RwLock};
@@ -23,6 +26,27 @@ use tokio::sync::mpsc;
 /// The minimum log level a session asked for (`None`: everything).
 #[allow(deprecated)]
 pub(crate) type LevelCell = Arc<RwLock<Option<LoggingLevel>>>;
+
+/// Which log records of a call the client asked for.
+pub(crate) enum LogGate {
+    /// A client before 2026-07-28: its session's `logging/setLevel` (everything until set).
+    Session(LevelCell),
+    /// A 2026-07-28 client: the request's `_meta["io.modelcontextprotocol/logLevel"]`
+    /// (nothing without it).
+    #[allow(deprecated)]
+    Request(Option<LoggingLevel>),
+}
+
+impl LogGate {
+    /// The minimum level to send: `Some(None)` for every record, `None` for none.
+    #[allow(deprecated)]
+    fn minimum(&self) -> Option<Option<LoggingLevel>> {
+        match self {
+            Self::Session(cell) => Some(*cell.read()),
+            Self::Request(level) => level.map(Some),
+        }
+    }
+}
 
 enum Report {
     Progress(Progress),
@@ -111,7 +135,7 @@ impl Forwarder {
 pub(crate) fn start(
     peer: Peer<RoleServer>,
     token: Option<ProgressToken>,
-    level: LevelCell,
+    level: LogGate,
 ) -> (Arc<CallReporter>, Forwarder) {
     let forwarding = Arc::new(Forwarding {
         state: Mutex::new(State::Idle(Sender {
@@ -127,7 +151,7 @@ pub(crate) fn start(
 struct Sender {
     peer: Peer<RoleServer>,
     token: Option<ProgressToken>,
-    level: LevelCell,
+    level: LogGate,
     last: Option<f64>,
 }
 
@@ -171,7 +195,7 @@ impl Sender {
     fn log_param(&self, record: LogRecord) -> Option<LoggingMessageNotificationParam> {
         let level: LoggingLevel =
             serde_json::from_value(serde_json::to_value(record.level).ok()?).ok()?;
-        let minimum = *self.level.read();
+        let minimum = self.level.minimum()?;
         if minimum.is_some_and(|minimum| rank(level) < rank(minimum)) {
             return None;
         }
