@@ -169,9 +169,11 @@ async fn tool_schemas_are_standard_json_schema_with_the_bounds() {
             (json!(0), json!(u64::MAX)),
             "{schema}"
         );
+        // A signed type gets no lower bound: opkit's cast would create it (see
+        // `opkit::schema::standard_formats`).
         assert_eq!(
             bounds(&schema, "signed"),
-            (json!(i64::MIN), json!(i64::MAX)),
+            (Value::Null, json!(i64::MAX)),
             "{schema}"
         );
         assert_eq!(schema["properties"]["ratio"], json!({"type": "number"}));
@@ -188,7 +190,7 @@ async fn tool_schemas_are_standard_json_schema_with_the_bounds() {
     let imported = tool(&tools, "hosts.imported");
     assert_eq!(
         imported.input_schema["properties"]["id"],
-        json!({"type": "integer", "minimum": i64::MIN, "maximum": i64::MAX})
+        json!({"type": "integer", "maximum": i64::MAX})
     );
 }
 

@@ -4,34 +4,33 @@
 //! (`uint8`, `int32`, `uint64`, `double`, ...). Validators that check formats (ajv, which
 //! every TypeScript MCP host runs on each tool's schema) warn about each unknown one.
 //! [`standard_formats`] drops them and keeps what they meant as `minimum`/`maximum`.
+//!
+//! A signed type's lower bound is not added (schemars states it for `i8` and `i16` itself):
+//! opkit's [`cast`](super::cast) creates a missing number at its schema's `minimum` (as
+//! TypeBox does), so an `i64` field it has to fill would become `-9223372036854775808`
+//! instead of `0`.
 
 use serde_json::{Map, Value};
 
-/// The bounds a schemars numeric `format` stands for: `Some((minimum, maximum))`, either
-/// absent when the type has none a JSON number can state exactly; `None` for any other
-/// format (a standard one, or one this module does not know, which is kept).
+/// The bounds a schemars numeric `format` stands for that are added: `Some((minimum,
+/// maximum))`, either absent when the type has none a JSON number can state exactly (and
+/// the minimum of signed types, see the module docs); `None` for any other format (a
+/// standard one, or one this module does not know, which is kept).
 fn numeric_format(format: &str) -> Option<(Option<Value>, Option<Value>)> {
-    let range = |min: i128, max: i128| {
-        let bound = |value: i128| {
-            i64::try_from(value)
-                .map(Value::from)
-                .or_else(|_| u64::try_from(value).map(Value::from))
-                .ok()
-        };
-        Some((bound(min), bound(max)))
-    };
+    let signed = |max: i64| Some((None, Some(Value::from(max))));
+    let unsigned = |max: u64| Some((Some(Value::from(0)), Some(Value::from(max))));
     match format {
-        "int8" => range(i8::MIN.into(), i8::MAX.into()),
-        "int16" => range(i16::MIN.into(), i16::MAX.into()),
-        "int32" => range(i32::MIN.into(), i32::MAX.into()),
-        "int64" => range(i64::MIN.into(), i64::MAX.into()),
-        // `isize`, as wide as the pointers of the process that generated the schema.
-        "int" => range(isize::MIN as i128, isize::MAX as i128),
-        "uint8" => range(0, u8::MAX.into()),
-        "uint16" => range(0, u16::MAX.into()),
-        "uint32" => range(0, u32::MAX.into()),
-        "uint64" => range(0, u64::MAX.into()),
-        "uint" => range(0, usize::MAX as i128),
+        "int8" => signed(i8::MAX.into()),
+        "int16" => signed(i16::MAX.into()),
+        "int32" => signed(i32::MAX.into()),
+        "int64" => signed(i64::MAX),
+        // `isize`/`usize`, as wide as the pointers of the process that generated the schema.
+        "int" => signed(isize::MAX as i64),
+        "uint8" => unsigned(u8::MAX.into()),
+        "uint16" => unsigned(u16::MAX.into()),
+        "uint32" => unsigned(u32::MAX.into()),
+        "uint64" => unsigned(u64::MAX),
+        "uint" => unsigned(usize::MAX as u64),
         // 128-bit bounds are past what a JSON number holds exactly: only the sign.
         "uint128" => Some((Some(Value::from(0)), None)),
         "int128" | "float" | "double" => Some((None, None)),
@@ -69,7 +68,8 @@ const MAP_KEYWORDS: &[&str] = &[
 /// Rewrites `schema` (and every subschema in it) into standard JSON Schema: each numeric
 /// `format` schemars emits (`int8` … `int64`, `int`, `uint8` … `uint64`, `uint`, `int128`,
 /// `uint128`, `float`, `double`) is removed, and the range it stood for is kept as
-/// `minimum`/`maximum` where the schema does not already bound that side. Standard formats
+/// `minimum`/`maximum` where the schema does not already bound that side (for signed types
+/// only the maximum: see the module docs). Standard formats
 /// (`date-time`, `uuid`, ...) and unknown ones are kept; values that are data rather than
 /// schemas (`const`, `enum`, `default`, `examples`) are left alone.
 ///
@@ -144,26 +144,44 @@ mod tests {
 
     #[test]
     fn every_numeric_format_becomes_bounds() {
-        for (format, minimum, maximum) in [
-            ("int8", json!(-128), json!(127)),
-            ("int16", json!(-32768), json!(32767)),
-            ("int32", json!(i32::MIN), json!(i32::MAX)),
-            ("int64", json!(i64::MIN), json!(i64::MAX)),
-            ("uint8", json!(0), json!(255)),
-            ("uint16", json!(0), json!(65535)),
-            ("uint32", json!(0), json!(u32::MAX)),
-            ("uint64", json!(0), json!(u64::MAX)),
-            ("uint", json!(0), json!(usize::MAX)),
-            ("int", json!(isize::MIN), json!(isize::MAX)),
+        for (format, maximum) in [
+            ("uint8", json!(255)),
+            ("uint16", json!(65535)),
+            ("uint32", json!(u32::MAX)),
+            ("uint64", json!(u64::MAX)),
+            ("uint", json!(usize::MAX)),
         ] {
             let mut schema = json!({"type": "integer", "format": format});
             standard_formats(&mut schema);
             assert_eq!(
                 schema,
-                json!({"type": "integer", "minimum": minimum, "maximum": maximum}),
+                json!({"type": "integer", "minimum": 0, "maximum": maximum}),
                 "{format}"
             );
         }
+        for (format, maximum) in [
+            ("int8", json!(127)),
+            ("int16", json!(32767)),
+            ("int32", json!(i32::MAX)),
+            ("int64", json!(i64::MAX)),
+            ("int", json!(isize::MAX)),
+        ] {
+            let mut schema = json!({"type": "integer", "format": format});
+            standard_formats(&mut schema);
+            assert_eq!(
+                schema,
+                json!({"type": "integer", "maximum": maximum}),
+                "{format}"
+            );
+        }
+        // schemars' own bounds of `i8` stay.
+        let mut schema =
+            json!({"type": "integer", "format": "int8", "minimum": -128, "maximum": 127});
+        standard_formats(&mut schema);
+        assert_eq!(
+            schema,
+            json!({"type": "integer", "minimum": -128, "maximum": 127})
+        );
         for format in ["float", "double", "int128"] {
             let mut schema = json!({"type": "number", "format": format});
             standard_formats(&mut schema);
@@ -182,11 +200,11 @@ mod tests {
             schema,
             json!({"type": "integer", "minimum": 0, "maximum": 9})
         );
-        let mut schema = json!({"type": "integer", "format": "int32", "exclusiveMinimum": 0});
+        let mut schema = json!({"type": "integer", "format": "uint32", "exclusiveMinimum": 0});
         standard_formats(&mut schema);
         assert_eq!(
             schema,
-            json!({"type": "integer", "exclusiveMinimum": 0, "maximum": i32::MAX})
+            json!({"type": "integer", "exclusiveMinimum": 0, "maximum": u32::MAX})
         );
         for format in ["date-time", "uuid", "ip", "binary"] {
             let mut schema = json!({"type": "string", "format": format});
