@@ -25,10 +25,8 @@ pub(super) async fn admit(inner: &Inner, request: Request, next: Next) -> Respon
         Ok(identity) => identity,
         Err(error) => return refusal(authenticator, &error, presented),
     };
-    let oauth = authenticator
-        .is_some_and(|authenticator| authenticator.protected_resource_metadata().is_some());
     let mut body = body;
-    if oauth {
+    if inner.oauth {
         // An MCP client learns that it must sign in (and where) only from a `401`.
         let Some(identity) = &identity else {
             let error = CallError::unauthenticated("this MCP server needs a bearer access token");

@@ -215,6 +215,9 @@ pub(crate) struct Inner {
     version: String,
     instructions: Option<String>,
     authenticator: Option<Arc<dyn Authenticator>>,
+    /// The authenticator makes this an OAuth resource server (it has Protected Resource
+    /// Metadata): decided once, when the authenticator is given.
+    oauth: bool,
     stdio_identity: Option<Identity>,
     call_timeout: Option<Duration>,
     max_items: usize,
@@ -252,6 +255,7 @@ impl McpServer {
                 version: env!("CARGO_PKG_VERSION").to_owned(),
                 instructions: None,
                 authenticator: None,
+                oauth: false,
                 stdio_identity: None,
                 call_timeout: Some(Duration::from_secs(60)),
                 max_items: 1000,
@@ -309,6 +313,7 @@ impl McpServer {
     /// [`authenticator`](Self::authenticator) from a shared one.
     #[must_use]
     pub fn shared_authenticator(mut self, authenticator: Arc<dyn Authenticator>) -> Self {
+        self.handler.oauth = authenticator.protected_resource_metadata().is_some();
         self.handler.authenticator = Some(authenticator);
         self
     }
