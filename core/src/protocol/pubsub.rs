@@ -31,6 +31,12 @@ impl Delivery {
             Self::Unknown => "unknown",
         }
     }
+
+    /// The `details` of an error that says this: `{"delivery": "notSent"}` or
+    /// `{"delivery": "unknown"}`.
+    pub fn details(self) -> serde_json::Value {
+        serde_json::json!({ "delivery": self.as_str() })
+    }
 }
 
 /// A transport failed: a publish or subscribe did not go through, or a connection was lost.

@@ -185,7 +185,7 @@ impl Shared {
             let error = CallError::transport(format!(
                 "the spoke `{name}` running this request disconnected: the request may have run"
             ))
-            .with_details(serde_json::json!({"delivery": Delivery::Unknown.as_str()}));
+            .with_details(Delivery::Unknown.details());
             match CallEvent::error(request_id.as_str(), error).to_bytes() {
                 Ok(payload) => {
                     let _ = self.bus.publish(&request.reply_topic, payload).await;

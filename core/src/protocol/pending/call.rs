@@ -12,7 +12,7 @@ use crate::protocol::pubsub::{Delivery, TransportError};
 use crate::protocol::topics;
 use crate::protocol::wire::{CallEvent, CallRequested};
 use crate::trace::{CallSpan, SpanKind};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use tokio::sync::{mpsc, oneshot};
@@ -140,7 +140,7 @@ fn publish_failed(guard: &mut PendingGuard, error: &TransportError) -> CallError
             error.message()
         ),
     };
-    CallError::transport(message).with_details(json!({ "delivery": delivery.as_str() }))
+    CallError::transport(message).with_details(delivery.details())
 }
 
 /// The error of a call its bounds stopped while its request was being published: the
@@ -151,8 +151,7 @@ fn stopped_sending(operation_id: &str, stop: Interrupted) -> CallError {
         "{} (it stopped while the request was being sent: the request may have reached a handler and run; call.aborted was sent for it)",
         error.message
     );
-    CallError::new(error.code, message)
-        .with_details(json!({ "delivery": Delivery::Unknown.as_str() }))
+    CallError::new(error.code, message).with_details(Delivery::Unknown.details())
 }
 
 fn timed_out(operation_id: &str) -> CallError {
