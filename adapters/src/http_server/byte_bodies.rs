@@ -47,11 +47,9 @@ pub(crate) fn request_stream(body: Body, limit: usize, within: Duration) -> Byte
                 ErrorCode::ValidationError,
                 format!("the request body could not be read: {error}"),
             )),
-            Ok(Some(Ok(chunk))) if state.seen + chunk.len() > limit => Err(CallError::new(
-                ErrorCode::ValidationError,
-                format!("the request body is larger than the limit of {limit} bytes"),
-            )
-            .with_details(json!({"limit": "bodyLimit", "max": limit}))),
+            Ok(Some(Ok(chunk))) if state.seen + chunk.len() > limit => {
+                Err(super::handlers::body_too_large(limit))
+            }
             Ok(Some(Ok(chunk))) => {
                 state.seen += chunk.len();
                 return Some((Ok(chunk), state));

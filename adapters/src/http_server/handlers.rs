@@ -176,14 +176,19 @@ fn body_limit_of(error: &CallError) -> Option<&str> {
 fn too_large(limit: usize) -> Rejection {
     Rejection {
         status: StatusCode::PAYLOAD_TOO_LARGE,
-        error: CallError::new(
-            ErrorCode::ValidationError,
-            format!(
-                "the request body is larger than the limit of {limit} bytes (HttpServer::body_limit)"
-            ),
-        )
-        .with_details(json!({"limit": "bodyLimit", "max": limit})),
+        error: body_too_large(limit),
     }
+}
+
+/// The error of a request body past `limit` bytes, read first or streamed (`413`).
+pub(crate) fn body_too_large(limit: usize) -> CallError {
+    CallError::new(
+        ErrorCode::ValidationError,
+        format!(
+            "the request body is larger than the limit of {limit} bytes (HttpServer::body_limit)"
+        ),
+    )
+    .with_details(json!({"limit": "bodyLimit", "max": limit}))
 }
 
 /// A request refused before the registry is called: a status and a `CallError`.

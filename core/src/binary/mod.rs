@@ -81,11 +81,26 @@ impl Serialize for Binary {
 impl<'de> Deserialize<'de> for Binary {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = Cow::<str>::deserialize(deserializer)?;
-        STANDARD
-            .decode(text.as_bytes())
-            .map(Self::from)
-            .map_err(|error| serde::de::Error::custom(format!("not base64: {error}")))
+        decode_base64(&text).map(Self)
     }
+}
+
+/// The bytes of base64 `text` (a `Binary` or `ByteStream` on a JSON wire), or the
+/// deserializer's error saying it is not base64.
+fn decode_base64<E: serde::de::Error>(text: &str) -> Result<Bytes, E> {
+    STANDARD
+        .decode(text.as_bytes())
+        .map(Bytes::from)
+        .map_err(|error| E::custom(format!("not base64: {error}")))
+}
+
+/// The schema of bytes on a JSON wire, shared by `Binary` and `ByteStream`.
+fn bytes_schema() -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "contentEncoding": "base64",
+        "contentMediaType": "application/octet-stream",
+    })
 }
 
 impl schemars::JsonSchema for Binary {
@@ -98,11 +113,7 @@ impl schemars::JsonSchema for Binary {
     }
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "string",
-            "contentEncoding": "base64",
-            "contentMediaType": "application/octet-stream",
-        })
+        bytes_schema()
     }
 }
 

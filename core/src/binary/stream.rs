@@ -11,8 +11,6 @@
 
 use super::Binary;
 use crate::error::{CallError, ErrorCode};
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
 use bytes::{Bytes, BytesMut};
 use futures::{Stream, StreamExt};
 use parking_lot::Mutex;
@@ -150,10 +148,7 @@ impl<'de> Deserialize<'de> for ByteStream {
                 )
             });
         }
-        STANDARD
-            .decode(text.as_bytes())
-            .map(Self::from_bytes)
-            .map_err(|error| serde::de::Error::custom(format!("not base64: {error}")))
+        super::decode_base64(&text).map(Self::from_bytes)
     }
 }
 
@@ -167,12 +162,9 @@ impl schemars::JsonSchema for ByteStream {
     }
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "string",
-            "contentEncoding": "base64",
-            "contentMediaType": "application/octet-stream",
-            "x-opkit-stream": true,
-        })
+        let mut schema = super::bytes_schema();
+        schema.insert("x-opkit-stream".to_owned(), true.into());
+        schema
     }
 }
 
