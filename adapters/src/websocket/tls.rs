@@ -150,6 +150,27 @@ impl ClientTls {
     }
 }
 
+/// How a spoke connects to a hub URL of `scheme` with `tls`: rustls for `wss` (the system's
+/// roots without settings); plain for `ws` without settings; an error naming the refusal for
+/// TLS settings with a plaintext URL (the token would cross in clear).
+pub(super) fn connector(
+    scheme: Option<&str>,
+    tls: Option<&ClientTls>,
+) -> Result<tokio_tungstenite::Connector, String> {
+    use tokio_tungstenite::Connector;
+    match (scheme, tls) {
+        (Some("wss"), Some(tls)) => Ok(Connector::Rustls(tls.config.clone())),
+        (Some("wss"), None) => ClientTls::system()
+            .map(|tls| Connector::Rustls(tls.config))
+            .map_err(|error| error.to_string()),
+        (_, Some(_)) => Err(
+            "the spoke has TLS settings but the hub URL is not wss://: refusing to send the token in clear"
+                .to_owned(),
+        ),
+        (_, None) => Ok(Connector::Plain),
+    }
+}
+
 fn system_roots() -> Result<RootCertStore, TlsError> {
     let found = rustls_native_certs::load_native_certs();
     let mut roots = RootCertStore::empty();

@@ -15,146 +15,20 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
-use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderValue, header};
 use tokio_tungstenite::tungstenite::{self, Message};
-use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use tokio_util::sync::CancellationToken;
 
+mod options;
+
+pub use options::SpokeOptions;
+
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
-
-/// Settings of a [`WsSpoke`].
-///
-/// ```
-/// use opkit_adapters::websocket::SpokeOptions;
-/// use std::time::Duration;
-/// let options = SpokeOptions::new("s3cret")
-///     .with_backoff(Duration::from_millis(100), Duration::from_secs(10));
-/// ```
-#[derive(Clone)]
-pub struct SpokeOptions {
-    token: String,
-    backoff_min: Duration,
-    backoff_max: Duration,
-    request_timeout: Duration,
-    connect_timeout: Duration,
-    close_timeout: Duration,
-    ping_interval: Duration,
-    pong_timeout: Duration,
-    tls: Option<super::ClientTls>,
-    max_queued_bytes: usize,
-}
-
-impl fmt::Debug for SpokeOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SpokeOptions")
-            .field("token", &"<redacted>")
-            .field("backoff_min", &self.backoff_min)
-            .field("backoff_max", &self.backoff_max)
-            .field("request_timeout", &self.request_timeout)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("close_timeout", &self.close_timeout)
-            .field("ping_interval", &self.ping_interval)
-            .field("pong_timeout", &self.pong_timeout)
-            .field("tls", &self.tls.is_some())
-            .field("max_queued_bytes", &self.max_queued_bytes)
-            .finish()
-    }
-}
-
-impl SpokeOptions {
-    /// Settings with the token the spoke presents to the hub.
-    pub fn new(token: impl Into<String>) -> Self {
-        Self {
-            token: token.into(),
-            backoff_min: Duration::from_millis(50),
-            backoff_max: Duration::from_secs(5),
-            request_timeout: Duration::from_secs(10),
-            connect_timeout: Duration::from_secs(5),
-            close_timeout: Duration::from_millis(200),
-            ping_interval: Duration::from_secs(5),
-            pong_timeout: Duration::from_secs(2),
-            tls: None,
-            max_queued_bytes: super::DEFAULT_MAX_QUEUED_BYTES,
-        }
-    }
-
-    /// How many bytes of requests one group subscription (a `CallHandler`'s request topic)
-    /// may hold untaken ([`DEFAULT_MAX_QUEUED_BYTES`](super::DEFAULT_MAX_QUEUED_BYTES),
-    /// 64 MiB, unless set). A request past it is not queued: it is answered at once with
-    /// `TRANSPORT_ERROR`, `details.delivery: "notSent"` (it never ran; the caller may retry),
-    /// so a spoke whose handler is at its limit cannot grow without bound.
-    #[must_use]
-    pub fn with_max_queued_bytes(mut self, bytes: usize) -> Self {
-        self.max_queued_bytes = bytes;
-        self
-    }
-
-    /// TLS for a `wss://` hub URL: the CA to trust and the spoke's own certificate
-    /// ([`ClientTls`](super::ClientTls)); without it a `wss://` URL trusts the system's
-    /// roots. With it, a `ws://` URL is refused before connecting: the token would cross in
-    /// clear.
-    #[must_use]
-    pub fn with_tls(mut self, tls: super::ClientTls) -> Self {
-        self.tls = Some(tls);
-        self
-    }
-
-    /// How often the spoke pings the hub (5 s unless set; at least 10 ms). See
-    /// [`with_pong_timeout`](Self::with_pong_timeout).
-    #[must_use]
-    pub fn with_ping_interval(mut self, interval: Duration) -> Self {
-        self.ping_interval = interval.max(Duration::from_millis(10));
-        self
-    }
-
-    /// How long after a ping the spoke waits to hear anything from the hub before it counts
-    /// the connection as dead, drops it and reconnects (2 s unless set; at least 10 ms). A
-    /// hub that went silent — no FIN, no RST: a network partition, a NAT or load balancer
-    /// that forgot the connection — is noticed within the ping interval plus this.
-    #[must_use]
-    pub fn with_pong_timeout(mut self, timeout: Duration) -> Self {
-        self.pong_timeout = timeout.max(Duration::from_millis(10));
-        self
-    }
-
-    /// The first and the longest pause between reconnection attempts (50 ms doubling up to
-    /// 5 s unless set).
-    #[must_use]
-    pub fn with_backoff(mut self, min: Duration, max: Duration) -> Self {
-        self.backoff_min = min;
-        self.backoff_max = max.max(min);
-        self
-    }
-
-    /// How long a publish or subscribe waits for the hub's answer (10 s unless set). A
-    /// request left unanswered that long counts the connection as dead: it is dropped and
-    /// made again. (A call's own deadline still ends it earlier.)
-    #[must_use]
-    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
-        self
-    }
-
-    /// How long connecting (TCP, handshake, welcome) may take (5 s unless set).
-    #[must_use]
-    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// How long a closing connection lets its writer flush what is queued and the close
-    /// frame (200 ms unless set).
-    #[must_use]
-    pub fn with_close_timeout(mut self, timeout: Duration) -> Self {
-        self.close_timeout = timeout;
-        self
-    }
-}
 
 /// The hub's refusal of a request: its message, and whether what was refused reached nobody.
 type Refusal = (String, bool);
@@ -475,20 +349,9 @@ async fn open(inner: &Inner) -> Result<(Socket, String), TransportError> {
     let connect = async {
         // `TCP_NODELAY` (the last argument): a frame the hub does not answer on this socket
         // must not wait for its delayed ACK (Nagle's algorithm), about 40 ms on Linux.
-        let connector = match (request.uri().scheme_str(), &inner.options.tls) {
-            (Some("wss"), Some(tls)) => Connector::Rustls(tls.config.clone()),
-            (Some("wss"), None) => Connector::Rustls(
-                super::ClientTls::system()
-                    .map_err(|error| transport(error.to_string()))?
-                    .config,
-            ),
-            (_, Some(_)) => {
-                return Err(transport(
-                    "the spoke has TLS settings but the hub URL is not wss://: refusing to send the token in clear",
-                ));
-            }
-            (_, None) => Connector::Plain,
-        };
+        let connector =
+            super::tls::connector(request.uri().scheme_str(), inner.options.tls.as_ref())
+                .map_err(transport)?;
         let (mut socket, _) =
             tokio_tungstenite::connect_async_tls_with_config(request, None, true, Some(connector))
                 .await
@@ -682,7 +545,7 @@ fn refuse_request(inner: &Inner, state: &State, payload: &Bytes) {
         "the serving spoke is at its limit: {} bytes of requests wait for its handler (SpokeOptions::with_max_queued_bytes); `{}` was not run",
         inner.options.max_queued_bytes, request.operation_id
     ))
-    .with_details(serde_json::json!({"delivery": Delivery::NotSent.as_str()}));
+    .with_details(Delivery::NotSent.details());
     let topic = topics::reply_topic_for(&request.request_id);
     let Ok(reply) = CallEvent::error(request.request_id, error).to_bytes() else {
         return;
