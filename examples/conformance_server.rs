@@ -11,7 +11,10 @@
 //!
 //! `adapters/tests/mcp_conformance.rs` runs the suite against it.
 
-use opkit::envelope::{EmbeddedResource, McpContentBlock, McpMeta, mcp_envelope};
+use opkit::elicit::{ElicitAction, ElicitRequest, ElicitResponse};
+use opkit::envelope::{
+    EmbeddedResource, McpContentBlock, McpMeta, PromptMessage, Role, mcp_envelope,
+};
 use opkit::prelude::*;
 use opkit::report::LogLevel;
 use opkit_adapters::mcp_server::McpServer;
@@ -137,6 +140,225 @@ async fn error_handling() -> Result<String, CallError> {
     ))
 }
 
+/// A static text resource for testing.
+#[operation(
+    namespace = "conformance",
+    resource = "test://static-text",
+    tool_name = "static-text"
+)]
+async fn static_text() -> String {
+    "This is the content of the static text resource.".to_owned()
+}
+
+/// A static binary resource (image) for testing.
+#[operation(
+    namespace = "conformance",
+    resource = "test://static-binary",
+    tool_name = "static-binary"
+)]
+async fn static_binary() -> ResponseEnvelope {
+    blocks(vec![image()])
+}
+
+/// What the resource template reads.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct TemplateData {
+    id: String,
+    template_test: bool,
+    data: String,
+}
+
+/// A resource template with parameter substitution.
+#[operation(
+    namespace = "conformance",
+    resource = "test://template/{id}/data",
+    tool_name = "template"
+)]
+async fn template_data(id: String) -> TemplateData {
+    TemplateData {
+        data: format!("Data for ID: {id}"),
+        id,
+        template_test: true,
+    }
+}
+
+/// A resource that changes every 3 seconds.
+#[operation(
+    namespace = "conformance",
+    resource = "test://watched-resource",
+    tool_name = "watched-resource"
+)]
+async fn watched_resource() -> String {
+    format!(
+        "Watched resource content at {:?}",
+        std::time::SystemTime::now()
+    )
+}
+
+/// The changes of `test://watched-resource`: an item every 3 seconds (at most 100).
+#[operation(
+    namespace = "conformance",
+    subscription,
+    resource = "test://watched-resource"
+)]
+fn watched_resource_changes() -> impl futures::Stream<Item = u32> + Send + 'static {
+    futures::stream::unfold(0_u32, |n| async move {
+        if n >= 100 {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        Some((n, n + 1))
+    })
+}
+
+/// A simple prompt without arguments.
+#[operation(namespace = "conformance", prompt, tool_name = "test_simple_prompt")]
+async fn simple_prompt() -> Vec<PromptMessage> {
+    vec![PromptMessage::user("This is a simple prompt for testing.")]
+}
+
+/// The arguments of `test_prompt_with_arguments`.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct PromptArguments {
+    /// First test argument
+    arg1: String,
+    /// Second test argument
+    arg2: String,
+}
+
+/// A prompt with required arguments.
+#[operation(
+    namespace = "conformance",
+    prompt,
+    tool_name = "test_prompt_with_arguments"
+)]
+async fn prompt_with_arguments(Input(args): Input<PromptArguments>) -> String {
+    format!(
+        "Prompt with arguments: arg1='{}', arg2='{}'",
+        args.arg1, args.arg2
+    )
+}
+
+/// The argument of `test_prompt_with_embedded_resource`.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct EmbedArguments {
+    /// URI of the resource to embed
+    resource_uri: String,
+}
+
+/// A prompt that includes an embedded resource.
+#[operation(
+    namespace = "conformance",
+    prompt,
+    tool_name = "test_prompt_with_embedded_resource"
+)]
+async fn prompt_with_embedded_resource(Input(args): Input<EmbedArguments>) -> Vec<PromptMessage> {
+    vec![
+        PromptMessage {
+            role: Role::User,
+            content: resource(
+                &args.resource_uri,
+                "text/plain",
+                "Embedded resource content for testing.",
+            ),
+        },
+        PromptMessage::user("Please process the embedded resource above."),
+    ]
+}
+
+/// A prompt that includes image content.
+#[operation(
+    namespace = "conformance",
+    prompt,
+    tool_name = "test_prompt_with_image"
+)]
+async fn prompt_with_image() -> Vec<PromptMessage> {
+    vec![
+        PromptMessage {
+            role: Role::User,
+            content: image(),
+        },
+        PromptMessage::user("Please analyze the image above."),
+    ]
+}
+
+/// What the user did with a question, as the conformance tools report it.
+fn answered(prefix: &str, response: &ElicitResponse) -> String {
+    let action = match response.action {
+        ElicitAction::Accept => "accept",
+        ElicitAction::Decline => "decline",
+        ElicitAction::Cancel => "cancel",
+    };
+    let content = response.content.clone().unwrap_or_else(|| json!({}));
+    format!("{prefix}: action={action}, content={content}")
+}
+
+/// Tests server-initiated elicitation (user input request).
+#[operation(namespace = "conformance", tool_name = "test_elicitation")]
+async fn elicitation(ctx: &OperationContext, message: String) -> Result<String, CallError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {"response": {"type": "string", "description": "User's response"}},
+        "required": ["response"]
+    });
+    let response = ctx.elicit_raw(ElicitRequest::new(message, schema)).await?;
+    Ok(answered("User response", &response))
+}
+
+/// Tests elicitation with default values per SEP-1034.
+#[operation(
+    namespace = "conformance",
+    tool_name = "test_elicitation_sep1034_defaults"
+)]
+async fn elicitation_defaults(ctx: &OperationContext) -> Result<String, CallError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "User name", "default": "John Doe"},
+            "age": {"type": "integer", "description": "User age", "default": 30},
+            "score": {"type": "number", "description": "User score", "default": 95.5},
+            "status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"], "default": "active"},
+            "verified": {"type": "boolean", "description": "Verification status", "default": true}
+        },
+        "required": []
+    });
+    let message = "Please review and update the form fields with defaults";
+    let response = ctx.elicit_raw(ElicitRequest::new(message, schema)).await?;
+    Ok(answered("Elicitation completed", &response))
+}
+
+/// Tests elicitation with enum schema improvements per SEP-1330.
+#[operation(
+    namespace = "conformance",
+    tool_name = "test_elicitation_sep1330_enums"
+)]
+async fn elicitation_enums(ctx: &OperationContext) -> Result<String, CallError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "untitledSingle": {"type": "string", "description": "Select one option", "enum": ["option1", "option2", "option3"]},
+            "titledSingle": {"type": "string", "description": "Select one option with titles", "oneOf": [
+                {"const": "value1", "title": "First Option"},
+                {"const": "value2", "title": "Second Option"},
+                {"const": "value3", "title": "Third Option"}
+            ]},
+            "legacyEnum": {"type": "string", "description": "Select one option (legacy)", "enum": ["opt1", "opt2", "opt3"], "enumNames": ["Option One", "Option Two", "Option Three"]},
+            "untitledMulti": {"type": "array", "description": "Select multiple options", "minItems": 1, "maxItems": 3, "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+            "titledMulti": {"type": "array", "description": "Select multiple options with titles", "minItems": 1, "maxItems": 3, "items": {"anyOf": [
+                {"const": "value1", "title": "First Choice"},
+                {"const": "value2", "title": "Second Choice"},
+                {"const": "value3", "title": "Third Choice"}
+            ]}}
+        },
+        "required": []
+    });
+    let message = "Please select options from the enum fields";
+    let response = ctx.elicit_raw(ElicitRequest::new(message, schema)).await?;
+    Ok(answered("Elicitation completed", &response))
+}
+
 /// The registry of the conformance tools.
 fn registry() -> Result<OperationRegistry, opkit::RegistryError> {
     let registry = OperationRegistry::new();
@@ -148,6 +370,18 @@ fn registry() -> Result<OperationRegistry, opkit::RegistryError> {
     registry.register_typed::<tool_with_logging>()?;
     registry.register_typed::<tool_with_progress>()?;
     registry.register_typed::<error_handling>()?;
+    registry.register_typed::<static_text>()?;
+    registry.register_typed::<static_binary>()?;
+    registry.register_typed::<template_data>()?;
+    registry.register_typed::<watched_resource>()?;
+    registry.register_typed::<watched_resource_changes>()?;
+    registry.register_typed::<simple_prompt>()?;
+    registry.register_typed::<prompt_with_arguments>()?;
+    registry.register_typed::<prompt_with_embedded_resource>()?;
+    registry.register_typed::<prompt_with_image>()?;
+    registry.register_typed::<elicitation>()?;
+    registry.register_typed::<elicitation_defaults>()?;
+    registry.register_typed::<elicitation_enums>()?;
     // A hand-written JSON Schema 2020-12 input, served as it is.
     registry.register(
         OperationSpec::new("conformance", "json_schema_2020_12", OperationKind::Query)

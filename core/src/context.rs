@@ -4,6 +4,7 @@
 use crate::access::Identity;
 use crate::bounds::{Bounds, Deadline};
 use crate::edge::{Edge, Session};
+use crate::elicit::{ElicitRequest, ElicitResponse, Elicited, Elicitor};
 use crate::envelope::ResponseEnvelope;
 use crate::error::CallError;
 use crate::report::{LogLevel, LogRecord, Progress, Reporter};
@@ -98,6 +99,18 @@ struct Extras {
     /// The edge the call came through and what it knows (see [`crate::edge`]); `None` for a
     /// call made in process.
     edge: Option<Edge>,
+    /// How the edge asks the caller's user a question (see [`crate::elicit`]).
+    elicitor: Option<ElicitorSlot>,
+}
+
+/// The context's [`Elicitor`], with a `Debug` that names no more than its presence.
+#[derive(Clone)]
+struct ElicitorSlot(Arc<dyn Elicitor>);
+
+impl fmt::Debug for ElicitorSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Elicitor")
+    }
 }
 
 impl Default for OperationContext {
@@ -305,6 +318,61 @@ impl OperationContext {
     /// ```
     pub fn edge(&self) -> Option<&Edge> {
         self.extras.as_deref()?.edge.as_ref()
+    }
+
+    /// Sets how the edge asks the caller's user a question ([`OperationContext::elicit`]).
+    /// Nested calls keep it.
+    #[must_use]
+    pub fn with_elicitor(mut self, elicitor: Arc<dyn Elicitor>) -> Self {
+        self.extras_mut().elicitor = Some(ElicitorSlot(elicitor));
+        self
+    }
+
+    /// `true` when the call's edge can ask its user a question.
+    pub fn can_elicit(&self) -> bool {
+        self.extras
+            .as_deref()
+            .is_some_and(|extras| extras.elicitor.is_some())
+    }
+
+    /// Asks the caller's user a question while the operation runs, and waits for the
+    /// answer, typed as `T` (the form's schema is derived from `T`; see [`crate::elicit`]).
+    ///
+    /// Over MCP the client asks its user; through an edge with no way to ask, the call gets
+    /// [`CallError::unavailable`] naming the edge.
+    ///
+    /// ```
+    /// use opkit::elicit::Elicited;
+    /// # async fn demo() {
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Confirm {
+    ///     /// Delete them?
+    ///     confirm: bool,
+    /// }
+    /// let ctx = opkit::OperationContext::new();
+    /// // No edge that can ask: a typed error, not a hang.
+    /// let error = ctx.elicit::<Confirm>("Delete 40 notes?").await.unwrap_err();
+    /// assert_eq!(error.kind, Some(opkit::ErrorKind::Unavailable));
+    /// # }
+    /// ```
+    pub async fn elicit<T>(&self, message: impl Into<String>) -> Result<Elicited<T>, CallError>
+    where
+        T: serde::de::DeserializeOwned + schemars::JsonSchema,
+    {
+        let request = ElicitRequest::new(message, crate::elicit::answer_schema::<T>());
+        crate::elicit::typed(self.elicit_raw(request).await?)
+    }
+
+    /// [`elicit`](Self::elicit) with a schema of your own; the answer as JSON.
+    pub async fn elicit_raw(&self, request: ElicitRequest) -> Result<ElicitResponse, CallError> {
+        let elicitor = self
+            .extras
+            .as_deref()
+            .and_then(|extras| extras.elicitor.clone());
+        match elicitor {
+            Some(ElicitorSlot(elicitor)) => elicitor.elicit(request).await,
+            None => Err(crate::elicit::unavailable(self.edge().map(Edge::name))),
+        }
     }
 
     /// Scopes the call to `session` (an MCP server does it for each MCP session; a

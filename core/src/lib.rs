@@ -218,6 +218,7 @@
 pub mod binary;
 pub mod bounds;
 pub mod edge;
+pub mod elicit;
 pub mod envelope;
 pub mod limits;
 pub mod middleware;

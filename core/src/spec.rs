@@ -211,6 +211,40 @@ impl OperationSpec {
     /// ```
     pub const EXT_TOOL_META: &'static str = "opkit.toolMeta";
 
+    /// Extension key: the operation is an MCP *resource* at this URI, or a resource
+    /// template when the URI has `{variables}` (RFC 6570 level 1, each an input field):
+    /// `{"uri": "notes://{id}"}`, optionally with `"mimeType"`. `resources/read` runs it; a
+    /// subscription with the same URI backs `resources/subscribe`. Served as a resource, it
+    /// is not also a tool. `#[operation(resource = "notes://{id}")]` sets it.
+    ///
+    /// ```
+    /// use opkit::{OperationKind, OperationSpec};
+    /// let spec = OperationSpec::new("notes", "get", OperationKind::Query).mcp_resource("notes://{id}");
+    /// assert_eq!(spec.extensions[OperationSpec::EXT_MCP_RESOURCE]["uri"], "notes://{id}");
+    /// ```
+    pub const EXT_MCP_RESOURCE: &'static str = "opkit.mcpResource";
+
+    /// Extension key: the operation is an MCP *prompt* (`prompts/get` runs it with the
+    /// prompt's arguments as input; its data is the prompt's messages, see
+    /// `opkit::envelope::PromptMessage`). Served as a prompt, it is not also a tool.
+    /// `#[operation(prompt)]` sets it.
+    pub const EXT_MCP_PROMPT: &'static str = "opkit.mcpPrompt";
+
+    /// Marks the operation an MCP resource at `uri` (see [`Self::EXT_MCP_RESOURCE`]).
+    #[must_use]
+    pub fn mcp_resource(self, uri: impl Into<String>) -> Self {
+        self.extension(
+            Self::EXT_MCP_RESOURCE,
+            serde_json::json!({"uri": uri.into()}),
+        )
+    }
+
+    /// Marks the operation an MCP prompt (see [`Self::EXT_MCP_PROMPT`]).
+    #[must_use]
+    pub fn mcp_prompt(self) -> Self {
+        self.extension(Self::EXT_MCP_PROMPT, Value::Bool(true))
+    }
+
     /// A spec with an open input schema (`{"type":"object"}`), Unknown output and public access.
     pub fn new(namespace: impl Into<String>, name: impl Into<String>, kind: OperationKind) -> Self {
         Self {

@@ -20,6 +20,8 @@ const KEYS: &[&str] = &[
     "crate",
     "tool_name",
     "tool_meta",
+    "resource",
+    "prompt",
     "layer",
     "timeout",
     "http",
@@ -73,6 +75,10 @@ pub(crate) struct Args {
     pub tool_name: Option<LitStr>,
     /// `tool_meta = "{..}"`: a JSON object tool servers add to the tool's `_meta`.
     pub tool_meta: Option<LitStr>,
+    /// `resource = ".."`: the MCP resource URI (or URI template) the operation serves.
+    pub resource: Option<LitStr>,
+    /// `prompt`: the operation is an MCP prompt, and where the word was written.
+    pub prompt: Option<Span>,
     /// `layer = ".."` (repeatable): the named middleware layers the operation asks for.
     pub layers: Vec<LitStr>,
     /// `timeout = ".."`: the per-call timeout, in milliseconds.
@@ -153,6 +159,8 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
     let mut tool_meta = Slot::new("tool_meta");
     let mut timeout = Slot::new("timeout");
     let mut http = Slot::new("http");
+    let mut resource = Slot::new("resource");
+    let mut prompt = Slot::new("prompt");
     let mut layers = Vec::new();
     for meta in &metas {
         let key = meta_key(meta);
@@ -187,6 +195,21 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
                         Ok(()) => tool_meta.set(errors, span, lit),
                         Err(message) => errors.spanned(&lit, message),
                     }
+                }
+            }
+            "resource" => {
+                if let Some(lit) = string_value(meta, errors) {
+                    match check_resource_uri(&lit.value()) {
+                        Ok(()) => resource.set(errors, span, lit),
+                        Err(message) => errors.spanned(&lit, message),
+                    }
+                }
+            }
+            "prompt" => {
+                if matches!(meta, Meta::Path(_)) {
+                    prompt.set(errors, span, span);
+                } else {
+                    errors.spanned(meta, "`prompt` takes no value: write `prompt` alone (the prompt is named like the tool would be, see `tool_name`)");
                 }
             }
             "layer" => {
@@ -226,6 +249,7 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
     let kind_conflict = kind.conflict;
     let kind = kind.value.map(|(span, kind)| (kind, span));
     let (scopes, roles) = access.take().unwrap_or_default();
+    check_mcp_role(kind, resource.value.as_ref(), prompt.value.as_ref(), errors);
     Args {
         namespace: namespace.take().filter(|lit| !lit.value().is_empty()),
         name: name.take().filter(|lit| !lit.value().is_empty()),
@@ -236,6 +260,8 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
         krate: krate.take(),
         tool_name: tool_name.take(),
         tool_meta: tool_meta.take(),
+        resource: resource.take(),
+        prompt: prompt.take(),
         layers,
         timeout_ms: timeout.take(),
         http: http.take(),
@@ -432,6 +458,72 @@ fn snake_case(word: &str) -> String {
 }
 
 /// The rule of an MCP tool name as opkit's MCP server applies it when it starts (the
+/// A resource is read (a query; a subscription with the same URI backs its updates) and a
+/// prompt is a query; one operation is not both.
+fn check_mcp_role(
+    kind: Option<(Kind, Span)>,
+    resource: Option<&(Span, LitStr)>,
+    prompt: Option<&(Span, Span)>,
+    errors: &Errors,
+) {
+    let kind_of = kind.map_or(Kind::Query, |(kind, _)| kind);
+    if let (Some((span, _)), Some(_)) = (prompt, resource) {
+        errors.at(*span, "an operation is an MCP resource or a prompt, not both: keep `resource = \"..\"` or `prompt`");
+        return;
+    }
+    if let Some((span, _)) = prompt {
+        if kind_of != Kind::Query {
+            errors.at(*span, format_args!("a prompt is a query (`prompts/get` reads it), but this operation is a {0}: remove `{0}` or `prompt`", kind_of.keyword()));
+        }
+    }
+    if let Some((span, _)) = resource {
+        if kind_of == Kind::Mutation {
+            errors.at(*span, "a resource is read, but this operation is a `mutation`: make it a query (it serves `resources/read`) or a `subscription` (it backs `resources/subscribe`)");
+        }
+    }
+}
+
+/// An MCP resource URI or URI template: a scheme (`notes:`), no spaces, and `{variables}`
+/// that are identifiers (optionally `{+name}`), none nested or unclosed.
+fn check_resource_uri(uri: &str) -> Result<(), String> {
+    let help = "help: write a URI, with `{field}` for each input field it carries: `resource = \"notes://{id}\"`";
+    let scheme = uri.split_once(':').map(|(scheme, _)| scheme);
+    let scheme_ok = scheme.is_some_and(|scheme| {
+        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    });
+    if !scheme_ok {
+        return Err(format!(
+            "`resource` must be a URI with a scheme, like `notes://{{id}}`\n  {help}"
+        ));
+    }
+    if let Some(bad) = uri.chars().find(|c| c.is_whitespace()) {
+        return Err(format!("`resource` must not contain {bad:?}\n  {help}"));
+    }
+    let mut rest = uri;
+    while let Some(open) = rest.find(['{', '}']) {
+        if rest[open..].starts_with('}') {
+            return Err(format!("`resource` has a `}}` with no `{{`\n  {help}"));
+        }
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else {
+            return Err(format!("`resource` has a `{{` with no `}}`\n  {help}"));
+        };
+        let name = after[..close].strip_prefix('+').unwrap_or(&after[..close]);
+        let ident = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ident {
+            return Err(format!(
+                "`{{{name}}}` in `resource` must name an input field\n  {help}"
+            ));
+        }
+        rest = &after[close + 1..];
+    }
+    Ok(())
+}
+
 /// default naming, `ToolNaming::OperationId`): 1 to 128 characters of `[A-Za-z0-9_.-]`.
 /// `Err` says what is wrong and suggests a valid spelling.
 fn check_tool_name(name: &str) -> Result<(), String> {

@@ -25,6 +25,10 @@ pub(crate) struct Operation<'a> {
     pub tool_name: Option<LitStr>,
     /// `tool_meta = "{..}"` (a JSON object, already checked).
     pub tool_meta: Option<LitStr>,
+    /// `resource = ".."`.
+    pub resource: Option<LitStr>,
+    /// `prompt`.
+    pub prompt: bool,
     /// `layer = ".."`, each.
     pub layers: Vec<LitStr>,
     /// `timeout = ".."`, in milliseconds.

@@ -68,6 +68,8 @@ pub(crate) fn analyze<'a>(func: &'a ItemFn, args: Args, errors: &Errors) -> Opti
         errors: args.errors,
         tool_name: args.tool_name,
         tool_meta: args.tool_meta,
+        resource: args.resource,
+        prompt: args.prompt.is_some(),
         layers: args.layers,
         timeout_ms: args.timeout_ms,
         http: args.http,

@@ -1,6 +1,6 @@
 //! [`McpHandler`]: the rmcp [`ServerHandler`] of an [`McpServer`](super::McpServer) — tools
-//! from the registry, calls into it, progress and logs back to the client, and `-32601` for
-//! every capability opkit does not offer.
+//! from the registry, calls into it, progress and logs back to the client; resources,
+//! prompts and completion from the catalog (see `resources.rs`, `prompts.rs`).
 
 use super::names::{Served, ToolNames};
 use super::report::{self, LevelCell};
@@ -16,12 +16,12 @@ use opkit::{CallError, Identity, OperationContext, OperationKind};
 #[allow(deprecated)]
 use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestMethod,
-    CompleteRequestParams, CompleteResult, ContentBlock, Implementation, ListPromptsRequestMethod,
-    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
-    ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProtocolVersion, ResourceContents, ServerCapabilities, ServerConfig,
-    Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ResourceContents, ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
@@ -39,6 +39,8 @@ pub struct McpHandler {
     pub(super) log_level: LevelCell,
     /// The session's state slot ([`OperationContext::session`]), made at its first call.
     session: Arc<OnceLock<Arc<Session>>>,
+    /// The session's resource subscriptions (stopped when the last clone is dropped).
+    pub(super) watches: Arc<super::resources::Watches>,
 }
 
 impl std::fmt::Debug for McpHandler {
@@ -68,7 +70,13 @@ impl McpHandler {
             inner,
             log_level: LevelCell::default(),
             session: Arc::default(),
+            watches: Arc::default(),
         }
+    }
+
+    /// The tools, resources and prompts of the registry as it is now.
+    pub(super) fn catalog(&self) -> Result<Arc<ToolNames>, McpError> {
+        self.names()
     }
 
     fn names(&self) -> Result<Arc<ToolNames>, McpError> {
@@ -81,7 +89,7 @@ impl McpHandler {
     /// The caller: the HTTP request's identity (found by
     /// [`McpServer::router`](super::McpServer::router)'s middleware, or authenticated here
     /// when the service is mounted on its own), or the stdio identity.
-    async fn identity(
+    pub(super) async fn identity(
         &self,
         context: &RequestContext<RoleServer>,
     ) -> Result<Option<Identity>, CallError> {
@@ -109,7 +117,7 @@ impl McpHandler {
 
     /// The context of a tool call: the caller's identity, the request's cancellation, trace
     /// and deadline, and the [`McpSession`] edge with the session's state slot.
-    fn call_context(
+    pub(super) fn call_context(
         &self,
         identity: Option<Identity>,
         context: &RequestContext<RoleServer>,
@@ -183,9 +191,14 @@ impl McpHandler {
             report::LogGate::Session(self.log_level.clone())
         };
         let (reporter, forwarder) = report::start(context.peer.clone(), token, gate);
-        let ctx = self
+        let mut ctx = self
             .call_context(identity, &context)
             .with_reporter(reporter);
+        if !modern {
+            ctx = ctx.with_elicitor(Arc::new(super::elicitation::PeerElicitor {
+                peer: context.peer.clone(),
+            }));
+        }
         // Boxed once: the call's future is large.
         let outcome = Box::pin(self.inner.registry.serve(&served.id, input, ctx)).await;
         let result = match outcome {
@@ -303,11 +316,21 @@ pub struct McpSession {
 
 impl ServerHandler for McpHandler {
     fn get_info(&self) -> ServerConfig {
+        let catalog = self
+            .names()
+            .map(|names| names.catalog.clone())
+            .unwrap_or_default();
         #[allow(deprecated)]
-        let capabilities = ServerCapabilities::builder()
+        let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_logging()
+            .enable_completions()
+            .enable_prompts()
+            .enable_resources()
             .build();
+        if let Some(resources) = capabilities.resources.as_mut() {
+            resources.subscribe = Some(!catalog.watchers.is_empty() || catalog.has_resources());
+        }
         let mut config = ServerConfig::new(capabilities).with_server_info(Implementation::new(
             self.inner.name.clone(),
             self.inner.version.clone(),
@@ -358,10 +381,10 @@ impl ServerHandler for McpHandler {
 
     async fn complete(
         &self,
-        _request: CompleteRequestParams,
+        request: CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        Err(McpError::method_not_found::<CompleteRequestMethod>())
+        self.complete_argument(&request)
     }
 
     async fn list_prompts(
@@ -369,7 +392,17 @@ impl ServerHandler for McpHandler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        Err(McpError::method_not_found::<ListPromptsRequestMethod>())
+        Ok(super::prompts::list(&self.names()?.catalog))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        self.prompt(&request.name, request.arguments, &context)
+            .await
+            .map(GetPromptResponse::from)
     }
 
     async fn list_resources(
@@ -377,7 +410,7 @@ impl ServerHandler for McpHandler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        Err(McpError::method_not_found::<ListResourcesRequestMethod>())
+        Ok(super::resources::list(&self.names()?.catalog))
     }
 
     async fn list_resource_templates(
@@ -385,8 +418,33 @@ impl ServerHandler for McpHandler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        Err(McpError::method_not_found::<
-            ListResourceTemplatesRequestMethod,
-        >())
+        Ok(super::resources::templates(&self.names()?.catalog))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        self.read(&request.uri, &context)
+            .await
+            .map(ReadResourceResponse::from)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.watch(&request.uri, &context).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.unwatch(&request.uri);
+        Ok(())
     }
 }

@@ -163,12 +163,18 @@
 //! [`opkit::trace`]) whose parent is the W3C trace context in the request's
 //! `_meta.traceparent` / `_meta.tracestate`, when present and valid.
 
+mod arguments;
+mod catalog;
+mod elicitation;
 mod gate;
 mod handler;
 mod listing;
 mod names;
+mod prompts;
 mod report;
+mod resources;
 mod results;
+mod template;
 mod tools;
 
 pub use handler::{McpHandler, McpSession};

@@ -139,6 +139,8 @@ pub(crate) struct ToolNames {
     /// it holds are large to copy).
     by_tool: BTreeMap<String, Arc<Served>>,
     by_id: BTreeMap<String, String>,
+    /// The operations served as resources and prompts instead of tools.
+    pub(crate) catalog: super::catalog::Catalog,
 }
 
 /// The operation served under one tool name, as the registry had it when the names were
@@ -176,6 +178,9 @@ impl ToolNames {
     ) -> Result<Self, ToolNameError> {
         let mut names = Self::default();
         for spec in specs {
+            if names.catalog.add(spec, naming)? {
+                continue;
+            }
             let id = spec.id();
             let tool = tool_name_of(spec, naming);
             if let Some(reason) = naming.check(&tool) {

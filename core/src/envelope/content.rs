@@ -110,3 +110,42 @@ pub enum Role {
     /// The model.
     Assistant,
 }
+
+/// One message of an MCP prompt: who says it and what. A prompt operation
+/// ([`OperationSpec::EXT_MCP_PROMPT`](crate::OperationSpec::EXT_MCP_PROMPT)) returns a
+/// `Vec<PromptMessage>` (or a `String`, served as one user message).
+///
+/// ```
+/// use opkit::envelope::{PromptMessage, Role};
+/// let message = PromptMessage::user("Summarize my notes.");
+/// assert_eq!(message.role, Role::User);
+/// assert_eq!(
+///     serde_json::to_value(&message).unwrap(),
+///     serde_json::json!({"role": "user", "content": {"type": "text", "text": "Summarize my notes."}})
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PromptMessage {
+    /// Who says it.
+    pub role: Role,
+    /// What is said.
+    pub content: McpContentBlock,
+}
+
+impl PromptMessage {
+    /// A text message from the user.
+    pub fn user(text: impl Into<String>) -> Self {
+        Self {
+            role: Role::User,
+            content: McpContentBlock::text(text),
+        }
+    }
+
+    /// A text message from the assistant.
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self {
+            role: Role::Assistant,
+            content: McpContentBlock::text(text),
+        }
+    }
+}

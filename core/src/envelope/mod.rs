@@ -21,7 +21,7 @@ mod factories;
 mod meta;
 mod schemas;
 
-pub use content::{Annotations, EmbeddedResource, McpContentBlock, Role};
+pub use content::{Annotations, EmbeddedResource, McpContentBlock, PromptMessage, Role};
 pub use detect::{EnvelopeError, is_response_envelope, unwrap, unwrap_value};
 pub use factories::{
     http_envelope, http_event_envelope, local_envelope, mcp_envelope, now_millis, now_millis_coarse,

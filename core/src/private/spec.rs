@@ -28,6 +28,10 @@ pub struct SpecParts {
     /// `tool_meta = "{..}"` (JSON the macro checked is an object): the
     /// [`OperationSpec::EXT_TOOL_META`] extension.
     pub tool_meta: Option<&'static str>,
+    /// `resource = ".."`: the [`OperationSpec::EXT_MCP_RESOURCE`] extension.
+    pub resource: Option<&'static str>,
+    /// `prompt`: the [`OperationSpec::EXT_MCP_PROMPT`] extension.
+    pub prompt: bool,
     /// `layer = ".."` (one per key): the named middleware layers it asks for.
     pub layers: &'static [&'static str],
     /// `timeout = ".."`, in milliseconds.
@@ -87,6 +91,12 @@ pub fn cached_spec(
         }
         if let Some(Ok(meta @ Value::Object(_))) = parts.tool_meta.map(serde_json::from_str) {
             spec = spec.extension(OperationSpec::EXT_TOOL_META, meta);
+        }
+        if let Some(uri) = parts.resource {
+            spec = spec.mcp_resource(uri);
+        }
+        if parts.prompt {
+            spec = spec.mcp_prompt();
         }
         spec.description = parts
             .description

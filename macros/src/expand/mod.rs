@@ -236,6 +236,11 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         Some(meta) => quote!(#private::Some(#meta)),
         None => quote!(#private::None),
     };
+    let resource = match &op.resource {
+        Some(uri) => quote!(#private::Some(#uri)),
+        None => quote!(#private::None),
+    };
+    let prompt = op.prompt;
     let layers = &op.layers;
     let timeout_ms = match op.timeout_ms {
         Some(ms) => quote!(#private::Some(#ms)),
@@ -313,6 +318,8 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
                         states: &[#(#states),*],
                         tool_name: #tool_name,
                         tool_meta: #tool_meta,
+                        resource: #resource,
+                        prompt: #prompt,
                         layers: &[#(#layers),*],
                         timeout_ms: #timeout_ms,
                         http: #http,

@@ -1,0 +1,191 @@
+//! `prompts/list`, `prompts/get` and `completion/complete`, from the operations of the
+//! [catalog](super::catalog).
+//!
+//! A prompt's arguments are its input's fields (name, description, required); `prompts/get`
+//! reads the arguments as the schema's types and runs the operation through the registry's
+//! front door. Its data becomes the messages: a list of
+//! [`PromptMessage`](opkit::envelope::PromptMessage)s as they are, an object with
+//! `messages` (and an optional `description`), or a string as one user message.
+//!
+//! Completion offers, for a prompt argument or a template variable, the values its field's
+//! schema lists (`enum`, or `const`s under `oneOf`/`anyOf`) that start with what the user
+//! typed (ignoring case), at most 100.
+
+use super::arguments;
+use super::catalog::Catalog;
+use super::handler::McpHandler;
+use super::resources::rpc_error;
+use opkit::middleware::Outcome;
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, CompletionInfo, GetPromptResult, ListPromptsResult,
+    Reference,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::{Map, Value, json};
+
+/// The `prompts/list` result.
+pub(crate) fn list(catalog: &Catalog) -> ListPromptsResult {
+    let prompts: Vec<Value> = catalog
+        .prompts
+        .iter()
+        .map(|(name, entry)| {
+            let arguments: Vec<Value> = arguments::fields(&entry.spec.input_schema)
+                .into_iter()
+                .map(|(name, description, required)| {
+                    let mut argument = json!({"name": name, "required": required});
+                    if let Some(description) = description {
+                        argument["description"] = json!(description);
+                    }
+                    argument
+                })
+                .collect();
+            json!({
+                "name": name,
+                "description": entry.spec.description.clone().unwrap_or_else(|| format!("prompt {}", entry.id)),
+                "arguments": arguments,
+            })
+        })
+        .collect();
+    serde_json::from_value(json!({ "prompts": prompts, "resultType": "complete" }))
+        .unwrap_or_default()
+}
+
+impl McpHandler {
+    /// `prompts/get`.
+    pub(super) async fn prompt(
+        &self,
+        name: &str,
+        given: Option<Map<String, Value>>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<GetPromptResult, McpError> {
+        let names = self.catalog()?;
+        let Some(entry) = names.catalog.prompts.get(name) else {
+            return Err(McpError::invalid_params(
+                format!("no prompt named {name:?}"),
+                Some(json!({ "name": name })),
+            ));
+        };
+        let pairs = given.unwrap_or_default().into_iter().map(|(key, value)| {
+            let text = match value {
+                Value::String(text) => text,
+                other => other.to_string(),
+            };
+            (key, text)
+        });
+        let input = arguments::input_from_strings(&entry.spec.input_schema, pairs);
+        let identity = self.identity(context).await.map_err(|e| rpc_error(&e))?;
+        let ctx = self.call_context(identity, context);
+        let outcome = Box::pin(self.inner.registry.serve(&entry.id, input, ctx)).await;
+        let envelope = match outcome {
+            Ok(Outcome::Unary(reply)) => reply.into_envelope().map_err(|e| rpc_error(&e))?,
+            Ok(Outcome::Stream(_)) => {
+                return Err(McpError::internal_error(
+                    format!("the prompt {name:?} is a subscription"),
+                    None,
+                ));
+            }
+            Err(error) => return Err(rpc_error(&error)),
+        };
+        messages(name, envelope.data)
+    }
+
+    /// `completion/complete`.
+    pub(super) fn complete_argument(
+        &self,
+        request: &CompleteRequestParams,
+    ) -> Result<CompleteResult, McpError> {
+        let names = self.catalog()?;
+        let schema = match &request.r#ref {
+            Reference::Prompt(prompt) => names
+                .catalog
+                .prompts
+                .get(&prompt.name)
+                .map(|entry| &entry.spec.input_schema),
+            Reference::Resource(resource) => names
+                .catalog
+                .templates
+                .iter()
+                .find(|entry| entry.template.as_str() == resource.uri)
+                .map(|entry| &entry.spec.input_schema),
+            _ => None,
+        };
+        let Some(schema) = schema else {
+            return Err(McpError::invalid_params(
+                "the completion's reference names no prompt or resource template",
+                None,
+            ));
+        };
+        let typed = request.argument.value.to_lowercase();
+        let matching: Vec<String> = arguments::choices(schema, &request.argument.name)
+            .into_iter()
+            .filter(|choice| choice.to_lowercase().starts_with(&typed))
+            .collect();
+        let total = matching.len();
+        let values: Vec<String> = matching
+            .into_iter()
+            .take(CompletionInfo::MAX_VALUES)
+            .collect();
+        let completion = json!({
+            "values": values,
+            "total": total,
+            "hasMore": total > CompletionInfo::MAX_VALUES,
+        });
+        serde_json::from_value(json!({ "completion": completion, "resultType": "complete" }))
+            .map_err(|error| McpError::internal_error(error.to_string(), None))
+    }
+}
+
+/// The messages of a prompt's data (see the module docs).
+fn messages(name: &str, data: Value) -> Result<GetPromptResult, McpError> {
+    let (description, messages) = match data {
+        Value::String(text) => (
+            None,
+            json!([{"role": "user", "content": {"type": "text", "text": text}}]),
+        ),
+        Value::Array(messages) => (None, Value::Array(messages)),
+        Value::Object(mut object) if object.contains_key("messages") => (
+            object.remove("description"),
+            object.remove("messages").unwrap_or_default(),
+        ),
+        other => (
+            None,
+            json!([{"role": "user", "content": {"type": "text", "text": other.to_string()}}]),
+        ),
+    };
+    let mut result = json!({ "messages": messages, "resultType": "complete" });
+    if let Some(description) = description {
+        result["description"] = description;
+    }
+    serde_json::from_value(result).map_err(|error| {
+        McpError::internal_error(
+            format!("the prompt {name:?} returned data that are not prompt messages: {error}"),
+            None,
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_arrays_and_objects_become_messages() {
+        let one = messages("p", json!("Summarize")).unwrap();
+        assert_eq!(one.messages.len(), 1);
+        let typed = serde_json::to_value(vec![
+            opkit::envelope::PromptMessage::user("hi"),
+            opkit::envelope::PromptMessage::assistant("hello"),
+        ])
+        .unwrap();
+        assert_eq!(messages("p", typed).unwrap().messages.len(), 2);
+        let described = messages(
+            "p",
+            json!({"description": "d", "messages": [{"role": "user", "content": {"type": "text", "text": "x"}}]}),
+        )
+        .unwrap();
+        assert_eq!(described.description.as_deref(), Some("d"));
+        let bad = messages("p", json!([{"role": "nobody"}])).unwrap_err();
+        assert!(bad.message.contains("not prompt messages"), "{bad:?}");
+    }
+}
