@@ -359,6 +359,114 @@ async fn elicitation_enums(ctx: &OperationContext) -> Result<String, CallError> 
     Ok(answered("Elicitation completed", &response))
 }
 
+/// One string field's question, named `key` (the multi-round tools' questions).
+async fn ask_text(
+    ctx: &OperationContext,
+    key: &str,
+    message: &str,
+    field: &str,
+) -> Result<String, CallError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {field: {"type": "string"}},
+        "required": [field]
+    });
+    let answer = ctx
+        .elicit_raw(ElicitRequest::new(message, schema).with_key(key))
+        .await?;
+    Ok(answer
+        .content
+        .as_ref()
+        .and_then(|content| content.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or("nobody")
+        .to_owned())
+}
+
+/// A yes/no question named `confirm`.
+async fn confirm(ctx: &OperationContext) -> Result<bool, CallError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {"ok": {"type": "boolean"}},
+        "required": ["ok"]
+    });
+    let answer = ctx
+        .elicit_raw(ElicitRequest::new("Please confirm", schema).with_key("confirm"))
+        .await?;
+    Ok(answer
+        .content
+        .as_ref()
+        .and_then(|content| content.get("ok"))
+        == Some(&json!(true)))
+}
+
+/// MRTR: asks the user's name (`user_name`), then greets them.
+#[operation(
+    namespace = "conformance",
+    tool_name = "test_input_required_result_elicitation"
+)]
+async fn mrtr_elicitation(ctx: &OperationContext) -> Result<String, CallError> {
+    let name = ask_text(ctx, "user_name", "What is your name?", "name").await?;
+    Ok(format!("Hello, {name}!"))
+}
+
+/// MRTR: returns an input-required result with a requestState, and checks it on the retry.
+#[operation(
+    namespace = "conformance",
+    tool_name = "test_input_required_result_request_state"
+)]
+async fn mrtr_request_state(ctx: &OperationContext) -> Result<String, CallError> {
+    if confirm(ctx).await? {
+        Ok("state-ok: requestState validated".to_owned())
+    } else {
+        Ok("state-declined".to_owned())
+    }
+}
+
+/// MRTR: a signed requestState; a tampered one is refused.
+#[operation(
+    namespace = "conformance",
+    tool_name = "test_input_required_result_tampered_state"
+)]
+async fn mrtr_tampered_state(ctx: &OperationContext) -> Result<String, CallError> {
+    confirm(ctx).await?;
+    Ok("integrity-ok: state verified".to_owned())
+}
+
+/// MRTR: two rounds of questions (`step1`, then `step2`).
+#[operation(
+    namespace = "conformance",
+    tool_name = "test_input_required_result_multi_round"
+)]
+async fn mrtr_multi_round(ctx: &OperationContext) -> Result<String, CallError> {
+    let name = ask_text(ctx, "step1", "Step 1: What is your name?", "name").await?;
+    let color = ask_text(
+        ctx,
+        "step2",
+        "Step 2: What is your favorite color?",
+        "color",
+    )
+    .await?;
+    Ok(format!("Multi-round complete for {name} who likes {color}"))
+}
+
+/// MRTR on prompts/get: asks what context the prompt should use.
+#[operation(
+    namespace = "conformance",
+    prompt,
+    tool_name = "test_input_required_result_prompt"
+)]
+async fn mrtr_prompt(ctx: &OperationContext) -> Result<String, CallError> {
+    let context = ask_text(
+        ctx,
+        "user_context",
+        "What context should the prompt use?",
+        "context",
+    )
+    .await?;
+    Ok(format!("Prompt with context: {context}"))
+}
+
 /// The registry of the conformance tools.
 fn registry() -> Result<OperationRegistry, opkit::RegistryError> {
     let registry = OperationRegistry::new();
@@ -382,6 +490,11 @@ fn registry() -> Result<OperationRegistry, opkit::RegistryError> {
     registry.register_typed::<elicitation>()?;
     registry.register_typed::<elicitation_defaults>()?;
     registry.register_typed::<elicitation_enums>()?;
+    registry.register_typed::<mrtr_elicitation>()?;
+    registry.register_typed::<mrtr_request_state>()?;
+    registry.register_typed::<mrtr_tampered_state>()?;
+    registry.register_typed::<mrtr_multi_round>()?;
+    registry.register_typed::<mrtr_prompt>()?;
     // A hand-written JSON Schema 2020-12 input, served as it is.
     registry.register(
         OperationSpec::new("conformance", "json_schema_2020_12", OperationKind::Query)

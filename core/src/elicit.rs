@@ -9,6 +9,12 @@
 //! gets [`CallError::unavailable`] naming the edge, with `details.elicitation: false`: the
 //! operation decides what "nobody can answer" means (usually: refuse the destructive part).
 //!
+//! Over MCP 2026-07-28 (no requests from server to client) the question ends the call with
+//! an input-required result, and the client calls again with the answer: the operation
+//! **runs again from the start**, and each `elicit` it reaches returns the answer given to
+//! it in an earlier round. So ask before doing anything that must not happen twice, and ask
+//! the same questions in the same order.
+//!
 //! The schema sent with the question is derived from the answer's type: a flat object of
 //! strings, numbers, integers, booleans and string enums (what MCP clients render as a
 //! form), with `$ref`s inlined and `null` dropped from optional fields.
@@ -40,6 +46,9 @@ pub struct ElicitRequest {
     pub message: String,
     /// The schema of the answer (a flat object; see the module docs).
     pub schema: Value,
+    /// A name for the question, unique within the call. Edges that ask over several round
+    /// trips (MCP 2026-07-28) name the question with it; without one they number it.
+    pub key: Option<String>,
 }
 
 impl ElicitRequest {
@@ -48,7 +57,15 @@ impl ElicitRequest {
         Self {
             message: message.into(),
             schema,
+            key: None,
         }
+    }
+
+    /// Names the question (see [`ElicitRequest::key`]).
+    #[must_use]
+    pub fn with_key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
     }
 }
 

@@ -2,6 +2,7 @@
 //! from the registry, calls into it, progress and logs back to the client; resources,
 //! prompts and completion from the catalog (see `resources.rs`, `prompts.rs`).
 
+use super::elicitation::{PeerElicitor, RoundElicitor, Rounds};
 use super::names::{Served, ToolNames};
 use super::report::{self, LevelCell};
 use super::results;
@@ -163,19 +164,67 @@ impl McpHandler {
         ctx.with_edge(edge)
     }
 
+    /// The rounds of a 2026-07-28 request that may ask its user questions (`None` for an
+    /// older client, which is asked in the call).
+    pub(super) fn rounds(
+        &self,
+        subject: &str,
+        request_state: Option<&str>,
+        input_responses: Option<rmcp::model::InputResponses>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Option<Arc<Rounds>>, McpError> {
+        if !is_modern(context) {
+            return Ok(None);
+        }
+        let declared = context
+            .client_capabilities()
+            .is_some_and(|capabilities| capabilities.elicitation.is_some());
+        Rounds::open(
+            &self.inner.rounds,
+            subject,
+            request_state,
+            input_responses,
+            declared,
+        )
+        .map(|rounds| Some(Arc::new(rounds)))
+    }
+
+    /// `ctx` with the elicitor of this request: the rounds of a 2026-07-28 request, else the
+    /// session's peer.
+    pub(super) fn asking(
+        &self,
+        ctx: OperationContext,
+        rounds: Option<&Arc<Rounds>>,
+        context: &RequestContext<RoleServer>,
+    ) -> OperationContext {
+        match rounds {
+            Some(rounds) => ctx.with_elicitor(Arc::new(RoundElicitor(rounds.clone()))),
+            None => ctx.with_elicitor(Arc::new(PeerElicitor {
+                peer: context.peer.clone(),
+            })),
+        }
+    }
+
     /// `tools/call`: the tool mapped to its operation and served through the registry's
     /// front door ([`OperationRegistry::serve`](opkit::OperationRegistry::serve)), the outcome
-    /// mapped back to a tool result.
+    /// mapped back to a tool result (or, when it asked a 2026-07-28 client a question, an
+    /// input-required result).
     async fn call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
+    ) -> Result<CallToolResponse, McpError> {
         let served = self.resolve(&request.name)?;
         let identity = match self.identity(&context).await {
             Ok(identity) => identity,
-            Err(error) => return Ok(results::failure(&error)),
+            Err(error) => return Ok(results::failure(&error).into()),
         };
+        let rounds = self.rounds(
+            &request.name,
+            request.request_state.as_deref(),
+            request.input_responses,
+            &context,
+        )?;
         let input = Value::Object(request.arguments.unwrap_or_default());
         let modern = is_modern(&context);
         let subscription = served.spec.kind == OperationKind::Subscription;
@@ -191,23 +240,26 @@ impl McpHandler {
             report::LogGate::Session(self.log_level.clone())
         };
         let (reporter, forwarder) = report::start(context.peer.clone(), token, gate);
-        let mut ctx = self
+        let ctx = self
             .call_context(identity, &context)
             .with_reporter(reporter);
-        if !modern {
-            ctx = ctx.with_elicitor(Arc::new(super::elicitation::PeerElicitor {
-                peer: context.peer.clone(),
-            }));
-        }
+        let ctx = self.asking(ctx, rounds.as_ref(), &context);
         // Boxed once: the call's future is large.
         let outcome = Box::pin(self.inner.registry.serve(&served.id, input, ctx)).await;
+        if let Some(asked) = rounds
+            .as_ref()
+            .and_then(|rounds| rounds.input_required(&self.inner.rounds, &request.name))
+        {
+            forwarder.finish().await;
+            return Ok(asked.into());
+        }
         let result = match outcome {
             Ok(Outcome::Unary(reply)) => self.unary_result(&served, reply, modern),
             Ok(Outcome::Stream(items)) => Box::pin(self.collect(items, &context)).await,
             Err(error) => results::failure(&error),
         };
         forwarder.finish().await;
-        Ok(result)
+        Ok(result.into())
     }
 
     /// The tool result of a query's or mutation's reply, with its cache hint in `_meta`.
@@ -364,9 +416,7 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.call(request, context)
-            .await
-            .map(CallToolResponse::from)
+        self.call(request, context).await
     }
 
     #[allow(deprecated)]
@@ -400,9 +450,7 @@ impl ServerHandler for McpHandler {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        self.prompt(&request.name, request.arguments, &context)
-            .await
-            .map(GetPromptResponse::from)
+        self.prompt(request, &context).await
     }
 
     async fn list_resources(
@@ -426,9 +474,7 @@ impl ServerHandler for McpHandler {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        self.read(&request.uri, &context)
-            .await
-            .map(ReadResourceResponse::from)
+        self.read(request, &context).await
     }
 
     async fn subscribe(

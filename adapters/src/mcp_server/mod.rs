@@ -229,6 +229,9 @@ pub(crate) struct Inner {
     max_items: usize,
     naming: ToolNaming,
     names: names::NamesCache,
+    /// Seals the `requestState` of calls that ask their user a question over several round
+    /// trips (2026-07-28), so a client cannot forge the answers it echoes.
+    rounds: Arc<rmcp::model::RequestStateCodec>,
 }
 
 /// Why an [`McpServer`] cannot serve its registry.
@@ -267,6 +270,7 @@ impl McpServer {
                 max_items: 1000,
                 naming: ToolNaming::OperationId,
                 names: names::NamesCache::default(),
+                rounds: Arc::new(elicitation::random_codec()),
             },
             http_config: None,
         }
@@ -351,6 +355,16 @@ impl McpServer {
     #[must_use]
     pub fn tool_naming(mut self, naming: ToolNaming) -> Self {
         self.handler.naming = naming;
+        self
+    }
+
+    /// The key that seals the `requestState` of a call asking its user questions over
+    /// several round trips (MCP 2026-07-28; see [`opkit::elicit`]). By default a random key
+    /// made when the server is built: give every replica behind one load balancer the same
+    /// key (at least 32 bytes), or a round answered at another replica asks again.
+    #[must_use]
+    pub fn request_state_key(mut self, key: impl Into<Vec<u8>>) -> Self {
+        self.handler.rounds = Arc::new(rmcp::model::RequestStateCodec::new_unchecked(key));
         self
     }
 

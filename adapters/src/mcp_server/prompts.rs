@@ -18,11 +18,11 @@ use super::resources::rpc_error;
 use opkit::middleware::Outcome;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CompleteRequestParams, CompleteResult, CompletionInfo, GetPromptResult, ListPromptsResult,
-    Reference,
+    CompleteRequestParams, CompleteResult, CompletionInfo, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, ListPromptsResult, Reference,
 };
 use rmcp::service::{RequestContext, RoleServer};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// The `prompts/list` result.
 pub(crate) fn list(catalog: &Catalog) -> ListPromptsResult {
@@ -55,10 +55,11 @@ impl McpHandler {
     /// `prompts/get`.
     pub(super) async fn prompt(
         &self,
-        name: &str,
-        given: Option<Map<String, Value>>,
+        request: GetPromptRequestParams,
         context: &RequestContext<RoleServer>,
-    ) -> Result<GetPromptResult, McpError> {
+    ) -> Result<GetPromptResponse, McpError> {
+        let name = request.name.as_str();
+        let given = request.arguments;
         let names = self.catalog()?;
         let Some(entry) = names.catalog.prompts.get(name) else {
             return Err(McpError::invalid_params(
@@ -75,8 +76,25 @@ impl McpHandler {
         });
         let input = arguments::input_from_strings(&entry.spec.input_schema, pairs);
         let identity = self.identity(context).await.map_err(|e| rpc_error(&e))?;
-        let ctx = self.call_context(identity, context);
+        let subject = format!("prompt:{name}");
+        let rounds = self.rounds(
+            &subject,
+            request.request_state.as_deref(),
+            request.input_responses,
+            context,
+        )?;
+        let ctx = self.asking(
+            self.call_context(identity, context),
+            rounds.as_ref(),
+            context,
+        );
         let outcome = Box::pin(self.inner.registry.serve(&entry.id, input, ctx)).await;
+        if let Some(asked) = rounds
+            .as_ref()
+            .and_then(|rounds| rounds.input_required(&self.inner.rounds, &subject))
+        {
+            return Ok(asked.into());
+        }
         let envelope = match outcome {
             Ok(Outcome::Unary(reply)) => reply.into_envelope().map_err(|e| rpc_error(&e))?,
             Ok(Outcome::Stream(_)) => {
@@ -87,7 +105,7 @@ impl McpHandler {
             }
             Err(error) => return Err(rpc_error(&error)),
         };
-        messages(name, envelope.data)
+        messages(name, envelope.data).map(GetPromptResponse::from)
     }
 
     /// `completion/complete`.

@@ -25,8 +25,8 @@ use opkit::{CallError, ErrorKind, ResponseEnvelope};
 use parking_lot::Mutex;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult,
-    ResourceUpdatedNotificationParam,
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ResourceUpdatedNotificationParam,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
@@ -111,9 +111,10 @@ impl McpHandler {
     /// `resources/read`.
     pub(super) async fn read(
         &self,
-        uri: &str,
+        request: ReadResourceRequestParams,
         context: &RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResult, McpError> {
+    ) -> Result<ReadResourceResponse, McpError> {
+        let uri = request.uri.as_str();
         let names = self.catalog()?;
         let Some((entry, input)) = names.catalog.reader(uri) else {
             return Err(McpError::resource_not_found(
@@ -122,8 +123,25 @@ impl McpHandler {
             ));
         };
         let identity = self.identity(context).await.map_err(|e| rpc_error(&e))?;
-        let ctx = self.call_context(identity, context);
+        let subject = format!("resource:{uri}");
+        let rounds = self.rounds(
+            &subject,
+            request.request_state.as_deref(),
+            request.input_responses.clone(),
+            context,
+        )?;
+        let ctx = self.asking(
+            self.call_context(identity, context),
+            rounds.as_ref(),
+            context,
+        );
         let outcome = Box::pin(self.inner.registry.serve(&entry.id, input, ctx)).await;
+        if let Some(asked) = rounds
+            .as_ref()
+            .and_then(|rounds| rounds.input_required(&self.inner.rounds, &subject))
+        {
+            return Ok(asked.into());
+        }
         let envelope = match outcome {
             Ok(Outcome::Unary(reply)) => reply.into_envelope().map_err(|e| rpc_error(&e))?,
             Ok(Outcome::Stream(_)) => {
@@ -141,8 +159,11 @@ impl McpHandler {
             Err(error) => return Err(rpc_error(&error)),
         };
         let contents = contents(entry, uri, envelope)?;
-        serde_json::from_value(json!({ "contents": contents, "resultType": "complete" }))
-            .map_err(|error| McpError::internal_error(error.to_string(), None))
+        serde_json::from_value::<ReadResourceResult>(
+            json!({ "contents": contents, "resultType": "complete" }),
+        )
+        .map(ReadResourceResponse::from)
+        .map_err(|error| McpError::internal_error(error.to_string(), None))
     }
 
     /// `resources/subscribe`.
