@@ -1,10 +1,10 @@
 //! The official MCP conformance suite (npm `@modelcontextprotocol/conformance`, pinned in
 //! adapters/peers/conformance, installed by `scripts/install-peers.sh` with Node 22): every
 //! server scenario against the `conformance_server` example, every client scenario with the
-//! `conformance_client` example. The scenarios opkit does not offer (resources, prompts,
-//! completion, sampling, elicitation, OAuth with a person in the loop) are listed with their reasons in
-//! adapters/peers/conformance/expected-failures.yml; any other failure, or a listed
-//! scenario that passes, fails this test.
+//! `conformance_client` example, at protocol revisions 2025-11-25 and 2026-07-28, then every
+//! extension scenario. The scenarios opkit does not pass are listed with their reasons in
+//! adapters/peers/conformance/expected-failures-{2025-11-25,2026-07-28,extensions}.yml; any
+//! other failure, or a listed scenario that passes, fails this test.
 //!
 //! The suite's scenario servers bind all interfaces, so the suite and the fixture server run
 //! in a private network namespace (`unshare -n`, loopback only) by
@@ -31,16 +31,30 @@ async fn the_official_conformance_suite_passes_but_for_the_listed_scenarios() {
         .expect("`unshare` (util-linux) is needed to run the suite in a private network namespace");
     // Without the `oauth-client` feature the client cannot sign in with client credentials:
     // the scenarios that give it some are expected to fail too.
-    let mut expected = peers.join("expected-failures.yml");
+    let mut expected = peers.clone();
     let _extended;
     if cfg!(not(feature = "oauth-client")) {
-        let mut text = std::fs::read_to_string(&expected).expect("the expected-failures file");
-        text.push_str(
-            "  - auth/client-credentials-basic\n  - auth/pre-registration\n  - auth/client-credentials-jwt\n",
-        );
         _extended = serve_support::TempDir::new("conformance-expected");
-        expected = _extended.0.join("expected-failures.yml");
-        std::fs::write(&expected, text).expect("write the expected failures");
+        for (file, extra) in [
+            (
+                "expected-failures-2025-11-25.yml",
+                "  - auth/pre-registration\n",
+            ),
+            (
+                "expected-failures-2026-07-28.yml",
+                "  - auth/pre-registration\n",
+            ),
+            (
+                "expected-failures-extensions.yml",
+                "  - auth/client-credentials-basic\n  - auth/client-credentials-jwt\n",
+            ),
+        ] {
+            let mut text =
+                std::fs::read_to_string(peers.join(file)).expect("the expected-failures file");
+            text.push_str(extra);
+            std::fs::write(_extended.0.join(file), text).expect("write the expected failures");
+        }
+        expected = _extended.0.clone();
     }
     let mut command = tokio::process::Command::new(unshare);
     command

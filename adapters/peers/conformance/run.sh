@@ -1,16 +1,19 @@
 #!/bin/sh
 # Runs the official MCP conformance suite against opkit, inside a private network namespace
 # (the suite's scenario servers bind all interfaces): every server scenario against the
-# fixture server, every client scenario with the opkit client, both checked against the
-# expected-failures file. Started by adapters/tests/mcp_conformance.rs as
-#   unshare -n sh run.sh <conformance_server binary> <conformance_client binary> [expected failures]
-# (the expected-failures file defaults to expected-failures.yml beside this script).
+# fixture server and every client scenario with the opkit client, for each protocol
+# revision opkit serves (2025-11-25 and 2026-07-28), then every extension scenario (tasks,
+# skills, OAuth extensions) one by one; each pass is checked against its expected-failures
+# file. Started by adapters/tests/mcp_conformance.rs as
+#   unshare -n sh run.sh <conformance_server binary> <conformance_client binary> [expected-failures dir]
+# (the directory defaults to this script's; it holds expected-failures-<revision>.yml and
+# expected-failures-extensions.yml).
 # Exits non-zero when a scenario fails that is not listed, or a listed one passes.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 server_binary=$1
 client_binary=$2
-expected=${3:-"$here/expected-failures.yml"}
+expected_dir=${3:-"$here"}
 export PATH="$here/node_modules/.bin:$PATH"
 ip link set lo up || exit 2
 # Nothing else listens in this namespace: a fixed port is free.
@@ -29,16 +32,33 @@ until grep -q "listening on" "$log"; do
     fi
     sleep 0.1
 done
-echo "=== server scenarios"
-conformance server --url "http://127.0.0.1:$port/mcp" --suite all \
-    --expected-failures "$expected"
-server_status=$?
+url="http://127.0.0.1:$port/mcp"
+status=0
+for revision in 2025-11-25 2026-07-28; do
+    expected="$expected_dir/expected-failures-$revision.yml"
+    echo "=== server scenarios, $revision"
+    conformance server --url "$url" --suite all --spec-version "$revision" \
+        --expected-failures "$expected" || status=1
+    echo "=== client scenarios, $revision"
+    conformance client --command "$client_binary" --suite all --spec-version "$revision" \
+        --timeout 15000 --expected-failures "$expected" || status=1
+done
+# Extension scenarios are outside the revisions: each is run by name.
+expected="$expected_dir/expected-failures-extensions.yml"
+for side in server client; do
+    echo "=== $side scenarios, extensions"
+    for scenario in $(conformance list --"$side" | sed -n 's/^  - \([^ ]*\) \[extension\]$/\1/p'); do
+        if [ "$side" = server ]; then
+            conformance server --url "$url" --scenario "$scenario" \
+                --expected-failures "$expected" || status=1
+        else
+            conformance client --command "$client_binary" --scenario "$scenario" \
+                --timeout 15000 --expected-failures "$expected" || status=1
+        fi
+    done
+done
 kill "$server_pid"
 wait "$server_pid" 2>/dev/null
 rm -f "$log"
-echo "=== client scenarios"
-conformance client --command "$client_binary" --suite all --timeout 15000 \
-    --expected-failures "$expected"
-client_status=$?
-echo "=== server exit $server_status, client exit $client_status"
-[ "$server_status" -eq 0 ] && [ "$client_status" -eq 0 ]
+echo "=== exit $status"
+exit "$status"

@@ -143,9 +143,22 @@ impl Rounds {
                     .answers
             }
         };
+        let fresh = fresh.unwrap_or_default();
+        for (key, answer) in &fresh {
+            let action = answer.get("action").and_then(Value::as_str);
+            let content_ok = answer.get("content").is_none_or(Value::is_object);
+            if !matches!(action, Some("accept" | "decline" | "cancel")) || !content_ok {
+                return Err(McpError::invalid_params(
+                    format!(
+                        "inputResponses[{key:?}] is not an elicitation result (an object with `action` accept, decline or cancel, and an object `content`)"
+                    ),
+                    Some(json!({ "key": key })),
+                ));
+            }
+        }
         Ok(Self {
             earlier,
-            fresh: fresh.unwrap_or_default(),
+            fresh,
             declared,
             next: AtomicUsize::new(0),
             used: Mutex::new(Vec::new()),
