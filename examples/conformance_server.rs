@@ -504,14 +504,25 @@ fn registry() -> Result<OperationRegistry, opkit::RegistryError> {
                 "type": "object",
                 "$defs": {
                     "address": {
+                        "$anchor": "addressDef",
                         "type": "object",
                         "properties": {"street": {"type": "string"}, "city": {"type": "string"}}
                     }
                 },
                 "properties": {
                     "name": {"type": "string"},
-                    "address": {"$ref": "#/$defs/address"}
+                    "address": {"$ref": "#/$defs/address"},
+                    "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                    "phone": {"type": "string"},
+                    "email": {"type": "string"}
                 },
+                "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+                "if": {
+                    "properties": {"contactMethod": {"const": "phone"}},
+                    "required": ["contactMethod"]
+                },
+                "then": {"required": ["phone"]},
+                "else": {"required": ["email"]},
                 "additionalProperties": false
             }))
             .output_schema(json!({"type": "string"}))
@@ -524,6 +535,23 @@ fn registry() -> Result<OperationRegistry, opkit::RegistryError> {
                 "JSON Schema 2020-12 tool called with: {input}"
             )))
         }),
+    )?;
+    // A parameter also sent as an `Mcp-Param-Region` header (SEP-2243), which the server
+    // checks against the body.
+    registry.register(
+        OperationSpec::new("conformance", "custom_headers", OperationKind::Query)
+            .description("Echoes a region that also travels as the Mcp-Param-Region header.")
+            .input_schema(json!({
+                "type": "object",
+                "properties": {
+                    "region": {"type": "string", "x-mcp-header": "Region"},
+                    "query": {"type": "string"}
+                },
+                "required": ["region"]
+            }))
+            .output_schema(json!({"type": "string"}))
+            .extension(OperationSpec::EXT_TOOL_NAME, json!("test_custom_headers")),
+        Handler::unary(|input, _ctx| async move { Ok(json!(format!("region: {}", input["region"]))) }),
     )?;
     Ok(registry)
 }
