@@ -142,6 +142,8 @@ const _: () = {
                     states: &[],
                     tool_name: ::opkit::__private::None,
                     tool_meta: ::opkit::__private::None,
+                    resource: ::opkit::__private::None,
+                    prompt: false,
                     layers: &[],
                     timeout_ms: ::opkit::__private::None,
                     http: ::opkit::__private::None,

@@ -126,6 +126,8 @@ const _: () = {
                     states: &[::opkit::__private::state_key::<Db>],
                     tool_name: ::opkit::__private::None,
                     tool_meta: ::opkit::__private::None,
+                    resource: ::opkit::__private::None,
+                    prompt: false,
                     layers: &[],
                     timeout_ms: ::opkit::__private::None,
                     http: ::opkit::__private::None,

@@ -1,0 +1,8 @@
+use opkit::prelude::*;
+
+#[operation(namespace = "notes", mutation, resource = "notes://{id}")]
+async fn delete(id: String) -> String {
+    id
+}
+
+fn main() {}

@@ -1,0 +1,33 @@
+//! `resource = ".."` and `prompt` make an operation an MCP resource (template) or prompt.
+use opkit::prelude::*;
+use opkit::envelope::PromptMessage;
+
+/// One note.
+#[operation(namespace = "notes", resource = "notes://{id}")]
+async fn get(id: u32) -> String {
+    format!("note {id}")
+}
+
+/// The changes of one note.
+#[operation(namespace = "notes", subscription, resource = "notes://{id}")]
+fn watch(id: u32) -> impl futures::Stream<Item = u32> + Send + 'static {
+    futures::stream::iter([id])
+}
+
+/// Summarize my notes.
+#[operation(namespace = "notes", prompt)]
+async fn summarize(
+    /// How long the summary may be.
+    words: Option<u32>,
+) -> Vec<PromptMessage> {
+    vec![PromptMessage::user(format!("Summarize my notes in {} words.", words.unwrap_or(50)))]
+}
+
+fn main() {
+    assert_eq!(
+        get::spec().extensions[OperationSpec::EXT_MCP_RESOURCE]["uri"],
+        "notes://{id}"
+    );
+    assert_eq!(watch::spec().kind, OperationKind::Subscription);
+    assert_eq!(summarize::spec().extensions[OperationSpec::EXT_MCP_PROMPT], true);
+}
