@@ -551,7 +551,9 @@ fn registry() -> Result<OperationRegistry, opkit::RegistryError> {
             }))
             .output_schema(json!({"type": "string"}))
             .extension(OperationSpec::EXT_TOOL_NAME, json!("test_custom_headers")),
-        Handler::unary(|input, _ctx| async move { Ok(json!(format!("region: {}", input["region"]))) }),
+        Handler::unary(
+            |input, _ctx| async move { Ok(json!(format!("region: {}", input["region"]))) },
+        ),
     )?;
     Ok(registry)
 }

@@ -128,6 +128,19 @@ pub(crate) fn unavailable(edge: Option<&str>) -> CallError {
     .with_details(serde_json::json!({"elicitation": false, "edge": edge}))
 }
 
+/// `true` when `error` says the call's edge has no way to ask its user (it came through
+/// HTTP, the call protocol, or an MCP client without the elicitation capability), as
+/// opposed to a question that was asked and failed. An operation that asks for a
+/// confirmation decides what that means, e.g. that the caller chose by calling.
+pub fn cannot_ask(error: &CallError) -> bool {
+    error.kind == Some(crate::ErrorKind::Unavailable)
+        && error
+            .details
+            .as_ref()
+            .and_then(|details| details.get("elicitation"))
+            == Some(&Value::Bool(false))
+}
+
 /// The typed answer of a response (`Accepted` content that does not match `T` is a
 /// validation error naming the field).
 pub(crate) fn typed<T: DeserializeOwned>(

@@ -5,6 +5,8 @@
 use crate::db::{Db, Note};
 use crate::state::{RateLimit, Replica};
 use futures::Stream;
+use opkit::elicit::Elicited;
+use opkit::envelope::PromptMessage;
 use opkit::prelude::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -77,19 +79,72 @@ pub async fn rename(State(db): State<Db>, id: i64, title: String) -> Result<Note
     db.rename(id, title).await?.ok_or_else(|| missing(id))
 }
 
-/// Deletes a note (administrators only).
+/// The answer to "delete this note?".
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct Confirm {
+    /// Delete it.
+    pub confirm: bool,
+}
+
+/// Deletes a note (administrators only). Over MCP the user is asked to confirm first; a
+/// caller through an edge that cannot ask (HTTP, the call protocol, an MCP client without
+/// the elicitation capability) has chosen to delete by calling.
 #[operation(
     namespace = "notes",
     mutation,
     access(scopes = ["notes:admin"]),
-    errors(not_found)
+    errors(not_found, conflict)
 )]
-pub async fn delete(State(db): State<Db>, id: i64) -> Result<(), CallError> {
+pub async fn delete(
+    ctx: &OperationContext,
+    State(db): State<Db>,
+    id: i64,
+) -> Result<(), CallError> {
+    let note = db.get(id).await?.ok_or_else(|| missing(id))?;
+    let question = format!(
+        "Delete the note {id} ({:?})? This cannot be undone.",
+        note.title
+    );
+    match ctx.elicit::<Confirm>(question).await {
+        Ok(Elicited::Accepted(Confirm { confirm: true })) => {}
+        Ok(_) => {
+            return Err(CallError::conflict(format!(
+                "the note {id} was not deleted: the user did not confirm"
+            )));
+        }
+        Err(error) if opkit::elicit::cannot_ask(&error) => {}
+        Err(error) => return Err(error),
+    }
     if db.delete(id).await? {
         Ok(())
     } else {
         Err(missing(id))
     }
+}
+
+/// The note at `notes://{id}`, as an MCP resource (its JSON).
+#[operation(namespace = "notes", resource = "notes://{id}", errors(not_found))]
+pub async fn read(State(db): State<Db>, id: i64) -> Result<Note, CallError> {
+    db.get(id).await?.ok_or_else(|| missing(id))
+}
+
+/// Summarize my notes: a prompt holding every note (at most 200), for the model to summarize.
+#[operation(namespace = "notes", prompt)]
+pub async fn summarize(
+    State(db): State<Db>,
+    /// How many words the summary may have (default 100).
+    words: Option<u32>,
+) -> Result<Vec<PromptMessage>, CallError> {
+    let notes = db.list(0, 200, None).await?;
+    let mut text = format!(
+        "Summarize these {} notes in at most {} words.\n",
+        notes.len(),
+        words.unwrap_or(100)
+    );
+    for note in notes {
+        text.push_str(&format!("\n# {}\n{}\n", note.title, note.body));
+    }
+    Ok(vec![PromptMessage::user(text)])
 }
 
 /// The caller's own notes; the caller must be known.
