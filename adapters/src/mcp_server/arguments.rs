@@ -75,9 +75,18 @@ pub(crate) fn fields(schema: &Value) -> Vec<(String, Option<String>, bool)> {
 /// The values a field's schema allows, when it lists them (`enum`, or `const`s under
 /// `oneOf`/`anyOf`), as text.
 pub(crate) fn choices(schema: &Value, field: &str) -> Vec<String> {
-    let Some(field) = schema.get("properties").and_then(|p| p.get(field)) else {
+    let Some(mut field) = schema.get("properties").and_then(|p| p.get(field)) else {
         return Vec::new();
     };
+    // A field of a named type (`$ref` into `$defs`, as schemars writes an enum).
+    if let Some(target) = field
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|reference| reference.strip_prefix("#/$defs/"))
+        .and_then(|name| schema.get("$defs")?.get(name))
+    {
+        field = target;
+    }
     let text = |value: &Value| match value {
         Value::String(text) => Some(text.clone()),
         Value::Null => None,
@@ -138,5 +147,10 @@ mod tests {
         assert_eq!(choices(&schema, "color"), ["red", "green"]);
         assert_eq!(choices(&schema, "size"), ["s", "m"]);
         assert!(choices(&schema, "none").is_empty());
+        let named = json!({
+            "properties": {"shelf": {"$ref": "#/$defs/Shelf"}},
+            "$defs": {"Shelf": {"type": "string", "enum": ["Fiction", "History"]}}
+        });
+        assert_eq!(choices(&named, "shelf"), ["Fiction", "History"]);
     }
 }
