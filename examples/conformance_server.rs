@@ -467,6 +467,61 @@ async fn mrtr_prompt(ctx: &OperationContext) -> Result<String, CallError> {
     Ok(format!("Prompt with context: {context}"))
 }
 
+/// Greets (a plain call, never a task).
+#[operation(namespace = "tasks", tool_name = "greet")]
+async fn greet(name: String) -> String {
+    format!("Hello, {name}!")
+}
+
+/// Sleeps `seconds` seconds, as a task for clients that follow tasks; a cancellation stops it.
+#[operation(namespace = "tasks", task, tool_name = "slow_compute")]
+async fn slow_compute(ctx: &OperationContext, seconds: f64) -> Result<String, CallError> {
+    let pause = Duration::from_secs_f64(seconds.clamp(0.0, 600.0));
+    ctx.progress(0.0, Some(1.0), Some("computing"));
+    tokio::select! {
+        () = tokio::time::sleep(pause) => Ok(format!("Computed for {seconds} seconds")),
+        () = async {
+            match ctx.cancellation() {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        } => Err(CallError::aborted("cancelled")),
+    }
+}
+
+/// Always fails with a tool error; only runs as a task.
+#[operation(namespace = "tasks", task = "required", tool_name = "failing_job")]
+async fn failing_job() -> Result<String, CallError> {
+    Err(CallError::execution("the job failed"))
+}
+
+/// Panics: a protocol error, so its task fails.
+#[operation(namespace = "tasks", task, tool_name = "protocol_error_job")]
+async fn protocol_error_job() -> String {
+    panic!("the job broke")
+}
+
+/// Asks to confirm a deletion, as a task.
+#[operation(namespace = "tasks", task, tool_name = "confirm_delete")]
+async fn confirm_delete(ctx: &OperationContext) -> Result<String, CallError> {
+    Ok(if confirm(ctx).await? {
+        "deleted"
+    } else {
+        "kept"
+    }
+    .to_owned())
+}
+
+/// Asks two questions at once, as a task.
+#[operation(namespace = "tasks", task, tool_name = "multi_input")]
+async fn multi_input(ctx: &OperationContext) -> Result<String, CallError> {
+    let (name, color) = tokio::join!(
+        ask_text(ctx, "name", "What is your name?", "name"),
+        ask_text(ctx, "color", "What is your favorite color?", "color"),
+    );
+    Ok(format!("{} likes {}", name?, color?))
+}
+
 /// The registry of the conformance tools.
 fn registry() -> Result<OperationRegistry, opkit::RegistryError> {
     let registry = OperationRegistry::new();
@@ -495,6 +550,12 @@ fn registry() -> Result<OperationRegistry, opkit::RegistryError> {
     registry.register_typed::<mrtr_tampered_state>()?;
     registry.register_typed::<mrtr_multi_round>()?;
     registry.register_typed::<mrtr_prompt>()?;
+    registry.register_typed::<greet>()?;
+    registry.register_typed::<slow_compute>()?;
+    registry.register_typed::<failing_job>()?;
+    registry.register_typed::<protocol_error_job>()?;
+    registry.register_typed::<confirm_delete>()?;
+    registry.register_typed::<multi_input>()?;
     // A hand-written JSON Schema 2020-12 input, served as it is.
     registry.register(
         OperationSpec::new("conformance", "json_schema_2020_12", OperationKind::Query)

@@ -230,6 +230,23 @@ impl OperationSpec {
     /// `#[operation(prompt)]` sets it.
     pub const EXT_MCP_PROMPT: &'static str = "opkit.mcpPrompt";
 
+    /// Extension key: over MCP, the operation runs as a *task* (the
+    /// `io.modelcontextprotocol/tasks` extension) for a client that negotiated tasks: the call
+    /// answers at once with the task, which the client polls (`tasks/get`) to its result,
+    /// answers questions of (`tasks/update`) and cancels (`tasks/cancel`, which reaches the
+    /// operation's cancellation). Its value is `"optional"` (other clients call it as usual;
+    /// `#[operation(task)]`) or `"required"` (other clients are refused with -32021;
+    /// `#[operation(task = "required")]`).
+    pub const EXT_MCP_TASK: &'static str = "opkit.mcpTask";
+
+    /// Lets the operation run as an MCP task (see [`Self::EXT_MCP_TASK`]); `required`
+    /// refuses clients that cannot follow one.
+    #[must_use]
+    pub fn mcp_task(self, required: bool) -> Self {
+        let support = if required { "required" } else { "optional" };
+        self.extension(Self::EXT_MCP_TASK, Value::from(support))
+    }
+
     /// Marks the operation an MCP resource at `uri` (see [`Self::EXT_MCP_RESOURCE`]).
     #[must_use]
     pub fn mcp_resource(self, uri: impl Into<String>) -> Self {

@@ -22,6 +22,7 @@ const KEYS: &[&str] = &[
     "tool_meta",
     "resource",
     "prompt",
+    "task",
     "layer",
     "timeout",
     "http",
@@ -79,6 +80,8 @@ pub(crate) struct Args {
     pub resource: Option<LitStr>,
     /// `prompt`: the operation is an MCP prompt, and where the word was written.
     pub prompt: Option<Span>,
+    /// `task` or `task = "required"`: the operation may (or must) run as an MCP task.
+    pub task: Option<LitStr>,
     /// `layer = ".."` (repeatable): the named middleware layers the operation asks for.
     pub layers: Vec<LitStr>,
     /// `timeout = ".."`: the per-call timeout, in milliseconds.
@@ -161,6 +164,7 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
     let mut http = Slot::new("http");
     let mut resource = Slot::new("resource");
     let mut prompt = Slot::new("prompt");
+    let mut task = Slot::new("task");
     let mut layers = Vec::new();
     for meta in &metas {
         let key = meta_key(meta);
@@ -212,6 +216,17 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
                     errors.spanned(meta, "`prompt` takes no value: write `prompt` alone (the prompt is named like the tool would be, see `tool_name`)");
                 }
             }
+            "task" => {
+                if matches!(meta, Meta::Path(_)) {
+                    task.set(errors, span, LitStr::new("optional", span));
+                } else if let Some(lit) = string_value(meta, errors) {
+                    if matches!(lit.value().as_str(), "optional" | "required") {
+                        task.set(errors, span, lit);
+                    } else {
+                        errors.spanned(&lit, "`task` is `task` (a task when the client can follow one) or `task = \"required\"` (clients that cannot are refused)");
+                    }
+                }
+            }
             "layer" => {
                 if let Some(lit) = string_value(meta, errors) {
                     if lit.value().is_empty() {
@@ -250,6 +265,9 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
     let kind = kind.value.map(|(span, kind)| (kind, span));
     let (scopes, roles) = access.take().unwrap_or_default();
     check_mcp_role(kind, resource.value.as_ref(), prompt.value.as_ref(), errors);
+    if let (Some((span, _)), Some((Kind::Subscription, _))) = (task.value.as_ref(), kind) {
+        errors.at(*span, "a subscription cannot run as an MCP task (a task has one result): remove `task`, or make it a query or a mutation");
+    }
     Args {
         namespace: namespace.take().filter(|lit| !lit.value().is_empty()),
         name: name.take().filter(|lit| !lit.value().is_empty()),
@@ -262,6 +280,7 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
         tool_meta: tool_meta.take(),
         resource: resource.take(),
         prompt: prompt.take(),
+        task: task.take(),
         layers,
         timeout_ms: timeout.take(),
         http: http.take(),

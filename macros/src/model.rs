@@ -29,6 +29,8 @@ pub(crate) struct Operation<'a> {
     pub resource: Option<LitStr>,
     /// `prompt`.
     pub prompt: bool,
+    /// `task` (`"optional"`) or `task = "required"`.
+    pub task: Option<LitStr>,
     /// `layer = ".."`, each.
     pub layers: Vec<LitStr>,
     /// `timeout = ".."`, in milliseconds.

@@ -70,6 +70,7 @@ pub(crate) fn analyze<'a>(func: &'a ItemFn, args: Args, errors: &Errors) -> Opti
         tool_meta: args.tool_meta,
         resource: args.resource,
         prompt: args.prompt.is_some(),
+        task: args.task,
         layers: args.layers,
         timeout_ms: args.timeout_ms,
         http: args.http,

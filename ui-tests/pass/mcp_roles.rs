@@ -23,7 +23,21 @@ async fn summarize(
     vec![PromptMessage::user(format!("Summarize my notes in {} words.", words.unwrap_or(50)))]
 }
 
+/// A long job: a task for clients that follow tasks.
+#[operation(namespace = "jobs", mutation, task)]
+async fn rebuild() -> String {
+    "rebuilt".to_owned()
+}
+
+/// A job only a task can run.
+#[operation(namespace = "jobs", mutation, task = "required")]
+async fn migrate() -> String {
+    "migrated".to_owned()
+}
+
 fn main() {
+    assert_eq!(rebuild::spec().extensions[OperationSpec::EXT_MCP_TASK], "optional");
+    assert_eq!(migrate::spec().extensions[OperationSpec::EXT_MCP_TASK], "required");
     assert_eq!(
         get::spec().extensions[OperationSpec::EXT_MCP_RESOURCE]["uri"],
         "notes://{id}"

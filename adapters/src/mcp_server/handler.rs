@@ -17,12 +17,13 @@ use opkit::{CallError, Identity, OperationContext, OperationKind};
 #[allow(deprecated)]
 use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ResourceContents, ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool,
-    UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    CompleteRequestParams, CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResponse,
+    GetTaskParams, GetTaskResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResourceContents,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+    UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
@@ -127,13 +128,10 @@ impl McpHandler {
             context.meta.get_traceparent(),
             context.meta.get_tracestate(),
         );
-        let mut ctx = OperationContext::new()
+        let ctx = OperationContext::new()
             .with_identity_opt(identity)
             .with_cancellation(context.ct.clone())
             .with_trace_opt(trace);
-        if let Some(timeout) = self.inner.call_timeout {
-            ctx = ctx.with_timeout(timeout);
-        }
         let parts = context.extensions.get::<http::request::Parts>();
         let session_id = parts
             .and_then(|parts| parts.headers.get("mcp-session-id"))
@@ -162,6 +160,15 @@ impl McpHandler {
             edge = edge.with_session(session);
         }
         ctx.with_edge(edge)
+    }
+
+    /// `ctx` with the server's call timeout (a request's; not a task's or a resource
+    /// subscription's).
+    pub(super) fn timed(&self, ctx: OperationContext) -> OperationContext {
+        match self.inner.call_timeout {
+            Some(timeout) => ctx.with_timeout(timeout),
+            None => ctx,
+        }
     }
 
     /// The rounds of a 2026-07-28 request that may ask its user questions (`None` for an
@@ -227,6 +234,14 @@ impl McpHandler {
         )?;
         let input = Value::Object(request.arguments.unwrap_or_default());
         let modern = is_modern(&context);
+        match super::tasks::support(&served.spec) {
+            Some(_) if super::tasks::negotiated(&context) => {
+                let ctx = self.call_context(identity, &context);
+                return Ok(self.start_task(served, input, ctx, modern).into());
+            }
+            Some(super::tasks::Support::Required) => return Err(super::tasks::required()),
+            _ => {}
+        }
         let subscription = served.spec.kind == OperationKind::Subscription;
         // Item counts are a subscription's progress; its handler's logs still go out.
         let token = if subscription {
@@ -241,7 +256,7 @@ impl McpHandler {
         };
         let (reporter, forwarder) = report::start(context.peer.clone(), token, gate);
         let ctx = self
-            .call_context(identity, &context)
+            .timed(self.call_context(identity, &context))
             .with_reporter(reporter);
         let ctx = self.asking(ctx, rounds.as_ref(), &context);
         // Boxed once: the call's future is large.
@@ -263,7 +278,12 @@ impl McpHandler {
     }
 
     /// The tool result of a query's or mutation's reply, with its cache hint in `_meta`.
-    fn unary_result(&self, served: &Served, reply: Reply, modern: bool) -> CallToolResult {
+    pub(super) fn unary_result(
+        &self,
+        served: &Served,
+        reply: Reply,
+        modern: bool,
+    ) -> CallToolResult {
         let hint = reply.cache_hint();
         let envelope = match reply.into_envelope() {
             Ok(envelope) => envelope,
@@ -374,6 +394,7 @@ impl ServerHandler for McpHandler {
             .unwrap_or_default();
         #[allow(deprecated)]
         let mut capabilities = ServerCapabilities::builder()
+            .enable_tasks()
             .enable_tools()
             .enable_logging()
             .enable_completions()
@@ -483,6 +504,35 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         self.watch(&request.uri, &context).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        self.inner
+            .tasks
+            .get_task(&request.task_id)
+            .map(GetTaskResult::new)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.inner
+            .tasks
+            .update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.inner.tasks.cancel_task(&request.task_id)
     }
 
     async fn unsubscribe(

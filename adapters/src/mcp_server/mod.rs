@@ -174,6 +174,7 @@ mod prompts;
 mod report;
 mod resources;
 mod results;
+mod tasks;
 mod template;
 mod tools;
 
@@ -232,6 +233,9 @@ pub(crate) struct Inner {
     /// Seals the `requestState` of calls that ask their user a question over several round
     /// trips (2026-07-28), so a client cannot forge the answers it echoes.
     rounds: Arc<rmcp::model::RequestStateCodec>,
+    /// The tasks of operations that run as MCP tasks (server-wide: a client that reconnects
+    /// polls the same task).
+    tasks: tasks::Tasks,
 }
 
 /// Why an [`McpServer`] cannot serve its registry.
@@ -271,6 +275,7 @@ impl McpServer {
                 naming: ToolNaming::OperationId,
                 names: names::NamesCache::default(),
                 rounds: Arc::new(elicitation::random_codec()),
+                tasks: tasks::Tasks::new(),
             },
             http_config: None,
         }

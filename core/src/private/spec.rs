@@ -32,6 +32,9 @@ pub struct SpecParts {
     pub resource: Option<&'static str>,
     /// `prompt`: the [`OperationSpec::EXT_MCP_PROMPT`] extension.
     pub prompt: bool,
+    /// `task` (`"optional"`) or `task = "required"`: the [`OperationSpec::EXT_MCP_TASK`]
+    /// extension.
+    pub task: Option<&'static str>,
     /// `layer = ".."` (one per key): the named middleware layers it asks for.
     pub layers: &'static [&'static str],
     /// `timeout = ".."`, in milliseconds.
@@ -97,6 +100,9 @@ pub fn cached_spec(
         }
         if parts.prompt {
             spec = spec.mcp_prompt();
+        }
+        if let Some(support) = parts.task {
+            spec = spec.extension(OperationSpec::EXT_MCP_TASK, Value::from(support));
         }
         spec.description = parts
             .description

@@ -42,6 +42,7 @@ pub(crate) fn panicked(id: &str, payload: &(dyn Any + Send)) -> CallError {
         "operation `{id}` panicked: {}",
         panic_message(payload)
     ))
+    .with_details(serde_json::json!({"panicked": true}))
 }
 
 /// Starts a unary handler; run the returned future with [`guard`] (see [`start_checked`]).

@@ -241,6 +241,10 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         None => quote!(#private::None),
     };
     let prompt = op.prompt;
+    let task = match &op.task {
+        Some(support) => quote!(#private::Some(#support)),
+        None => quote!(#private::None),
+    };
     let layers = &op.layers;
     let timeout_ms = match op.timeout_ms {
         Some(ms) => quote!(#private::Some(#ms)),
@@ -320,6 +324,7 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
                         tool_meta: #tool_meta,
                         resource: #resource,
                         prompt: #prompt,
+                        task: #task,
                         layers: &[#(#layers),*],
                         timeout_ms: #timeout_ms,
                         http: #http,

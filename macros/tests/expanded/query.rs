@@ -144,6 +144,7 @@ const _: () = {
                     tool_meta: ::opkit::__private::None,
                     resource: ::opkit::__private::None,
                     prompt: false,
+                    task: ::opkit::__private::None,
                     layers: &[],
                     timeout_ms: ::opkit::__private::None,
                     http: ::opkit::__private::None,

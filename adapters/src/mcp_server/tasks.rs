@@ -1,0 +1,196 @@
+//! The MCP tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) for operations that
+//! allow it ([`OperationSpec::EXT_MCP_TASK`](opkit::OperationSpec::EXT_MCP_TASK),
+//! `#[operation(task)]`), on rmcp's [`TaskManager`].
+//!
+//! For a client that negotiated the extension, `tools/call` of such an operation answers at
+//! once with the task (`resultType: "task"`) and the operation runs on: `tasks/get` reports
+//! it (its progress messages become the task's status message), an `elicit` in it puts the
+//! task in `input_required` until `tasks/update` brings the answer, `tasks/cancel` reaches
+//! the operation's cancellation, and the result is kept for `tasks/get` until the task's TTL
+//! ends. A [`CallError`](opkit::CallError) the operation returns is a completed task with a
+//! tool error (`isError: true`); a panic is a failed task. The server's call timeout does not
+//! apply to a task (its TTL does; the operation's own `timeout` still applies).
+//!
+//! Tasks belong to the server, not to a session: a client that reconnects polls the same
+//! task by its id.
+
+use super::handler::McpHandler;
+use super::names::Served;
+use futures::future::BoxFuture;
+use opkit::elicit::{ElicitAction, ElicitRequest, ElicitResponse, Elicitor};
+use opkit::middleware::Outcome;
+use opkit::report::{LogRecord, Progress, Reporter};
+use opkit::{CallError, OperationContext};
+use rmcp::ErrorData as McpError;
+use rmcp::model::{CreateTaskResult, InputRequest};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tokio_util::sync::CancellationToken;
+
+/// `true` when the request's client negotiated the tasks extension.
+pub(crate) fn negotiated(context: &RequestContext<RoleServer>) -> bool {
+    context.client_capabilities().is_some_and(|capabilities| {
+        capabilities
+            .extensions
+            .as_ref()
+            .is_some_and(|extensions| extensions.contains_key(rmcp::model::TASKS_EXTENSION_ID))
+    })
+}
+
+/// Whether an operation runs as a task for clients that negotiated tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Support {
+    /// A task for those clients, a plain call for others.
+    Optional,
+    /// A task; other clients are refused.
+    Required,
+}
+
+/// The task support `spec` declares.
+pub(crate) fn support(spec: &opkit::OperationSpec) -> Option<Support> {
+    match spec.extensions.get(opkit::OperationSpec::EXT_MCP_TASK)? {
+        Value::String(support) if support == "required" => Some(Support::Required),
+        _ => Some(Support::Optional),
+    }
+}
+
+/// The error of a call that must run as a task from a client that did not negotiate tasks
+/// (-32021, naming the capability).
+pub(crate) fn required() -> McpError {
+    McpError::missing_required_client_capability(
+        rmcp::model::ClientCapabilities::builder()
+            .enable_tasks()
+            .build(),
+    )
+}
+
+/// The server's tasks.
+pub(crate) type Tasks = TaskManager;
+
+impl McpHandler {
+    /// Starts `served` as a task with `input` and the call's context (its cancellation is
+    /// the task's, not the request's), and answers the task.
+    pub(super) fn start_task(
+        &self,
+        served: Arc<Served>,
+        input: Value,
+        ctx: OperationContext,
+        modern: bool,
+    ) -> CreateTaskResult {
+        let handler = self.clone();
+        let task = self.inner.tasks.spawn(TaskOptions::new(), move |task| {
+            Box::pin(async move {
+                let token = CancellationToken::new();
+                let ctx = ctx
+                    .with_cancellation(token.clone())
+                    .with_reporter(Arc::new(TaskReporter(task.clone())))
+                    .with_elicitor(Arc::new(TaskElicitor {
+                        task: task.clone(),
+                        asked: AtomicUsize::new(0),
+                    }));
+                let cancel_on_request = {
+                    let task = task.clone();
+                    let token = token.clone();
+                    tokio::spawn(async move {
+                        task.cancelled().await;
+                        token.cancel();
+                    })
+                };
+                let outcome = handler.inner.registry.serve(&served.id, input, ctx).await;
+                cancel_on_request.abort();
+                match outcome {
+                    Ok(Outcome::Unary(reply)) => Ok(handler.unary_result(&served, reply, modern)),
+                    Ok(Outcome::Stream(_)) => Err(TaskExit::Error(McpError::internal_error(
+                        "a subscription cannot run as a task",
+                        None,
+                    ))),
+                    Err(_) if task.is_cancel_requested() => Err(TaskExit::Cancelled),
+                    Err(error) if panicked(&error) => {
+                        Err(TaskExit::Error(McpError::internal_error(
+                            error.message.clone(),
+                            serde_json::to_value(&error).ok(),
+                        )))
+                    }
+                    Err(error) => Ok(super::results::failure(&error)),
+                }
+            })
+        });
+        CreateTaskResult::new(task)
+    }
+}
+
+/// `true` for the error of an operation that panicked.
+fn panicked(error: &CallError) -> bool {
+    error
+        .details
+        .as_ref()
+        .and_then(|details| details.get("panicked"))
+        == Some(&Value::Bool(true))
+}
+
+/// A task's progress messages become its status message; its logs go to tracing.
+struct TaskReporter(TaskContext);
+
+impl Reporter for TaskReporter {
+    fn progress(&self, progress: Progress) {
+        let message = progress.message.unwrap_or_else(|| match progress.total {
+            Some(total) => format!("{} of {total}", progress.progress),
+            None => format!("{}", progress.progress),
+        });
+        self.0.set_status_message(message);
+    }
+
+    fn log(&self, record: LogRecord) {
+        tracing::debug!(task = self.0.task_id(), record = ?record, "a task's log record");
+    }
+}
+
+/// Asks a task's client through `tasks/get` (`input_required`) and `tasks/update`.
+struct TaskElicitor {
+    task: TaskContext,
+    asked: AtomicUsize,
+}
+
+impl Elicitor for TaskElicitor {
+    fn elicit(
+        &self,
+        request: ElicitRequest,
+    ) -> BoxFuture<'static, Result<ElicitResponse, CallError>> {
+        let task = self.task.clone();
+        let index = self.asked.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            let key = request
+                .key
+                .clone()
+                .unwrap_or_else(|| format!("elicitation-{index}"));
+            let question = json!({
+                "method": "elicitation/create",
+                "params": {
+                    "mode": "form",
+                    "message": request.message,
+                    "requestedSchema": request.schema,
+                }
+            });
+            let question: InputRequest = serde_json::from_value(question).map_err(|error| {
+                CallError::execution(format!(
+                    "the question cannot be an MCP elicitation: {error}"
+                ))
+            })?;
+            match task.request_input(key, question).await {
+                Ok(answer) => {
+                    let action = match answer.get("action").and_then(Value::as_str) {
+                        Some("accept") => ElicitAction::Accept,
+                        Some("decline") => ElicitAction::Decline,
+                        _ => ElicitAction::Cancel,
+                    };
+                    Ok(ElicitResponse::new(action, answer.get("content").cloned()))
+                }
+                Err(TaskExit::Cancelled) => Err(CallError::aborted("the task was cancelled")),
+                Err(TaskExit::Error(error)) => Err(CallError::execution(error.message.to_string())),
+            }
+        })
+    }
+}
