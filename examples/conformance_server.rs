@@ -522,6 +522,20 @@ async fn multi_input(ctx: &OperationContext) -> Result<String, CallError> {
     Ok(format!("{} likes {}", name?, color?))
 }
 
+/// Reports progress, then completes (the stateless scenario reads its response stream).
+#[operation(namespace = "conformance", tool_name = "test_streaming_elicitation")]
+async fn streaming_elicitation(ctx: &OperationContext) -> String {
+    ctx.progress(50.0, Some(100.0), Some("half way"));
+    "Streaming complete".to_owned()
+}
+
+/// Logs once (sent only to a request that asks for logs at its level).
+#[operation(namespace = "conformance", tool_name = "test_logging_tool")]
+async fn logging_tool(ctx: &OperationContext) -> String {
+    ctx.log(LogLevel::Info, "Diagnostic trace logging activated");
+    "Logging evaluated".to_owned()
+}
+
 /// The registry of the conformance tools.
 fn registry() -> Result<OperationRegistry, opkit::RegistryError> {
     let registry = OperationRegistry::new();
@@ -551,6 +565,8 @@ fn registry() -> Result<OperationRegistry, opkit::RegistryError> {
     registry.register_typed::<mrtr_multi_round>()?;
     registry.register_typed::<mrtr_prompt>()?;
     registry.register_typed::<greet>()?;
+    registry.register_typed::<streaming_elicitation>()?;
+    registry.register_typed::<logging_tool>()?;
     registry.register_typed::<slow_compute>()?;
     registry.register_typed::<failing_job>()?;
     registry.register_typed::<protocol_error_job>()?;

@@ -16,6 +16,7 @@ use opkit::trace::TraceContext;
 use opkit::{CallError, Identity, OperationContext, OperationKind};
 #[allow(deprecated)]
 use rmcp::model::SetLevelRequestParams;
+use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
     CompleteRequestParams, CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResponse,
@@ -25,7 +26,7 @@ use rmcp::model::{
     ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
     UpdateTaskParams,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::{Value, json};
 use std::sync::{Arc, OnceLock};
@@ -396,10 +397,13 @@ impl ServerHandler for McpHandler {
         let mut capabilities = ServerCapabilities::builder()
             .enable_tasks()
             .enable_tools()
+            .enable_tool_list_changed()
             .enable_logging()
             .enable_completions()
             .enable_prompts()
+            .enable_prompts_list_changed()
             .enable_resources()
+            .enable_resources_list_changed()
             .build();
         if let Some(resources) = capabilities.resources.as_mut() {
             resources.subscribe = Some(!catalog.watchers.is_empty() || catalog.has_resources());
@@ -504,6 +508,21 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         self.watch(&request.uri, &context).await
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.notify_lists(context.peer);
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.filter(requested)
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
+        self.listen_to(subscription).await
     }
 
     async fn get_task(

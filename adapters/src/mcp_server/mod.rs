@@ -1,5 +1,7 @@
 //! Serve a registry as an MCP server (feature `mcp-server`, built on the official Rust SDK
-//! [`rmcp`]): every operation becomes a tool, over **stdio** and **Streamable HTTP**.
+//! [`rmcp`]): operations become tools, resources, resource templates and prompts, over
+//! **stdio** and **Streamable HTTP**; an operation can ask its user a question
+//! (elicitation) and run as a task.
 //!
 //! ```no_run
 //! # async fn demo(registry: opkit::OperationRegistry) -> std::io::Result<()> {
@@ -103,10 +105,49 @@
 //!
 //! # Capabilities
 //!
-//! `tools` and `logging`. Resources, prompts and completion are not offered:
-//! `resources/list`, `resources/templates/list`, `prompts/list` and `completion/complete`
-//! answer `-32601` like every other method the server does not implement.
+//! `tools`, `resources` (with `subscribe`), `prompts`, `completions`, `logging`, and the
+//! `io.modelcontextprotocol/tasks` extension.
 //!
+//! # Resources, prompts and completion
+//!
+//! An operation is served as a resource instead of a tool when its spec has the
+//! [`EXT_MCP_RESOURCE`](opkit::OperationSpec::EXT_MCP_RESOURCE) extension
+//! (`#[operation(resource = "notes://{id}")]`): a fixed URI is listed by `resources/list`,
+//! a URI template (RFC 6570 `{var}` and `{+var}`, each variable an input field) by
+//! `resources/templates/list`. `resources/read` runs the query whose URI matches with the
+//! variables as input (read as the input schema's types) and returns its data as contents:
+//! a string as `text/plain` text, other JSON as `application/json` text, a
+//! [`Binary`](opkit::binary::Binary) output as a blob, an MCP envelope's blocks as they are;
+//! a `NotFound` error is "resource not found". A subscription with the same URI backs
+//! `resources/subscribe`: each item it yields sends `notifications/resources/updated`.
+//!
+//! An operation with the [`EXT_MCP_PROMPT`](opkit::OperationSpec::EXT_MCP_PROMPT) extension
+//! (`#[operation(prompt)]`) is a prompt: its input fields are the prompt's arguments, and its
+//! data the messages (a list of [`PromptMessage`](opkit::envelope::PromptMessage)s, or a
+//! string as one user message). `completion/complete` offers the values a prompt argument's
+//! or template variable's schema lists (`enum`, `const`s), filtered by what was typed.
+//!
+//! Resources and prompts are not also tools; every other edge serves them as operations.
+//!
+//! # Elicitation
+//!
+//! [`OperationContext::elicit`](opkit::OperationContext::elicit) asks the user a question
+//! whose answer has a derived schema. A client before 2026-07-28 is asked in the call
+//! (`elicitation/create`); a 2026-07-28 client gets an input-required result with a sealed
+//! `requestState` and calls again with the answer, and the operation runs again from the
+//! start with the answers given so far (see [`opkit::elicit`]); a client that did not declare
+//! the capability gets `UNAVAILABLE` in the operation. Tools, prompts and resource reads can
+//! ask. Give replicas one [`McpServer::request_state_key`].
+//!
+//! # Tasks
+//!
+//! An operation with the [`EXT_MCP_TASK`](opkit::OperationSpec::EXT_MCP_TASK) extension
+//! (`#[operation(task)]`, or `task = "required"`) runs as a task for a client that
+//! negotiated the tasks extension: `tools/call` answers with the task at once, `tasks/get`
+//! reports its status (progress messages as the status message) and inlines its result,
+//! `tasks/update` answers its questions, `tasks/cancel` reaches its cancellation. A
+//! `required` operation refuses other clients with `-32021`.
+
 //! # Progress and logs
 //!
 //! An operation reports progress with [`OperationContext::progress`](opkit::OperationContext::progress)
@@ -165,6 +206,7 @@
 
 mod arguments;
 mod catalog;
+mod changes;
 mod elicitation;
 mod gate;
 mod handler;

@@ -38,6 +38,8 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Default)]
 pub(crate) struct Watches {
     running: Mutex<HashMap<String, CancellationToken>>,
+    /// Cancelled when the session ends: stops its list-changed notifications.
+    pub(crate) closed: CancellationToken,
 }
 
 impl Drop for Watches {
@@ -45,6 +47,7 @@ impl Drop for Watches {
         for token in self.running.get_mut().values() {
             token.cancel();
         }
+        self.closed.cancel();
     }
 }
 

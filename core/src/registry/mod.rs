@@ -114,6 +114,8 @@ struct RegistryInner {
     /// least as new as that revision, so data derived from them and kept under it is never
     /// newer than its key says (see [`OperationRegistry::revision`]).
     revision: AtomicU64,
+    /// Wakes [`OperationRegistry::changed_since`] waiters after each bump of `revision`.
+    changed: tokio::sync::Notify,
     /// The application state handlers see (see [`crate::state`]); replaced whole when a
     /// value is added, read once per call.
     states: ArcSwap<StateMap>,
@@ -209,6 +211,7 @@ impl OperationRegistry {
             inner: Arc::new_cyclic(|this| RegistryInner {
                 operations: ArcSwap::from_pointee(OperationMap::default()),
                 revision: AtomicU64::new(0),
+                changed: tokio::sync::Notify::new(),
                 states: ArcSwap::from_pointee(StateMap::default()),
                 has_states: AtomicBool::new(false),
                 layers: ArcSwap::from_pointee(Layers::default()),
@@ -390,6 +393,7 @@ impl OperationRegistry {
         next.insert(operation.id.clone(), Arc::new(operation));
         self.inner.operations.store(Arc::new(next));
         self.inner.revision.fetch_add(1, Ordering::Release);
+        self.inner.changed.notify_waiters();
         Ok(())
     }
 
@@ -455,6 +459,7 @@ impl OperationRegistry {
         next.remove(id);
         self.inner.operations.store(Arc::new(next));
         self.inner.revision.fetch_add(1, Ordering::Release);
+        self.inner.changed.notify_waiters();
         true
     }
 
@@ -502,6 +507,44 @@ impl OperationRegistry {
     /// ```
     pub fn revision(&self) -> u64 {
         self.inner.revision.load(Ordering::Acquire)
+    }
+
+    /// Waits until the registry's [`revision`](Self::revision) is not `seen` (at once when it
+    /// already is not), and returns the new revision: how a server notices that operations
+    /// were registered or removed (an MCP server sends its clients list-changed
+    /// notifications from it).
+    ///
+    /// ```
+    /// # let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// # runtime.block_on(async {
+    /// use opkit::{Handler, OperationKind, OperationRegistry, OperationSpec};
+    /// let registry = OperationRegistry::new();
+    /// let seen = registry.revision();
+    /// let waiter = tokio::spawn({
+    ///     let registry = registry.clone();
+    ///     async move { registry.changed_since(seen).await }
+    /// });
+    /// registry
+    ///     .register(
+    ///         OperationSpec::new("math", "zero", OperationKind::Query),
+    ///         Handler::unary(|_, _| async { Ok(serde_json::json!(0)) }),
+    ///     )
+    ///     .unwrap();
+    /// assert_eq!(waiter.await.unwrap(), registry.revision());
+    /// # });
+    /// ```
+    pub async fn changed_since(&self, seen: u64) -> u64 {
+        loop {
+            let notified = self.inner.changed.notified();
+            let mut notified = std::pin::pin!(notified);
+            // Registered before the revision is read: a bump after the read wakes it.
+            notified.as_mut().enable();
+            let now = self.revision();
+            if now != seen {
+                return now;
+            }
+            notified.await;
+        }
     }
 
     /// How many operations are registered.
