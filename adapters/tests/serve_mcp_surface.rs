@@ -179,3 +179,168 @@ async fn the_python_sdk_client_reads_prompts_completes_and_answers_over_round_tr
     assert_eq!(report["protocolVersion"], "2026-07-28");
     check(&report, "Python SDK");
 }
+
+/// The changes of one shelf: an item a little apart, three in all.
+#[operation(namespace = "books", subscription, resource = "books://{shelf}")]
+fn shelf_changes(shelf: Shelf) -> impl futures::Stream<Item = String> + Send + 'static {
+    futures::stream::unfold(0_u32, move |n| async move {
+        if n >= 3 {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        Some((format!("{shelf:?} changed"), n + 1))
+    })
+}
+
+/// A book added to the catalogue while clients are connected.
+#[operation(namespace = "books", name = "added_later")]
+async fn added_later() -> String {
+    "new".to_owned()
+}
+
+#[cfg(feature = "mcp")]
+mod changes {
+    use super::*;
+    use rmcp::model::{
+        ClientConfig, ProtocolVersion, ServerNotification, SubscribeRequestParams,
+        SubscriptionFilter,
+    };
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt, NotificationContext, RoleClient};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::{ClientHandler, ServiceExt};
+    use tokio::sync::mpsc;
+
+    /// A 2025-11-25 client that reports the notifications it gets.
+    #[derive(Clone)]
+    struct Watcher(mpsc::UnboundedSender<String>);
+
+    impl ClientHandler for Watcher {
+        async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+            let _ = self.0.send("tools".to_owned());
+        }
+
+        async fn on_resource_updated(
+            &self,
+            params: rmcp::model::ResourceUpdatedNotificationParam,
+            _context: NotificationContext<RoleClient>,
+        ) {
+            let _ = self.0.send(params.uri);
+        }
+
+        fn get_info(&self) -> ClientConfig {
+            let mut config = ClientConfig::default();
+            config.protocol_version = ProtocolVersion::V_2025_11_25;
+            config
+        }
+    }
+
+    /// A 2026-07-28 client.
+    #[derive(Clone)]
+    struct Modern;
+
+    impl ClientHandler for Modern {
+        fn get_info(&self) -> ClientConfig {
+            let mut config = ClientConfig::default();
+            config.protocol_version = ProtocolVersion::V_2026_07_28;
+            config
+        }
+    }
+
+    fn registry() -> OperationRegistry {
+        let registry = library();
+        registry.register_typed::<shelf_changes>().unwrap();
+        registry
+    }
+
+    async fn next(events: &mut mpsc::UnboundedReceiver<String>) -> String {
+        tokio::time::timeout(Duration::from_secs(20), events.recv())
+            .await
+            .expect("a notification in time")
+            .expect("the client is up")
+    }
+
+    #[tokio::test]
+    async fn a_2025_session_gets_resource_updates_and_list_changes() {
+        let registry = registry();
+        let served =
+            serve(axum::Router::new().nest("/mcp", McpServer::new(registry.clone()).router()))
+                .await;
+        let (sender, mut events) = mpsc::unbounded_channel();
+        let client = Watcher(sender)
+            .serve(StreamableHttpClientTransport::from_uri(served.url("/mcp")))
+            .await
+            .expect("connects");
+        // The 2025-11-25 way to follow a resource (2026-07-28 clients listen instead).
+        #[allow(deprecated)]
+        client
+            .subscribe(SubscribeRequestParams::new("books://History"))
+            .await
+            .expect("resources/subscribe");
+        assert_eq!(next(&mut events).await, "books://History");
+        registry.register_typed::<added_later>().unwrap();
+        loop {
+            if next(&mut events).await == "tools" {
+                break;
+            }
+        }
+        let tools = client.list_all_tools().await.expect("tools/list");
+        assert!(tools.iter().any(|tool| tool.name == "books.added_later"));
+        client.cancel().await.expect("closes");
+    }
+
+    #[tokio::test]
+    async fn a_2026_listen_stream_gets_resource_updates_and_list_changes() {
+        let registry = registry();
+        let served =
+            serve(axum::Router::new().nest("/mcp", McpServer::new(registry.clone()).router()))
+                .await;
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        let client = Modern
+            .serve_with_lifecycle(
+                StreamableHttpClientTransport::from_uri(served.url("/mcp")),
+                lifecycle,
+            )
+            .await
+            .expect("connects");
+        let mut filter = SubscriptionFilter::new();
+        filter.tools_list_changed = Some(true);
+        filter.resource_subscriptions = Some(vec![
+            "books://History".to_owned(),
+            "maps://Nowhere".to_owned(),
+        ]);
+        let mut listen = client
+            .peer()
+            .listen(filter)
+            .await
+            .expect("subscriptions/listen");
+        assert_eq!(
+            listen.acknowledged().resource_subscriptions,
+            Some(vec!["books://History".to_owned()]),
+            "a URI no resource of the server matches is not acknowledged"
+        );
+        let notice = tokio::time::timeout(Duration::from_secs(20), listen.next())
+            .await
+            .expect("an update in time")
+            .expect("the stream is up");
+        assert!(
+            matches!(&notice, Some(ServerNotification::ResourceUpdatedNotification(update)) if update.params.uri == "books://History"),
+            "{notice:?}"
+        );
+        registry.register_typed::<added_later>().unwrap();
+        loop {
+            let notice = tokio::time::timeout(Duration::from_secs(20), listen.next())
+                .await
+                .expect("a notification in time")
+                .expect("the stream is up");
+            match notice {
+                Some(ServerNotification::ToolListChangedNotification(_)) => break,
+                Some(ServerNotification::ResourceUpdatedNotification(_)) => continue,
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        drop(listen);
+        client.cancel().await.expect("closes");
+    }
+}

@@ -11,7 +11,9 @@ use rmcp::model::{
     ElicitationAction, ElicitationCapability, FormElicitationCapability, GetPromptRequestParams,
     ProtocolVersion, ReadResourceRequestParams,
 };
-use rmcp::service::{RequestContext, RoleClient, RunningService};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, RequestContext, RoleClient, RunningService,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ErrorData, ServiceExt};
@@ -66,9 +68,16 @@ async fn connect(base: &str, user: User) -> RunningService<RoleClient, User> {
     );
     let mut config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp"));
     config.custom_headers = headers;
-    user.serve(StreamableHttpClientTransport::from_config(config))
-        .await
-        .expect("the MCP client connects at /mcp")
+    let transport = StreamableHttpClientTransport::from_config(config);
+    let connected = if user.version == ProtocolVersion::V_2026_07_28 {
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        user.serve_with_lifecycle(transport, lifecycle).await
+    } else {
+        user.serve(transport).await
+    };
+    connected.expect("the MCP client connects at /mcp")
 }
 
 fn call(name: &str, arguments: Value) -> CallToolRequestParams {
@@ -88,6 +97,15 @@ async fn resources_prompts_and_a_confirmed_delete_at_both_revisions() {
         };
         let client = connect(&base, user.clone()).await;
         let era = version.as_str();
+        let negotiated = client
+            .peer()
+            .peer_info()
+            .map(|info| info.protocol_version.clone());
+        assert_eq!(
+            negotiated.as_ref().map(|v| v.as_str()),
+            Some(era),
+            "the client speaks {era}"
+        );
 
         let templates = client
             .list_all_resource_templates()
