@@ -344,3 +344,142 @@ mod changes {
         client.cancel().await.expect("closes");
     }
 }
+
+/// Rebuilds the index once the user confirms: a task for clients that follow tasks.
+#[operation(namespace = "books", mutation, task)]
+async fn reindex(ctx: &OperationContext) -> Result<String, CallError> {
+    match ctx.elicit::<Confirm>("Rebuild the whole index?").await? {
+        Elicited::Accepted(Confirm { confirm: true }) => {}
+        _ => return Ok("not rebuilt".to_owned()),
+    }
+    ctx.progress(1.0, Some(2.0), Some("half of the shelves"));
+    Ok("rebuilt".to_owned())
+}
+
+/// Waits until cancelled: a task.
+#[operation(namespace = "books", mutation, task)]
+async fn wait_forever(ctx: &OperationContext) -> Result<String, CallError> {
+    if let Some(token) = ctx.cancellation() {
+        token.cancelled().await;
+    }
+    Err(CallError::aborted("cancelled"))
+}
+
+#[cfg(feature = "mcp")]
+mod tasks {
+    use super::*;
+    use rmcp::ClientHandler;
+    use rmcp::model::{
+        CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
+        ClientConfig, ElicitationCapability, GetTaskParams, ProtocolVersion, UpdateTaskParams,
+    };
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
+    use rmcp::transport::StreamableHttpClientTransport;
+
+    /// A 2026-07-28 client that follows tasks and can be asked questions.
+    #[derive(Clone)]
+    struct Follower;
+
+    impl ClientHandler for Follower {
+        fn get_info(&self) -> ClientConfig {
+            let mut capabilities = ClientCapabilities::builder().enable_tasks().build();
+            capabilities.elicitation = Some(ElicitationCapability::default());
+            let mut config = ClientConfig::default();
+            config.protocol_version = ProtocolVersion::V_2026_07_28;
+            config.capabilities = capabilities;
+            config
+        }
+    }
+
+    async fn task_of(client: &RunningService<RoleClient, Follower>, tool: &str) -> String {
+        match client
+            .peer()
+            .call_tool_once(CallToolRequestParams::new(tool.to_owned()))
+            .await
+            .expect("tools/call")
+        {
+            CallToolResponse::Task(created) => created.task.task_id.clone(),
+            other => panic!("{tool} should run as a task: {other:?}"),
+        }
+    }
+
+    /// Polls `tasks/get` until `done` holds of the task's JSON (bounded).
+    async fn poll(
+        client: &RunningService<RoleClient, Follower>,
+        id: &str,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        for _ in 0..400 {
+            let task = client
+                .peer()
+                .get_task(GetTaskParams::new(id))
+                .await
+                .expect("tasks/get");
+            let task = serde_json::to_value(task).expect("json");
+            if done(&task) {
+                return task;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("the task {id} did not get there");
+    }
+
+    #[tokio::test]
+    async fn a_task_asks_is_answered_and_is_polled_to_its_result_or_cancelled() {
+        let registry =
+            library().with_middleware(opkit::middleware::Cache::new(Duration::from_secs(30)));
+        registry.register_typed::<reindex>().unwrap();
+        registry.register_typed::<wait_forever>().unwrap();
+        let served =
+            serve(axum::Router::new().nest("/mcp", McpServer::new(registry).router())).await;
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        let client = Follower
+            .serve_with_lifecycle(
+                StreamableHttpClientTransport::from_uri(served.url("/mcp")),
+                lifecycle,
+            )
+            .await
+            .expect("connects");
+
+        // A cached resource read says how fresh it is (from the registry's Cache middleware).
+        let read = client
+            .peer()
+            .read_resource(rmcp::model::ReadResourceRequestParams::new("books://about"))
+            .await
+            .expect("resources/read");
+        let read = serde_json::to_value(read).expect("json");
+        assert_eq!(read["ttlMs"], 30_000, "{read}");
+        assert_eq!(read["cacheScope"], "private", "{read}");
+
+        let id = task_of(&client, "books.reindex").await;
+        let asking = poll(&client, &id, |task| task["status"] == "input_required").await;
+        let questions = asking["inputRequests"].as_object().expect("input requests");
+        let (key, question) = questions.iter().next().expect("one question");
+        assert_eq!(question["params"]["message"], "Rebuild the whole index?");
+        let mut answers = rmcp::model::InputResponses::new();
+        answers.insert(
+            key.clone(),
+            json!({"action": "accept", "content": {"confirm": true}}),
+        );
+        client
+            .peer()
+            .update_task(UpdateTaskParams::new(id.clone(), answers))
+            .await
+            .expect("tasks/update");
+        let done = poll(&client, &id, |task| task["status"] == "completed").await;
+        assert_eq!(done["result"]["content"][0]["text"], "rebuilt", "{done}");
+
+        let id = task_of(&client, "books.wait_forever").await;
+        poll(&client, &id, |task| task["status"] == "working").await;
+        client
+            .peer()
+            .cancel_task(CancelTaskParams::new(id.clone()))
+            .await
+            .expect("tasks/cancel");
+        let cancelled = poll(&client, &id, |task| task["status"] == "cancelled").await;
+        assert!(cancelled.get("result").is_none(), "{cancelled}");
+        client.cancel().await.expect("closes");
+    }
+}

@@ -145,8 +145,11 @@ impl McpHandler {
         {
             return Ok(asked.into());
         }
-        let envelope = match outcome {
-            Ok(Outcome::Unary(reply)) => reply.into_envelope().map_err(|e| rpc_error(&e))?,
+        let (hint, envelope) = match outcome {
+            Ok(Outcome::Unary(reply)) => (
+                reply.cache_hint(),
+                reply.into_envelope().map_err(|e| rpc_error(&e))?,
+            ),
             Ok(Outcome::Stream(_)) => {
                 return Err(McpError::internal_error(
                     format!("the resource {uri} is served by a subscription"),
@@ -162,11 +165,15 @@ impl McpHandler {
             Err(error) => return Err(rpc_error(&error)),
         };
         let contents = contents(entry, uri, envelope)?;
-        serde_json::from_value::<ReadResourceResult>(
-            json!({ "contents": contents, "resultType": "complete" }),
-        )
-        .map(ReadResourceResponse::from)
-        .map_err(|error| McpError::internal_error(error.to_string(), None))
+        let mut result = json!({ "contents": contents, "resultType": "complete" });
+        // A cached reply's freshness (a `Cache` middleware's), for 2026-07-28 clients.
+        if let Some(hint) = hint {
+            result["ttlMs"] = json!(u64::try_from(hint.ttl.as_millis()).unwrap_or(u64::MAX));
+            result["cacheScope"] = json!(hint.scope.as_str());
+        }
+        serde_json::from_value::<ReadResourceResult>(result)
+            .map(ReadResourceResponse::from)
+            .map_err(|error| McpError::internal_error(error.to_string(), None))
     }
 
     /// `resources/subscribe`.
