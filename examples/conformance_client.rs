@@ -4,8 +4,9 @@
 //! `MCP_CONFORMANCE_SCENARIO`.
 //!
 //! It connects the way an application would ([`McpConnection::connect_http`], protocol era
-//! `Auto`), which lists the tools; then it makes the call the scenario expects, through a
-//! registry like any imported operation, and exits non-zero on failure.
+//! `Auto`), which lists the tools; then it makes the calls the scenario expects, through a
+//! registry like any imported operation, as a caller whose user accepts every question with
+//! its form's defaults, and exits non-zero on failure.
 //!
 //! When the scenario gives client credentials (`MCP_CONFORMANCE_CONTEXT` holds `client_id`
 //! and `client_secret`, as `auth/client-credentials-basic` does) and the `oauth-client`
@@ -15,19 +16,56 @@
 //!
 //! `adapters/tests/mcp_conformance.rs` runs the scenarios.
 
+use futures::future::BoxFuture;
+use opkit::elicit::{ElicitAction, ElicitRequest, ElicitResponse, Elicitor};
 use opkit::prelude::*;
 use opkit_adapters::mcp::{McpConnection, McpOptions};
 use serde_json::{Value, json};
 
-/// The tool a scenario's server expects to be called, and its arguments.
-fn expected_call(scenario: &str) -> Option<(&'static str, Value)> {
+/// The tools a scenario's server expects to be called, in order, and their arguments.
+fn expected_calls(scenario: &str) -> Vec<(&'static str, Value)> {
     match scenario {
-        "tools_call" => Some(("add_numbers", json!({"a": 5, "b": 3}))),
-        "sse-retry" => Some(("test_reconnection", json!({}))),
+        "tools_call" => vec![("add_numbers", json!({"a": 5, "b": 3}))],
+        "sse-retry" => vec![("test_reconnection", json!({}))],
         "elicitation-sep1034-client-defaults" => {
-            Some(("test_client_elicitation_defaults", json!({})))
+            vec![("test_client_elicitation_defaults", json!({}))]
         }
-        _ => None,
+        "sep-2322-client-request-state" => vec![
+            ("test_mrtr_echo_state", json!({})),
+            ("test_mrtr_unrelated", json!({})),
+            ("test_mrtr_no_state", json!({})),
+            ("test_mrtr_no_result_type", json!({})),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// The user of this client: accepts every question with the defaults its form gives
+/// (an imported tool's questions reach the importing operation's caller, here).
+struct AcceptDefaults;
+
+impl Elicitor for AcceptDefaults {
+    fn elicit(
+        &self,
+        request: ElicitRequest,
+    ) -> BoxFuture<'static, Result<ElicitResponse, CallError>> {
+        let content: serde_json::Map<String, Value> = request
+            .schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|properties| {
+                properties
+                    .iter()
+                    .filter_map(|(name, field)| Some((name.clone(), field.get("default")?.clone())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Box::pin(async move {
+            Ok(ElicitResponse::new(
+                ElicitAction::Accept,
+                Some(Value::Object(content)),
+            ))
+        })
     }
 }
 
@@ -44,15 +82,28 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         connection.protocol_version().unwrap_or_default(),
         connection.tool_names()
     );
-    if let Some((tool, arguments)) = expected_call(&scenario) {
-        let registry = OperationRegistry::new();
-        connection.register_into(&registry)?;
+    let registry = OperationRegistry::new();
+    connection.register_into(&registry)?;
+    let mut calls = expected_calls(&scenario);
+    if scenario == "json-schema-2020-12-preservation" {
+        // Echo the input schema the import holds for the focal tool (the one it was sent,
+        // kept in `mcp.inputSchema` when it had to be opened up).
+        let spec = connection
+            .spec_for_tool("json_schema_2020_12_tool")
+            .ok_or("the server does not list `json_schema_2020_12_tool`")?;
+        let schema = spec
+            .extensions
+            .get("mcp.inputSchema")
+            .cloned()
+            .unwrap_or_else(|| spec.input_schema.clone().into_value());
+        calls.push(("json_schema_echo", json!({ "schema": schema })));
+    }
+    for (tool, arguments) in calls {
         let id = connection
             .operation_id(tool)
             .ok_or_else(|| format!("the server does not list `{tool}`"))?;
-        let envelope = registry
-            .execute(&id, arguments, &OperationContext::new())
-            .await?;
+        let ctx = OperationContext::new().with_elicitor(std::sync::Arc::new(AcceptDefaults));
+        let envelope = registry.execute(&id, arguments, &ctx).await?;
         eprintln!("{tool}: {}", serde_json::to_string(&envelope)?);
         if envelope.is_error() {
             return Err(format!("`{tool}` failed").into());

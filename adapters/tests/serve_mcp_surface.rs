@@ -483,3 +483,122 @@ mod tasks {
         client.cancel().await.expect("closes");
     }
 }
+
+#[cfg(feature = "mcp")]
+mod import {
+    use super::*;
+    use futures::future::BoxFuture;
+    use opkit::elicit::{ElicitAction, ElicitRequest, ElicitResponse, Elicitor};
+    use opkit_adapters::mcp::{McpConnection, McpLifecycle, McpOptions};
+    use std::sync::Arc;
+
+    /// A caller whose user says yes to everything, counting the questions.
+    struct Yes(Arc<std::sync::atomic::AtomicUsize>);
+
+    impl Elicitor for Yes {
+        fn elicit(
+            &self,
+            request: ElicitRequest,
+        ) -> BoxFuture<'static, Result<ElicitResponse, CallError>> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            assert!(request.message.ends_with('?'), "{}", request.message);
+            Box::pin(async {
+                Ok(ElicitResponse::new(
+                    ElicitAction::Accept,
+                    Some(json!({"confirm": true})),
+                ))
+            })
+        }
+    }
+
+    fn origin() -> OperationRegistry {
+        let registry = library();
+        registry.register_typed::<reindex>().unwrap();
+        registry
+    }
+
+    #[tokio::test]
+    async fn an_imported_tool_asks_the_importing_caller_in_both_eras_and_its_task_is_followed() {
+        let served =
+            serve(axum::Router::new().nest("/mcp", McpServer::new(origin()).router())).await;
+        for lifecycle in [McpLifecycle::Legacy, McpLifecycle::Modern] {
+            let options = McpOptions::new("remote").lifecycle(lifecycle);
+            let connection = McpConnection::connect_http(&served.url("/mcp"), options)
+                .await
+                .expect("connects");
+            let era = connection.protocol_version().unwrap_or_default();
+            let registry = OperationRegistry::new();
+            connection.register_into(&registry).expect("registers");
+            let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let ctx = OperationContext::new().with_elicitor(Arc::new(Yes(asked.clone())));
+            let burned = registry
+                .execute("remote.books_burn", json!({"title": "Dune"}), &ctx)
+                .await
+                .expect("the imported burn answers");
+            assert_eq!(burned.data, "burned Dune", "{era}: {burned:?}");
+            assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1, "{era}");
+            // The origin runs reindex as a task (the import negotiates tasks): followed.
+            let rebuilt = registry
+                .execute("remote.books_reindex", json!({}), &ctx)
+                .await
+                .expect("the imported reindex answers");
+            assert_eq!(rebuilt.data, "rebuilt", "{era}: {rebuilt:?}");
+            assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 2, "{era}");
+            // A caller that cannot be asked gets the reason, not a hang.
+            let refused = registry
+                .execute(
+                    "remote.books_burn",
+                    json!({"title": "Dune"}),
+                    &OperationContext::new(),
+                )
+                .await;
+            let text = format!("{refused:?}");
+            assert!(
+                text.contains("elicitation") || text.contains("ask"),
+                "{era}: {text}"
+            );
+            connection.close();
+        }
+    }
+
+    #[tokio::test]
+    async fn an_opkit_proxy_in_front_of_a_server_that_asks_still_asks_its_own_client() {
+        let origin =
+            serve(axum::Router::new().nest("/mcp", McpServer::new(origin()).router())).await;
+        let connection =
+            McpConnection::connect_http(&origin.url("/mcp"), McpOptions::new("remote"))
+                .await
+                .expect("the proxy connects");
+        let proxied = OperationRegistry::new();
+        connection.register_into(&proxied).expect("registers");
+        let proxy = serve(axum::Router::new().nest("/mcp", McpServer::new(proxied).router())).await;
+        let plan = json!({
+            "read": "books://nowhere",
+            "prompt": {"name": "none"},
+            "complete": {"ref": {"type": "ref/prompt", "name": "none"}, "argument": {"name": "x", "value": ""}},
+            "answer": {"confirm": true},
+            "calls": [{"name": "remote.books_burn", "arguments": {"title": "Dune"}}]
+        });
+        let mut command = tokio::process::Command::new(peer_python());
+        command
+            .arg(peer_script("mcp_surface.py"))
+            .args([proxy.url("/mcp"), plan.to_string()]);
+        let Finished {
+            success,
+            stdout,
+            stderr,
+        } = run(command, Duration::from_secs(120)).await;
+        assert!(success, "the Python SDK client failed:\n{stderr}\n{stdout}");
+        let report: Value = serde_json::from_str(stdout.trim()).expect("a report");
+        assert_eq!(
+            report["questions"][0]["message"], "Burn \"Dune\"?",
+            "{report}"
+        );
+        let call = &report["calls"][0];
+        assert_eq!(
+            call["result"]["content"][0]["text"], "burned Dune",
+            "{report}"
+        );
+        connection.close();
+    }
+}

@@ -1,6 +1,9 @@
 //! `Client::call`: one `tools/call` within the caller's bounds, its progress and logs
-//! forwarded, the server told when the caller stops waiting, the result as an envelope.
+//! forwarded, the server told when the caller stops waiting, the result as an envelope; an
+//! input-required result answered by the caller and sent again (see `answers`), a task
+//! followed to its result (see `task`).
 
+use super::answers;
 use super::cancel::CancelOnDrop;
 use super::client::Client;
 use super::error::{service_error, stopped};
@@ -10,9 +13,87 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientRequest, CustomResult, ServerResult,
 };
 use rmcp::service::PeerRequestOptions;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
+
+/// Rounds of input-required results answered before a call gives up.
+const MAX_ROUNDS: usize = 10;
+
+/// What one `tools/call` round answered.
+enum Answer {
+    /// A tool result's JSON.
+    Result(Value),
+    /// The server asks for input: the requests and the state to send back.
+    InputRequired(Map<String, Value>, Option<String>),
+    /// The server runs the call as a task with this id.
+    Task(String),
+}
 
 impl Client {
+    /// Sends one `tools/call` round within the caller's bounds; leaving early tells the
+    /// server (`notifications/cancelled`).
+    async fn send_call(
+        &self,
+        tool: &str,
+        params: CallToolRequestParams,
+        ctx: &OperationContext,
+    ) -> Result<Answer, CallError> {
+        let bounds = ctx.bounds();
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = self
+            .peer()
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|error| service_error(&self.label, tool, error))?;
+        // A caller that listens to progress and logs gets the server's (see `Events`); rmcp
+        // gives every request a progress token. A question the server asks in this call goes
+        // to the caller.
+        let events = self.service.service();
+        let _listening = ctx
+            .has_reporter()
+            .then(|| events.listen(ctx, &handle.progress_token));
+        let _asking = events.asking(ctx, &handle.id);
+        // From here on, leaving early (cancellation, deadline, the future dropped) tells the server.
+        let mut guard = CancelOnDrop {
+            peer: self.peer().clone(),
+            id: Some(handle.id.clone()),
+        };
+        let response = bounds
+            .run(handle.await_response())
+            .await
+            .map_err(|stop| stopped(&self.label, tool, stop))?;
+        guard.disarm();
+        let raw = match response.map_err(|error| service_error(&self.label, tool, error))? {
+            ServerResult::CallToolResult(result) => serde_json::to_value(result)
+                .map_err(|error| CallError::execution(format!("MCP tool `{tool}`: {error}")))?,
+            ServerResult::CustomResult(CustomResult(raw)) => raw,
+            ServerResult::EmptyResult(_) => json!({}),
+            ServerResult::InputRequiredResult(result) => serde_json::to_value(result)
+                .map_err(|error| CallError::execution(format!("MCP tool `{tool}`: {error}")))?,
+            ServerResult::CreateTaskResult(created) => {
+                return Ok(Answer::Task(created.task.task_id.clone()));
+            }
+            other => {
+                return Err(CallError::execution(format!(
+                    "MCP tool `{tool}`: the server's answer is not a tool result: {}",
+                    serde_json::to_string(&other).unwrap_or_default()
+                )));
+            }
+        };
+        if raw.get("resultType").and_then(Value::as_str) == Some("input_required") {
+            let requests = raw
+                .get("inputRequests")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            let state = raw
+                .get("requestState")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            return Ok(Answer::InputRequired(requests, state));
+        }
+        Ok(Answer::Result(raw))
+    }
+
     /// Calls one tool and builds its envelope (see the module docs for errors).
     pub(super) async fn call(
         &self,
@@ -38,60 +119,47 @@ impl Client {
         bounds
             .check()
             .map_err(|stop| stopped(&self.label, tool, stop))?;
-        let mut params = CallToolRequestParams::new(tool.to_owned());
-        if let Some(arguments) = arguments {
-            params = params.with_arguments(arguments);
-        }
-        if let Some(trace) = ctx.trace() {
-            // W3C trace context in `_meta` (the MCP convention, SEP-414).
-            let mut meta = rmcp::model::MetaObject::new();
-            meta.set_traceparent(trace.traceparent());
-            if let Some(state) = trace.tracestate() {
-                meta.set_tracestate(state);
+        let mut responses: Option<Map<String, Value>> = None;
+        let mut request_state: Option<String> = None;
+        let mut round = 0;
+        let raw = loop {
+            round += 1;
+            let mut params = CallToolRequestParams::new(tool.to_owned());
+            if let Some(arguments) = arguments.clone() {
+                params = params.with_arguments(arguments);
             }
-            params.meta = Some(rmcp::model::RequestMetaObject(meta));
-        }
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let handle = self
-            .peer()
-            .send_request_with_option(request, PeerRequestOptions::no_options())
-            .await
-            .map_err(|error| service_error(&self.label, tool, error))?;
-        // A caller that listens to progress and logs gets the server's (see `Events`); rmcp
-        // gives every request a progress token.
-        let _listening = ctx
-            .has_reporter()
-            .then(|| self.service.service().listen(ctx, &handle.progress_token));
-        // From here on, leaving early (cancellation, deadline, the future dropped) tells the server.
-        let mut guard = CancelOnDrop {
-            peer: self.peer().clone(),
-            id: Some(handle.id.clone()),
-        };
-        let response = bounds
-            .run(handle.await_response())
-            .await
-            .map_err(|stop| stopped(&self.label, tool, stop))?;
-        guard.disarm();
-        let raw = match response.map_err(|error| service_error(&self.label, tool, error))? {
-            ServerResult::CallToolResult(result) => serde_json::to_value(result)
-                .map_err(|error| CallError::execution(format!("MCP tool `{tool}`: {error}")))?,
-            ServerResult::CustomResult(CustomResult(raw)) => raw,
-            ServerResult::EmptyResult(_) => json!({}),
-            ServerResult::InputRequiredResult(_) => {
-                return Err(CallError::execution(format!(
-                    "MCP tool `{tool}` asked for more input (`input_required`), which the MCP import does not provide"
-                )));
+            if let Some(trace) = ctx.trace() {
+                // W3C trace context in `_meta` (the MCP convention, SEP-414).
+                let mut meta = rmcp::model::MetaObject::new();
+                meta.set_traceparent(trace.traceparent());
+                if let Some(state) = trace.tracestate() {
+                    meta.set_tracestate(state);
+                }
+                params.meta = Some(rmcp::model::RequestMetaObject(meta));
             }
-            ServerResult::CreateTaskResult(_) => {
-                return Err(CallError::execution(format!(
-                    "MCP tool `{tool}` answered with a task handle; tasks are not supported"
-                )));
-            }
-            other => {
-                return Err(CallError::execution(format!(
-                    "MCP tool `{tool}`: the server's answer is not a tool result: {}",
-                    serde_json::to_string(&other).unwrap_or_default()
-                )));
+            params.input_responses = responses.take().map(|map| map.into_iter().collect());
+            params.request_state = request_state.take();
+            match self.send_call(tool, params, ctx).await? {
+                Answer::Result(raw) => break raw,
+                Answer::Task(id) => {
+                    return self
+                        .follow_task(tool, id, ctx, output_schema, wrapped)
+                        .await;
+                }
+                Answer::InputRequired(requests, state) => {
+                    if round >= MAX_ROUNDS {
+                        return Err(CallError::execution(format!(
+                            "MCP tool `{tool}` still asked for input after {MAX_ROUNDS} rounds"
+                        )));
+                    }
+                    let given = ctx
+                        .bounds()
+                        .run(answers::answer_all(ctx, tool, &requests))
+                        .await
+                        .map_err(|stop| stopped(&self.label, tool, stop))??;
+                    responses = Some(given);
+                    request_state = state;
+                }
             }
         };
         if !raw.is_object() {

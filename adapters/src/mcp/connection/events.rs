@@ -1,5 +1,6 @@
 //! The rmcp client handler ([`Events`]): counts `tools/list_changed`, hands progress and
-//! log messages to the calls that listen, and offers the client's `initialize` info.
+//! log messages to the calls that listen, asks a call's caller the questions the server
+//! asks in it, and offers the client's `initialize` info (elicitation and tasks declared).
 
 use opkit::OperationContext;
 use opkit::report::{LogLevel, LogRecord};
@@ -8,11 +9,11 @@ use parking_lot::Mutex;
 #[allow(deprecated)]
 use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, NumberOrString, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion,
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, Implementation,
+    NumberOrString, ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId,
 };
-use rmcp::service::NotificationContext;
-use rmcp::{ClientHandler, RoleClient};
+use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext};
+use rmcp::{ClientHandler, ErrorData, RoleClient};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -24,6 +25,20 @@ pub(super) struct Events {
     label: Arc<str>,
     pub list_changed: Arc<watch::Sender<u64>>,
     listeners: Arc<Mutex<HashMap<String, OperationContext>>>,
+    /// The calls in flight, by request id: whom a question the server asks in a call goes to.
+    askers: Arc<Mutex<HashMap<String, OperationContext>>>,
+}
+
+/// A call's registration as the one a question in it goes to; removed on drop.
+pub(super) struct Asking {
+    askers: Arc<Mutex<HashMap<String, OperationContext>>>,
+    id: String,
+}
+
+impl Drop for Asking {
+    fn drop(&mut self) {
+        self.askers.lock().remove(&self.id);
+    }
 }
 
 /// A progress token as a map key (numbers and strings kept apart).
@@ -54,6 +69,7 @@ impl Events {
                 label: Arc::from(label),
                 list_changed: Arc::new(sender),
                 listeners: Arc::default(),
+                askers: Arc::default(),
             },
             receiver,
         )
@@ -68,6 +84,32 @@ impl Events {
         Listening {
             listeners: self.listeners.clone(),
             token,
+        }
+    }
+
+    /// Registers a call in flight (request `id`): a question the server asks in it goes to
+    /// its caller.
+    pub(super) fn asking(&self, ctx: &OperationContext, id: &RequestId) -> Asking {
+        let id = id.to_string();
+        self.askers.lock().insert(id.clone(), ctx.clone());
+        Asking {
+            askers: self.askers.clone(),
+            id,
+        }
+    }
+
+    /// The caller a question belongs to: the call whose response stream carried it, else the
+    /// only call in flight (stdio does not say which call a request belongs to).
+    fn asker(&self, context: &RequestContext<RoleClient>) -> Option<OperationContext> {
+        let askers = self.askers.lock();
+        if let Some(InboundStreamOrigin::OutboundRequest(id)) =
+            context.extensions.get::<InboundStreamOrigin>()
+        {
+            return askers.get(&id.to_string()).cloned();
+        }
+        match askers.len() {
+            1 => askers.values().next().cloned(),
+            _ => None,
         }
     }
 
@@ -121,11 +163,42 @@ impl ClientHandler for Events {
         }
     }
 
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let Some(ctx) = self.asker(&context) else {
+            return Err(ErrorData::internal_error(
+                "the question belongs to no call in flight of this client",
+                None,
+            ));
+        };
+        let params = serde_json::to_value(&request)
+            .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+        let answer = super::answers::ask(&ctx, None, &params)
+            .await
+            .map_err(|error| {
+                ErrorData::internal_error(
+                    format!("the importing operation's caller did not answer: {error}"),
+                    None,
+                )
+            })?;
+        serde_json::from_value(answer)
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))
+    }
+
     fn get_info(&self) -> ClientConfig {
         // The version offered by `initialize` (Legacy, and Auto's fallback): one that has
-        // the handshake. `server/discover` offers its own preferred versions.
+        // the handshake. `server/discover` offers its own preferred versions. Questions are
+        // forwarded to the importing operation's caller, and tasks are followed.
+        let capabilities: ClientCapabilities = serde_json::from_value(serde_json::json!({
+            "elicitation": {"form": {}},
+            "extensions": {(rmcp::model::TASKS_EXTENSION_ID): {}},
+        }))
+        .unwrap_or_default();
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("opkit", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)

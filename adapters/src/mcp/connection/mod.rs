@@ -5,6 +5,7 @@
 //! current; `process`, `stderr` and `handshake` start a server; `client`, `events` (the
 //! rmcp client handler), `call` and `cancel` talk to it.
 
+mod answers;
 mod call;
 mod cancel;
 mod client;
@@ -18,6 +19,7 @@ mod options;
 mod process;
 mod refresh;
 mod stderr;
+mod task;
 
 pub use error::McpError;
 pub use options::{McpLifecycle, McpOptions};
