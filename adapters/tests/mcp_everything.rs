@@ -54,7 +54,51 @@ async fn check_everything(connection: &McpConnection, ns: &str) {
         );
     }
     let registry = registry_of(connection);
-    assert_eq!(registry.len(), names.len());
+    // Its resources, templates and prompts are operations too (under `.resources`, `.prompts`).
+    let extras: Vec<String> = registry
+        .specs()
+        .iter()
+        .map(|spec| spec.id())
+        .filter(|id| {
+            id.starts_with(&format!("{ns}.resources.")) || id.starts_with(&format!("{ns}.prompts."))
+        })
+        .collect();
+    eprintln!("imported resources and prompts: {extras:?}");
+    assert_eq!(registry.len(), names.len() + extras.len());
+    assert!(
+        extras
+            .iter()
+            .any(|id| id.ends_with(".prompts.simple_prompt"))
+            && extras
+                .iter()
+                .any(|id| id.ends_with(".resources.features_md")),
+        "{extras:?}"
+    );
+    let prompt = call(&registry, &format!("{ns}.prompts.simple_prompt"), json!({})).await;
+    assert!(
+        prompt.data["messages"]
+            .as_array()
+            .is_some_and(|messages| !messages.is_empty()),
+        "{prompt:?}"
+    );
+    // Every resource and template reads to contents (a template's variables given "1").
+    for id in extras.iter().filter(|id| id.contains(".resources.")) {
+        let spec = registry.spec(id).expect("registered");
+        let input: serde_json::Map<String, Value> = spec.input_schema["required"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(|field| (field.to_owned(), json!("1")))
+            .collect();
+        let read = call(&registry, id, Value::Object(input)).await;
+        let contents = read.data.as_array().expect("contents");
+        assert!(!contents.is_empty(), "{id}: {read:?}");
+        assert!(
+            contents[0].get("text").is_some() || contents[0].get("blob").is_some(),
+            "{id}: {read:?}"
+        );
+    }
     for tool in &names {
         let id = connection
             .operation_id(tool)

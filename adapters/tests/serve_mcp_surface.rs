@@ -562,6 +562,69 @@ mod import {
     }
 
     #[tokio::test]
+    async fn an_imported_servers_resources_templates_and_prompts_are_operations() {
+        let served =
+            serve(axum::Router::new().nest("/mcp", McpServer::new(origin()).router())).await;
+        for lifecycle in [McpLifecycle::Legacy, McpLifecycle::Modern] {
+            let options = McpOptions::new("remote").lifecycle(lifecycle);
+            let connection = McpConnection::connect_http(&served.url("/mcp"), options)
+                .await
+                .expect("connects");
+            let registry = OperationRegistry::new();
+            let ids = connection.register_into(&registry).expect("registers");
+            for id in [
+                "remote.resources.books_about",
+                "remote.resources.books_on_shelf",
+                "remote.prompts.books_recommend",
+            ] {
+                assert!(ids.iter().any(|known| known == id), "{id} in {ids:?}");
+            }
+            let ctx = OperationContext::new();
+            let about = registry
+                .execute("remote.resources.books_about", json!({}), &ctx)
+                .await
+                .expect("reads");
+            assert_eq!(about.data[0]["text"], "A small library.", "{about:?}");
+            assert_eq!(about.data[0]["uri"], "books://about");
+            let shelf = registry
+                .execute(
+                    "remote.resources.books_on_shelf",
+                    json!({"shelf": "History"}),
+                    &ctx,
+                )
+                .await
+                .expect("reads the template");
+            assert_eq!(shelf.data[0]["uri"], "books://History", "{shelf:?}");
+            let books: Value =
+                serde_json::from_str(shelf.data[0]["text"].as_str().unwrap_or("null")).unwrap();
+            assert_eq!(books, json!(["SPQR", "The Guns of August"]));
+            let missing = registry
+                .execute("remote.resources.books_on_shelf", json!({}), &ctx)
+                .await
+                .expect_err("the variable is required");
+            assert_eq!(
+                missing.code,
+                opkit::ErrorCode::ValidationError,
+                "{missing:?}"
+            );
+            let prompt = registry
+                .execute(
+                    "remote.prompts.books_recommend",
+                    json!({"shelf": "Science"}),
+                    &ctx,
+                )
+                .await
+                .expect("gets the prompt");
+            assert_eq!(
+                prompt.data["messages"][0]["content"]["text"],
+                "Recommend one book from the Science shelf.",
+                "{prompt:?}"
+            );
+            connection.close();
+        }
+    }
+
+    #[tokio::test]
     async fn an_opkit_proxy_in_front_of_a_server_that_asks_still_asks_its_own_client() {
         let origin =
             serve(axum::Router::new().nest("/mcp", McpServer::new(origin()).router())).await;

@@ -1,5 +1,5 @@
-//! MCP import: every tool of an MCP server becomes an operation whose calls return
-//! [`mcp_envelope`](opkit::envelope::mcp_envelope)s.
+//! MCP import: every tool, resource, resource template and prompt of an MCP server becomes
+//! an operation whose calls return [`mcp_envelope`](opkit::envelope::mcp_envelope)s.
 //!
 //! Built on the official Rust SDK [`rmcp`] (client role). A [`McpConnection`] talks to one
 //! server, over **stdio** ([`McpConnection::connect_stdio`]: a child process with arguments and
@@ -45,6 +45,24 @@
 //! `spec.extensions["mcp.annotations"]`. A schema the validator cannot compile (an unknown
 //! dialect, a remote `$ref`) is replaced by an open one with a warning, and the original kept
 //! in `mcp.inputSchema` / `mcp.outputSchema`; the server still validates its own input.
+//!
+//! Resources, resource templates and prompts (listed once, when connecting) become queries
+//! `<namespace>.resources.<name>` and `<namespace>.prompts.<name>`: a template's URI
+//! variables and a prompt's arguments are string input fields, the data the read's
+//! `contents` or the prompt's `{description?, messages}`.
+//!
+//! # Questions and tasks
+//!
+//! The import declares the `elicitation` capability and the tasks extension. A question the
+//! server asks during a call — `elicitation/create` in the call (before 2026-07-28) or an
+//! input-required result (2026-07-28, answered and sent again with the server's
+//! `requestState`, at most 10 rounds) — is asked of the importing operation's own caller
+//! with [`OperationContext::elicit_raw`](opkit::OperationContext::elicit_raw), under the
+//! server's key: an opkit server in front of an asking server asks its own client. A caller
+//! that cannot be asked fails the call with the reason; sampling and roots requests are
+//! refused. A tool the server runs as a task is polled with `tasks/get` to its result within
+//! the caller's deadline (its status messages become progress), its questions answered with
+//! `tasks/update`, and cancelled (`tasks/cancel`) when the caller stops waiting.
 //!
 //! # Results
 //!

@@ -5,7 +5,8 @@
 use super::error::McpError;
 use super::events::Events;
 use rmcp::model::{
-    ClientRequest, CustomResult, ListToolsRequest, PaginatedRequestParams, ServerNotification,
+    ClientRequest, CustomResult, ListPromptsRequest, ListResourceTemplatesRequest,
+    ListResourcesRequest, ListToolsRequest, PaginatedRequestParams, ServerNotification,
     ServerResult, SubscriptionFilter,
 };
 use rmcp::service::RunningService;
@@ -73,6 +74,13 @@ impl Client {
 
     /// Every tool of the server as raw JSON, following `nextCursor`.
     pub(super) async fn list_tools(&self) -> Result<Vec<Value>, McpError> {
+        self.list_all("tools/list", "tools").await
+    }
+
+    /// Every item of a paged list (`tools/list`, `resources/list`,
+    /// `resources/templates/list`, `prompts/list`) as raw JSON, the items under `key`,
+    /// following `nextCursor`.
+    pub(super) async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, McpError> {
         let failed = |message: String| McpError::Request {
             label: self.label.clone(),
             message,
@@ -82,25 +90,31 @@ impl Client {
         let mut seen: HashSet<String> = HashSet::new();
         for _page in 0..MAX_LIST_PAGES {
             let params = PaginatedRequestParams::default().with_cursor(cursor.take());
-            let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params));
+            let request = match method {
+                "resources/list" => {
+                    ClientRequest::ListResourcesRequest(ListResourcesRequest::with_param(params))
+                }
+                "resources/templates/list" => ClientRequest::ListResourceTemplatesRequest(
+                    ListResourceTemplatesRequest::with_param(params),
+                ),
+                "prompts/list" => {
+                    ClientRequest::ListPromptsRequest(ListPromptsRequest::with_param(params))
+                }
+                _ => ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params)),
+            };
             let result = self
                 .peer()
                 .send_request(request)
                 .await
-                .map_err(|error| failed(format!("tools/list: {error}")))?;
+                .map_err(|error| failed(format!("{method}: {error}")))?;
             let page = match result {
-                ServerResult::ListToolsResult(result) => serde_json::to_value(result)
-                    .map_err(|error| failed(format!("tools/list: {error}")))?,
                 ServerResult::CustomResult(CustomResult(raw)) => raw,
-                other => {
-                    return Err(failed(format!(
-                        "tools/list: unexpected answer {}",
-                        serde_json::to_string(&other).unwrap_or_default()
-                    )));
-                }
+                ServerResult::EmptyResult(_) => Value::Null,
+                result => serde_json::to_value(result)
+                    .map_err(|error| failed(format!("{method}: {error}")))?,
             };
-            let Some(listed) = page.get("tools").and_then(Value::as_array) else {
-                return Err(failed(format!("tools/list: no `tools` array in {page}")));
+            let Some(listed) = page.get(key).and_then(Value::as_array) else {
+                return Err(failed(format!("{method}: no `{key}` array in {page}")));
             };
             tools.extend(listed.iter().cloned());
             match page.get("nextCursor") {
@@ -116,7 +130,7 @@ impl Client {
             }
         }
         Err(failed(format!(
-            "tools/list: more than {MAX_LIST_PAGES} pages"
+            "{method}: more than {MAX_LIST_PAGES} pages"
         )))
     }
 }

@@ -8,6 +8,7 @@
 mod answers;
 mod call;
 mod cancel;
+mod catalog;
 mod client;
 mod error;
 mod events;
@@ -55,6 +56,8 @@ struct State {
     client: Arc<Client>,
     namespace: String,
     tools: RwLock<Vec<ImportedTool>>,
+    /// The server's resources, templates and prompts, listed when connecting.
+    extras: Vec<catalog::Imported>,
     registries: Mutex<Vec<OperationRegistry>>,
     refresh_lock: tokio::sync::Mutex<()>,
     list_changes: watch::Receiver<u64>,
@@ -186,10 +189,19 @@ impl McpConnection {
         client.listen_for_list_changes();
         let raw = client.list_tools().await?;
         let tools = build_tools(&options.namespace, &client.label, &raw, &HashMap::new());
+        let extras = match catalog::list(&client, &options.namespace).await {
+            Ok(extras) => extras,
+            Err(error) => {
+                tracing::warn!(target: "opkit_adapters::mcp", server = %client.label, %error,
+                    "the server's resources or prompts could not be listed; only its tools are imported");
+                Vec::new()
+            }
+        };
         let state = Arc::new(State {
             client,
             namespace: options.namespace,
             tools: RwLock::new(tools),
+            extras,
             registries: Mutex::new(Vec::new()),
             refresh_lock: tokio::sync::Mutex::new(()),
             list_changes,
@@ -228,10 +240,15 @@ impl McpConnection {
         Some(info.protocol_version.to_string())
     }
 
-    /// The specs of the imported operations, sorted by id.
+    /// The specs of the imported operations (tools, then the resources, resource templates
+    /// and prompts), sorted by id.
     pub fn specs(&self) -> Vec<OperationSpec> {
-        let mut specs: Vec<OperationSpec> =
-            self.tools().into_iter().map(|tool| tool.spec).collect();
+        let mut specs: Vec<OperationSpec> = self
+            .tools()
+            .into_iter()
+            .map(|tool| tool.spec)
+            .chain(self.state.extras.iter().map(|item| item.spec.clone()))
+            .collect();
         specs.sort_by_key(OperationSpec::id);
         specs
     }
@@ -281,16 +298,26 @@ impl McpConnection {
     /// naming both operations; pick another namespace in [`McpOptions::new`].
     pub fn register_into(&self, registry: &OperationRegistry) -> Result<Vec<String>, McpError> {
         let tools = self.tools();
+        let client = &self.state.client;
+        let operations = tools
+            .iter()
+            .map(|tool| (tool.spec.clone(), tool_handler(client, tool)))
+            .chain(
+                self.state
+                    .extras
+                    .iter()
+                    .map(|item| (item.spec.clone(), catalog::handler(client, item))),
+            );
         let mut registered: Vec<String> = Vec::with_capacity(tools.len());
-        for tool in &tools {
-            let handler = tool_handler(&self.state.client, tool);
-            if let Err(error) = registry.register(tool.spec.clone(), handler) {
+        for (spec, handler) in operations {
+            let id = spec.id();
+            if let Err(error) = registry.register(spec, handler) {
                 for id in &registered {
                     registry.unregister(id);
                 }
                 return Err(error.into());
             }
-            registered.push(tool.spec.id());
+            registered.push(id);
         }
         self.state.registries.lock().push(registry.clone());
         Ok(registered)
