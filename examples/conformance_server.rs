@@ -11,7 +11,7 @@
 //!
 //! `adapters/tests/mcp_conformance.rs` runs the suite against it.
 
-use opkit::elicit::{ElicitAction, ElicitRequest, ElicitResponse};
+use opkit::elicit::{ClientRequest, ElicitAction, ElicitRequest, ElicitResponse};
 use opkit::envelope::{
     EmbeddedResource, McpContentBlock, McpMeta, PromptMessage, Role, mcp_envelope,
 };
@@ -522,6 +522,165 @@ async fn multi_input(ctx: &OperationContext) -> Result<String, CallError> {
     Ok(format!("{} likes {}", name?, color?))
 }
 
+/// A sampling request's params: one user message, at most `max_tokens` tokens.
+fn sampling(text: &str, max_tokens: u32) -> Value {
+    json!({
+        "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
+        "maxTokens": max_tokens
+    })
+}
+
+/// The text a sampling result carries.
+fn sampled(result: &Value) -> String {
+    result["content"]["text"]
+        .as_str()
+        .unwrap_or("no response")
+        .to_owned()
+}
+
+/// Asks the client's model (sampling) with the prompt.
+#[operation(namespace = "conformance", tool_name = "test_sampling")]
+async fn sampling_tool(ctx: &OperationContext, prompt: String) -> Result<String, CallError> {
+    let request = ClientRequest::new("sampling/createMessage", sampling(&prompt, 100));
+    let result = ctx.client_request(request).await?;
+    Ok(format!("LLM response: {}", sampled(&result)))
+}
+
+/// MRTR: asks the client's model a question (`sample_request`).
+#[operation(
+    namespace = "conformance",
+    tool_name = "test_input_required_result_sampling"
+)]
+async fn mrtr_sampling(ctx: &OperationContext) -> Result<String, CallError> {
+    let params = sampling("What is the capital of France?", 100);
+    let request = ClientRequest::new("sampling/createMessage", params).with_key("sample_request");
+    let result = ctx.client_request(request).await?;
+    Ok(format!("Sampling result: {}", sampled(&result)))
+}
+
+/// MRTR: asks the client's roots (`roots_request`).
+#[operation(
+    namespace = "conformance",
+    tool_name = "test_input_required_result_list_roots"
+)]
+async fn mrtr_list_roots(ctx: &OperationContext) -> Result<String, CallError> {
+    let request = ClientRequest::new("roots/list", json!({})).with_key("roots_request");
+    let result = ctx.client_request(request).await?;
+    let count = result["roots"].as_array().map_or(0, Vec::len);
+    Ok(format!("Found {count} root(s)"))
+}
+
+/// MRTR: asks a question, the model and the roots at once.
+#[operation(
+    namespace = "conformance",
+    tool_name = "test_input_required_result_multiple_inputs"
+)]
+async fn mrtr_multiple_inputs(ctx: &OperationContext) -> Result<String, CallError> {
+    let greeting = ClientRequest::new(
+        "sampling/createMessage",
+        sampling("Generate a greeting", 50),
+    )
+    .with_key("greeting");
+    let roots = ClientRequest::new("roots/list", json!({})).with_key("client_roots");
+    let (name, greeting, roots) = tokio::join!(
+        ask_text(ctx, "user_name", "What is your name?", "name"),
+        ctx.client_request(greeting),
+        ctx.client_request(roots),
+    );
+    let (name, greeting, roots) = (name?, greeting?, roots?);
+    let count = roots["roots"].as_array().map_or(0, Vec::len);
+    Ok(format!(
+        "Name: {name}; Greeting: {}; Roots: {count}",
+        sampled(&greeting)
+    ))
+}
+
+/// MRTR: asks only what the client declared it can answer (a question, the model).
+#[operation(
+    namespace = "conformance",
+    tool_name = "test_input_required_result_capabilities"
+)]
+async fn mrtr_capabilities(ctx: &OperationContext) -> Result<String, CallError> {
+    let schema = json!({"type": "object", "properties": {"value": {"type": "string"}}, "required": ["value"]});
+    let question =
+        ctx.elicit_raw(ElicitRequest::new("Elicitation input", schema).with_key("elicit_input"));
+    let sample = ctx.client_request(
+        ClientRequest::new("sampling/createMessage", sampling("Sample request", 50))
+            .with_key("sample_input"),
+    );
+    let (question, sample) = tokio::join!(question, sample);
+    let mut received = Vec::new();
+    for (key, outcome) in [
+        ("elicit_input", question.map(|_| ())),
+        ("sample_input", sample.map(|_| ())),
+    ] {
+        match outcome {
+            Ok(()) => received.push(key),
+            // Not declared by the client: not asked.
+            Err(error) if error.kind == Some(opkit::ErrorKind::Unavailable) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(format!("capabilities-ok: received {}", received.join(",")))
+}
+
+/// Needs the client's model: a client without `sampling` gets -32021.
+#[operation(namespace = "conformance", tool_name = "test_missing_capability")]
+async fn missing_capability(ctx: &OperationContext) -> Result<String, CallError> {
+    let request = ClientRequest::new("sampling/createMessage", sampling("Say hi", 10));
+    ctx.client_request(request).await?;
+    Ok("Success".to_owned())
+}
+
+/// The served registry, for the tools that change it.
+static SERVED: std::sync::OnceLock<OperationRegistry> = std::sync::OnceLock::new();
+
+/// A tool that comes and goes.
+#[operation(namespace = "dynamic", tool_name = "test_dynamic_tool")]
+async fn dynamic_tool() -> String {
+    "here".to_owned()
+}
+
+/// A prompt that comes and goes.
+#[operation(namespace = "dynamic", prompt, tool_name = "test_dynamic_prompt")]
+async fn dynamic_prompt() -> String {
+    "Say something.".to_owned()
+}
+
+/// Adds `T` to the served registry, or removes it when it is there.
+fn toggle<T: opkit::TypedOperation>() -> Result<String, CallError> {
+    let registry = SERVED
+        .get()
+        .ok_or_else(|| CallError::unavailable("the registry is not served yet"))?;
+    if registry.unregister(T::ID) {
+        return Ok("Mutation triggered (removed)".to_owned());
+    }
+    registry
+        .register_typed::<T>()
+        .map_err(|error| CallError::execution(error.to_string()))?;
+    Ok("Mutation triggered".to_owned())
+}
+
+/// Changes the tool list (adds or removes `test_dynamic_tool`).
+#[operation(
+    namespace = "conformance",
+    mutation,
+    tool_name = "test_trigger_tool_change"
+)]
+async fn trigger_tool_change() -> Result<String, CallError> {
+    toggle::<dynamic_tool>()
+}
+
+/// Changes the prompt list (adds or removes `test_dynamic_prompt`).
+#[operation(
+    namespace = "conformance",
+    mutation,
+    tool_name = "test_trigger_prompt_change"
+)]
+async fn trigger_prompt_change() -> Result<String, CallError> {
+    toggle::<dynamic_prompt>()
+}
+
 /// Reports progress, then completes (the stateless scenario reads its response stream).
 #[operation(namespace = "conformance", tool_name = "test_streaming_elicitation")]
 async fn streaming_elicitation(ctx: &OperationContext) -> String {
@@ -565,6 +724,14 @@ fn registry() -> Result<OperationRegistry, opkit::RegistryError> {
     registry.register_typed::<mrtr_multi_round>()?;
     registry.register_typed::<mrtr_prompt>()?;
     registry.register_typed::<greet>()?;
+    registry.register_typed::<trigger_tool_change>()?;
+    registry.register_typed::<trigger_prompt_change>()?;
+    registry.register_typed::<sampling_tool>()?;
+    registry.register_typed::<mrtr_sampling>()?;
+    registry.register_typed::<mrtr_list_roots>()?;
+    registry.register_typed::<mrtr_multiple_inputs>()?;
+    registry.register_typed::<mrtr_capabilities>()?;
+    registry.register_typed::<missing_capability>()?;
     registry.register_typed::<streaming_elicitation>()?;
     registry.register_typed::<logging_tool>()?;
     registry.register_typed::<slow_compute>()?;
@@ -650,7 +817,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     }
-    let server = McpServer::new(registry()?)
+    let registry = registry()?;
+    let _ = SERVED.set(registry.clone());
+    let server = McpServer::new(registry)
         .name("opkit-conformance")
         .version("1.0.0");
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;

@@ -4,7 +4,7 @@
 use crate::access::Identity;
 use crate::bounds::{Bounds, Deadline};
 use crate::edge::{Edge, Session};
-use crate::elicit::{ElicitRequest, ElicitResponse, Elicited, Elicitor};
+use crate::elicit::{ClientRequest, ElicitRequest, ElicitResponse, Elicited, Elicitor};
 use crate::envelope::ResponseEnvelope;
 use crate::error::CallError;
 use crate::report::{LogLevel, LogRecord, Progress, Reporter};
@@ -372,6 +372,24 @@ impl OperationContext {
         match elicitor {
             Some(ElicitorSlot(elicitor)) => elicitor.elicit(request).await,
             None => Err(crate::elicit::unavailable(self.edge().map(Edge::name))),
+        }
+    }
+
+    /// Sends any other request to the caller's client (see [`Elicitor::request`]), e.g.
+    /// `sampling/createMessage` to ask its model; the client's result as JSON. Through an
+    /// edge without a client, or a client without the capability, the error names the
+    /// capability ([`crate::elicit::missing_capability`]).
+    pub async fn client_request(&self, request: ClientRequest) -> Result<Value, CallError> {
+        let elicitor = self
+            .extras
+            .as_deref()
+            .and_then(|extras| extras.elicitor.clone());
+        match elicitor {
+            Some(ElicitorSlot(elicitor)) => elicitor.request(request).await,
+            None => Err(crate::elicit::missing_capability(
+                &request.method,
+                crate::elicit::capability_of(&request.method),
+            )),
         }
     }
 

@@ -116,6 +116,63 @@ pub trait Elicitor: Send + Sync + 'static {
         &self,
         request: ElicitRequest,
     ) -> BoxFuture<'static, Result<ElicitResponse, CallError>>;
+
+    /// Any other request for the caller's client, e.g. MCP's `sampling/createMessage` (the
+    /// client's model) or `roots/list` (deprecated from 2026-07-28, served for older
+    /// clients); resolves with the client's result as JSON. By default the edge cannot.
+    fn request(&self, request: ClientRequest) -> BoxFuture<'static, Result<Value, CallError>> {
+        Box::pin(std::future::ready(Err(missing_capability(
+            &request.method,
+            capability_of(&request.method),
+        ))))
+    }
+}
+
+/// A request for the caller's client other than a question for its user (see
+/// [`Elicitor::request`]): the protocol method and its params, and an optional name unique
+/// within the call (as [`ElicitRequest::key`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ClientRequest {
+    /// The method, e.g. `sampling/createMessage`.
+    pub method: String,
+    /// Its params.
+    pub params: Value,
+    /// A name for the request, unique within the call.
+    pub key: Option<String>,
+}
+
+impl ClientRequest {
+    /// A request.
+    pub fn new(method: impl Into<String>, params: Value) -> Self {
+        Self {
+            method: method.into(),
+            params,
+            key: None,
+        }
+    }
+
+    /// Names the request.
+    #[must_use]
+    pub fn with_key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+}
+
+/// The client capability a request needs (`sampling`, `roots`, `elicitation`).
+pub fn capability_of(method: &str) -> &str {
+    method.split('/').next().unwrap_or(method)
+}
+
+/// The error of a request the caller's client cannot take: it did not declare `capability`
+/// (or the edge has no client). `details.requiredCapability` names it, which an MCP server
+/// answers with `-32021` (missing required client capability) when the operation returns it.
+pub fn missing_capability(method: &str, capability: &str) -> CallError {
+    CallError::unavailable(format!(
+        "this operation sends `{method}` to the caller's client, which did not declare the `{capability}` capability (or there is no client to ask)"
+    ))
+    .with_details(serde_json::json!({"requiredCapability": capability}))
 }
 
 /// The error of a call that asked a question through an edge that cannot ask.

@@ -17,7 +17,10 @@
 
 use futures::future::BoxFuture;
 use opkit::CallError;
-use opkit::elicit::{ElicitAction, ElicitRequest, ElicitResponse, Elicitor};
+use opkit::elicit::{
+    ClientRequest, ElicitAction, ElicitRequest, ElicitResponse, Elicitor, capability_of,
+    missing_capability,
+};
 use parking_lot::Mutex;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
@@ -44,7 +47,7 @@ fn undeclared() -> CallError {
     CallError::unavailable(
         "this operation asks the user a question, and the MCP client did not declare the `elicitation` capability",
     )
-    .with_details(json!({"elicitation": false, "edge": "mcp"}))
+    .with_details(json!({"elicitation": false, "edge": "mcp", "requiredCapability": "elicitation"}))
 }
 
 /// Asks the client of one MCP session.
@@ -53,6 +56,15 @@ pub(crate) struct PeerElicitor {
 }
 
 impl Elicitor for PeerElicitor {
+    fn request(&self, request: ClientRequest) -> BoxFuture<'static, Result<Value, CallError>> {
+        let capability = capability_of(&request.method).to_owned();
+        if !self.declared(&capability) {
+            let error = missing_capability(&request.method, &capability);
+            return Box::pin(std::future::ready(Err(error)));
+        }
+        Box::pin(send_in_call(self.peer.clone(), request))
+    }
+
     fn elicit(
         &self,
         request: ElicitRequest,
@@ -86,6 +98,57 @@ impl Elicitor for PeerElicitor {
     }
 }
 
+impl PeerElicitor {
+    /// Whether the session's client declared `capability`.
+    fn declared(&self, capability: &str) -> bool {
+        let Some(info) = self.peer.peer_info() else {
+            return false;
+        };
+        let capabilities = &info.capabilities;
+        match capability {
+            "sampling" => capabilities.sampling.is_some(),
+            "roots" => capabilities.roots.is_some(),
+            "elicitation" => capabilities.elicitation.is_some(),
+            _ => false,
+        }
+    }
+}
+
+/// `request` for the peer's method: sampling and roots (deprecated from 2026-07-28, served to
+/// older clients in the call).
+#[allow(deprecated)]
+async fn send_in_call(peer: Peer<RoleServer>, request: ClientRequest) -> Result<Value, CallError> {
+    let failed = |error: String| {
+        CallError::transport(format!(
+            "the MCP client did not answer `{}`: {error}",
+            request.method
+        ))
+    };
+    match request.method.as_str() {
+        "sampling/createMessage" => {
+            let params: rmcp::model::CreateMessageRequestParams =
+                serde_json::from_value(request.params.clone()).map_err(|error| {
+                    CallError::execution(format!("`sampling/createMessage` params: {error}"))
+                })?;
+            let result = peer
+                .create_message(params)
+                .await
+                .map_err(|error| failed(error.to_string()))?;
+            serde_json::to_value(result).map_err(|error| failed(error.to_string()))
+        }
+        "roots/list" => {
+            let result = peer
+                .list_roots()
+                .await
+                .map_err(|error| failed(error.to_string()))?;
+            serde_json::to_value(result).map_err(|error| failed(error.to_string()))
+        }
+        method => Err(CallError::execution(format!(
+            "an MCP server does not send `{method}` to its client"
+        ))),
+    }
+}
+
 /// The elicitation form of an answer's schema, or why it cannot be one.
 fn form(schema: &Value) -> Result<ElicitationSchema, CallError> {
     serde_json::from_value(schema.clone()).map_err(|error| {
@@ -112,11 +175,13 @@ pub(crate) struct Rounds {
     earlier: Vec<(String, Value)>,
     /// This round's `inputResponses`.
     fresh: InputResponses,
-    /// Whether the client declared the `elicitation` capability for this request.
-    declared: bool,
+    /// The capabilities the client declared for this request (`elicitation`, `sampling`,
+    /// `roots`).
+    declared: Vec<&'static str>,
     next: AtomicUsize,
     used: Mutex<Vec<(String, Value)>>,
-    pending: Mutex<Option<(String, ElicitRequest)>>,
+    /// The requests reached without an answer, in the order reached: `(key, {method, params})`.
+    pending: Mutex<Vec<(String, Value)>>,
 }
 
 impl Rounds {
@@ -127,7 +192,7 @@ impl Rounds {
         subject: &str,
         request_state: Option<&str>,
         fresh: Option<InputResponses>,
-        declared: bool,
+        declared: Vec<&'static str>,
     ) -> Result<Self, McpError> {
         let earlier = match request_state {
             None => Vec::new(),
@@ -145,13 +210,9 @@ impl Rounds {
         };
         let fresh = fresh.unwrap_or_default();
         for (key, answer) in &fresh {
-            let action = answer.get("action").and_then(Value::as_str);
-            let content_ok = answer.get("content").is_none_or(Value::is_object);
-            if !matches!(action, Some("accept" | "decline" | "cancel")) || !content_ok {
+            if !answer.is_object() {
                 return Err(McpError::invalid_params(
-                    format!(
-                        "inputResponses[{key:?}] is not an elicitation result (an object with `action` accept, decline or cancel, and an object `content`)"
-                    ),
+                    format!("inputResponses[{key:?}] is not a result object"),
                     Some(json!({ "key": key })),
                 ));
             }
@@ -162,8 +223,30 @@ impl Rounds {
             declared,
             next: AtomicUsize::new(0),
             used: Mutex::new(Vec::new()),
-            pending: Mutex::new(None),
+            pending: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The answer to request `key` (`{method, params}`) reached at position `index`: an
+    /// earlier round's, or this round's (checked against what the method returns), or
+    /// `None` after recording it as pending.
+    fn answer(&self, index: usize, key: &str, request: Value) -> Result<Option<Value>, CallError> {
+        let answer = match self.earlier.get(index) {
+            Some((asked, answer)) if asked == key => Some(answer.clone()),
+            _ => self.fresh.get(key).cloned(),
+        };
+        match answer {
+            Some(answer) => {
+                let method = request["method"].as_str().unwrap_or_default();
+                check_result(method, key, &answer)?;
+                self.used.lock().push((key.to_owned(), answer.clone()));
+                Ok(Some(answer))
+            }
+            None => {
+                self.pending.lock().push((key.to_owned(), request));
+                Ok(None)
+            }
+        }
     }
 
     /// The input-required result of a run that reached a question without an answer.
@@ -172,16 +255,14 @@ impl Rounds {
         codec: &RequestStateCodec,
         subject: &str,
     ) -> Option<InputRequiredResult> {
-        let (key, question) = self.pending.lock().take()?;
-        let request = json!({
-            "method": "elicitation/create",
-            "params": {
-                "mode": "form",
-                "message": question.message,
-                "requestedSchema": question.schema,
-            }
-        });
-        let request = serde_json::from_value(request).ok()?;
+        let pending = std::mem::take(&mut *self.pending.lock());
+        if pending.is_empty() {
+            return None;
+        }
+        let mut requests = rmcp::model::InputRequests::new();
+        for (key, request) in pending {
+            requests.insert(key, serde_json::from_value(request).ok()?);
+        }
         let sealed = Sealed {
             answers: std::mem::take(&mut *self.used.lock()),
         };
@@ -189,8 +270,6 @@ impl Rounds {
             .associated_data(subject.as_bytes())
             .ttl(ROUND_TTL);
         let state = codec.seal_json_with(&sealed, &options).ok()?;
-        let mut requests = rmcp::model::InputRequests::new();
-        requests.insert(key, request);
         Some(InputRequiredResult::new(Some(requests), Some(state)))
     }
 
@@ -208,38 +287,96 @@ impl Rounds {
 /// The [`Elicitor`] of one round: asks [`Rounds`].
 pub(crate) struct RoundElicitor(pub(crate) std::sync::Arc<Rounds>);
 
+/// The error a request without an answer yet gets: the call ends with an input-required
+/// result, and runs again with the answer.
+fn pending() -> CallError {
+    CallError::aborted(
+        "waiting for the client's answer: the client is asked, and the call runs again with it",
+    )
+    .with_details(json!({"elicitation": "pending"}))
+}
+
+/// Checks that `answer` is what `method` returns (an elicitation result has an `action`).
+fn check_result(method: &str, key: &str, answer: &Value) -> Result<(), CallError> {
+    let ok = match method {
+        "elicitation/create" => {
+            matches!(
+                answer.get("action").and_then(Value::as_str),
+                Some("accept" | "decline" | "cancel")
+            ) && answer.get("content").is_none_or(Value::is_object)
+        }
+        "sampling/createMessage" => answer.get("content").is_some(),
+        "roots/list" => answer.get("roots").is_some_and(Value::is_array),
+        _ => true,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(CallError::validation(
+            "inputResponses",
+            vec![opkit::Violation {
+                path: format!("/{key}"),
+                message: format!("not a `{method}` result"),
+            }],
+        ))
+    }
+}
+
+impl RoundElicitor {
+    /// Asks `method` with `params` under `key` (or the request's position).
+    fn ask(
+        &self,
+        method: &str,
+        params: Value,
+        key: Option<String>,
+    ) -> Result<Option<Value>, CallError> {
+        let rounds = &self.0;
+        let capability = capability_of(method);
+        if !rounds.declared.contains(&capability) {
+            return Err(missing_capability(method, capability));
+        }
+        let index = rounds.next.fetch_add(1, Ordering::SeqCst);
+        let key = key.unwrap_or_else(|| format!("{capability}-{index}"));
+        rounds.answer(index, &key, json!({"method": method, "params": params}))
+    }
+}
+
 impl Elicitor for RoundElicitor {
     fn elicit(
         &self,
         request: ElicitRequest,
     ) -> BoxFuture<'static, Result<ElicitResponse, CallError>> {
-        let rounds = self.0.clone();
-        Box::pin(async move {
-            if !rounds.declared {
-                return Err(undeclared());
-            }
-            form(&request.schema)?;
-            let index = rounds.next.fetch_add(1, Ordering::SeqCst);
-            let key = request
-                .key
-                .clone()
-                .unwrap_or_else(|| format!("elicitation-{index}"));
-            let answer = match rounds.earlier.get(index) {
-                Some((asked, answer)) if *asked == key => Some(answer.clone()),
-                _ => rounds.fresh.get(&key).cloned(),
-            };
-            if let Some(answer) = answer {
-                rounds.used.lock().push((key, answer.clone()));
-                return Ok(Rounds::response(&answer));
-            }
-            let mut pending = rounds.pending.lock();
-            if pending.is_none() {
-                *pending = Some((key, request));
-            }
-            Err(CallError::aborted(
-                "waiting for the user's answer: the client is asked, and the call runs again with it",
-            )
-            .with_details(json!({"elicitation": "pending"})))
-        })
+        let result = form(&request.schema).and_then(|_| {
+            let params = json!({
+                "mode": "form",
+                "message": request.message,
+                "requestedSchema": request.schema,
+            });
+            self.ask("elicitation/create", params, request.key.clone())
+        });
+        let outcome = match result {
+            Ok(Some(answer)) => Ok(Rounds::response(&answer)),
+            Ok(None) => Err(pending()),
+            Err(error) if capability_error(&error) => Err(undeclared()),
+            Err(error) => Err(error),
+        };
+        Box::pin(std::future::ready(outcome))
     }
+
+    fn request(&self, request: ClientRequest) -> BoxFuture<'static, Result<Value, CallError>> {
+        let outcome = match self.ask(&request.method, request.params, request.key) {
+            Ok(Some(answer)) => Ok(answer),
+            Ok(None) => Err(pending()),
+            Err(error) => Err(error),
+        };
+        Box::pin(std::future::ready(outcome))
+    }
+}
+
+/// `true` for a [`missing_capability`] error.
+fn capability_error(error: &CallError) -> bool {
+    error
+        .details
+        .as_ref()
+        .is_some_and(|details| details.get("requiredCapability").is_some())
 }

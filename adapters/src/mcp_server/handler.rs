@@ -186,7 +186,17 @@ impl McpHandler {
         }
         let declared = context
             .client_capabilities()
-            .is_some_and(|capabilities| capabilities.elicitation.is_some());
+            .map(|capabilities| {
+                [
+                    ("elicitation", capabilities.elicitation.is_some()),
+                    ("sampling", capabilities.sampling.is_some()),
+                    ("roots", capabilities.roots.is_some()),
+                ]
+                .into_iter()
+                .filter_map(|(name, declared)| declared.then_some(name))
+                .collect()
+            })
+            .unwrap_or_default();
         Rounds::open(
             &self.inner.rounds,
             subject,
@@ -272,7 +282,14 @@ impl McpHandler {
         let result = match outcome {
             Ok(Outcome::Unary(reply)) => self.unary_result(&served, reply, modern),
             Ok(Outcome::Stream(items)) => Box::pin(self.collect(items, &context)).await,
-            Err(error) => results::failure(&error),
+            Err(error) => match required_capability(&error) {
+                // The operation needed a client capability the client did not declare.
+                Some(missing) => {
+                    forwarder.finish().await;
+                    return Err(missing);
+                }
+                None => results::failure(&error),
+            },
         };
         forwarder.finish().await;
         Ok(result.into())
@@ -372,6 +389,18 @@ fn binary_block(
             ResourceContents::blob(data, format!("opkit:{}", spec.id())).with_mime_type(mime),
         )
     })
+}
+
+/// The `-32021` error of an operation that failed for want of a client capability
+/// ([`opkit::elicit::missing_capability`]), naming it in `requiredCapabilities`.
+fn required_capability(error: &CallError) -> Option<McpError> {
+    let capability = error
+        .details
+        .as_ref()?
+        .get("requiredCapability")?
+        .as_str()?;
+    let required = serde_json::from_value(json!({ capability: {} })).ok()?;
+    Some(McpError::missing_required_client_capability(required))
 }
 
 /// What the MCP server knows about a call it serves, for operations and middleware to read

@@ -17,7 +17,7 @@
 use super::handler::McpHandler;
 use super::names::Served;
 use futures::future::BoxFuture;
-use opkit::elicit::{ElicitAction, ElicitRequest, ElicitResponse, Elicitor};
+use opkit::elicit::{ClientRequest, ElicitAction, ElicitRequest, ElicitResponse, Elicitor};
 use opkit::middleware::Outcome;
 use opkit::report::{LogRecord, Progress, Reporter};
 use opkit::{CallError, OperationContext};
@@ -155,6 +155,29 @@ struct TaskElicitor {
 }
 
 impl Elicitor for TaskElicitor {
+    fn request(&self, request: ClientRequest) -> BoxFuture<'static, Result<Value, CallError>> {
+        let task = self.task.clone();
+        let index = self.asked.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            let key = request
+                .key
+                .clone()
+                .unwrap_or_else(|| format!("request-{index}"));
+            let input = json!({"method": request.method, "params": request.params});
+            let input: InputRequest = serde_json::from_value(input).map_err(|error| {
+                CallError::execution(format!(
+                    "`{}` cannot be an MCP input request: {error}",
+                    request.method
+                ))
+            })?;
+            match task.request_input(key, input).await {
+                Ok(answer) => Ok(answer),
+                Err(TaskExit::Cancelled) => Err(CallError::aborted("the task was cancelled")),
+                Err(TaskExit::Error(error)) => Err(CallError::execution(error.message.to_string())),
+            }
+        })
+    }
+
     fn elicit(
         &self,
         request: ElicitRequest,

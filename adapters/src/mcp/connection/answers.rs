@@ -6,11 +6,11 @@
 //! (`tasks/get` reports `input_required`, answered with `tasks/update`). Each question is
 //! asked with [`OperationContext::elicit_raw`] under the server's own key, so an opkit proxy
 //! in front of a server that asks questions still asks them — of whoever called the proxy,
-//! by whatever means that caller's edge has. A caller that cannot be asked gets the
-//! remote's call failing with that error; requests other than elicitation (sampling, roots)
-//! are refused with an error naming them.
+//! by whatever means that caller's edge has. Other requests (sampling, roots) go the same
+//! way through [`OperationContext::client_request`]. A caller that cannot be asked gets the
+//! remote's call failing with that error.
 
-use opkit::elicit::{ElicitAction, ElicitRequest, ElicitResponse};
+use opkit::elicit::{ClientRequest, ElicitAction, ElicitRequest, ElicitResponse};
 use opkit::{CallError, OperationContext};
 use serde_json::{Map, Value, json};
 
@@ -35,13 +35,14 @@ pub(super) async fn answer(
     request: &Value,
 ) -> Result<Value, CallError> {
     let method = request.get("method").and_then(Value::as_str).unwrap_or("");
-    if method != "elicitation/create" {
-        return Err(CallError::execution(format!(
-            "MCP tool `{tool}` asked for `{method}`, which the MCP import does not answer (it forwards elicitation only)"
-        )));
-    }
     let params = request.get("params").cloned().unwrap_or_default();
-    ask(ctx, Some(key), &params).await
+    if method == "elicitation/create" {
+        return ask(ctx, Some(key), &params).await;
+    }
+    // Sampling, roots: whatever the caller's edge can forward.
+    let _ = tool;
+    ctx.client_request(ClientRequest::new(method, params).with_key(key))
+        .await
 }
 
 /// Asks the caller the question `params` (an `elicitation/create`'s params) carry.

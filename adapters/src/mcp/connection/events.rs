@@ -113,6 +113,29 @@ impl Events {
         }
     }
 
+    /// Forwards a server's request in a call to that call's caller.
+    async fn forward(
+        &self,
+        context: &RequestContext<RoleClient>,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, ErrorData> {
+        let Some(ctx) = self.asker(context) else {
+            return Err(ErrorData::internal_error(
+                format!("`{method}` belongs to no call in flight of this client"),
+                None,
+            ));
+        };
+        ctx.client_request(opkit::elicit::ClientRequest::new(method, params))
+            .await
+            .map_err(|error| {
+                ErrorData::internal_error(
+                    format!("the importing operation's caller did not answer `{method}`: {error}"),
+                    None,
+                )
+            })
+    }
+
     fn listeners(&self) -> Vec<OperationContext> {
         self.listeners.lock().values().cloned().collect()
     }
@@ -188,12 +211,42 @@ impl ClientHandler for Events {
             .map_err(|error| ErrorData::internal_error(error.to_string(), None))
     }
 
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
+        let params = serde_json::to_value(&params)
+            .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+        let result = self
+            .forward(&context, "sampling/createMessage", params)
+            .await?;
+        serde_json::from_value(result)
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))
+    }
+
+    #[allow(deprecated)]
+    async fn list_roots(
+        &self,
+        context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, ErrorData> {
+        let result = self
+            .forward(&context, "roots/list", serde_json::json!({}))
+            .await?;
+        serde_json::from_value(result)
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))
+    }
+
     fn get_info(&self) -> ClientConfig {
         // The version offered by `initialize` (Legacy, and Auto's fallback): one that has
-        // the handshake. `server/discover` offers its own preferred versions. Questions are
-        // forwarded to the importing operation's caller, and tasks are followed.
+        // the handshake. `server/discover` offers its own preferred versions. Questions (and
+        // sampling and roots requests) are forwarded to the importing operation's caller, and
+        // tasks are followed.
         let capabilities: ClientCapabilities = serde_json::from_value(serde_json::json!({
             "elicitation": {"form": {}},
+            "sampling": {},
+            "roots": {},
             "extensions": {(rmcp::model::TASKS_EXTENSION_ID): {}},
         }))
         .unwrap_or_default();
