@@ -3,7 +3,7 @@
 //! [`OperationSpec::EXT_MCP_PROMPT`] extension (`#[operation(resource = "..")]`,
 //! `#[operation(prompt)]`). Built with the tool names, from the same registry revision.
 
-use super::names::{ToolNameError, ToolNaming, tool_name_of};
+use super::naming::{ToolNameError, ToolNaming, tool_name_of};
 use super::template::UriTemplate;
 use opkit::{OperationKind, OperationSpec};
 use serde_json::Value;

@@ -11,8 +11,8 @@
 //! A change is noticed with [`OperationRegistry::changed_since`](opkit::OperationRegistry::changed_since)
 //! and compared by name, so a registration that changes no name served sends nothing.
 
-use super::handler::McpHandler;
 use super::names::ToolNames;
+use super::session::McpHandler;
 use futures::StreamExt;
 use opkit::middleware::Outcome;
 use rmcp::ErrorData as McpError;

@@ -32,7 +32,7 @@ pub(crate) fn page(names: &ToolNames, cursor: Option<&str>, modern: bool) -> Lis
 
 #[cfg(test)]
 mod tests {
-    use super::super::names::ToolNaming;
+    use super::super::naming::ToolNaming;
     use super::*;
     use opkit::{OperationKind, OperationSpec};
     use std::sync::Arc;

@@ -212,18 +212,21 @@ mod gate;
 mod handler;
 mod listing;
 mod names;
+mod naming;
 mod prompts;
+mod replies;
 mod report;
 mod resources;
 mod results;
+mod session;
 mod tasks;
 mod template;
 mod tools;
 
-pub use handler::{McpHandler, McpSession};
 pub use listing::TOOLS_PAGE_SIZE;
-pub use names::{EXT_TOOL_META, EXT_TOOL_NAME, ToolNameError, ToolNaming};
+pub use naming::{EXT_TOOL_META, EXT_TOOL_NAME, ToolNameError, ToolNaming};
 pub use results::{META_ENVELOPE, META_ERROR, META_WRAPPED};
+pub use session::{McpHandler, McpSession};
 
 use crate::http_server::{Authenticator, BearerAuth, IdentityResolver};
 use axum::Router;
@@ -543,7 +546,7 @@ impl McpServer {
         if self.handler.naming == ToolNaming::OperationId
             && let Some(spec) = specs
                 .iter()
-                .find(|spec| names::tool_name_of(spec, ToolNaming::OperationId).contains('.'))
+                .find(|spec| naming::tool_name_of(spec, ToolNaming::OperationId).contains('.'))
         {
             tracing::info!(
                 operation = %spec.id(),

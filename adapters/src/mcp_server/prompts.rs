@@ -13,8 +13,8 @@
 
 use super::arguments;
 use super::catalog::Catalog;
-use super::handler::McpHandler;
 use super::resources::rpc_error;
+use super::session::McpHandler;
 use opkit::middleware::Outcome;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{

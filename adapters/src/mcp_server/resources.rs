@@ -17,12 +17,11 @@
 //! reports a change.
 
 use super::catalog::{Catalog, ResourceEntry};
-use super::handler::McpHandler;
+use super::session::McpHandler;
 use futures::StreamExt;
 use opkit::envelope::{McpContentBlock, ResponseMeta};
 use opkit::middleware::Outcome;
 use opkit::{CallError, ErrorKind, ResponseEnvelope};
-use parking_lot::Mutex;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceRequestParams,
@@ -30,26 +29,7 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
-use std::collections::HashMap;
 use tokio_util::sync::CancellationToken;
-
-/// The session's resource subscriptions: URI → the token that stops its subscription.
-/// Dropped with the session's last handler, which stops them all.
-#[derive(Debug, Default)]
-pub(crate) struct Watches {
-    running: Mutex<HashMap<String, CancellationToken>>,
-    /// Cancelled when the session ends: stops its list-changed notifications.
-    pub(crate) closed: CancellationToken,
-}
-
-impl Drop for Watches {
-    fn drop(&mut self) {
-        for token in self.running.get_mut().values() {
-            token.cancel();
-        }
-        self.closed.cancel();
-    }
-}
 
 /// The `resources/list` result: every fixed resource.
 pub(crate) fn list(catalog: &Catalog) -> ListResourcesResult {

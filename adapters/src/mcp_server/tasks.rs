@@ -14,8 +14,8 @@
 //! Tasks belong to the server, not to a session: a client that reconnects polls the same
 //! task by its id.
 
-use super::handler::McpHandler;
 use super::names::Served;
+use super::session::McpHandler;
 use futures::future::BoxFuture;
 use opkit::elicit::{ClientRequest, ElicitAction, ElicitRequest, ElicitResponse, Elicitor};
 use opkit::middleware::Outcome;
@@ -102,7 +102,9 @@ impl McpHandler {
                 let outcome = handler.inner.registry.serve(&served.id, input, ctx).await;
                 cancel_on_request.abort();
                 match outcome {
-                    Ok(Outcome::Unary(reply)) => Ok(handler.unary_result(&served, reply, modern)),
+                    Ok(Outcome::Unary(reply)) => {
+                        Ok(super::replies::unary_result(&served, reply, modern))
+                    }
                     Ok(Outcome::Stream(_)) => Err(TaskExit::Error(McpError::internal_error(
                         "a subscription cannot run as a task",
                         None,

@@ -1,0 +1,66 @@
+//! The tool result of a query's or mutation's reply (`tools/call`, and a task's result):
+//! the envelope in the tool's output form, a binary output's content block, and the cache
+//! hint in `_meta`.
+
+use super::names::Served;
+use super::{results, tools};
+use opkit::middleware::Reply;
+use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
+use serde_json::{Value, json};
+
+/// The tool result of a query's or mutation's reply, with its cache hint in `_meta`.
+pub(crate) fn unary_result(served: &Served, reply: Reply, modern: bool) -> CallToolResult {
+    let hint = reply.cache_hint();
+    let envelope = match reply.into_envelope() {
+        Ok(envelope) => envelope,
+        Err(error) => return results::failure(&error),
+    };
+    let form = served.forms[usize::from(modern)];
+    // Only an error envelope's structured content is checked against the declared
+    // output schema: it is built for that case alone, not on every call.
+    let schema = envelope
+        .is_error()
+        .then(|| tools::output(&served.spec, modern).1)
+        .flatten();
+    let binary = binary_block(&served.spec, &envelope);
+    let mut result = results::envelope_result(envelope, form, schema.as_ref(), !modern);
+    if let Some(block) = binary {
+        result.content.push(block);
+    }
+    if let Some(hint) = hint {
+        let meta = result.meta.get_or_insert_with(Default::default);
+        meta.insert(
+            "ttlMs".to_owned(),
+            json!(u64::try_from(hint.ttl.as_millis()).unwrap_or(u64::MAX)),
+        );
+        meta.insert("cacheScope".to_owned(), json!(hint.scope.as_str()));
+    }
+    result
+}
+
+/// The content block of a [`Binary`](opkit::binary::Binary) output: an image or audio block
+/// when its media type says so, else an embedded blob resource (`opkit:<id>`), beside the
+/// structured result (the base64 string).
+fn binary_block(
+    spec: &opkit::OperationSpec,
+    envelope: &opkit::ResponseEnvelope,
+) -> Option<ContentBlock> {
+    if !opkit::binary::is_binary_schema(&spec.output_schema) || envelope.is_error() {
+        return None;
+    }
+    let data = envelope.data.as_str()?;
+    let mime = spec
+        .output_schema
+        .get("contentMediaType")
+        .and_then(Value::as_str)
+        .unwrap_or("application/octet-stream");
+    Some(if mime.starts_with("image/") {
+        ContentBlock::image(data, mime)
+    } else if mime.starts_with("audio/") {
+        ContentBlock::audio(data, mime)
+    } else {
+        ContentBlock::resource(
+            ResourceContents::blob(data, format!("opkit:{}", spec.id())).with_mime_type(mime),
+        )
+    })
+}

@@ -1,0 +1,242 @@
+//! [`McpHandler`]: one MCP session's handler state — the server it belongs to, the
+//! session's log level, state slot and resource subscriptions — and what every request
+//! kind needs of it: the caller's identity, the call's context, its deadline and how the
+//! caller is asked questions. The rmcp [`ServerHandler`](rmcp::ServerHandler) methods are
+//! in `handler.rs`; each feature's (`resources.rs`, `prompts.rs`, `tasks.rs`, `changes.rs`)
+//! are `impl McpHandler` blocks of their own that use these.
+
+use super::elicitation::{PeerElicitor, RoundElicitor, Rounds};
+use super::names::{Served, ToolNames};
+use super::report::LevelCell;
+use super::{Inner, RequestIdentity};
+use crate::http_server::authenticate;
+use opkit::edge::{Edge, Session};
+use opkit::trace::TraceContext;
+use opkit::{CallError, Identity, OperationContext};
+use parking_lot::Mutex;
+use rmcp::ErrorData as McpError;
+use rmcp::model::{Implementation, ProtocolVersion};
+use rmcp::service::{RequestContext, RoleServer};
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+use tokio_util::sync::CancellationToken;
+
+/// The [`rmcp::ServerHandler`] of an [`McpServer`](super::McpServer): tools from the
+/// registry, calls into it.
+///
+/// Cloning is cheap; clones share the session's log level. Use it to serve over a transport
+/// of your own (`handler.serve(transport)` with [`rmcp::ServiceExt`]).
+#[derive(Clone)]
+pub struct McpHandler {
+    pub(super) inner: Arc<Inner>,
+    pub(super) log_level: LevelCell,
+    /// The session's state slot ([`OperationContext::session`]), made at its first call.
+    session: Arc<OnceLock<Arc<Session>>>,
+    /// The session's resource subscriptions (stopped when the last clone is dropped).
+    pub(super) watches: Arc<Watches>,
+}
+
+impl std::fmt::Debug for McpHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpHandler")
+            .field("name", &self.inner.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `true` for a client on protocol revision 2026-07-28 or later.
+pub(super) fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// The JSON-RPC error of tool names that cannot be served (the registry changed after the
+/// server started).
+fn names_error(error: &super::ToolNameError) -> McpError {
+    McpError::internal_error(error.to_string(), None)
+}
+
+impl McpHandler {
+    pub(super) fn new(inner: Arc<Inner>) -> Self {
+        Self {
+            inner,
+            log_level: LevelCell::default(),
+            session: Arc::default(),
+            watches: Arc::default(),
+        }
+    }
+
+    /// The tools, resources and prompts of the registry as it is now.
+    pub(super) fn catalog(&self) -> Result<Arc<ToolNames>, McpError> {
+        self.inner
+            .names
+            .get(&self.inner.registry, self.inner.naming)
+            .map_err(|error| names_error(&error))
+    }
+
+    /// The caller: the HTTP request's identity (found by
+    /// [`McpServer::router`](super::McpServer::router)'s middleware, or authenticated here
+    /// when the service is mounted on its own), or the stdio identity.
+    pub(super) async fn identity(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Option<Identity>, CallError> {
+        match context.extensions.get::<http::request::Parts>() {
+            Some(parts) => {
+                if let Some(RequestIdentity(identity)) = parts.extensions.get::<RequestIdentity>() {
+                    return Ok(identity.clone());
+                }
+                authenticate(self.inner.authenticator.as_deref(), parts).await
+            }
+            None => Ok(self.inner.stdio_identity.clone()),
+        }
+    }
+
+    /// The operation a tool call names, or the JSON-RPC error for an unknown tool.
+    pub(super) fn resolve(&self, tool: &str) -> Result<Arc<Served>, McpError> {
+        let unknown = || McpError::invalid_params(format!("Unknown tool: {tool}"), None);
+        let names = self.catalog()?;
+        let served = names.served(tool).ok_or_else(unknown)?;
+        if !served.takes_arguments {
+            return Err(unknown());
+        }
+        Ok(served.clone())
+    }
+
+    /// The context of a tool call: the caller's identity, the request's cancellation, trace
+    /// and deadline, and the [`McpSession`] edge with the session's state slot.
+    pub(super) fn call_context(
+        &self,
+        identity: Option<Identity>,
+        context: &RequestContext<RoleServer>,
+    ) -> OperationContext {
+        let trace = TraceContext::from_parts(
+            context.meta.get_traceparent(),
+            context.meta.get_tracestate(),
+        );
+        let ctx = OperationContext::new()
+            .with_identity_opt(identity)
+            .with_cancellation(context.ct.clone())
+            .with_trace_opt(trace);
+        let parts = context.extensions.get::<http::request::Parts>();
+        let session_id = parts
+            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        let fact = McpSession {
+            session_id: session_id.clone(),
+            client: context
+                .peer
+                .peer_info()
+                .map(|info| info.client_info.clone()),
+        };
+        let mut edge = Edge::new(Edge::MCP).with_fact(fact);
+        // One session per MCP session: this handler is made per Streamable HTTP session (and
+        // per stdio connection); a stateless request has none.
+        let key = match (session_id, parts) {
+            (Some(id), _) => Some(id),
+            (None, None) => Some("stdio".to_owned()),
+            (None, Some(_)) => None,
+        };
+        if let Some(key) = key {
+            let session = self
+                .session
+                .get_or_init(|| Arc::new(Session::new(key)))
+                .clone();
+            edge = edge.with_session(session);
+        }
+        ctx.with_edge(edge)
+    }
+
+    /// `ctx` with the server's call timeout (a request's; not a task's or a resource
+    /// subscription's).
+    pub(super) fn timed(&self, ctx: OperationContext) -> OperationContext {
+        match self.inner.call_timeout {
+            Some(timeout) => ctx.with_timeout(timeout),
+            None => ctx,
+        }
+    }
+
+    /// The rounds of a 2026-07-28 request that may ask its user questions (`None` for an
+    /// older client, which is asked in the call).
+    pub(super) fn rounds(
+        &self,
+        subject: &str,
+        request_state: Option<&str>,
+        input_responses: Option<rmcp::model::InputResponses>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Option<Arc<Rounds>>, McpError> {
+        if !is_modern(context) {
+            return Ok(None);
+        }
+        let declared = context
+            .client_capabilities()
+            .map(|capabilities| {
+                [
+                    ("elicitation", capabilities.elicitation.is_some()),
+                    ("sampling", capabilities.sampling.is_some()),
+                    ("roots", capabilities.roots.is_some()),
+                ]
+                .into_iter()
+                .filter_map(|(name, declared)| declared.then_some(name))
+                .collect()
+            })
+            .unwrap_or_default();
+        Rounds::open(
+            &self.inner.rounds,
+            subject,
+            request_state,
+            input_responses,
+            declared,
+        )
+        .map(|rounds| Some(Arc::new(rounds)))
+    }
+
+    /// `ctx` with the elicitor of this request: the rounds of a 2026-07-28 request, else the
+    /// session's peer.
+    pub(super) fn asking(
+        &self,
+        ctx: OperationContext,
+        rounds: Option<&Arc<Rounds>>,
+        context: &RequestContext<RoleServer>,
+    ) -> OperationContext {
+        match rounds {
+            Some(rounds) => ctx.with_elicitor(Arc::new(RoundElicitor(rounds.clone()))),
+            None => ctx.with_elicitor(Arc::new(PeerElicitor {
+                peer: context.peer.clone(),
+            })),
+        }
+    }
+}
+
+/// What the MCP server knows about a call it serves, for operations and middleware to read
+/// through the context's [`Edge`]: `ctx.edge().and_then(|edge| edge.fact::<McpSession>())`.
+/// The session's state slot is [`OperationContext::session`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct McpSession {
+    /// The `Mcp-Session-Id` of a Streamable HTTP session (`None` over stdio and for
+    /// stateless requests).
+    pub session_id: Option<String>,
+    /// The client's name and version from its `initialize` request, when it sent one.
+    pub client: Option<Implementation>,
+}
+
+/// The session's resource subscriptions: URI → the token that stops its subscription.
+/// Dropped with the session's last handler, which stops them all.
+#[derive(Debug, Default)]
+pub(crate) struct Watches {
+    pub(crate) running: Mutex<HashMap<String, CancellationToken>>,
+    /// Cancelled when the session ends: stops its list-changed notifications.
+    pub(crate) closed: CancellationToken,
+}
+
+impl Drop for Watches {
+    fn drop(&mut self) {
+        for token in self.running.get_mut().values() {
+            token.cancel();
+        }
+        self.closed.cancel();
+    }
+}
