@@ -342,9 +342,9 @@ impl OperationContext {
     /// [`CallError::unavailable`] naming the edge.
     ///
     /// ```
-    /// use opkit::elicit::Elicited;
-    /// # async fn demo() {
-    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// # let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// # runtime.block_on(async {
+    /// #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
     /// struct Confirm {
     ///     /// Delete them?
     ///     confirm: bool,
@@ -353,7 +353,8 @@ impl OperationContext {
     /// // No edge that can ask: a typed error, not a hang.
     /// let error = ctx.elicit::<Confirm>("Delete 40 notes?").await.unwrap_err();
     /// assert_eq!(error.kind, Some(opkit::ErrorKind::Unavailable));
-    /// # }
+    /// assert!(opkit::elicit::cannot_ask(&error));
+    /// # });
     /// ```
     pub async fn elicit<T>(&self, message: impl Into<String>) -> Result<Elicited<T>, CallError>
     where

@@ -296,14 +296,14 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    #[derive(Deserialize, JsonSchema)]
+    #[derive(Debug, Deserialize, JsonSchema)]
     #[allow(dead_code)]
     enum Color {
         Red,
         Blue,
     }
 
-    #[derive(Deserialize, JsonSchema)]
+    #[derive(Debug, Deserialize, JsonSchema)]
     #[allow(dead_code)]
     struct Answer {
         /// Sure?

@@ -490,15 +490,15 @@ fn check_mcp_role(
         errors.at(*span, "an operation is an MCP resource or a prompt, not both: keep `resource = \"..\"` or `prompt`");
         return;
     }
-    if let Some((span, _)) = prompt {
-        if kind_of != Kind::Query {
-            errors.at(*span, format_args!("a prompt is a query (`prompts/get` reads it), but this operation is a {0}: remove `{0}` or `prompt`", kind_of.keyword()));
-        }
+    if let Some((span, _)) = prompt
+        && kind_of != Kind::Query
+    {
+        errors.at(*span, format_args!("a prompt is a query (`prompts/get` reads it), but this operation is a {0}: remove `{0}` or `prompt`", kind_of.keyword()));
     }
-    if let Some((span, _)) = resource {
-        if kind_of == Kind::Mutation {
-            errors.at(*span, "a resource is read, but this operation is a `mutation`: make it a query (it serves `resources/read`) or a `subscription` (it backs `resources/subscribe`)");
-        }
+    if let Some((span, _)) = resource
+        && kind_of == Kind::Mutation
+    {
+        errors.at(*span, "a resource is read, but this operation is a `mutation`: make it a query (it serves `resources/read`) or a `subscription` (it backs `resources/subscribe`)");
     }
 }
 

@@ -117,12 +117,46 @@ fn spec(namespace: &str, name: &str, label: &str, item: &Value, source: &Source)
         .and_then(Value::as_str)
         .filter(|text| !text.is_empty())
         .map(str::to_owned);
-    let (fields, required, origin, extension): (
-        Vec<(String, Option<String>)>,
-        Vec<String>,
-        String,
-        (&str, Value),
-    ) = match source {
+    let Shape {
+        fields,
+        required,
+        origin,
+        extension,
+    } = shape(label, item, source);
+    let properties: Map<String, Value> = fields
+        .into_iter()
+        .map(|(name, description)| {
+            let mut field = json!({"type": "string"});
+            if let Some(description) = description {
+                field["description"] = json!(description);
+            }
+            (name, field)
+        })
+        .collect();
+    let mut spec = OperationSpec::new(namespace, name, OperationKind::Query)
+        .input_schema(json!({
+            "type": "object",
+            "properties": properties,
+            "required": required,
+        }))
+        .origin(origin)
+        .extension(extension.0, extension.1);
+    spec.description = description;
+    spec
+}
+
+/// An item's input fields (name, description), the required ones, its origin and its
+/// extension.
+struct Shape {
+    fields: Vec<(String, Option<String>)>,
+    required: Vec<String>,
+    origin: String,
+    extension: (&'static str, Value),
+}
+
+/// The [`Shape`] of one listed item.
+fn shape(label: &str, item: &Value, source: &Source) -> Shape {
+    let (fields, required, origin, extension) = match source {
         Source::Resource(uri) => (
             Vec::new(),
             Vec::new(),
@@ -168,26 +202,12 @@ fn spec(namespace: &str, name: &str, label: &str, item: &Value, source: &Source)
             )
         }
     };
-    let properties: Map<String, Value> = fields
-        .into_iter()
-        .map(|(name, description)| {
-            let mut field = json!({"type": "string"});
-            if let Some(description) = description {
-                field["description"] = json!(description);
-            }
-            (name, field)
-        })
-        .collect();
-    let mut spec = OperationSpec::new(namespace, name, OperationKind::Query)
-        .input_schema(json!({
-            "type": "object",
-            "properties": properties,
-            "required": required,
-        }))
-        .origin(origin)
-        .extension(extension.0, extension.1);
-    spec.description = description;
-    spec
+    Shape {
+        fields,
+        required,
+        origin,
+        extension,
+    }
 }
 
 /// The variables of a URI template (`{name}` and `{+name}`), in order.
