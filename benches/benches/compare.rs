@@ -306,18 +306,26 @@ mod medium {
         let rt = runtime();
         let registry = noop_middleware_registry();
         let ctx = OperationContext::default();
-        bencher.with_inputs(medium_json).bench_local_values(|input| {
-            run(&rt, registry.execute(opkit_benches::medium::ID, input, &ctx)).expect("execute")
-        });
+        bencher
+            .with_inputs(medium_json)
+            .bench_local_values(|input| {
+                run(
+                    &rt,
+                    registry.execute(opkit_benches::medium::ID, input, &ctx),
+                )
+                .expect("execute")
+            });
     }
 
     #[divan::bench]
     fn opkit_typed_call_noop_middleware(bencher: Bencher) {
         let rt = runtime();
         let ctx = noop_middleware_registry().context();
-        bencher.with_inputs(medium_typed).bench_local_values(|input| {
-            run(&rt, opkit_benches::medium::call(&ctx, Input(input))).expect("call")
-        });
+        bencher
+            .with_inputs(medium_typed)
+            .bench_local_values(|input| {
+                run(&rt, opkit_benches::medium::call(&ctx, Input(input))).expect("call")
+            });
     }
 
     #[divan::bench]
@@ -1012,7 +1020,8 @@ mod tls_connect {
         ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
         let ca_cert = ca_params.self_signed(&ca_key).expect("ca");
         let issuer = rcgen::Issuer::new(ca_params, ca_key);
-        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
+        let mut params =
+            rcgen::CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
         params
             .subject_alt_names
             .push(rcgen::SanType::IpAddress([127, 0, 0, 1].into()));
@@ -1020,12 +1029,9 @@ mod tls_connect {
         let cert = params.signed_by(&key, &issuer).expect("cert");
         let mut options = HubOptions::default();
         if tls {
-            let server = ServerTls::from_pem(
-                cert.pem().as_bytes(),
-                key.serialize_pem().as_bytes(),
-                None,
-            )
-            .expect("server tls");
+            let server =
+                ServerTls::from_pem(cert.pem().as_bytes(), key.serialize_pem().as_bytes(), None)
+                    .expect("server tls");
             options = options.with_tls(server);
         }
         let tokens = StaticTokens::new().with_token("token", SpokeGrant::new("spoke"));
@@ -1082,12 +1088,19 @@ mod tls_connect {
         let (Ok(url), Ok(_)) = (std::env::var("REDIS_URL"), std::env::var("REDIS_TLS_URL")) else {
             return;
         };
-        redis_connect(bencher, &url, opkit_adapters::redis::RedisOptions::default());
+        redis_connect(
+            bencher,
+            &url,
+            opkit_adapters::redis::RedisOptions::default(),
+        );
     }
 
     #[divan::bench]
     fn redis_tls(bencher: Bencher) {
-        let (Ok(url), Ok(ca)) = (std::env::var("REDIS_TLS_URL"), std::env::var("REDIS_TLS_CA")) else {
+        let (Ok(url), Ok(ca)) = (
+            std::env::var("REDIS_TLS_URL"),
+            std::env::var("REDIS_TLS_CA"),
+        ) else {
             return;
         };
         let ca = std::fs::read(ca).expect("the CA file of REDIS_TLS_CA");
