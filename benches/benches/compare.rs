@@ -498,7 +498,9 @@ mod stream {
 }
 
 /// Round trips through a real `redis-server` (`REDIS_URL`; `run.sh` starts one), one call
-/// at a time on both sides.
+/// at a time on both sides. `raw_stream_round_trip` is the equal-work peer of issue 36 (the
+/// stream and consumer group opkit's transport uses; `raw_pubsub_round_trip` is two
+/// `PUBLISH`es).
 #[divan::bench_group(sample_count = 100, sample_size = 20)]
 mod redis_rt {
     use super::*;
@@ -553,6 +555,24 @@ mod redis_rt {
                     .len()
             })
         });
+    }
+
+    /// The equal-work peer (issue 36): a raw redis-rs request/reply through a stream and a
+    /// consumer group (`XADD` → `XREADGROUP` by a worker → `PUBLISH` of the reply + `XACK`),
+    /// the primitive opkit's transport uses for competing consumers.
+    #[divan::bench]
+    fn raw_stream_round_trip(bencher: Bencher) {
+        use opkit_benches::redis_stream::{StreamCaller, spawn_worker};
+        let Some(url) = url() else { return };
+        let rt = runtime();
+        let (caller, worker) = rt.block_on(async {
+            let stream = "raw-bench:round-trip";
+            let worker = spawn_worker(&url, stream).await;
+            (StreamCaller::connect(&url, stream).await, worker)
+        });
+        assert_eq!(run(&rt, caller.add(2, 40)), 42, "warm-up call");
+        bencher.bench_local(|| run(&rt, caller.add(2, 40)));
+        worker.abort();
     }
 
     #[divan::bench]
@@ -738,7 +758,9 @@ mod redis_rt {
 
 /// Round trips over WebSocket on loopback, one call at a time on both sides: opkit's call
 /// protocol through a `WsHub` and two `WsSpoke`s (one serving, one calling, all in this
-/// process), vs a raw `tokio-tungstenite` client and server exchanging the add as JSON text.
+/// process), vs a raw `tokio-tungstenite` client and server exchanging the add as JSON text
+/// (`raw_round_trip`, one hop) and the same relayed through a raw hub (`raw_relay_round_trip`,
+/// the two hops of an opkit call: the equal-work peer of issue 36).
 #[divan::bench_group(sample_count = 100, sample_size = 20)]
 mod websocket_rt {
     use super::*;
@@ -800,6 +822,24 @@ mod websocket_rt {
         server.abort();
     }
 
+    /// The equal-work peer (issue 36): a raw tokio-tungstenite request/reply relayed through a
+    /// hub (caller → hub → server → hub → caller, routed by request id), the two hops of an
+    /// opkit call.
+    #[divan::bench]
+    fn raw_relay_round_trip(bencher: Bencher) {
+        use opkit_benches::ws_relay::{RelayCaller, spawn_hub, spawn_server};
+        let rt = runtime();
+        let (caller, server) = rt.block_on(async {
+            let hub = spawn_hub().await;
+            let server = spawn_server(hub).await;
+            (RelayCaller::connect(hub).await, server)
+        });
+        assert_eq!(run(&rt, caller.add(2, 40)), 42, "warm-up call");
+        bencher.bench_local(|| run(&rt, caller.add(2, 40)));
+        drop(caller);
+        server.abort();
+    }
+
     #[divan::bench]
     fn opkit_round_trip(bencher: Bencher) {
         let rt = runtime();
@@ -839,7 +879,9 @@ mod websocket_rt {
 
 /// `tools/call` in process: opkit's `McpHandler` serving the registry vs an rmcp
 /// `#[tool_router]` server with the same tools, each through `ServerHandler::call_tool` with
-/// a `RequestContext` on a live peer (`serve_directly` over an in-memory duplex).
+/// a `RequestContext` on a live peer (`serve_directly` over an in-memory duplex). The
+/// `*_rmcp_jsonschema` rows are the equal-work peer (issue 36): the rmcp server also checks
+/// the arguments against the input schema, as opkit does.
 #[divan::bench_group(sample_count = 100, sample_size = 200)]
 mod mcp_call_tool {
     use super::*;
@@ -908,6 +950,18 @@ mod mcp_call_tool {
         );
     }
 
+    /// The equal-work peer (issue 36): the rmcp server checking each call's arguments
+    /// against the operation's input schema with a compiled `jsonschema` validator.
+    #[divan::bench]
+    fn tiny_rmcp_jsonschema(bencher: Bencher) {
+        bench(
+            bencher,
+            rmcp_checked::RmcpChecked::default(),
+            "bench.add",
+            tiny_json,
+        );
+    }
+
     #[divan::bench]
     fn medium_opkit_call_tool(bencher: Bencher) {
         bench(bencher, opkit_handler(), "bench.medium", medium_json);
@@ -918,6 +972,16 @@ mod mcp_call_tool {
         bench(
             bencher,
             rmcp_server::RmcpBench::default(),
+            "bench.medium",
+            medium_json,
+        );
+    }
+
+    #[divan::bench]
+    fn medium_rmcp_jsonschema(bencher: Bencher) {
+        bench(
+            bencher,
+            rmcp_checked::RmcpChecked::default(),
             "bench.medium",
             medium_json,
         );
