@@ -383,22 +383,37 @@ pub mod rmcp_checked {
     use rmcp::model::JsonObject;
     use rmcp::{ServerHandler, tool, tool_handler, tool_router};
     use serde::de::DeserializeOwned;
-    use std::sync::Arc;
+    use std::sync::OnceLock;
 
-    /// The tools `add` and `medium`, with their validators (compiled once, shared by clones).
+    /// The tools `add` and `medium`, with their validators.
     #[derive(Clone)]
     pub struct RmcpChecked {
         tool_router: ToolRouter<Self>,
-        add: Arc<jsonschema::Validator>,
-        medium: Arc<jsonschema::Validator>,
+        add: &'static jsonschema::Validator,
+        medium: &'static jsonschema::Validator,
+    }
+
+    /// The validators of `add` and `medium`, compiled once per process: a Streamable HTTP
+    /// service makes a server per session, and per request in the stateless era, as it does
+    /// for [`rmcp_server::RmcpBench`] (whose making then costs the same: its router).
+    fn validators() -> &'static (jsonschema::Validator, jsonschema::Validator) {
+        static VALIDATORS: OnceLock<(jsonschema::Validator, jsonschema::Validator)> =
+            OnceLock::new();
+        VALIDATORS.get_or_init(|| {
+            (
+                input_validator(&add::spec()),
+                input_validator(&crate::medium::spec()),
+            )
+        })
     }
 
     impl Default for RmcpChecked {
         fn default() -> Self {
+            let (add, medium) = validators();
             Self {
                 tool_router: Self::tool_router(),
-                add: Arc::new(input_validator(&add::spec())),
-                medium: Arc::new(input_validator(&crate::medium::spec())),
+                add,
+                medium,
             }
         }
     }
@@ -430,7 +445,7 @@ pub mod rmcp_checked {
             &self,
             Parameters(arguments): Parameters<JsonObject>,
         ) -> Result<Json<Sum>, ErrorData> {
-            let input: AddIn = checked(&self.add, arguments)?;
+            let input: AddIn = checked(self.add, arguments)?;
             Ok(Json(Sum {
                 sum: input.a + input.b,
             }))
@@ -446,7 +461,7 @@ pub mod rmcp_checked {
             &self,
             Parameters(arguments): Parameters<JsonObject>,
         ) -> Result<Json<MediumOut>, ErrorData> {
-            let input: MediumIn = checked(&self.medium, arguments)?;
+            let input: MediumIn = checked(self.medium, arguments)?;
             Ok(Json(compute(input)))
         }
     }
