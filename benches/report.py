@@ -233,16 +233,16 @@ repeatable on a busy machine) or `perf record`. Commands are in its header.
 - **SSE (target ≥ 0.9× axum, met).** One subscription's items/s are on par with axum's `Sse`
   in both encodings; the envelope encoding sends ~6× the bytes per item (meta and `id:`), the
   compact one (`Accept: text/event-stream; opkit=data`) the same bytes as axum.
-- **Equal-work peers (issue 36): three runs, one machine shared with a build.** The session
-  that added these rows ran the suite three times (the table above is the last, 5 runs of the
-  divan suite and 5 serving rounds) while another cargo build ran on the same 2 cores, so
-  single serving rounds of one side differed by up to 2×. The in-process and one-at-a-time
-  rows held still across the runs; the serving rows did not. Ranges over the three runs:
-  HTTP opkit / axum + `jsonschema` 0.80–1.05× (tiny) and 0.68–0.96× (medium); MCP
-  `call_tool` in process 2.79–2.85× (tiny) and 0.88–0.94× (medium); Streamable HTTP
-  0.75–0.88× (stateless era, the two runs after the fix below) and 0.56–1.31× (legacy
-  era); WebSocket one call at a time
-  44–46% of the relay; Redis one call at a time 53–77% of the raw stream.
+- **Equal-work peers (issue 36): four runs, one machine shared with other builds.** The
+  session that added these rows ran `run.sh` four times while other cargo builds and tests ran
+  on the same 2 cores, so single serving rounds of one side differed by up to 2×. The tables
+  above pool the last two (`RUNS=5` each: the best of 10 runs of the divan suite, the medians
+  of 10 serving rounds). The in-process and one-at-a-time rows held still across the runs;
+  the serving rows did not. Ranges over the runs: HTTP opkit / axum + `jsonschema`
+  0.80–1.05× (tiny) and 0.43–0.96× (medium); MCP `call_tool` in process 2.79–2.87× (tiny)
+  and 0.88–0.94× (medium); Streamable HTTP 0.75–0.88× (stateless era, the three runs after
+  the fix below) and 0.56–1.31× (legacy era); WebSocket one call at a time 44–48% of the
+  relay; Redis one call at a time 53–77% of the raw stream.
 - **The input check.** Over HTTP the two axum rows (with and without the check) swap places
   from run to run: the check (~30–50 ns tiny, ~400–500 ns medium in process, the floor
   rows) is under the noise of a loopback request here, so the gap that remains is not the
@@ -261,16 +261,16 @@ repeatable on a busy machine) or `perf record`. Commands are in its header.
   opkit call also has each publish answered by the hub with a receipt, its events encoded and
   decoded at each end, and `execute` with its input check on the serving side. One call at a
   time opkit reaches under half of the relay's throughput in every run; with calls in flight
-  the relay scales with them (its writers flush once per batch of queued frames; 6–7× from 1
+  the relay scales with them (its writers flush once per batch of queued frames; 5–7× from 1
   to 64 in flight) while opkit's calls/s grow 2–4×, so its share falls to 13–24% (the
   concurrency table). Where opkit's time goes under load was not profiled in this round;
   that is the next step for the 70% target.
 - **Redis vs a raw stream and consumer group.** The same primitive on both sides (`XADD`,
   `XREADGROUP` in a group, `XACK`, the reply by pub/sub); opkit adds the publish script's
   live-member check and channel `PUBLISH` (its receipt), leases, the reply through a second
-  script and the protocol's envelopes. Its share of the raw throughput was 57–76% at 1 in
-  flight, 49–58% at 8 and 49–70% at 64 across the three runs: under the 85% target at every
-  level, closest with one call at a time. Not profiled in this round.
+  script and the protocol's envelopes. Its share of the raw throughput was 57–80% at 1 in
+  flight, 49–58% at 8 and 49–70% at 64 across the four runs: under the 85% target at every
+  level, closest with one call in flight. Not profiled in this round.
 - **Noise.** The reference machine has 2 cores shared with other work; a whole group can run
   slow (every row of it), so compare ratios within one run and rerun a group that looks off
   (`BENCH_FILTER=tiny bash benches/run.sh` prints without rewriting this file).
