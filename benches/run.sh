@@ -8,7 +8,8 @@
 #
 # After the divan suite (benches/benches/compare.rs), the serving benches
 # (benches/benches/serving.rs: HTTP, MCP Streamable HTTP and SSE servers on loopback, driven
-# by a load generator) run RUNS rounds per side.
+# by a load generator, and WebSocket and Redis calls with 1, 8 and 64 in flight) run RUNS
+# rounds per side. Both files hold the equal-work peers of issue 36 beside opkit.
 #
 # benches/ is its own cargo workspace (target dir benches/target), so the root
 # `cargo test --workspace` never builds the peer frameworks. The Redis benches need

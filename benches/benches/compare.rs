@@ -306,18 +306,26 @@ mod medium {
         let rt = runtime();
         let registry = noop_middleware_registry();
         let ctx = OperationContext::default();
-        bencher.with_inputs(medium_json).bench_local_values(|input| {
-            run(&rt, registry.execute(opkit_benches::medium::ID, input, &ctx)).expect("execute")
-        });
+        bencher
+            .with_inputs(medium_json)
+            .bench_local_values(|input| {
+                run(
+                    &rt,
+                    registry.execute(opkit_benches::medium::ID, input, &ctx),
+                )
+                .expect("execute")
+            });
     }
 
     #[divan::bench]
     fn opkit_typed_call_noop_middleware(bencher: Bencher) {
         let rt = runtime();
         let ctx = noop_middleware_registry().context();
-        bencher.with_inputs(medium_typed).bench_local_values(|input| {
-            run(&rt, opkit_benches::medium::call(&ctx, Input(input))).expect("call")
-        });
+        bencher
+            .with_inputs(medium_typed)
+            .bench_local_values(|input| {
+                run(&rt, opkit_benches::medium::call(&ctx, Input(input))).expect("call")
+            });
     }
 
     #[divan::bench]
@@ -490,7 +498,9 @@ mod stream {
 }
 
 /// Round trips through a real `redis-server` (`REDIS_URL`; `run.sh` starts one), one call
-/// at a time on both sides.
+/// at a time on both sides. `raw_stream_round_trip` is the equal-work peer of issue 36 (the
+/// stream and consumer group opkit's transport uses; `raw_pubsub_round_trip` is two
+/// `PUBLISH`es).
 #[divan::bench_group(sample_count = 100, sample_size = 20)]
 mod redis_rt {
     use super::*;
@@ -545,6 +555,24 @@ mod redis_rt {
                     .len()
             })
         });
+    }
+
+    /// The equal-work peer (issue 36): a raw redis-rs request/reply through a stream and a
+    /// consumer group (`XADD` → `XREADGROUP` by a worker → `PUBLISH` of the reply + `XACK`),
+    /// the primitive opkit's transport uses for competing consumers.
+    #[divan::bench]
+    fn raw_stream_round_trip(bencher: Bencher) {
+        use opkit_benches::redis_stream::{StreamCaller, spawn_worker};
+        let Some(url) = url() else { return };
+        let rt = runtime();
+        let (caller, worker) = rt.block_on(async {
+            let stream = "raw-bench:round-trip";
+            let worker = spawn_worker(&url, stream).await;
+            (StreamCaller::connect(&url, stream).await, worker)
+        });
+        assert_eq!(run(&rt, caller.add(2, 40)), 42, "warm-up call");
+        bencher.bench_local(|| run(&rt, caller.add(2, 40)));
+        worker.abort();
     }
 
     #[divan::bench]
@@ -730,7 +758,9 @@ mod redis_rt {
 
 /// Round trips over WebSocket on loopback, one call at a time on both sides: opkit's call
 /// protocol through a `WsHub` and two `WsSpoke`s (one serving, one calling, all in this
-/// process), vs a raw `tokio-tungstenite` client and server exchanging the add as JSON text.
+/// process), vs a raw `tokio-tungstenite` client and server exchanging the add as JSON text
+/// (`raw_round_trip`, one hop) and the same relayed through a raw hub (`raw_relay_round_trip`,
+/// the two hops of an opkit call: the equal-work peer of issue 36).
 #[divan::bench_group(sample_count = 100, sample_size = 20)]
 mod websocket_rt {
     use super::*;
@@ -792,6 +822,24 @@ mod websocket_rt {
         server.abort();
     }
 
+    /// The equal-work peer (issue 36): a raw tokio-tungstenite request/reply relayed through a
+    /// hub (caller → hub → server → hub → caller, routed by request id), the two hops of an
+    /// opkit call.
+    #[divan::bench]
+    fn raw_relay_round_trip(bencher: Bencher) {
+        use opkit_benches::ws_relay::{RelayCaller, spawn_hub, spawn_server};
+        let rt = runtime();
+        let (caller, server) = rt.block_on(async {
+            let hub = spawn_hub().await;
+            let server = spawn_server(hub).await;
+            (RelayCaller::connect(hub).await, server)
+        });
+        assert_eq!(run(&rt, caller.add(2, 40)), 42, "warm-up call");
+        bencher.bench_local(|| run(&rt, caller.add(2, 40)));
+        drop(caller);
+        server.abort();
+    }
+
     #[divan::bench]
     fn opkit_round_trip(bencher: Bencher) {
         let rt = runtime();
@@ -831,7 +879,9 @@ mod websocket_rt {
 
 /// `tools/call` in process: opkit's `McpHandler` serving the registry vs an rmcp
 /// `#[tool_router]` server with the same tools, each through `ServerHandler::call_tool` with
-/// a `RequestContext` on a live peer (`serve_directly` over an in-memory duplex).
+/// a `RequestContext` on a live peer (`serve_directly` over an in-memory duplex). The
+/// `*_rmcp_jsonschema` rows are the equal-work peer (issue 36): the rmcp server also checks
+/// the arguments against the input schema, as opkit does.
 #[divan::bench_group(sample_count = 100, sample_size = 200)]
 mod mcp_call_tool {
     use super::*;
@@ -900,6 +950,18 @@ mod mcp_call_tool {
         );
     }
 
+    /// The equal-work peer (issue 36): the rmcp server checking each call's arguments
+    /// against the operation's input schema with a compiled `jsonschema` validator.
+    #[divan::bench]
+    fn tiny_rmcp_jsonschema(bencher: Bencher) {
+        bench(
+            bencher,
+            rmcp_checked::RmcpChecked::default(),
+            "bench.add",
+            tiny_json,
+        );
+    }
+
     #[divan::bench]
     fn medium_opkit_call_tool(bencher: Bencher) {
         bench(bencher, opkit_handler(), "bench.medium", medium_json);
@@ -910,6 +972,16 @@ mod mcp_call_tool {
         bench(
             bencher,
             rmcp_server::RmcpBench::default(),
+            "bench.medium",
+            medium_json,
+        );
+    }
+
+    #[divan::bench]
+    fn medium_rmcp_jsonschema(bencher: Bencher) {
+        bench(
+            bencher,
+            rmcp_checked::RmcpChecked::default(),
             "bench.medium",
             medium_json,
         );
@@ -1012,7 +1084,8 @@ mod tls_connect {
         ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
         let ca_cert = ca_params.self_signed(&ca_key).expect("ca");
         let issuer = rcgen::Issuer::new(ca_params, ca_key);
-        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
+        let mut params =
+            rcgen::CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
         params
             .subject_alt_names
             .push(rcgen::SanType::IpAddress([127, 0, 0, 1].into()));
@@ -1020,12 +1093,9 @@ mod tls_connect {
         let cert = params.signed_by(&key, &issuer).expect("cert");
         let mut options = HubOptions::default();
         if tls {
-            let server = ServerTls::from_pem(
-                cert.pem().as_bytes(),
-                key.serialize_pem().as_bytes(),
-                None,
-            )
-            .expect("server tls");
+            let server =
+                ServerTls::from_pem(cert.pem().as_bytes(), key.serialize_pem().as_bytes(), None)
+                    .expect("server tls");
             options = options.with_tls(server);
         }
         let tokens = StaticTokens::new().with_token("token", SpokeGrant::new("spoke"));
@@ -1082,12 +1152,19 @@ mod tls_connect {
         let (Ok(url), Ok(_)) = (std::env::var("REDIS_URL"), std::env::var("REDIS_TLS_URL")) else {
             return;
         };
-        redis_connect(bencher, &url, opkit_adapters::redis::RedisOptions::default());
+        redis_connect(
+            bencher,
+            &url,
+            opkit_adapters::redis::RedisOptions::default(),
+        );
     }
 
     #[divan::bench]
     fn redis_tls(bencher: Bencher) {
-        let (Ok(url), Ok(ca)) = (std::env::var("REDIS_TLS_URL"), std::env::var("REDIS_TLS_CA")) else {
+        let (Ok(url), Ok(ca)) = (
+            std::env::var("REDIS_TLS_URL"),
+            std::env::var("REDIS_TLS_CA"),
+        ) else {
             return;
         };
         let ca = std::fs::read(ca).expect("the CA file of REDIS_TLS_CA");

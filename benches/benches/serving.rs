@@ -4,12 +4,24 @@
 //! and alternates them round by round so drift on the machine hits both alike:
 //!
 //! - `http_tiny`, `http_medium`: `POST /ops/<id>` of opkit's `HttpServer` vs a hand-written
-//!   axum `Json<In> -> Json<Out>` handler, both on their usual serve loop (`HttpServer::serve`
-//!   and `axum::serve`, `TCP_NODELAY` on each);
+//!   axum `Json<In> -> Json<Out>` handler, and vs the equal-work axum handler of issue 36
+//!   (`axum_jsonschema`: the body as a `Value`, checked against the operation's input schema
+//!   with a compiled `jsonschema` validator, a 400 naming the violations when it does not
+//!   match, then deserialized), all on their usual serve loop (`HttpServer::serve` and
+//!   `axum::serve`, `TCP_NODELAY` on each);
 //! - `mcp_modern`, `mcp_legacy`: `tools/call` over Streamable HTTP of opkit's `McpServer` vs an
-//!   rmcp `#[tool]` server on `StreamableHttpService`, called through one MCP client
-//!   connection (opkit's MCP import, the same for both) in the stateless 2026-07-28 era and in
-//!   the legacy era (one session, every call on it);
+//!   rmcp `#[tool]` server on `StreamableHttpService` (and vs `rmcp_jsonschema`, the same with
+//!   the arguments checked against the input schema first: the equal-work peer of issue 36),
+//!   called through one MCP client connection (opkit's MCP import, the same for both) or as
+//!   raw JSON-RPC POSTs, in the stateless 2026-07-28 era and in the legacy era (one session,
+//!   every call on it);
+//! - `ws_inflight_<n>`, `redis_inflight_<n>` (issue 36): throughput under concurrency, `n` = 1,
+//!   8 and 64 calls in flight from one caller, of opkit's call protocol vs its raw baseline:
+//!   over WebSocket a `WsHub` with a serving `WsSpoke` vs a raw tokio-tungstenite relay through
+//!   a hub (`opkit_benches::ws_relay`); over Redis (`REDIS_URL`, skipped without it) a
+//!   `RedisPubSub` vs a raw redis-rs stream and consumer group (`opkit_benches::redis_stream`).
+//!   The hub, the serving side and the workers run on the server runtime, the caller on the
+//!   load generator's;
 //! - `sse`: one subscription of 20 000 tiny items over SSE, opkit's full envelope and its
 //!   compact `data` encoding vs an axum `Sse` handler sending each item as JSON.
 //!
@@ -22,9 +34,12 @@
 //! side's name, for a profile) shorten a run.
 
 use opkit::OperationRegistry;
+use opkit::protocol::{CallHandler, PendingRequestMap, PubSub};
 use opkit_adapters::http_server::HttpServer;
 use opkit_adapters::mcp::{McpConnection, McpLifecycle, McpOptions};
 use opkit_adapters::mcp_server::McpServer;
+use opkit_adapters::redis::{RedisOptions, RedisPubSub};
+use opkit_adapters::websocket::{SpokeGrant, StaticTokens, WsHub, WsSpoke};
 use opkit_benches::*;
 use serde_json::json;
 use std::future::Future;
@@ -112,6 +127,14 @@ enum Variant {
     OpkitSse,
     OpkitSseCompact,
     AxumSse,
+    /// A calling `WsSpoke` and `PendingRequestMap`, this many calls in flight.
+    WsOpkit(usize),
+    /// A raw relay caller, this many calls in flight.
+    WsRaw(usize),
+    /// A calling `RedisPubSub` (prefix by calls in flight) and `PendingRequestMap`.
+    RedisOpkit(usize),
+    /// A raw stream caller (stream by calls in flight).
+    RedisRaw(usize),
 }
 
 /// The outcome of one round.
@@ -152,6 +175,36 @@ const PATHS: &[Path] = &[
         start: sse_servers,
         drive: |address, variant| Box::pin(sse_load(address, variant)),
     },
+    Path {
+        name: "ws_inflight_1",
+        start: |rt| ws_servers(rt, 1),
+        drive: |address, variant| Box::pin(ws_load(address, variant)),
+    },
+    Path {
+        name: "ws_inflight_8",
+        start: |rt| ws_servers(rt, 8),
+        drive: |address, variant| Box::pin(ws_load(address, variant)),
+    },
+    Path {
+        name: "ws_inflight_64",
+        start: |rt| ws_servers(rt, 64),
+        drive: |address, variant| Box::pin(ws_load(address, variant)),
+    },
+    Path {
+        name: "redis_inflight_1",
+        start: |rt| redis_servers(rt, 1),
+        drive: |address, variant| Box::pin(redis_load(address, variant)),
+    },
+    Path {
+        name: "redis_inflight_8",
+        start: |rt| redis_servers(rt, 8),
+        drive: |address, variant| Box::pin(redis_load(address, variant)),
+    },
+    Path {
+        name: "redis_inflight_64",
+        start: |rt| redis_servers(rt, 64),
+        drive: |address, variant| Box::pin(redis_load(address, variant)),
+    },
 ];
 
 /// Concurrent callers of the unary paths (64 on the legacy MCP session).
@@ -164,6 +217,8 @@ const HTTP_CALLS: usize = 20_000;
 const MCP_CALLS: usize = 5_000;
 /// Calls per round of the MCP paths as raw JSON-RPC.
 const MCP_RAW_CALLS: usize = 10_000;
+/// Calls per round of the WebSocket and Redis paths.
+const RELAY_CALLS: usize = 5_000;
 /// Items of the SSE subscription.
 const SSE_ITEMS: u32 = 20_000;
 
@@ -217,6 +272,51 @@ fn axum_router() -> axum::Router {
         )
 }
 
+/// The axum handlers a user writes to answer invalid inputs as opkit does (issue 36): the body
+/// as a `Value`, checked against the operation's input schema with a compiled `jsonschema`
+/// validator (400 naming the violations), then deserialized into the input type.
+fn axum_checked_router() -> axum::Router {
+    use axum::routing::post;
+    let add_schema = Arc::new(input_validator(&add::spec()));
+    let medium_schema = Arc::new(input_validator(&opkit_benches::medium::spec()));
+    axum::Router::new()
+        .route(
+            "/add",
+            post(move |body: axum::Json<serde_json::Value>| {
+                let schema = add_schema.clone();
+                async move {
+                    let input: AddIn = checked_body(&schema, body)?;
+                    Ok::<_, Rejection>(axum::Json(Sum {
+                        sum: input.a + input.b,
+                    }))
+                }
+            }),
+        )
+        .route(
+            "/medium",
+            post(move |body: axum::Json<serde_json::Value>| {
+                let schema = medium_schema.clone();
+                async move {
+                    let input: MediumIn = checked_body(&schema, body)?;
+                    Ok::<_, Rejection>(axum::Json(compute(input)))
+                }
+            }),
+        )
+}
+
+/// A 400 and its reason.
+type Rejection = (axum::http::StatusCode, String);
+
+/// The JSON body, checked by `schema`, as a `T`.
+fn checked_body<T: serde::de::DeserializeOwned>(
+    schema: &jsonschema::Validator,
+    axum::Json(body): axum::Json<serde_json::Value>,
+) -> Result<T, Rejection> {
+    let bad_request = |reason: String| (axum::http::StatusCode::BAD_REQUEST, reason);
+    check_input(schema, &body).map_err(bad_request)?;
+    serde_json::from_value(body).map_err(|error| bad_request(error.to_string()))
+}
+
 fn http_sides(rt: &Runtime, opkit: Variant, axum: Variant) -> Vec<Side> {
     let served = spawn_server(rt, |listener| async move {
         HttpServer::new(registry())
@@ -225,6 +325,7 @@ fn http_sides(rt: &Runtime, opkit: Variant, axum: Variant) -> Vec<Side> {
             .expect("opkit serve");
     });
     let hand_written = spawn_server(rt, |listener| axum_serve(listener, axum_router()));
+    let checked = spawn_server(rt, |listener| axum_serve(listener, axum_checked_router()));
     vec![
         Side {
             name: "opkit",
@@ -234,6 +335,12 @@ fn http_sides(rt: &Runtime, opkit: Variant, axum: Variant) -> Vec<Side> {
         Side {
             name: "axum",
             address: hand_written,
+            variant: axum,
+        },
+        // The same routes as `axum`, so the same requests.
+        Side {
+            name: "axum_jsonschema",
+            address: checked,
             variant: axum,
         },
     ]
@@ -289,16 +396,8 @@ fn mcp_servers(rt: &Runtime, lifecycle: McpLifecycle) -> Vec<Side> {
             .await
             .expect("opkit MCP serve");
     });
-    let hand_written = spawn_server(rt, move |listener| async move {
-        use rmcp::transport::streamable_http_server::StreamableHttpService;
-        use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-        let service = StreamableHttpService::new(
-            || Ok(rmcp_server::RmcpBench::default()),
-            Arc::new(LocalSessionManager::default()),
-            mcp_config(lifecycle),
-        );
-        axum_serve(listener, axum::Router::new().nest_service("/mcp", service)).await;
-    });
+    let hand_written = spawn_rmcp(rt, lifecycle, rmcp_server::RmcpBench::default);
+    let checked = spawn_rmcp(rt, lifecycle, rmcp_checked::RmcpChecked::default);
     vec![
         Side {
             name: "opkit",
@@ -308,6 +407,11 @@ fn mcp_servers(rt: &Runtime, lifecycle: McpLifecycle) -> Vec<Side> {
         Side {
             name: "rmcp",
             address: hand_written,
+            variant: Variant::McpRaw(lifecycle),
+        },
+        Side {
+            name: "rmcp_jsonschema",
+            address: checked,
             variant: Variant::McpRaw(lifecycle),
         },
         Side {
@@ -321,6 +425,24 @@ fn mcp_servers(rt: &Runtime, lifecycle: McpLifecycle) -> Vec<Side> {
             variant: Variant::Mcp(lifecycle),
         },
     ]
+}
+
+/// An rmcp server made by `server` on `StreamableHttpService`, at `/mcp`.
+fn spawn_rmcp<S: rmcp::ServerHandler>(
+    rt: &Runtime,
+    lifecycle: McpLifecycle,
+    server: fn() -> S,
+) -> SocketAddr {
+    spawn_server(rt, move |listener| async move {
+        use rmcp::transport::streamable_http_server::StreamableHttpService;
+        use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+        let service = StreamableHttpService::new(
+            move || Ok(server()),
+            Arc::new(LocalSessionManager::default()),
+            mcp_config(lifecycle),
+        );
+        axum_serve(listener, axum::Router::new().nest_service("/mcp", service)).await;
+    })
 }
 
 async fn mcp_load(address: SocketAddr, variant: Variant) -> Sample {
@@ -538,6 +660,180 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack
         .windows(needle.len())
         .position(|window| window == needle)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Throughput under concurrency: WebSocket and Redis (issue 36)
+
+/// Keeps `keep` alive on the server runtime until the process ends (as the HTTP servers run).
+fn keep_serving<T: Send + 'static>(rt: &Runtime, keep: T) {
+    rt.spawn(async move {
+        let _keep = keep;
+        std::future::pending::<()>().await;
+    });
+}
+
+/// The hub's tokens: one for the serving spoke, one for the caller's.
+fn hub_tokens() -> StaticTokens {
+    StaticTokens::new()
+        .with_token("serving-token", SpokeGrant::new("serving"))
+        .with_token("calling-token", SpokeGrant::new("calling"))
+}
+
+/// An opkit `WsHub` with a serving spoke, and a raw relay hub with its server.
+fn ws_servers(rt: &Runtime, in_flight: usize) -> Vec<Side> {
+    let opkit = rt.block_on(async {
+        let hub = WsHub::bind("127.0.0.1:0", hub_tokens()).await.expect("hub");
+        let serving = Arc::new(
+            WsSpoke::connect(&hub.url(), "serving-token")
+                .await
+                .expect("serving spoke"),
+        );
+        let handle = CallHandler::new(registry(), serving.clone())
+            .spawn()
+            .await
+            .expect("handler");
+        let address = hub.local_addr();
+        keep_serving(rt, (hub, serving, handle));
+        address
+    });
+    let raw = rt.block_on(async {
+        let hub = ws_relay::spawn_hub().await;
+        ws_relay::spawn_server(hub).await;
+        hub
+    });
+    vec![
+        Side {
+            name: "opkit",
+            address: opkit,
+            variant: Variant::WsOpkit(in_flight),
+        },
+        Side {
+            name: "raw",
+            address: raw,
+            variant: Variant::WsRaw(in_flight),
+        },
+    ]
+}
+
+async fn ws_load(hub: SocketAddr, variant: Variant) -> Sample {
+    match variant {
+        Variant::WsOpkit(in_flight) => {
+            let calling = Arc::new(
+                WsSpoke::connect(&format!("ws://{hub}/"), "calling-token")
+                    .await
+                    .expect("calling spoke"),
+            );
+            let map = PendingRequestMap::connect(calling.clone())
+                .await
+                .expect("caller");
+            let sample = opkit_calls(map, in_flight).await;
+            calling.close();
+            sample
+        }
+        Variant::WsRaw(in_flight) => {
+            let caller = Arc::new(ws_relay::RelayCaller::connect(hub).await);
+            load(in_flight, RELAY_CALLS, move || {
+                let caller = caller.clone();
+                async move { assert_eq!(caller.add(2, 40).await, 42) }
+            })
+            .await
+        }
+        _ => unreachable!("a WebSocket variant"),
+    }
+}
+
+/// `RELAY_CALLS` calls of `bench.add` through `map`, `in_flight` at a time.
+async fn opkit_calls(map: PendingRequestMap, in_flight: usize) -> Sample {
+    load(in_flight, RELAY_CALLS, move || {
+        let map = map.clone();
+        async move {
+            let ctx = opkit::OperationContext::default();
+            let envelope = map.call(add::ID, tiny_json(), &ctx).await.expect("call");
+            assert_eq!(envelope.data, json!({"sum": 42}));
+        }
+    })
+    .await
+}
+
+/// The Redis server of `REDIS_URL` (`redis://<ip>:<port>/`), if set.
+fn redis_address() -> Option<SocketAddr> {
+    let url = std::env::var("REDIS_URL").ok()?;
+    let rest = url.strip_prefix("redis://")?;
+    rest.split('/').next()?.parse().ok()
+}
+
+/// The names of a path's opkit and raw sides: one per calls-in-flight count, so the servers
+/// of the other paths (still running) never take its requests.
+fn redis_prefix(in_flight: usize) -> String {
+    format!("opkit-bench-{in_flight}:")
+}
+
+fn raw_stream(in_flight: usize) -> String {
+    format!("raw-bench-{in_flight}:requests")
+}
+
+fn redis_options(in_flight: usize) -> RedisOptions {
+    RedisOptions::default().with_prefix(redis_prefix(in_flight))
+}
+
+/// An opkit `CallHandler` over `RedisPubSub`, and a raw stream worker (none without
+/// `REDIS_URL`).
+fn redis_servers(rt: &Runtime, in_flight: usize) -> Vec<Side> {
+    let Some(address) = redis_address() else {
+        return Vec::new();
+    };
+    let url = format!("redis://{address}/");
+    rt.block_on(async {
+        let serving: Arc<dyn PubSub> = Arc::new(
+            RedisPubSub::connect_with(&url, redis_options(in_flight))
+                .await
+                .expect("redis"),
+        );
+        let handle = CallHandler::new(registry(), serving)
+            .spawn()
+            .await
+            .expect("handler");
+        keep_serving(rt, handle);
+        redis_stream::spawn_worker(&url, &raw_stream(in_flight)).await;
+    });
+    vec![
+        Side {
+            name: "opkit",
+            address,
+            variant: Variant::RedisOpkit(in_flight),
+        },
+        Side {
+            name: "raw",
+            address,
+            variant: Variant::RedisRaw(in_flight),
+        },
+    ]
+}
+
+async fn redis_load(address: SocketAddr, variant: Variant) -> Sample {
+    let url = format!("redis://{address}/");
+    match variant {
+        Variant::RedisOpkit(in_flight) => {
+            let calling: Arc<dyn PubSub> = Arc::new(
+                RedisPubSub::connect_with(&url, redis_options(in_flight))
+                    .await
+                    .expect("redis"),
+            );
+            let map = PendingRequestMap::connect(calling).await.expect("caller");
+            opkit_calls(map, in_flight).await
+        }
+        Variant::RedisRaw(in_flight) => {
+            let caller =
+                Arc::new(redis_stream::StreamCaller::connect(&url, &raw_stream(in_flight)).await);
+            load(in_flight, RELAY_CALLS, move || {
+                let caller = caller.clone();
+                async move { assert_eq!(caller.add(2, 40).await, 42) }
+            })
+            .await
+        }
+        _ => unreachable!("a Redis variant"),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,10 @@
 //! Shared fixtures for the side-by-side benchmarks: the tiny and medium operations, written
-//! once as plain Rust and declared for opkit, jsonrpsee, tarpc and async-graphql.
+//! once as plain Rust and declared for opkit, jsonrpsee, tarpc and async-graphql; and the
+//! equal-work peers of issue 36 (an input check with a compiled `jsonschema` validator, a raw
+//! WebSocket relay through a hub, a raw Redis stream request/reply).
+
+pub mod redis_stream;
+pub mod ws_relay;
 
 use async_graphql::{InputObject, SimpleObject};
 use futures::Stream;
@@ -124,6 +129,27 @@ pub fn medium_json() -> Value {
         "items": (1..=20).collect::<Vec<i64>>(),
         "note": "first programmer"
     })
+}
+
+/// A compiled `jsonschema` validator for an opkit operation's input schema (the very schema
+/// opkit checks every call's input against), as a user of another framework would build it
+/// once to answer invalid inputs the way opkit does.
+pub fn input_validator(spec: &opkit::OperationSpec) -> jsonschema::Validator {
+    jsonschema::validator_for(spec.input_schema.as_value()).expect("the input schema compiles")
+}
+
+/// Checks `input` with `validator`: `Ok` when it is valid, else every violation in one message.
+/// The common case (valid) costs one `is_valid` pass; the violations are collected only for
+/// an invalid input.
+pub fn check_input(validator: &jsonschema::Validator, input: &Value) -> Result<(), String> {
+    if validator.is_valid(input) {
+        return Ok(());
+    }
+    let violations: Vec<String> = validator
+        .iter_errors(input)
+        .map(|error| format!("{}: {error}", error.instance_path()))
+        .collect();
+    Err(violations.join("; "))
 }
 
 /// The medium input as a typed value.
@@ -339,6 +365,104 @@ pub mod rmcp_server {
         #[tool(name = "bench.medium", description = "The medium operation")]
         async fn medium(&self, Parameters(input): Parameters<MediumIn>) -> Json<MediumOut> {
             Json(compute(input))
+        }
+    }
+}
+
+/// The rmcp server with opkit's input check (issue 36): each tool takes its arguments as the
+/// JSON object they arrive as, checks them against the operation's input schema with a
+/// compiled `jsonschema` validator (an `invalid_params` error naming the violations when they
+/// do not match), then deserializes them; it advertises the same input schemas as
+/// [`rmcp_server::RmcpBench`].
+pub mod rmcp_checked {
+    use super::*;
+    use rmcp::ErrorData;
+    use rmcp::handler::server::common::schema_for_input;
+    use rmcp::handler::server::tool::ToolRouter;
+    use rmcp::handler::server::wrapper::{Json, Parameters};
+    use rmcp::model::JsonObject;
+    use rmcp::{ServerHandler, tool, tool_handler, tool_router};
+    use serde::de::DeserializeOwned;
+    use std::sync::OnceLock;
+
+    /// The tools `add` and `medium`, with their validators.
+    #[derive(Clone)]
+    pub struct RmcpChecked {
+        tool_router: ToolRouter<Self>,
+        add: &'static jsonschema::Validator,
+        medium: &'static jsonschema::Validator,
+    }
+
+    /// The validators of `add` and `medium`, compiled once per process: a Streamable HTTP
+    /// service makes a server per session, and per request in the stateless era, as it does
+    /// for [`rmcp_server::RmcpBench`] (whose making then costs the same: its router).
+    fn validators() -> &'static (jsonschema::Validator, jsonschema::Validator) {
+        static VALIDATORS: OnceLock<(jsonschema::Validator, jsonschema::Validator)> =
+            OnceLock::new();
+        VALIDATORS.get_or_init(|| {
+            (
+                input_validator(&add::spec()),
+                input_validator(&crate::medium::spec()),
+            )
+        })
+    }
+
+    impl Default for RmcpChecked {
+        fn default() -> Self {
+            let (add, medium) = validators();
+            Self {
+                tool_router: Self::tool_router(),
+                add,
+                medium,
+            }
+        }
+    }
+
+    #[tool_handler(router = self.tool_router)]
+    impl ServerHandler for RmcpChecked {}
+
+    /// `arguments`, checked by `validator`, as a `T`.
+    fn checked<T: DeserializeOwned>(
+        validator: &jsonschema::Validator,
+        arguments: JsonObject,
+    ) -> Result<T, ErrorData> {
+        let arguments = Value::Object(arguments);
+        check_input(validator, &arguments)
+            .map_err(|error| ErrorData::invalid_params(error, None))?;
+        T::deserialize(arguments)
+            .map_err(|error| ErrorData::invalid_params(error.to_string(), None))
+    }
+
+    #[tool_router]
+    impl RmcpChecked {
+        /// `a + b`.
+        #[tool(
+            name = "bench.add",
+            description = "Adds two integers",
+            input_schema = schema_for_input::<AddIn>().expect("schema")
+        )]
+        async fn add(
+            &self,
+            Parameters(arguments): Parameters<JsonObject>,
+        ) -> Result<Json<Sum>, ErrorData> {
+            let input: AddIn = checked(self.add, arguments)?;
+            Ok(Json(Sum {
+                sum: input.a + input.b,
+            }))
+        }
+
+        /// The medium operation.
+        #[tool(
+            name = "bench.medium",
+            description = "The medium operation",
+            input_schema = schema_for_input::<MediumIn>().expect("schema")
+        )]
+        async fn medium(
+            &self,
+            Parameters(arguments): Parameters<JsonObject>,
+        ) -> Result<Json<MediumOut>, ErrorData> {
+            let input: MediumIn = checked(self.medium, arguments)?;
+            Ok(Json(compute(input)))
         }
     }
 }
