@@ -204,16 +204,18 @@
 //! 10. [`envelope`]: [`ResponseEnvelope`], its meta, detection and factories.
 //! 11. `trace_context`: the W3C trace context value (re-exported by [`trace`]).
 //! 12. [`bounds`]: [`Deadline`] and [`Bounds`], the one deadline/cancellation race.
-//! 13. `context`: [`OperationContext`], and the [`EnvBackend`] nested calls go to.
-//! 14. `env`: [`OperationEnv`], nested calls by id through the context's backend.
-//! 15. [`trace`]: the [`CallSpan`](trace::CallSpan) of each call, metrics and OpenTelemetry.
-//! 16. [`middleware`]: the application's policy around every call ([`Middleware`](middleware::Middleware)),
+//! 13. [`elicit`]: asking the caller's user (and client) from inside an operation: the
+//!     [`Elicitor`](elicit::Elicitor) an edge sets, typed answers.
+//! 14. `context`: [`OperationContext`], and the [`EnvBackend`] nested calls go to.
+//! 15. `env`: [`OperationEnv`], nested calls by id through the context's backend.
+//! 16. [`trace`]: the [`CallSpan`](trace::CallSpan) of each call, metrics and OpenTelemetry.
+//! 17. [`middleware`]: the application's policy around every call ([`Middleware`](middleware::Middleware)),
 //!     the ready-made policies, and tower layers as middleware.
-//! 17. `registry`: [`OperationRegistry`], [`Handler`], the result pipeline and the
+//! 18. `registry`: [`OperationRegistry`], [`Handler`], the result pipeline and the
 //!     `#[operation]` inventory (a local [`OperationEnv`] is made here).
-//! 18. `typed`: [`TypedOperation`] and [`Input`], typed handles over the registry.
-//! 19. [`protocol`]: the call protocol over [`PubSub`] (a remote [`OperationEnv`] is made here).
-//! 20. `__private`: what the `#[operation]` expansion names; the top, nothing uses it.
+//! 19. `typed`: [`TypedOperation`] and [`Input`], typed handles over the registry.
+//! 20. [`protocol`]: the call protocol over [`PubSub`] (a remote [`OperationEnv`] is made here).
+//! 21. `__private`: what the `#[operation]` expansion names; the top, nothing uses it.
 
 pub mod binary;
 pub mod bounds;
