@@ -13,7 +13,7 @@ use opkit_adapters::mcp_server::McpServer;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use serve_support::{Finished, crate_dir, peer_python, peer_script, run, serve};
+use serve_support::{node_report, python_report, serve};
 use std::time::Duration;
 
 /// A shelf of the library.
@@ -137,27 +137,11 @@ fn check(report: &Value, client: &str) {
 #[tokio::test]
 async fn the_typescript_sdk_client_reads_prompts_completes_and_answers_a_question() {
     let served = serve(axum::Router::new().nest("/mcp", McpServer::new(library()).router())).await;
-    let peers = crate_dir().join("peers/conformance");
-    let node = peers.join("node_modules/.bin/node");
-    assert!(
-        node.exists(),
-        "Node 22 and the TypeScript SDK are missing: run `bash scripts/install-peers.sh`"
-    );
-    let mut command = tokio::process::Command::new(node);
-    command
-        .current_dir(&peers)
-        .arg(peers.join("ts_surface.mjs"))
-        .args([served.url("/mcp"), plan().to_string()]);
-    let Finished {
-        success,
-        stdout,
-        stderr,
-    } = run(command, Duration::from_secs(120)).await;
-    assert!(
-        success,
-        "the TypeScript SDK client failed:\n{stderr}\n{stdout}"
-    );
-    let report: Value = serde_json::from_str(stdout.trim()).expect("a report");
+    let (report, _) = node_report(
+        "ts_surface.mjs",
+        &[&served.url("/mcp"), &plan().to_string()],
+    )
+    .await;
     assert_eq!(report["protocolVersion"], "2025-11-25");
     check(&report, "TypeScript SDK");
 }
@@ -165,17 +149,11 @@ async fn the_typescript_sdk_client_reads_prompts_completes_and_answers_a_questio
 #[tokio::test]
 async fn the_python_sdk_client_reads_prompts_completes_and_answers_over_round_trips() {
     let served = serve(axum::Router::new().nest("/mcp", McpServer::new(library()).router())).await;
-    let mut command = tokio::process::Command::new(peer_python());
-    command
-        .arg(peer_script("mcp_surface.py"))
-        .args([served.url("/mcp"), plan().to_string()]);
-    let Finished {
-        success,
-        stdout,
-        stderr,
-    } = run(command, Duration::from_secs(120)).await;
-    assert!(success, "the Python SDK client failed:\n{stderr}\n{stdout}");
-    let report: Value = serde_json::from_str(stdout.trim()).expect("a report");
+    let (report, _) = python_report(
+        "mcp_surface.py",
+        &[&served.url("/mcp"), &plan().to_string()],
+    )
+    .await;
     assert_eq!(report["protocolVersion"], "2026-07-28");
     check(&report, "Python SDK");
 }
@@ -642,17 +620,8 @@ mod import {
             "answer": {"confirm": true},
             "calls": [{"name": "remote.books_burn", "arguments": {"title": "Dune"}}]
         });
-        let mut command = tokio::process::Command::new(peer_python());
-        command
-            .arg(peer_script("mcp_surface.py"))
-            .args([proxy.url("/mcp"), plan.to_string()]);
-        let Finished {
-            success,
-            stdout,
-            stderr,
-        } = run(command, Duration::from_secs(120)).await;
-        assert!(success, "the Python SDK client failed:\n{stderr}\n{stdout}");
-        let report: Value = serde_json::from_str(stdout.trim()).expect("a report");
+        let (report, _) =
+            python_report("mcp_surface.py", &[&proxy.url("/mcp"), &plan.to_string()]).await;
         assert_eq!(
             report["questions"][0]["message"], "Burn \"Dune\"?",
             "{report}"

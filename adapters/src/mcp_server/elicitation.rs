@@ -149,6 +149,16 @@ async fn send_in_call(peer: Peer<RoleServer>, request: ClientRequest) -> Result<
     }
 }
 
+/// An `ElicitResult` as the operation sees it (anything but accept or decline is a cancel).
+pub(crate) fn response_of(value: &Value) -> ElicitResponse {
+    let action = match value.get("action").and_then(Value::as_str) {
+        Some("accept") => ElicitAction::Accept,
+        Some("decline") => ElicitAction::Decline,
+        _ => ElicitAction::Cancel,
+    };
+    ElicitResponse::new(action, value.get("content").cloned())
+}
+
 /// The elicitation form of an answer's schema, or why it cannot be one.
 fn form(schema: &Value) -> Result<ElicitationSchema, CallError> {
     serde_json::from_value(schema.clone()).map_err(|error| {
@@ -272,16 +282,6 @@ impl Rounds {
         let state = codec.seal_json_with(&sealed, &options).ok()?;
         Some(InputRequiredResult::new(Some(requests), Some(state)))
     }
-
-    /// The answer `value` (an `ElicitResult`) as the operation sees it.
-    fn response(value: &Value) -> ElicitResponse {
-        let action = match value.get("action").and_then(Value::as_str) {
-            Some("accept") => ElicitAction::Accept,
-            Some("decline") => ElicitAction::Decline,
-            _ => ElicitAction::Cancel,
-        };
-        ElicitResponse::new(action, value.get("content").cloned())
-    }
 }
 
 /// The [`Elicitor`] of one round: asks [`Rounds`].
@@ -355,7 +355,7 @@ impl Elicitor for RoundElicitor {
             self.ask("elicitation/create", params, request.key.clone())
         });
         let outcome = match result {
-            Ok(Some(answer)) => Ok(Rounds::response(&answer)),
+            Ok(Some(answer)) => Ok(response_of(&answer)),
             Ok(None) => Err(pending()),
             Err(error) if capability_error(&error) => Err(undeclared()),
             Err(error) => Err(error),

@@ -14,6 +14,7 @@
 use super::arguments;
 use super::catalog::Catalog;
 use super::resources::rpc_error;
+use super::session::Asked;
 use super::session::McpHandler;
 use opkit::middleware::Outcome;
 use rmcp::ErrorData as McpError;
@@ -75,26 +76,22 @@ impl McpHandler {
             (key, text)
         });
         let input = arguments::input_from_strings(&entry.spec.input_schema, pairs);
-        let identity = self.identity(context).await.map_err(|e| rpc_error(&e))?;
         let subject = format!("prompt:{name}");
-        let rounds = self.rounds(
-            &subject,
-            request.request_state.as_deref(),
-            request.input_responses,
-            context,
-        )?;
-        let ctx = self.asking(
-            self.call_context(identity, context),
-            rounds.as_ref(),
-            context,
-        );
-        let outcome = Box::pin(self.inner.registry.serve(&entry.id, input, ctx)).await;
-        if let Some(asked) = rounds
-            .as_ref()
-            .and_then(|rounds| rounds.input_required(&self.inner.rounds, &subject))
-        {
-            return Ok(asked.into());
-        }
+        let state = request.request_state.as_deref();
+        let asked = self
+            .serve_asking(
+                &entry.id,
+                input,
+                &subject,
+                state,
+                request.input_responses,
+                context,
+            )
+            .await?;
+        let outcome = match asked {
+            Asked::Done(outcome) => outcome,
+            Asked::Input(questions) => return Ok(questions.into()),
+        };
         let envelope = match outcome {
             Ok(Outcome::Unary(reply)) => reply.into_envelope().map_err(|e| rpc_error(&e))?,
             Ok(Outcome::Stream(_)) => {

@@ -17,7 +17,7 @@
 //! reports a change.
 
 use super::catalog::{Catalog, ResourceEntry};
-use super::session::McpHandler;
+use super::session::{Asked, McpHandler};
 use futures::StreamExt;
 use opkit::envelope::{McpContentBlock, ResponseMeta};
 use opkit::middleware::Outcome;
@@ -105,26 +105,16 @@ impl McpHandler {
                 Some(json!({ "uri": uri })),
             ));
         };
-        let identity = self.identity(context).await.map_err(|e| rpc_error(&e))?;
         let subject = format!("resource:{uri}");
-        let rounds = self.rounds(
-            &subject,
-            request.request_state.as_deref(),
-            request.input_responses.clone(),
-            context,
-        )?;
-        let ctx = self.asking(
-            self.call_context(identity, context),
-            rounds.as_ref(),
-            context,
-        );
-        let outcome = Box::pin(self.inner.registry.serve(&entry.id, input, ctx)).await;
-        if let Some(asked) = rounds
-            .as_ref()
-            .and_then(|rounds| rounds.input_required(&self.inner.rounds, &subject))
-        {
-            return Ok(asked.into());
-        }
+        let state = request.request_state.as_deref();
+        let responses = request.input_responses.clone();
+        let asked = self
+            .serve_asking(&entry.id, input, &subject, state, responses, context)
+            .await?;
+        let outcome = match asked {
+            Asked::Done(outcome) => outcome,
+            Asked::Input(questions) => return Ok(questions.into()),
+        };
         let (hint, envelope) = match outcome {
             Ok(Outcome::Unary(reply)) => (
                 reply.cache_hint(),

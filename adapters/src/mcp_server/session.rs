@@ -193,6 +193,35 @@ impl McpHandler {
         .map(|rounds| Some(Arc::new(rounds)))
     }
 
+    /// Serves operation `id` for a prompt or a resource read (`subject` names it in the
+    /// sealed state): the caller's identity and context, asked by this request's means; the
+    /// outcome, or the input-required result of a 2026-07-28 request that asked.
+    pub(super) async fn serve_asking(
+        &self,
+        id: &str,
+        input: serde_json::Value,
+        subject: &str,
+        request_state: Option<&str>,
+        input_responses: Option<rmcp::model::InputResponses>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Asked, McpError> {
+        let identity = self
+            .identity(context)
+            .await
+            .map_err(|error| super::resources::rpc_error(&error))?;
+        let rounds = self.rounds(subject, request_state, input_responses, context)?;
+        let ctx = self.timed(self.call_context(identity, context));
+        let ctx = self.asking(ctx, rounds.as_ref(), context);
+        let outcome = Box::pin(self.inner.registry.serve(id, input, ctx)).await;
+        if let Some(asked) = rounds
+            .as_ref()
+            .and_then(|rounds| rounds.input_required(&self.inner.rounds, subject))
+        {
+            return Ok(Asked::Input(asked));
+        }
+        Ok(Asked::Done(outcome))
+    }
+
     /// `ctx` with the elicitor of this request: the rounds of a 2026-07-28 request, else the
     /// session's peer.
     pub(super) fn asking(
@@ -208,6 +237,13 @@ impl McpHandler {
             })),
         }
     }
+}
+
+/// What [`McpHandler::serve_asking`] gives: the call's outcome, or the questions a 2026-07-28
+/// client is to answer first.
+pub(crate) enum Asked {
+    Done(Result<opkit::middleware::Outcome, CallError>),
+    Input(rmcp::model::InputRequiredResult),
 }
 
 /// What the MCP server knows about a call it serves, for operations and middleware to read

@@ -17,7 +17,7 @@
 use super::names::Served;
 use super::session::McpHandler;
 use futures::future::BoxFuture;
-use opkit::elicit::{ClientRequest, ElicitAction, ElicitRequest, ElicitResponse, Elicitor};
+use opkit::elicit::{ClientRequest, ElicitRequest, ElicitResponse, Elicitor, capability_of};
 use opkit::middleware::Outcome;
 use opkit::report::{LogRecord, Progress, Reporter};
 use opkit::{CallError, OperationContext};
@@ -164,7 +164,7 @@ impl Elicitor for TaskElicitor {
             let key = request
                 .key
                 .clone()
-                .unwrap_or_else(|| format!("request-{index}"));
+                .unwrap_or_else(|| format!("{}-{index}", capability_of(&request.method)));
             let input = json!({"method": request.method, "params": request.params});
             let input: InputRequest = serde_json::from_value(input).map_err(|error| {
                 CallError::execution(format!(
@@ -184,38 +184,14 @@ impl Elicitor for TaskElicitor {
         &self,
         request: ElicitRequest,
     ) -> BoxFuture<'static, Result<ElicitResponse, CallError>> {
-        let task = self.task.clone();
-        let index = self.asked.fetch_add(1, Ordering::SeqCst);
-        Box::pin(async move {
-            let key = request
-                .key
-                .clone()
-                .unwrap_or_else(|| format!("elicitation-{index}"));
-            let question = json!({
-                "method": "elicitation/create",
-                "params": {
-                    "mode": "form",
-                    "message": request.message,
-                    "requestedSchema": request.schema,
-                }
-            });
-            let question: InputRequest = serde_json::from_value(question).map_err(|error| {
-                CallError::execution(format!(
-                    "the question cannot be an MCP elicitation: {error}"
-                ))
-            })?;
-            match task.request_input(key, question).await {
-                Ok(answer) => {
-                    let action = match answer.get("action").and_then(Value::as_str) {
-                        Some("accept") => ElicitAction::Accept,
-                        Some("decline") => ElicitAction::Decline,
-                        _ => ElicitAction::Cancel,
-                    };
-                    Ok(ElicitResponse::new(action, answer.get("content").cloned()))
-                }
-                Err(TaskExit::Cancelled) => Err(CallError::aborted("the task was cancelled")),
-                Err(TaskExit::Error(error)) => Err(CallError::execution(error.message.to_string())),
-            }
-        })
+        let params = json!({
+            "mode": "form",
+            "message": request.message,
+            "requestedSchema": request.schema,
+        });
+        let mut input = ClientRequest::new("elicitation/create", params);
+        input.key = request.key;
+        let answer = self.request(input);
+        Box::pin(async move { Ok(super::elicitation::response_of(&answer.await?)) })
     }
 }

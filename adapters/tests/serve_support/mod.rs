@@ -208,6 +208,12 @@ pub async fn ts_client_with_stderr(
     token: &str,
     calls: &serde_json::Value,
 ) -> (serde_json::Value, String) {
+    node_report("ts_client.mjs", &[url, token, &calls.to_string()]).await
+}
+
+/// Runs `script` of `peers/conformance` (the official TypeScript SDK's scripts) with Node 22
+/// and `args`; returns the JSON report it prints, and what it wrote to stderr.
+pub async fn node_report(script: &str, args: &[&str]) -> (serde_json::Value, String) {
     let peers = crate_dir().join("peers/conformance");
     let node = peers.join("node_modules/.bin/node");
     assert!(
@@ -221,18 +227,28 @@ pub async fn ts_client_with_stderr(
     let mut command = tokio::process::Command::new(node);
     command
         .current_dir(&peers)
-        .arg(peers.join("ts_client.mjs"))
-        .args([url, token, &calls.to_string()]);
+        .arg(peers.join(script))
+        .args(args);
+    report_of(command, "the TypeScript SDK client").await
+}
+
+/// Runs `script` of `peers/serve` (the official Python SDK's scripts) with `args`; returns
+/// the JSON report it prints, and what it wrote to stderr.
+pub async fn python_report(script: &str, args: &[&str]) -> (serde_json::Value, String) {
+    let mut command = tokio::process::Command::new(peer_python());
+    command.arg(peer_script(script)).args(args);
+    report_of(command, "the Python SDK client").await
+}
+
+/// Runs a peer that prints one JSON report on stdout (within two minutes).
+async fn report_of(command: tokio::process::Command, peer: &str) -> (serde_json::Value, String) {
     let Finished {
         success,
         stdout,
         stderr,
     } = run(command, Duration::from_secs(120)).await;
-    assert!(
-        success,
-        "the TypeScript SDK client failed:\n{stderr}\n{stdout}"
-    );
+    assert!(success, "{peer} failed:\n{stderr}\n{stdout}");
     let report = serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|error| panic!("no report ({error}):\n{stdout}\n{stderr}"));
+        .unwrap_or_else(|error| panic!("no report from {peer} ({error}):\n{stdout}\n{stderr}"));
     (report, stderr)
 }

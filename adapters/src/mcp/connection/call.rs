@@ -4,7 +4,7 @@
 //! followed to its result (see `task`).
 
 use super::answers;
-use super::cancel::CancelOnDrop;
+use super::cancel::{CancelOnDrop, Pending};
 use super::client::Client;
 use super::error::{service_error, stopped};
 use crate::mcp::content::envelope_of;
@@ -55,7 +55,7 @@ impl Client {
         // From here on, leaving early (cancellation, deadline, the future dropped) tells the server.
         let mut guard = CancelOnDrop {
             peer: self.peer().clone(),
-            id: Some(handle.id.clone()),
+            pending: Some(Pending::Request(handle.id.clone())),
         };
         let response = bounds
             .run(handle.await_response())

@@ -24,20 +24,34 @@ use tokio::sync::watch;
 pub(super) struct Events {
     label: Arc<str>,
     pub list_changed: Arc<watch::Sender<u64>>,
-    listeners: Arc<Mutex<HashMap<String, OperationContext>>>,
+    /// The calls that listen to progress and logs, by progress token.
+    listeners: Calls,
     /// The calls in flight, by request id: whom a question the server asks in a call goes to.
-    askers: Arc<Mutex<HashMap<String, OperationContext>>>,
+    askers: Calls,
 }
 
-/// A call's registration as the one a question in it goes to; removed on drop.
-pub(super) struct Asking {
-    askers: Arc<Mutex<HashMap<String, OperationContext>>>,
-    id: String,
+/// Calls of the connection by a key (a progress token, a request id).
+type Calls = Arc<Mutex<HashMap<String, OperationContext>>>;
+
+/// A call's entry in one of [`Events`]' tables; removed on drop.
+pub(super) struct Registered {
+    calls: Calls,
+    key: String,
 }
 
-impl Drop for Asking {
+impl Registered {
+    fn new(calls: &Calls, key: String, ctx: &OperationContext) -> Self {
+        calls.lock().insert(key.clone(), ctx.clone());
+        Self {
+            calls: calls.clone(),
+            key,
+        }
+    }
+}
+
+impl Drop for Registered {
     fn drop(&mut self) {
-        self.askers.lock().remove(&self.id);
+        self.calls.lock().remove(&self.key);
     }
 }
 
@@ -46,18 +60,6 @@ fn token_key(token: &ProgressToken) -> String {
     match &token.0 {
         NumberOrString::Number(number) => format!("n:{number}"),
         NumberOrString::String(text) => format!("s:{text}"),
-    }
-}
-
-/// A call's registration with [`Events`]; removed on drop.
-pub(super) struct Listening {
-    listeners: Arc<Mutex<HashMap<String, OperationContext>>>,
-    token: String,
-}
-
-impl Drop for Listening {
-    fn drop(&mut self) {
-        self.listeners.lock().remove(&self.token);
     }
 }
 
@@ -78,24 +80,14 @@ impl Events {
     /// Registers a call whose context has a reporter: progress for its request's token goes
     /// to it, and so do log messages while it runs (MCP log messages name no request, so
     /// every listening call of the connection sees them).
-    pub(super) fn listen(&self, ctx: &OperationContext, token: &ProgressToken) -> Listening {
-        let token = token_key(token);
-        self.listeners.lock().insert(token.clone(), ctx.clone());
-        Listening {
-            listeners: self.listeners.clone(),
-            token,
-        }
+    pub(super) fn listen(&self, ctx: &OperationContext, token: &ProgressToken) -> Registered {
+        Registered::new(&self.listeners, token_key(token), ctx)
     }
 
     /// Registers a call in flight (request `id`): a question the server asks in it goes to
     /// its caller.
-    pub(super) fn asking(&self, ctx: &OperationContext, id: &RequestId) -> Asking {
-        let id = id.to_string();
-        self.askers.lock().insert(id.clone(), ctx.clone());
-        Asking {
-            askers: self.askers.clone(),
-            id,
-        }
+    pub(super) fn asking(&self, ctx: &OperationContext, id: &RequestId) -> Registered {
+        Registered::new(&self.askers, id.to_string(), ctx)
     }
 
     /// The caller a question belongs to: the call whose response stream carried it, else the

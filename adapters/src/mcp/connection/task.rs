@@ -5,45 +5,18 @@
 //! cancels it (`tasks/cancel`).
 
 use super::answers;
+use super::cancel::{CancelOnDrop, Pending};
 use super::client::Client;
 use super::error::stopped;
 use crate::mcp::content::envelope_of;
 use opkit::{CallError, OperationContext, ResponseEnvelope};
-use rmcp::model::{CancelTaskParams, GetTaskParams, UpdateTaskParams};
-use rmcp::{Peer, RoleClient};
+use rmcp::model::{GetTaskParams, UpdateTaskParams};
 use serde_json::Value;
 use std::time::Duration;
 
 /// The shortest and longest pause between two `tasks/get` (the server's `pollIntervalMs`,
 /// kept within these).
 const POLL: (Duration, Duration) = (Duration::from_millis(20), Duration::from_secs(5));
-
-/// Sends `tasks/cancel` for a task when dropped before [`disarm`](Self::disarm).
-struct CancelTaskOnDrop {
-    peer: Peer<RoleClient>,
-    id: Option<String>,
-}
-
-impl CancelTaskOnDrop {
-    fn disarm(&mut self) {
-        self.id = None;
-    }
-}
-
-impl Drop for CancelTaskOnDrop {
-    fn drop(&mut self) {
-        let Some(id) = self.id.take() else { return };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let peer = self.peer.clone();
-        runtime.spawn(async move {
-            if let Err(error) = peer.cancel_task(CancelTaskParams::new(id)).await {
-                tracing::debug!(target: "opkit_adapters::mcp", %error, "could not send tasks/cancel");
-            }
-        });
-    }
-}
 
 impl Client {
     /// Polls the task `id` of tool `tool` to its end and builds its envelope.
@@ -57,9 +30,9 @@ impl Client {
     ) -> Result<ResponseEnvelope, CallError> {
         let failed =
             |message: String| CallError::execution(format!("MCP tool `{tool}`: {message}"));
-        let mut guard = CancelTaskOnDrop {
+        let mut guard = CancelOnDrop {
             peer: self.peer().clone(),
-            id: Some(id.clone()),
+            pending: Some(Pending::Task(id.clone())),
         };
         let mut last_message: Option<String> = None;
         loop {
