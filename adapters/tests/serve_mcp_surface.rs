@@ -634,3 +634,27 @@ mod import {
         connection.close();
     }
 }
+
+/// Over HTTP nobody can be asked: the operation gets (and here returns) the typed error that
+/// names the edge, as a 503 with the `CallError`; nothing hangs.
+#[tokio::test]
+async fn over_http_a_question_is_a_typed_error_naming_the_edge() {
+    let registry = library();
+    let served = serve(opkit_adapters::http_server::HttpServer::new(registry).router()).await;
+    let response = reqwest::Client::new()
+        .post(served.url("/ops/books.burn"))
+        .json(&json!({"title": "Dune"}))
+        .send()
+        .await
+        .expect("the server answers");
+    assert_eq!(response.status(), 503);
+    let body: Value = response.json().await.expect("a JSON error");
+    let error = if body.get("error").is_some() {
+        &body["error"]
+    } else {
+        &body
+    };
+    assert_eq!(error["kind"], "UNAVAILABLE", "{body}");
+    assert_eq!(error["details"]["elicitation"], false, "{body}");
+    assert_eq!(error["details"]["edge"], "http_server", "{body}");
+}
