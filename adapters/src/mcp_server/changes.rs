@@ -19,7 +19,6 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::SubscriptionFilter;
 use rmcp::service::{Peer, RoleServer, SubscriptionContext, SubscriptionSink};
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 /// The names a client sees in each list.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -169,13 +168,7 @@ impl McpHandler {
             return Ok(None);
         };
         let context = subscription.request_context();
-        let identity = self
-            .identity(context)
-            .await
-            .map_err(|error| super::resources::rpc_error(&error))?;
-        let ctx = self.call_context(identity, context);
-        let id = Arc::clone(&entry.id);
-        let outcome = Box::pin(self.inner.registry.serve(&id, input, ctx)).await;
+        let outcome = self.serve_watcher(entry, input, context, None).await?;
         let Ok(Outcome::Stream(mut items)) = outcome else {
             return Ok(None);
         };

@@ -159,6 +159,15 @@ pub(crate) fn response_of(value: &Value) -> ElicitResponse {
     ElicitResponse::new(action, value.get("content").cloned())
 }
 
+/// The params of the `elicitation/create` that asks `request` (a form).
+pub(crate) fn form_params(request: &ElicitRequest) -> Value {
+    json!({
+        "mode": "form",
+        "message": request.message,
+        "requestedSchema": request.schema,
+    })
+}
+
 /// The elicitation form of an answer's schema, or why it cannot be one.
 fn form(schema: &Value) -> Result<ElicitationSchema, CallError> {
     serde_json::from_value(schema.clone()).map_err(|error| {
@@ -347,12 +356,11 @@ impl Elicitor for RoundElicitor {
         request: ElicitRequest,
     ) -> BoxFuture<'static, Result<ElicitResponse, CallError>> {
         let result = form(&request.schema).and_then(|_| {
-            let params = json!({
-                "mode": "form",
-                "message": request.message,
-                "requestedSchema": request.schema,
-            });
-            self.ask("elicitation/create", params, request.key.clone())
+            self.ask(
+                "elicitation/create",
+                form_params(&request),
+                request.key.clone(),
+            )
         });
         let outcome = match result {
             Ok(Some(answer)) => Ok(response_of(&answer)),

@@ -13,7 +13,7 @@
 
 use super::arguments;
 use super::catalog::Catalog;
-use super::resources::rpc_error;
+use super::replies::rpc_error;
 use super::session::Asked;
 use super::session::McpHandler;
 use opkit::middleware::Outcome;

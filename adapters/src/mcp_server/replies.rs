@@ -1,10 +1,13 @@
-//! The tool result of a query's or mutation's reply (`tools/call`, and a task's result):
-//! the envelope in the tool's output form, a binary output's content block, and the cache
-//! hint in `_meta`.
+//! What a request answers: the tool result of a query's or mutation's reply (`tools/call`,
+//! and a task's result: the envelope in the tool's output form, a binary output's content
+//! block, the cache hint in `_meta`), and the JSON-RPC error of a failed read, prompt or
+//! completion.
 
 use super::names::Served;
 use super::{results, tools};
+use opkit::CallError;
 use opkit::middleware::Reply;
+use rmcp::ErrorData as McpError;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::{Value, json};
 
@@ -63,4 +66,16 @@ fn binary_block(
             ResourceContents::blob(data, format!("opkit:{}", spec.id())).with_mime_type(mime),
         )
     })
+}
+
+/// The JSON-RPC error of a failed read, prompt or completion: a bad input is invalid
+/// params (`-32602`), anything else an internal error carrying the [`CallError`](opkit::CallError)'s wire JSON.
+pub(crate) fn rpc_error(error: &CallError) -> McpError {
+    let data = serde_json::to_value(error).ok();
+    match error.code {
+        opkit::ErrorCode::ValidationError | opkit::ErrorCode::OperationNotFound => {
+            McpError::invalid_params(error.to_string(), data)
+        }
+        _ => McpError::internal_error(error.to_string(), data),
+    }
 }

@@ -17,6 +17,7 @@
 //! reports a change.
 
 use super::catalog::{Catalog, ResourceEntry};
+use super::replies::rpc_error;
 use super::session::{Asked, McpHandler};
 use futures::StreamExt;
 use opkit::envelope::{McpContentBlock, ResponseMeta};
@@ -163,13 +164,11 @@ impl McpHandler {
                 )),
             };
         };
-        let identity = self.identity(context).await.map_err(|e| rpc_error(&e))?;
         let token = CancellationToken::new();
         // The subscription outlives this request: its own cancellation, not the request's.
-        let ctx = self
-            .call_context(identity, context)
-            .with_cancellation(token.clone());
-        let outcome = Box::pin(self.inner.registry.serve(&entry.id, input, ctx)).await;
+        let outcome = self
+            .serve_watcher(entry, input, context, Some(token.clone()))
+            .await?;
         let mut items = match outcome {
             Ok(Outcome::Stream(items)) => items,
             Ok(Outcome::Unary(_)) => {
@@ -220,6 +219,23 @@ impl McpHandler {
             }
         });
         Ok(())
+    }
+
+    /// Runs the subscription `entry` that reports a resource's changes, for the caller of
+    /// `context` (with `cancellation` instead of the request's, when given).
+    pub(super) async fn serve_watcher(
+        &self,
+        entry: &ResourceEntry,
+        input: Value,
+        context: &RequestContext<RoleServer>,
+        cancellation: Option<CancellationToken>,
+    ) -> Result<Result<Outcome, CallError>, McpError> {
+        let identity = self.identity(context).await.map_err(|e| rpc_error(&e))?;
+        let mut ctx = self.call_context(identity, context);
+        if let Some(token) = cancellation {
+            ctx = ctx.with_cancellation(token);
+        }
+        Ok(Box::pin(self.inner.registry.serve(&entry.id, input, ctx)).await)
     }
 
     /// `resources/unsubscribe`.
@@ -290,17 +306,5 @@ fn block_contents(block: &McpContentBlock, uri: &str) -> Value {
             "mimeType": "application/json",
             "text": serde_json::to_string(block).unwrap_or_default(),
         }),
-    }
-}
-
-/// The JSON-RPC error of a failed read, prompt or completion: a bad input is invalid
-/// params (`-32602`), anything else an internal error carrying the [`CallError`]'s wire JSON.
-pub(crate) fn rpc_error(error: &CallError) -> McpError {
-    let data = serde_json::to_value(error).ok();
-    match error.code {
-        opkit::ErrorCode::ValidationError | opkit::ErrorCode::OperationNotFound => {
-            McpError::invalid_params(error.to_string(), data)
-        }
-        _ => McpError::internal_error(error.to_string(), data),
     }
 }

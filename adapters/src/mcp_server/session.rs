@@ -208,7 +208,7 @@ impl McpHandler {
         let identity = self
             .identity(context)
             .await
-            .map_err(|error| super::resources::rpc_error(&error))?;
+            .map_err(|error| super::replies::rpc_error(&error))?;
         let rounds = self.rounds(subject, request_state, input_responses, context)?;
         let ctx = self.timed(self.call_context(identity, context));
         let ctx = self.asking(ctx, rounds.as_ref(), context);

@@ -184,11 +184,7 @@ impl Elicitor for TaskElicitor {
         &self,
         request: ElicitRequest,
     ) -> BoxFuture<'static, Result<ElicitResponse, CallError>> {
-        let params = json!({
-            "mode": "form",
-            "message": request.message,
-            "requestedSchema": request.schema,
-        });
+        let params = super::elicitation::form_params(&request);
         let mut input = ClientRequest::new("elicitation/create", params);
         input.key = request.key;
         let answer = self.request(input);
