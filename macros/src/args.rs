@@ -48,7 +48,7 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    fn keyword(self) -> &'static str {
+    pub(crate) fn keyword(self) -> &'static str {
         match self {
             Self::Query => "query",
             Self::Mutation => "mutation",
@@ -203,7 +203,7 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
             }
             "resource" => {
                 if let Some(lit) = string_value(meta, errors) {
-                    match check_resource_uri(&lit.value()) {
+                    match crate::mcp_args::check_resource_uri(&lit.value()) {
                         Ok(()) => resource.set(errors, span, lit),
                         Err(message) => errors.spanned(&lit, message),
                     }
@@ -217,14 +217,8 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
                 }
             }
             "task" => {
-                if matches!(meta, Meta::Path(_)) {
-                    task.set(errors, span, LitStr::new("optional", span));
-                } else if let Some(lit) = string_value(meta, errors) {
-                    if matches!(lit.value().as_str(), "optional" | "required") {
-                        task.set(errors, span, lit);
-                    } else {
-                        errors.spanned(&lit, "`task` is `task` (a task when the client can follow one) or `task = \"required\"` (clients that cannot are refused)");
-                    }
+                if let Some(support) = crate::mcp_args::task_support(meta, errors) {
+                    task.set(errors, span, support);
                 }
             }
             "layer" => {
@@ -264,10 +258,8 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
     let kind_conflict = kind.conflict;
     let kind = kind.value.map(|(span, kind)| (kind, span));
     let (scopes, roles) = access.take().unwrap_or_default();
-    check_mcp_role(kind, resource.value.as_ref(), prompt.value.as_ref(), errors);
-    if let (Some((span, _)), Some((Kind::Subscription, _))) = (task.value.as_ref(), kind) {
-        errors.at(*span, "a subscription cannot run as an MCP task (a task has one result): remove `task`, or make it a query or a mutation");
-    }
+    crate::mcp_args::check_mcp_role(kind, resource.value.as_ref(), prompt.value.as_ref(), errors);
+    crate::mcp_args::check_task(kind, task.value.as_ref(), errors);
     Args {
         namespace: namespace.take().filter(|lit| !lit.value().is_empty()),
         name: name.take().filter(|lit| !lit.value().is_empty()),
@@ -477,72 +469,6 @@ fn snake_case(word: &str) -> String {
 }
 
 /// The rule of an MCP tool name as opkit's MCP server applies it when it starts (the
-/// A resource is read (a query; a subscription with the same URI backs its updates) and a
-/// prompt is a query; one operation is not both.
-fn check_mcp_role(
-    kind: Option<(Kind, Span)>,
-    resource: Option<&(Span, LitStr)>,
-    prompt: Option<&(Span, Span)>,
-    errors: &Errors,
-) {
-    let kind_of = kind.map_or(Kind::Query, |(kind, _)| kind);
-    if let (Some((span, _)), Some(_)) = (prompt, resource) {
-        errors.at(*span, "an operation is an MCP resource or a prompt, not both: keep `resource = \"..\"` or `prompt`");
-        return;
-    }
-    if let Some((span, _)) = prompt
-        && kind_of != Kind::Query
-    {
-        errors.at(*span, format_args!("a prompt is a query (`prompts/get` reads it), but this operation is a {0}: remove `{0}` or `prompt`", kind_of.keyword()));
-    }
-    if let Some((span, _)) = resource
-        && kind_of == Kind::Mutation
-    {
-        errors.at(*span, "a resource is read, but this operation is a `mutation`: make it a query (it serves `resources/read`) or a `subscription` (it backs `resources/subscribe`)");
-    }
-}
-
-/// An MCP resource URI or URI template: a scheme (`notes:`), no spaces, and `{variables}`
-/// that are identifiers (optionally `{+name}`), none nested or unclosed.
-fn check_resource_uri(uri: &str) -> Result<(), String> {
-    let help = "help: write a URI, with `{field}` for each input field it carries: `resource = \"notes://{id}\"`";
-    let scheme = uri.split_once(':').map(|(scheme, _)| scheme);
-    let scheme_ok = scheme.is_some_and(|scheme| {
-        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-            && scheme
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-    });
-    if !scheme_ok {
-        return Err(format!(
-            "`resource` must be a URI with a scheme, like `notes://{{id}}`\n  {help}"
-        ));
-    }
-    if let Some(bad) = uri.chars().find(|c| c.is_whitespace()) {
-        return Err(format!("`resource` must not contain {bad:?}\n  {help}"));
-    }
-    let mut rest = uri;
-    while let Some(open) = rest.find(['{', '}']) {
-        if rest[open..].starts_with('}') {
-            return Err(format!("`resource` has a `}}` with no `{{`\n  {help}"));
-        }
-        let after = &rest[open + 1..];
-        let Some(close) = after.find('}') else {
-            return Err(format!("`resource` has a `{{` with no `}}`\n  {help}"));
-        };
-        let name = after[..close].strip_prefix('+').unwrap_or(&after[..close]);
-        let ident = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !ident {
-            return Err(format!(
-                "`{{{name}}}` in `resource` must name an input field\n  {help}"
-            ));
-        }
-        rest = &after[close + 1..];
-    }
-    Ok(())
-}
-
 /// default naming, `ToolNaming::OperationId`): 1 to 128 characters of `[A-Za-z0-9_.-]`.
 /// `Err` says what is wrong and suggests a valid spelling.
 fn check_tool_name(name: &str) -> Result<(), String> {
@@ -581,7 +507,7 @@ fn check_tool_meta(text: &str) -> Result<(), String> {
     }
 }
 
-fn string_value(meta: &Meta, errors: &Errors) -> Option<LitStr> {
+pub(crate) fn string_value(meta: &Meta, errors: &Errors) -> Option<LitStr> {
     let key = meta_key(meta);
     match meta {
         Meta::NameValue(pair) => match &pair.value {

@@ -11,6 +11,7 @@ mod enclosing;
 mod errors;
 mod expand;
 mod http_args;
+mod mcp_args;
 mod model;
 mod shape;
 mod signature;

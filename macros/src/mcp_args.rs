@@ -1,0 +1,99 @@
+//! The MCP roles an operation can take in the attribute: `resource = ".."` (checked as a
+//! URI or URI template), `prompt` and `task` / `task = "required"`, and which kinds they go
+//! with.
+
+use crate::args::Kind;
+use crate::errors::Errors;
+use proc_macro2::Span;
+use syn::{LitStr, Meta};
+
+/// A resource is read (a query; a subscription with the same URI backs its updates) and a
+/// prompt is a query; one operation is not both.
+pub(crate) fn check_mcp_role(
+    kind: Option<(Kind, Span)>,
+    resource: Option<&(Span, LitStr)>,
+    prompt: Option<&(Span, Span)>,
+    errors: &Errors,
+) {
+    let kind_of = kind.map_or(Kind::Query, |(kind, _)| kind);
+    if let (Some((span, _)), Some(_)) = (prompt, resource) {
+        errors.at(*span, "an operation is an MCP resource or a prompt, not both: keep `resource = \"..\"` or `prompt`");
+        return;
+    }
+    if let Some((span, _)) = prompt
+        && kind_of != Kind::Query
+    {
+        errors.at(*span, format_args!("a prompt is a query (`prompts/get` reads it), but this operation is a {0}: remove `{0}` or `prompt`", kind_of.keyword()));
+    }
+    if let Some((span, _)) = resource
+        && kind_of == Kind::Mutation
+    {
+        errors.at(*span, "a resource is read, but this operation is a `mutation`: make it a query (it serves `resources/read`) or a `subscription` (it backs `resources/subscribe`)");
+    }
+}
+
+/// An MCP resource URI or URI template: a scheme (`notes:`), no spaces, and `{variables}`
+/// that are identifiers (optionally `{+name}`), none nested or unclosed.
+pub(crate) fn check_resource_uri(uri: &str) -> Result<(), String> {
+    let help = "help: write a URI, with `{field}` for each input field it carries: `resource = \"notes://{id}\"`";
+    let scheme = uri.split_once(':').map(|(scheme, _)| scheme);
+    let scheme_ok = scheme.is_some_and(|scheme| {
+        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    });
+    if !scheme_ok {
+        return Err(format!(
+            "`resource` must be a URI with a scheme, like `notes://{{id}}`\n  {help}"
+        ));
+    }
+    if let Some(bad) = uri.chars().find(|c| c.is_whitespace()) {
+        return Err(format!("`resource` must not contain {bad:?}\n  {help}"));
+    }
+    let mut rest = uri;
+    while let Some(open) = rest.find(['{', '}']) {
+        if rest[open..].starts_with('}') {
+            return Err(format!("`resource` has a `}}` with no `{{`\n  {help}"));
+        }
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else {
+            return Err(format!("`resource` has a `{{` with no `}}`\n  {help}"));
+        };
+        let name = after[..close].strip_prefix('+').unwrap_or(&after[..close]);
+        let ident = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ident {
+            return Err(format!(
+                "`{{{name}}}` in `resource` must name an input field\n  {help}"
+            ));
+        }
+        rest = &after[close + 1..];
+    }
+    Ok(())
+}
+
+/// `task` (`"optional"`) or `task = "required"` (`"optional"` may be written too).
+pub(crate) fn task_support(meta: &Meta, errors: &Errors) -> Option<LitStr> {
+    if let Meta::Path(path) = meta {
+        return Some(LitStr::new("optional", syn::spanned::Spanned::span(path)));
+    }
+    let lit = crate::args::string_value(meta, errors)?;
+    if matches!(lit.value().as_str(), "optional" | "required") {
+        Some(lit)
+    } else {
+        errors.spanned(&lit, "`task` is `task` (a task when the client can follow one) or `task = \"required\"` (clients that cannot are refused)");
+        None
+    }
+}
+
+/// A task has one result: a subscription cannot be one.
+pub(crate) fn check_task(
+    kind: Option<(Kind, Span)>,
+    task: Option<&(Span, LitStr)>,
+    errors: &Errors,
+) {
+    if let (Some((span, _)), Some((Kind::Subscription, _))) = (task, kind) {
+        errors.at(*span, "a subscription cannot run as an MCP task (a task has one result): remove `task`, or make it a query or a mutation");
+    }
+}
