@@ -97,6 +97,19 @@ impl Interrupted {
             )),
         }
     }
+
+    /// The error a caller waiting on operation `id` gets when its call is stopped this way:
+    /// `ABORTED` for a cancellation, `TIMEOUT` for a deadline.
+    pub fn caller_error(self, id: &str) -> crate::error::CallError {
+        match self {
+            Self::Cancelled => {
+                crate::error::CallError::aborted(format!("the call to `{id}` was cancelled"))
+            }
+            Self::TimedOut => crate::error::CallError::timeout(format!(
+                "`{id}` did not answer before the call's deadline"
+            )),
+        }
+    }
 }
 
 /// The deadline and cancellation signal of one call: see the [module docs](self).

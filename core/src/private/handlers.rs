@@ -160,12 +160,12 @@ where
         let (input, run) = plain;
         let mut span = CallSpan::start(SpanKind::Internal, "typed", O::ID, &ctx);
         if !span.is_active() {
-            let produced = crate::registry::run_guarded(O::ID, ctx, |ctx| run(input, ctx)).await?;
+            let produced = crate::registry::guard::call(O::ID, ctx, |ctx| run(input, ctx)).await?;
             return Ok(produced.into_envelope(O::shared_id()));
         }
         span.record_kind(O::KIND);
         let ctx = span.apply(ctx);
-        let result = crate::registry::run_guarded(O::ID, ctx, |ctx| run(input, ctx))
+        let result = crate::registry::guard::call(O::ID, ctx, |ctx| run(input, ctx))
             .instrument(span.span().clone())
             .await
             .map(|produced| produced.into_envelope(O::shared_id()));
@@ -202,7 +202,7 @@ where
         // One id for the stream, shared by every item's envelope.
         let id = O::shared_id();
         let items_id = id.clone();
-        crate::registry::start_guarded_stream(id, ctx, move |ctx| {
+        crate::registry::guard::stream(id, ctx, move |ctx| {
             Box::pin(start(input, ctx).map(move |item| Ok(item?.into_envelope(items_id.clone()))))
         })
     };

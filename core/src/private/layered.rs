@@ -356,7 +356,7 @@ where
         let UnaryEnd { run, views } = *self;
         Box::pin(async move {
             let input = take_input(input, views)?;
-            let produced = crate::registry::run_guarded(O::ID, ctx, |ctx| run(input, ctx)).await?;
+            let produced = crate::registry::guard::call(O::ID, ctx, |ctx| run(input, ctx)).await?;
             let envelope = produced.into_envelope(O::shared_id());
             Ok(Outcome::Unary(Reply::typed(Box::new(Made::<O> {
                 envelope,
@@ -386,7 +386,7 @@ where
         let StreamEnd { start, views } = *self;
         let started = take_input(input, views).and_then(|input| {
             let id = O::shared_id();
-            crate::registry::start_guarded_stream(id.clone(), ctx, move |ctx| {
+            crate::registry::guard::stream(id.clone(), ctx, move |ctx| {
                 Box::pin(start(input, ctx).map(move |item| {
                     let envelope = item?.into_envelope(id.clone());
                     Ok(Reply::typed(Box::new(Made::<O> { envelope, views })))

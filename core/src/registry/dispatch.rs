@@ -1,9 +1,9 @@
 //! Calling the registered operations: [`OperationRegistry::execute`], `subscribe` and
 //! `validate_input`, and the registry as the [`EnvBackend`] of local nested calls.
 
-use super::execution::Execution;
 use super::operation::Operation;
-use super::{EnvelopeStream, OperationRegistry, RegistryInner, TracedStream, run};
+use super::unary::{self, Execution};
+use super::{EnvelopeStream, OperationRegistry, RegistryInner, TracedStream, subscription};
 use crate::context::{EnvBackend, OperationContext};
 use crate::env::OperationEnv;
 use crate::envelope::ResponseEnvelope;
@@ -53,7 +53,7 @@ impl OperationRegistry {
             .find(id)
             .ok_or_else(|| CallError::operation_not_found(id))?;
         crate::limits::check_input(input)?;
-        run::validate_input(&operation, input)
+        operation.check_input(input)
     }
 }
 
@@ -157,9 +157,9 @@ impl RegistryInner {
                     running.await?.into_reply()?.into_envelope()
                 })));
             }
-            run::validate_input(&operation, &input)?;
+            operation.check_input(&input)?;
             let (handler, bounds) =
-                run::start_unary(&operation, input, self.context_for(&operation, ctx, false))?;
+                unary::start(&operation, input, self.context_for(&operation, ctx, false))?;
             Ok(Execution::new(operation, handler, bounds))
         });
         started.unwrap_or_else(Execution::refused)
@@ -212,9 +212,9 @@ impl RegistryInner {
                     Some(chain),
                 )));
             }
-            run::validate_input(&operation, &input)?;
+            operation.check_input(&input)?;
             let ctx = self.context_for(&operation, ctx, false);
-            Ok(Either::Left(run::start_stream(operation, input, ctx)?))
+            Ok(Either::Left(subscription::start(operation, input, ctx)?))
         });
         match started {
             Ok(Either::Left(items)) => futures::future::ready(Ok(items)).boxed(),

@@ -2,9 +2,9 @@
 //! input, start the handler, finish in the pipeline) and the chain an operation's calls pass
 //! through.
 
-use super::execution::Execution;
 use super::operation::Operation;
-use super::{RegistryInner, run};
+use super::unary::{self, Execution};
+use super::{RegistryInner, subscription};
 use crate::context::OperationContext;
 use crate::error::CallError;
 use crate::middleware::{Call, CallInput, Chain, Endpoint, Layers, Next, Outcome, Reply};
@@ -44,15 +44,15 @@ impl Endpoint for RegistryEnd {
                 Err(error) => return futures::future::ready(Err(error)).boxed(),
             },
         };
-        if let Err(error) = run::validate_input(&operation, &input) {
+        if let Err(error) = operation.check_input(&input) {
             return futures::future::ready(Err(error)).boxed();
         }
         if operation.spec.kind.is_stream() {
-            let started = run::start_stream(operation, input, ctx)
+            let started = subscription::start(operation, input, ctx)
                 .map(|items| Outcome::Stream(Box::pin(items.map(|item| item.map(Reply::new)))));
             return futures::future::ready(started).boxed();
         }
-        match run::start_unary(&operation, input, ctx) {
+        match unary::start(&operation, input, ctx) {
             Ok((handler, bounds)) => Execution::new(operation, handler, bounds)
                 .map(|result| result.map(|envelope| Outcome::Unary(Reply::new(envelope))))
                 .boxed(),

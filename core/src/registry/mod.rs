@@ -7,28 +7,30 @@
 //! the shared pipeline (detect → wrap → normalize → validate). Access rules are *not* checked
 //! here; the call protocol and the servers check them before calling in.
 //!
-//! This module holds the operations (registration, lookup, application state); `dispatch`
-//! calls them, `run` and `stream` guard a running handler, `pipeline` finishes its results,
-//! `operation` is one compiled operation, `linked` the `#[operation]`s linked in.
+//! This module holds the operations (registration, lookup, application state). By noun:
+//! `operation` is one compiled operation and `handler` its function; `unary` runs a call and
+//! `subscription` a stream, both under `guard` (the one place where a panic, a deadline or a
+//! cancellation becomes an error) and finished by `pipeline`; `dispatch` and `door` are the
+//! entry points that call them, `layered` the middleware around them, `linked` the
+//! `#[operation]`s linked in.
 
 mod dispatch;
 mod door;
-mod execution;
+pub(crate) mod guard;
 mod handler;
 mod layered;
 mod linked;
 mod operation;
 mod pipeline;
-mod run;
-mod stream;
+mod subscription;
+mod unary;
 
 pub use handler::Handler;
 pub use linked::{OperationRegistration, registrations};
-pub use stream::EnvelopeStream;
+pub use subscription::EnvelopeStream;
 
 pub(crate) use layered::LayersFor;
-pub(crate) use run::{run_guarded, start_guarded_stream};
-pub(crate) use stream::TracedStream;
+pub(crate) use subscription::TracedStream;
 
 use crate::context::OperationContext;
 use crate::middleware::{Layers, Middleware, Scope};

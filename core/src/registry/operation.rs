@@ -9,8 +9,10 @@
 
 use super::RegistryError;
 use super::handler::Handler;
-use crate::schema::{CompiledSchema, SchemaError};
+use crate::error::CallError;
+use crate::schema::{CompiledSchema, SchemaError, closed_schema};
 use crate::spec::OperationSpec;
+use serde_json::Value;
 use std::sync::{Arc, OnceLock};
 
 /// When an operation's validators are compiled.
@@ -25,7 +27,7 @@ pub(crate) enum Compile {
 /// The output half of an operation with a known output schema.
 pub(crate) struct OutputCheck {
     pub(crate) validator: CompiledSchema,
-    /// The schema closed by [`super::pipeline::closed_schema`], when it has a closed form: data
+    /// The schema closed by [`closed_schema`], when it has a closed form: data
     /// it accepts (and that holds no integral float) is what `cast` would return unchanged,
     /// and valid against the output schema, so the pipeline skips normalize and validate for
     /// it.
@@ -128,6 +130,16 @@ impl Operation {
         Ok(())
     }
 
+    /// Checks `input` against the input schema (nothing to check when it is Unknown).
+    pub(crate) fn check_input(&self, input: &Value) -> Result<(), CallError> {
+        match self.input() {
+            Some(schema) => schema
+                .validate(input)
+                .map_err(|violations| CallError::validation("input", violations)),
+            None => Ok(()),
+        }
+    }
+
     /// The input validator (`None` when the input schema is Unknown or does not compile),
     /// compiled on first use.
     pub(crate) fn input(&self) -> Option<&CompiledSchema> {
@@ -158,7 +170,7 @@ impl Operation {
             }
             let check = CompiledSchema::compile(schema).map(|validator| OutputCheck {
                 validator,
-                closed: super::pipeline::closed_schema(schema)
+                closed: closed_schema(schema)
                     .and_then(|closed| CompiledSchema::compile(&closed).ok()),
             });
             self.compiled_or_warn("output", check)

@@ -7,6 +7,9 @@
 //! normalized nor validated.
 
 mod cast;
+mod closed;
+mod compiled_definitions;
+mod error;
 mod generate;
 mod shared;
 mod shared_validate;
@@ -14,10 +17,12 @@ mod standard;
 mod validate;
 
 pub use cast::{CAST_MAX_DEPTH, cast, cast_with_root};
+pub(crate) use closed::closed_schema;
+pub use error::SchemaError;
 pub use generate::{input_schema_for, schema_for};
 pub use shared::{Definitions, Schema};
 pub use standard::standard_formats;
-pub use validate::{CompileSource, CompiledSchema, SchemaError};
+pub use validate::{CompileSource, CompiledSchema};
 
 use serde_json::Value;
 

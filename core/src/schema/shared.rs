@@ -10,7 +10,7 @@
 //! is built at the first read through [`Deref`] and kept. Serializing a shared schema that
 //! was never read writes the same JSON without building it.
 
-use super::shared_validate::CompiledDefinitions;
+use super::compiled_definitions::CompiledDefinitions;
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};

@@ -10,7 +10,7 @@
 //!
 //! The keyword reports the violations of the definition it runs with their paths relative
 //! to the value it was given (jsonschema places a custom keyword's errors at the keyword);
-//! [`encode`] carries that path in the message and [`decode`] recovers it, so a violation
+//! [`encode`] carries that path in the message and [`decode`] recovers it (both in `validate`, which reads every violation), so a violation
 //! keeps its full JSON-pointer path.
 //!
 //! Where sharing would change what the schema means, the self-contained form is compiled as
@@ -19,52 +19,39 @@
 //! `$dynamicAnchor`, `$recursiveRef`, `$recursiveAnchor`), and `unevaluatedProperties` /
 //! `unevaluatedItems` (which would not see what a shared definition evaluated).
 
+use super::compiled_definitions::Unshareable;
+use super::error::SchemaError;
 use super::shared::{DEFS_PREFIX, Definitions, Schema};
-use super::validate::{SchemaError, plain_options};
-use jsonschema::paths::Location;
+use super::validate::{CompileSource, CompiledSchema, decode, encode, plain_options};
 use jsonschema::{Keyword, ValidationError, Validator};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
 
 /// The keyword a shared reference becomes; its value is the definition's index.
 pub(super) const KEYWORD: &str = "x-opkit-shared-definition";
 
-/// Marks the relative path at the head of a shared definition's error message.
-const MARK: char = '\u{1}';
-
-/// One definition compiled on its own, or why it is not.
-type Slot = OnceLock<Result<Arc<Validator>, Unshareable>>;
-
-/// The compiled definitions of one [`Definitions`], built at first use and kept with them.
-pub(crate) struct CompiledDefinitions {
-    /// Per definition: its validator, or why it cannot be shared (unset: not compiled yet).
-    slots: Box<[Slot]>,
-    /// Per definition: it and every definition it reaches compiled.
-    closed: Box<[AtomicBool]>,
-}
-
-/// Why a definition is not compiled on its own.
-#[derive(Clone)]
-enum Unshareable {
-    /// Its meaning depends on the document around it: compile the self-contained form.
-    Context,
-    /// It does not compile.
-    Invalid(SchemaError),
-}
-
-impl CompiledDefinitions {
-    pub(crate) fn new(len: usize) -> Self {
-        Self {
-            slots: (0..len).map(|_| OnceLock::new()).collect(),
-            closed: (0..len).map(|_| AtomicBool::new(false)).collect(),
+impl CompileSource for Schema {
+    fn compile_validator(&self) -> Result<CompiledSchema, SchemaError> {
+        if let Some(definitions) = self.definitions() {
+            match compile(self, definitions) {
+                Shared::Compiled(validator, definitions) => {
+                    return Ok(CompiledSchema {
+                        validator,
+                        _definitions: Some(definitions),
+                    });
+                }
+                Shared::Invalid(error) => return Err(error),
+                Shared::SelfContained => {}
+            }
         }
+        self.transient_value().compile_validator()
     }
 }
 
 /// What compiling a shared schema gives.
-pub(super) enum Shared {
+enum Shared {
     /// The root's validator; it runs the shared definitions through `definitions`.
     Compiled(Validator, Arc<Definitions>),
     /// Sharing does not apply: compile the self-contained form.
@@ -74,7 +61,7 @@ pub(super) enum Shared {
 }
 
 /// Compiles `schema` (made with shared `definitions`) against the shared definitions.
-pub(super) fn compile(schema: &Schema, definitions: &Arc<Definitions>) -> Shared {
+fn compile(schema: &Schema, definitions: &Arc<Definitions>) -> Shared {
     let root = schema.root();
     if let Value::Object(map) = root
         && (map.contains_key("$defs") || map.contains_key("$schema"))
@@ -290,23 +277,6 @@ impl<'i> Keyword<'i> for SharedReference {
             .collect();
         Box::new(errors.into_iter())
     }
-}
-
-/// A message carrying the path of the violation relative to where the keyword ran.
-fn encode(path: &str, message: &str) -> String {
-    format!("{MARK}{path}{MARK}{message}")
-}
-
-/// The path (below `at`) and message of a validation error, reading a path that a shared
-/// definition's error carries in its message.
-pub(super) fn decode(at: &Location, error: &ValidationError<'_>) -> (String, String) {
-    if let jsonschema::error::ValidationErrorKind::Custom { message, .. } = error.kind()
-        && let Some(rest) = message.strip_prefix(MARK)
-        && let Some((path, message)) = rest.split_once(MARK)
-    {
-        return (format!("{}{path}", at.as_str()), message.to_owned());
-    }
-    (at.as_str().to_owned(), error.to_string())
 }
 
 #[cfg(test)]

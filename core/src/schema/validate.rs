@@ -1,21 +1,13 @@
 //! Compiled JSON Schema validation that reports every violation with a JSON-pointer path.
 
+use super::error::SchemaError;
 use super::shared::{Definitions, Schema};
-use super::shared_validate::{self, Shared};
 use crate::error::Violation;
+use jsonschema::ValidationError;
+use jsonschema::paths::Location;
 use serde_json::Value;
 use std::fmt;
 use std::sync::Arc;
-
-/// A schema could not be compiled into a validator.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid JSON Schema at {path}: {message}")]
-pub struct SchemaError {
-    /// JSON pointer into the schema.
-    pub path: String,
-    /// What is wrong.
-    pub message: String,
-}
 
 /// A validator compiled once from a schema and reused for every call.
 ///
@@ -32,7 +24,7 @@ pub struct SchemaError {
 /// assert!(violations.iter().any(|v| v.path == "/a"));
 /// ```
 pub struct CompiledSchema {
-    validator: jsonschema::Validator,
+    pub(super) validator: jsonschema::Validator,
     /// The shared definitions the validator runs (see [`CompileSource`] for [`Schema`]),
     /// kept alive as long as it is.
     pub(super) _definitions: Option<Arc<Definitions>>,
@@ -53,7 +45,7 @@ pub trait CompileSource: sealed::Sealed {
     fn compile_validator(&self) -> Result<CompiledSchema, SchemaError>;
 }
 
-mod sealed {
+pub(super) mod sealed {
     pub trait Sealed {}
     impl Sealed for serde_json::Value {}
     impl Sealed for super::Schema {}
@@ -71,24 +63,6 @@ impl CompileSource for Value {
                 path: error.schema_path().to_string(),
                 message: error.to_string(),
             })
-    }
-}
-
-impl CompileSource for Schema {
-    fn compile_validator(&self) -> Result<CompiledSchema, SchemaError> {
-        if let Some(definitions) = self.definitions() {
-            match shared_validate::compile(self, definitions) {
-                Shared::Compiled(validator, definitions) => {
-                    return Ok(CompiledSchema {
-                        validator,
-                        _definitions: Some(definitions),
-                    });
-                }
-                Shared::Invalid(error) => return Err(error),
-                Shared::SelfContained => {}
-            }
-        }
-        self.transient_value().compile_validator()
     }
 }
 
@@ -125,7 +99,7 @@ impl CompiledSchema {
             .validator
             .iter_errors(value)
             .map(|error| {
-                let (path, message) = shared_validate::decode(error.instance_path(), &error);
+                let (path, message) = decode(error.instance_path(), &error);
                 Violation { path, message }
             })
             .collect();
@@ -135,4 +109,24 @@ impl CompiledSchema {
             Err(violations)
         }
     }
+}
+
+/// Marks the relative path at the head of a shared definition's error message.
+const MARK: char = '\u{1}';
+
+/// A message carrying the path of the violation relative to where the keyword ran.
+pub(super) fn encode(path: &str, message: &str) -> String {
+    format!("{MARK}{path}{MARK}{message}")
+}
+
+/// The path (below `at`) and message of a validation error, reading a path that a shared
+/// definition's error carries in its message.
+pub(super) fn decode(at: &Location, error: &ValidationError<'_>) -> (String, String) {
+    if let jsonschema::error::ValidationErrorKind::Custom { message, .. } = error.kind()
+        && let Some(rest) = message.strip_prefix(MARK)
+        && let Some((path, message)) = rest.split_once(MARK)
+    {
+        return (format!("{}{path}", at.as_str()), message.to_owned());
+    }
+    (at.as_str().to_owned(), error.to_string())
 }

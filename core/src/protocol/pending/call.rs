@@ -1,7 +1,8 @@
-//! Starting a call or a subscription: its entry, the guard that removes the entry and aborts
-//! the request when the caller gives up, and the `call.requested` it publishes.
+//! Starting a call or a subscription: its entry (held by a [`PendingGuard`]) and the
+//! `call.requested` it publishes.
 
 use super::MapInner;
+use super::guard::PendingGuard;
 use super::stream::RemoteStream;
 use super::table::{Entry, StreamSender};
 use crate::bounds::{Deadline, Interrupted};
@@ -14,58 +15,10 @@ use crate::protocol::wire::{CallEvent, CallRequested};
 use crate::trace::{CallSpan, SpanKind};
 use serde_json::Value;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
-/// Removes its entry when dropped, and publishes `call.aborted` when the entry was still
-/// pending (the caller gave up: dropped, timed out or cancelled).
-pub(super) struct PendingGuard {
-    inner: Arc<MapInner>,
-    /// The key of the entry this guard removes.
-    seq: u64,
-    request_id: Arc<str>,
-    pub(super) operation_id: Arc<str>,
-    /// Cleared when the request never reached a handler: there is nothing to abort.
-    publish_abort: bool,
-}
-
-impl Drop for PendingGuard {
-    fn drop(&mut self) {
-        if self.inner.table.remove(self.seq).is_some() && self.publish_abort {
-            let pubsub = self.inner.pubsub.clone();
-            let topic = topics::abort_topic(&self.operation_id);
-            let Ok(payload) = CallEvent::aborted(&*self.request_id).to_bytes() else {
-                return;
-            };
-            let request_id = self.request_id.clone();
-            self.inner.runtime.spawn(async move {
-                if let Err(error) = pubsub.publish(&topic, payload).await {
-                    tracing::warn!(%error, request_id = %request_id, "could not publish call.aborted");
-                }
-            });
-        }
-    }
-}
-
 impl MapInner {
-    /// Registers a new request and returns its guard.
-    fn register(
-        self: &Arc<Self>,
-        operation_id: &str,
-        entry: Entry,
-    ) -> Result<PendingGuard, CallError> {
-        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        self.table.insert(seq, entry)?;
-        Ok(PendingGuard {
-            inner: self.clone(),
-            seq,
-            request_id: request_id(&self.caller_id, seq),
-            operation_id: Arc::from(operation_id),
-            publish_abort: true,
-        })
-    }
-
     /// Publishes `call.requested`; `OPERATION_NOT_FOUND` when the transport knows nobody
     /// serves the operation.
     async fn publish_request(
@@ -146,30 +99,12 @@ fn publish_failed(guard: &mut PendingGuard, error: &TransportError) -> CallError
 /// The error of a call its bounds stopped while its request was being published: the
 /// request may have left, so it may run (`call.aborted` is published for it).
 fn stopped_sending(operation_id: &str, stop: Interrupted) -> CallError {
-    let error = stopped(operation_id, stop);
+    let error = stop.caller_error(operation_id);
     let message = format!(
         "{} (it stopped while the request was being sent: the request may have reached a handler and run; call.aborted was sent for it)",
         error.message
     );
     CallError::new(error.code, message).with_details(Delivery::Unknown.details())
-}
-
-fn timed_out(operation_id: &str) -> CallError {
-    CallError::timeout(format!(
-        "`{operation_id}` did not answer before the call's deadline"
-    ))
-}
-
-fn aborted(operation_id: &str) -> CallError {
-    CallError::aborted(format!("the call to `{operation_id}` was cancelled"))
-}
-
-/// The error for a call its [`Bounds`](crate::Bounds) stopped.
-pub(super) fn stopped(operation_id: &str, stop: Interrupted) -> CallError {
-    match stop {
-        Interrupted::Cancelled => aborted(operation_id),
-        Interrupted::TimedOut => timed_out(operation_id),
-    }
 }
 
 pub(super) async fn call(
@@ -199,7 +134,7 @@ async fn call_in(
         .or_deadline(Deadline::after(inner.default_timeout));
     bounds
         .check()
-        .map_err(|stop| stopped(&operation_id, stop))?;
+        .map_err(|stop| stop.caller_error(&operation_id))?;
     let (sender, receiver) = oneshot::channel();
     let mut guard = inner.register(&operation_id, Entry::Call(sender))?;
     span.record_request_id(&guard.request_id);
@@ -220,7 +155,7 @@ async fn call_in(
     let reply = match outcome {
         Ok(reply) => reply?,
         Err(stop) if sending => return Err(stopped_sending(&operation_id, stop)),
-        Err(stop) => return Err(stopped(&operation_id, stop)),
+        Err(stop) => return Err(stop.caller_error(&operation_id)),
     };
     reply.unwrap_or_else(|_| {
         Err(CallError::transport(
@@ -262,7 +197,7 @@ async fn subscribe_in(
     let bounds = ctx.bounds();
     bounds
         .check()
-        .map_err(|stop| stopped(&operation_id, stop))?;
+        .map_err(|stop| stop.caller_error(&operation_id))?;
     let deadline = bounds.deadline();
     let (sender, receiver) = mpsc::unbounded_channel();
     let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -298,37 +233,4 @@ async fn subscribe_in(
         idle,
         span: span.take(),
     }))
-}
-
-/// `<callerId>:<seq>`, written without the formatting machinery (once per call).
-fn request_id(caller_id: &str, seq: u64) -> Arc<str> {
-    let mut digits = [0u8; 20];
-    let mut start = digits.len();
-    let mut rest = seq;
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    let mut id = String::with_capacity(caller_id.len() + 1 + digits.len() - start);
-    id.push_str(caller_id);
-    id.push(':');
-    id.extend(digits[start..].iter().map(|&digit| char::from(digit)));
-    Arc::from(id)
-}
-
-#[cfg(test)]
-mod request_id_tests {
-    #[test]
-    fn request_ids_are_caller_colon_sequence() {
-        assert_eq!(&*super::request_id("c", 0), "c:0");
-        assert_eq!(&*super::request_id("abc", 907), "abc:907");
-        assert_eq!(
-            &*super::request_id("x", u64::MAX),
-            format!("x:{}", u64::MAX).as_str()
-        );
-    }
 }

@@ -60,6 +60,7 @@
 //! (the same default). A context's own deadline always wins.
 
 mod call;
+mod guard;
 mod listen;
 mod stream;
 mod table;

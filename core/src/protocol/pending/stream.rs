@@ -1,7 +1,7 @@
 //! The stream a remote subscription's caller polls: the items the listener queued, ended by
 //! the subscription's end, its deadline or cancellation, or its idle timeout.
 
-use super::call::{PendingGuard, stopped};
+use super::guard::PendingGuard;
 use super::table::StreamEvent;
 use crate::bounds::Watch;
 use crate::envelope::ResponseEnvelope;
@@ -61,7 +61,7 @@ impl Stream for RemoteStream {
         };
         let operation_id = guard.operation_id.clone();
         if let Poll::Ready(stop) = this.watch.poll_interrupted(cx) {
-            return this.end(Some(Err(stopped(&operation_id, stop))));
+            return this.end(Some(Err(stop.caller_error(&operation_id))));
         }
         match this.events.poll_recv(cx) {
             Poll::Ready(Some(StreamEvent::Item(envelope, cost))) => {

@@ -1,13 +1,16 @@
-//! [`Execution`]: the future `execute` returns once its handler has started.
+//! A unary call: its handler started under the guard ([`start`]), and [`Execution`], the
+//! future `execute` returns once the handler has started.
 //!
-//! Written by hand rather than as an `async` block: a call without a deadline or a
+//! [`Execution`] is written by hand rather than as an `async` block: a call without a deadline or a
 //! cancellation (the common one) polls its handler's boxed future in place, each poll under
 //! `catch_unwind`, and finishes the result in the pipeline; nothing is moved between states.
-//! A bounded call runs its handler inside the race of [`run::race`], boxed once.
+//! A bounded call runs its handler inside the race of [`guard::race`], boxed once.
 
+use super::handler::Handler;
 use super::operation::Operation;
-use super::{pipeline, run};
+use super::{guard, pipeline};
 use crate::bounds::Bounds;
+use crate::context::OperationContext;
 use crate::envelope::ResponseEnvelope;
 use crate::error::CallError;
 use futures::future::BoxFuture;
@@ -29,7 +32,7 @@ enum State {
         operation: Arc<Operation>,
         handler: HandlerFuture,
     },
-    /// A deadline or a cancellation: the handler raced against them ([`run::race`]).
+    /// A deadline or a cancellation: the handler raced against them ([`guard::race`]).
     Bounded {
         operation: Arc<Operation>,
         race: HandlerFuture,
@@ -45,6 +48,19 @@ enum State {
 /// A handler's boxed future, as [`Handler::Unary`](super::Handler::Unary) returns it.
 pub(crate) type HandlerFuture = BoxFuture<'static, Result<Value, CallError>>;
 
+/// Starts `operation`'s unary handler on `input` under the guard; run the returned future with
+/// [`Execution::new`].
+pub(crate) fn start(
+    operation: &Operation,
+    input: Value,
+    ctx: OperationContext,
+) -> Result<(HandlerFuture, Bounds), CallError> {
+    let Handler::Unary(handler) = &operation.handler else {
+        unreachable!("kinds are checked at registration")
+    };
+    guard::start(&operation.id, ctx, |ctx| handler(input, ctx))
+}
+
 impl Execution {
     /// The call of `operation` whose handler made `handler`, guarded by `bounds`.
     pub(crate) fn new(
@@ -58,7 +74,7 @@ impl Execution {
             let id = operation.id.clone();
             State::Bounded {
                 operation,
-                race: Box::pin(async move { run::race(id, handler.as_mut(), bounds).await }),
+                race: Box::pin(async move { guard::race(id, handler.as_mut(), bounds).await }),
             }
         };
         Self { state }
@@ -96,7 +112,7 @@ impl Future for Execution {
                     Ok(Poll::Ready(result)) => Ok(result),
                     Err(payload) => Err(payload),
                 };
-                (&*operation, run::caught(&operation.id, outcome))
+                (&*operation, guard::finish(&operation.id, outcome))
             }
             State::Bounded { operation, race } => match race.as_mut().poll(cx) {
                 Poll::Pending => return Poll::Pending,

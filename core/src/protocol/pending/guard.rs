@@ -1,0 +1,92 @@
+//! [`PendingGuard`]: what keeps a started call's entry, removes it when the caller stops
+//! waiting, and then aborts the request if it may still run.
+
+use super::MapInner;
+use super::table::Entry;
+use crate::error::CallError;
+use crate::protocol::topics;
+use crate::protocol::wire::CallEvent;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+/// Removes its entry when dropped, and publishes `call.aborted` when the entry was still
+/// pending (the caller gave up: dropped, timed out or cancelled).
+pub(super) struct PendingGuard {
+    inner: Arc<MapInner>,
+    /// The key of the entry this guard removes.
+    seq: u64,
+    pub(super) request_id: Arc<str>,
+    pub(super) operation_id: Arc<str>,
+    /// Cleared when the request never reached a handler: there is nothing to abort.
+    pub(super) publish_abort: bool,
+}
+
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        if self.inner.table.remove(self.seq).is_some() && self.publish_abort {
+            let pubsub = self.inner.pubsub.clone();
+            let topic = topics::abort_topic(&self.operation_id);
+            let Ok(payload) = CallEvent::aborted(&*self.request_id).to_bytes() else {
+                return;
+            };
+            let request_id = self.request_id.clone();
+            self.inner.runtime.spawn(async move {
+                if let Err(error) = pubsub.publish(&topic, payload).await {
+                    tracing::warn!(%error, request_id = %request_id, "could not publish call.aborted");
+                }
+            });
+        }
+    }
+}
+
+impl MapInner {
+    /// Registers a new request and returns its guard.
+    pub(super) fn register(
+        self: &Arc<Self>,
+        operation_id: &str,
+        entry: Entry,
+    ) -> Result<PendingGuard, CallError> {
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        self.table.insert(seq, entry)?;
+        Ok(PendingGuard {
+            inner: self.clone(),
+            seq,
+            request_id: request_id(&self.caller_id, seq),
+            operation_id: Arc::from(operation_id),
+            publish_abort: true,
+        })
+    }
+}
+
+/// `<callerId>:<seq>`, written without the formatting machinery (once per call).
+fn request_id(caller_id: &str, seq: u64) -> Arc<str> {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    let mut rest = seq;
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let mut id = String::with_capacity(caller_id.len() + 1 + digits.len() - start);
+    id.push_str(caller_id);
+    id.push(':');
+    id.extend(digits[start..].iter().map(|&digit| char::from(digit)));
+    Arc::from(id)
+}
+
+#[cfg(test)]
+mod request_id_tests {
+    #[test]
+    fn request_ids_are_caller_colon_sequence() {
+        assert_eq!(&*super::request_id("c", 0), "c:0");
+        assert_eq!(&*super::request_id("abc", 907), "abc:907");
+        assert_eq!(
+            &*super::request_id("x", u64::MAX),
+            format!("x:{}", u64::MAX).as_str()
+        );
+    }
+}
