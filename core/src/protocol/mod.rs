@@ -205,7 +205,6 @@
 //! identity and the remaining deadline (the same absolute deadline) — to the local registry
 //! by default, or through the protocol with [`CallHandler::with_env`].
 
-mod fast_decode;
 mod handler;
 mod memory;
 mod pending;

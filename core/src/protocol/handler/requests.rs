@@ -82,7 +82,7 @@ impl Drop for RunningGuard {
 impl Shared {
     /// Starts serving one `call.requested`.
     pub(super) fn accept(self: &Arc<Self>, payload: &Bytes, permit: OwnedSemaphorePermit) {
-        let request = match crate::protocol::fast_decode::decode_fast(payload) {
+        let request = match crate::protocol::wire::decode_fast(payload) {
             Some(CallEvent::Requested(request)) => request,
             _ => match self.decode_request(payload) {
                 Some(request) => request,

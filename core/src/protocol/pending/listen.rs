@@ -59,7 +59,7 @@ impl Table {
     /// Routes one message of the reply topic.
     fn route(&self, payload: &[u8]) {
         // What the fast path declines takes the slow path, which names what is wrong.
-        if let Some(event) = crate::protocol::fast_decode::decode_fast(payload) {
+        if let Some(event) = crate::protocol::wire::decode_fast(payload) {
             self.handle(event, payload.len());
             return;
         }

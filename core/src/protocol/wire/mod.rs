@@ -5,6 +5,10 @@
 //! Absent optional fields are omitted when encoding; when decoding, an optional field that is
 //! `null` counts as absent, and unknown fields are ignored (forward compatibility).
 
+mod fast_decode;
+
+pub(crate) use fast_decode::decode_fast;
+
 use crate::access::Identity;
 use crate::bounds::Deadline;
 use crate::envelope::{EnvelopeError, ResponseEnvelope};
@@ -321,7 +325,7 @@ impl CallEvent {
 
     /// Decodes an event from its wire bytes.
     pub fn from_slice(bytes: &[u8]) -> Result<Self, WireError> {
-        if let Some(event) = super::fast_decode::decode_fast(bytes) {
+        if let Some(event) = fast_decode::decode_fast(bytes) {
             return Ok(event);
         }
         let value: Value =

@@ -7,9 +7,7 @@
 //! in `core/tests/prop_boundaries.rs`); duplicate keys, mistyped fields of other event types and
 //! anything unusual are left to the slow path.
 
-use super::wire::{
-    CallAborted, CallCompleted, CallEvent, CallFailed, CallRequested, CallResponded,
-};
+use super::{CallAborted, CallCompleted, CallEvent, CallFailed, CallRequested, CallResponded};
 use crate::access::Identity;
 use crate::envelope::{ResponseEnvelope, ResponseMeta};
 use crate::error::ErrorCode;
@@ -88,7 +86,7 @@ pub(crate) fn decode_fast(bytes: &[u8]) -> Option<CallEvent> {
             code: raw.code?,
             message: raw.message?,
             details: raw.details,
-            kind: raw.error_kind.and_then(super::wire::error_kind),
+            kind: raw.error_kind.and_then(super::error_kind),
         }),
         "call.aborted" => CallEvent::Aborted(CallAborted { request_id }),
         _ => return None,
