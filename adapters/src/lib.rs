@@ -30,6 +30,9 @@ pub mod oauth;
 #[cfg(feature = "redis")]
 pub mod redis;
 
+#[cfg(any(feature = "mcp", feature = "mcp-server"))]
+mod mcp_meta;
+
 #[cfg(any(feature = "http-server", feature = "mcp"))]
 mod schema_refs;
 

@@ -48,7 +48,7 @@ pub(crate) fn request_stream(body: Body, limit: usize, within: Duration) -> Byte
                 format!("the request body could not be read: {error}"),
             )),
             Ok(Some(Ok(chunk))) if state.seen + chunk.len() > limit => {
-                Err(super::handlers::body_too_large(limit))
+                Err(super::request_body::body_too_large(limit))
             }
             Ok(Some(Ok(chunk))) => {
                 state.seen += chunk.len();

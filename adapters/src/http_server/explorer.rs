@@ -6,7 +6,7 @@
 //! elsewhere — and it reads the same OpenAPI document that clients read, so it cannot drift
 //! from the API. Enable it with [`HttpServer::explorer`](super::HttpServer::explorer).
 
-use super::handlers::{Shared, original_uri};
+use super::state::{ServerState, original_uri};
 use axum::extract::{OriginalUri, State};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, Uri, header};
@@ -34,7 +34,7 @@ pub(crate) fn page(base: &str, mcp: Option<&str>) -> String {
 
 /// `GET <explorer path>`.
 pub(crate) async fn explorer(
-    State(shared): State<Arc<Shared>>,
+    State(shared): State<Arc<ServerState>>,
     original: Option<axum::Extension<OriginalUri>>,
     uri: Uri,
 ) -> Response {
@@ -57,15 +57,6 @@ pub(crate) async fn explorer(
         HeaderValue::from_static("nosniff"),
     );
     response
-}
-
-/// Where the explorer is served and what it links.
-#[derive(Debug, Clone)]
-pub(crate) struct Explorer {
-    /// Its path, relative to where the router is mounted (`/explorer`).
-    pub(crate) path: String,
-    /// The MCP endpoint to link (a path or URL), when there is one.
-    pub(crate) mcp: Option<String>,
 }
 
 #[cfg(test)]

@@ -1,101 +1,30 @@
-//! The axum handlers: `/ops/{id}`, `/openapi.json` and the 404 fallback.
+//! The axum handlers: `/ops/{id}`, `/openapi.json` and the 404 fallback, and
+//! [`serve_call`], which the REST routes share.
 
 use super::byte_bodies;
-use super::identity::{Authenticator, authenticate};
-use super::openapi::{DocumentInfo, document};
+use super::identity::authenticate;
+use super::openapi::document;
 use super::query::QueryShape;
-use super::routes::{Route, Routes};
+use super::request_body::{Rejection, body_limit_of, read_json_body};
+use super::routes::Route;
 use super::sse::{self, SseEncoding};
+use super::state::{ServerState, error_response, error_with_status, original_uri};
 use super::status_of;
-use axum::body::Body;
 use axum::extract::{OriginalUri, Path, Request, State};
 use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use opkit::edge::Edge;
 use opkit::middleware::Outcome;
 use opkit::trace::TraceContext;
-use opkit::{CallError, ErrorCode, OperationContext, OperationRegistry, ResponseEnvelope};
-use serde_json::{Value, json};
+use opkit::{CallError, ErrorCode, OperationContext, ResponseEnvelope};
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// The response header carrying the request id of the call.
 pub(crate) const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
-
-/// Everything the handlers share.
-pub(crate) struct Shared {
-    pub(crate) registry: OperationRegistry,
-    pub(crate) authenticator: Option<Arc<dyn Authenticator>>,
-    /// Where the routes are reachable from outside, when configured
-    /// ([`HttpServer::base_path`](super::HttpServer::base_path)).
-    pub(crate) base_path: Option<String>,
-    /// The explorer page, when enabled.
-    pub(crate) explorer: Option<super::explorer::Explorer>,
-    pub(crate) body_limit: usize,
-    pub(crate) request_timeout: Duration,
-    pub(crate) subscription_timeout: Option<Duration>,
-    pub(crate) keep_alive: Duration,
-    /// Each operation's methods and query shape, derived once per spec.
-    pub(crate) routes: Routes,
-    pub(crate) info: DocumentInfo,
-    /// The status of an input that parsed but fails its schema (400 unless configured).
-    pub(crate) invalid_input_status: StatusCode,
-}
-
-/// A `CallError` as an HTTP response: the mapped status and the wire JSON as the body.
-pub(crate) fn error_response(error: &CallError) -> Response {
-    error_with_status(status_of(error), error)
-}
-
-fn error_with_status(status: StatusCode, error: &CallError) -> Response {
-    (status, axum::Json(error)).into_response()
-}
-
-impl Shared {
-    /// A `CallError` as a response, with the authenticator's `WWW-Authenticate` challenge on
-    /// a `401` (`refused`: credentials were presented and refused).
-    fn error_response(&self, status: StatusCode, error: &CallError, refused: bool) -> Response {
-        let mut response = error_with_status(status, error);
-        if status == StatusCode::UNAUTHORIZED
-            && let Some(challenge) = self
-                .authenticator
-                .as_ref()
-                .and_then(|authenticator| authenticator.challenge(refused))
-        {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, challenge);
-        }
-        response
-    }
-
-    /// The prefix the routes are reached at: the configured base path, else what the
-    /// request's original URI has before the path the router saw.
-    pub(crate) fn base_path(&self, original: &Uri, seen: &Uri) -> String {
-        if let Some(base) = &self.base_path {
-            return base.clone();
-        }
-        mount_prefix(original.path(), seen.path())
-    }
-}
-
-/// The URI the request arrived with, before any `nest` stripped a prefix (the URI the
-/// router saw when it was not nested).
-pub(crate) fn original_uri(original: Option<axum::Extension<OriginalUri>>, seen: &Uri) -> Uri {
-    original.map_or_else(|| seen.clone(), |axum::Extension(OriginalUri(uri))| uri)
-}
-
-/// `original` without its suffix `seen` (the prefix a nested router was mounted at), or `""`.
-fn mount_prefix(original: &str, seen: &str) -> String {
-    original
-        .strip_suffix(seen)
-        .unwrap_or_default()
-        .trim_end_matches('/')
-        .to_owned()
-}
 
 fn method_not_allowed(id: &str, method: &Method, allowed: &[Method]) -> Response {
     let names: Vec<&str> = allowed.iter().map(Method::as_str).collect();
@@ -115,7 +44,7 @@ fn method_not_allowed(id: &str, method: &Method, allowed: &[Method]) -> Response
 
 /// `GET /openapi.json`.
 pub(crate) async fn openapi(
-    State(shared): State<Arc<Shared>>,
+    State(shared): State<Arc<ServerState>>,
     original: Option<axum::Extension<OriginalUri>>,
     uri: Uri,
 ) -> Response {
@@ -126,7 +55,7 @@ pub(crate) async fn openapi(
 
 /// Anything that is not a route.
 pub(crate) async fn fallback(
-    State(shared): State<Arc<Shared>>,
+    State(shared): State<Arc<ServerState>>,
     original: Option<axum::Extension<OriginalUri>>,
     method: Method,
     uri: Uri,
@@ -141,157 +70,6 @@ pub(crate) async fn fallback(
         ),
     );
     error_response(&error)
-}
-
-/// Reads the body up to `limit` bytes.
-async fn read_body(body: Body, limit: usize) -> Result<Vec<u8>, Rejection> {
-    let mut bytes = Vec::new();
-    let mut frames = body.into_data_stream();
-    while let Some(frame) = frames.next().await {
-        let chunk = frame.map_err(|error| {
-            Rejection::from(CallError::new(
-                ErrorCode::ValidationError,
-                format!("the request body could not be read: {error}"),
-            ))
-        })?;
-        if bytes.len() + chunk.len() > limit {
-            return Err(too_large(limit));
-        }
-        bytes.extend_from_slice(&chunk);
-    }
-    Ok(bytes)
-}
-
-/// The `details.limit` of an error a streamed request body ended with (`bodyLimit`,
-/// `bodyTimeout`), which an operation reading it returns as its own.
-fn body_limit_of(error: &CallError) -> Option<&str> {
-    match error.code {
-        ErrorCode::ValidationError | ErrorCode::Timeout => {
-            error.details.as_ref()?["limit"].as_str()
-        }
-        _ => None,
-    }
-}
-
-fn too_large(limit: usize) -> Rejection {
-    Rejection {
-        status: StatusCode::PAYLOAD_TOO_LARGE,
-        error: body_too_large(limit),
-    }
-}
-
-/// The error of a request body past `limit` bytes, read first or streamed (`413`).
-pub(crate) fn body_too_large(limit: usize) -> CallError {
-    CallError::new(
-        ErrorCode::ValidationError,
-        format!(
-            "the request body is larger than the limit of {limit} bytes (HttpServer::body_limit)"
-        ),
-    )
-    .with_details(json!({"limit": "bodyLimit", "max": limit}))
-}
-
-/// A request refused before the registry is called: a status and a `CallError`.
-pub(crate) struct Rejection {
-    status: StatusCode,
-    error: CallError,
-}
-
-impl From<CallError> for Rejection {
-    fn from(error: CallError) -> Self {
-        Self {
-            status: status_of(&error),
-            error,
-        }
-    }
-}
-
-impl Rejection {
-    /// The same error, answered with `status`.
-    pub(crate) fn with_status(mut self, status: StatusCode) -> Self {
-        self.status = status;
-        self
-    }
-
-    pub(crate) fn into_response(self) -> Response {
-        error_with_status(self.status, &self.error)
-    }
-}
-
-fn is_json(headers: &HeaderMap) -> bool {
-    let Some(value) = headers.get(header::CONTENT_TYPE) else {
-        return true;
-    };
-    let Ok(text) = value.to_str() else {
-        return false;
-    };
-    let essence = text
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
-    essence == "application/json"
-        || (essence.starts_with("application/") && essence.ends_with("+json"))
-}
-
-/// The request body's bytes, at most `limit` of them (`413` past it, by `Content-Length`
-/// or as it streams in). A body that does not arrive within the request timeout is `408`.
-pub(crate) async fn read_bytes(
-    shared: &Shared,
-    headers: &HeaderMap,
-    body: Body,
-    limit: usize,
-) -> Result<Vec<u8>, Rejection> {
-    refuse_declared_length(headers, limit)?;
-    match tokio::time::timeout(shared.request_timeout, read_body(body, limit)).await {
-        Ok(result) => result,
-        Err(_) => Err(Rejection {
-            status: StatusCode::REQUEST_TIMEOUT,
-            error: CallError::timeout("the request body did not arrive before the request timeout"),
-        }),
-    }
-}
-
-/// `413` for a body whose `Content-Length` is past `limit`, before a byte of it is read.
-pub(crate) fn refuse_declared_length(headers: &HeaderMap, limit: usize) -> Result<(), Rejection> {
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|text| text.parse::<u64>().ok());
-    match declared {
-        Some(length) if length > limit as u64 => Err(too_large(limit)),
-        _ => Ok(()),
-    }
-}
-
-/// The input of a POST: the JSON body (empty means `{}`), at most `limit` bytes (see
-/// [`read_bytes`]).
-pub(crate) async fn read_json_body(
-    shared: &Shared,
-    headers: &HeaderMap,
-    body: Body,
-    limit: usize,
-) -> Result<Value, Rejection> {
-    let bytes = read_bytes(shared, headers, body, limit).await?;
-    if bytes.is_empty() {
-        return Ok(json!({}));
-    }
-    if !is_json(headers) {
-        return Err(Rejection {
-            status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            error: CallError::new(
-                ErrorCode::ValidationError,
-                "the request body must be application/json",
-            ),
-        });
-    }
-    serde_json::from_slice(&bytes).map_err(|error| {
-        Rejection::from(CallError::new(
-            ErrorCode::ValidationError,
-            format!("the request body is not valid JSON: {error}"),
-        ))
-    })
 }
 
 /// The input of a GET: the query string, spread over the input schema's properties.
@@ -385,7 +163,7 @@ fn cache_control(hint: opkit::middleware::CacheHint) -> Option<HeaderValue> {
     .ok()
 }
 
-impl Shared {
+impl ServerState {
     /// The response of a served call's error: `401` with the challenge for a caller without
     /// an identity refused by an access rule, `Retry-After` on a rate limit, and the
     /// configured status for an input that parsed but fails the schema.
@@ -473,7 +251,7 @@ pub(crate) struct Shape<'a> {
 /// door ([`OperationRegistry::serve`]), and its outcome as a response (the RPC shape, or the
 /// one `shape` makes).
 pub(crate) async fn serve_call(
-    shared: &Shared,
+    shared: &ServerState,
     id: &str,
     stream: bool,
     parts: http::request::Parts,
@@ -550,7 +328,7 @@ pub(crate) async fn serve_call(
 /// `/ops/{id}`, any method: the wire mapped to the registry's front door
 /// ([`OperationRegistry::serve`]) and its outcome back.
 pub(crate) async fn operation(
-    State(shared): State<Arc<Shared>>,
+    State(shared): State<Arc<ServerState>>,
     Path(id): Path<String>,
     request: Request,
 ) -> Response {
@@ -568,7 +346,13 @@ pub(crate) async fn operation(
     let input = if parts.method == Method::GET {
         query_input(&route, &parts.uri)
     } else {
-        read_json_body(&shared, &parts.headers, body, shared.body_limit).await
+        read_json_body(
+            &parts.headers,
+            body,
+            shared.body_limit,
+            shared.request_timeout,
+        )
+        .await
     };
     match input {
         Ok(input) => {
@@ -576,18 +360,5 @@ pub(crate) async fn operation(
             serve_call(&shared, &id, stream, parts, identity, input, None).await
         }
         Err(rejection) => rejection.into_response(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::mount_prefix;
-
-    #[test]
-    fn mount_prefix_is_what_the_original_path_has_before_the_seen_one() {
-        assert_eq!(mount_prefix("/api/openapi.json", "/openapi.json"), "/api");
-        assert_eq!(mount_prefix("/openapi.json", "/openapi.json"), "");
-        assert_eq!(mount_prefix("/a/b/ops/x", "/ops/x"), "/a/b");
-        assert_eq!(mount_prefix("/elsewhere", "/openapi.json"), "");
     }
 }

@@ -328,11 +328,13 @@ pub(crate) mod identity;
 mod openapi;
 mod query;
 pub(crate) mod refs;
+mod request_body;
 mod rest;
 mod routes;
 mod serve;
 mod shared_components;
 mod sse;
+mod state;
 pub(crate) mod well_known;
 
 pub use identity::{
@@ -361,10 +363,10 @@ pub use serve::{
 
 use axum::Router;
 use axum::routing::{any, get};
-use handlers::Shared;
 use http::StatusCode;
 use opkit::{CallError, ErrorCode, ErrorKind, OperationRegistry, RegistryError};
 use serde_json::Value;
+use state::ServerState;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -415,7 +417,7 @@ pub fn status_of(error: &CallError) -> StatusCode {
 
 /// The response of a [`CallError`]: [`status_of`] the error, the wire JSON as the body.
 pub fn error_response(error: &CallError) -> axum::response::Response {
-    handlers::error_response(error)
+    state::error_response(error)
 }
 
 /// The largest request body an [`HttpServer`] accepts unless [`HttpServer::body_limit`] says
@@ -431,7 +433,7 @@ pub struct HttpServer {
     registry: OperationRegistry,
     authenticator: Option<Arc<dyn Authenticator>>,
     base_path: Option<String>,
-    explorer: Option<explorer::Explorer>,
+    explorer: Option<state::Explorer>,
     connections: ConnectionLimits,
     body_limit: usize,
     request_timeout: Duration,
@@ -533,7 +535,7 @@ impl HttpServer {
             path.insert(0, '/');
         }
         let mcp = self.explorer.take().and_then(|explorer| explorer.mcp);
-        self.explorer = Some(explorer::Explorer { path, mcp });
+        self.explorer = Some(state::Explorer { path, mcp });
         self
     }
 
@@ -541,7 +543,7 @@ impl HttpServer {
     /// URL), for a server that also serves MCP.
     #[must_use]
     pub fn explorer_mcp_link(mut self, mcp: impl Into<String>) -> Self {
-        let explorer = self.explorer.get_or_insert_with(|| explorer::Explorer {
+        let explorer = self.explorer.get_or_insert_with(|| state::Explorer {
             path: "/explorer".to_owned(),
             mcp: None,
         });
@@ -665,7 +667,7 @@ impl HttpServer {
     pub fn try_router(&self) -> Result<Router, HttpServerError> {
         self.registry.check_states()?;
         let rest_routes = rest::collect(&self.registry)?;
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(ServerState {
             registry: self.registry.clone(),
             authenticator: self.authenticator.clone(),
             base_path: self.base_path.clone(),

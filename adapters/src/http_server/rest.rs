@@ -7,11 +7,10 @@
 //! schema like the RPC route's query string (`?limit=5` is the integer 5).
 
 use super::byte_bodies;
-use super::handlers::{
-    Rejection, Shape, Shared, error_response, read_bytes, read_json_body, refuse_declared_length,
-    serve_call,
-};
+use super::handlers::{Shape, serve_call};
 use super::query::QueryShape;
+use super::request_body::{Rejection, read_bytes, read_json_body, refuse_declared_length};
+use super::state::{ServerState, error_response};
 use axum::Router;
 use axum::extract::{Path, Request, State};
 use axum::response::{IntoResponse, Response};
@@ -221,7 +220,7 @@ impl RestRoute {
     /// hand-off of a body streamed to a `ByteStream` field (kept until the call ends).
     async fn input(
         &self,
-        shared: &Shared,
+        shared: &ServerState,
         params: Vec<(String, String)>,
         parts: &http::request::Parts,
         body: axum::body::Body,
@@ -269,11 +268,12 @@ impl RestRoute {
                 }
                 Some(field) => {
                     use base64::Engine;
-                    let bytes = read_bytes(shared, &parts.headers, body, limit).await?;
+                    let bytes =
+                        read_bytes(&parts.headers, body, limit, shared.request_timeout).await?;
                     let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
                     serde_json::json!({ field.as_str(): encoded })
                 }
-                None => read_json_body(shared, &parts.headers, body, limit).await?,
+                None => read_json_body(&parts.headers, body, limit, shared.request_timeout).await?,
             }
         };
         if let (Value::Object(fields), Value::Object(from_path)) = (&mut input, path_values) {
@@ -295,7 +295,7 @@ impl RestRoute {
     /// value; the path's variables win.
     async fn multipart_input(
         &self,
-        shared: &Shared,
+        shared: &ServerState,
         boundary: String,
         body: axum::body::Body,
         limit: usize,
@@ -419,9 +419,9 @@ pub(crate) fn collect(registry: &OperationRegistry) -> Result<Vec<Arc<RestRoute>
 
 /// `router` with every REST route added.
 pub(crate) fn add(
-    mut router: Router<Arc<Shared>>,
+    mut router: Router<Arc<ServerState>>,
     routes: &[Arc<RestRoute>],
-) -> Router<Arc<Shared>> {
+) -> Router<Arc<ServerState>> {
     let mut by_path: Vec<(String, Vec<Arc<RestRoute>>)> = Vec::new();
     for route in routes {
         match by_path
@@ -439,7 +439,7 @@ pub(crate) fn add(
                 .unwrap_or(axum::routing::MethodFilter::POST);
             methods = methods.on(
                 filter,
-                move |State(shared): State<Arc<Shared>>,
+                move |State(shared): State<Arc<ServerState>>,
                       Path(params): Path<Vec<(String, String)>>,
                       request: Request| {
                     let route = route.clone();
@@ -534,7 +534,7 @@ fn fill_location(template: &str, data: &Value) -> Option<String> {
 
 /// One request to a REST route.
 async fn serve_rest(
-    shared: Arc<Shared>,
+    shared: Arc<ServerState>,
     route: Arc<RestRoute>,
     params: Vec<(String, String)>,
     request: Request,

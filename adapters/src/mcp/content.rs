@@ -159,9 +159,7 @@ pub fn result_envelope(result: &Value, output_schema: Option<&Value>) -> Respons
     envelope_of(result, output_schema, false, None)
 }
 
-/// `_meta` key under which opkit's MCP server puts a failed call's
-/// [`CallError`](opkit::CallError) wire JSON.
-pub const META_ERROR: &str = "opkit/error";
+use crate::mcp_meta::META_ERROR;
 
 /// The [`CallError`](opkit::CallError) behind an `isError` envelope, when the tool is served
 /// by opkit (its result carries the error in `_meta["opkit/error"]`).

@@ -36,7 +36,7 @@ pub const EXT_SERVER: &str = "mcp.server";
 /// opkit serves wrapped (see the module docs).
 pub const EXT_WRAPPED: &str = "mcp.wrapped";
 /// Tool `_meta` key with which opkit's MCP server marks a wrapped output.
-const META_WRAPPED: &str = "opkit/wrapped";
+use crate::mcp_meta::META_WRAPPED;
 
 /// The schema of property `key` of a wrapper schema, standing alone: the wrapper's `$defs`
 /// at its root and references into the wrapper made relative to it.
@@ -102,7 +102,8 @@ pub(crate) fn tool_spec(
         .cloned()
         .unwrap_or(Value::Bool(true));
     let wrapped = tool
-        .pointer(&format!("/_meta/{}", META_WRAPPED.replace('/', "~1")))
+        .get("_meta")
+        .and_then(|meta| meta.get(META_WRAPPED))
         .and_then(Value::as_str)
         .and_then(|key| Some((key, unwrap_schema(&output_schema, key)?)));
     if let Some((_, inner)) = &wrapped {

@@ -223,9 +223,9 @@ mod tasks;
 mod template;
 mod tools;
 
+pub use crate::mcp_meta::{META_ENVELOPE, META_ERROR, META_WRAPPED};
 pub use listing::TOOLS_PAGE_SIZE;
 pub use naming::{EXT_TOOL_META, EXT_TOOL_NAME, ToolNameError, ToolNaming};
-pub use results::{META_ENVELOPE, META_ERROR, META_WRAPPED};
 pub use session::{McpHandler, McpSession};
 
 use crate::http_server::{Authenticator, BearerAuth, IdentityResolver};

@@ -18,13 +18,7 @@ use opkit::{CallError, ResponseEnvelope};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject};
 use serde_json::{Map, Value, json};
 
-/// `_meta` key of a failed call's `CallError` wire JSON.
-pub const META_ERROR: &str = "opkit/error";
-/// `_meta` key of a plain envelope's meta.
-pub const META_ENVELOPE: &str = "opkit/meta";
-/// Tool `_meta` key naming the `structuredContent` property that holds the data, on a tool
-/// whose output is wrapped as `{"result": data}` for a client before 2026-07-28.
-pub const META_WRAPPED: &str = "opkit/wrapped";
+use crate::mcp_meta::{META_ENVELOPE, META_ERROR};
 
 /// The `structuredContent` of `data` in the given form (not for [`OutputForm::Items`],
 /// whose value the caller builds).

@@ -4,8 +4,8 @@
 //! ones schemars or an imported document put there, `uint32`, `int64`, `double`, ...) become
 //! `minimum`/`maximum` ([`standard_formats`]), so hosts' validators have nothing to warn about.
 
-use super::results::META_WRAPPED;
 use crate::http_server::refs::nest_schema;
+use crate::mcp_meta::META_WRAPPED;
 use opkit::schema::standard_formats;
 use opkit::{OperationKind, OperationSpec};
 use rmcp::model::{JsonObject, MetaObject, Tool, ToolAnnotations};

@@ -1,0 +1,164 @@
+//! Request bodies read whole before the call: at most the body limit (`413` past it), within
+//! the request timeout (`408`), JSON only where JSON is expected (`415`); and [`Rejection`],
+//! the status and error of a request refused before the registry is called.
+
+use super::state::error_with_status;
+use super::status_of;
+use axum::body::Body;
+use axum::response::Response;
+use futures::StreamExt;
+use http::{HeaderMap, StatusCode, header};
+use opkit::{CallError, ErrorCode};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Reads the body up to `limit` bytes.
+async fn read_body(body: Body, limit: usize) -> Result<Vec<u8>, Rejection> {
+    let mut bytes = Vec::new();
+    let mut frames = body.into_data_stream();
+    while let Some(frame) = frames.next().await {
+        let chunk = frame.map_err(|error| {
+            Rejection::from(CallError::new(
+                ErrorCode::ValidationError,
+                format!("the request body could not be read: {error}"),
+            ))
+        })?;
+        if bytes.len() + chunk.len() > limit {
+            return Err(too_large(limit));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
+/// The `details.limit` of an error a streamed request body ended with (`bodyLimit`,
+/// `bodyTimeout`), which an operation reading it returns as its own.
+pub(crate) fn body_limit_of(error: &CallError) -> Option<&str> {
+    match error.code {
+        ErrorCode::ValidationError | ErrorCode::Timeout => {
+            error.details.as_ref()?["limit"].as_str()
+        }
+        _ => None,
+    }
+}
+
+fn too_large(limit: usize) -> Rejection {
+    Rejection {
+        status: StatusCode::PAYLOAD_TOO_LARGE,
+        error: body_too_large(limit),
+    }
+}
+
+/// The error of a request body past `limit` bytes, read first or streamed (`413`).
+pub(crate) fn body_too_large(limit: usize) -> CallError {
+    CallError::new(
+        ErrorCode::ValidationError,
+        format!(
+            "the request body is larger than the limit of {limit} bytes (HttpServer::body_limit)"
+        ),
+    )
+    .with_details(json!({"limit": "bodyLimit", "max": limit}))
+}
+
+/// A request refused before the registry is called: a status and a `CallError`.
+pub(crate) struct Rejection {
+    status: StatusCode,
+    error: CallError,
+}
+
+impl From<CallError> for Rejection {
+    fn from(error: CallError) -> Self {
+        Self {
+            status: status_of(&error),
+            error,
+        }
+    }
+}
+
+impl Rejection {
+    /// The same error, answered with `status`.
+    pub(crate) fn with_status(mut self, status: StatusCode) -> Self {
+        self.status = status;
+        self
+    }
+
+    pub(crate) fn into_response(self) -> Response {
+        error_with_status(self.status, &self.error)
+    }
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return true;
+    };
+    let Ok(text) = value.to_str() else {
+        return false;
+    };
+    let essence = text
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// The request body's bytes, at most `limit` of them (`413` past it, by `Content-Length`
+/// or as it streams in). A body that does not arrive `within` (the request timeout) is `408`.
+pub(crate) async fn read_bytes(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+    within: Duration,
+) -> Result<Vec<u8>, Rejection> {
+    refuse_declared_length(headers, limit)?;
+    match tokio::time::timeout(within, read_body(body, limit)).await {
+        Ok(result) => result,
+        Err(_) => Err(Rejection {
+            status: StatusCode::REQUEST_TIMEOUT,
+            error: CallError::timeout("the request body did not arrive before the request timeout"),
+        }),
+    }
+}
+
+/// `413` for a body whose `Content-Length` is past `limit`, before a byte of it is read.
+pub(crate) fn refuse_declared_length(headers: &HeaderMap, limit: usize) -> Result<(), Rejection> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|text| text.parse::<u64>().ok());
+    match declared {
+        Some(length) if length > limit as u64 => Err(too_large(limit)),
+        _ => Ok(()),
+    }
+}
+
+/// The input of a POST: the JSON body (empty means `{}`), at most `limit` bytes (see
+/// [`read_bytes`]).
+pub(crate) async fn read_json_body(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+    within: Duration,
+) -> Result<Value, Rejection> {
+    let bytes = read_bytes(headers, body, limit, within).await?;
+    if bytes.is_empty() {
+        return Ok(json!({}));
+    }
+    if !is_json(headers) {
+        return Err(Rejection {
+            status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            error: CallError::new(
+                ErrorCode::ValidationError,
+                "the request body must be application/json",
+            ),
+        });
+    }
+    serde_json::from_slice(&bytes).map_err(|error| {
+        Rejection::from(CallError::new(
+            ErrorCode::ValidationError,
+            format!("the request body is not valid JSON: {error}"),
+        ))
+    })
+}
