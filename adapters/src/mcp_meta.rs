@@ -3,7 +3,8 @@
 
 /// `_meta` key of a failed call's [`CallError`](opkit::CallError) wire JSON.
 pub const META_ERROR: &str = "opkit/error";
-/// `_meta` key of a plain envelope's meta.
+/// `_meta` key of a plain envelope's meta (the import does not read it back).
+#[cfg(feature = "mcp-server")]
 pub const META_ENVELOPE: &str = "opkit/meta";
 /// Tool `_meta` key naming the `structuredContent` property that holds the data, on a tool
 /// whose output is wrapped as `{"result": data}` for a client before 2026-07-28.

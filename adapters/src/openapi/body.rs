@@ -21,8 +21,8 @@
 //! GET and HEAD request bodies are not imported (3.0 says consumers SHALL ignore them; 3.1
 //! discourages them); bodies of DELETE and other methods are.
 
+use super::media::{MediaType, is_json, is_text};
 use super::params::{self, Style};
-use super::response::{MediaType, is_json, is_text};
 use base64::Engine;
 use opkit::CallError;
 use serde_json::{Map, Value};

@@ -22,7 +22,6 @@
 //! at the operation's first reply, rather than held twice from the import on; the validator
 //! of `ValidateOnly` is compiled then too.
 
-use super::mapping::OutputSource;
 use opkit::schema::{CompiledSchema, cast};
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -48,21 +47,34 @@ pub enum Normalization {
     Off,
 }
 
+/// Builds an operation's output schema again, as the import built it (`None` when it is
+/// Unknown or cannot be built); the import hands one to each [`Normalizer`].
+pub(crate) type SchemaSource = Box<dyn Fn() -> Option<Value> + Send + Sync>;
+
 /// One operation's reply handling.
-#[derive(Debug)]
 pub(crate) struct Normalizer {
     mode: Normalization,
     operation: String,
     /// Where the output schema comes from (`None` when Unknown, or not needed).
-    source: Option<OutputSource>,
+    source: Option<SchemaSource>,
     /// The output schema, built at the first reply (not held twice from the import on).
     schema: OnceLock<Option<Value>>,
     validator: OnceLock<Option<CompiledSchema>>,
     limiter: RateLimit,
 }
 
+impl std::fmt::Debug for Normalizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Normalizer")
+            .field("mode", &self.mode)
+            .field("operation", &self.operation)
+            .field("source", &self.source.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Normalizer {
-    pub fn new(mode: Normalization, operation: String, source: Option<OutputSource>) -> Self {
+    pub fn new(mode: Normalization, operation: String, source: Option<SchemaSource>) -> Self {
         Self {
             mode,
             operation,
@@ -88,7 +100,7 @@ impl Normalizer {
         }
         let schema = self
             .schema
-            .get_or_init(|| self.source.as_ref().and_then(OutputSource::build));
+            .get_or_init(|| self.source.as_ref().and_then(|build| build()));
         let Some(schema) = schema else {
             return data;
         };

@@ -11,6 +11,7 @@
 use super::auth::AuthAction;
 use super::body::{self, Encoded};
 use super::mapping::OperationPlan;
+use super::media::MediaType;
 use super::params::{self, Location};
 use super::response;
 use super::sse;
@@ -36,22 +37,6 @@ pub(crate) struct Shared {
     pub max_response_bytes: usize,
     /// How dropped SSE subscriptions are resumed.
     pub sse_reconnect: super::options::SseReconnect,
-}
-
-/// `TRANSPORT_ERROR` (or `TIMEOUT`) for a reqwest failure.
-pub(crate) fn transport_error(label: &str, error: &reqwest::Error) -> CallError {
-    let mut message = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(inner) = source {
-        message.push_str(": ");
-        message.push_str(&inner.to_string());
-        source = inner.source();
-    }
-    if error.is_timeout() {
-        CallError::timeout(format!("{label} timed out: {message}"))
-    } else {
-        CallError::transport(format!("{label} failed: {message}"))
-    }
 }
 
 fn invalid(message: String) -> CallError {
@@ -85,8 +70,7 @@ pub(crate) fn build(
         let owned;
         let value = match &param.content {
             Some(media)
-                if response::is_json(&response::MediaType::parse(media).essence)
-                    && param.location != Location::QueryString =>
+                if MediaType::parse(media).is_json() && param.location != Location::QueryString =>
             {
                 owned = Value::String(value.to_string());
                 &owned
@@ -231,7 +215,7 @@ pub(crate) fn unary(plan: Arc<OperationPlan>, shared: Arc<Shared>) -> Handler {
                 let response = request
                     .send()
                     .await
-                    .map_err(|error| transport_error(&plan.label, &error))?;
+                    .map_err(|error| response::transport_error(&plan.label, &error))?;
                 let max = shared.max_response_bytes;
                 response::into_result(response, &plan, Some(&plan.normalizer), max).await
             };
@@ -267,7 +251,7 @@ async fn open_event_stream(
         })?,
         None => sending.await,
     }
-    .map_err(|error| transport_error(&plan.label, &error))?;
+    .map_err(|error| response::transport_error(&plan.label, &error))?;
     if !response.status().is_success() {
         let error = response::into_result(response, &plan, None, shared.max_sse_event_bytes).await;
         return Err(error

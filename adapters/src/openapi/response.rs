@@ -1,4 +1,4 @@
-//! Responses: media types, the headers snapshot, and turning a response into an
+//! Responses: the headers snapshot, the transport error of a request that got none, and turning a response into an
 //! `http_envelope` (or an `EXECUTION_ERROR` for a non-2xx status).
 //!
 //! Data by media type (the essence, ignoring parameters and case):
@@ -18,66 +18,22 @@ use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
-/// A parsed media type: lower-cased `type/subtype` and its parameters.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct MediaType {
-    pub essence: String,
-    pub params: Vec<(String, String)>,
-}
+use super::media::MediaType;
 
-impl MediaType {
-    pub fn parse(text: &str) -> Self {
-        let mut parts = text.split(';');
-        let essence = parts.next().unwrap_or("").trim().to_ascii_lowercase();
-        let params = parts
-            .filter_map(|param| {
-                let (key, value) = param.split_once('=')?;
-                Some((
-                    key.trim().to_ascii_lowercase(),
-                    value.trim().trim_matches('"').to_owned(),
-                ))
-            })
-            .collect();
-        Self { essence, params }
+/// `TRANSPORT_ERROR` (or `TIMEOUT`) for a reqwest failure.
+pub(crate) fn transport_error(label: &str, error: &reqwest::Error) -> CallError {
+    let mut message = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(inner) = source {
+        message.push_str(": ");
+        message.push_str(&inner.to_string());
+        source = inner.source();
     }
-
-    pub fn param(&self, name: &str) -> Option<&str> {
-        self.params
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.as_str())
+    if error.is_timeout() {
+        CallError::timeout(format!("{label} timed out: {message}"))
+    } else {
+        CallError::transport(format!("{label} failed: {message}"))
     }
-
-    pub fn is_json(&self) -> bool {
-        is_json(&self.essence)
-    }
-
-    pub fn is_text(&self) -> bool {
-        is_text(&self.essence)
-    }
-
-    pub fn is_event_stream(&self) -> bool {
-        self.essence == "text/event-stream"
-    }
-}
-
-/// `application/json` or a `+json` suffix type (`application/problem+json`).
-pub(crate) fn is_json(essence: &str) -> bool {
-    essence == "application/json" || essence.ends_with("+json") || essence == "text/json"
-}
-
-/// Types whose bodies are text.
-pub(crate) fn is_text(essence: &str) -> bool {
-    essence.starts_with("text/")
-        || essence.ends_with("+xml")
-        || matches!(
-            essence,
-            "application/xml"
-                | "application/yaml"
-                | "application/x-yaml"
-                | "application/javascript"
-                | "application/x-www-form-urlencoded"
-        )
 }
 
 /// Response headers: lower-cased names, several values joined with `", "`.
@@ -134,7 +90,7 @@ fn decode_text(bytes: &[u8], media: &MediaType) -> String {
 /// Reads a response: an `http_envelope` (as JSON, for the pipeline to detect) on 2xx, an
 /// `EXECUTION_ERROR` with the status, headers and body in `details` otherwise. For an
 /// operation served by opkit, the data is the served envelope's `data` and a failure the
-/// served `CallError` (see [`super::served`]).
+/// served `CallError` (see [`super::served_replies`]).
 pub(crate) async fn into_result(
     response: reqwest::Response,
     plan: &super::mapping::OperationPlan,
@@ -149,7 +105,7 @@ pub(crate) async fn into_result(
     let mut data = decode_body(&bytes, &content_type);
     if !status.is_success() {
         if plan.served
-            && let Some(error) = super::served::error(&data)
+            && let Some(error) = super::served_replies::error(&data)
         {
             return Err(error);
         }
@@ -189,7 +145,7 @@ async fn read_bounded(
     while let Some(chunk) = response
         .chunk()
         .await
-        .map_err(|error| super::request::transport_error(label, &error))?
+        .map_err(|error| transport_error(label, &error))?
     {
         if bytes.len() + chunk.len() > max {
             return Err(too_large());

@@ -36,7 +36,7 @@
 //! The subscription stream built on this parser (envelopes, resumption) is in
 //! [`super::sse_stream`].
 
-use super::response::MediaType;
+use super::media::MediaType;
 use serde_json::Value;
 
 /// The default limit on one SSE event (its data plus the line being read): 16 MiB.

@@ -5,7 +5,7 @@
 //! then normalized, see [`super::normalize`]), the response's status and headers, and the
 //! event's `sse` meta: its type, id and retry. A stream served by opkit ends at its
 //! `complete` event and fails with the `CallError` of its `error` event (see
-//! [`super::served`]).
+//! [`super::served_replies`]).
 //!
 //! # Resumption
 //!
@@ -23,7 +23,7 @@
 
 use super::mapping::OperationPlan;
 use super::options::SseReconnect;
-use super::served;
+use super::served_replies as served;
 use super::sse::{EventData, SseError, SseEvent, SseParser, event_data};
 use bytes::Bytes;
 use futures::future::BoxFuture;
@@ -148,7 +148,7 @@ pub(crate) fn envelopes(
                         state.queue.extend(events);
                     }
                     Some(Err(error)) => {
-                        let dropped = super::request::transport_error(label, &error);
+                        let dropped = super::response::transport_error(label, &error);
                         let resumed = match resume.as_deref() {
                             Some(resume) => reconnect(&mut state, resume, label, dropped).await,
                             None => Err(dropped),

@@ -2,10 +2,10 @@
 //! skipping path items that are not objects and opkit's `POST` aliases.
 
 use super::Found;
+use super::served;
 use crate::openapi::document::{SpecVersion, join_pointer};
 use crate::openapi::error::SkippedOperation;
 use crate::openapi::refs::Resolver;
-use crate::openapi::served;
 use opkit::schema::json_type_name;
 use serde_json::Value;
 

@@ -4,7 +4,7 @@
 //! output schemas, an `openapi` extension with the method, path and `operationId`) and the
 //! [`OperationPlan`] its handler follows (URL, parameters, body, `Accept`, credentials).
 //! An operation that cannot be mapped becomes a [`SkippedOperation`] naming the pointer.
-//! An operation served by opkit's own HTTP server is mapped by [`super::served`] instead.
+//! An operation served by opkit's own HTTP server is mapped by [`served`] instead.
 //!
 //! * Kind: `SUBSCRIPTION` when the success response offers `text/event-stream`; else
 //!   `QUERY` for GET, HEAD and the 3.2 `QUERY` method; else `MUTATION`.
@@ -33,6 +33,7 @@ mod find;
 mod parameters;
 mod request_body;
 mod responses;
+mod served;
 
 use super::auth::{self, AuthAction};
 use super::body::BodyPlan;
@@ -44,7 +45,6 @@ use super::normalize::Normalizer;
 use super::options::OpenApiOptions;
 use super::params::{Location, Style};
 use super::refs::Resolver;
-use super::served;
 use super::sse::EventData;
 use opkit::schema::{Schema, json_type_name};
 use opkit::{OperationKind, OperationSpec};
@@ -85,7 +85,7 @@ pub(crate) struct OperationPlan {
     /// What happens to the replies' data.
     pub normalizer: Arc<Normalizer>,
     /// Served by opkit's HTTP server: the input is the body, replies are envelopes, failures
-    /// `CallError`s (see [`super::served`]).
+    /// `CallError`s (see [`served`]).
     pub served: bool,
 }
 

@@ -9,10 +9,10 @@ use super::{Found, OutputSource};
 use crate::openapi::bundle::{Definitions, SchemaBundle};
 use crate::openapi::document::{Document, join_pointer};
 use crate::openapi::error::MapError;
-use crate::openapi::normalize::{Normalization, Normalizer};
+use crate::openapi::media::MediaType;
+use crate::openapi::normalize::{Normalization, Normalizer, SchemaSource};
 use crate::openapi::options::OpenApiOptions;
 use crate::openapi::refs::Resolver;
-use crate::openapi::response::MediaType;
 use crate::openapi::sse::EventData;
 use opkit::schema::json_type_name;
 use serde_json::{Map, Value, json};
@@ -106,10 +106,13 @@ pub(super) fn output<'a>(
     let source = (declared && options.normalization != Normalization::Off)
         .then_some(success)
         .flatten()
-        .map(|(_, response_pointer)| OutputSource {
-            doc: doc.clone(),
-            response_pointer: response_pointer.clone(),
-            streaming: sse.is_some(),
+        .map(|(_, response_pointer)| {
+            let source = OutputSource {
+                doc: doc.clone(),
+                response_pointer: response_pointer.clone(),
+                streaming: sse.is_some(),
+            };
+            Box::new(move || source.build()) as SchemaSource
         });
     let normalizer = Arc::new(Normalizer::new(options.normalization, id, source));
     Ok(Output {

@@ -25,24 +25,24 @@
 //! its kind: the server answers every kind there, JSON keeps the input's types exactly (a
 //! query string does not), and no URL length limit applies. A dropped subscription stream is
 //! therefore not resumed (a `POST` is not sent twice). The import's
-//! [`Normalization`](super::Normalization) applies as for any operation; the served data
+//! [`Normalization`](crate::openapi::Normalization) applies as for any operation; the served data
 //! was already normalized by the serving registry.
 //!
 //! An operation with the extensions but not the shapes above (a document edited by hand,
-//! another server using the same names) is imported like any other operation.
+//! another server using the same names) is imported like any other operation. Its replies
+//! are read by `served_replies`.
 
-use super::auth;
-use super::body::{BodyKind, BodyPlan};
-use super::bundle::{Definitions, SchemaBundle};
-use super::document::join_pointer;
-use super::error::MapError;
-use super::mapping::{Found, Mapped, OperationPlan};
-use super::normalize::{Normalization, Normalizer};
-use super::options::OpenApiOptions;
-use super::refs::Resolver;
-use super::sse::EventData;
-use opkit::envelope::unwrap_value;
-use opkit::{CallError, OperationKind, OperationSpec};
+use super::{Found, Mapped, OperationPlan};
+use crate::openapi::auth;
+use crate::openapi::body::{BodyKind, BodyPlan};
+use crate::openapi::bundle::{Definitions, SchemaBundle};
+use crate::openapi::document::join_pointer;
+use crate::openapi::error::MapError;
+use crate::openapi::normalize::{Normalization, Normalizer};
+use crate::openapi::options::OpenApiOptions;
+use crate::openapi::refs::Resolver;
+use crate::openapi::sse::EventData;
+use opkit::{OperationKind, OperationSpec};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -154,11 +154,7 @@ pub(crate) fn map<'a>(
             served.id
         ))
         .extension("openapi", extension);
-    if let Some(description) = site
-        .operation
-        .as_object()
-        .and_then(super::mapping::describe)
-    {
+    if let Some(description) = site.operation.as_object().and_then(super::describe) {
         spec = spec.description(description);
     }
     let plan = OperationPlan {
@@ -194,40 +190,9 @@ pub(crate) fn map<'a>(
     Ok(Some(Mapped { spec, plan }))
 }
 
-/// The `CallError` of a served failure body, when it is one.
-pub(crate) fn error(body: &Value) -> Option<CallError> {
-    if !body.get("code").is_some_and(Value::is_string) {
-        return None;
-    }
-    serde_json::from_value(body.clone()).ok()
-}
-
-/// What one served SSE event is.
-#[derive(Debug, PartialEq)]
-pub(crate) enum Event {
-    /// An item: the served item's data.
-    Item(Value),
-    /// `event: complete`: the stream is over.
-    Complete,
-    /// `event: error`: the stream failed.
-    Error(CallError),
-}
-
-/// Reads one served SSE event (its type and parsed data).
-pub(crate) fn event(event_type: &str, data: Value, label: &str) -> Event {
-    match event_type {
-        "complete" => Event::Complete,
-        "error" => Event::Error(error(&data).unwrap_or_else(|| {
-            CallError::execution(format!("{label} ended the stream with an error: {data}"))
-        })),
-        _ => Event::Item(unwrap_value(data)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use opkit::ErrorKind;
 
     #[test]
     fn served_operations_are_recognised_by_both_extensions() {
@@ -251,37 +216,5 @@ mod tests {
             "not served by opkit"
         );
         assert!(!is_alias(&op));
-    }
-
-    #[test]
-    fn bodies_and_events_unwrap() {
-        let envelope = json!({"data": {"sum": 3}, "meta": {"source": "local", "operationId": "math.add", "timestamp": 1}});
-        assert_eq!(unwrap_value(envelope), json!({"sum": 3}));
-        assert_eq!(
-            unwrap_value(json!({"sum": 3})),
-            json!({"sum": 3}),
-            "kept whole"
-        );
-        let wire = serde_json::to_value(CallError::not_found("no note 7")).unwrap();
-        let error = error(&wire).unwrap();
-        assert_eq!(error.message, "no note 7");
-        assert_eq!(error.kind, Some(ErrorKind::NotFound));
-        assert_eq!(super::error(&json!({"message": "x"})), None);
-        assert_eq!(
-            event("complete", json!({"requestId": "r"}), "l"),
-            Event::Complete
-        );
-        assert_eq!(
-            event(
-                "",
-                json!({"data": 1, "meta": {"source": "local", "operationId": "a.b", "timestamp": 1}}),
-                "l"
-            ),
-            Event::Item(json!(1))
-        );
-        match event("error", json!({"oops": 1}), "POST /ops/a.b") {
-            Event::Error(error) => assert!(error.message.contains("POST /ops/a.b"), "{error}"),
-            other => panic!("{other:?}"),
-        }
     }
 }
