@@ -3,6 +3,11 @@
 //! (`crate::x`, `use crate::{x, ..}`, `$crate::x`, or a `super::` chain that climbs to the
 //! crate root). Comments, doc comments and string literals are not code and are skipped, so
 //! intra-doc links may point anywhere.
+//!
+//! Below the root, the same reading keeps every folder acyclic: in `core`, `macros` and
+//! `adapters`, no two modules of one folder may reach each other (a cycle between siblings
+//! means the folder is split by verb, not by noun); and the adapters' top-level modules
+//! depend on each other only along the edges [`ADAPTER_EDGES`] lists.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -189,33 +194,47 @@ fn ident_at(code: &str) -> &str {
 
 /// The top-level modules `code` names, for a file `depth` modules below the crate root.
 fn referenced_modules(code: &str, depth: usize) -> BTreeSet<String> {
+    children_named(code, &[], depth)
+}
+
+/// The leading names of `rest`: the identifier it starts with, or each item's first
+/// identifier of a `{a, b::c, ..}` group.
+fn leading_names(rest: &str, found: &mut BTreeSet<String>) {
+    let Some(group) = rest.strip_prefix('{') else {
+        found.insert(ident_at(rest).to_owned());
+        return;
+    };
+    let mut level = 0;
+    let mut item_start = true;
+    for (k, c) in group.char_indices() {
+        match c {
+            '{' => level += 1,
+            '}' if level == 0 => break,
+            '}' => level -= 1,
+            ',' if level == 0 => item_start = true,
+            c if item_start && (c.is_alphanumeric() || c == '_') => {
+                found.insert(ident_at(&group[k..]).to_owned());
+                item_start = false;
+            }
+            c if c.is_whitespace() => {}
+            _ => item_start = false,
+        }
+    }
+}
+
+/// The modules directly inside the module at `folder` (its path from the crate root) that
+/// `code` names, for a file `depth` modules below that folder module: through
+/// `crate::<folder>::x`, or a `super::` chain that climbs exactly to the folder module.
+fn children_named(code: &str, folder: &[String], depth: usize) -> BTreeSet<String> {
     let mut found = BTreeSet::new();
     let bytes = code.as_bytes();
-    for (at, _) in code.match_indices("crate::") {
+    let prefix: String = std::iter::once("crate::".to_owned())
+        .chain(folder.iter().map(|name| format!("{name}::")))
+        .collect();
+    for (at, _) in code.match_indices(prefix.as_str()) {
         let preceded = at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_');
-        if preceded {
-            continue;
-        }
-        let rest = &code[at + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            let mut level = 0;
-            let mut item_start = true;
-            for (k, c) in group.char_indices() {
-                match c {
-                    '{' => level += 1,
-                    '}' if level == 0 => break,
-                    '}' => level -= 1,
-                    ',' if level == 0 => item_start = true,
-                    c if item_start && (c.is_alphanumeric() || c == '_') => {
-                        found.insert(ident_at(&group[k..]).to_owned());
-                        item_start = false;
-                    }
-                    c if c.is_whitespace() => {}
-                    _ => item_start = false,
-                }
-            }
-        } else {
-            found.insert(ident_at(rest).to_owned());
+        if !preceded {
+            leading_names(&code[at + prefix.len()..], &mut found);
         }
     }
     for (at, _) in code.match_indices("super::") {
@@ -228,8 +247,8 @@ fn referenced_modules(code: &str, depth: usize) -> BTreeSet<String> {
             climbs += 1;
             rest = after;
         }
-        if climbs >= depth {
-            found.insert(ident_at(rest).to_owned());
+        if climbs == depth {
+            leading_names(rest, &mut found);
         }
     }
     found
@@ -392,4 +411,260 @@ fn the_check_catches_an_upward_reference() {
         ),
         ["low", "mid"]
     );
+}
+
+/// `code` without its unit tests (from the first `#[cfg(test)]` module on): a test may
+/// reach anywhere.
+fn without_tests(code: &str) -> &str {
+    let mut from = 0;
+    while let Some(at) = code[from..].find("#[cfg(test)]") {
+        let at = from + at;
+        let after = code[at + "#[cfg(test)]".len()..].trim_start();
+        if after.starts_with("mod ") || after.starts_with("pub(crate) mod ") {
+            return &code[..at];
+        }
+        from = at + 1;
+    }
+    code
+}
+
+/// A folder module: its path from the crate root and its children, each with its files.
+struct Folder {
+    path: Vec<String>,
+    children: BTreeMap<String, Vec<PathBuf>>,
+}
+
+/// Every folder module under `src` (the crate root first), named as the crate names them
+/// (`renamed` maps a top-level folder to the name a `#[path]` gives it).
+fn folders(src: &Path, renamed: &BTreeMap<String, String>) -> Vec<(PathBuf, Folder)> {
+    let mut out = Vec::new();
+    let mut pending = vec![(src.to_owned(), Vec::<String>::new())];
+    while let Some((dir, path)) = pending.pop() {
+        let mut children: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+        for entry in fs::read_dir(&dir).expect("read a source folder") {
+            let entry = entry.expect("a folder entry").path();
+            let file_name = entry.file_name().unwrap().to_string_lossy().into_owned();
+            if entry.is_dir() {
+                let mut files = Vec::new();
+                rust_files(&entry, &mut files);
+                if files.is_empty() {
+                    continue; // assets, not modules.
+                }
+                let name = if path.is_empty() {
+                    renamed
+                        .get(&file_name)
+                        .cloned()
+                        .unwrap_or(file_name.clone())
+                } else {
+                    file_name.clone()
+                };
+                children.entry(name.clone()).or_default().extend(files);
+                let mut below = path.clone();
+                below.push(name);
+                pending.push((entry, below));
+            } else if let Some(stem) = file_name.strip_suffix(".rs")
+                && !matches!(stem, "mod" | "lib" | "main")
+            {
+                children.entry(stem.to_owned()).or_default().push(entry);
+            }
+        }
+        out.push((dir, Folder { path, children }));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// How many modules below the folder module at `dir` `file` is (`x.rs` and `x/mod.rs` are 1).
+fn depth_below(file: &Path, dir: &Path) -> usize {
+    depth_of(file, dir)
+}
+
+/// Which children of `folder` name which others.
+fn child_edges(
+    dir: &Path,
+    folder: &Folder,
+    read: &impl Fn(&Path) -> String,
+) -> BTreeMap<String, BTreeSet<String>> {
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (name, files) in &folder.children {
+        let targets = edges.entry(name.clone()).or_default();
+        for file in files {
+            let code = strip_non_code(&read(file));
+            for target in children_named(without_tests(&code), &folder.path, depth_below(file, dir))
+            {
+                if &target != name && folder.children.contains_key(&target) {
+                    targets.insert(target);
+                }
+            }
+        }
+    }
+    edges
+}
+
+/// The cycles of `edges` (strongly connected sets of more than one node), each sorted.
+fn cycles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    let reaches = |from: &String| {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![from.clone()];
+        while let Some(node) = stack.pop() {
+            for next in edges.get(&node).into_iter().flatten() {
+                if seen.insert(next.clone()) {
+                    stack.push(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    let mut found: Vec<Vec<String>> = Vec::new();
+    for node in edges.keys() {
+        if found.iter().any(|cycle| cycle.contains(node)) {
+            continue;
+        }
+        let forward = reaches(node);
+        let cycle: Vec<String> = forward
+            .iter()
+            .filter(|other| reaches(other).contains(node))
+            .cloned()
+            .collect();
+        if cycle.len() > 1 {
+            found.push(cycle);
+        }
+    }
+    found
+}
+
+fn crate_src(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(name)
+        .join("src")
+}
+
+/// The `#[path]` renames of a crate's top-level folders (`private/` is `__private`).
+fn renamed_folders(src: &Path) -> BTreeMap<String, String> {
+    let lib = fs::read_to_string(src.join("lib.rs")).expect("read lib.rs");
+    declared_modules(&lib, src)
+        .into_iter()
+        .filter_map(|(name, path)| {
+            let folder = path.strip_prefix(src).ok()?.components().next()?;
+            let folder = folder
+                .as_os_str()
+                .to_string_lossy()
+                .trim_end_matches(".rs")
+                .to_owned();
+            (folder != name).then_some((folder, name))
+        })
+        .collect()
+}
+
+#[test]
+fn no_folder_has_a_sibling_cycle() {
+    let read = |file: &Path| fs::read_to_string(file).expect("read a source file");
+    let mut found = Vec::new();
+    for krate in ["core", "macros", "adapters"] {
+        let src = crate_src(krate);
+        for (dir, folder) in folders(&src, &renamed_folders(&src)) {
+            for cycle in cycles(&child_edges(&dir, &folder, &read)) {
+                found.push(format!("{}: {}", dir.display(), cycle.join(" <-> ")));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "modules of one folder that reach each other (split by noun, or move the shared part \
+         into its own module):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The edges allowed between the adapters' top-level modules, each with its reason. Every
+/// edge (import, export, transport, server) stands alone otherwise.
+const ADAPTER_EDGES: &[(&str, &str, &str)] = &[
+    (
+        "mcp_server",
+        "http_server",
+        "the MCP server is mounted on the HTTP server's front door",
+    ),
+    (
+        "oauth",
+        "http_server",
+        "the OAuth resource server is an HTTP server Authenticator",
+    ),
+    (
+        "mcp",
+        "oauth",
+        "the MCP import signs in with OAuth client credentials",
+    ),
+    ("mcp", "mcp_meta", "the _meta keys the MCP server writes"),
+    (
+        "mcp_server",
+        "mcp_meta",
+        "the _meta keys the MCP import reads",
+    ),
+    ("mcp", "schema_refs", "shared $ref handling"),
+    ("http_server", "schema_refs", "shared $ref handling"),
+];
+
+#[test]
+fn the_adapters_depend_on_each_other_only_as_allowed() {
+    let src = crate_src("adapters");
+    let read = |file: &Path| fs::read_to_string(file).expect("read a source file");
+    let (dir, root) = folders(&src, &BTreeMap::new())
+        .into_iter()
+        .find(|(_, folder)| folder.path.is_empty())
+        .expect("the crate root");
+    let mut unexpected = Vec::new();
+    for (from, targets) in child_edges(&dir, &root, &read) {
+        for to in targets {
+            if !ADAPTER_EDGES.iter().any(|(a, b, _)| *a == from && *b == to) {
+                unexpected.push(format!("{from} -> {to}"));
+            }
+        }
+    }
+    assert!(
+        unexpected.is_empty(),
+        "adapter modules depending on each other outside ADAPTER_EDGES:\n{}",
+        unexpected.join("\n")
+    );
+}
+
+#[test]
+fn the_folder_checks_catch_a_cycle() {
+    let dir = Path::new("/src/a");
+    let folder = Folder {
+        path: vec!["a".to_owned()],
+        children: [
+            ("x", vec!["/src/a/x.rs"]),
+            ("y", vec!["/src/a/y/mod.rs", "/src/a/y/deep.rs"]),
+            ("z", vec!["/src/a/z.rs"]),
+        ]
+        .into_iter()
+        .map(|(name, files)| {
+            (
+                name.to_owned(),
+                files.into_iter().map(PathBuf::from).collect(),
+            )
+        })
+        .collect(),
+    };
+    let sources: BTreeMap<&str, &str> = [
+        ("/src/a/x.rs", "use super::{y::Y, w};"),
+        ("/src/a/y/mod.rs", "mod deep;"),
+        (
+            "/src/a/y/deep.rs",
+            "fn f() { crate::a::x::g() }\n#[cfg(test)]\nmod tests { use super::super::z; }",
+        ),
+        ("/src/a/z.rs", "// super::x in a comment\nuse super::y;"),
+    ]
+    .into_iter()
+    .collect();
+    let read = |file: &Path| sources[file.to_str().unwrap()].to_owned();
+    let edges = child_edges(dir, &folder, &read);
+    assert_eq!(edges["x"], BTreeSet::from(["y".to_owned()]));
+    assert_eq!(
+        edges["y"],
+        BTreeSet::from(["x".to_owned()]),
+        "tests do not count"
+    );
+    assert_eq!(cycles(&edges), [vec!["x".to_owned(), "y".to_owned()]]);
 }

@@ -2,6 +2,7 @@
 //! access(scopes = [..], roles = [..]), crate = path`.
 
 use crate::errors::Errors;
+use crate::model::Kind;
 use proc_macro2::{Span, TokenStream};
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
@@ -38,24 +39,6 @@ const ERROR_KINDS: &[(&str, &str)] = &[
     ("unavailable", "Unavailable"),
 ];
 const ACCESS_KEYS: &[&str] = &["scopes", "roles"];
-
-/// Query, mutation or subscription, as written in the attribute.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Query,
-    Mutation,
-    Subscription,
-}
-
-impl Kind {
-    pub(crate) fn keyword(self) -> &'static str {
-        match self {
-            Self::Query => "query",
-            Self::Mutation => "mutation",
-            Self::Subscription => "subscription",
-        }
-    }
-}
 
 /// The parsed arguments. Each is `None` when absent or invalid (the error is recorded).
 #[derive(Default)]
@@ -217,7 +200,13 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
                 }
             }
             "task" => {
-                if let Some(support) = crate::mcp_args::task_support(meta, errors) {
+                let support = match meta {
+                    Meta::Path(path) => Some(LitStr::new("optional", path.span())),
+                    _ => string_value(meta, errors),
+                };
+                if let Some(support) =
+                    support.and_then(|lit| crate::mcp_args::check_task_support(lit, errors))
+                {
                     task.set(errors, span, support);
                 }
             }
@@ -507,7 +496,7 @@ fn check_tool_meta(text: &str) -> Result<(), String> {
     }
 }
 
-pub(crate) fn string_value(meta: &Meta, errors: &Errors) -> Option<LitStr> {
+fn string_value(meta: &Meta, errors: &Errors) -> Option<LitStr> {
     let key = meta_key(meta);
     match meta {
         Meta::NameValue(pair) => match &pair.value {

@@ -2,10 +2,10 @@
 //! URI or URI template), `prompt` and `task` / `task = "required"`, and which kinds they go
 //! with.
 
-use crate::args::Kind;
 use crate::errors::Errors;
+use crate::model::Kind;
 use proc_macro2::Span;
-use syn::{LitStr, Meta};
+use syn::LitStr;
 
 /// A resource is read (a query; a subscription with the same URI backs its updates) and a
 /// prompt is a query; one operation is not both.
@@ -73,12 +73,8 @@ pub(crate) fn check_resource_uri(uri: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// `task` (`"optional"`) or `task = "required"` (`"optional"` may be written too).
-pub(crate) fn task_support(meta: &Meta, errors: &Errors) -> Option<LitStr> {
-    if let Meta::Path(path) = meta {
-        return Some(LitStr::new("optional", syn::spanned::Spanned::span(path)));
-    }
-    let lit = crate::args::string_value(meta, errors)?;
+/// The value of `task` (`"optional"`, what `task` alone means) or `task = "required"`.
+pub(crate) fn check_task_support(lit: LitStr, errors: &Errors) -> Option<LitStr> {
     if matches!(lit.value().as_str(), "optional" | "required") {
         Some(lit)
     } else {

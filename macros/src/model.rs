@@ -1,8 +1,25 @@
 //! The operation model: what the attribute and the signature say, checked, ready to expand.
 
-use crate::args::Kind;
 use proc_macro2::{Ident, TokenStream};
 use syn::{Expr, ItemFn, LitStr, Type};
+
+/// Query, mutation or subscription, as written in the attribute.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Query,
+    Mutation,
+    Subscription,
+}
+
+impl Kind {
+    pub(crate) fn keyword(self) -> &'static str {
+        match self {
+            Self::Query => "query",
+            Self::Mutation => "mutation",
+            Self::Subscription => "subscription",
+        }
+    }
+}
 
 /// One `#[operation]` fn, parsed and checked.
 pub(crate) struct Operation<'a> {

@@ -1,8 +1,9 @@
 //! Signature checks: turn the attribute's arguments and the fn's signature into the model,
 //! recording one spanned error per problem.
 
-use crate::args::{self, Args, Kind};
+use crate::args::{self, Args};
 use crate::errors::Errors;
+use crate::model::Kind;
 use crate::model::{Operation, Output, Param};
 use crate::shape::{self, ContextParam, Streaming};
 use proc_macro2::Span;

@@ -1,8 +1,9 @@
 //! Unit tests: argument parsing, name rules, shape reading, and expansion snapshots
 //! (`macros/tests/expanded/*.rs`; refresh with `OPKIT_BLESS=1 cargo test -p opkit-macros`).
 
-use crate::args::{self, Kind};
+use crate::args;
 use crate::errors::Errors;
+use crate::model::Kind;
 use crate::shape::Shape;
 use proc_macro2::TokenStream;
 use quote::quote;

@@ -130,7 +130,6 @@
 
 mod frame;
 mod hub;
-mod outbound;
 mod spoke;
 mod tls;
 

@@ -9,7 +9,7 @@
 //! `input` builds the input side (the input struct, the arguments), `run` the running side
 //! (the shared `run` fn, the JSON handler, the `Send` checks); this module assembles them.
 
-use crate::args::Kind;
+use crate::model::Kind;
 use crate::model::{Operation, Param};
 use crate::shape::Shape;
 use proc_macro2::{Ident, Span, TokenStream};

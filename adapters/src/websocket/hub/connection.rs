@@ -3,9 +3,9 @@
 
 use super::auth::{bearer_token, refuse};
 use super::link::Link;
+use super::outbound::Outbound;
 use super::state::{Shared, SpokeState};
 use crate::websocket::frame::{self, Header};
-use crate::websocket::outbound::Outbound;
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use parking_lot::Mutex;

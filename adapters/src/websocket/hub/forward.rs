@@ -1,9 +1,9 @@
 //! Forwarding one subscription's messages to its spoke ([`Forwarder`]), recording the
 //! requests routed there.
 
+use super::outbound::Outbound;
 use super::state::{InFlight, Shared, SpokeState};
 use crate::websocket::frame::{self, Header};
-use crate::websocket::outbound::Outbound;
 use bytes::Bytes;
 use futures::{FutureExt, StreamExt};
 use opkit::protocol::{Subscription, topics};

@@ -2,9 +2,9 @@
 //! unsubscribe, publish — and the answers to them.
 
 use super::forward::Forwarder;
+use super::outbound::Outbound;
 use super::state::{Shared, SpokeState};
 use crate::websocket::frame::{self, Header};
-use crate::websocket::outbound::Outbound;
 use bytes::Bytes;
 use opkit::protocol::{Delivery, PubSub, Receipt};
 use parking_lot::Mutex;

@@ -9,11 +9,11 @@ mod connection;
 mod forward;
 mod link;
 mod options;
+mod outbound;
 mod state;
 
 pub use auth::{SpokeGrant, StaticTokens, TokenVerifier};
 pub use options::{DEFAULT_MAX_QUEUED_BYTES, DEFAULT_MAX_SUBSCRIPTIONS, HubOptions};
-pub(super) use state::SpokeState;
 
 use bytes::Bytes;
 use futures::FutureExt;

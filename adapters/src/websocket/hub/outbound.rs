@@ -1,7 +1,8 @@
 //! A spoke's outgoing queue at the hub, bounded in frames and in bytes: what keeps a spoke
 //! that stopped reading from growing the hub's memory.
 
-use super::hub::{HubOptions, SpokeState};
+use super::options::HubOptions;
+use super::state::SpokeState;
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
