@@ -3,7 +3,7 @@
 //! that a token is there at all and holds the scopes of the tool it calls (`403` with
 //! `error="insufficient_scope"`).
 
-use super::{Inner, RequestIdentity};
+use super::{McpServerState, RequestIdentity};
 use crate::http_server::{Authenticator, authenticate};
 use axum::body::Body;
 use axum::extract::Request;
@@ -17,7 +17,7 @@ use serde_json::Value;
 const MAX_PEEKED_BODY: usize = 4 * 1024 * 1024;
 
 /// Lets `request` through to rmcp with its caller's identity, or answers it.
-pub(super) async fn admit(inner: &Inner, request: Request, next: Next) -> Response {
+pub(super) async fn admit(inner: &McpServerState, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
     let authenticator = inner.authenticator.as_deref();
     let presented = parts.headers.contains_key(header::AUTHORIZATION);
@@ -56,7 +56,7 @@ pub(super) async fn admit(inner: &Inner, request: Request, next: Next) -> Respon
 }
 
 /// The scopes of the tool a `tools/call` in `body` names, when `identity` lacks one of them.
-fn missing_scopes(inner: &Inner, body: &[u8], identity: &Identity) -> Option<Vec<String>> {
+fn missing_scopes(inner: &McpServerState, body: &[u8], identity: &Identity) -> Option<Vec<String>> {
     let message: Value = serde_json::from_slice(body).ok()?;
     if message.get("method").and_then(Value::as_str) != Some("tools/call") {
         return None;

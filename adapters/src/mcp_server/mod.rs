@@ -246,7 +246,7 @@ pub(crate) struct RequestIdentity(pub(crate) Option<Identity>);
 /// Serves an [`OperationRegistry`] as an MCP server; see the [module docs](self).
 #[derive(Clone)]
 pub struct McpServer {
-    handler: Inner,
+    handler: McpServerState,
     http_config: Option<StreamableHttpServerConfig>,
 }
 
@@ -261,7 +261,7 @@ impl std::fmt::Debug for McpServer {
 }
 
 #[derive(Clone)]
-pub(crate) struct Inner {
+pub(crate) struct McpServerState {
     registry: OperationRegistry,
     name: String,
     version: String,
@@ -307,7 +307,7 @@ impl McpServer {
     /// A server for `registry`, named `opkit` with this crate's version.
     pub fn new(registry: OperationRegistry) -> Self {
         Self {
-            handler: Inner {
+            handler: McpServerState {
                 registry,
                 name: "opkit".to_owned(),
                 version: env!("CARGO_PKG_VERSION").to_owned(),

@@ -8,7 +8,7 @@
 use super::elicitation::{PeerElicitor, RoundElicitor, Rounds};
 use super::names::{Served, ToolNames};
 use super::report::LevelCell;
-use super::{Inner, RequestIdentity};
+use super::{McpServerState, RequestIdentity};
 use crate::http_server::authenticate;
 use opkit::edge::{Edge, Session};
 use opkit::trace::TraceContext;
@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 /// of your own (`handler.serve(transport)` with [`rmcp::ServiceExt`]).
 #[derive(Clone)]
 pub struct McpHandler {
-    pub(super) inner: Arc<Inner>,
+    pub(super) inner: Arc<McpServerState>,
     pub(super) log_level: LevelCell,
     /// The session's state slot ([`OperationContext::session`]), made at its first call.
     session: Arc<OnceLock<Arc<Session>>>,
@@ -58,7 +58,7 @@ fn names_error(error: &super::ToolNameError) -> McpError {
 }
 
 impl McpHandler {
-    pub(super) fn new(inner: Arc<Inner>) -> Self {
+    pub(super) fn new(inner: Arc<McpServerState>) -> Self {
         Self {
             inner,
             log_level: LevelCell::default(),

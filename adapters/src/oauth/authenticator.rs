@@ -66,10 +66,10 @@ pub const DEFAULT_MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(30);
 /// See the [module docs](super) for a whole setup.
 #[derive(Clone)]
 pub struct OAuthAuthenticator {
-    inner: Arc<Inner>,
+    inner: Arc<AuthenticatorState>,
 }
 
-struct Inner {
+struct AuthenticatorState {
     issuer: String,
     audiences: Vec<String>,
     algorithms: Vec<Algorithm>,
@@ -430,7 +430,7 @@ impl OAuthAuthenticatorBuilder {
             )
         });
         Ok(OAuthAuthenticator {
-            inner: Arc::new(Inner {
+            inner: Arc::new(AuthenticatorState {
                 keys: KeyCache::new(source, fetcher, self.refresh),
                 issuer: self.issuer,
                 audiences,

@@ -382,7 +382,7 @@ impl OpenApiImporter {
                 "OpenAPI operation skipped"
             );
         }
-        let shared = Arc::new(request::Shared {
+        let shared = Arc::new(request::ApiClient {
             client: self.client(),
             timeout: self.options.timeout,
             max_sse_event_bytes: self.options.max_sse_event_bytes,

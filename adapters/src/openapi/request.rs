@@ -28,7 +28,7 @@ use tracing::Instrument;
 
 /// What every handler of one import shares.
 #[derive(Debug, Clone)]
-pub(crate) struct Shared {
+pub(crate) struct ApiClient {
     pub client: reqwest::Client,
     pub timeout: Option<Duration>,
     /// The largest SSE event a subscription accepts.
@@ -46,7 +46,7 @@ fn invalid(message: String) -> CallError {
 /// Builds the request for `input`.
 pub(crate) fn build(
     plan: &OperationPlan,
-    shared: &Shared,
+    shared: &ApiClient,
     input: &Value,
 ) -> Result<reqwest::RequestBuilder, CallError> {
     let empty = serde_json::Map::new();
@@ -192,7 +192,7 @@ fn with_trace(
 }
 
 /// The timeout of one request: the options' timeout and the context's deadline.
-fn effective_timeout(shared: &Shared, ctx: &OperationContext) -> Option<Duration> {
+fn effective_timeout(shared: &ApiClient, ctx: &OperationContext) -> Option<Duration> {
     let deadline = ctx.deadline().map(|deadline| deadline.remaining());
     match (shared.timeout, deadline) {
         (Some(a), Some(b)) => Some(a.min(b)),
@@ -201,7 +201,7 @@ fn effective_timeout(shared: &Shared, ctx: &OperationContext) -> Option<Duration
 }
 
 /// A handler for a query or mutation.
-pub(crate) fn unary(plan: Arc<OperationPlan>, shared: Arc<Shared>) -> Handler {
+pub(crate) fn unary(plan: Arc<OperationPlan>, shared: Arc<ApiClient>) -> Handler {
     Handler::unary(move |input: Value, ctx: OperationContext| {
         let plan = plan.clone();
         let shared = shared.clone();
@@ -234,7 +234,7 @@ pub(crate) fn unary(plan: Arc<OperationPlan>, shared: Arc<Shared>) -> Handler {
 /// the answer is a 2xx event stream.
 async fn open_event_stream(
     plan: Arc<OperationPlan>,
-    shared: Arc<Shared>,
+    shared: Arc<ApiClient>,
     input: Arc<Value>,
     last_event_id: Option<String>,
     timeout: Option<Duration>,
@@ -282,7 +282,7 @@ fn idempotent(method: &reqwest::Method) -> bool {
 }
 
 /// A handler for an SSE subscription.
-pub(crate) fn stream(plan: Arc<OperationPlan>, shared: Arc<Shared>) -> Handler {
+pub(crate) fn stream(plan: Arc<OperationPlan>, shared: Arc<ApiClient>) -> Handler {
     Handler::stream(move |input: Value, ctx: OperationContext| {
         let plan = plan.clone();
         let shared = shared.clone();

@@ -15,7 +15,7 @@
 //!   same entry, and a live member (renewing every third of its lease) never loses its own.
 //! - A consumer whose pending entries were all claimed is deleted and its lease removed.
 
-use super::{Inner, TopicKeys, redis_crate};
+use super::{RedisState, TopicKeys, redis_crate};
 use opkit::protocol::topics;
 use parking_lot::Mutex;
 use redis_crate::streams::{StreamClaimReply, StreamId};
@@ -95,7 +95,7 @@ pub(super) struct Held {
 }
 
 impl Held {
-    pub(super) fn new(inner: &Inner, reader: u64) -> Self {
+    pub(super) fn new(inner: &RedisState, reader: u64) -> Self {
         Self::holding(reader, inner.options.retention)
     }
 

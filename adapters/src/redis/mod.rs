@@ -222,11 +222,11 @@
 
 mod claim;
 mod conn;
-mod inner;
 mod options;
 mod reader;
 mod scripts;
 mod shard;
+mod state;
 mod tls;
 
 pub use options::RedisOptions;
@@ -236,10 +236,10 @@ use bytes::Bytes;
 use conn::{Backend, Conn};
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use inner::Inner;
 use opkit::protocol::{PubSub, Receipt, Subscription, TransportError};
 use parking_lot::Mutex;
 use redis_crate::{Client, IntoConnectionInfo, RedisError};
+use state::RedisState;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::AtomicU64;
@@ -259,7 +259,7 @@ use ::redis as redis_crate;
 /// Cloning is cheap; clones share the command connection.
 #[derive(Clone)]
 pub struct RedisPubSub {
-    inner: Arc<Inner>,
+    inner: Arc<RedisState>,
 }
 
 impl fmt::Debug for RedisPubSub {
@@ -389,7 +389,7 @@ impl RedisPubSub {
 
     async fn start(backend: Backend, options: RedisOptions) -> Result<Self, TransportError> {
         let pubsub = Self {
-            inner: Arc::new(Inner {
+            inner: Arc::new(RedisState {
                 backend,
                 options,
                 instance: opkit::protocol::topics::new_caller_id(),
@@ -444,7 +444,7 @@ impl RedisPubSub {
 }
 
 /// Checks the command connection every ping interval until the transport is dropped.
-async fn check_command_connection(inner: std::sync::Weak<Inner>) {
+async fn check_command_connection(inner: std::sync::Weak<RedisState>) {
     loop {
         let Some(interval) = inner.upgrade().map(|inner| inner.options.ping_interval) else {
             return;

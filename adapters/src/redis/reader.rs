@@ -5,7 +5,7 @@
 
 use super::claim::{self, Held};
 use super::conn::Conn;
-use super::{Inner, TopicKeys, is_connection_error, millis, redis_crate, transport_error};
+use super::{RedisState, TopicKeys, is_connection_error, millis, redis_crate, transport_error};
 use bytes::Bytes;
 use futures::StreamExt;
 use opkit::envelope::now_millis;
@@ -61,7 +61,7 @@ struct Backoff {
 }
 
 impl Backoff {
-    fn new(inner: &Inner) -> Self {
+    fn new(inner: &RedisState) -> Self {
         Self {
             next: inner.options.backoff_min,
             min: inner.options.backoff_min,
@@ -86,7 +86,7 @@ impl Backoff {
 /// A pub/sub connection subscribed to `channel`, split into the sink its checks are sent on
 /// and the stream of its messages (bounded by the connect and command timeouts).
 async fn open_channel(
-    inner: &Inner,
+    inner: &RedisState,
     channel: &str,
 ) -> Result<(PubSubSink, PubSubStream), TransportError> {
     let bound = inner.options.connect_timeout * 2 + inner.options.command_timeout;
@@ -109,7 +109,7 @@ async fn open_channel(
 }
 
 pub(super) async fn subscribe(
-    inner: Arc<Inner>,
+    inner: Arc<RedisState>,
     topic: String,
 ) -> Result<Subscription, TransportError> {
     let channel = inner.keys(&topic)?.channel;
@@ -121,7 +121,7 @@ pub(super) async fn subscribe(
 
 /// After the ping interval, a `PING` on a pub/sub connection; `Err` when it is not answered
 /// within the ping timeout.
-async fn check_channel(inner: Arc<Inner>, mut sink: PubSubSink) -> Result<(), String> {
+async fn check_channel(inner: Arc<RedisState>, mut sink: PubSubSink) -> Result<(), String> {
     tokio::time::sleep(inner.options.ping_interval).await;
     match tokio::time::timeout(inner.options.ping_timeout, sink.ping::<Value>()).await {
         Ok(Ok(_)) => Ok(()),
@@ -137,7 +137,7 @@ async fn check_channel(inner: Arc<Inner>, mut sink: PubSubSink) -> Result<(), St
 /// Invariant: exactly one connection (and one check of it) is held at a time; a lost one is
 /// dropped before the next is opened.
 async fn forward_channel(
-    inner: Arc<Inner>,
+    inner: Arc<RedisState>,
     channel: String,
     connection: (PubSubSink, PubSubStream),
     sender: mpsc::UnboundedSender<Bytes>,
@@ -196,7 +196,7 @@ pub(super) enum Delivery {
 }
 
 struct Member {
-    inner: Arc<Inner>,
+    inner: Arc<RedisState>,
     keys: TopicKeys,
     group: String,
     consumer: String,
@@ -341,7 +341,7 @@ impl Member {
 }
 
 pub(super) async fn subscribe_group(
-    inner: Arc<Inner>,
+    inner: Arc<RedisState>,
     topic: &str,
     group: &str,
     delivery: Delivery,

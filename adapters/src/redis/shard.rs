@@ -14,7 +14,7 @@
 //! - The push callback only reads the routes (a short std mutex, never held across an await).
 
 use super::reader::subscription;
-use super::{Inner, redis_crate, transport_error};
+use super::{RedisState, redis_crate, transport_error};
 use bytes::Bytes;
 use opkit::protocol::{Subscription, TransportError};
 use parking_lot::Mutex;
@@ -60,7 +60,7 @@ impl Shards {
     /// The sharded pub/sub connection, made if there is none (the caller holds the lock).
     async fn connection(
         &self,
-        inner: &Inner,
+        inner: &RedisState,
         slot: &mut Option<(u64, ClusterConnection)>,
     ) -> Result<(u64, ClusterConnection), RedisError> {
         if let Some(cached) = slot.as_ref() {
@@ -89,7 +89,7 @@ impl Shards {
     /// Routes `channel` to `sender` and subscribes the channel on the cluster.
     async fn add(
         &self,
-        inner: &Inner,
+        inner: &RedisState,
         channel: &str,
         id: u64,
         sender: mpsc::UnboundedSender<Bytes>,
@@ -109,7 +109,7 @@ impl Shards {
     }
 
     /// The shared connection and its number, made if there is none.
-    async fn current(&self, inner: &Inner) -> Result<(u64, ClusterConnection), RedisError> {
+    async fn current(&self, inner: &RedisState) -> Result<(u64, ClusterConnection), RedisError> {
         let mut slot = self.conn.lock().await;
         self.connection(inner, &mut slot).await
     }
@@ -163,7 +163,7 @@ impl Shards {
 
     /// Unroutes a dropped subscription and, when it was the channel's last, unsubscribes the
     /// channel (best effort: the cluster client forgets it either way).
-    async fn remove(&self, inner: &Inner, channel: &str, id: u64) {
+    async fn remove(&self, inner: &RedisState, channel: &str, id: u64) {
         let slot = self.conn.lock().await;
         if !self.unroute(channel, id) {
             return;
@@ -183,7 +183,7 @@ impl Shards {
 }
 
 pub(super) async fn subscribe(
-    inner: Arc<Inner>,
+    inner: Arc<RedisState>,
     topic: String,
 ) -> Result<Subscription, TransportError> {
     let channel = inner.keys(&topic)?.channel;
@@ -215,7 +215,12 @@ pub(super) async fn subscribe(
 /// so many subscriptions noticing together replace it once). After failing otherwise for a
 /// whole lease the shared connection is replaced as well (each subscription then subscribes
 /// on the new one at its next heartbeat).
-async fn watch(inner: Arc<Inner>, channel: String, id: u64, sender: mpsc::UnboundedSender<Bytes>) {
+async fn watch(
+    inner: Arc<RedisState>,
+    channel: String,
+    id: u64,
+    sender: mpsc::UnboundedSender<Bytes>,
+) {
     let heartbeat = inner.options.heartbeat();
     let mut failing_since: Option<tokio::time::Instant> = None;
     loop {

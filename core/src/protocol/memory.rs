@@ -46,11 +46,11 @@ use tokio::sync::mpsc;
 /// ```
 #[derive(Clone, Default)]
 pub struct MemoryPubSub {
-    inner: Arc<Inner>,
+    inner: Arc<MemoryBus>,
 }
 
 #[derive(Default)]
-struct Inner {
+struct MemoryBus {
     state: Mutex<State>,
 }
 
@@ -83,7 +83,7 @@ impl Topic {
     }
 }
 
-impl Inner {
+impl MemoryBus {
     fn publish(&self, topic_name: &str, payload: &Bytes) -> Receipt {
         let mut state = self.state.lock();
         let Some(topic) = state.topics.get_mut(topic_name) else {
@@ -240,7 +240,7 @@ impl Stream for MemoryStream {
 }
 
 struct Unsubscribe {
-    inner: Weak<Inner>,
+    inner: Weak<MemoryBus>,
     topic: String,
     group: Option<String>,
     id: u64,

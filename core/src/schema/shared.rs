@@ -203,17 +203,17 @@ pub struct Schema(Repr);
 #[derive(Clone)]
 enum Repr {
     Owned(Value),
-    Shared(Arc<Shared>),
+    Shared(Arc<SharedRoot>),
 }
 
-struct Shared {
+struct SharedRoot {
     root: Value,
     definitions: Arc<Definitions>,
     /// The self-contained form, built at the first read; never replaced once set.
     full: OnceLock<Value>,
 }
 
-impl Shared {
+impl SharedRoot {
     fn full(&self) -> &Value {
         self.full.get_or_init(|| self.build())
     }
@@ -263,7 +263,7 @@ impl Schema {
     /// the definitions it reaches (beside the root's own `$defs`, which win on a name clash;
     /// a root that is not an object is wrapped in `allOf`, `true` becomes `{"$defs": ..}`).
     pub fn with_definitions(root: Value, definitions: Arc<Definitions>) -> Self {
-        Self(Repr::Shared(Arc::new(Shared {
+        Self(Repr::Shared(Arc::new(SharedRoot {
             root,
             definitions,
             full: OnceLock::new(),

@@ -36,14 +36,14 @@ impl CompileSource for Schema {
     fn compile_validator(&self) -> Result<CompiledSchema, SchemaError> {
         if let Some(definitions) = self.definitions() {
             match compile(self, definitions) {
-                Shared::Compiled(validator, definitions) => {
+                SharedCompile::Compiled(validator, definitions) => {
                     return Ok(CompiledSchema {
                         validator,
                         _definitions: Some(definitions),
                     });
                 }
-                Shared::Invalid(error) => return Err(error),
-                Shared::SelfContained => {}
+                SharedCompile::Invalid(error) => return Err(error),
+                SharedCompile::SelfContained => {}
             }
         }
         self.transient_value().compile_validator()
@@ -51,7 +51,7 @@ impl CompileSource for Schema {
 }
 
 /// What compiling a shared schema gives.
-enum Shared {
+enum SharedCompile {
     /// The root's validator; it runs the shared definitions through `definitions`.
     Compiled(Validator, Arc<Definitions>),
     /// Sharing does not apply: compile the self-contained form.
@@ -61,22 +61,22 @@ enum Shared {
 }
 
 /// Compiles `schema` (made with shared `definitions`) against the shared definitions.
-fn compile(schema: &Schema, definitions: &Arc<Definitions>) -> Shared {
+fn compile(schema: &Schema, definitions: &Arc<Definitions>) -> SharedCompile {
     let root = schema.root();
     if let Value::Object(map) = root
         && (map.contains_key("$defs") || map.contains_key("$schema"))
     {
-        return Shared::SelfContained;
+        return SharedCompile::SelfContained;
     }
     let Some(rewritten) = rewrite(root, &definitions.index) else {
-        return Shared::SelfContained;
+        return SharedCompile::SelfContained;
     };
     if let Err(outcome) = compile_reached(root, definitions) {
         return outcome;
     }
     match options(Arc::downgrade(definitions)).build(&rewritten) {
-        Ok(validator) => Shared::Compiled(validator, definitions.clone()),
-        Err(error) => Shared::Invalid(SchemaError {
+        Ok(validator) => SharedCompile::Compiled(validator, definitions.clone()),
+        Err(error) => SharedCompile::Invalid(SchemaError {
             path: error.schema_path().to_string(),
             message: error.to_string(),
         }),
@@ -85,7 +85,7 @@ fn compile(schema: &Schema, definitions: &Arc<Definitions>) -> Shared {
 
 /// Compiles every definition `root` reaches that is not compiled yet (with the definitions
 /// it reaches); `Err` when one cannot be shared or does not compile.
-fn compile_reached(root: &Value, definitions: &Arc<Definitions>) -> Result<(), Shared> {
+fn compile_reached(root: &Value, definitions: &Arc<Definitions>) -> Result<(), SharedCompile> {
     let compiled = definitions.compiled();
     let mut direct = std::collections::BTreeSet::new();
     super::shared::collect_refs(root, &definitions.index, &mut direct);
@@ -99,10 +99,10 @@ fn compile_reached(root: &Value, definitions: &Arc<Definitions>) -> Result<(), S
         let slot = compiled.slots[index].get_or_init(|| compile_one(definitions, index));
         match slot {
             Ok(_) => todo.extend(definitions.refs[index].iter().copied()),
-            Err(Unshareable::Context) => return Err(Shared::SelfContained),
+            Err(Unshareable::Context) => return Err(SharedCompile::SelfContained),
             Err(Unshareable::Invalid(error)) => {
                 let name = pointer_token(&definitions.names[index]);
-                return Err(Shared::Invalid(SchemaError {
+                return Err(SharedCompile::Invalid(SchemaError {
                     path: format!("/$defs/{name}{}", error.path),
                     message: error.message.clone(),
                 }));

@@ -80,7 +80,7 @@ enum State {
 }
 
 #[derive(Default)]
-struct Inner {
+struct BundleState {
     by_pointer: HashMap<String, usize>,
     entries: Vec<Entry>,
     names: HashSet<String>,
@@ -93,7 +93,7 @@ struct Inner {
 pub(crate) struct Definitions<'a> {
     resolver: Resolver<'a>,
     budget: usize,
-    inner: RefCell<Inner>,
+    inner: RefCell<BundleState>,
 }
 
 /// The import ran out of its schema budget.
@@ -107,7 +107,7 @@ impl<'a> Definitions<'a> {
         Self {
             resolver,
             budget,
-            inner: RefCell::new(Inner::default()),
+            inner: RefCell::new(BundleState::default()),
         }
     }
 

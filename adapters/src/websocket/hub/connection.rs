@@ -4,7 +4,7 @@
 use super::auth::{bearer_token, refuse};
 use super::link::Link;
 use super::outbound::Outbound;
-use super::state::{Shared, SpokeState};
+use super::state::{HubState, SpokeState};
 use crate::websocket::frame::{self, Header};
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
@@ -19,7 +19,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 
 /// Accepts connections until the hub shuts down.
-pub(super) async fn accept(shared: Arc<Shared>, listener: TcpListener) {
+pub(super) async fn accept(shared: Arc<HubState>, listener: TcpListener) {
     loop {
         let accepted = tokio::select! {
             () = shared.shutdown.cancelled() => return,
@@ -42,7 +42,7 @@ pub(super) async fn accept(shared: Arc<Shared>, listener: TcpListener) {
 
 /// Serves one spoke connection: the TLS handshake when the hub has a certificate (bounded by
 /// the handshake timeout), then the spoke.
-async fn connection(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
+async fn connection(shared: Arc<HubState>, stream: TcpStream, peer: SocketAddr) {
     let Some(tls) = shared.options.tls.clone() else {
         return serve_spoke(shared, stream, peer).await;
     };
@@ -57,7 +57,7 @@ async fn connection(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
 /// Serves one spoke from the WebSocket handshake to disconnection.
 // The handshake callback's error type is tungstenite's HTTP response.
 #[allow(clippy::result_large_err)]
-async fn serve_spoke<S>(shared: Arc<Shared>, stream: S, peer: SocketAddr)
+async fn serve_spoke<S>(shared: Arc<HubState>, stream: S, peer: SocketAddr)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {

@@ -2,7 +2,7 @@
 //! requests routed there.
 
 use super::outbound::Outbound;
-use super::state::{InFlight, Shared, SpokeState};
+use super::state::{HubState, InFlight, SpokeState};
 use crate::websocket::frame::{self, Header};
 use bytes::Bytes;
 use futures::{FutureExt, StreamExt};
@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 /// requests it routes there.
 pub(super) struct Forwarder {
     pub(super) spoke: Arc<Mutex<SpokeState>>,
-    pub(super) shared: Arc<Shared>,
+    pub(super) shared: Arc<HubState>,
     pub(super) outbound: Outbound,
     pub(super) id: u64,
     pub(super) track: bool,

@@ -3,7 +3,7 @@
 
 use super::forward::Forwarder;
 use super::outbound::Outbound;
-use super::state::{Shared, SpokeState};
+use super::state::{HubState, SpokeState};
 use crate::websocket::frame::{self, Header};
 use bytes::Bytes;
 use opkit::protocol::{Delivery, PubSub, Receipt};
@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 /// A connected spoke's side of the hub: its outgoing queue and its state.
 pub(super) struct Link {
-    pub(super) shared: Arc<Shared>,
+    pub(super) shared: Arc<HubState>,
     pub(super) spoke: Arc<Mutex<SpokeState>>,
     pub(super) outbound: Outbound,
 }

@@ -20,7 +20,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use opkit::protocol::{MemoryPubSub, PubSub, Receipt, Subscription, TransportError, topics};
 use parking_lot::Mutex;
-use state::Shared;
+use state::HubState;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::net::SocketAddr;
@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 /// Dropping the hub stops accepting and disconnects every spoke (the listening socket is
 /// closed by the hub's accept task, shortly after the drop).
 pub struct WsHub {
-    shared: Arc<Shared>,
+    shared: Arc<HubState>,
     address: SocketAddr,
 }
 
@@ -73,7 +73,7 @@ impl WsHub {
     ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(address).await?;
         let address = listener.local_addr()?;
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(HubState {
             bus: MemoryPubSub::new(),
             verifier: Arc::new(verifier),
             options,
@@ -173,7 +173,7 @@ impl WsHub {
 /// The hub's [`PubSub`] for in-process participants (see [`WsHub::pubsub`]). Cheap to clone.
 #[derive(Clone)]
 pub struct HubPubSub {
-    shared: Arc<Shared>,
+    shared: Arc<HubState>,
 }
 
 impl fmt::Debug for HubPubSub {

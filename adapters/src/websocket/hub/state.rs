@@ -1,4 +1,4 @@
-//! The hub's shared state ([`Shared`], [`SpokeState`]) and what changes it as a whole:
+//! The hub's shared state ([`HubState`], [`SpokeState`]) and what changes it as a whole:
 //! publishing (tracking requests in flight), a spoke going away, the periodic sweep. The
 //! invariants are written on the structs.
 
@@ -22,7 +22,7 @@ pub(super) struct InFlight {
     pub(super) deadline: Option<u64>,
 }
 
-/// One connected spoke, as the hub sees it; behind its own lock (see [`Shared`] for the
+/// One connected spoke, as the hub sees it; behind its own lock (see [`HubState`] for the
 /// order).
 ///
 /// Invariants, kept under this lock:
@@ -32,9 +32,9 @@ pub(super) struct InFlight {
 ///   publishes the request's `call.completed` or `call.error`; when anyone publishes its
 ///   `call.aborted` (from every spoke, *before* the abort goes out on the bus, so a spoke
 ///   that disconnects afterwards does not add a transport error to an aborted call); by the
-///   sweep once its deadline passed; or all at once by [`Shared::spoke_gone`], which fails
+///   sweep once its deadline passed; or all at once by [`HubState::spoke_gone`], which fails
 ///   the ones still live with `TRANSPORT_ERROR`.
-/// * `dead` is the tombstone: [`Shared::spoke_gone`] sets it in the same critical section
+/// * `dead` is the tombstone: [`HubState::spoke_gone`] sets it in the same critical section
 ///   that takes `subscriptions` and `in_flight`, and the state lives on while forwarders
 ///   and the link hold it. A forwarder checks `dead` under the lock before inserting into
 ///   `in_flight`, so a request routed to the spoke is either in the map `spoke_gone` took
@@ -68,7 +68,7 @@ pub(in crate::websocket) struct SpokeState {
 ///   is read only when a publish reached nobody, to fail it instead of dropping it.
 /// * Lock order: `spokes`, then one spoke's state. `orphans` and `kicks` are leaves: no
 ///   other lock is taken while one of them is held. No lock is held across an `.await`.
-pub(super) struct Shared {
+pub(super) struct HubState {
     pub(super) bus: MemoryPubSub,
     pub(super) verifier: Arc<dyn TokenVerifier>,
     pub(super) options: HubOptions,
@@ -81,7 +81,7 @@ pub(super) struct Shared {
     pub(super) shutdown: CancellationToken,
 }
 
-impl Shared {
+impl HubState {
     /// Any participant subscribed to `topic`: it is no orphan any more.
     pub(super) fn unorphan(&self, topic: &str) {
         self.orphans.lock().remove(topic);
@@ -196,7 +196,7 @@ impl Shared {
     }
 }
 
-impl Shared {
+impl HubState {
     /// Replaces the `identity` of a `call.requested` payload, and its signature: dropped (it
     /// signed another identity), or made anew with the hub's keys when it has them.
     fn stamp_identity(&self, payload: &[u8], identity: &Identity) -> Option<Bytes> {
@@ -214,7 +214,7 @@ impl Shared {
 }
 
 /// Drops in-flight entries whose deadline passed (the caller gave up on them).
-pub(super) async fn sweep(shared: Arc<Shared>) {
+pub(super) async fn sweep(shared: Arc<HubState>) {
     loop {
         tokio::select! {
             () = shared.shutdown.cancelled() => return,

@@ -58,7 +58,7 @@ struct State {
     subscriptions: HashMap<u64, Sub>,
 }
 
-struct Inner {
+struct SpokeShared {
     url: String,
     options: SpokeOptions,
     state: Mutex<State>,
@@ -68,7 +68,7 @@ struct Inner {
 
 /// Closes the connection when the last [`WsSpoke`] clone and subscription are gone.
 struct Handle {
-    inner: Arc<Inner>,
+    inner: Arc<SpokeShared>,
 }
 
 impl Drop for Handle {
@@ -111,7 +111,7 @@ fn not_sent(message: impl fmt::Display) -> TransportError {
 /// waiting, or the answer was a failure), it forgets the request and, for a subscribe,
 /// tells the hub to drop the subscription it may have made.
 struct Waiting<'a> {
-    inner: &'a Inner,
+    inner: &'a SpokeShared,
     id: u64,
     done: bool,
 }
@@ -140,7 +140,7 @@ impl WsSpoke {
 
     /// [`connect`](Self::connect) with settings.
     pub async fn connect_with(url: &str, options: SpokeOptions) -> Result<Self, TransportError> {
-        let inner = Arc::new(Inner {
+        let inner = Arc::new(SpokeShared {
             url: url.to_owned(),
             options,
             state: Mutex::new(State::default()),
@@ -337,7 +337,7 @@ impl Drop for SpokeSubscription {
 }
 
 /// Connects, authenticates and waits for the hub's welcome (bounded by the connect timeout).
-async fn open(inner: &Inner) -> Result<(Socket, String), TransportError> {
+async fn open(inner: &SpokeShared) -> Result<(Socket, String), TransportError> {
     let mut request = inner
         .url
         .as_str()
@@ -388,7 +388,7 @@ async fn open(inner: &Inner) -> Result<(Socket, String), TransportError> {
 }
 
 /// Runs connections one after the other until the spoke is closed.
-async fn supervise(inner: Arc<Inner>, running: Running) {
+async fn supervise(inner: Arc<SpokeShared>, running: Running) {
     let mut connection = Some(running);
     let mut backoff = inner.options.backoff_min;
     loop {
@@ -428,7 +428,7 @@ struct Running {
 
 /// Puts a fresh connection in use: subscribes again to every live subscription (under the
 /// same ids), then lets publishes and subscribes through.
-fn start(inner: &Inner, socket: Socket, name: String) -> Running {
+fn start(inner: &SpokeShared, socket: Socket, name: String) -> Running {
     let (sink, source) = socket.split();
     let (outbound, queue) = mpsc::unbounded_channel::<Message>();
     let writer = tokio::spawn(write(sink, queue));
@@ -453,7 +453,7 @@ fn start(inner: &Inner, socket: Socket, name: String) -> Running {
 /// Reads one connection until it ends: closed by either side, failed, dropped by a request
 /// that went unanswered, or silent — a ping every ping interval, and nothing heard within
 /// the pong timeout after one (while a ping is unanswered, `awaiting` holds when it was sent).
-async fn run(inner: &Inner, running: Running) {
+async fn run(inner: &SpokeShared, running: Running) {
     let Running {
         mut source,
         outbound,
@@ -535,7 +535,7 @@ async fn write(mut sink: SplitSink<Socket, Message>, mut queue: mpsc::UnboundedR
 /// Answers a request a full group subscription cannot take with `call.error`
 /// (`TRANSPORT_ERROR`, not sent: it never ran), published without waiting for the hub's
 /// acknowledgement; anything else is dropped with a warning.
-fn refuse_request(inner: &Inner, state: &State, payload: &Bytes) {
+fn refuse_request(inner: &SpokeShared, state: &State, payload: &Bytes) {
     let Some(link) = &state.link else { return };
     let Ok(CallEvent::Requested(request)) = CallEvent::from_slice(payload) else {
         tracing::warn!("dropping a message for a full group subscription");
@@ -556,7 +556,7 @@ fn refuse_request(inner: &Inner, state: &State, payload: &Bytes) {
 }
 
 /// Handles one frame from the hub; malformed frames are logged and dropped.
-fn handle(inner: &Inner, data: &Bytes) {
+fn handle(inner: &SpokeShared, data: &Bytes) {
     let (header, payload) = match frame::decode(data) {
         Ok(decoded) => decoded,
         Err(error) => {

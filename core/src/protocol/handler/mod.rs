@@ -222,7 +222,7 @@ impl CallHandler {
     /// Must run inside a tokio runtime.
     pub async fn spawn(self) -> Result<CallHandlerHandle, SpawnError> {
         self.registry.check_states()?;
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(HandlerState {
             registry: self.registry,
             pubsub: self.pubsub,
             env: self.env,
@@ -271,7 +271,7 @@ impl From<SpawnError> for crate::CallError {
 /// A running [`CallHandler`]. Dropping it stops the handler: it unsubscribes, and requests
 /// still running are cancelled and answered with `call.error` `ABORTED`.
 pub struct CallHandlerHandle {
-    shared: Arc<Shared>,
+    shared: Arc<HandlerState>,
 }
 
 impl fmt::Debug for CallHandlerHandle {
@@ -313,7 +313,7 @@ impl CallHandlerHandle {
 }
 
 /// The state a handler's tasks share (see the module docs for the invariants).
-struct Shared {
+struct HandlerState {
     registry: OperationRegistry,
     pubsub: Arc<dyn PubSub>,
     env: Option<Arc<dyn EnvBackend>>,

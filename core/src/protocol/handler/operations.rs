@@ -2,7 +2,7 @@
 //! registered since and unsubscribes from the removed ones, and the loop that receives one
 //! operation's requests and aborts.
 
-use super::Shared;
+use super::HandlerState;
 use crate::protocol::pubsub::{Subscription, TransportError};
 use crate::protocol::topics;
 use crate::spec::OperationKind;
@@ -24,7 +24,7 @@ pub(super) struct Served {
 }
 
 /// Refreshes every `interval` until the handler stops.
-pub(super) async fn refresh_periodically(shared: Arc<Shared>, interval: Duration) {
+pub(super) async fn refresh_periodically(shared: Arc<HandlerState>, interval: Duration) {
     loop {
         tokio::select! {
             () = shared.shutdown.cancelled() => return,
@@ -36,7 +36,7 @@ pub(super) async fn refresh_periodically(shared: Arc<Shared>, interval: Duration
     }
 }
 
-impl Shared {
+impl HandlerState {
     /// Serves the operations registered since the last refresh and stops serving the removed
     /// ones; serialized by `refreshing`.
     pub(super) async fn refresh(self: &Arc<Self>) -> Result<(), TransportError> {

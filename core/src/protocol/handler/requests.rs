@@ -1,7 +1,7 @@
 //! One request: decoding its `call.requested`, running it in the registry, publishing its
 //! replies; and the `call.aborted` that cancels it (or leaves a tombstone).
 
-use super::Shared;
+use super::HandlerState;
 use crate::bounds::Deadline;
 use crate::context::OperationContext;
 use crate::edge::Edge;
@@ -68,7 +68,7 @@ impl Tombstones {
 /// Removes a request from the running map when its task ends, however it ends, and gives
 /// back the permit it ran under.
 struct RunningGuard {
-    shared: Arc<Shared>,
+    shared: Arc<HandlerState>,
     request_id: Arc<str>,
     _permit: OwnedSemaphorePermit,
 }
@@ -79,7 +79,7 @@ impl Drop for RunningGuard {
     }
 }
 
-impl Shared {
+impl HandlerState {
     /// Starts serving one `call.requested`.
     pub(super) fn accept(self: &Arc<Self>, payload: &Bytes, permit: OwnedSemaphorePermit) {
         let request = match crate::protocol::wire::decode_fast(payload) {

@@ -1,4 +1,4 @@
-//! [`Inner`]: the state one [`RedisPubSub`](super::RedisPubSub) and its clones share — the
+//! [`RedisState`]: the state one [`RedisPubSub`](super::RedisPubSub) and its clones share — the
 //! command connection and its reconnection, the names of a topic, publishing, joining and
 //! leaving groups, and the served-topics memory behind the rejoin grace.
 
@@ -19,7 +19,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-pub(super) struct Inner {
+pub(super) struct RedisState {
     pub(super) backend: Backend,
     pub(super) options: RedisOptions,
     /// This instance's random id: the prefix of its consumers' names.
@@ -46,7 +46,7 @@ pub(super) struct Inner {
 /// How many served topics are remembered before the stale ones are pruned.
 const SERVED_PRUNE_AT: usize = 4096;
 
-impl Inner {
+impl RedisState {
     /// The names of `topic`; on a cluster, hash-tagged by the topic (`{T}`), so that the three
     /// names share one hash slot.
     pub(super) fn names(&self, topic: &str) -> TopicKeys {
