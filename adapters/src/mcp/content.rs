@@ -21,8 +21,8 @@
 //! the mapped blocks, never cast (the failure is data for the caller to inspect; an opkit
 //! server's [`CallError`](opkit::CallError) is read back with [`call_error`]). `meta` holds
 //! `isError` (absent = `false`), every block, `structuredContent` as sent (a `null` one is
-//! left out, like an absent one: DESIGN §4 reads it with `??`, and the wire form omits absent
-//! optional fields) and the result's `_meta`.
+//! left out, like an absent one: an envelope reads a `null` field as absent, and the wire form omits
+//! absent optional fields) and the result's `_meta`.
 
 use opkit::envelope::{
     Annotations, EmbeddedResource, McpContentBlock, McpMeta, ResponseEnvelope, Role, mcp_envelope,
@@ -206,7 +206,7 @@ pub(crate) fn envelope_of(
         .and_then(Value::as_array)
         .map(|blocks| blocks.iter().map(map_content_block).collect())
         .unwrap_or_default();
-    // `null` counts as absent (DESIGN §4's `??`), in `data` and in `meta` alike: the wire
+    // `null` counts as absent (as everywhere in an envelope), in `data` and in `meta` alike: the wire
     // form omits absent optional fields, so a `null` would not survive a round trip anyway.
     let structured = result
         .get("structuredContent")

@@ -1,4 +1,5 @@
-//! Tool names → operation names: sanitizing to the DESIGN §2 rules and keeping the mapping.
+//! Tool names → operation names: sanitizing to the operation-name rules
+//! (segments of `[A-Za-z_][A-Za-z0-9_]*`) and keeping the mapping.
 //!
 //! MCP tool names may use `[A-Za-z0-9_.-]` (and, from servers that ignore the SHOULD, anything
 //! else); operation names must match `[A-Za-z_][A-Za-z0-9_]*`. [`sanitize`] replaces every

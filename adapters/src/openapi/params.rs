@@ -409,7 +409,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// The serialization table of the specification (PROTOCOLS §4.2) for `color` with
+    /// The serialization table of the OpenAPI specification (Style Examples) for `color` with
     /// `"blue"`, `["blue","black","brown"]` and `{"R":100,"G":200,"B":150}`.
     #[test]
     fn the_style_table() {

@@ -2,7 +2,7 @@
 //!
 //! # Why an own parser
 //!
-//! The crates were measured against the WHATWG rules (PROTOCOLS §3.2): `eventsource-stream`
+//! The crates were measured against the WHATWG rules (the HTML standard's "Interpreting an event stream"): `eventsource-stream`
 //! 0.2.3 panics on a leading BOM and accepts signed `retry` values; `sse-stream` 0.2.6
 //! errors on colonless lines, unknown and duplicate fields; `sse-stream` 0.3.0 gets the
 //! line rules right but returns raw blocks (metadata-only blocks included, `id` not sticky,

@@ -1,4 +1,4 @@
-//! The call protocol: calling operations across processes over a pub/sub bus (DESIGN §7).
+//! The call protocol: calling operations across processes over a pub/sub bus.
 //!
 //! A caller's [`PendingRequestMap`] publishes `call.requested`; a [`CallHandler`] serving the
 //! operation runs it through its [`OperationRegistry`](crate::OperationRegistry) and answers
@@ -54,7 +54,7 @@
 //!   has the operation is answered `OPERATION_NOT_FOUND`. When the transport can tell that
 //!   nobody listens on the request topic ([`Receipt`]), the caller fails at once with
 //!   `OPERATION_NOT_FOUND` instead of waiting for its deadline.
-//! - **Replies per caller.** DESIGN §7's `call.requested` has no reply-to field (and its JSON
+//! - **Replies per caller.** The five events' `call.requested` has no reply-to field (and its JSON
 //!   must stay exact), so the caller travels in the request id: a [`PendingRequestMap`] mints
 //!   ids as `<callerId>:<n>` and listens on `opkit.reply.<callerId>` only; the handler answers
 //!   on the reply topic of the part before the last `:` ([`topics::reply_topic_for`]). A
@@ -182,7 +182,7 @@
 //!
 //! # Trace context
 //!
-//! `call.requested` may carry two optional string fields beside DESIGN §7's:
+//! `call.requested` may carry two optional string fields beside its base ones (`requestId`, `operationId`, `input`):
 //!
 //! | field | value |
 //! |---|---|

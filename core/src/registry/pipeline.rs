@@ -6,7 +6,7 @@
 //!
 //! Data returned by an `#[operation]` fn (`T` or `Result<T, E>`, not an envelope) is
 //! serialized from `T`, the type its output schema is derived from, so it is wrapped without
-//! normalize and validate (DESIGN: typed paths may skip what the type system guarantees). A
+//! normalize and validate (a typed path may skip what the type system already guarantees). A
 //! hand-written `Serialize` that disagrees with the type's `JsonSchema` is passed through as
 //! serialized; an envelope such a fn returns is normalized like any handler's.
 

@@ -24,7 +24,7 @@ pub struct Pair<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Deviation {
     /// TypeBox returns a value that already validates untouched, undeclared keys included;
-    /// opkit drops the keys no schema declares (DESIGN §4: normalize drops undeclared
+    /// opkit drops the keys no schema declares (normalizing drops undeclared
     /// properties). Explains a key only TypeBox kept, with the input's value, that no
     /// schema which the enclosing object is valid against declares (a declared one would
     /// be lost data: that is a failure).

@@ -1,4 +1,4 @@
-//! The five wire events of the call protocol and their exact JSON (DESIGN §7).
+//! The five wire events of the call protocol and their exact JSON.
 //!
 //! Encoding is serde's; decoding goes through [`CallEvent::from_value`], which names what is
 //! wrong ([`WireError`]) instead of serde's generic "data did not match any variant".
