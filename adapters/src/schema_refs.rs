@@ -54,11 +54,6 @@ pub(crate) fn rewrite_refs(schema: &mut Value, rewrite: &mut dyn FnMut(&str) -> 
     }
 }
 
-/// Encodes a string as one JSON-pointer token.
-pub(crate) fn encode_token(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

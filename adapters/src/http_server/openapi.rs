@@ -19,8 +19,9 @@
 //! `x-opkit-id`, `x-opkit-kind` and, when restricted, `x-opkit-access`.
 
 use super::query::{ParamStyle, QueryShape};
-use super::refs::{add_component, component_rewriter, encode_token, rewrite_refs};
+use super::refs::{add_component, component_rewriter, rewrite_refs};
 use super::shared_components::{SharedComponents, query_view};
+use opkit::schema::pointer;
 use opkit::{ErrorKind, OperationKind, OperationRegistry, OperationSpec};
 use serde_json::{Map, Value, json};
 
@@ -300,7 +301,7 @@ fn operations(
         }),
     );
     let envelope_ref =
-        json!({"$ref": format!("#/components/schemas/{}", encode_token(&envelope_key))});
+        json!({"$ref": format!("#/components/schemas/{}", pointer::escape(&envelope_key))});
 
     let success = if spec.kind.is_stream() {
         json!({

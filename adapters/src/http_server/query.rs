@@ -171,7 +171,7 @@ impl QueryShape {
         let mut input = Map::new();
         let mut violations = Vec::new();
         for (name, values) in grouped {
-            let pointer = format!("/{}", name.replace('~', "~0").replace('/', "~1"));
+            let pointer = format!("/{}", opkit::schema::pointer::escape(&name));
             let param = self.params.iter().find(|param| param.name == name);
             let decoded = match param.map(|param| &param.style) {
                 Some(ParamStyle::Array(types)) => Ok(Value::Array(

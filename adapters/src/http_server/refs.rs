@@ -5,7 +5,8 @@
 //! `components/schemas` entry, or the `result` property of an MCP output wrapper) those
 //! references would point at the wrong place, so they are rewritten here.
 
-pub(crate) use crate::schema_refs::{encode_token, rewrite_refs};
+pub(crate) use crate::schema_refs::rewrite_refs;
+use opkit::schema::pointer;
 use serde_json::{Map, Value};
 
 /// Decodes one JSON-pointer token of a URI fragment (`%xx`, then `~1`, `~0`).
@@ -27,9 +28,7 @@ pub(crate) fn decode_token(token: &str) -> String {
         decoded.push(bytes[index]);
         index += 1;
     }
-    String::from_utf8_lossy(&decoded)
-        .replace("~1", "/")
-        .replace("~0", "~")
+    pointer::unescape(&String::from_utf8_lossy(&decoded)).into_owned()
 }
 
 /// A local reference split into its definitions section and name (`#/$defs/Foo/rest` gives
@@ -100,7 +99,7 @@ pub(crate) fn add_component(
         components.insert(component_key(&format!("{defs_prefix}{name}")), def);
     }
     components.insert(key.to_owned(), schema);
-    serde_json::json!({ "$ref": format!("#/components/schemas/{}", encode_token(key)) })
+    serde_json::json!({ "$ref": format!("#/components/schemas/{}", pointer::escape(key)) })
 }
 
 /// The reference rewriting of [`add_component`]: a local `$ref` of the schema stored under
@@ -114,13 +113,13 @@ pub(crate) fn component_rewriter<'a>(
             let def_key = component_key(&format!("{defs_prefix}{name}"));
             return Some(format!(
                 "#/components/schemas/{}{tail}",
-                encode_token(&def_key)
+                pointer::escape(&def_key)
             ));
         }
         let pointer = reference.strip_prefix('#')?;
         Some(format!(
             "#/components/schemas/{}{pointer}",
-            encode_token(key)
+            pointer::escape(key)
         ))
     }
 }
@@ -138,7 +137,7 @@ pub(crate) fn nest_schema(schema: &Value, pointer: &str) -> (Value, Map<String, 
     let defs = take_defs(&mut schema);
     let mut rewrite = |reference: &str| -> Option<String> {
         if let Some((name, tail)) = split_def_ref(reference) {
-            return Some(format!("#/$defs/{}{tail}", encode_token(&name)));
+            return Some(format!("#/$defs/{}{tail}", pointer::escape(&name)));
         }
         let rest = reference.strip_prefix('#')?;
         Some(format!("#{pointer}{rest}"))
@@ -164,7 +163,7 @@ pub(crate) fn resolve_local<'a>(root: &'a Value, schema: &'a Value) -> &'a Value
         };
         let pointer: String = pointer
             .split('/')
-            .map(|token| encode_token(&decode_token(token)))
+            .map(|token| pointer::escape(&decode_token(token)).into_owned())
             .collect::<Vec<_>>()
             .join("/");
         match root.pointer(&pointer) {

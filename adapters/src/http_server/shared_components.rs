@@ -8,7 +8,8 @@
 //! A schema that does not share definitions, or whose root has its own `$defs`, is placed as
 //! before ([`add_component`]), from a self-contained form built for it and not kept.
 
-use super::refs::{add_component, component_key, component_rewriter, encode_token, rewrite_refs};
+use super::refs::{add_component, component_key, component_rewriter, rewrite_refs};
+use opkit::schema::pointer;
 use opkit::schema::{Definitions, Schema};
 use serde_json::{Map, Value, json};
 use std::borrow::Cow;
@@ -47,7 +48,7 @@ impl SharedComponents {
         }
         rewrite_refs(&mut root, &mut component_rewriter(key, &prefix));
         components.insert(key.to_owned(), root);
-        let reference = json!({ "$ref": format!("#/components/schemas/{}", encode_token(key)) });
+        let reference = json!({ "$ref": format!("#/components/schemas/{}", pointer::escape(key)) });
         (reference, prefix)
     }
 
@@ -111,7 +112,7 @@ pub(crate) fn query_view(schema: &Schema) -> Cow<'_, Value> {
             .get("$ref")
             .and_then(Value::as_str)
             .and_then(|target| target.strip_prefix("#/$defs/"))
-            .map(|token| token.replace("~1", "/").replace("~0", "~"))
+            .map(|token| pointer::unescape(token).into_owned())
         else {
             continue;
         };
@@ -146,7 +147,7 @@ mod tests {
                         && let Some(rest) = target.strip_prefix("#/components/schemas/")
                     {
                         let name = rest.split('/').next().unwrap_or(rest);
-                        let name = name.replace("~1", "/").replace("~0", "~");
+                        let name = pointer::unescape(name).into_owned();
                         if !schemas.contains_key(&name) {
                             out.push(target.to_owned());
                         }

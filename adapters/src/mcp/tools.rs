@@ -18,7 +18,8 @@
 //! schema is then the schema of `result` (with the wrapper's `$defs`), the property is
 //! recorded in the `mcp.wrapped` extension, and each result's data is read from under it.
 
-use crate::schema_refs::{encode_token, rewrite_refs};
+use crate::schema_refs::rewrite_refs;
+use opkit::schema::pointer;
 use opkit::{OperationKind, OperationSpec};
 use serde_json::{Value, json};
 
@@ -46,7 +47,7 @@ fn unwrap_schema(wrapper: &Value, key: &str) -> Option<Value> {
         return Some(Value::Bool(true));
     }
     let mut inner = inner.clone();
-    let prefix = format!("#/properties/{}", encode_token(key));
+    let prefix = format!("#/properties/{}", pointer::escape(key));
     rewrite_refs(&mut inner, &mut |reference| {
         reference
             .strip_prefix(prefix.as_str())

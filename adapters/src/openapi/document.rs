@@ -156,14 +156,9 @@ fn parse_version(text: &str) -> Option<SpecVersion> {
     }
 }
 
-/// Escapes one JSON-pointer segment (`~` → `~0`, `/` → `~1`).
-pub(crate) fn escape_segment(segment: &str) -> String {
-    segment.replace('~', "~0").replace('/', "~1")
-}
-
 /// `pointer` + `/` + the escaped `segment`.
 pub(crate) fn join_pointer(pointer: &str, segment: &str) -> String {
-    format!("{pointer}/{}", escape_segment(segment))
+    format!("{pointer}/{}", opkit::schema::pointer::escape(segment))
 }
 
 #[cfg(test)]

@@ -210,7 +210,7 @@ impl Changes {
             (Value::Object(a), Value::Object(b)) => {
                 for (key, value) in a {
                     let len = pointer.len();
-                    push_segment(pointer, key);
+                    opkit::schema::pointer::push(pointer, key);
                     match b.get(key) {
                         Some(other) => self.diff(value, other, pointer),
                         None => self.note(|c| &mut c.dropped, pointer),
@@ -219,7 +219,7 @@ impl Changes {
                 }
                 for key in b.keys().filter(|key| !a.contains_key(*key)) {
                     let len = pointer.len();
-                    push_segment(pointer, key);
+                    opkit::schema::pointer::push(pointer, key);
                     self.note(|c| &mut c.invented, pointer);
                     pointer.truncate(len);
                 }
@@ -227,7 +227,7 @@ impl Changes {
             (Value::Array(a), Value::Array(b)) => {
                 for (i, value) in a.iter().enumerate() {
                     let len = pointer.len();
-                    push_segment(pointer, &i.to_string());
+                    opkit::schema::pointer::push(pointer, &i.to_string());
                     match b.get(i) {
                         Some(other) => self.diff(value, other, pointer),
                         None => self.note(|c| &mut c.dropped, pointer),
@@ -236,24 +236,13 @@ impl Changes {
                 }
                 for i in a.len()..b.len() {
                     let len = pointer.len();
-                    push_segment(pointer, &i.to_string());
+                    opkit::schema::pointer::push(pointer, &i.to_string());
                     self.note(|c| &mut c.invented, pointer);
                     pointer.truncate(len);
                 }
             }
             (a, b) if a != b => self.note(|c| &mut c.replaced, pointer),
             _ => {}
-        }
-    }
-}
-
-fn push_segment(pointer: &mut String, segment: &str) {
-    pointer.push('/');
-    for c in segment.chars() {
-        match c {
-            '~' => pointer.push_str("~0"),
-            '/' => pointer.push_str("~1"),
-            c => pointer.push(c),
         }
     }
 }

@@ -184,15 +184,7 @@ impl<'a> Frame<'a> {
             Self::Array { next_index, .. } => {
                 pointer.push_str(&next_index.saturating_sub(1).to_string());
             }
-            Self::Object { key, .. } => {
-                for character in key.chars() {
-                    match character {
-                        '~' => pointer.push_str("~0"),
-                        '/' => pointer.push_str("~1"),
-                        other => pointer.push(other),
-                    }
-                }
-            }
+            Self::Object { key, .. } => pointer.push_str(&crate::schema::pointer::escape(key)),
         }
     }
 }

@@ -11,6 +11,7 @@ mod closed;
 mod compiled_definitions;
 mod error;
 mod generate;
+pub mod pointer;
 mod shared;
 mod shared_validate;
 mod standard;

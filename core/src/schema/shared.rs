@@ -170,13 +170,7 @@ pub(super) fn collect_refs(value: &Value, index: &HashMap<String, u32>, found: &
 
 /// The definition a JSON pointer token names (`~1` is `/`, `~0` is `~`).
 fn lookup(index: &HashMap<String, u32>, token: &str) -> Option<u32> {
-    if token.contains('~') {
-        index
-            .get(&token.replace("~1", "/").replace("~0", "~"))
-            .copied()
-    } else {
-        index.get(token).copied()
-    }
+    index.get(&*super::pointer::unescape(token)).copied()
 }
 
 /// A JSON Schema (2020-12) as an [`OperationSpec`](crate::OperationSpec) holds it.

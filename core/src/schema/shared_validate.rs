@@ -101,7 +101,7 @@ fn compile_reached(root: &Value, definitions: &Arc<Definitions>) -> Result<(), S
             Ok(_) => todo.extend(definitions.refs[index].iter().copied()),
             Err(Unshareable::Context) => return Err(SharedCompile::SelfContained),
             Err(Unshareable::Invalid(error)) => {
-                let name = pointer_token(&definitions.names[index]);
+                let name = super::pointer::escape(&definitions.names[index]);
                 return Err(SharedCompile::Invalid(SchemaError {
                     path: format!("/$defs/{name}{}", error.path),
                     message: error.message.clone(),
@@ -152,11 +152,6 @@ fn options(definitions: Weak<Definitions>) -> jsonschema::ValidationOptions<'sta
     )
 }
 
-/// `~` and `/` escaped, for a JSON pointer.
-fn pointer_token(name: &str) -> String {
-    name.replace('~', "~0").replace('/', "~1")
-}
-
 /// Keywords whose values are data, not schemas: never rewritten.
 const DATA_KEYWORDS: &[&str] = &["enum", "const", "default", "examples", "example"];
 
@@ -200,8 +195,7 @@ fn rewrite(schema: &Value, index: &HashMap<String, u32>) -> Option<Value> {
                     if token.contains('/') || token.contains('%') {
                         return None;
                     }
-                    let name = token.replace("~1", "/").replace("~0", "~");
-                    let id = *index.get(&name)?;
+                    let id = *index.get(&*super::pointer::unescape(token))?;
                     out.insert(KEYWORD.to_owned(), Value::from(id));
                 } else if DATA_KEYWORDS.contains(&key.as_str()) {
                     out.insert(key.clone(), member.clone());

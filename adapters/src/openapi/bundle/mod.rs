@@ -252,7 +252,7 @@ impl<'a> Definitions<'a> {
 /// (so the name needs no escaping in a `$ref`), and `_2`, `_3`, ... keep names unique.
 fn unique_name(names: &mut HashSet<String>, pointer: &str) -> String {
     let raw = match pointer.strip_prefix("/components/schemas/") {
-        Some(name) if !name.contains('/') => name.replace("~1", "/").replace("~0", "~"),
+        Some(name) if !name.contains('/') => opkit::schema::pointer::unescape(name).into_owned(),
         _ => pointer.trim_start_matches('/').replace('/', "_"),
     };
     let mut base: String = raw

@@ -166,15 +166,6 @@ pub(super) fn percent_decode(fragment: &str) -> Option<Cow<'_, str>> {
     String::from_utf8(decoded).ok().map(Cow::Owned)
 }
 
-/// RFC 6901: `~1` → `/`, then `~0` → `~`.
-pub(super) fn unescape_pointer_token(token: &str) -> Cow<'_, str> {
-    if token.contains('~') {
-        Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
-    } else {
-        Cow::Borrowed(token)
-    }
-}
-
 /// The number of JSON nodes in `value` (itself, every item, every entry): how much of a
 /// value a cast keeps.
 pub(super) fn node_count(value: &Value) -> usize {

@@ -4,9 +4,10 @@
 
 use serde_json::Value;
 
-use super::json::{percent_decode, unescape_pointer_token};
+use super::json::percent_decode;
 use super::types::Types;
 use super::{Caster, Keywords, MAX_VIEW_MAPS};
+use crate::schema::pointer;
 
 /// The schema objects that apply together to one value.
 #[derive(Default)]
@@ -140,7 +141,7 @@ impl<'a> Caster<'a> {
             .strip_prefix('/')?
             .split('/')
             .try_fold(self.root, |node, token| {
-                let token = unescape_pointer_token(token);
+                let token = pointer::unescape(token);
                 match node {
                     Value::Object(map) => map.get(token.as_ref()),
                     Value::Array(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
