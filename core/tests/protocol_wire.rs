@@ -26,7 +26,7 @@ fn decode_error(text: &str) -> WireError {
 
 #[test]
 fn requested_with_every_field() {
-    let text = r#"{"type":"call.requested","requestId":"c1:7","operationId":"math.add","input":{"a":1},"parentRequestId":"c0:3","identity":{"id":"ann","scopes":["math:use"],"roles":["admin"]},"identityToken":"eyJ.a.b","deadline":1767225600000,"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"k=v"}"#;
+    let text = r#"{"type":"call.requested","requestId":"c1:7","operationId":"math.add","input":{"a":1},"parentRequestId":"c0:3","identity":{"id":"ann","scopes":["math:use"],"roles":["admin"]},"identityToken":"eyJ.a.b","deadline":1767225600000,"subscription":true,"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"k=v"}"#;
     let expected = CallEvent::Requested(CallRequested {
         request_id: "c1:7".into(),
         operation_id: "math.add".into(),
@@ -39,6 +39,7 @@ fn requested_with_every_field() {
         ),
         identity_token: Some("eyJ.a.b".into()),
         deadline: Some(1_767_225_600_000),
+        subscription: true,
         traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
         tracestate: Some("k=v".into()),
     });

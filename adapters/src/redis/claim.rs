@@ -17,6 +17,7 @@
 
 use super::{RedisState, TopicKeys, redis_crate};
 use opkit::protocol::topics;
+use opkit::protocol::wire::{self, EventKind};
 use parking_lot::Mutex;
 use redis_crate::streams::{StreamClaimReply, StreamId};
 use redis_crate::{RedisError, Script};
@@ -110,9 +111,15 @@ impl Held {
     /// Remembers an entry handed to the subscriber (read or claimed just now); a call request
     /// is registered in `answers`, to be acknowledged as soon as this process answers it.
     pub(super) fn push(&mut self, answers: &Answers, id: String, payload: &[u8]) {
-        let request_id = request_id_of(payload);
-        if let Some(request_id) = &request_id {
-            answers.expect(self.reader, request_id.clone(), id.clone());
+        let request = wire::peek(payload).filter(|peeked| peeked.kind == EventKind::Requested);
+        let request_id = request.as_ref().map(|peeked| peeked.request_id.to_string());
+        if let Some(peeked) = &request {
+            answers.expect(
+                self.reader,
+                &peeked.request_id,
+                peeked.subscription,
+                id.clone(),
+            );
         }
         self.entries.push_back((id, request_id, Instant::now()));
     }
@@ -181,35 +188,6 @@ pub(super) async fn acknowledge(
         .await
 }
 
-/// The `requestId` of a call event's JSON, without building the rest.
-fn request_id_of(payload: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Peek {
-        #[serde(rename = "requestId")]
-        request_id: String,
-    }
-    serde_json::from_slice::<Peek>(payload)
-        .ok()
-        .map(|peek| peek.request_id)
-}
-
-/// The final reply events of a call (after which its request needs no redelivery).
-fn is_final_reply(payload: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Peek {
-        #[serde(rename = "type")]
-        kind: String,
-        #[serde(rename = "requestId")]
-        request_id: String,
-    }
-    let peek: Peek = serde_json::from_slice(payload).ok()?;
-    matches!(
-        peek.kind.as_str(),
-        "call.responded" | "call.error" | "call.completed"
-    )
-    .then_some(peek.request_id)
-}
-
 /// Which held requests this process answered: the publish path notes replies, each reader
 /// takes the entry ids of its own answered requests and acknowledges them on its next round.
 ///
@@ -223,18 +201,30 @@ pub(super) struct Answers {
 
 #[derive(Default)]
 struct Book {
-    /// Request id → (reader, entry id).
-    expected: HashMap<String, (u64, String)>,
+    /// Request id → who holds its entry, until the call ends.
+    expected: HashMap<String, Expected>,
     /// Reader → entry ids answered and not yet acknowledged.
     answered: HashMap<u64, Vec<String>>,
 }
 
+/// A held request: the reader holding its entry, the entry, and whether the request is a
+/// subscription (which its first `call.responded` does not end).
+struct Expected {
+    reader: u64,
+    entry: String,
+    subscription: bool,
+}
+
 impl Answers {
-    fn expect(&self, reader: u64, request_id: String, entry: String) {
-        self.book
-            .lock()
-            .expected
-            .insert(request_id, (reader, entry));
+    fn expect(&self, reader: u64, request_id: &str, subscription: bool, entry: String) {
+        self.book.lock().expected.insert(
+            request_id.to_owned(),
+            Expected {
+                reader,
+                entry,
+                subscription,
+            },
+        );
     }
 
     fn forget(&self, request_id: &str) {
@@ -249,18 +239,26 @@ impl Answers {
             .unwrap_or_default()
     }
 
-    /// Notes a published payload: a final reply to a held request marks it answered.
+    /// Notes a published payload: the reply that ends a held request's call (see
+    /// [`EventKind::ends_call`]) marks it answered.
     pub(super) fn note_published(&self, topic: &str, payload: &[u8]) {
         if !topic.starts_with(topics::FALLBACK_REPLY_TOPIC) || self.book.lock().expected.is_empty()
         {
             return;
         }
-        let Some(request_id) = is_final_reply(payload) else {
+        let Some(reply) = wire::peek(payload) else {
             return;
         };
         let mut book = self.book.lock();
-        if let Some((reader, entry)) = book.expected.remove(&request_id) {
-            book.answered.entry(reader).or_default().push(entry);
+        let ends = book
+            .expected
+            .get(&*reply.request_id)
+            .is_some_and(|held| reply.kind.ends_call(held.subscription));
+        if ends && let Some(held) = book.expected.remove(&*reply.request_id) {
+            book.answered
+                .entry(held.reader)
+                .or_default()
+                .push(held.entry);
         }
     }
 
@@ -268,13 +266,13 @@ impl Answers {
     pub(super) fn drop_reader(&self, reader: u64) {
         let mut book = self.book.lock();
         book.answered.remove(&reader);
-        book.expected.retain(|_, (owner, _)| *owner != reader);
+        book.expected.retain(|_, held| held.reader != reader);
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Answers, Held, is_final_reply, request_id_of};
+    use super::{Answers, Held};
     use std::time::Duration;
 
     fn request(n: u32) -> Vec<u8> {
@@ -318,24 +316,38 @@ mod tests {
         assert!(held.entries.is_empty());
     }
 
+    /// A call is answered by its one `call.responded`; a subscription only by its end.
     #[test]
-    fn request_ids_and_final_replies_are_read_from_the_wire_json() {
-        let request = br#"{"type":"call.requested","requestId":"c0ffee:7","operationId":"q.read","input":{"deep":[1,2,{"x":3}]}}"#;
-        assert_eq!(request_id_of(request).as_deref(), Some("c0ffee:7"));
-        assert_eq!(request_id_of(b"not json"), None);
-        let responded = br#"{"type":"call.responded","requestId":"c0ffee:7","output":{"data":1}}"#;
-        assert_eq!(is_final_reply(responded).as_deref(), Some("c0ffee:7"));
-        let error = br#"{"type":"call.error","requestId":"c0ffee:8","error":{"code":"TIMEOUT"}}"#;
-        assert_eq!(is_final_reply(error).as_deref(), Some("c0ffee:8"));
-        let aborted = br#"{"type":"call.aborted","requestId":"c0ffee:9"}"#;
-        assert_eq!(is_final_reply(aborted), None);
+    fn a_subscription_is_answered_by_its_end_not_its_items() {
+        let answers = Answers::default();
+        let mut held = Held::holding(1, Duration::from_secs(3600));
+        held.push(&answers, "1-0".to_owned(), &request(1));
+        let subscription = br#"{"type":"call.requested","requestId":"c0ffee:2","operationId":"q.watch","input":{"deep":[1,2,{"x":3}]},"subscription":true}"#;
+        held.push(&answers, "2-0".to_owned(), subscription);
+        held.push(&answers, "3-0".to_owned(), b"not json");
+        for reply in [
+            r#"{"type":"call.responded","requestId":"c0ffee:1","output":{}}"#,
+            r#"{"type":"call.responded","requestId":"c0ffee:2","output":{}}"#,
+        ] {
+            answers.note_published("opkit.reply.c0ffee", reply.as_bytes());
+        }
+        assert_eq!(
+            answers.take(1),
+            ["1-0"],
+            "an item does not end the subscription"
+        );
+        answers.note_published(
+            "opkit.reply.c0ffee",
+            br#"{"type":"call.completed","requestId":"c0ffee:2"}"#,
+        );
+        assert_eq!(answers.take(1), ["2-0"]);
     }
 
     #[test]
     fn an_answered_request_is_handed_to_its_reader_once() {
         let answers = Answers::default();
-        answers.expect(3, "c0ffee:1".to_owned(), "1-0".to_owned());
-        answers.expect(4, "c0ffee:2".to_owned(), "2-0".to_owned());
+        answers.expect(3, "c0ffee:1", false, "1-0".to_owned());
+        answers.expect(4, "c0ffee:2", false, "2-0".to_owned());
         let reply = br#"{"type":"call.responded","requestId":"c0ffee:1","output":{}}"#;
         // Only final replies on reply topics count.
         answers.note_published("opkit.abort.q.read", reply);

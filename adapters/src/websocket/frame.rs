@@ -2,7 +2,6 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 use serde::{Deserialize, Serialize};
-use std::borrow::Cow;
 use tokio_tungstenite::tungstenite::Message;
 
 /// A frame's header (see the module docs for the table).
@@ -80,24 +79,6 @@ pub(crate) fn data_of(message: Message) -> Option<Bytes> {
     }
 }
 
-/// What the transports read from call events (without decoding the whole event).
-#[derive(Debug, Deserialize)]
-pub(crate) struct Peek<'a> {
-    #[serde(rename = "type", borrow, default)]
-    pub(crate) kind: Option<Cow<'a, str>>,
-    #[serde(rename = "requestId", borrow, default)]
-    pub(crate) request_id: Option<Cow<'a, str>>,
-    #[serde(default)]
-    pub(crate) deadline: Option<u64>,
-}
-
-/// The `type`, `requestId` and `deadline` of a call event, if the payload is one.
-pub(crate) fn peek(payload: &[u8]) -> Option<Peek<'_>> {
-    serde_json::from_slice::<Peek<'_>>(payload)
-        .ok()
-        .filter(|peek| peek.kind.is_some() && peek.request_id.is_some())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,17 +111,5 @@ mod tests {
         assert!(decode(&Bytes::from_static(b"{\"op\":\"fly\"}")).is_err());
         assert!(decode(&Bytes::from_static(b"\xff\xfe")).is_err());
         assert!(decode(&Bytes::from_static(b"{\"op\":\"publish\",\"id\":1}")).is_err());
-    }
-
-    #[test]
-    fn peeks_at_call_events() {
-        let peeked =
-            peek(br#"{"type":"call.requested","requestId":"c:1","deadline":5,"input":{}}"#)
-                .unwrap();
-        assert_eq!(peeked.kind.as_deref(), Some("call.requested"));
-        assert_eq!(peeked.request_id.as_deref(), Some("c:1"));
-        assert_eq!(peeked.deadline, Some(5));
-        assert!(peek(b"garbage").is_none());
-        assert!(peek(br#"{"type":"x"}"#).is_none());
     }
 }

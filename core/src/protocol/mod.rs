@@ -182,7 +182,8 @@
 //!
 //! # Trace context
 //!
-//! `call.requested` may carry two optional string fields beside its base ones (`requestId`, `operationId`, `input`):
+//! `call.requested` may carry two optional string fields beside its base ones
+//! (`requestId`, `operationId`, `input`):
 //!
 //! | field | value |
 //! |---|---|
@@ -195,6 +196,15 @@
 //! its server span as a child of it. A value that is not a string is dropped when decoding,
 //! and an invalid `traceparent` is ignored (the call starts a new trace): a bad trace
 //! context never fails a call. See [`crate::trace`].
+//!
+//! # Subscriptions
+//!
+//! A [`PendingRequestMap`] marks the `call.requested` of a subscription with
+//! `"subscription": true` (omitted for a call). Handlers do not need it (the operation's kind
+//! decides); transports that track calls in flight do: a call ends with its one
+//! `call.responded`, a subscription with `call.completed` (either with `call.error` or
+//! `call.aborted`). [`wire::peek`] and [`wire::EventKind::ends_call`] are that rule, for
+//! every transport.
 //!
 //! # Nested calls
 //!
@@ -212,7 +222,7 @@ mod pubsub;
 #[cfg(feature = "signing")]
 pub mod signing;
 pub mod topics;
-mod wire;
+pub mod wire;
 
 pub use crate::limits::DEFAULT_MAX_PENDING;
 pub use handler::{

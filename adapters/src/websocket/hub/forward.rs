@@ -6,6 +6,7 @@ use super::state::{HubState, InFlight, SpokeState};
 use crate::websocket::frame::{self, Header};
 use bytes::Bytes;
 use futures::{FutureExt, StreamExt};
+use opkit::protocol::wire::{self, EventKind};
 use opkit::protocol::{Subscription, topics};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -45,13 +46,14 @@ impl Forwarder {
     /// Forwards one message, recording (or failing) a request routed to the spoke.
     async fn forward(&self, payload: Bytes) {
         if self.track
-            && let Some(event) = frame::peek(&payload)
-            && event.kind.as_deref() == Some("call.requested")
+            && let Some(event) = wire::peek(&payload)
+            && event.kind == EventKind::Requested
         {
-            let request_id = event.request_id.as_deref().unwrap_or_default().to_owned();
+            let request_id = event.request_id.into_owned();
             let request = InFlight {
                 reply_topic: topics::reply_topic_for(&request_id),
                 deadline: event.deadline,
+                subscription: event.subscription,
             };
             let dead_name = {
                 let mut state = self.spoke.lock();
@@ -67,6 +69,7 @@ impl Forwarder {
                 let request = InFlight {
                     reply_topic: topics::reply_topic_for(&request_id),
                     deadline: event.deadline,
+                    subscription: event.subscription,
                 };
                 self.shared
                     .fail_requests(&name, HashMap::from([(request_id, request)]))

@@ -146,6 +146,18 @@ impl WsHub {
         operations
     }
 
+    /// How many requests routed to spokes are still in flight: not yet ended by the reply
+    /// that ends their call (see [`opkit::protocol::wire::EventKind::ends_call`]), aborted, or
+    /// past their deadline. These are the calls a spoke's disconnection would fail.
+    pub fn calls_in_flight(&self) -> usize {
+        self.shared
+            .spokes
+            .lock()
+            .values()
+            .map(|spoke| spoke.lock().in_flight.len())
+            .sum()
+    }
+
     /// Disconnects the spokes named `name` (by grant name or full name); they reconnect with
     /// backoff. Returns how many were disconnected.
     pub fn disconnect(&self, name: &str) -> usize {

@@ -4,9 +4,9 @@
 
 use super::auth::{SpokeGrant, TokenVerifier};
 use super::options::HubOptions;
-use crate::websocket::frame;
 use bytes::Bytes;
 use opkit::envelope::now_millis;
+use opkit::protocol::wire::{self, EventKind};
 use opkit::protocol::{CallEvent, Delivery, MemoryPubSub, PubSub, Receipt, TransportError};
 use opkit::{CallError, Identity};
 use parking_lot::Mutex;
@@ -20,6 +20,8 @@ use tokio_util::sync::CancellationToken;
 pub(super) struct InFlight {
     pub(super) reply_topic: String,
     pub(super) deadline: Option<u64>,
+    /// A subscription, which its items do not end (see [`EventKind::ends_call`]).
+    pub(super) subscription: bool,
 }
 
 /// One connected spoke, as the hub sees it; behind its own lock (see [`HubState`] for the
@@ -29,7 +31,9 @@ pub(super) struct InFlight {
 ///
 /// * `in_flight` holds the requests a forwarder of one of this spoke's group subscriptions
 ///   routed to it and that are not answered yet. An entry is removed when this spoke
-///   publishes the request's `call.completed` or `call.error`; when anyone publishes its
+///   publishes the reply that ends the call ([`EventKind::ends_call`]: a call's
+///   `call.responded`, a subscription's `call.completed`, or `call.error`); when anyone
+///   publishes its
 ///   `call.aborted` (from every spoke, *before* the abort goes out on the bus, so a spoke
 ///   that disconnects afterwards does not add a transport error to an aborted call); by the
 ///   sweep once its deadline passed; or all at once by [`HubState::spoke_gone`], which fails
@@ -95,27 +99,33 @@ impl HubState {
         payload: Bytes,
     ) -> Result<Receipt, TransportError> {
         let mut payload = payload;
-        if let Some(event) = frame::peek(&payload) {
-            let request_id = event.request_id.as_deref().unwrap_or_default();
-            match event.kind.as_deref() {
-                Some("call.completed" | "call.error") => {
-                    if let Some(origin) = origin {
-                        origin.lock().in_flight.remove(request_id);
-                    }
-                }
-                Some("call.aborted") => {
+        if let Some(event) = wire::peek(&payload) {
+            let request_id = &*event.request_id;
+            match event.kind {
+                EventKind::Aborted => {
                     for spoke in self.spokes.lock().values() {
                         spoke.lock().in_flight.remove(request_id);
                     }
                 }
-                Some("call.requested") => {
+                EventKind::Requested => {
                     if let Some(identity) =
                         origin.and_then(|origin| origin.lock().grant.identity.clone())
                     {
                         payload = self.stamp_identity(&payload, &identity).unwrap_or(payload);
                     }
                 }
-                _ => {}
+                reply => {
+                    if let Some(origin) = origin {
+                        let mut origin = origin.lock();
+                        if origin
+                            .in_flight
+                            .get(request_id)
+                            .is_some_and(|request| reply.ends_call(request.subscription))
+                        {
+                            origin.in_flight.remove(request_id);
+                        }
+                    }
+                }
             }
         }
         let receipt = self.bus.publish(topic, payload).await?;

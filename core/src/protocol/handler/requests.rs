@@ -9,7 +9,7 @@ use crate::error::CallError;
 use crate::middleware::Outcome;
 use crate::protocol::pubsub::Receipt;
 use crate::protocol::topics;
-use crate::protocol::wire::{CallEvent, CallRequested, WireError};
+use crate::protocol::wire::{self, CallEvent, CallRequested, WireError};
 use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
@@ -99,10 +99,13 @@ impl HandlerState {
             Ok(value) => value,
             Err(error) => {
                 tracing::warn!(%error, "a call.requested that is not JSON arrived");
-                if let Some((kind, request_id)) = CallEvent::peek_ids(payload)
-                    && kind == "call.requested"
+                if let Some(peeked) = wire::peek(payload)
+                    && peeked.kind == wire::EventKind::Requested
                 {
-                    self.refuse(request_id, WireError::NotJson(error.to_string()).into());
+                    self.refuse(
+                        peeked.request_id.into_owned(),
+                        WireError::NotJson(error.to_string()).into(),
+                    );
                 }
                 return None;
             }

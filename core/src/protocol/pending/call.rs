@@ -27,6 +27,7 @@ impl MapInner {
         input: Value,
         ctx: &OperationContext,
         deadline: Option<Deadline>,
+        subscription: bool,
     ) -> Result<(), CallError> {
         let deadline = deadline.map(Deadline::epoch_millis);
         let identity = ctx.identity().cloned();
@@ -48,6 +49,7 @@ impl MapInner {
                 identity,
                 identity_token,
                 deadline,
+                subscription,
                 traceparent: None,
                 tracestate: None,
             }
@@ -145,7 +147,7 @@ async fn call_in(
     let outcome = bounds
         .run(async {
             inner
-                .publish_request(&mut guard, input, &ctx, deadline)
+                .publish_request(&mut guard, input, &ctx, deadline, false)
                 .await?;
             sending = false;
             Ok::<_, CallError>(receiver.await)
@@ -213,7 +215,7 @@ async fn subscribe_in(
     // The publish runs under the subscription's bounds: starting it ends by its deadline.
     let published = bounds
         .clone()
-        .run(inner.publish_request(&mut guard, input, &ctx, deadline))
+        .run(inner.publish_request(&mut guard, input, &ctx, deadline, true))
         .await;
     match published {
         Ok(result) => result?,

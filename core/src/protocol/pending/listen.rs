@@ -71,7 +71,9 @@ impl Table {
             }
             Err(error) => {
                 tracing::warn!(%error, "a reply that is not JSON arrived");
-                if let Some((_, request_id)) = CallEvent::peek_ids(payload) {
+                if let Some(crate::protocol::wire::Peek { request_id, .. }) =
+                    crate::protocol::wire::peek(payload)
+                {
                     let error = CallError::new(
                         ErrorCode::ValidationError,
                         format!(

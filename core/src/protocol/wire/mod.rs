@@ -4,10 +4,15 @@
 //! wrong ([`WireError`]) instead of serde's generic "data did not match any variant".
 //! Absent optional fields are omitted when encoding; when decoding, an optional field that is
 //! `null` counts as absent, and unknown fields are ignored (forward compatibility).
+//!
+//! A transport that keeps track of calls reads only [`peek`]: the kind, the request id, the
+//! deadline and the `subscription` flag, and [`EventKind::ends_call`] for when a call is over.
 
 mod fast_decode;
+mod peek;
 
 pub(crate) use fast_decode::decode_fast;
+pub use peek::{EventKind, Peek, peek};
 
 use crate::access::Identity;
 use crate::bounds::Deadline;
@@ -97,6 +102,12 @@ pub struct CallRequested {
     /// When the caller gives up, in milliseconds since the Unix epoch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline: Option<u64>,
+    /// The caller subscribes: its replies are `call.responded` items ended by
+    /// `call.completed` (or `call.error`). Omitted (false) for a call, whose one
+    /// `call.responded` is its end. An optional field that only transports read (see
+    /// [`EventKind::ends_call`]): a value that is not `true` counts as false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub subscription: bool,
     /// The caller's span as a W3C `traceparent` (an optional field: peers that do not know
     /// it ignore it). Read it with [`trace_context`](Self::trace_context); a value that is
     /// not a string is dropped when decoding, an invalid string ignored when read.
@@ -122,6 +133,7 @@ impl CallRequested {
             identity: None,
             identity_token: None,
             deadline: None,
+            subscription: false,
             traceparent: None,
             tracestate: None,
         }
@@ -333,23 +345,6 @@ impl CallEvent {
         Self::from_value(value)
     }
 
-    /// The `type` and `requestId` of wire bytes that do not decode as a whole (for example JSON
-    /// nested deeper than the parser accepts), so that the request can still be answered.
-    ///
-    /// Everything else is skipped without building values, and skipping does not recurse,
-    /// whatever the nesting.
-    pub(crate) fn peek_ids(bytes: &[u8]) -> Option<(String, String)> {
-        #[derive(Deserialize)]
-        struct Peek {
-            #[serde(rename = "type")]
-            kind: String,
-            #[serde(rename = "requestId")]
-            request_id: String,
-        }
-        let peek: Peek = serde_json::from_slice(bytes).ok()?;
-        Some((peek.kind, peek.request_id))
-    }
-
     /// Decodes an event from its wire JSON, naming what is wrong when it is not one.
     pub fn from_value(value: Value) -> Result<Self, WireError> {
         let Value::Object(map) = value else {
@@ -393,6 +388,7 @@ impl CallEvent {
                 identity: fields.optional_identity("identity")?,
                 identity_token: fields.lenient_string("identityToken"),
                 deadline: fields.optional_u64("deadline")?,
+                subscription: fields.optional("subscription") == Some(Value::Bool(true)),
                 traceparent: fields.lenient_string("traceparent"),
                 tracestate: fields.lenient_string("tracestate"),
             }),

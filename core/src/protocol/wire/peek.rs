@@ -1,0 +1,229 @@
+//! What a transport may read of a call event without decoding it: its [`EventKind`], its
+//! request id, the request's deadline and whether it is a subscription ([`peek`]), and
+//! which event ends a call ([`EventKind::ends_call`]).
+//!
+//! Transports move bytes; the few that keep track of calls in flight (to acknowledge a
+//! request once it was answered, or to fail the requests of a peer that went away) read this
+//! one definition rather than the event JSON, so they agree on when a call is over.
+
+use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use std::borrow::Cow;
+use std::fmt;
+
+/// The five call events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// `call.requested`.
+    Requested,
+    /// `call.responded`: the one result of a call, or one item of a subscription.
+    Responded,
+    /// `call.completed`: a subscription's end.
+    Completed,
+    /// `call.error`: the request failed; nothing follows.
+    Error,
+    /// `call.aborted`: the caller gave up.
+    Aborted,
+}
+
+impl EventKind {
+    /// The `type` of this event on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Requested => super::REQUESTED,
+            Self::Responded => super::RESPONDED,
+            Self::Completed => super::COMPLETED,
+            Self::Error => super::ERROR,
+            Self::Aborted => super::ABORTED,
+        }
+    }
+
+    fn of(kind: &str) -> Option<Self> {
+        Some(match kind {
+            super::REQUESTED => Self::Requested,
+            super::RESPONDED => Self::Responded,
+            super::COMPLETED => Self::Completed,
+            super::ERROR => Self::Error,
+            super::ABORTED => Self::Aborted,
+            _ => return None,
+        })
+    }
+
+    /// `true` when this event ends the call of a request whose `subscription` flag is given
+    /// (see [`Peek::subscription`] of its `call.requested`): `call.error` and `call.aborted`
+    /// always, `call.completed` always (a subscription's end), `call.responded` only for a
+    /// call (a subscription's items are not its end).
+    pub const fn ends_call(self, subscription: bool) -> bool {
+        match self {
+            Self::Requested => false,
+            Self::Responded => !subscription,
+            Self::Completed | Self::Error | Self::Aborted => true,
+        }
+    }
+}
+
+/// The parts of a call event a transport reads: see [`peek`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Peek<'a> {
+    /// Which event it is.
+    pub kind: EventKind,
+    /// Its `requestId`.
+    pub request_id: Cow<'a, str>,
+    /// A request's deadline, in milliseconds since the Unix epoch.
+    pub deadline: Option<u64>,
+    /// A request for a subscription (its `subscription` flag).
+    pub subscription: bool,
+}
+
+#[derive(Deserialize)]
+struct Raw<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(rename = "requestId", borrow)]
+    request_id: Cow<'a, str>,
+    #[serde(default)]
+    deadline: Scalar,
+    #[serde(default)]
+    subscription: Scalar,
+}
+
+/// A field read leniently: a whole number, a boolean, or anything else (skipped without
+/// building it), so that a malformed optional field does not hide the event.
+#[derive(Default)]
+enum Scalar {
+    Number(u64),
+    Bool(bool),
+    #[default]
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Lenient;
+        impl<'de> Visitor<'de> for Lenient {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_u64<E>(self, value: u64) -> Result<Scalar, E> {
+                Ok(Scalar::Number(value))
+            }
+            fn visit_i64<E>(self, value: i64) -> Result<Scalar, E> {
+                Ok(u64::try_from(value).map_or(Scalar::Other, Scalar::Number))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Scalar, E> {
+                Ok(Scalar::Other)
+            }
+            fn visit_bool<E>(self, value: bool) -> Result<Scalar, E> {
+                Ok(Scalar::Bool(value))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Scalar, E> {
+                Ok(Scalar::Other)
+            }
+            fn visit_unit<E>(self) -> Result<Scalar, E> {
+                Ok(Scalar::Other)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Scalar, A::Error> {
+                while items.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Scalar::Other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<Scalar, A::Error> {
+                while entries.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Scalar::Other)
+            }
+        }
+        deserializer.deserialize_any(Lenient)
+    }
+}
+
+/// The kind, request id, deadline and subscription flag of the call event in `payload`, or
+/// `None` when it is not one (not JSON, no known `type`, no string `requestId`). A deadline
+/// that is not a whole number reads as absent, a `subscription` that is not `true` as false.
+/// Everything else is skipped without building values, and skipping does not recurse,
+/// whatever the nesting of the input.
+///
+/// ```
+/// use opkit::protocol::wire::{EventKind, peek};
+/// let request = br#"{"type":"call.requested","requestId":"c:1","operationId":"a.b","input":{},"subscription":true}"#;
+/// let peeked = peek(request).unwrap();
+/// assert_eq!(peeked.kind, EventKind::Requested);
+/// assert!(peeked.subscription);
+/// // An item of that subscription does not end it; a call's one reply ends the call.
+/// assert!(!EventKind::Responded.ends_call(peeked.subscription));
+/// assert!(EventKind::Responded.ends_call(false));
+/// ```
+pub fn peek(payload: &[u8]) -> Option<Peek<'_>> {
+    let raw: Raw<'_> = serde_json::from_slice(payload).ok()?;
+    Some(Peek {
+        kind: EventKind::of(&raw.kind)?,
+        request_id: raw.request_id,
+        deadline: match raw.deadline {
+            Scalar::Number(deadline) => Some(deadline),
+            Scalar::Bool(_) | Scalar::Other => None,
+        },
+        subscription: matches!(raw.subscription, Scalar::Bool(true)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::wire::{CallEvent, CallRequested};
+    use serde_json::json;
+
+    #[test]
+    fn peek_agrees_with_the_encoder() {
+        let mut request = CallRequested::new("c:7", "a.b", json!({"deep": [[[1]]]}));
+        request.deadline = Some(5);
+        request.subscription = true;
+        let bytes = CallEvent::Requested(request).to_bytes().unwrap();
+        let peeked = peek(&bytes).unwrap();
+        assert_eq!(
+            (
+                peeked.kind,
+                &*peeked.request_id,
+                peeked.deadline,
+                peeked.subscription
+            ),
+            (EventKind::Requested, "c:7", Some(5), true)
+        );
+        let call = CallEvent::Requested(CallRequested::new("c:8", "a.b", json!(null)));
+        let bytes = call.to_bytes().unwrap();
+        assert!(!String::from_utf8_lossy(&bytes).contains("subscription"));
+        assert!(!peek(&bytes).unwrap().subscription);
+        for (event, kind) in [
+            (CallEvent::completed("c:1"), EventKind::Completed),
+            (CallEvent::aborted("c:1"), EventKind::Aborted),
+        ] {
+            let bytes = event.to_bytes().unwrap();
+            assert_eq!(peek(&bytes).unwrap().kind, kind);
+            assert_eq!(
+                kind.as_str(),
+                serde_json::from_slice::<serde_json::Value>(&bytes).unwrap()["type"]
+            );
+        }
+        assert_eq!(peek(b"not json"), None);
+        assert_eq!(peek(br#"{"type":"call.other","requestId":"c:1"}"#), None);
+        assert_eq!(peek(br#"{"type":"call.aborted"}"#), None);
+        let odd = peek(br#"{"type":"call.requested","requestId":"c:2","deadline":"soon","subscription":[1,{"a":[]}]}"#).unwrap();
+        assert_eq!((odd.deadline, odd.subscription), (None, false));
+        let deep = format!(
+            r#"{{"type":"call.requested","requestId":"c:3","input":{}{}}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert_eq!(peek(deep.as_bytes()).unwrap().request_id, "c:3");
+    }
+
+    #[test]
+    fn which_events_end_a_call() {
+        use EventKind::*;
+        for subscription in [false, true] {
+            assert!(!Requested.ends_call(subscription));
+            assert!(Completed.ends_call(subscription) && Error.ends_call(subscription));
+            assert!(Aborted.ends_call(subscription));
+        }
+        assert!(Responded.ends_call(false));
+        assert!(!Responded.ends_call(true));
+    }
+}
