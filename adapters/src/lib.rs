@@ -30,6 +30,9 @@ pub mod oauth;
 #[cfg(feature = "redis")]
 pub mod redis;
 
+#[cfg(any(feature = "redis", feature = "websocket"))]
+mod backoff;
+
 #[cfg(any(feature = "mcp", feature = "mcp-server"))]
 mod mcp_meta;
 

@@ -36,7 +36,7 @@ fn options() -> RedisOptions {
         .with_command_timeout(Duration::from_secs(1))
         .with_block(Duration::from_millis(250))
         .with_lease(Duration::from_millis(1500))
-        .with_reconnect_backoff(Duration::from_millis(20), Duration::from_millis(200))
+        .with_backoff(Duration::from_millis(20), Duration::from_millis(200))
 }
 
 async fn pause(duration: Duration) {

@@ -37,7 +37,7 @@ fn options(prefix: &str) -> RedisOptions {
         .with_command_timeout(Duration::from_secs(1))
         .with_block(Duration::from_millis(250))
         .with_lease(Duration::from_millis(1500))
-        .with_reconnect_backoff(Duration::from_millis(20), Duration::from_millis(200))
+        .with_backoff(Duration::from_millis(20), Duration::from_millis(200))
 }
 
 async fn through(proxy: &Proxy, prefix: &str) -> Arc<RedisPubSub> {

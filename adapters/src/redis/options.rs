@@ -117,12 +117,28 @@ impl RedisOptions {
     }
 
     /// The first and the longest pause between reconnection attempts of a subscription
-    /// (50 ms doubling up to 1 s unless set).
+    /// (50 ms doubling up to 1 s unless set); the same option as the WebSocket spoke's
+    /// [`SpokeOptions::with_backoff`](crate::websocket::SpokeOptions::with_backoff).
     #[must_use]
-    pub fn with_reconnect_backoff(mut self, min: Duration, max: Duration) -> Self {
+    pub fn with_backoff(mut self, min: Duration, max: Duration) -> Self {
         self.backoff_min = min;
         self.backoff_max = max.max(min);
         self
+    }
+
+    /// The old name of [`with_backoff`](Self::with_backoff).
+    #[must_use]
+    #[deprecated(
+        since = "0.1.0",
+        note = "renamed `with_backoff`, like the WebSocket spoke's option"
+    )]
+    pub fn with_reconnect_backoff(self, min: Duration, max: Duration) -> Self {
+        self.with_backoff(min, max)
+    }
+
+    /// The reconnection pauses these options set.
+    pub(crate) fn backoff(&self) -> crate::backoff::Backoff {
+        crate::backoff::Backoff::new(self.backoff_min, self.backoff_max)
     }
 
     /// How often a connection that may sit idle is checked with a `PING`: the command

@@ -53,33 +53,6 @@ fn group_subscription(
     }))
 }
 
-/// Doubles a backoff up to its maximum.
-struct Backoff {
-    next: Duration,
-    min: Duration,
-    max: Duration,
-}
-
-impl Backoff {
-    fn new(inner: &RedisState) -> Self {
-        Self {
-            next: inner.options.backoff_min,
-            min: inner.options.backoff_min,
-            max: inner.options.backoff_max,
-        }
-    }
-
-    fn step(&mut self) -> Duration {
-        let pause = self.next;
-        self.next = (self.next * 2).min(self.max);
-        pause
-    }
-
-    fn reset(&mut self) {
-        self.next = self.min;
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Plain subscriptions: a pub/sub connection per subscription.
 
@@ -142,7 +115,7 @@ async fn forward_channel(
     connection: (PubSubSink, PubSubStream),
     sender: mpsc::UnboundedSender<Bytes>,
 ) {
-    let mut backoff = Backoff::new(&inner);
+    let mut backoff = inner.options.backoff();
     let mut connection = Some(connection);
     loop {
         if let Some((sink, mut messages)) = connection.take() {
@@ -373,7 +346,7 @@ pub(super) async fn subscribe_group(
 /// a lost connection. Leaves the group at the end.
 async fn read_group(member: Member, conn: Conn, sender: mpsc::UnboundedSender<Bytes>) {
     let heartbeat = member.inner.options.heartbeat();
-    let mut backoff = Backoff::new(&member.inner);
+    let mut backoff = member.inner.options.backoff();
     let mut held = Held::new(&member.inner, member.reader);
     let mut conn = Some(conn);
     let mut beat = Instant::now();

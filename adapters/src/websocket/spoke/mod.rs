@@ -390,7 +390,7 @@ async fn open(inner: &SpokeShared) -> Result<(Socket, String), TransportError> {
 /// Runs connections one after the other until the spoke is closed.
 async fn supervise(inner: Arc<SpokeShared>, running: Running) {
     let mut connection = Some(running);
-    let mut backoff = inner.options.backoff_min;
+    let mut backoff = inner.options.backoff();
     loop {
         if let Some(running) = connection.take() {
             run(&inner, running).await;
@@ -401,17 +401,16 @@ async fn supervise(inner: Arc<SpokeShared>, running: Running) {
         }
         tokio::select! {
             () = inner.closed.cancelled() => return,
-            () = tokio::time::sleep(backoff) => {}
+            () = tokio::time::sleep(backoff.step()) => {}
         }
         match open(&inner).await {
             Ok((socket, name)) => {
                 tracing::info!(hub = %inner.url, spoke = %name, "reconnected to the hub");
                 connection = Some(start(&inner, socket, name));
-                backoff = inner.options.backoff_min;
+                backoff.reset();
             }
             Err(error) => {
                 tracing::debug!(%error, "the hub is still unreachable");
-                backoff = (backoff * 2).min(inner.options.backoff_max);
             }
         }
     }

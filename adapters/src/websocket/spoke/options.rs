@@ -107,6 +107,11 @@ impl SpokeOptions {
         self
     }
 
+    /// The reconnection pauses these options set.
+    pub(crate) fn backoff(&self) -> crate::backoff::Backoff {
+        crate::backoff::Backoff::new(self.backoff_min, self.backoff_max)
+    }
+
     /// How long a publish or subscribe waits for the hub's answer (10 s unless set). A
     /// request left unanswered that long counts the connection as dead: it is dropped and
     /// made again. (A call's own deadline still ends it earlier.)
