@@ -1,0 +1,216 @@
+//! One connection to the hub after another: connecting and the handshake ([`open`]),
+//! putting a connection in use ([`start`]), reading it until it ends ([`run`]), and
+//! reconnecting with backoff ([`supervise`]).
+
+use super::inbound::handle;
+use super::state::{Socket, SpokeShared, transport};
+use super::subscription::subscribe_header;
+use crate::websocket::frame::{self, Header};
+use bytes::Bytes;
+use futures::stream::{SplitSink, SplitStream};
+use futures::{SinkExt, StreamExt};
+use opkit::protocol::TransportError;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::{HeaderValue, header};
+use tokio_tungstenite::tungstenite::{self, Message};
+use tokio_util::sync::CancellationToken;
+
+/// Connects, authenticates and waits for the hub's welcome (bounded by the connect timeout).
+pub(super) async fn open(inner: &SpokeShared) -> Result<(Socket, String), TransportError> {
+    let mut request = inner
+        .url
+        .as_str()
+        .into_client_request()
+        .map_err(|error| transport(format!("invalid hub URL: {error}")))?;
+    let bearer = HeaderValue::from_str(&format!("Bearer {}", inner.options.token))
+        .map_err(|_| transport("the token is not a valid header value"))?;
+    request.headers_mut().insert(header::AUTHORIZATION, bearer);
+    let connect = async {
+        // `TCP_NODELAY` (the last argument): a frame the hub does not answer on this socket
+        // must not wait for its delayed ACK (Nagle's algorithm), about 40 ms on Linux.
+        let connector = crate::websocket::tls::connector(
+            request.uri().scheme_str(),
+            inner.options.tls.as_ref(),
+        )
+        .map_err(transport)?;
+        let (mut socket, _) =
+            tokio_tungstenite::connect_async_tls_with_config(request, None, true, Some(connector))
+                .await
+                .map_err(|error| match error {
+                    tungstenite::Error::Http(response) => transport(format!(
+                        "the hub refused the connection: {}",
+                        response.status()
+                    )),
+                    other => transport(format!("could not connect to the hub: {other}")),
+                })?;
+        while let Some(message) = socket.next().await {
+            let message = message.map_err(|error| transport(format!("hub handshake: {error}")))?;
+            let Some(data) = frame::data_of(message) else {
+                continue;
+            };
+            return match frame::decode(&data) {
+                Ok((Header::Welcome { spoke }, _)) => Ok((socket, spoke)),
+                Ok((other, _)) => Err(transport(format!(
+                    "the hub sent {other:?} instead of a welcome"
+                ))),
+                Err(error) => Err(transport(format!(
+                    "the hub sent a malformed welcome: {error}"
+                ))),
+            };
+        }
+        Err(transport(
+            "the hub closed the connection during the handshake",
+        ))
+    };
+    match tokio::time::timeout(inner.options.connect_timeout, connect).await {
+        Ok(result) => result,
+        Err(_) => Err(transport("connecting to the hub timed out")),
+    }
+}
+
+/// Runs connections one after the other until the spoke is closed.
+pub(super) async fn supervise(inner: Arc<SpokeShared>, running: Running) {
+    let mut connection = Some(running);
+    let mut backoff = inner.options.backoff();
+    loop {
+        if let Some(running) = connection.take() {
+            run(&inner, running).await;
+            if inner.closed.is_cancelled() {
+                return;
+            }
+            tracing::warn!(hub = %inner.url, "lost the connection to the hub: reconnecting");
+        }
+        tokio::select! {
+            () = inner.closed.cancelled() => return,
+            () = tokio::time::sleep(backoff.step()) => {}
+        }
+        match open(&inner).await {
+            Ok((socket, name)) => {
+                tracing::info!(hub = %inner.url, spoke = %name, "reconnected to the hub");
+                connection = Some(start(&inner, socket, name));
+                backoff.reset();
+            }
+            Err(error) => {
+                tracing::debug!(%error, "the hub is still unreachable");
+            }
+        }
+    }
+}
+
+/// A connection in use.
+pub(super) struct Running {
+    source: SplitStream<Socket>,
+    outbound: mpsc::UnboundedSender<Message>,
+    writer: tokio::task::JoinHandle<()>,
+    /// Cancelled to drop this connection (a request it carried went unanswered).
+    kick: CancellationToken,
+}
+
+/// Puts a fresh connection in use: subscribes again to every live subscription (under the
+/// same ids), then lets publishes and subscribes through.
+pub(super) fn start(inner: &SpokeShared, socket: Socket, name: String) -> Running {
+    let (sink, source) = socket.split();
+    let (outbound, queue) = mpsc::unbounded_channel::<Message>();
+    let writer = tokio::spawn(write(sink, queue));
+    let mut state = inner.state.lock();
+    for (id, sub) in &state.subscriptions {
+        let header = subscribe_header(*id, &sub.topic, sub.group.as_deref());
+        let _ = outbound.send(frame::encode(&header, None));
+    }
+    let kick = inner.closed.child_token();
+    state.link = Some(outbound.clone());
+    state.name = Some(name);
+    state.connection += 1;
+    state.kick = Some(kick.clone());
+    Running {
+        source,
+        outbound,
+        writer,
+        kick,
+    }
+}
+
+/// Reads one connection until it ends: closed by either side, failed, dropped by a request
+/// that went unanswered, or silent — a ping every ping interval, and nothing heard within
+/// the pong timeout after one (while a ping is unanswered, `awaiting` holds when it was sent).
+async fn run(inner: &SpokeShared, running: Running) {
+    let Running {
+        mut source,
+        outbound,
+        writer,
+        kick,
+    } = running;
+    let mut ping = tokio::time::interval(inner.options.ping_interval);
+    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut awaiting: Option<Instant> = None;
+    loop {
+        let silence = async {
+            match awaiting {
+                Some(sent) => tokio::time::sleep_until(sent + inner.options.pong_timeout).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = inner.closed.cancelled() => {
+                let _ = outbound.send(Message::Close(None));
+                break;
+            }
+            () = kick.cancelled() => break,
+            () = silence => {
+                tracing::warn!(hub = %inner.url, "the hub went silent: reconnecting");
+                break;
+            }
+            _ = ping.tick() => {
+                awaiting.get_or_insert_with(Instant::now);
+                let _ = outbound.send(Message::Ping(Bytes::new()));
+            }
+            message = source.next() => match message {
+                Some(Ok(message)) => {
+                    awaiting = None;
+                    if matches!(message, Message::Close(_)) {
+                        break;
+                    }
+                    if let Some(data) = frame::data_of(message) {
+                        handle(inner, &data);
+                    }
+                }
+                Some(Err(error)) => {
+                    tracing::debug!(%error, "the connection to the hub failed");
+                    break;
+                }
+                None => break,
+            }
+        }
+    }
+    let pending = {
+        let mut state = inner.state.lock();
+        state.link = None;
+        state.kick = None;
+        std::mem::take(&mut state.pending)
+    };
+    for (_, ack) in pending {
+        let _ = ack.send(Err(("disconnected from the hub".to_owned(), false)));
+    }
+    drop(outbound);
+    // Let the writer flush a close frame, but not for long; a silent link never flushes it.
+    let mut writer = writer;
+    if tokio::time::timeout(inner.options.close_timeout, &mut writer)
+        .await
+        .is_err()
+    {
+        writer.abort();
+    }
+}
+
+async fn write(mut sink: SplitSink<Socket, Message>, mut queue: mpsc::UnboundedReceiver<Message>) {
+    while let Some(message) = queue.recv().await {
+        let closing = matches!(message, Message::Close(_));
+        if sink.send(message).await.is_err() || closing {
+            break;
+        }
+    }
+    let _ = sink.close().await;
+}

@@ -1,0 +1,87 @@
+//! The spoke's shared state ([`SpokeShared`], [`State`]) and its invariants, and the two
+//! kinds of transport error it reports.
+
+use super::options::SpokeOptions;
+use bytes::Bytes;
+use opkit::protocol::TransportError;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tokio_util::sync::CancellationToken;
+
+pub(super) type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// The hub's refusal of a request: its message, and whether what was refused reached nobody.
+pub(super) type Refusal = (String, bool);
+
+pub(super) type Ack = oneshot::Sender<Result<Option<usize>, Refusal>>;
+
+pub(super) struct Sub {
+    pub(super) topic: String,
+    pub(super) group: Option<String>,
+    pub(super) sender: mpsc::UnboundedSender<Bytes>,
+    /// Bytes sent and not yet taken by the subscriber.
+    pub(super) queued: Arc<AtomicUsize>,
+}
+
+/// The state of one spoke, behind `SpokeShared::state` (one lock, never held across an
+/// `.await`).
+///
+/// Invariants, kept under the lock:
+/// * `link` is `Some` exactly while a connection runs: [`start`](super::connection) sets it
+///   with `name`, a new `connection` number and its `kick`; the end of that connection
+///   clears `link` and `kick` in the same critical section that takes `pending`.
+/// * Every entry of `pending` is answered once: by the hub's `ok` or `error` frame, or with
+///   "disconnected" when its connection ends; a caller that stops waiting removes its own.
+/// * `subscriptions` holds every live subscription under the id the hub knows it by; a new
+///   connection subscribes each again under the same id before anything else is sent, and
+///   dropping a subscription removes it here and tells the hub.
+#[derive(Default)]
+pub(super) struct State {
+    /// The current connection's outgoing queue; `None` while disconnected.
+    pub(super) link: Option<mpsc::UnboundedSender<Message>>,
+    /// The hub's name for the current connection.
+    pub(super) name: Option<String>,
+    /// The number of the current connection (counts connections made) and the token that
+    /// drops it; a request that times out drops the connection it was sent on, only.
+    pub(super) connection: u64,
+    pub(super) kick: Option<CancellationToken>,
+    /// Publishes and subscribes waiting for the hub's answer, by id.
+    pub(super) pending: HashMap<u64, Ack>,
+    pub(super) subscriptions: HashMap<u64, Sub>,
+}
+
+pub(super) struct SpokeShared {
+    pub(super) url: String,
+    pub(super) options: SpokeOptions,
+    pub(super) state: Mutex<State>,
+    pub(super) next_id: AtomicU64,
+    pub(super) closed: CancellationToken,
+}
+
+/// Closes the connection when the last [`WsSpoke`] clone and subscription are gone.
+pub(super) struct Handle {
+    pub(super) inner: Arc<SpokeShared>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.inner.closed.cancel();
+    }
+}
+
+/// A failure after a frame may have been written: whether the hub acted on it is unknown.
+pub(super) fn transport(message: impl fmt::Display) -> TransportError {
+    TransportError::new(format!("websocket: {message}"))
+}
+
+/// A failure before anything was written, or a refusal of something that reached nobody.
+pub(super) fn not_sent(message: impl fmt::Display) -> TransportError {
+    TransportError::not_sent(format!("websocket: {message}"))
+}
