@@ -602,6 +602,16 @@ const ADAPTER_EDGES: &[(&str, &str, &str)] = &[
         "the _meta keys the MCP import reads",
     ),
     ("mcp", "schema_refs", "shared $ref handling"),
+    (
+        "redis",
+        "backoff",
+        "the reconnection pauses both transports share",
+    ),
+    (
+        "websocket",
+        "backoff",
+        "the reconnection pauses both transports share",
+    ),
     ("http_server", "schema_refs", "shared $ref handling"),
 ];
 

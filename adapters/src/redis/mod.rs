@@ -3,16 +3,17 @@
 //! server or on a Redis Cluster.
 //!
 //! The manual is `adapters/docs/redis.md`, included below. Reading the code: start at
-//! `RedisPubSub` below; `reader.rs` is the consumer-group reader, `claim.rs` what it
-//! acknowledges and reclaims, `state.rs` the state the clones share, `shard.rs` the cluster's
-//! per-shard connections.
+//! `RedisPubSub` below; `group/reader.rs` is the consumer-group reader (a state machine),
+//! `claim.rs` what it acknowledges and reclaims, `state.rs` the state the clones share,
+//! `channel.rs` and `shard.rs` the plain subscriptions on a server and on a cluster.
 #![doc = "\n"]
 #![doc = include_str!("../../docs/redis.md")]
 
+mod channel;
 mod claim;
 mod conn;
+mod group;
 mod options;
-mod reader;
 mod scripts;
 mod shard;
 mod state;
@@ -278,9 +279,9 @@ impl RedisPubSub {
         &'a self,
         topic: &'a str,
         group: &'a str,
-        delivery: reader::Delivery,
+        delivery: group::Delivery,
     ) -> BoxFuture<'a, Result<Subscription, TransportError>> {
-        reader::subscribe_group(self.inner.clone(), topic, group, delivery).boxed()
+        group::subscribe_group(self.inner.clone(), topic, group, delivery).boxed()
     }
 }
 
@@ -304,7 +305,7 @@ impl PubSub for RedisPubSub {
         if self.inner.backend.is_cluster() {
             shard::subscribe(self.inner.clone(), topic.to_owned()).boxed()
         } else {
-            reader::subscribe(self.inner.clone(), topic.to_owned()).boxed()
+            channel::subscribe(self.inner.clone(), topic.to_owned()).boxed()
         }
     }
 
@@ -313,7 +314,7 @@ impl PubSub for RedisPubSub {
         topic: &'a str,
         group: &'a str,
     ) -> BoxFuture<'a, Result<Subscription, TransportError>> {
-        self.group_subscription(topic, group, reader::Delivery::AtMostOnce)
+        self.group_subscription(topic, group, group::Delivery::AtMostOnce)
     }
 
     fn subscribe_group_idempotent<'a>(
@@ -321,6 +322,6 @@ impl PubSub for RedisPubSub {
         topic: &'a str,
         group: &'a str,
     ) -> BoxFuture<'a, Result<Subscription, TransportError>> {
-        self.group_subscription(topic, group, reader::Delivery::Redeliver)
+        self.group_subscription(topic, group, group::Delivery::Redeliver)
     }
 }

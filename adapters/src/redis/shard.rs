@@ -13,7 +13,7 @@
 //!   its messages are dropped).
 //! - The push callback only reads the routes (a short std mutex, never held across an await).
 
-use super::reader::subscription;
+use super::channel::subscription;
 use super::{RedisState, redis_crate, transport_error};
 use bytes::Bytes;
 use opkit::protocol::{Subscription, TransportError};
