@@ -2,6 +2,7 @@
 //! reads that turn an input (or a JSON object) into the fn's arguments.
 
 use super::*;
+use quote::ToTokens;
 
 /// The input type: a struct with one field per parameter and its serde and schema impls;
 /// nothing for `Input<T>`, whose input type is `T`.
@@ -140,7 +141,10 @@ pub(super) fn input_params(op: &Operation<'_>, locals: &Locals) -> Vec<TokenStre
     op.params
         .iter()
         .filter_map(|param| match param {
-            Param::Field { ident, ty, .. } => Some(quote!(#ident: #ty)),
+            Param::Field { ident, ty, .. } => {
+                let local = local(ident);
+                Some(quote!(#local: #ty))
+            }
             Param::Whole { ty, .. } => Some(quote!(#input: #ty)),
             Param::Context { .. } | Param::State { .. } => None,
         })
@@ -153,11 +157,21 @@ pub(super) fn input_args(op: &Operation<'_>, locals: &Locals) -> Vec<TokenStream
     op.params
         .iter()
         .filter_map(|param| match param {
-            Param::Field { ident, .. } => Some(quote!(#ident)),
+            Param::Field { ident, .. } => Some(local(ident).into_token_stream()),
             Param::Whole { .. } => Some(quote!(#input)),
             Param::Context { .. } | Param::State { .. } => None,
         })
         .collect()
+}
+
+/// A parameter of the generated fns as a local: the user's name, at the user's token, but
+/// resolved at the macro's definition site (`Span::mixed_site`), so that it never shadows
+/// what the user's code names — a parameter named like its own fn (`fn shelf(shelf: Shelf)`)
+/// still lets the generated code call the fn.
+pub(super) fn local(ident: &Ident) -> Ident {
+    let mut local = ident.clone();
+    local.set_span(ident.span().resolved_at(Span::mixed_site()));
+    local
 }
 
 /// The arguments of `__opkit_run` from a decoded input.
@@ -186,7 +200,7 @@ pub(super) fn fn_args(op: &Operation<'_>, locals: &Locals) -> Vec<TokenStream> {
         .map(|param| match param {
             Param::Context { by_ref: true, .. } => quote!(&#ctx),
             Param::Context { by_ref: false, .. } => quote!(#ctx),
-            Param::Field { ident, .. } => quote!(#ident),
+            Param::Field { ident, .. } => local(ident).into_token_stream(),
             Param::Whole { .. } => quote!(#input),
             Param::State { .. } => {
                 let var = states.next();

@@ -389,8 +389,11 @@ fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
             quote_spanned!(ty.span()=> #at::unwrap_input::<#ty>(#input))
         }
         None => {
-            let idents = op.fields().map(|(ident, ..)| ident);
-            quote!(__OpkitInput { #(#idents),* })
+            let fields = op.fields().map(|(ident, ..)| {
+                let local = local(ident);
+                quote!(#ident: #local)
+            });
+            quote!(__OpkitInput { #(#fields),* })
         }
     };
     let run = run_fn(op, locals);

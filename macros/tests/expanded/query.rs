@@ -215,7 +215,7 @@ const _: () = {
         }
         #[doc = r" The operation's input object, from the fn's arguments (without the context)."]
         pub fn input(a: i64, b: i64) -> <Self as ::opkit::__private::TypedOperation>::Input {
-            __OpkitInput { a, b }
+            __OpkitInput { a: a, b: b }
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `math.add`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
         pub fn call(

@@ -221,7 +221,7 @@ const _: () = {
         }
         #[doc = r" The operation's input object, from the fn's arguments (without the context)."]
         pub fn input(id: i64) -> <Self as ::opkit::__private::TypedOperation>::Input {
-            __OpkitInput { id }
+            __OpkitInput { id: id }
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `notes.get`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
         pub fn call(

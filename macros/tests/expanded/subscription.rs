@@ -214,7 +214,7 @@ const _: () = {
         }
         #[doc = r" The operation's input object, from the fn's arguments (without the context)."]
         fn input(count: u32) -> <Self as ::opkit::__private::TypedOperation>::Input {
-            __OpkitInput { count }
+            __OpkitInput { count: count }
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `clock.ticks`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
         fn subscribe(
