@@ -5,6 +5,14 @@
 //! the macro reads the source file of the attribute and finds the block around it. This is
 //! a hint only: when the file cannot be read (an IDE, remapped paths, code made by another
 //! macro), nothing is detected and the expansion proceeds as usual.
+//!
+//! Kept because the plain compiler errors are worse. For `ui-tests/fail/associated_fn.rs`
+//! (an operation inside `impl Calculator`), this module gives one error on the fn's name
+//! with the fix (move it out, or call the method from a free `#[operation]` fn); without it
+//! rustc reports five, none of them the cause: "struct is not supported in `trait`s or
+//! `impl`s" and "`const` items in this context need a name" on the attribute, then "cannot
+//! find type / value / function `add`", the last suggesting `.add(b` on an `i64`.
+//! `ui-tests/fail/trait_fn.rs` pins the same for a `trait`.
 
 /// The kind of block an item sits in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,6 +5,27 @@
 //! the attribute, `signature` checks the fn and builds the `model` (reading names through
 //! `shape`), `expand` generates code; `errors` collects every problem so all are reported at
 //! once.
+//!
+//! # Adding a signature shape
+//!
+//! Which signatures the attribute accepts is decided at expansion time from the types as
+//! written, then checked by the type system in generated code. A new return or parameter
+//! shape touches, in order:
+//!
+//! 1. `shape.rs`: how the type reads (`Shape` for returns — plain, envelope, fallible;
+//!    `context_param`, `state_param`, `input_param` for parameters; `streaming` for
+//!    streams). Only names are read here, never meaning.
+//! 2. `model.rs` (`Param`, `Output`) and `signature.rs`, which builds them and reports a
+//!    misuse on the user's token, with a fix-it.
+//! 3. `expand/input.rs` (the generated input type and the arguments of the fn) and
+//!    `expand/run.rs` (`__opkit_run`: the one call of the user's fn; `unary_run` and
+//!    `stream_run`), which name a shape marker of the runtime.
+//! 4. `core/src/private/`: the marker and its impls — `output.rs` (`Plain`, `Envelope`,
+//!    `Fallible` and `produce`), `errors.rs` (which error types convert, by autoref),
+//!    `send.rs` (the `Send` checks and their messages).
+//! 5. Pin it: an expansion snapshot in `src/tests.rs` (one per accepted shape, in
+//!    `tests/expanded/`), a `ui-tests/pass/` case that runs it, and a `ui-tests/fail/` case for
+//!    each new misuse with its exact error.
 
 mod args;
 mod enclosing;

@@ -254,6 +254,86 @@ fn expands_a_whole_input_mutation() {
     );
 }
 
+/// One snapshot per accepted shape beside the four above: what `__opkit_run` does with each.
+#[test]
+fn expands_every_accepted_shape() {
+    let cases = [
+        (
+            "unit_return",
+            quote!(namespace = "health", mutation),
+            quote!(
+                pub async fn ping() {}
+            ),
+        ),
+        (
+            "std_error",
+            quote!(namespace = "text"),
+            quote! {
+                pub async fn parse(text: String) -> Result<u32, std::num::ParseIntError> {
+                    text.parse()
+                }
+            },
+        ),
+        (
+            "anyhow_result",
+            quote!(namespace = "files"),
+            quote!(
+                pub async fn load(path: String) -> anyhow::Result<String> {
+                    todo!()
+                }
+            ),
+        ),
+        (
+            "fallible_envelope",
+            quote!(namespace = "web"),
+            quote! {
+                pub async fn fetch(url: String) -> Result<ResponseEnvelope<String>, CallError> {
+                    todo!()
+                }
+            },
+        ),
+        (
+            "borrowed_context",
+            quote!(namespace = "auth"),
+            quote! {
+                pub async fn whoami(ctx: &OperationContext) -> Option<String> {
+                    ctx.identity().map(|identity| identity.id.clone())
+                }
+            },
+        ),
+        (
+            "plain_stream",
+            quote!(namespace = "math", subscription),
+            quote! {
+                fn numbers(count: u32) -> impl Stream<Item = u32> + Send {
+                    futures::stream::iter(0..count)
+                }
+            },
+        ),
+        (
+            "async_stream",
+            quote!(namespace = "news", subscription),
+            quote! {
+                async fn feed(topic: String) -> impl Stream<Item = Result<String, CallError>> + Send {
+                    futures::stream::empty()
+                }
+            },
+        ),
+        (
+            "async_stream_borrowing_the_context",
+            quote!(namespace = "kv", subscription),
+            quote! {
+                async fn watch(ctx: &OperationContext, key: String) -> impl Stream<Item = String> + Send {
+                    futures::stream::empty()
+                }
+            },
+        ),
+    ];
+    for (name, args, item) in cases {
+        check_expansion(name, args, item);
+    }
+}
+
 #[test]
 fn on_error_emits_the_errors_and_the_fn_unchanged() {
     let expanded = crate::operation_impl(

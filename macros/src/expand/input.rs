@@ -1,8 +1,12 @@
 //! The input side of the expansion: the typed input struct, and the arguments and state
 //! reads that turn an input (or a JSON object) into the fn's arguments.
 
-use super::*;
-use quote::ToTokens;
+use super::{Locals, doc_option, respan};
+use crate::model::{Operation, Param};
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
+use syn::Type;
+use syn::spanned::Spanned;
 
 /// The input type: a struct with one field per parameter and its serde and schema impls;
 /// nothing for `Input<T>`, whose input type is `T`.
@@ -123,7 +127,7 @@ pub(super) fn input_type(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     }
 }
 
-pub(super) fn pascal_case(name: &str) -> String {
+fn pascal_case(name: &str) -> String {
     name.split('_')
         .filter(|part| !part.is_empty())
         .map(|part| {

@@ -14,14 +14,14 @@ use crate::model::{Operation, Param};
 use crate::shape::Shape;
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
+use syn::Expr;
 use syn::spanned::Spanned;
-use syn::{Expr, Type};
 
 mod input;
 mod run;
 
-use input::*;
-use run::*;
+use input::{args_from_input, input_args, input_params, input_type, local};
+use run::{json_handler, run_fn, send_cause};
 
 /// Names of the macro's own locals: `mixed_site`, so they never meet the user's names.
 struct Locals {

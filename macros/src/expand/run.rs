@@ -1,76 +1,143 @@
 //! Running the fn: the `run` function the handler and the typed call share, the error
 //! converter, the JSON handler, and the `Send` checks' spans and causes.
 
-use super::*;
+use super::input::{args_from_input, fn_args, input_params, state_reads};
+use super::{Locals, data_span, data_type, respan};
+use crate::model::{Operation, Param};
+use crate::shape::Shape;
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
 
 /// `__opkit_run`: calls the user's fn and splits its result, the one place the return type's
 /// shape is checked; the JSON handler and the typed call both go through it.
 pub(super) fn run_fn(op: &Operation<'_>, locals: &Locals) -> TokenStream {
-    let private = &op.private;
-    let ident = &op.func.sig.ident;
-    let ctx = &locals.ctx;
-    let params = input_params(op, locals);
-    let args = fn_args(op, locals);
-    let marker = Shape::of(&op.output.value).marker(private);
-    let value_span = op.output.value.span();
-    let item = quote!(#private::Result<
-        #private::Produced<<#ident as #private::TypedOperation>::Output>,
-        #private::CallError,
-    >);
-    let has_states = op.states().next().is_some();
-    let (state_vars, state_reads) = state_reads(op, locals);
-    let convert = error_converter(op);
-    if !op.output.stream {
-        let at = respan(private, value_span);
-        let produce = quote_spanned!(value_span=> #at::produce::<#marker, _, _, _>);
-        let body = if has_states {
-            quote! {
-                let __opkit_states = #state_reads;
-                async move {
-                    let #state_vars = __opkit_states?;
-                    #produce(#ident(#(#args),*).await, #convert)
-                }
-            }
-        } else if borrows_ctx(op) {
-            quote!(async move { #produce(#ident(#(#args),*).await, #convert) })
-        } else {
-            // Nothing to keep alive beside the fn's future: map it rather than await it in an
-            // `async` block, whose state would hold the arguments twice (as captured, and
-            // inside the fn's future). Calling an `async fn` runs none of its body.
-            let returned = Ident::new("__opkit_returned", Span::mixed_site());
-            quote! {
-                #private::futures::FutureExt::map(
-                    #ident(#(#args),*),
-                    move |#returned| #produce(#returned, #convert),
-                )
-            }
-        };
-        return quote! {
-            fn __opkit_run(#ctx: #private::OperationContext, #(#params),*)
-                -> impl #private::Future<Output = #item> + use<>
-            {
-                #body
-            }
-        };
+    let run = RunParts::of(op, locals);
+    if op.output.stream {
+        stream_run(op, &run)
+    } else {
+        unary_run(op, &run)
     }
+}
+
+/// What both kinds of `__opkit_run` are made of.
+struct RunParts<'a> {
+    ctx: &'a Ident,
+    /// `__opkit_run`'s parameters after the context: the input's fields, or the whole input.
+    params: Vec<TokenStream>,
+    /// The user's fn called with its arguments: `add(a, b)`.
+    call: TokenStream,
+    /// The result type, `Result<Produced<Output>, CallError>`.
+    item: TokenStream,
+    /// The runtime's shape marker of the return type (`Plain`, `Envelope`, `Fallible<..>`).
+    marker: TokenStream,
+    /// `(__opkit_state_0, ..)` and the expression reading them, when the fn takes state.
+    states: Option<(TokenStream, TokenStream)>,
+    /// The conversion of the fn's error into a `CallError`.
+    convert: TokenStream,
+}
+
+impl<'a> RunParts<'a> {
+    fn of(op: &Operation<'_>, locals: &'a Locals) -> Self {
+        let private = &op.private;
+        let ident = &op.func.sig.ident;
+        let args = fn_args(op, locals);
+        Self {
+            ctx: &locals.ctx,
+            params: input_params(op, locals),
+            call: quote!(#ident(#(#args),*)),
+            item: quote!(#private::Result<
+                #private::Produced<<#ident as #private::TypedOperation>::Output>,
+                #private::CallError,
+            >),
+            marker: Shape::of(&op.output.value).marker(private),
+            states: op
+                .states()
+                .next()
+                .is_some()
+                .then(|| state_reads(op, locals)),
+            convert: error_converter(op),
+        }
+    }
+}
+
+/// `__opkit_run` of a query or mutation: a future of the result.
+fn unary_run(op: &Operation<'_>, run: &RunParts<'_>) -> TokenStream {
+    let private = &op.private;
+    let RunParts {
+        ctx,
+        params,
+        call,
+        item,
+        marker,
+        states,
+        convert,
+    } = run;
+    let value_span = op.output.value.span();
+    let at = respan(private, value_span);
+    let produce = quote_spanned!(value_span=> #at::produce::<#marker, _, _, _>);
+    let body = if let Some((state_vars, state_reads)) = states {
+        quote! {
+            let __opkit_states = #state_reads;
+            async move {
+                let #state_vars = __opkit_states?;
+                #produce(#call.await, #convert)
+            }
+        }
+    } else if borrows_ctx(op) {
+        quote!(async move { #produce(#call.await, #convert) })
+    } else {
+        // Nothing to keep alive beside the fn's future: map it rather than await it in an
+        // `async` block, whose state would hold the arguments twice (as captured, and
+        // inside the fn's future). Calling an `async fn` runs none of its body.
+        let returned = Ident::new("__opkit_returned", Span::mixed_site());
+        quote! {
+            #private::futures::FutureExt::map(
+                #call,
+                move |#returned| #produce(#returned, #convert),
+            )
+        }
+    };
+    quote! {
+        fn __opkit_run(#ctx: #private::OperationContext, #(#params),*)
+            -> impl #private::Future<Output = #item> + use<>
+        {
+            #body
+        }
+    }
+}
+
+/// `__opkit_run` of a subscription: a stream of results.
+fn stream_run(op: &Operation<'_>, run: &RunParts<'_>) -> TokenStream {
+    let private = &op.private;
+    let RunParts {
+        ctx,
+        params,
+        call,
+        item,
+        marker,
+        states,
+        convert,
+    } = run;
     let items = if borrows_ctx(op) {
         let sink = Ident::new("__sink", Span::mixed_site());
         let made = if op.output.is_async {
-            quote!(#ident(#(#args),*).await)
+            quote!(#call.await)
         } else {
-            quote!(#ident(#(#args),*))
+            quote!(#call)
         };
         quote!(#private::forward_stream(move |#sink| async move {
             #private::forward(#made, #sink).await
         }))
     } else if op.output.is_async {
-        quote!(#private::flatten_stream(async move { #ident(#(#args),*).await }))
+        quote!(#private::flatten_stream(async move { #call.await }))
     } else {
-        quote!(#ident(#(#args),*))
+        call.clone()
     };
+    let value_span = op.output.value.span();
     let at = respan(private, value_span);
     let produce = quote_spanned!(value_span=> #at::produce_stream::<#marker, _, _, _>);
-    let body = if has_states {
+    let body = if let Some((state_vars, state_reads)) = states {
         quote! {
             match #state_reads {
                 #private::Ok(#state_vars) => #private::futures::StreamExt::left_stream(#produce(#items, #convert)),
@@ -100,7 +167,7 @@ fn borrows_ctx(op: &Operation<'_>) -> bool {
 /// The conversion of the fn's error into the call's `CallError`, chosen by the error's type
 /// (see `__private::ErrorProbe`: the user's `Into<CallError>`, else a `std::error::Error`,
 /// else `anyhow::Error`) and spanned at the error type as written.
-pub(super) fn error_converter(op: &Operation<'_>) -> TokenStream {
+fn error_converter(op: &Operation<'_>) -> TokenStream {
     let private = &op.private;
     let value = &op.output.value;
     let Shape::Fallible { error, .. } = Shape::of(value) else {
@@ -173,7 +240,7 @@ pub(super) fn json_handler(op: &Operation<'_>, locals: &Locals) -> TokenStream {
 
 /// Where a future or stream that is not `Send` is reported: the return type of a
 /// subscription (where `+ Send` goes), the name of a query or mutation.
-pub(super) fn send_span(op: &Operation<'_>) -> Span {
+fn send_span(op: &Operation<'_>) -> Span {
     match &op.func.sig.output {
         syn::ReturnType::Type(_, ty) if op.output.stream => ty.span(),
         _ => op.func.sig.ident.span(),
