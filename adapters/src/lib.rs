@@ -36,8 +36,5 @@ mod backoff;
 #[cfg(any(feature = "mcp", feature = "mcp-server"))]
 mod mcp_meta;
 
-#[cfg(any(feature = "http-server", feature = "mcp"))]
-mod schema_refs;
-
 #[cfg(feature = "websocket")]
 pub mod websocket;

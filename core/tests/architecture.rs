@@ -601,7 +601,6 @@ const ADAPTER_EDGES: &[(&str, &str, &str)] = &[
         "mcp_meta",
         "the _meta keys the MCP import reads",
     ),
-    ("mcp", "schema_refs", "shared $ref handling"),
     (
         "redis",
         "backoff",
@@ -612,7 +611,6 @@ const ADAPTER_EDGES: &[(&str, &str, &str)] = &[
         "backoff",
         "the reconnection pauses both transports share",
     ),
-    ("http_server", "schema_refs", "shared $ref handling"),
 ];
 
 #[test]

@@ -5,8 +5,8 @@
 //! `components/schemas` entry, or the `result` property of an MCP output wrapper) those
 //! references would point at the wrong place, so they are rewritten here.
 
-pub(crate) use crate::schema_refs::rewrite_refs;
 use opkit::schema::pointer;
+pub(crate) use opkit::schema::refs::rewrite_refs;
 use serde_json::{Map, Value};
 
 /// Decodes one JSON-pointer token of a URI fragment (`%xx`, then `~1`, `~0`).

@@ -111,8 +111,8 @@ pub(crate) fn query_view(schema: &Schema) -> Cow<'_, Value> {
         let Some(name) = node
             .get("$ref")
             .and_then(Value::as_str)
-            .and_then(|target| target.strip_prefix("#/$defs/"))
-            .map(|token| pointer::unescape(token).into_owned())
+            .and_then(opkit::schema::refs::definition_of)
+            .map(std::borrow::Cow::into_owned)
         else {
             continue;
         };

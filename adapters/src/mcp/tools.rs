@@ -18,8 +18,8 @@
 //! schema is then the schema of `result` (with the wrapper's `$defs`), the property is
 //! recorded in the `mcp.wrapped` extension, and each result's data is read from under it.
 
-use crate::schema_refs::rewrite_refs;
 use opkit::schema::pointer;
+use opkit::schema::refs::rewrite_refs;
 use opkit::{OperationKind, OperationSpec};
 use serde_json::{Value, json};
 

@@ -82,8 +82,8 @@ pub(crate) fn choices(schema: &Value, field: &str) -> Vec<String> {
     if let Some(target) = field
         .get("$ref")
         .and_then(Value::as_str)
-        .and_then(|reference| reference.strip_prefix("#/$defs/"))
-        .and_then(|name| schema.get("$defs")?.get(name))
+        .and_then(opkit::schema::refs::definition_of)
+        .and_then(|name| schema.get("$defs")?.get(&*name))
     {
         field = target;
     }

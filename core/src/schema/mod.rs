@@ -12,6 +12,7 @@ mod compiled_definitions;
 mod error;
 mod generate;
 pub mod pointer;
+pub mod refs;
 mod shared;
 mod shared_validate;
 mod standard;

@@ -20,9 +20,6 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, OnceLock};
 
-/// The prefix of a reference into `$defs`.
-pub(super) const DEFS_PREFIX: &str = "#/$defs/";
-
 /// Named schemas shared by many [`Schema`]s: a schema refers to the one named `Name` with
 /// `{"$ref": "#/$defs/Name"}` (the name escaped as a JSON pointer token), and definitions refer
 /// to each other the same way.
@@ -141,36 +138,14 @@ impl fmt::Debug for Definitions {
     }
 }
 
-/// Adds to `found` the definitions `value` refers to with `{"$ref": "#/$defs/<name>"}`.
+/// The definitions `value` refers to directly (`#/$defs/<name>` targets naming one in
+/// `index`).
 pub(super) fn collect_refs(value: &Value, index: &HashMap<String, u32>, found: &mut BTreeSet<u32>) {
-    match value {
-        Value::Object(map) => {
-            for (key, member) in map {
-                if key == "$ref"
-                    && let Value::String(target) = member
-                    && let Some(id) = target
-                        .strip_prefix(DEFS_PREFIX)
-                        .map(|rest| rest.split('/').next().unwrap_or(rest))
-                        .and_then(|token| lookup(index, token))
-                {
-                    found.insert(id);
-                } else {
-                    collect_refs(member, index, found);
-                }
-            }
+    super::refs::for_each_ref(value, &mut |target| {
+        if let Some(id) = super::refs::definition_of(target).and_then(|name| index.get(&*name)) {
+            found.insert(*id);
         }
-        Value::Array(items) => {
-            for item in items {
-                collect_refs(item, index, found);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// The definition a JSON pointer token names (`~1` is `/`, `~0` is `~`).
-fn lookup(index: &HashMap<String, u32>, token: &str) -> Option<u32> {
-    index.get(&*super::pointer::unescape(token)).copied()
+    });
 }
 
 /// A JSON Schema (2020-12) as an [`OperationSpec`](crate::OperationSpec) holds it.

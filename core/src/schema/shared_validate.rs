@@ -21,7 +21,8 @@
 
 use super::compiled_definitions::Unshareable;
 use super::error::SchemaError;
-use super::shared::{DEFS_PREFIX, Definitions, Schema};
+use super::refs::{DATA_KEYWORDS, DEFS_PREFIX, NAME_MAPS};
+use super::shared::{Definitions, Schema};
 use super::validate::{CompileSource, CompiledSchema, decode, encode, plain_options};
 use jsonschema::{Keyword, ValidationError, Validator};
 use serde_json::{Map, Value};
@@ -152,9 +153,6 @@ fn options(definitions: Weak<Definitions>) -> jsonschema::ValidationOptions<'sta
     )
 }
 
-/// Keywords whose values are data, not schemas: never rewritten.
-const DATA_KEYWORDS: &[&str] = &["enum", "const", "default", "examples", "example"];
-
 /// Keywords that tie a schema to the document around it.
 const CONTEXT_KEYWORDS: &[&str] = &[
     "$id",
@@ -165,16 +163,6 @@ const CONTEXT_KEYWORDS: &[&str] = &[
     "$recursiveAnchor",
     "unevaluatedProperties",
     "unevaluatedItems",
-];
-
-/// Keywords whose value maps names (of properties, patterns, definitions) to schemas: the
-/// names are not keywords (a property may be called `default` or `$ref`).
-const NAME_MAPS: &[&str] = &[
-    "properties",
-    "patternProperties",
-    "$defs",
-    "definitions",
-    "dependentSchemas",
 ];
 
 /// `schema` with each `{"$ref": "#/$defs/<name>"}` turned into `{KEYWORD: <index>}`;
