@@ -59,19 +59,34 @@ impl<'a> RunParts<'a> {
             convert: error_converter(op),
         }
     }
+
+    /// `fn __opkit_run(ctx, ..) -> impl #returns + use<> { #body }`.
+    fn function(
+        &self,
+        private: &TokenStream,
+        returns: TokenStream,
+        body: TokenStream,
+    ) -> TokenStream {
+        let Self { ctx, params, .. } = self;
+        quote! {
+            fn __opkit_run(#ctx: #private::OperationContext, #(#params),*)
+                -> impl #returns + use<>
+            {
+                #body
+            }
+        }
+    }
 }
 
 /// `__opkit_run` of a query or mutation: a future of the result.
 fn unary_run(op: &Operation<'_>, run: &RunParts<'_>) -> TokenStream {
     let private = &op.private;
     let RunParts {
-        ctx,
-        params,
         call,
-        item,
         marker,
         states,
         convert,
+        ..
     } = run;
     let value_span = op.output.value.span();
     let at = respan(private, value_span);
@@ -98,26 +113,19 @@ fn unary_run(op: &Operation<'_>, run: &RunParts<'_>) -> TokenStream {
             )
         }
     };
-    quote! {
-        fn __opkit_run(#ctx: #private::OperationContext, #(#params),*)
-            -> impl #private::Future<Output = #item> + use<>
-        {
-            #body
-        }
-    }
+    let item = &run.item;
+    run.function(private, quote!(#private::Future<Output = #item>), body)
 }
 
 /// `__opkit_run` of a subscription: a stream of results.
 fn stream_run(op: &Operation<'_>, run: &RunParts<'_>) -> TokenStream {
     let private = &op.private;
     let RunParts {
-        ctx,
-        params,
         call,
-        item,
         marker,
         states,
         convert,
+        ..
     } = run;
     let items = if borrows_ctx(op) {
         let sink = Ident::new("__sink", Span::mixed_site());
@@ -147,13 +155,12 @@ fn stream_run(op: &Operation<'_>, run: &RunParts<'_>) -> TokenStream {
     } else {
         quote!(#produce(#items, #convert))
     };
-    quote! {
-        fn __opkit_run(#ctx: #private::OperationContext, #(#params),*)
-            -> impl #private::futures::Stream<Item = #item> + use<>
-        {
-            #body
-        }
-    }
+    let item = &run.item;
+    run.function(
+        private,
+        quote!(#private::futures::Stream<Item = #item>),
+        body,
+    )
 }
 
 /// `true` when the fn takes the context by reference: its future borrows the context, which
