@@ -8,30 +8,8 @@ use mcp_support::*;
 use opkit::envelope::{McpContentBlock, McpMeta, ResponseMeta};
 use opkit::{OperationContext, OperationKind};
 use opkit_adapters::mcp::{McpConnection, McpOptions};
+use opkit_testkit::dir::TempDir;
 use serde_json::json;
-use std::path::PathBuf;
-
-/// A scratch directory removed on drop.
-struct ScratchDir(PathBuf);
-
-impl ScratchDir {
-    fn new() -> Self {
-        let dir = std::env::temp_dir().join(format!(
-            "opkit-mcp-fs-{}-{}",
-            std::process::id(),
-            opkit::new_request_id()
-        ));
-        std::fs::create_dir_all(&dir).expect("create the scratch dir");
-        // The server resolves symlinks (/tmp may be one); compare against the real path.
-        Self(dir.canonicalize().expect("canonical scratch dir"))
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn meta(envelope: &opkit::ResponseEnvelope) -> &McpMeta {
     match &envelope.meta {
@@ -42,16 +20,17 @@ fn meta(envelope: &opkit::ResponseEnvelope) -> &McpMeta {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_filesystem_over_stdio() {
-    let scratch = ScratchDir::new();
-    std::fs::write(scratch.0.join("hello.txt"), "Hello, files!\n").unwrap();
-    std::fs::write(scratch.0.join("tone.wav"), b"RIFF0000WAVEfmt ").unwrap();
-    std::fs::write(scratch.0.join("dot.png"), b"\x89PNG\r\n\x1a\n").unwrap();
+    // The server resolves symlinks (/tmp may be one); compare against the real path.
+    let scratch = TempDir::canonical("mcp-fs");
+    std::fs::write(scratch.join("hello.txt"), "Hello, files!\n").unwrap();
+    std::fs::write(scratch.join("tone.wav"), b"RIFF0000WAVEfmt ").unwrap();
+    std::fs::write(scratch.join("dot.png"), b"\x89PNG\r\n\x1a\n").unwrap();
 
     let connection = McpConnection::connect_stdio(
         node(),
         [
             filesystem_js().into_os_string(),
-            scratch.0.clone().into_os_string(),
+            scratch.path().as_os_str().to_owned(),
         ],
         std::iter::empty::<(&str, &str)>(),
         McpOptions::new("fs").label("server-filesystem"),
@@ -88,7 +67,7 @@ async fn server_filesystem_over_stdio() {
     );
 
     // --- structured text --------------------------------------------------------------------
-    let path = scratch.0.join("hello.txt");
+    let path = scratch.join("hello.txt");
     let envelope = registry
         .execute("fs.read_text_file", json!({"path": path}), &ctx)
         .await
@@ -106,7 +85,7 @@ async fn server_filesystem_over_stdio() {
     let envelope = registry
         .execute(
             "fs.read_media_file",
-            json!({"path": scratch.0.join("tone.wav")}),
+            json!({"path": scratch.join("tone.wav")}),
             &ctx,
         )
         .await
@@ -126,7 +105,7 @@ async fn server_filesystem_over_stdio() {
     let envelope = registry
         .execute(
             "fs.read_media_file",
-            json!({"path": scratch.0.join("dot.png")}),
+            json!({"path": scratch.join("dot.png")}),
             &ctx,
         )
         .await
@@ -160,7 +139,7 @@ async fn server_filesystem_over_stdio() {
     );
 
     // --- a mutation, then the change is visible ------------------------------------------------
-    let new_file = scratch.0.join("new.txt");
+    let new_file = scratch.join("new.txt");
     let envelope = registry
         .execute(
             "fs.write_file",

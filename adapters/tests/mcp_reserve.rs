@@ -170,15 +170,14 @@ async fn server_everything_blocks_survive_re_serving() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_filesystem_audio_and_images_survive_re_serving() {
-    let dir = std::env::temp_dir().join(format!("opkit-reserve-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = opkit_testkit::dir::TempDir::new("reserve");
     std::fs::write(dir.join("tone.wav"), b"RIFF0000WAVEfmt ").unwrap();
     std::fs::write(dir.join("dot.png"), b"\x89PNG\r\n\x1a\n").unwrap();
     let filesystem = McpConnection::connect_stdio(
         node(),
         [
             filesystem_js().into_os_string(),
-            dir.clone().into_os_string(),
+            dir.as_os_str().to_owned(),
         ],
         std::iter::empty::<(&str, &str)>(),
         McpOptions::new("fs").label("server-filesystem"),
@@ -213,7 +212,6 @@ async fn server_filesystem_audio_and_images_survive_re_serving() {
     assert_eq!(outside.is_error, Some(true));
     assert_eq!(outside.structured_content, None);
     client.cancel().await.unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Collects progress reports.

@@ -18,14 +18,13 @@
 //! PID when the test ends, however it ends.
 #![cfg(feature = "redis")]
 
-mod child_support;
 mod redis_support;
 
-use child_support::{ChildTest, Stdout, run_child};
 use futures::StreamExt;
 use opkit::prelude::*;
 use opkit::protocol::{CallHandler, PendingRequestMap};
 use opkit_adapters::redis::{RedisOptions, RedisPubSub};
+use opkit_testkit::rerun::{ChildTest, Stdout, run_child, test_name};
 use redis::AsyncCommands;
 use redis_support::RedisServer;
 use redis_support::cluster::{RedisCluster, cli};
@@ -211,7 +210,7 @@ impl ChildProcess {
     ) -> Self {
         let (cluster, ledger) = (cluster.url(), ledger.url());
         Self(ChildTest::spawn(
-            "cluster_child_process",
+            &test_name(module_path!(), "cluster_child_process"),
             &[
                 (ROLE_VAR, role.as_ref()),
                 (CLUSTER_VAR, cluster.as_ref()),

@@ -11,14 +11,13 @@
 //! The figures (outcomes, peak RSS of each process) are printed as a table.
 #![cfg(feature = "redis")]
 
-mod child_support;
 mod redis_support;
 
-use child_support::{ChildTest, Stdout, run_child};
 use futures::StreamExt;
 use opkit::prelude::*;
 use opkit::protocol::{CallHandler, PendingOptions, PendingRequestMap};
 use opkit_adapters::redis::{RedisOptions, RedisPubSub};
+use opkit_testkit::rerun::{ChildTest, Stdout, run_child, test_name};
 use redis::AsyncCommands;
 use redis_support::RedisServer;
 use redis_support::ops::within;
@@ -159,7 +158,7 @@ async fn subscribe_without_polling(url: &str) {
 
 fn spawn(role: &str, url: &str) -> ChildTest {
     ChildTest::spawn(
-        "load_child_process",
+        &test_name(module_path!(), "load_child_process"),
         &[(ROLE_VAR, role.as_ref()), (URL_VAR, url.as_ref())],
         Stdout::Lines,
     )

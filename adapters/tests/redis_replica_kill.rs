@@ -7,14 +7,13 @@
 //! executions across processes.
 #![cfg(feature = "redis")]
 
-mod child_support;
 mod redis_support;
 
-use child_support::{ChildTest, Stdout, run_child};
 use futures::StreamExt;
 use opkit::prelude::*;
 use opkit::protocol::{CallHandler, PendingRequestMap};
 use opkit_adapters::redis::{RedisOptions, RedisPubSub};
+use opkit_testkit::rerun::{ChildTest, Stdout, run_child, test_name};
 use redis::AsyncCommands;
 use redis_support::RedisServer;
 use redis_support::ops::{init_logs, within};
@@ -160,7 +159,7 @@ fn replica_child_process() {
 fn spawn_replica(server: &RedisServer, name: &str) -> ChildTest {
     let url = server.url();
     ChildTest::spawn(
-        "replica_child_process",
+        &test_name(module_path!(), "replica_child_process"),
         &[(URL_VAR, url.as_ref()), (NAME_VAR, name.as_ref())],
         Stdout::Discard,
     )

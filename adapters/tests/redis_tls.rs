@@ -11,6 +11,7 @@ mod tls_support;
 use opkit::prelude::*;
 use opkit::protocol::{CallHandler, PendingRequestMap};
 use opkit_adapters::redis::{RedisOptions, RedisPubSub, RedisTls};
+use opkit_testkit::process::ChildGuard;
 use redis_support::TlsRedisServer;
 use serde_json::json;
 use std::sync::Arc;
@@ -138,16 +139,14 @@ async fn mutual_tls_requires_a_client_certificate_signed_by_the_ca() {
 /// by PID when dropped.
 struct TlsCluster {
     ports: Vec<u16>,
-    children: Vec<std::process::Child>,
+    children: Vec<ChildGuard>,
     dir: std::path::PathBuf,
 }
 
 impl Drop for TlsCluster {
     fn drop(&mut self) {
-        for child in &mut self.children {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        // Every node killed by its PID, then their directory removed.
+        self.children.clear();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -157,7 +156,7 @@ impl TlsCluster {
         use std::process::{Command, Stdio};
         let dir = pki.dir().join("cluster");
         let ports: Vec<u16> = (0..3)
-            .map(|_| redis_support::cluster::free_port_pair())
+            .map(|_| opkit_testkit::ports::free_port_pair())
             .collect();
         let mut cluster = Self {
             ports: ports.clone(),
@@ -197,7 +196,7 @@ impl TlsCluster {
                 .stderr(Stdio::null())
                 .spawn()
                 .expect("redis-server starts");
-            cluster.children.push(child);
+            cluster.children.push(ChildGuard::new(child));
         }
         // Each `redis-cli` bounded by `timeout` (a cluster that cannot join would keep
         // `--cluster create` waiting).

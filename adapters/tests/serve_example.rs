@@ -4,12 +4,13 @@
 
 mod serve_support;
 
+use opkit_testkit::process::AsyncChildGuard;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
-use serve_support::{ChildGuard, example_binary};
+use serve_support::example_binary;
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -24,7 +25,7 @@ async fn the_serve_example_serves_the_quickstart_over_http_and_mcp() {
         .spawn()
         .expect("the example starts");
     let stdout = child.stdout.take().expect("stdout");
-    let _guard = ChildGuard(Some(child));
+    let _guard = AsyncChildGuard::new(child);
     let mut lines = BufReader::new(stdout).lines();
     let mut printed = Vec::new();
     let read = async {

@@ -3,8 +3,7 @@
 //! disconnect), the OpenAPI document, and a round trip driven by that document.
 #![cfg(feature = "http-server")]
 
-#[path = "../../examples/serve_fixtures.rs"]
-mod serve_fixtures;
+use serve_support::serve_fixtures;
 mod serve_support;
 
 use futures::StreamExt;

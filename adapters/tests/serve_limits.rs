@@ -3,8 +3,7 @@
 //! connections: the header-read timeout and the connection limit.
 #![cfg(feature = "http-server")]
 
-#[path = "../../examples/serve_fixtures.rs"]
-mod serve_fixtures;
+use serve_support::serve_fixtures;
 mod serve_support;
 
 use opkit::limits::MAX_INPUT_DEPTH;

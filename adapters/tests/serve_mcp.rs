@@ -3,8 +3,7 @@
 //! `serve_stdio` example as a child process) and Streamable HTTP, and a round trip.
 #![cfg(feature = "mcp-server")]
 
-#[path = "../../examples/serve_fixtures.rs"]
-mod serve_fixtures;
+use serve_support::serve_fixtures;
 mod serve_support;
 
 use opkit::prelude::*;

@@ -4,15 +4,15 @@
 //! `scripts/install-peers.sh` (adapters/peers/serve/requirements.txt).
 #![cfg(all(feature = "http-server", feature = "mcp-server"))]
 
-#[path = "../../examples/serve_fixtures.rs"]
-mod serve_fixtures;
+use serve_support::serve_fixtures;
 mod serve_support;
 
 use opkit_adapters::http_server::HttpServer;
 use opkit_adapters::mcp_server::McpServer;
+use opkit_testkit::dir::TempDir;
 use serde_json::{Value, json};
 use serve_fixtures::{fixture_registry, fixture_tokens};
-use serve_support::{Finished, TempDir, peer_python, peer_script, run, serve};
+use serve_support::{Finished, peer_python, peer_script, run, serve};
 use std::time::Duration;
 
 const PEER_LIMIT: Duration = Duration::from_secs(300);
@@ -190,7 +190,7 @@ async fn openapi_spec_validator_accepts_the_document() {
         ("no-resolver", HttpServer::new(fixture_registry(true))),
         ("empty", HttpServer::new(opkit::OperationRegistry::new())),
     ] {
-        let path = dir.0.join(format!("{label}.json"));
+        let path = dir.join(format!("{label}.json"));
         std::fs::write(&path, serde_json::to_vec_pretty(&server.openapi()).unwrap()).unwrap();
         let mut command = tokio::process::Command::new(peer_python());
         command.args(["-m", "openapi_spec_validator"]).arg(&path);
@@ -219,7 +219,7 @@ async fn schemathesis_finds_nothing() {
     let schemathesis = peer_python().with_file_name("schemathesis");
     let mut command = tokio::process::Command::new(schemathesis);
     command
-        .current_dir(&dir.0)
+        .current_dir(dir.path())
         .arg("run")
         .arg(served.url("/openapi.json"))
         .args(["--checks", "all"])

@@ -13,10 +13,11 @@ use http::StatusCode;
 use opkit::prelude::*;
 use opkit::{HttpRoute, OperationKind, OperationSpec};
 use opkit_adapters::http_server::{HttpServer, HttpServerError, RouteError};
+use opkit_testkit::dir::TempDir;
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use serve_support::{Finished, TempDir, crate_dir, peer_python, run, serve};
+use serve_support::{Finished, crate_dir, peer_python, run, serve};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -277,7 +278,7 @@ async fn the_openapi_document_describes_the_rest_routes_and_validates() {
     assert!(paths["/ops/todos.create"]["post"].is_object());
 
     let dir = TempDir::new("rest-openapi");
-    let path = dir.0.join("todos.json");
+    let path = dir.join("todos.json");
     std::fs::write(&path, serde_json::to_vec_pretty(&document).unwrap()).unwrap();
     let mut command = tokio::process::Command::new(peer_python());
     command.args(["-m", "openapi_spec_validator"]).arg(&path);
@@ -296,7 +297,7 @@ async fn schemathesis_finds_nothing_on_the_rest_routes() {
     let dir = TempDir::new("schemathesis-rest");
     let mut command = tokio::process::Command::new(peer_python().with_file_name("schemathesis"));
     command
-        .current_dir(&dir.0)
+        .current_dir(dir.path())
         .arg("run")
         .arg(served.url("/openapi.json"))
         .args(["--checks", "all"])

@@ -14,8 +14,7 @@
     feature = "mcp"
 ))]
 
-#[path = "../../examples/serve_fixtures.rs"]
-mod serve_fixtures;
+use serve_support::serve_fixtures;
 mod serve_support;
 
 use futures::StreamExt;

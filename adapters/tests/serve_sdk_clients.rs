@@ -6,8 +6,7 @@
 //! with their message. (The Python SDK client does the same in `serve_peers.rs`.)
 #![cfg(feature = "mcp-server")]
 
-#[path = "../../examples/serve_fixtures.rs"]
-mod serve_fixtures;
+use serve_support::serve_fixtures;
 mod serve_support;
 
 use opkit_adapters::mcp_server::McpServer;

@@ -4,15 +4,12 @@
 #![cfg(feature = "http-server")]
 
 mod serve_support;
-#[path = "../../core/tests/trace_support/mod.rs"]
-mod trace_support;
-mod traced_support;
 
 use opkit::prelude::*;
 use opkit_adapters::http_server::HttpServer;
+use opkit_testkit::trace::{INCOMING, echo_registry, spans_of};
 use serde_json::{Value, json};
 use serve_support::serve;
-use traced_support::{INCOMING, echo_registry, spans_of};
 
 #[test]
 fn trace_headers_are_read_and_bad_ones_ignored() {

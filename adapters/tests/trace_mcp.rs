@@ -4,18 +4,15 @@
 #![cfg(all(feature = "mcp", feature = "mcp-server"))]
 
 mod serve_support;
-#[path = "../../core/tests/trace_support/mod.rs"]
-mod trace_support;
-mod traced_support;
 
 use opkit::prelude::*;
 use opkit::trace::TraceContext;
 use opkit_adapters::mcp::{McpConnection, McpLifecycle, McpOptions};
 use opkit_adapters::mcp_server::McpServer;
+use opkit_testkit::trace::{INCOMING, echo_registry, spans_of};
+use opkit_testkit::trace::{assert_parent, find};
 use serde_json::json;
 use serve_support::serve;
-use trace_support::{assert_parent, find};
-use traced_support::{INCOMING, echo_registry, spans_of};
 
 #[test]
 fn the_mcp_import_and_server_link_their_spans() {

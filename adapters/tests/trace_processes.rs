@@ -10,22 +10,23 @@
 #![cfg(all(feature = "redis", feature = "http-server", feature = "openapi"))]
 
 mod redis_support;
-#[path = "../../core/tests/trace_support/mod.rs"]
-mod trace_support;
 
 use opkit::prelude::*;
 use opkit::protocol::{CallHandler, PendingRequestMap};
 use opkit_adapters::http_server::HttpServer;
 use opkit_adapters::openapi::{OpenApiImporter, OpenApiOptions};
 use opkit_adapters::redis::{RedisOptions, RedisPubSub};
+use opkit_testkit::dir::TempDir;
+use opkit_testkit::process::ChildGuard;
+use opkit_testkit::rerun::test_name;
+use opkit_testkit::trace::{JsonSpans, assert_parent, find, parse_lines};
 use redis_support::RedisServer;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use trace_support::{JsonSpans, assert_parent, find, parse_lines};
 use tracing_subscriber::layer::SubscriberExt;
 
 const ROLE_VAR: &str = "OPKIT_TEST_TRACE_ROLE";
@@ -35,23 +36,17 @@ const UPSTREAM_VAR: &str = "OPKIT_TEST_TRACE_UPSTREAM";
 const PREFIX: &str = "trace:";
 const INCOMING: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 
-/// A child process, killed by its PID when dropped.
+/// A child process (killed by its PID when dropped) and the address it serves HTTP on.
 struct ChildProcess {
-    child: Child,
+    _child: ChildGuard,
     addr: Option<String>,
-}
-
-impl Drop for ChildProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn spawn(role: &str, spans: &Path, env: &[(&str, String)]) -> ChildProcess {
     let mut command = Command::new(std::env::current_exe().unwrap());
     command
-        .args(["trace_child", "--ignored", "--exact", "--nocapture"])
+        .arg(test_name(module_path!(), "trace_child"))
+        .args(["--ignored", "--exact", "--nocapture"])
         .env(ROLE_VAR, role)
         .env(SPANS_VAR, spans)
         .stdout(Stdio::piped())
@@ -59,8 +54,9 @@ fn spawn(role: &str, spans: &Path, env: &[(&str, String)]) -> ChildProcess {
     for (key, value) in env {
         command.env(key, value);
     }
-    let mut child = command.spawn().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut child = ChildGuard::new(command.spawn().unwrap());
+    let stdout = child.child_mut().and_then(|child| child.stdout.take());
+    let mut lines = BufReader::new(stdout.unwrap()).lines();
     let mut addr = None;
     for line in lines.by_ref() {
         let line = line.unwrap();
@@ -73,7 +69,10 @@ fn spawn(role: &str, spans: &Path, env: &[(&str, String)]) -> ChildProcess {
     }
     // Keep draining stdout so the child never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
-    ChildProcess { child, addr }
+    ChildProcess {
+        _child: child,
+        addr,
+    }
 }
 
 fn spans_in(path: &Path) -> Vec<Value> {
@@ -83,8 +82,7 @@ fn spans_in(path: &Path) -> Vec<Value> {
 #[test]
 fn one_trace_spans_http_redis_a_replica_and_an_imported_api() {
     let redis = RedisServer::start();
-    let dir = std::env::temp_dir().join(format!("opkit-trace-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("trace");
     let file = |name: &str| -> PathBuf { dir.join(format!("{name}.jsonl")) };
     let c = spawn("c", &file("c"), &[]);
     let c_url = format!("http://{}", c.addr.clone().unwrap());
@@ -128,7 +126,6 @@ fn one_trace_spans_http_redis_a_replica_and_an_imported_api() {
         std::thread::sleep(Duration::from_millis(50));
     };
     drop((a, b, c));
-    let _ = std::fs::remove_dir_all(&dir);
 
     // A: HTTP server span → client span of the call over Redis (a served call has one span,
     // the server's).

@@ -3,18 +3,14 @@
 //! caller's identity on the request, which rewrites it).
 #![cfg(feature = "websocket")]
 
-#[path = "../../core/tests/trace_support/mod.rs"]
-mod trace_support;
-mod traced_support;
-
 use opkit::prelude::*;
 use opkit::protocol::{CallHandler, PendingRequestMap};
 use opkit::trace::TraceContext;
 use opkit_adapters::websocket::{SpokeGrant, StaticTokens, WsHub, WsSpoke};
+use opkit_testkit::trace::{INCOMING, echo_registry, spans_of};
+use opkit_testkit::trace::{assert_parent, find};
 use serde_json::json;
 use std::sync::Arc;
-use trace_support::{assert_parent, find};
-use traced_support::{INCOMING, echo_registry, spans_of};
 
 #[test]
 fn a_call_through_the_hub_keeps_its_trace() {

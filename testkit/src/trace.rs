@@ -1,16 +1,18 @@
-//! A `tracing` layer that writes every closed `opkit::call` span as one JSON line (its
-//! fields, plus `name`), and helpers to read such lines back: how the trace tests collect
-//! spans, in one process or many.
+//! The span recorder of the trace tests: a `tracing` layer that writes every closed
+//! `opkit::call` span as one JSON line (its fields, plus `name` and `process`), helpers to
+//! read such lines back and check parent links, and the steps the scenarios share (running
+//! one with its spans recorded, the incoming trace context, the echo operation). It collects
+//! spans in one process or many (each writing a file of its own).
 
-#![allow(dead_code)]
-
+use opkit::{Handler, OperationKind, OperationRegistry, OperationSpec};
 use serde_json::{Map, Value};
+use std::future::Future;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing_subscriber::Layer;
-use tracing_subscriber::layer::Context;
+use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 
 /// The fields of one span, as JSON.
@@ -45,6 +47,7 @@ pub struct JsonSpans<W> {
 }
 
 impl<W: Write + Send + 'static> JsonSpans<W> {
+    /// Writes to `out`, every line naming `process`.
     pub fn new(out: W, process: &str) -> Self {
         Self {
             out: Arc::new(Mutex::new(out)),
@@ -109,6 +112,7 @@ impl Write for SharedBuffer {
 }
 
 impl SharedBuffer {
+    /// The spans written so far.
     pub fn spans(&self) -> Vec<Value> {
         parse_lines(&String::from_utf8_lossy(&self.0.lock().unwrap()))
     }
@@ -140,4 +144,33 @@ pub fn assert_parent(child: &Value, parent: &Value) {
         child["parent_span_id"], parent["span_id"],
         "the parent of {child} should be {parent}"
     );
+}
+
+/// The `traceparent` the scenarios continue: trace `4bf92f35…`, parent span `00f067aa…`.
+pub const INCOMING: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+/// Runs `scenario` on a current-thread runtime with a span recorder as the default
+/// subscriber; returns the recorded spans, one JSON object each.
+pub fn spans_of(scenario: impl Future<Output = ()>) -> Vec<Value> {
+    let buffer = SharedBuffer::default();
+    let subscriber = tracing_subscriber::registry().with(JsonSpans::new(buffer.clone(), "test"));
+    let _guard = tracing::subscriber::set_default(subscriber);
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(scenario);
+    buffer.spans()
+}
+
+/// A registry with `<namespace>.echo`, a query answering its input.
+pub fn echo_registry(namespace: &str) -> OperationRegistry {
+    let registry = OperationRegistry::new();
+    registry
+        .register(
+            OperationSpec::new(namespace, "echo", OperationKind::Query),
+            Handler::unary(|input, _ctx| async move { Ok(input) }),
+        )
+        .unwrap();
+    registry
 }

@@ -1,13 +1,9 @@
-//! Operations and tokens shared by the serving examples and the `serve_*` tests.
-//!
-//! Not an example by itself: `examples/serve_stdio.rs` and the tests include it with
-//! `#[path]`. Registered by hand with `OperationSpec` and `Handler`.
-#![allow(dead_code)]
+//! The fixture operations of the serving tests and of the `serve_stdio` example, and the
+//! identities of their tokens. Registered by hand with `OperationSpec` and `Handler`.
 
 use futures::StreamExt;
 use opkit::envelope::http_envelope;
 use opkit::prelude::*;
-use opkit_adapters::http_server::StaticTokens;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -203,19 +199,28 @@ pub fn fixture_registry(failing: bool) -> OperationRegistry {
     registry
 }
 
-/// The tokens of the fixtures: `writer-token` (scope `users:write`), `admin-token` (scope
-/// `users:write`, role `admin`), `reader-token` (nothing).
-pub fn fixture_tokens() -> StaticTokens {
-    StaticTokens::new()
-        .with(
+/// The tokens of the fixtures and the identity each stands for: `writer-token` (scope
+/// `users:write`), `admin-token` (scope `users:write`, role `admin`), `reader-token`
+/// (nothing). The adapters' tests turn them into `StaticTokens`.
+pub fn fixture_identities() -> Vec<(&'static str, Identity)> {
+    vec![
+        (
             "writer-token",
             Identity::new("writer").with_scopes(["users:write"]),
-        )
-        .with(
+        ),
+        (
             "admin-token",
             Identity::new("admin")
                 .with_scopes(["users:write"])
                 .with_roles(["admin"]),
-        )
-        .with("reader-token", Identity::new("reader"))
+        ),
+        ("reader-token", Identity::new("reader")),
+    ]
+}
+
+/// The identity of the fixture token `token`, if it is one.
+pub fn fixture_identity(token: &str) -> Option<Identity> {
+    fixture_identities()
+        .into_iter()
+        .find_map(|(known, identity)| (known == token).then_some(identity))
 }

@@ -1,33 +1,49 @@
-//! The fault tests' child processes: this test binary started again to run one ignored
-//! helper test (`<test> --exact --ignored`), configured through environment variables,
-//! killed by PID when dropped (even when the test fails), its stdout read line by line when
-//! asked for. In the child, [`run_child`] exits with the parent.
-#![allow(dead_code, missing_docs)]
+//! This test binary started again as a child process, to run one ignored helper test
+//! (`<test> --exact --ignored`) configured through environment variables: a replica, a
+//! caller, a process of a multi-process trace. The child is killed by its PID when dropped
+//! (even when the test fails), and its stdout is read line by line when asked for. In the
+//! child, [`run_child`] exits with the parent.
 
+use crate::process::ChildGuard;
 use std::ffi::OsStr;
 use std::future::Future;
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 /// Whether a child's stdout is kept, line by line, or discarded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stdout {
+    /// Sent to `/dev/null`.
     Discard,
+    /// Read line by line (see [`ChildTest::lines`]).
     Lines,
+}
+
+/// The name libtest gives the test `name` of the module `module_path` (what
+/// `module_path!()` says where it is written): the path without the test binary's crate
+/// name. The same whether the file is a test binary of its own or a module of a grouped
+/// one (`faults::child` as `child`, `redis_transport::replica_kill::child` as
+/// `replica_kill::child`).
+pub fn test_name(module_path: &str, name: &str) -> String {
+    match module_path.split_once("::") {
+        Some((_crate, module)) => format!("{module}::{name}"),
+        None => name.to_owned(),
+    }
 }
 
 /// A child process running one helper test of this binary; killed by PID when dropped.
 #[derive(Default)]
 pub struct ChildTest {
-    child: Option<Child>,
+    child: Option<ChildGuard>,
     lines: Arc<Mutex<Vec<String>>>,
     reader: Option<JoinHandle<()>>,
 }
 
 impl ChildTest {
-    /// Starts this test binary running only the ignored test `test`, with `env` added to its
+    /// Starts this test binary running only the ignored test `test` (its full name: see
+    /// [`test_name`]), with `env` added to its
     /// environment. Its stdin is a pipe the parent holds (see [`run_child`]); its stderr is
     /// inherited.
     pub fn spawn(test: &str, env: &[(&str, &OsStr)], stdout: Stdout) -> Self {
@@ -49,16 +65,19 @@ impl ChildTest {
             Stdout::Discard => Stdio::null(),
             Stdout::Lines => Stdio::piped(),
         });
-        let mut child = command.spawn().expect("spawn a child process");
+        let mut child = ChildGuard::new(command.spawn().expect("spawn a child process"));
         let lines = Arc::new(Mutex::new(Vec::new()));
-        let reader = child.stdout.take().map(|out| {
-            let sink = lines.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(out).lines().map_while(Result::ok) {
-                    sink.lock().unwrap().push(line);
-                }
-            })
-        });
+        let reader = child
+            .child_mut()
+            .and_then(|child| child.stdout.take())
+            .map(|out| {
+                let sink = lines.clone();
+                std::thread::spawn(move || {
+                    for line in BufReader::new(out).lines().map_while(Result::ok) {
+                        sink.lock().unwrap().push(line);
+                    }
+                })
+            });
         Self {
             child: Some(child),
             lines,
@@ -70,24 +89,21 @@ impl ChildTest {
     pub fn pid(&self) -> String {
         self.child
             .as_ref()
-            .map(|child| child.id().to_string())
+            .and_then(ChildGuard::pid)
+            .map(|pid| pid.to_string())
             .unwrap_or_default()
     }
 
     /// Sends `signal` (such as `-STOP` or `-CONT`) with `kill`.
     pub fn signal(&self, signal: &str) {
-        let status = Command::new("kill")
-            .args([signal, &self.pid()])
-            .status()
-            .expect("kill runs");
-        assert!(status.success(), "kill {signal} {}", self.pid());
+        let child = self.child.as_ref().expect("the child runs");
+        child.signal(signal);
     }
 
     /// Kills the child (SIGKILL) and reaps it; then its stdout is read to the end.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+            child.kill();
         }
         if let Some(reader) = self.reader.take() {
             let _ = reader.join();
