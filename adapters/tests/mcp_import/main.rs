@@ -1,0 +1,15 @@
+//! The MCP import tests against real servers: the reference servers (`everything`, `filesystem`),
+//! the Python SDK, a scripted server, and imported tools served again.
+//!
+//! One test binary (linked once) of the modules below; each module is the suite of one
+//! file, gated on the features it needs.
+
+#[cfg(any(feature = "mcp", all(feature = "mcp", feature = "mcp-server")))]
+#[path = "../mcp_support/mod.rs"]
+mod mcp_support;
+
+mod everything;
+mod filesystem;
+mod python;
+mod reserve;
+mod scripted;
