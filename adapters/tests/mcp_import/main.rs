@@ -4,9 +4,12 @@
 //! One test binary (linked once) of the modules below; each module is the suite of one
 //! file, gated on the features it needs.
 
-#[cfg(any(feature = "mcp", all(feature = "mcp", feature = "mcp-server")))]
+#[cfg(feature = "mcp")]
 #[path = "../mcp_support/mod.rs"]
 mod mcp_support;
+#[cfg(feature = "mcp-server")]
+#[path = "../serve_support/mod.rs"]
+mod serve_support;
 
 mod everything;
 mod filesystem;

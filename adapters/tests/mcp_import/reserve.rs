@@ -6,41 +6,25 @@
 #![cfg(all(feature = "mcp", feature = "mcp-server"))]
 
 use crate::mcp_support;
+use crate::serve_support::ProgressRecorder;
 
 use mcp_support::*;
 use opkit::envelope::{McpMeta, ResponseMeta};
 use opkit::{OperationContext, OperationRegistry};
 use opkit_adapters::mcp::{McpConnection, McpOptions, map_content_block};
 use opkit_adapters::mcp_server::McpServer;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ProgressNotificationParam, ProgressToken,
-};
-use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ProgressToken};
+use rmcp::service::{PeerRequestOptions, RunningService};
+use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 
-#[derive(Clone, Default)]
-struct Recorder {
-    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
-}
-
-impl ClientHandler for Recorder {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.progress.lock().unwrap().push(params);
-    }
-}
-
 /// An rmcp client of an opkit MCP server serving `registry`, over an in-process pipe.
-async fn reserve(registry: OperationRegistry) -> RunningService<RoleClient, Recorder> {
+async fn reserve(registry: OperationRegistry) -> RunningService<RoleClient, ProgressRecorder> {
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
     let (read, write) = tokio::io::split(server_io);
     tokio::spawn(McpServer::new(registry).serve_io(read, write));
-    Recorder::default()
+    ProgressRecorder::default()
         .serve(client_io)
         .await
         .expect("client connects")
@@ -57,7 +41,7 @@ fn mcp_meta(envelope: &opkit::ResponseEnvelope) -> &McpMeta {
 /// the same blocks and `isError`. Returns the re-served result.
 async fn same_blocks(
     direct: &McpConnection,
-    client: &RunningService<RoleClient, Recorder>,
+    client: &RunningService<RoleClient, ProgressRecorder>,
     real_tool: &str,
     arguments: Value,
 ) -> CallToolResult {

@@ -201,6 +201,25 @@ pub async fn python_report(script: &str, args: &[&str]) -> (serde_json::Value, S
     report_of(command, "the Python SDK client").await
 }
 
+/// Runs the Python SDK's MCP client (`peers/serve/mcp_client.py`) with `args` and the
+/// `calls` to make (within five minutes); returns its JSON report.
+pub async fn python_mcp_client(args: &[&str], calls: &serde_json::Value) -> serde_json::Value {
+    let mut command = tokio::process::Command::new(peer_python());
+    command
+        .arg(peer_script("mcp_client.py"))
+        .args(args)
+        .arg(format!("--calls={calls}"));
+    let Finished {
+        success,
+        stdout,
+        stderr,
+    } = run(command, Duration::from_secs(300)).await;
+    assert!(success, "the Python MCP client failed:\n{stderr}\n{stdout}");
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|error| {
+        panic!("the Python MCP client printed no report ({error}):\n{stdout}\n{stderr}")
+    })
+}
+
 /// Runs a peer that prints one JSON report on stdout (within two minutes).
 async fn report_of(command: tokio::process::Command, peer: &str) -> (serde_json::Value, String) {
     let Finished {
@@ -226,5 +245,61 @@ pub mod serve_fixtures {
             opkit_adapters::http_server::StaticTokens::new(),
             |tokens, (token, identity)| tokens.with(token, identity),
         )
+    }
+}
+
+/// Serves `server` at `/mcp` on 127.0.0.1 with a free port.
+#[cfg(feature = "mcp-server")]
+pub async fn serve_mcp(server: opkit_adapters::mcp_server::McpServer) -> Served {
+    serve(axum::Router::new().nest("/mcp", server.router())).await
+}
+
+/// Sends one JSON-RPC line to a stdio MCP server; with an `id`, returns every line read
+/// until its response (that one last; at most 50 lines, each within 20 s).
+pub async fn exchange(
+    write: &mut (impl tokio::io::AsyncWrite + Unpin),
+    lines: &mut tokio::io::Lines<tokio::io::BufReader<impl tokio::io::AsyncRead + Unpin>>,
+    message: serde_json::Value,
+) -> Vec<serde_json::Value> {
+    use tokio::io::AsyncWriteExt;
+    let id = message.get("id").cloned();
+    let mut text = message.to_string();
+    text.push('\n');
+    write.write_all(text.as_bytes()).await.unwrap();
+    let Some(id) = id else {
+        return Vec::new();
+    };
+    let mut read = Vec::new();
+    for _ in 0..50 {
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("the server answers")
+            .unwrap()
+            .expect("the server keeps the pipe open");
+        let value: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let done = value.get("id") == Some(&id);
+        read.push(value);
+        if done {
+            return read;
+        }
+    }
+    panic!("no response with id {id}");
+}
+
+/// An MCP client that records the progress notifications it gets.
+#[cfg(feature = "mcp-server")]
+#[derive(Clone, Default)]
+pub struct ProgressRecorder {
+    pub progress: std::sync::Arc<std::sync::Mutex<Vec<rmcp::model::ProgressNotificationParam>>>,
+}
+
+#[cfg(feature = "mcp-server")]
+impl rmcp::ClientHandler for ProgressRecorder {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
     }
 }

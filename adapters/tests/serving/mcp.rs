@@ -12,40 +12,23 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientRequest, ProgressNotificationParam,
     ProtocolVersion, Request, ServerResult, Tool,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::service::{PeerRequestOptions, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt};
+use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use serve_fixtures::{fixture_registry, fixture_tokens};
-use serve_support::serve;
-use std::sync::{Arc, Mutex};
+use serve_support::{ProgressRecorder, exchange, serve, serve_mcp};
 use std::time::Duration;
 
-/// A client that records progress notifications.
-#[derive(Clone, Default)]
-struct Recorder {
-    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
-}
-
-impl ClientHandler for Recorder {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.progress.lock().unwrap().push(params);
-    }
-}
-
-type Client = RunningService<RoleClient, Recorder>;
+type Client = RunningService<RoleClient, ProgressRecorder>;
 
 /// A legacy (initialize) client connected in-process over a duplex pipe.
 async fn connect_duplex(server: McpServer) -> Client {
     let (server_io, client_io) = tokio::io::duplex(1 << 16);
     let (read, write) = tokio::io::split(server_io);
     tokio::spawn(server.serve_io(read, write));
-    Recorder::default()
+    ProgressRecorder::default()
         .serve(client_io)
         .await
         .expect("client connects")
@@ -401,11 +384,11 @@ async fn http_client(url: &str, token: Option<&str>, mode: Option<ClientLifecycl
     }
     let transport = StreamableHttpClientTransport::from_config(config);
     match mode {
-        Some(mode) => Recorder::default()
+        Some(mode) => ProgressRecorder::default()
             .serve_with_lifecycle(transport, mode)
             .await
             .expect("client connects"),
-        None => Recorder::default()
+        None => ProgressRecorder::default()
             .serve(transport)
             .await
             .expect("client connects"),
@@ -464,15 +447,9 @@ async fn streamable_http_serves_both_protocol_eras() {
 
 #[tokio::test]
 async fn streamable_http_resolves_bearer_tokens() {
-    let served = serve(
-        axum::Router::new().nest(
-            "/mcp",
-            McpServer::new(fixture_registry(false))
-                .identity_resolver(fixture_tokens())
-                .router(),
-        ),
-    )
-    .await;
+    let served =
+        serve_mcp(McpServer::new(fixture_registry(false)).identity_resolver(fixture_tokens()))
+            .await;
     let url = served.url("/mcp");
     let anonymous = http_client(&url, None, None).await;
     let result = call(&anonymous, "users.create", json!({"name": "Ada"})).await;
@@ -498,7 +475,7 @@ async fn streamable_http_resolves_bearer_tokens() {
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), 401);
-    let connect = Recorder::default()
+    let connect = ProgressRecorder::default()
         .serve(StreamableHttpClientTransport::from_config(
             StreamableHttpClientTransportConfig::with_uri(url).auth_header("wrong"),
         ))
@@ -517,11 +494,11 @@ async fn the_stdio_example_serves_the_fixtures() {
             .expect("the example starts");
         let client = match mode {
             Some(mode) => {
-                Recorder::default()
+                ProgressRecorder::default()
                     .serve_with_lifecycle(transport, mode)
                     .await
             }
-            None => Recorder::default().serve(transport).await,
+            None => ProgressRecorder::default().serve(transport).await,
         }
         .expect("the client connects over stdio");
         let info = client.peer_info().unwrap();
@@ -539,15 +516,8 @@ async fn the_stdio_example_serves_the_fixtures() {
 #[tokio::test]
 async fn round_trip_through_rmcp_gives_the_same_operations_and_data() {
     let registry = fixture_registry(false);
-    let served = serve(
-        axum::Router::new().nest(
-            "/mcp",
-            McpServer::new(registry.clone())
-                .identity_resolver(fixture_tokens())
-                .router(),
-        ),
-    )
-    .await;
+    let served =
+        serve_mcp(McpServer::new(registry.clone()).identity_resolver(fixture_tokens())).await;
     let client = http_client(&served.url("/mcp"), Some("admin-token"), Some(modern())).await;
     let tools = client.list_all_tools().await.unwrap();
     // Same operations: one tool per spec with the same input and output schemas.
@@ -601,30 +571,14 @@ async fn round_trip_through_rmcp_gives_the_same_operations_and_data() {
     client.cancel().await.unwrap();
 }
 
-/// Sends one JSON-RPC line and reads lines until the response with `id` arrives.
-async fn exchange(
+/// Sends one JSON-RPC line; with an `id`, returns its response (the lines before it are
+/// read and left).
+async fn exchange_one(
     write: &mut (impl tokio::io::AsyncWrite + Unpin),
     lines: &mut tokio::io::Lines<tokio::io::BufReader<impl tokio::io::AsyncRead + Unpin>>,
     message: Value,
 ) -> Option<Value> {
-    use tokio::io::AsyncWriteExt;
-    let id = message.get("id").cloned();
-    let mut text = message.to_string();
-    text.push('\n');
-    write.write_all(text.as_bytes()).await.unwrap();
-    let id = id?;
-    for _ in 0..50 {
-        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
-            .await
-            .expect("the server answers")
-            .unwrap()
-            .expect("the server keeps the pipe open");
-        let value: Value = serde_json::from_str(&line).unwrap();
-        if value.get("id") == Some(&id) {
-            return Some(value);
-        }
-    }
-    panic!("no response with id {id}");
+    exchange(write, lines, message).await.pop()
 }
 
 #[tokio::test]
@@ -641,7 +595,7 @@ async fn discover_is_answered_and_unknown_methods_are_method_not_found() {
         "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}
     });
     // A 2026-07-28 client probes first: `server/discover` is answered...
-    let discover = exchange(
+    let discover = exchange_one(
         &mut client_write,
         &mut lines,
         json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}),
@@ -651,7 +605,7 @@ async fn discover_is_answered_and_unknown_methods_are_method_not_found() {
     let versions = discover["result"]["supportedVersions"].as_array().unwrap();
     assert!(versions.contains(&json!("2026-07-28")) && versions.contains(&json!("2025-11-25")));
     // ... and a legacy client can still initialize on the same connection.
-    let init = exchange(
+    let init = exchange_one(
         &mut client_write,
         &mut lines,
         json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
@@ -662,13 +616,13 @@ async fn discover_is_answered_and_unknown_methods_are_method_not_found() {
     .await
     .unwrap();
     assert_eq!(init["result"]["serverInfo"]["name"], "opkit");
-    exchange(
+    exchange_one(
         &mut client_write,
         &mut lines,
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     )
     .await;
-    let unknown = exchange(
+    let unknown = exchange_one(
         &mut client_write,
         &mut lines,
         json!({"jsonrpc": "2.0", "id": 3, "method": "no/such/method", "params": {}}),

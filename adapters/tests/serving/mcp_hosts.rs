@@ -17,8 +17,7 @@ use rmcp::model::Tool;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use serve_support::{Finished, peer_python, peer_script, run, serve, ts_client_with_stderr};
-use std::time::Duration;
+use serve_support::{exchange, python_mcp_client, serve, ts_client_with_stderr};
 
 /// Every kind of number schemars marks with a format of its own.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
@@ -98,24 +97,6 @@ async fn list_tools(server: McpServer) -> Vec<Tool> {
     let tools = client.list_all_tools().await.expect("tools/list");
     client.cancel().await.unwrap();
     tools
-}
-
-/// Runs the Python SDK client script (adapters/peers/serve/mcp_client.py) with `args`.
-async fn python_mcp_client(args: &[&str], calls: &Value) -> Value {
-    let mut command = tokio::process::Command::new(peer_python());
-    command
-        .arg(peer_script("mcp_client.py"))
-        .args(args)
-        .arg(format!("--calls={calls}"));
-    let Finished {
-        success,
-        stdout,
-        stderr,
-    } = run(command, Duration::from_secs(300)).await;
-    assert!(success, "the Python MCP client failed:\n{stderr}\n{stdout}");
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|error| {
-        panic!("the Python MCP client printed no report ({error}):\n{stdout}\n{stderr}")
-    })
 }
 
 fn tool<'a>(tools: &'a [Tool], name: &str) -> &'a Tool {
@@ -366,38 +347,6 @@ async fn provider_safe_names_are_listed_called_and_checked() {
         .check()
         .unwrap_err();
     assert!(error.to_string().contains("hosts_a_b"), "{error}");
-}
-
-/// Sends one JSON-RPC line; with an `id`, returns every line read until its response
-/// (that one last).
-async fn exchange(
-    write: &mut (impl tokio::io::AsyncWrite + Unpin),
-    lines: &mut tokio::io::Lines<tokio::io::BufReader<impl tokio::io::AsyncRead + Unpin>>,
-    message: Value,
-) -> Vec<Value> {
-    use tokio::io::AsyncWriteExt;
-    let id = message.get("id").cloned();
-    let mut text = message.to_string();
-    text.push('\n');
-    write.write_all(text.as_bytes()).await.unwrap();
-    let Some(id) = id else {
-        return Vec::new();
-    };
-    let mut read = Vec::new();
-    for _ in 0..50 {
-        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
-            .await
-            .expect("the server answers")
-            .unwrap()
-            .expect("the server keeps the pipe open");
-        let value: Value = serde_json::from_str(&line).unwrap();
-        let done = value.get("id") == Some(&id);
-        read.push(value);
-        if done {
-            return read;
-        }
-    }
-    panic!("no response with id {id}");
 }
 
 /// The `(level, data)` of every `notifications/message` in `lines`.

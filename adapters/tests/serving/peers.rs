@@ -12,28 +12,10 @@ use opkit_adapters::mcp_server::McpServer;
 use opkit_testkit::dir::TempDir;
 use serde_json::{Value, json};
 use serve_fixtures::{fixture_registry, fixture_tokens};
-use serve_support::{Finished, peer_python, peer_script, run, serve};
+use serve_support::{peer_python, python_mcp_client, run, serve, serve_mcp};
 use std::time::Duration;
 
 const PEER_LIMIT: Duration = Duration::from_secs(300);
-
-/// Runs the Python MCP client script with `args` and returns its JSON report.
-async fn python_mcp_client(args: &[&str], calls: &Value) -> Value {
-    let mut command = tokio::process::Command::new(peer_python());
-    command
-        .arg(peer_script("mcp_client.py"))
-        .args(args)
-        .arg(format!("--calls={calls}"));
-    let Finished {
-        success,
-        stdout,
-        stderr,
-    } = run(command, PEER_LIMIT).await;
-    assert!(success, "the Python MCP client failed:\n{stderr}\n{stdout}");
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|error| {
-        panic!("the Python MCP client printed no report ({error}):\n{stdout}\n{stderr}")
-    })
-}
 
 fn calls() -> Value {
     json!([
@@ -157,14 +139,10 @@ async fn the_python_mcp_client_over_stdio() {
 
 #[tokio::test]
 async fn the_python_mcp_client_over_streamable_http() {
-    let served = serve(
-        axum::Router::new().nest(
-            "/mcp",
-            McpServer::new(fixture_registry(true))
-                .name("opkit-fixtures")
-                .identity_resolver(fixture_tokens())
-                .router(),
-        ),
+    let served = serve_mcp(
+        McpServer::new(fixture_registry(true))
+            .name("opkit-fixtures")
+            .identity_resolver(fixture_tokens()),
     )
     .await;
     let url = served.url("/mcp");
