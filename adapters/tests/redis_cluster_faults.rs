@@ -83,11 +83,7 @@ async fn cluster_bus(url: &str) -> Arc<RedisPubSub> {
 /// replica named `doomed`, queries stall forever (after recording) while the ledger's stall
 /// switch is on.
 async fn recording_registry(ledger: &str, name: &str) -> OperationRegistry {
-    let conn = redis::Client::open(ledger)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let conn = redis_support::connect_raw(ledger).await;
     let registry = OperationRegistry::new();
     for index in 0..OPERATIONS {
         for kind in [OperationKind::Query, OperationKind::Mutation] {
@@ -156,11 +152,7 @@ async fn run_replica(cluster: &str, ledger: &str, name: &str) {
         .spawn()
         .await
         .unwrap();
-    let mut conn = redis::Client::open(ledger)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut conn = redis_support::connect_raw(ledger).await;
     let _: () = conn.set(format!("ledger:ready:{name}"), 1).await.unwrap();
     futures::future::pending::<()>().await;
 }

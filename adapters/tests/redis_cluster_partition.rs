@@ -13,7 +13,7 @@ mod redis_support;
 
 use opkit::protocol::{CallHandler, PendingRequestMap};
 use opkit_adapters::redis::{RedisOptions, RedisPubSub};
-use partition_support::scenario::{Load, Report, calls_succeed_after_the_partitions, pause};
+use partition_support::scenario::{Load, calls_succeed_after_the_partitions, pause};
 use partition_support::{Flow, Proxy};
 use redis_support::cluster::RedisCluster;
 use redis_support::ops::{Probes, init_logs, registry};
@@ -92,15 +92,9 @@ async fn cluster_calls_end_by_their_deadline_and_recover_through_partitions() {
     ));
     pause(Duration::from_secs(4)).await;
 
-    let records = load.finish(DEADLINE + SLACK * 2).await;
-    pause(Duration::from_secs(1)).await;
-    let report = Report::of(
-        &records,
-        |n| probes.executions_of(n),
-        DEADLINE,
-        SLACK,
-        &events,
-    );
+    let report = load
+        .finish_and_report(|n| probes.executions_of(n), DEADLINE, SLACK, &events)
+        .await;
     println!("{}", report.table("redis cluster, through partitions"));
 
     report.assert_promises_kept(100);

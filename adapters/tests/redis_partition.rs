@@ -13,7 +13,7 @@ mod redis_support;
 use opkit::protocol::{CallHandler, PendingOptions, PendingRequestMap};
 use opkit::{ErrorCode, OperationContext};
 use opkit_adapters::redis::{RedisOptions, RedisPubSub};
-use partition_support::scenario::{Load, Report, calls_succeed_after_the_partitions, pause};
+use partition_support::scenario::{Load, calls_succeed_after_the_partitions, pause};
 use partition_support::{Flow, Proxy};
 use redis_support::RedisServer;
 use redis_support::ops::{Probes, eventually, init_logs, registry, within};
@@ -115,16 +115,9 @@ async fn calls_end_by_their_deadline_and_tell_the_truth_through_partitions() {
     event("replica's connections cut for good", &load);
     pause(Duration::from_secs(3)).await;
 
-    let records = load.finish(DEADLINE + SLACK * 2).await;
-    // Requests held in the cut connections' buffers arrive at the heal; let them run.
-    pause(Duration::from_secs(1)).await;
-    let report = Report::of(
-        &records,
-        |n| probes.executions_of(n),
-        DEADLINE,
-        SLACK,
-        &events,
-    );
+    let report = load
+        .finish_and_report(|n| probes.executions_of(n), DEADLINE, SLACK, &events)
+        .await;
     println!("{}", report.table("redis, through partitions"));
 
     report.assert_promises_kept(200);

@@ -17,7 +17,7 @@ use opkit_adapters::websocket::{
     HubOptions, SpokeGrant, SpokeOptions, StaticTokens, WsHub, WsSpoke,
 };
 use ops::{Probes, init_logs, registry, within};
-use partition_support::scenario::{Load, Report, pause};
+use partition_support::scenario::{Load, pause};
 use partition_support::{Flow, Proxy};
 use serde_json::json;
 use std::sync::Arc;
@@ -122,10 +122,8 @@ async fn calls_end_by_their_deadline_and_spokes_recover_through_partitions() {
     event("serving spoke's link cut for good", &load);
     pause(Duration::from_secs(3)).await;
 
-    let records = load.finish(DEADLINE + SLACK * 2).await;
-    pause(Duration::from_secs(1)).await;
     let runs = |n: u64| proxied.executions_of(n) + direct.executions_of(n);
-    let report = Report::of(&records, runs, DEADLINE, SLACK, &events);
+    let report = load.finish_and_report(runs, DEADLINE, SLACK, &events).await;
     println!("{}", report.table("websocket, through partitions"));
 
     report.assert_promises_kept(150);

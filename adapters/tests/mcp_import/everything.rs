@@ -5,10 +5,8 @@
 use crate::mcp_support;
 
 use mcp_support::*;
-use opkit::envelope::{
-    Annotations, EmbeddedResource, McpContentBlock, McpMeta, ResponseMeta, Role,
-};
-use opkit::{ErrorCode, OperationContext, OperationKind, OperationRegistry, ResponseEnvelope};
+use opkit::envelope::{Annotations, EmbeddedResource, McpContentBlock, Role};
+use opkit::{ErrorCode, OperationContext, OperationKind};
 use opkit_adapters::mcp::{McpConnection, McpOptions};
 use serde_json::{Value, json};
 
@@ -28,20 +26,6 @@ const BASE_TOOLS: [&str; 12] = [
     "toggle-subscriber-updates",
     "trigger-long-running-operation",
 ];
-
-fn meta(envelope: &ResponseEnvelope) -> &McpMeta {
-    match &envelope.meta {
-        ResponseMeta::Mcp(meta) => meta,
-        other => panic!("expected an MCP envelope, got {other:?}"),
-    }
-}
-
-async fn call(registry: &OperationRegistry, id: &str, input: Value) -> ResponseEnvelope {
-    registry
-        .execute(id, input, &OperationContext::default())
-        .await
-        .unwrap_or_else(|error| panic!("{id} failed: {error}"))
-}
 
 /// Every check that is the same over stdio and HTTP.
 async fn check_everything(connection: &McpConnection, ns: &str) {

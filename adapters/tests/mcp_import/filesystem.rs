@@ -5,18 +5,11 @@
 use crate::mcp_support;
 
 use mcp_support::*;
-use opkit::envelope::{McpContentBlock, McpMeta, ResponseMeta};
+use opkit::envelope::McpContentBlock;
 use opkit::{OperationContext, OperationKind};
 use opkit_adapters::mcp::{McpConnection, McpOptions};
 use opkit_testkit::dir::TempDir;
 use serde_json::json;
-
-fn meta(envelope: &opkit::ResponseEnvelope) -> &McpMeta {
-    match &envelope.meta {
-        ResponseMeta::Mcp(meta) => meta,
-        other => panic!("expected an MCP envelope, got {other:?}"),
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_filesystem_over_stdio() {

@@ -7,26 +7,12 @@
 use crate::mcp_support;
 
 use mcp_support::*;
-use opkit::envelope::{McpContentBlock, McpMeta, ResponseMeta};
-use opkit::{ErrorCode, OperationContext, OperationKind, OperationRegistry, ResponseEnvelope};
+use opkit::envelope::McpContentBlock;
+use opkit::{ErrorCode, OperationContext, OperationKind, OperationRegistry};
 use opkit_adapters::mcp::{McpConnection, McpLifecycle, McpOptions};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-
-fn meta(envelope: &ResponseEnvelope) -> &McpMeta {
-    match &envelope.meta {
-        ResponseMeta::Mcp(meta) => meta,
-        other => panic!("expected an MCP envelope, got {other:?}"),
-    }
-}
-
-async fn call(registry: &OperationRegistry, id: &str, input: Value) -> ResponseEnvelope {
-    registry
-        .execute(id, input, &OperationContext::default())
-        .await
-        .unwrap_or_else(|error| panic!("{id} failed: {error}"))
-}
 
 /// Polls `check` (bounded: 100 × 100 ms) until it holds.
 async fn eventually<F, Fut>(what: &str, mut check: F)

@@ -8,19 +8,10 @@
 use crate::mcp_support;
 
 use mcp_support::*;
-use opkit::envelope::{
-    Annotations, EmbeddedResource, McpContentBlock, McpMeta, ResponseMeta, Role,
-};
-use opkit::{ErrorCode, OperationContext, OperationKind, ResponseEnvelope};
+use opkit::envelope::{Annotations, EmbeddedResource, McpContentBlock, Role};
+use opkit::{ErrorCode, OperationContext, OperationKind};
 use opkit_adapters::mcp::{McpConnection, McpOptions};
 use serde_json::{Value, json};
-
-fn meta(envelope: &ResponseEnvelope) -> &McpMeta {
-    match &envelope.meta {
-        ResponseMeta::Mcp(meta) => meta,
-        other => panic!("expected an MCP envelope, got {other:?}"),
-    }
-}
 
 async fn connect() -> (McpConnection, PidGuard) {
     let connection = McpConnection::connect_stdio(

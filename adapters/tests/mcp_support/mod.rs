@@ -3,7 +3,8 @@
 //! with the test kit's ports and process guards.
 #![allow(dead_code)]
 
-use opkit::OperationRegistry;
+use opkit::envelope::{McpMeta, ResponseMeta};
+use opkit::{OperationContext, OperationRegistry, ResponseEnvelope};
 use opkit_adapters::mcp::{McpConnection, McpOptions};
 use opkit_testkit::ports::accepts;
 #[allow(unused_imports)]
@@ -11,6 +12,7 @@ pub use opkit_testkit::ports::free_port;
 use opkit_testkit::process::ChildGuard;
 #[allow(unused_imports)]
 pub use opkit_testkit::process::PidGuard;
+use serde_json::Value;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -236,4 +238,20 @@ pub fn registry_of(connection: &McpConnection) -> OperationRegistry {
         .register_into(&registry)
         .expect("register the imported operations");
     registry
+}
+
+/// The MCP details of an envelope an imported tool answered; panics on another kind.
+pub fn meta(envelope: &ResponseEnvelope) -> &McpMeta {
+    match &envelope.meta {
+        ResponseMeta::Mcp(meta) => meta,
+        other => panic!("expected an MCP envelope, got {other:?}"),
+    }
+}
+
+/// Runs `id` with `input` in `registry` anonymously; panics naming `id` when it fails.
+pub async fn call(registry: &OperationRegistry, id: &str, input: Value) -> ResponseEnvelope {
+    registry
+        .execute(id, input, &OperationContext::default())
+        .await
+        .unwrap_or_else(|error| panic!("{id} failed: {error}"))
 }

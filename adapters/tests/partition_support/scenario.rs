@@ -245,6 +245,23 @@ impl Report {
     }
 }
 
+impl Load {
+    /// Ends the load (waiting at most `deadline + 2 * slack` for the calls in flight), lets
+    /// the requests held in cut connections' buffers run (they arrive at the heal: 1 s), and
+    /// reads the records against what the replicas ran ([`Report::of`]).
+    pub async fn finish_and_report(
+        self,
+        runs: impl Fn(u64) -> usize,
+        deadline: Duration,
+        slack: Duration,
+        events: &[(String, Duration)],
+    ) -> Report {
+        let records = self.finish(deadline + slack * 2).await;
+        pause(Duration::from_secs(1)).await;
+        Report::of(&records, runs, deadline, slack, events)
+    }
+}
+
 /// Sleeps `duration`: the time between two partition events.
 pub async fn pause(duration: Duration) {
     tokio::time::sleep(duration).await;

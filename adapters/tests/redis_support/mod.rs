@@ -32,12 +32,17 @@ impl RedisServer {
 
     /// A plain connection for raw commands.
     pub async fn raw(&self) -> redis::aio::MultiplexedConnection {
-        redis::Client::open(self.url())
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
-            .expect("a raw connection to the test redis-server")
+        connect_raw(&self.url()).await
     }
+}
+
+/// A plain connection to the server at `url`, for raw commands (in a child process too).
+pub async fn connect_raw(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .expect("a raw connection to the test redis-server")
 }
 
 impl Deref for RedisServer {

@@ -37,11 +37,7 @@ const LOOKUP_STARTED: &str = "kill-test:lookup-started";
 /// - `test.lookup` → `"found"` (`INCR lookup-started`); a query that never answers on the
 ///   replica named `doomed`
 async fn recording_registry(url: &str, name: &str) -> OperationRegistry {
-    let conn = redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let conn = redis_support::connect_raw(url).await;
     let registry = OperationRegistry::new();
     let doomed = name == "doomed";
     let (work_conn, name) = (conn.clone(), name.to_owned());
@@ -141,11 +137,7 @@ fn replica_child_process() {
             .spawn()
             .await
             .unwrap();
-        let mut conn = redis::Client::open(url.as_str())
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap();
+        let mut conn = redis_support::connect_raw(&url).await;
         let _: () = conn
             .set(format!("kill-test:ready:{name}"), 1)
             .await
