@@ -8,6 +8,7 @@
 #![cfg(all(feature = "oauth", feature = "http-server"))]
 
 use crate::oauth_support;
+use opkit_testkit::process::TaskGuard;
 
 use base64::Engine;
 use oauth_support::{Provider, challenge, now, registry};
@@ -20,13 +21,7 @@ use std::time::Duration;
 struct Api {
     base: String,
     http: reqwest::Client,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Api {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+    _task: TaskGuard,
 }
 
 impl Api {
@@ -48,7 +43,7 @@ impl Api {
         Self {
             base,
             http: reqwest::Client::new(),
-            task,
+            _task: TaskGuard(task),
         }
     }
 

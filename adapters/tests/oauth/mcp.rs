@@ -7,6 +7,7 @@
 #![cfg(all(feature = "oauth", feature = "mcp-server"))]
 
 use crate::oauth_support;
+use opkit_testkit::process::TaskGuard;
 
 use oauth_support::{Provider, challenge, node, peers, registry};
 use opkit_adapters::mcp_server::McpServer;
@@ -19,13 +20,7 @@ use std::time::Duration;
 struct Mcp {
     origin: String,
     http: reqwest::Client,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Mcp {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+    _task: TaskGuard,
 }
 
 impl Mcp {
@@ -52,7 +47,7 @@ impl Mcp {
         Self {
             origin,
             http: reqwest::Client::new(),
-            task,
+            _task: TaskGuard(task),
         }
     }
 
