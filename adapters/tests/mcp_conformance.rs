@@ -34,7 +34,7 @@ async fn the_official_conformance_suite_passes_but_for_the_listed_scenarios() {
     let mut expected = peers.clone();
     let _extended;
     if cfg!(not(feature = "oauth-client")) {
-        _extended = serve_support::TempDir::new("conformance-expected");
+        _extended = opkit_testkit::dir::TempDir::new("conformance-expected");
         for (file, extra) in [
             (
                 "expected-failures-2025-11-25.yml",
@@ -52,9 +52,9 @@ async fn the_official_conformance_suite_passes_but_for_the_listed_scenarios() {
             let mut text =
                 std::fs::read_to_string(peers.join(file)).expect("the expected-failures file");
             text.push_str(extra);
-            std::fs::write(_extended.0.join(file), text).expect("write the expected failures");
+            std::fs::write(_extended.join(file), text).expect("write the expected failures");
         }
-        expected = _extended.0.clone();
+        expected = _extended.path().to_path_buf();
     }
     let mut command = tokio::process::Command::new(unshare);
     command

@@ -18,14 +18,13 @@
 //! PID when the test ends, however it ends.
 #![cfg(feature = "redis")]
 
-mod child_support;
 mod redis_support;
 
-use child_support::{ChildTest, Stdout, run_child};
 use futures::StreamExt;
 use opkit::prelude::*;
 use opkit::protocol::{CallHandler, PendingRequestMap};
 use opkit_adapters::redis::{RedisOptions, RedisPubSub};
+use opkit_testkit::rerun::{ChildTest, Stdout, run_child, test_name};
 use redis::AsyncCommands;
 use redis_support::RedisServer;
 use redis_support::cluster::{RedisCluster, cli};
@@ -84,11 +83,7 @@ async fn cluster_bus(url: &str) -> Arc<RedisPubSub> {
 /// replica named `doomed`, queries stall forever (after recording) while the ledger's stall
 /// switch is on.
 async fn recording_registry(ledger: &str, name: &str) -> OperationRegistry {
-    let conn = redis::Client::open(ledger)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let conn = redis_support::connect_raw(ledger).await;
     let registry = OperationRegistry::new();
     for index in 0..OPERATIONS {
         for kind in [OperationKind::Query, OperationKind::Mutation] {
@@ -157,11 +152,7 @@ async fn run_replica(cluster: &str, ledger: &str, name: &str) {
         .spawn()
         .await
         .unwrap();
-    let mut conn = redis::Client::open(ledger)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut conn = redis_support::connect_raw(ledger).await;
     let _: () = conn.set(format!("ledger:ready:{name}"), 1).await.unwrap();
     futures::future::pending::<()>().await;
 }
@@ -211,7 +202,7 @@ impl ChildProcess {
     ) -> Self {
         let (cluster, ledger) = (cluster.url(), ledger.url());
         Self(ChildTest::spawn(
-            "cluster_child_process",
+            &test_name(module_path!(), "cluster_child_process"),
             &[
                 (ROLE_VAR, role.as_ref()),
                 (CLUSTER_VAR, cluster.as_ref()),

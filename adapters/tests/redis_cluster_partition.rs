@@ -11,14 +11,12 @@
 mod partition_support;
 mod redis_support;
 
-use opkit::OperationContext;
 use opkit::protocol::{CallHandler, PendingRequestMap};
 use opkit_adapters::redis::{RedisOptions, RedisPubSub};
-use partition_support::scenario::{Load, Report};
+use partition_support::scenario::{Load, calls_succeed_after_the_partitions, pause};
 use partition_support::{Flow, Proxy};
 use redis_support::cluster::RedisCluster;
-use redis_support::ops::{Probes, init_logs, registry, within};
-use serde_json::json;
+use redis_support::ops::{Probes, init_logs, registry};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,10 +35,6 @@ fn options() -> RedisOptions {
         .with_block(Duration::from_millis(250))
         .with_lease(Duration::from_millis(1500))
         .with_backoff(Duration::from_millis(20), Duration::from_millis(200))
-}
-
-async fn pause(duration: Duration) {
-    tokio::time::sleep(duration).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -98,32 +92,11 @@ async fn cluster_calls_end_by_their_deadline_and_recover_through_partitions() {
     ));
     pause(Duration::from_secs(4)).await;
 
-    let records = load.finish(DEADLINE + SLACK * 2).await;
-    pause(Duration::from_secs(1)).await;
-    let report = Report::of(
-        &records,
-        |n| probes.executions_of(n),
-        DEADLINE,
-        SLACK,
-        &events,
-    );
+    let report = load
+        .finish_and_report(|n| probes.executions_of(n), DEADLINE, SLACK, &events)
+        .await;
     println!("{}", report.table("redis cluster, through partitions"));
 
-    assert!(report.calls > 100, "the load ran: {} calls", report.calls);
-    assert_eq!(report.late, 0, "calls ended past their deadline + slack");
-    assert_eq!(report.not_sent_ran, 0, "a mutation reported not sent ran");
-    assert_eq!(report.ran_twice, 0, "a mutation ran twice");
-    for (label, recovery) in &report.recovery {
-        assert!(recovery.is_some(), "no call succeeded after {label}");
-    }
-    for n in 0..5 {
-        let ctx = OperationContext::default().with_timeout(Duration::from_secs(5));
-        let sum = within(
-            "a call after the partitions",
-            map.call("math.add", json!({"a": n, "b": 1}), &ctx),
-        )
-        .await
-        .expect("a call after the partitions succeeds");
-        assert_eq!(sum.data, json!({"sum": n + 1}));
-    }
+    report.assert_promises_kept(100);
+    calls_succeed_after_the_partitions(&map).await;
 }

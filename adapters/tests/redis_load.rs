@@ -11,14 +11,13 @@
 //! The figures (outcomes, peak RSS of each process) are printed as a table.
 #![cfg(feature = "redis")]
 
-mod child_support;
 mod redis_support;
 
-use child_support::{ChildTest, Stdout, run_child};
 use futures::StreamExt;
 use opkit::prelude::*;
 use opkit::protocol::{CallHandler, PendingOptions, PendingRequestMap};
 use opkit_adapters::redis::{RedisOptions, RedisPubSub};
+use opkit_testkit::rerun::{ChildTest, Stdout, run_child, test_name};
 use redis::AsyncCommands;
 use redis_support::RedisServer;
 use redis_support::ops::within;
@@ -53,11 +52,7 @@ async fn bus(url: &str) -> Arc<RedisPubSub> {
 /// A replica's operations: `load.write` records its run in the ledger and answers `n`;
 /// `load.ticks` streams 4 KiB items without end, printing `@aborted` when it is dropped.
 async fn replica_registry(url: &str) -> OperationRegistry {
-    let conn = redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let conn = redis_support::connect_raw(url).await;
     let registry = OperationRegistry::new();
     registry
         .register(
@@ -132,11 +127,7 @@ async fn subscribe_without_polling(url: &str) {
     let ctx = OperationContext::default().with_timeout(Duration::from_secs(60));
     let mut stream = map.subscribe("load.ticks", json!({}), &ctx).await.unwrap();
     println!("@subscribed");
-    let mut conn = redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut conn = redis_support::connect_raw(url).await;
     loop {
         let poll: Option<i64> = conn.get("load-ledger:poll").await.unwrap();
         if poll == Some(1) {
@@ -159,7 +150,7 @@ async fn subscribe_without_polling(url: &str) {
 
 fn spawn(role: &str, url: &str) -> ChildTest {
     ChildTest::spawn(
-        "load_child_process",
+        &test_name(module_path!(), "load_child_process"),
         &[(ROLE_VAR, role.as_ref()), (URL_VAR, url.as_ref())],
         Stdout::Lines,
     )
@@ -233,11 +224,7 @@ async fn a_burst_waits_in_redis_not_in_the_replicas() {
         outcomes.insert(n as u64, call.await.unwrap());
     }
     let took = started.elapsed();
-    let mut raw = redis::Client::open(url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut raw = redis_support::connect_raw(&url).await;
     let runs: HashMap<u64, i64> = raw.hgetall(RUNS).await.unwrap();
     let mut codes: BTreeMap<&str, usize> = BTreeMap::new();
     for (n, code) in &outcomes {

@@ -13,7 +13,7 @@ mod redis_support;
 use opkit::protocol::{CallHandler, PendingOptions, PendingRequestMap};
 use opkit::{ErrorCode, OperationContext};
 use opkit_adapters::redis::{RedisOptions, RedisPubSub};
-use partition_support::scenario::{Load, Report};
+use partition_support::scenario::{Load, calls_succeed_after_the_partitions, pause};
 use partition_support::{Flow, Proxy};
 use redis_support::RedisServer;
 use redis_support::ops::{Probes, eventually, init_logs, registry, within};
@@ -47,10 +47,6 @@ async fn through(proxy: &Proxy, prefix: &str) -> Arc<RedisPubSub> {
             .await
             .expect("connect through the proxy"),
     )
-}
-
-async fn pause(duration: Duration) {
-    tokio::time::sleep(duration).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -119,37 +115,15 @@ async fn calls_end_by_their_deadline_and_tell_the_truth_through_partitions() {
     event("replica's connections cut for good", &load);
     pause(Duration::from_secs(3)).await;
 
-    let records = load.finish(DEADLINE + SLACK * 2).await;
-    // Requests held in the cut connections' buffers arrive at the heal; let them run.
-    pause(Duration::from_secs(1)).await;
-    let report = Report::of(
-        &records,
-        |n| probes.executions_of(n),
-        DEADLINE,
-        SLACK,
-        &events,
-    );
+    let report = load
+        .finish_and_report(|n| probes.executions_of(n), DEADLINE, SLACK, &events)
+        .await;
     println!("{}", report.table("redis, through partitions"));
 
-    assert!(report.calls > 200, "the load ran: {} calls", report.calls);
-    assert_eq!(report.late, 0, "calls ended past their deadline + slack");
-    assert_eq!(report.not_sent_ran, 0, "a mutation reported not sent ran");
-    assert_eq!(report.ran_twice, 0, "a mutation ran twice");
-    for (label, recovery) in &report.recovery {
-        assert!(recovery.is_some(), "no call succeeded after {label}");
-    }
+    report.assert_promises_kept(200);
 
     // After all of it, with no restart: calls succeed ...
-    for n in 0..5 {
-        let ctx = OperationContext::default().with_timeout(Duration::from_secs(5));
-        let sum = within(
-            "a call after the partitions",
-            map.call("math.add", json!({"a": n, "b": 1}), &ctx),
-        )
-        .await
-        .expect("a call after the partitions succeeds");
-        assert_eq!(sum.data, json!({"sum": n + 1}));
-    }
+    calls_succeed_after_the_partitions(&map).await;
     // ... and the replica's abort subscription is back: a cancelled call stops its handler
     // long before the handler's own deadline.
     let cancel = tokio_util::sync::CancellationToken::new();

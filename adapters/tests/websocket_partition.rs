@@ -17,7 +17,7 @@ use opkit_adapters::websocket::{
     HubOptions, SpokeGrant, SpokeOptions, StaticTokens, WsHub, WsSpoke,
 };
 use ops::{Probes, init_logs, registry, within};
-use partition_support::scenario::{Load, Report};
+use partition_support::scenario::{Load, pause};
 use partition_support::{Flow, Proxy};
 use serde_json::json;
 use std::sync::Arc;
@@ -42,10 +42,6 @@ async fn spoke(url: &str, token: &str) -> Arc<WsSpoke> {
             .await
             .expect("a spoke connects"),
     )
-}
-
-async fn pause(duration: Duration) {
-    tokio::time::sleep(duration).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -126,19 +122,11 @@ async fn calls_end_by_their_deadline_and_spokes_recover_through_partitions() {
     event("serving spoke's link cut for good", &load);
     pause(Duration::from_secs(3)).await;
 
-    let records = load.finish(DEADLINE + SLACK * 2).await;
-    pause(Duration::from_secs(1)).await;
     let runs = |n: u64| proxied.executions_of(n) + direct.executions_of(n);
-    let report = Report::of(&records, runs, DEADLINE, SLACK, &events);
+    let report = load.finish_and_report(runs, DEADLINE, SLACK, &events).await;
     println!("{}", report.table("websocket, through partitions"));
 
-    assert!(report.calls > 150, "the load ran: {} calls", report.calls);
-    assert_eq!(report.late, 0, "calls ended past their deadline + slack");
-    assert_eq!(report.not_sent_ran, 0, "a mutation reported not sent ran");
-    assert_eq!(report.ran_twice, 0, "a mutation ran twice");
-    for (label, recovery) in &report.recovery {
-        assert!(recovery.is_some(), "no call succeeded after {label}");
-    }
+    report.assert_promises_kept(150);
     assert!(calling_spoke.is_connected() && proxied_spoke.is_connected());
 
     // The proxied serving spoke serves again, with no restart: with the other one gone,

@@ -7,7 +7,7 @@ use opkit::protocol::topics::{abort_topic, reply_topic, request_topic};
 use opkit::protocol::{CallEvent, CallHandler, CallRequested, PendingRequestMap};
 use opkit::{Deadline, ErrorCode, Handler, OperationContext, OperationKind, OperationSpec};
 use protocol_support::{
-    Probes, bus, eventually, has_message, next_event, next_json, publish, registry, within,
+    Probes, bus, eventually, has_message, next_event, next_json, publish, registry, served, within,
 };
 use serde_json::json;
 use std::time::Duration;
@@ -20,11 +20,7 @@ fn ctx() -> OperationContext {
 async fn queries_and_mutations_are_answered_with_envelopes() {
     let (_, bus) = bus();
     let probes = Probes::default();
-    let _handler = CallHandler::new(registry(&probes), bus.clone())
-        .spawn()
-        .await
-        .unwrap();
-    let map = PendingRequestMap::connect(bus).await.unwrap();
+    let (_handler, map) = served(&probes, bus).await;
     let envelope = map
         .call("math.add", json!({"a": 2, "b": 40}), &ctx())
         .await
@@ -38,11 +34,7 @@ async fn queries_and_mutations_are_answered_with_envelopes() {
 async fn errors_become_call_error_with_the_right_code() {
     let (_, bus) = bus();
     let probes = Probes::default();
-    let _handler = CallHandler::new(registry(&probes), bus.clone())
-        .spawn()
-        .await
-        .unwrap();
-    let map = PendingRequestMap::connect(bus).await.unwrap();
+    let (_handler, map) = served(&probes, bus).await;
 
     let invalid = map
         .call("math.add", json!({"a": "x"}), &ctx())
@@ -246,11 +238,7 @@ async fn call_aborted_drops_the_handlers_future() {
 async fn call_aborted_drops_the_handlers_stream() {
     let (_, bus) = bus();
     let probes = Probes::default();
-    let handler = CallHandler::new(registry(&probes), bus.clone())
-        .spawn()
-        .await
-        .unwrap();
-    let map = PendingRequestMap::connect(bus).await.unwrap();
+    let (handler, map) = served(&probes, bus).await;
     let mut stream = map
         .subscribe("clock.endless", json!({}), &ctx())
         .await
@@ -327,11 +315,7 @@ async fn the_requests_deadline_is_enforced_by_the_handler() {
 async fn stopping_the_handler_answers_running_requests_with_aborted() {
     let (memory, bus) = bus();
     let probes = Probes::default();
-    let handler = CallHandler::new(registry(&probes), bus.clone())
-        .spawn()
-        .await
-        .unwrap();
-    let map = PendingRequestMap::connect(bus).await.unwrap();
+    let (handler, map) = served(&probes, bus).await;
     let call = tokio::spawn({
         let map = map.clone();
         async move { map.call("test.forever", json!({}), &ctx()).await }

@@ -7,8 +7,8 @@ mod protocol_support;
 use futures::StreamExt;
 use opkit::ErrorCode;
 use opkit::OperationContext;
-use opkit::protocol::{CallHandler, PendingRequestMap};
-use protocol_support::{Probes, bus, eventually, registry};
+use opkit::protocol::PendingRequestMap;
+use protocol_support::{Probes, bus, eventually, served};
 use serde_json::json;
 use std::time::Duration;
 
@@ -101,11 +101,7 @@ async fn run(map: PendingRequestMap, kind: Outcome, i: usize) -> Outcome {
 async fn ten_thousand_mixed_calls_leave_nothing_behind() {
     let (_, bus) = bus();
     let probes = Probes::default();
-    let handler = CallHandler::new(registry(&probes), bus.clone())
-        .spawn()
-        .await
-        .unwrap();
-    let map = PendingRequestMap::connect(bus).await.unwrap();
+    let (handler, map) = served(&probes, bus).await;
 
     let tasks: Vec<_> = (0..CALLS)
         .map(|i| tokio::spawn(run(map.clone(), KINDS[i % KINDS.len()], i)))

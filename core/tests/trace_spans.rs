@@ -2,15 +2,13 @@
 //! `execute` → a nested call through a `PendingRequestMap` → the `CallHandler` serving it →
 //! its `execute`, plus typed calls, subscriptions and the `call.requested` trace fields.
 
-mod trace_support;
-
 use futures::StreamExt;
 use opkit::prelude::*;
 use opkit::protocol::{CallEvent, CallHandler, CallRequested, MemoryPubSub, PendingRequestMap};
 use opkit::trace::TraceContext;
+use opkit_testkit::trace::{JsonSpans, SharedBuffer, assert_parent, find};
 use serde_json::json;
 use std::sync::Arc;
-use trace_support::{JsonSpans, SharedBuffer, assert_parent, find};
 use tracing_subscriber::layer::SubscriberExt;
 
 const INCOMING: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";

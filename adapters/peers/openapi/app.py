@@ -1,6 +1,6 @@
 """The FastAPI app the opkit OpenAPI import tests run against (FastAPI documents it itself).
 
-Started by adapters/tests/openapi_fastapi.rs as
+Started by adapters/tests/openapi_import/fastapi.rs as
 `python3 -m uvicorn app:app --host 127.0.0.1 --port <p>` (loopback only).
 It covers: JSON and text responses, path/query/header/cookie parameters, array and
 object query parameters, JSON / form-urlencoded / multipart bodies, a binary response, an

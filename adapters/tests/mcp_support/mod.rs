@@ -1,12 +1,21 @@
 //! Shared harness of the `mcp_*` tests: where the pinned peers live, free loopback ports,
-//! servers started on 127.0.0.1 only and killed by PID on drop (also when a test fails).
+//! servers started on 127.0.0.1 only and killed by PID on drop (also when a test fails),
+//! with the test kit's ports and process guards.
 #![allow(dead_code)]
 
-use opkit::OperationRegistry;
+use opkit::envelope::{McpMeta, ResponseMeta};
+use opkit::{OperationContext, OperationRegistry, ResponseEnvelope};
 use opkit_adapters::mcp::{McpConnection, McpOptions};
-use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
+use opkit_testkit::ports::accepts;
+#[allow(unused_imports)]
+pub use opkit_testkit::ports::free_port;
+use opkit_testkit::process::ChildGuard;
+#[allow(unused_imports)]
+pub use opkit_testkit::process::PidGuard;
+use serde_json::Value;
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const INSTALL: &str =
@@ -64,16 +73,9 @@ pub fn filesystem_js() -> PathBuf {
     peer_file("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
 }
 
-/// A TCP port that was free on 127.0.0.1 a moment ago.
-pub fn free_port() -> u16 {
-    let listener =
-        TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local addr").port()
-}
-
 /// A server process started by a test, killed (by PID) when dropped.
 pub struct ServerProcess {
-    child: Child,
+    child: ChildGuard,
     pub port: u16,
     what: String,
 }
@@ -85,9 +87,11 @@ impl ServerProcess {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        let child = command
-            .spawn()
-            .unwrap_or_else(|error| panic!("could not start {what}: {error}; {INSTALL}"));
+        let child = ChildGuard::new(
+            command
+                .spawn()
+                .unwrap_or_else(|error| panic!("could not start {what}: {error}; {INSTALL}")),
+        );
         let mut server = Self {
             child,
             port,
@@ -98,25 +102,17 @@ impl ServerProcess {
     }
 
     fn wait_ready(&mut self) {
-        let address = SocketAddrV4::new(Ipv4Addr::LOCALHOST, self.port);
-        for _attempt in 0..300 {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!(
-                    "{} exited before it was ready ({status}); {INSTALL}",
-                    self.what
-                );
-            }
-            if TcpStream::connect_timeout(&address.into(), Duration::from_millis(200)).is_ok() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!("{} did not listen on {address} within 30 s", self.what);
+        let port = self.port;
+        self.child.wait_ready(
+            &format!("{} on 127.0.0.1:{port} ({INSTALL})", self.what),
+            Duration::from_secs(30),
+            || accepts(port),
+        );
     }
 
     /// The process id.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.child.pid().expect("the server was not killed")
     }
 
     /// `http://127.0.0.1:<port>/mcp`.
@@ -126,14 +122,7 @@ impl ServerProcess {
 
     /// Kills the process now (and reaps it).
     pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        self.kill();
+        self.child.kill();
     }
 }
 
@@ -214,21 +203,6 @@ pub fn assert_loopback_only(port: u16) {
     }
 }
 
-/// Kills a stdio server by PID when dropped (rmcp stops it too; this is the safety net).
-pub struct PidGuard(pub Option<u32>);
-
-impl Drop for PidGuard {
-    fn drop(&mut self) {
-        if let Some(pid) = self.0 {
-            let _ = Command::new("kill")
-                .arg("-KILL")
-                .arg(pid.to_string())
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
-}
-
 /// Connects to server-everything over stdio.
 pub async fn everything_stdio(namespace: &str) -> (McpConnection, PidGuard) {
     let connection = McpConnection::connect_stdio(
@@ -264,4 +238,20 @@ pub fn registry_of(connection: &McpConnection) -> OperationRegistry {
         .register_into(&registry)
         .expect("register the imported operations");
     registry
+}
+
+/// The MCP details of an envelope an imported tool answered; panics on another kind.
+pub fn meta(envelope: &ResponseEnvelope) -> &McpMeta {
+    match &envelope.meta {
+        ResponseMeta::Mcp(meta) => meta,
+        other => panic!("expected an MCP envelope, got {other:?}"),
+    }
+}
+
+/// Runs `id` with `input` in `registry` anonymously; panics naming `id` when it fails.
+pub async fn call(registry: &OperationRegistry, id: &str, input: Value) -> ResponseEnvelope {
+    registry
+        .execute(id, input, &OperationContext::default())
+        .await
+        .unwrap_or_else(|error| panic!("{id} failed: {error}"))
 }

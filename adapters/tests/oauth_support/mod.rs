@@ -1,35 +1,20 @@
 //! Helpers of the `*_oauth` tests: a real OpenID provider (`oidc-provider`, run by
-//! `peers/oauth/provider.mjs` on a free loopback port and killed by PID when dropped), tokens
+//! `peers/oauth/provider.mjs` on a free loopback port and killed by PID when dropped: the
+//! test kit's), tokens
 //! from it, and the operations the tests serve.
 #![allow(dead_code)]
 
 use opkit::{AccessRule, Handler, OperationKind, OperationRegistry, OperationSpec};
+use opkit_testkit::oidc::OidcProvider;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
 
-/// The OAuth peers' folder.
-pub fn peers() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("peers/oauth")
-}
+#[allow(unused_imports)]
+pub use opkit_testkit::oidc::{node, peers};
 
-/// Node 22 of the OAuth peers.
-pub fn node() -> PathBuf {
-    let node = peers().join("node_modules/.bin/node");
-    assert!(
-        node.exists() && peers().join("node_modules/oidc-provider").exists(),
-        "the OAuth peers are missing ({}): run `bash scripts/install-peers.sh`",
-        peers().display()
-    );
-    node
-}
-
-/// A running `oidc-provider`; killed (by PID) when dropped.
+/// The test kit's `oidc-provider` (killed by PID when dropped), with a client to ask it for
+/// tokens.
 pub struct Provider {
-    child: Child,
+    _provider: OidcProvider,
     pub issuer: String,
     http: reqwest::Client,
 }
@@ -37,34 +22,12 @@ pub struct Provider {
 impl Provider {
     /// Starts the provider and waits (at most 30 s) for it to listen.
     pub fn start() -> Self {
-        let mut child = Command::new(node())
-            .current_dir(peers())
-            .arg("provider.mjs")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the OpenID provider");
-        let stdout = child.stdout.take().expect("the provider's stdout");
-        let (ready, port) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(port) = line.strip_prefix("READY ") {
-                    let _ = ready.send(port.trim().to_owned());
-                }
-            }
-        });
-        let mut provider = Self {
-            child,
-            issuer: String::new(),
+        let provider = OidcProvider::start();
+        Self {
+            issuer: provider.issuer().to_owned(),
+            _provider: provider,
             http: reqwest::Client::new(),
-        };
-        match port.recv_timeout(Duration::from_secs(30)) {
-            Ok(port) => provider.issuer = format!("http://127.0.0.1:{port}"),
-            // Dropping the provider kills it.
-            Err(error) => panic!("the OpenID provider did not start: {error}"),
         }
-        provider
     }
 
     /// A client-credentials access token of `client` (its secret is `<client>-secret`) for
@@ -120,13 +83,6 @@ impl Provider {
             .await
             .expect("a JSON answer");
         answer["kid"].as_str().expect("a kid").to_owned()
-    }
-}
-
-impl Drop for Provider {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -1,14 +1,18 @@
 //! Test harness for the OpenAPI import tests: starts real peers (uvicorn running the FastAPI
 //! app, Prism mocking a document) on 127.0.0.1 with free ports, waits for them with a
-//! bounded retry loop, and kills them by PID when the guard drops, even when a test fails.
+//! bounded retry loop, and kills them by PID when the guard drops, even when a test fails
+//! (ports and process guards from the test kit).
 
 #![allow(dead_code)]
 
+#[allow(unused_imports)]
+pub use opkit_testkit::ports::free_port;
+use opkit_testkit::process::ChildGuard;
 use serde_json::{Map, Value, json};
 use std::fs::File;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// `adapters/peers/openapi`.
@@ -33,16 +37,10 @@ pub fn oas_example(version: &str, name: &str) -> PathBuf {
     path
 }
 
-/// A free loopback port (bound, then released).
-pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local addr").port()
-}
-
 /// A running peer process; killed (by its PID) and reaped on drop.
 pub struct Peer {
     name: &'static str,
-    child: Child,
+    child: ChildGuard,
     pub port: u16,
     log: PathBuf,
 }
@@ -64,7 +62,7 @@ impl Peer {
         let client = reqwest::Client::new();
         let url = format!("{}{path}", self.base_url());
         for _ in 0..600 {
-            if let Ok(Some(status)) = self.child.try_wait() {
+            if let Some(status) = self.child.try_wait() {
                 panic!(
                     "{} exited early ({status}); its output:\n{}",
                     self.name,
@@ -93,9 +91,8 @@ impl Peer {
 
 impl Drop for Peer {
     fn drop(&mut self) {
-        // `Child::kill` signals this child's PID; `wait` reaps it.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // Killed by its PID and reaped before its log goes.
+        self.child.kill();
         let _ = std::fs::remove_file(&self.log);
     }
 }
@@ -107,9 +104,9 @@ fn spawn(name: &'static str, mut command: Command, port: u16) -> Peer {
         .stdin(Stdio::null())
         .stdout(file.try_clone().expect("clone log"))
         .stderr(file);
-    let child = command.spawn().unwrap_or_else(|error| {
+    let child = ChildGuard::new(command.spawn().unwrap_or_else(|error| {
         panic!("cannot start {name} ({error}): run `bash scripts/install-peers.sh` first")
-    });
+    }));
     Peer {
         name,
         child,

@@ -244,3 +244,56 @@ impl Report {
         out
     }
 }
+
+impl Load {
+    /// Ends the load (waiting at most `deadline + 2 * slack` for the calls in flight), lets
+    /// the requests held in cut connections' buffers run (they arrive at the heal: 1 s), and
+    /// reads the records against what the replicas ran ([`Report::of`]).
+    pub async fn finish_and_report(
+        self,
+        runs: impl Fn(u64) -> usize,
+        deadline: Duration,
+        slack: Duration,
+        events: &[(String, Duration)],
+    ) -> Report {
+        let records = self.finish(deadline + slack * 2).await;
+        pause(Duration::from_secs(1)).await;
+        Report::of(&records, runs, deadline, slack, events)
+    }
+}
+
+/// Sleeps `duration`: the time between two partition events.
+pub async fn pause(duration: Duration) {
+    tokio::time::sleep(duration).await;
+}
+
+impl Report {
+    /// Asserts what the transports promise through partitions: the load ran (more than
+    /// `min_calls` calls), no call ended past its deadline plus the slack, no mutation that
+    /// reported "not sent" ran, none ran twice, and a call succeeded after every event.
+    pub fn assert_promises_kept(&self, min_calls: usize) {
+        assert!(self.calls > min_calls, "the load ran: {} calls", self.calls);
+        assert_eq!(self.late, 0, "calls ended past their deadline + slack");
+        assert_eq!(self.not_sent_ran, 0, "a mutation reported not sent ran");
+        assert_eq!(self.ran_twice, 0, "a mutation ran twice");
+        for (label, recovery) in &self.recovery {
+            assert!(recovery.is_some(), "no call succeeded after {label}");
+        }
+    }
+}
+
+/// After the partitions, with no restart: five `math.add` calls through `map` succeed (each
+/// within 5 s, all of them within 30 s) with the right sums.
+pub async fn calls_succeed_after_the_partitions(map: &PendingRequestMap) {
+    for n in 0..5 {
+        let ctx = OperationContext::default().with_timeout(Duration::from_secs(5));
+        let sum = tokio::time::timeout(
+            Duration::from_secs(30),
+            map.call("math.add", json!({"a": n, "b": 1}), &ctx),
+        )
+        .await
+        .expect("a call after the partitions: answered within 30 s")
+        .expect("a call after the partitions succeeds");
+        assert_eq!(sum.data, json!({"sum": n + 1}));
+    }
+}

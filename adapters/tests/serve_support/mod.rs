@@ -1,7 +1,9 @@
-//! Helpers of the `serve_*` tests: in-process servers on 127.0.0.1:0, the Python peers,
-//! child processes and temp dirs that clean up on drop, a small SSE reader.
+//! Helpers of the `serve_*` tests: in-process servers on 127.0.0.1:0, the Python and
+//! TypeScript peers, the fixture operations with their tokens, a small SSE reader. Child
+//! processes and temporary directories are the test kit's (`opkit_testkit`).
 #![allow(dead_code)]
 
+use opkit_testkit::process::{AsyncChildGuard, TaskGuard};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -10,18 +12,12 @@ use std::time::Duration;
 /// An axum app served on an ephemeral loopback port; aborted on drop.
 pub struct Served {
     pub addr: SocketAddr,
-    task: tokio::task::JoinHandle<()>,
+    _task: TaskGuard,
 }
 
 impl Served {
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }
 
@@ -34,7 +30,10 @@ pub async fn serve(router: axum::Router) -> Served {
     let task = tokio::spawn(async move {
         axum::serve(listener, router).await.expect("server runs");
     });
-    Served { addr, task }
+    Served {
+        addr,
+        _task: TaskGuard(task),
+    }
 }
 
 /// The adapters crate's folder.
@@ -84,17 +83,6 @@ pub fn example_binary(name: &str) -> PathBuf {
     binary
 }
 
-/// A child process killed (and reaped) on drop.
-pub struct ChildGuard(pub Option<tokio::process::Child>);
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        if let Some(child) = self.0.as_mut() {
-            let _ = child.start_kill();
-        }
-    }
-}
-
 /// The result of a peer process.
 #[derive(Debug)]
 pub struct Finished {
@@ -111,7 +99,7 @@ pub async fn run(mut command: tokio::process::Command, limit: Duration) -> Finis
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     let child = command.spawn().expect("the peer process starts");
-    let mut guard = ChildGuard(Some(child));
+    let mut guard = AsyncChildGuard::new(child);
     let child = guard.0.take().expect("child");
     match tokio::time::timeout(limit, child.wait_with_output()).await {
         Ok(Ok(output)) => Finished {
@@ -121,33 +109,6 @@ pub async fn run(mut command: tokio::process::Command, limit: Duration) -> Finis
         },
         Ok(Err(error)) => panic!("waiting for the peer process failed: {error}"),
         Err(_) => panic!("the peer process did not finish within {limit:?}"),
-    }
-}
-
-/// A fresh directory under the system temp dir, removed on drop.
-pub struct TempDir(pub PathBuf);
-
-impl TempDir {
-    pub fn new(label: &str) -> Self {
-        let path = std::env::temp_dir().join(format!(
-            "opkit-{label}-{}-{}",
-            std::process::id(),
-            uuid_like()
-        ));
-        std::fs::create_dir_all(&path).expect("create temp dir");
-        Self(path)
-    }
-}
-
-fn uuid_like() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_nanos())
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -240,6 +201,25 @@ pub async fn python_report(script: &str, args: &[&str]) -> (serde_json::Value, S
     report_of(command, "the Python SDK client").await
 }
 
+/// Runs the Python SDK's MCP client (`peers/serve/mcp_client.py`) with `args` and the
+/// `calls` to make (within five minutes); returns its JSON report.
+pub async fn python_mcp_client(args: &[&str], calls: &serde_json::Value) -> serde_json::Value {
+    let mut command = tokio::process::Command::new(peer_python());
+    command
+        .arg(peer_script("mcp_client.py"))
+        .args(args)
+        .arg(format!("--calls={calls}"));
+    let Finished {
+        success,
+        stdout,
+        stderr,
+    } = run(command, Duration::from_secs(300)).await;
+    assert!(success, "the Python MCP client failed:\n{stderr}\n{stdout}");
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|error| {
+        panic!("the Python MCP client printed no report ({error}):\n{stdout}\n{stderr}")
+    })
+}
+
 /// Runs a peer that prints one JSON report on stdout (within two minutes).
 async fn report_of(command: tokio::process::Command, peer: &str) -> (serde_json::Value, String) {
     let Finished {
@@ -251,4 +231,75 @@ async fn report_of(command: tokio::process::Command, peer: &str) -> (serde_json:
     let report = serde_json::from_str(stdout.trim())
         .unwrap_or_else(|error| panic!("no report from {peer} ({error}):\n{stdout}\n{stderr}"));
     (report, stderr)
+}
+
+/// The fixture operations of the test kit, and their tokens as the HTTP server's
+/// `StaticTokens`.
+pub mod serve_fixtures {
+    pub use opkit_testkit::fixtures::*;
+
+    /// The tokens of [`fixture_identities`], for `HttpServer::identity_resolver`.
+    #[cfg(feature = "http-server")]
+    pub fn fixture_tokens() -> opkit_adapters::http_server::StaticTokens {
+        fixture_identities().into_iter().fold(
+            opkit_adapters::http_server::StaticTokens::new(),
+            |tokens, (token, identity)| tokens.with(token, identity),
+        )
+    }
+}
+
+/// Serves `server` at `/mcp` on 127.0.0.1 with a free port.
+#[cfg(feature = "mcp-server")]
+pub async fn serve_mcp(server: opkit_adapters::mcp_server::McpServer) -> Served {
+    serve(axum::Router::new().nest("/mcp", server.router())).await
+}
+
+/// Sends one JSON-RPC line to a stdio MCP server; with an `id`, returns every line read
+/// until its response (that one last; at most 50 lines, each within 20 s).
+pub async fn exchange(
+    write: &mut (impl tokio::io::AsyncWrite + Unpin),
+    lines: &mut tokio::io::Lines<tokio::io::BufReader<impl tokio::io::AsyncRead + Unpin>>,
+    message: serde_json::Value,
+) -> Vec<serde_json::Value> {
+    use tokio::io::AsyncWriteExt;
+    let id = message.get("id").cloned();
+    let mut text = message.to_string();
+    text.push('\n');
+    write.write_all(text.as_bytes()).await.unwrap();
+    let Some(id) = id else {
+        return Vec::new();
+    };
+    let mut read = Vec::new();
+    for _ in 0..50 {
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("the server answers")
+            .unwrap()
+            .expect("the server keeps the pipe open");
+        let value: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let done = value.get("id") == Some(&id);
+        read.push(value);
+        if done {
+            return read;
+        }
+    }
+    panic!("no response with id {id}");
+}
+
+/// An MCP client that records the progress notifications it gets.
+#[cfg(feature = "mcp-server")]
+#[derive(Clone, Default)]
+pub struct ProgressRecorder {
+    pub progress: std::sync::Arc<std::sync::Mutex<Vec<rmcp::model::ProgressNotificationParam>>>,
+}
+
+#[cfg(feature = "mcp-server")]
+impl rmcp::ClientHandler for ProgressRecorder {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
 }

@@ -1,9 +1,10 @@
 //! The `*_tls` tests' certificates, made at test time with `rcgen`: a certificate authority,
 //! a server certificate for `localhost` and `127.0.0.1` and a client certificate it signed,
 //! and a second, unrelated authority (what a client that trusts the wrong CA has). Written as
-//! PEM files into a directory of their own, removed when dropped.
+//! PEM files into a directory of their own (the test kit's `TempDir`), removed when dropped.
 #![allow(dead_code, missing_docs)]
 
+use opkit_testkit::dir::TempDir;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     SanType,
@@ -19,7 +20,7 @@ pub struct Pki {
     pub client_key_pem: String,
     /// An authority that signed none of these.
     pub other_ca_pem: String,
-    dir: PathBuf,
+    dir: TempDir,
 }
 
 impl Pki {
@@ -57,9 +58,7 @@ impl Pki {
         let other_key = KeyPair::generate().unwrap();
         let other_ca = authority("another CA").self_signed(&other_key).unwrap();
 
-        let dir =
-            std::env::temp_dir().join(format!("opkit-pki-{}-{}", std::process::id(), unique()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = TempDir::new("pki");
         let pki = Self {
             ca_pem: ca_cert.pem(),
             server_cert_pem: server_cert.pem(),
@@ -85,13 +84,7 @@ impl Pki {
     }
 
     pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-}
-
-impl Drop for Pki {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+        self.dir.path()
     }
 }
 
@@ -100,14 +93,4 @@ fn authority(name: &str) -> CertificateParams {
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     params.distinguished_name.push(DnType::CommonName, name);
     params
-}
-
-/// A name part no other directory of this process has (the process id tells processes apart).
-fn unique() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| since.subsec_nanos());
-    format!("{}-{nanos}", NEXT.fetch_add(1, Ordering::Relaxed))
 }

@@ -5,7 +5,10 @@
 use futures::StreamExt;
 use opkit::envelope::{McpContentBlock, McpMeta, mcp_envelope};
 use opkit::prelude::*;
-use opkit::protocol::{CallEvent, MemoryPubSub, PubSub, Subscription};
+use opkit::protocol::{
+    CallEvent, CallHandler, CallHandlerHandle, MemoryPubSub, PendingRequestMap, PubSub,
+    Subscription,
+};
 use serde_json::{Value, json};
 use std::future::Future;
 use std::sync::Arc;
@@ -234,4 +237,17 @@ pub fn registry(probes: &Probes) -> OperationRegistry {
         )
         .unwrap();
     registry
+}
+
+/// A handler serving [`registry`]`(probes)` on `bus`, and a caller on the same bus.
+pub async fn served(
+    probes: &Probes,
+    bus: Arc<dyn PubSub>,
+) -> (CallHandlerHandle, PendingRequestMap) {
+    let handler = CallHandler::new(registry(probes), bus.clone())
+        .spawn()
+        .await
+        .unwrap();
+    let map = PendingRequestMap::connect(bus).await.unwrap();
+    (handler, map)
 }

@@ -87,7 +87,8 @@ fn call(name: &str, arguments: Value) -> CallToolRequestParams {
 
 #[tokio::test]
 async fn resources_prompts_and_a_confirmed_delete_at_both_revisions() {
-    let (_service, base) = support::serve(&support::temp_db("mcp-surface"), &[]).await;
+    let db = support::temp_db("mcp-surface");
+    let (_service, base) = support::serve(&db, &[]).await;
     for version in [ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2026_07_28] {
         let user = User {
             version: version.clone(),

@@ -5,60 +5,22 @@
 
 mod support;
 
+use opkit_testkit::oidc::OidcProvider;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
-/// The OpenID provider; killed by PID when dropped.
+/// The test kit's OpenID provider (killed by PID when dropped), asked for tokens.
 struct Provider {
-    child: Child,
+    _provider: OidcProvider,
     issuer: String,
-}
-
-impl Drop for Provider {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl Provider {
     fn start() -> Self {
-        let peers = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../adapters/peers/oauth");
-        let node = peers.join("node_modules/.bin/node");
-        assert!(
-            node.exists(),
-            "the OAuth peers are missing ({}): run `bash scripts/install-peers.sh`",
-            peers.display()
-        );
-        let mut child = Command::new(node)
-            .current_dir(&peers)
-            .arg("provider.mjs")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the OpenID provider");
-        let stdout = child.stdout.take().expect("stdout");
-        let (ready, port) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(port) = line.strip_prefix("READY ") {
-                    let _ = ready.send(port.trim().to_owned());
-                }
-            }
-        });
-        let mut provider = Self {
-            child,
-            issuer: String::new(),
-        };
-        let port = port
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the OpenID provider starts within 30 s");
-        provider.issuer = format!("http://127.0.0.1:{port}");
-        provider
+        let provider = OidcProvider::start();
+        Self {
+            issuer: provider.issuer().to_owned(),
+            _provider: provider,
+        }
     }
 
     async fn token(&self, client: &str, scope: &str, resource: &str) -> String {

@@ -12,23 +12,21 @@ use opkit::protocol::{CallHandler, PendingRequestMap};
 use opkit::{ErrorCode, ErrorKind, OperationContext, OperationEnv, RegistryError};
 use opkit_adapters::http_server::HttpServer;
 use opkit_adapters::redis::RedisPubSub;
+use opkit_testkit::redis::RedisServer;
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 #[tokio::test]
 async fn two_replicas_share_the_database_through_redis() {
-    let redis = support::Redis::start().await;
-    let db = support::temp_db("replicas");
-    let db = db.to_string_lossy().into_owned();
-    let _a = support::notes(&["replica", "--db", &db, "--redis", &redis.url, "--name", "a"]).await;
-    let _b = support::notes(&["replica", "--db", &db, "--redis", &redis.url, "--name", "b"]).await;
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let db_dir = support::temp_db("replicas");
+    let db = db_dir.to_string_lossy().into_owned();
+    let _a = support::notes(&["replica", "--db", &db, "--redis", &url, "--name", "a"]).await;
+    let _b = support::notes(&["replica", "--db", &db, "--redis", &url, "--name", "b"]).await;
 
-    let bus = Arc::new(
-        RedisPubSub::connect(&redis.url)
-            .await
-            .expect("redis connects"),
-    );
+    let bus = Arc::new(RedisPubSub::connect(&url).await.expect("redis connects"));
     let env = OperationEnv::remote(PendingRequestMap::connect(bus).await.expect("a caller"));
 
     // Create notes until both replicas stored some (bounded): competing consumers spread

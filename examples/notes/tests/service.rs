@@ -54,7 +54,8 @@ impl Api {
 
 #[tokio::test]
 async fn domain_errors_answer_their_status_and_the_apps_key_reaches_opkit() {
-    let (_service, base) = support::serve(&support::temp_db("statuses"), &[]).await;
+    let db = support::temp_db("statuses");
+    let (_service, base) = support::serve(&db, &[]).await;
     let api = Api::new(&base);
 
     // The app's own routes and its own middleware.
@@ -183,7 +184,8 @@ async fn domain_errors_answer_their_status_and_the_apps_key_reaches_opkit() {
 
 #[tokio::test]
 async fn the_openapi_document_knows_where_it_is_served_and_lists_each_operations_errors() {
-    let (_service, base) = support::serve(&support::temp_db("openapi"), &[]).await;
+    let db = support::temp_db("openapi");
+    let (_service, base) = support::serve(&db, &[]).await;
     let (status, document) = Api::new(&base).get("/api/openapi.json", None).await;
     assert_eq!(status, 200);
     assert_eq!(document["servers"][0]["url"], "/api");
@@ -216,7 +218,8 @@ async fn the_openapi_document_knows_where_it_is_served_and_lists_each_operations
 
 #[tokio::test]
 async fn a_subscription_streams_notes_as_server_sent_events() {
-    let (_service, base) = support::serve(&support::temp_db("feed"), &[]).await;
+    let db = support::temp_db("feed");
+    let (_service, base) = support::serve(&db, &[]).await;
     let api = Api::new(&base);
     for title in ["one", "two", "three"] {
         let (status, _) = api
@@ -243,7 +246,8 @@ async fn a_subscription_streams_notes_as_server_sent_events() {
 
 #[tokio::test]
 async fn mcp_tools_are_served_behind_the_apps_auth() {
-    let (_service, base) = support::serve(&support::temp_db("mcp"), &[]).await;
+    let db = support::temp_db("mcp");
+    let (_service, base) = support::serve(&db, &[]).await;
     let mut headers = HashMap::new();
     headers.insert(
         http::HeaderName::from_static("x-api-key"),
@@ -308,7 +312,8 @@ async fn mcp_tools_are_served_behind_the_apps_auth() {
 
 #[tokio::test]
 async fn one_api_key_has_one_call_budget_over_http_and_mcp() {
-    let (_service, base) = support::serve(&support::temp_db("budget"), &[]).await;
+    let db = support::temp_db("budget");
+    let (_service, base) = support::serve(&db, &[]).await;
     let api = Api::new(&base);
     let budget = opkit_example_notes::CALLS_PER_MINUTE;
     // All but the last call of the key's budget over HTTP ...

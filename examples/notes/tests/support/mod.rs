@@ -1,26 +1,22 @@
-//! The notes tests' harness: the `notes` binary and a `redis-server` as child processes on
-//! loopback, each stopped by its PID when dropped (even when a test fails).
+//! The notes tests' harness: the `notes` binary as a child process on loopback, stopped by
+//! its PID when dropped (even when a test fails), and its databases in temporary directories
+//! removed when dropped. A `redis-server` comes from the test kit (`opkit_testkit::redis`).
 #![allow(dead_code, missing_docs)]
 
-use std::net::{Ipv4Addr, TcpListener};
+use opkit_testkit::dir::TempDir;
+use opkit_testkit::process::AsyncChildGuard;
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
-/// A child process, killed when dropped.
+/// A `notes` process, killed by its PID when dropped (`kill_on_drop` reaps it).
 pub struct Process {
-    child: Child,
+    _child: AsyncChildGuard,
     /// Its first line on stdout (the readiness line).
     pub ready: String,
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        // Stops the process by its PID; kill_on_drop reaps it.
-        let _ = self.child.start_kill();
-    }
 }
 
 /// Starts `notes <args>` and waits (bounded) for its readiness line.
@@ -42,7 +38,10 @@ pub async fn notes(args: &[&str]) -> Process {
         .expect("notes printed its readiness line");
     // Keep draining stdout so the child never blocks on it.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Process { child, ready }
+    Process {
+        _child: AsyncChildGuard::new(child),
+        ready,
+    }
 }
 
 /// `notes serve` on a free loopback port with a database at `db`; returns the process and
@@ -60,64 +59,26 @@ pub async fn serve(db: &Path, extra: &[&str]) -> (Process, String) {
     (process, base)
 }
 
-/// A fresh database path in a directory of its own.
-pub fn temp_db(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "opkit-notes-{name}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos()
-    ));
-    std::fs::create_dir_all(&dir).expect("a temp dir");
-    dir.join("notes.db")
+/// A database path (`notes.db`) in a fresh directory of its own, removed when dropped: keep
+/// it alive as long as a process uses it.
+pub struct TempDb {
+    _dir: TempDir,
+    path: PathBuf,
 }
 
-fn free_port() -> u16 {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("a free loopback port");
-    listener.local_addr().expect("an address").port()
-}
+impl Deref for TempDb {
+    type Target = Path;
 
-/// A `redis-server` on a free loopback port, without persistence.
-pub struct Redis {
-    child: Child,
-    pub url: String,
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.start_kill();
+    fn deref(&self) -> &Path {
+        &self.path
     }
 }
 
-impl Redis {
-    /// Starts one and waits (bounded) until it answers.
-    pub async fn start() -> Self {
-        let port = free_port();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap_or_else(|error| {
-                panic!("could not start redis-server ({error}): install it with `bash scripts/install-peers.sh`")
-            });
-        let redis = Self {
-            child,
-            url: format!("redis://127.0.0.1:{port}/"),
-        };
-        for _ in 0..100 {
-            if tokio::net::TcpStream::connect(("127.0.0.1", port))
-                .await
-                .is_ok()
-            {
-                return redis;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("redis-server did not listen on port {port} within 5 s");
+/// A fresh database path in a directory of its own.
+pub fn temp_db(name: &str) -> TempDb {
+    let dir = TempDir::new(&format!("notes-{name}"));
+    TempDb {
+        path: dir.join("notes.db"),
+        _dir: dir,
     }
 }

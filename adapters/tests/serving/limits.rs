@@ -1,0 +1,178 @@
+//! The HTTP server's bounds: request bodies at their defaults — size (`413` naming the limit)
+//! and JSON nesting (`400` from the parser or from the registry's depth check) — and its
+//! connections: the header-read timeout and the connection limit.
+#![cfg(feature = "http-server")]
+
+use crate::serve_support;
+use serve_support::serve_fixtures;
+
+use opkit::limits::MAX_INPUT_DEPTH;
+use opkit::prelude::*;
+use opkit_adapters::http_server::{DEFAULT_BODY_LIMIT, HttpServer};
+use serde_json::{Value, json};
+use serve_support::{Served, serve};
+
+async fn start() -> Served {
+    let registry = OperationRegistry::new();
+    registry
+        .register(
+            OperationSpec::new("echo", "any", OperationKind::Mutation).input_schema(json!(true)),
+            Handler::unary(|input, _ctx| async move {
+                Ok(json!(
+                    serde_json::to_string(&input).map_or(0, |text| text.len())
+                ))
+            }),
+        )
+        .unwrap();
+    serve(HttpServer::new(registry).router()).await
+}
+
+async fn post(served: &Served, body: String) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(served.url("/ops/echo.any"))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.expect("a JSON body"))
+}
+
+/// A JSON string literal of exactly `len` bytes.
+fn string_of_len(len: usize) -> String {
+    format!("\"{}\"", "x".repeat(len - 2))
+}
+
+#[tokio::test]
+async fn bodies_past_the_default_limit_get_413_naming_it() {
+    assert_eq!(DEFAULT_BODY_LIMIT, 1024 * 1024);
+    let served = start().await;
+    let (status, envelope) = post(&served, string_of_len(DEFAULT_BODY_LIMIT)).await;
+    assert_eq!(status, 200, "{envelope}");
+    assert_eq!(envelope["data"], DEFAULT_BODY_LIMIT);
+
+    let (status, error) = post(&served, string_of_len(DEFAULT_BODY_LIMIT + 1)).await;
+    assert_eq!(status, 413, "{error}");
+    assert_eq!(error["code"], "VALIDATION_ERROR");
+    assert!(
+        error["message"].as_str().is_some_and(
+            |message| message.contains(&format!("limit of {DEFAULT_BODY_LIMIT} bytes"))
+        ),
+        "{error}"
+    );
+    assert_eq!(
+        error["details"],
+        json!({"limit": "bodyLimit", "max": DEFAULT_BODY_LIMIT})
+    );
+}
+
+fn nested_text(depth: usize) -> String {
+    format!("{}0{}", "[".repeat(depth), "]".repeat(depth))
+}
+
+#[tokio::test]
+async fn deeply_nested_bodies_are_validation_errors() {
+    let served = start().await;
+    let (status, envelope) = post(&served, nested_text(MAX_INPUT_DEPTH)).await;
+    assert_eq!(status, 200, "{envelope}");
+
+    // Past the registry's limit, within the parser's: the registry's violation.
+    let (status, error) = post(&served, nested_text(MAX_INPUT_DEPTH + 1)).await;
+    assert_eq!(
+        (status, error["code"].as_str()),
+        (400, Some("VALIDATION_ERROR"))
+    );
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("MAX_INPUT_DEPTH"),
+        "{error}"
+    );
+    assert_eq!(error["details"][0]["path"], "/0".repeat(MAX_INPUT_DEPTH));
+
+    // Past the parser's limit (127 levels).
+    let (status, error) = post(&served, nested_text(100_000)).await;
+    assert_eq!(
+        (status, error["code"].as_str()),
+        (400, Some("VALIDATION_ERROR"))
+    );
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("recursion limit"),
+        "{error}"
+    );
+}
+
+/// Serves the fixtures with `limits` through `HttpServer::serve` (opkit's accept loop).
+async fn start_limited(
+    limits: opkit_adapters::http_server::ConnectionLimits,
+) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = HttpServer::new(serve_fixtures::fixture_registry(false)).connection_limits(limits);
+    tokio::spawn(server.serve(listener));
+    addr
+}
+
+/// A client that sends one header byte and then nothing is closed after the header-read
+/// timeout (a slowloris holds no connection for long).
+#[tokio::test]
+async fn a_client_too_slow_to_send_its_headers_is_disconnected() {
+    use opkit_adapters::http_server::ConnectionLimits;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = start_limited(
+        ConnectionLimits::default().header_read_timeout(std::time::Duration::from_millis(300)),
+    )
+    .await;
+    let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
+    slow.write_all(b"G").await.unwrap();
+    let mut buffer = Vec::new();
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        slow.read_to_end(&mut buffer),
+    )
+    .await
+    .expect("the server closes the connection well before 10 s");
+    // Closed: either a clean end of stream or a reset; what matters is that it ended.
+    drop(read);
+    // A well-behaved client is served meanwhile.
+    let ok = reqwest::get(format!("http://{addr}/ops/math.add?a=1&b=2"))
+        .await
+        .unwrap();
+    assert_eq!(ok.status().as_u16(), 200);
+}
+
+/// Past the connection limit, a new connection waits until one closes; then it is served.
+#[tokio::test]
+async fn connections_past_the_limit_wait_for_one_to_close() {
+    use opkit_adapters::http_server::ConnectionLimits;
+    let addr = start_limited(ConnectionLimits::default().max_connections(2)).await;
+    let holders: Vec<tokio::net::TcpStream> = vec![
+        tokio::net::TcpStream::connect(addr).await.unwrap(),
+        tokio::net::TcpStream::connect(addr).await.unwrap(),
+    ];
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    let url = format!("http://{addr}/ops/math.add?a=1&b=2");
+    let waiting = tokio::time::timeout(
+        std::time::Duration::from_millis(500),
+        client.get(&url).send(),
+    )
+    .await;
+    assert!(
+        waiting.is_err(),
+        "a third connection is not served while two are held"
+    );
+    drop(holders);
+    let served = tokio::time::timeout(std::time::Duration::from_secs(10), client.get(&url).send())
+        .await
+        .expect("served once the held connections closed")
+        .unwrap();
+    assert_eq!(served.status().as_u16(), 200);
+}
