@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-/// Pauses that double from `min` up to `max`; [`reset`](Self::reset) after a success.
+/// Pauses that double from `min` up to `max`; [`reset`](Self::reset) after a success. The
+/// transports' options hold one at its start, and each reconnecting task takes a clone.
 #[derive(Debug, Clone)]
 pub(crate) struct Backoff {
     next: Duration,

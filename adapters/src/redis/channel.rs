@@ -75,7 +75,7 @@ async fn forward_channel(
     connection: (PubSubSink, PubSubStream),
     sender: mpsc::UnboundedSender<Bytes>,
 ) {
-    let mut backoff = inner.options.backoff();
+    let mut backoff = inner.options.backoff.clone();
     let mut connection = Some(connection);
     loop {
         if let Some((sink, mut messages)) = connection.take() {

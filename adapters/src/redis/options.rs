@@ -1,6 +1,7 @@
 //! [`RedisOptions`]: every setting of a [`RedisPubSub`](super::RedisPubSub), with its
 //! default.
 
+use crate::backoff::Backoff;
 use std::time::Duration;
 
 /// Settings of a [`RedisPubSub`](super::RedisPubSub). Every setting has a default suited to a local or LAN Redis.
@@ -22,8 +23,8 @@ pub struct RedisOptions {
     pub(super) lease: Duration,
     pub(super) retention: Duration,
     pub(super) batch: usize,
-    pub(super) backoff_min: Duration,
-    pub(super) backoff_max: Duration,
+    /// The reconnection pauses.
+    pub(super) backoff: Backoff,
     pub(super) rejoin_grace: Duration,
     pub(super) ping_interval: Duration,
     pub(super) ping_timeout: Duration,
@@ -40,8 +41,7 @@ impl Default for RedisOptions {
             lease: Duration::from_secs(6),
             retention: Duration::from_secs(60),
             batch: 16,
-            backoff_min: Duration::from_millis(50),
-            backoff_max: Duration::from_secs(1),
+            backoff: Backoff::new(Duration::from_millis(50), Duration::from_secs(1)),
             rejoin_grace: Duration::from_secs(30),
             ping_interval: Duration::from_secs(1),
             ping_timeout: Duration::from_secs(2),
@@ -118,11 +118,10 @@ impl RedisOptions {
 
     /// The first and the longest pause between reconnection attempts of a subscription
     /// (50 ms doubling up to 1 s unless set); the same option as the WebSocket spoke's
-    /// [`SpokeOptions::with_backoff`](crate::websocket::SpokeOptions::with_backoff).
+    /// `SpokeOptions::with_backoff`.
     #[must_use]
     pub fn with_backoff(mut self, min: Duration, max: Duration) -> Self {
-        self.backoff_min = min;
-        self.backoff_max = max.max(min);
+        self.backoff = Backoff::new(min, max);
         self
     }
 
@@ -134,11 +133,6 @@ impl RedisOptions {
     )]
     pub fn with_reconnect_backoff(self, min: Duration, max: Duration) -> Self {
         self.with_backoff(min, max)
-    }
-
-    /// The reconnection pauses these options set.
-    pub(crate) fn backoff(&self) -> crate::backoff::Backoff {
-        crate::backoff::Backoff::new(self.backoff_min, self.backoff_max)
     }
 
     /// How often a connection that may sit idle is checked with a `PING`: the command

@@ -51,7 +51,7 @@ impl GroupReader {
         let options = &member.inner.options;
         Self {
             held: Held::new(&member.inner, member.reader),
-            backoff: options.backoff(),
+            backoff: options.backoff.clone(),
             heartbeat: options.heartbeat(),
             member,
             sender,

@@ -74,7 +74,7 @@ pub(super) async fn open(inner: &SpokeShared) -> Result<(Socket, String), Transp
 /// Runs connections one after the other until the spoke is closed.
 pub(super) async fn supervise(inner: Arc<SpokeShared>, running: Running) {
     let mut connection = Some(running);
-    let mut backoff = inner.options.backoff();
+    let mut backoff = inner.options.backoff.clone();
     loop {
         if let Some(running) = connection.take() {
             run(&inner, running).await;

@@ -1,5 +1,6 @@
 //! [`SpokeOptions`]: a spoke's token and its timing, TLS and queue settings.
 
+use crate::backoff::Backoff;
 use std::fmt;
 use std::time::Duration;
 
@@ -14,8 +15,8 @@ use std::time::Duration;
 #[derive(Clone)]
 pub struct SpokeOptions {
     pub(super) token: String,
-    pub(super) backoff_min: Duration,
-    pub(super) backoff_max: Duration,
+    /// The reconnection pauses.
+    pub(super) backoff: Backoff,
     pub(super) request_timeout: Duration,
     pub(super) connect_timeout: Duration,
     pub(super) close_timeout: Duration,
@@ -29,8 +30,7 @@ impl fmt::Debug for SpokeOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SpokeOptions")
             .field("token", &"<redacted>")
-            .field("backoff_min", &self.backoff_min)
-            .field("backoff_max", &self.backoff_max)
+            .field("backoff", &self.backoff)
             .field("request_timeout", &self.request_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("close_timeout", &self.close_timeout)
@@ -47,8 +47,7 @@ impl SpokeOptions {
     pub fn new(token: impl Into<String>) -> Self {
         Self {
             token: token.into(),
-            backoff_min: Duration::from_millis(50),
-            backoff_max: Duration::from_secs(5),
+            backoff: Backoff::new(Duration::from_millis(50), Duration::from_secs(5)),
             request_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(5),
             close_timeout: Duration::from_millis(200),
@@ -102,14 +101,8 @@ impl SpokeOptions {
     /// 5 s unless set).
     #[must_use]
     pub fn with_backoff(mut self, min: Duration, max: Duration) -> Self {
-        self.backoff_min = min;
-        self.backoff_max = max.max(min);
+        self.backoff = Backoff::new(min, max);
         self
-    }
-
-    /// The reconnection pauses these options set.
-    pub(crate) fn backoff(&self) -> crate::backoff::Backoff {
-        crate::backoff::Backoff::new(self.backoff_min, self.backoff_max)
     }
 
     /// How long a publish or subscribe waits for the hub's answer (10 s unless set). A
