@@ -10,7 +10,7 @@ mod redis_support;
 
 use futures::StreamExt;
 use opkit::prelude::*;
-use opkit::protocol::wire::{self, EventKind};
+use opkit::protocol::wire;
 use opkit::protocol::{CallHandler, MemoryPubSub, PendingRequestMap, PubSub, topics};
 use opkit_adapters::redis::{RedisOptions, RedisPubSub};
 use opkit_adapters::websocket::{SpokeGrant, SpokeOptions, StaticTokens, WsHub, WsSpoke};
@@ -28,10 +28,6 @@ struct Transcript {
     outcomes: Vec<String>,
     /// The events of each finished request on the reply topic, in order.
     replies: Vec<Vec<&'static str>>,
-}
-
-fn kind_name(kind: EventKind) -> &'static str {
-    kind.as_str()
 }
 
 /// Runs the sequence with a handler on `server` and a caller on `caller`; `settled` says
@@ -104,7 +100,7 @@ where
             by_request
                 .entry(request_id.clone())
                 .or_default()
-                .push(kind_name(peeked.kind));
+                .push(peeked.kind.as_str());
             // Which request was the subscription is known from the order of the sequence.
             let subscription = order.iter().position(|id| *id == request_id) == Some(1);
             if peeked.kind.ends_call(subscription) {

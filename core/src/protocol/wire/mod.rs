@@ -369,14 +369,9 @@ impl CallEvent {
                 });
             }
         };
-        let event = match kind {
-            REQUESTED => REQUESTED,
-            RESPONDED => RESPONDED,
-            COMPLETED => COMPLETED,
-            ERROR => ERROR,
-            ABORTED => ABORTED,
-            other => return Err(WireError::UnknownType(other.to_owned())),
-        };
+        let event = EventKind::of(kind)
+            .ok_or_else(|| WireError::UnknownType(kind.to_owned()))?
+            .as_str();
         let mut fields = Fields { event, map };
         let request_id = fields.required_string("requestId")?;
         Ok(match event {

@@ -38,7 +38,8 @@ impl EventKind {
         }
     }
 
-    fn of(kind: &str) -> Option<Self> {
+    /// The event whose wire `type` is `kind`.
+    pub(super) fn of(kind: &str) -> Option<Self> {
         Some(match kind {
             super::REQUESTED => Self::Requested,
             super::RESPONDED => Self::Responded,
