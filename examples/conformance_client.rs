@@ -8,11 +8,17 @@
 //! registry like any imported operation, as a caller whose user accepts every question with
 //! its form's defaults, and exits non-zero on failure.
 //!
-//! When the scenario gives client credentials (`MCP_CONFORMANCE_CONTEXT` holds `client_id`
-//! and `client_secret`, as `auth/client-credentials-basic` does) and the `oauth-client`
-//! feature is on, it signs in with the client-credentials grant, finding the authorization
-//! server through the server's Protected Resource Metadata
+//! With the `oauth-client` feature it signs in when a scenario's server asks. The
+//! `auth/client-credentials-*` scenarios give client credentials (`MCP_CONFORMANCE_CONTEXT`
+//! holds `client_id` and `client_secret` or a private key): it uses the client-credentials
+//! grant, finding the authorization server through the server's Protected Resource Metadata
 //! ([`ClientCredentials::discovered`](opkit_adapters::oauth::ClientCredentials::discovered)).
+//! Every other `auth/*` scenario gets the authorization-code flow
+//! ([`AuthorizationCode`](opkit_adapters::oauth::AuthorizationCode)) with the suite's client
+//! metadata document URL, or the pre-registered client the context gives; the user's part —
+//! the browser — is played by fetching the authorization URL from the scenario's
+//! authorization server, which consents by itself, and reading the redirect it answers with.
+//! In those scenarios it calls every tool the server lists, with no arguments.
 //!
 //! `adapters/tests/mcp_conformance.rs` runs the scenarios.
 
@@ -78,7 +84,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "usage: conformance_client <server URL> (MCP_CONFORMANCE_SCENARIO names the scenario)",
     )?;
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
-    let options = signed_in(McpOptions::new("conformance").label("conformance"))?;
+    let options = signed_in(
+        McpOptions::new("conformance").label("conformance"),
+        &scenario,
+    )?;
     let connection = McpConnection::connect_http(&url, options).await?;
     eprintln!(
         "connected ({}), tools: {:?}",
@@ -104,6 +113,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .call_tool(tool, call["arguments"].clone(), &OperationContext::new())
                 .await?;
             eprintln!("{tool}: {}", serde_json::to_string(&envelope)?);
+        }
+    }
+    if scenario.starts_with("auth/") {
+        // The authorization scenarios check what happens around the calls (a step-up on
+        // `tools/call`, say): each listed tool is called once.
+        for tool in connection.tool_names() {
+            calls.push((tool.to_owned(), json!({})));
         }
     }
     if scenario == "json-schema-2020-12-preservation" {
@@ -135,38 +151,82 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// `options` with client-credentials sign-in when the scenario's context gives credentials
-/// (and the `oauth-client` feature is on).
-fn signed_in(options: McpOptions) -> Result<McpOptions, Box<dyn std::error::Error>> {
+/// `options` with the sign-in the scenario calls for (when the `oauth-client` feature is on):
+/// client credentials when its context gives some for that grant, the authorization-code flow
+/// for the other `auth/*` scenarios.
+fn signed_in(
+    options: McpOptions,
+    scenario: &str,
+) -> Result<McpOptions, Box<dyn std::error::Error>> {
     let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or_default();
-    let Some(id) = context["client_id"].as_str() else {
-        return Ok(options);
-    };
+    let id = context["client_id"].as_str();
     let secret = context["client_secret"].as_str();
     let key = context["private_key_pem"].as_str();
     let algorithm = context["signing_algorithm"].as_str().unwrap_or("ES256");
-    if secret.is_none() && key.is_none() {
+    if !scenario.starts_with("auth/") {
         return Ok(options);
     }
     #[cfg(feature = "oauth-client")]
     {
-        use opkit_adapters::oauth::ClientCredentials;
-        let credentials = match (secret, key) {
-            (_, Some(key)) => {
-                ClientCredentials::private_key_jwt(None, id, key.as_bytes(), algorithm)?
-            }
-            (Some(secret), None) => ClientCredentials::discovered(id, secret)?,
-            (None, None) => unreachable!("checked above"),
-        };
-        Ok(options.oauth(credentials))
+        use opkit_adapters::oauth::{AuthorizationCode, ClientCredentials};
+        if scenario.starts_with("auth/client-credentials")
+            && let Some(id) = id
+        {
+            let credentials = match (secret, key) {
+                (_, Some(key)) => {
+                    ClientCredentials::private_key_jwt(None, id, key.as_bytes(), algorithm)?
+                }
+                (Some(secret), None) => ClientCredentials::discovered(id, secret)?,
+                (None, None) => return Err("the scenario gives no client secret or key".into()),
+            };
+            return Ok(options.oauth(credentials));
+        }
+        let mut sign_in = AuthorizationCode::new(REDIRECT_URI, consent)?
+            .client_name("opkit-conformance-client")
+            .client_metadata_url(CLIENT_METADATA_URL)?;
+        if let Some(id) = id {
+            sign_in = sign_in.preregistered(id, secret.map(str::to_owned));
+        }
+        Ok(options.sign_in(sign_in))
     }
     #[cfg(not(feature = "oauth-client"))]
     {
         let _ = (id, secret, key, algorithm);
-        eprintln!("the scenario gives client credentials, but the `oauth-client` feature is off");
+        eprintln!("the scenario signs in, but the `oauth-client` feature is off");
         Ok(options)
     }
+}
+
+/// Where the scenario's authorization server sends the user back (nothing listens there:
+/// [`consent`] reads the redirect instead of following it).
+#[cfg(feature = "oauth-client")]
+const REDIRECT_URI: &str = "http://127.0.0.1:3333/callback";
+
+/// The client metadata document URL the suite's authorization servers expect
+/// (`auth/basic-cimd`).
+#[cfg(feature = "oauth-client")]
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The user's part of the authorization-code flow: the suite's authorization servers consent
+/// at once, answering the authorization URL with a redirect to the redirect URI carrying the
+/// code; that redirect's URL is what a browser would have been sent to.
+#[cfg(feature = "oauth-client")]
+async fn consent(url: String) -> Result<String, opkit_adapters::oauth::AuthorizeError> {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let answer = http.get(&url).send().await?;
+    let location = answer
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .ok_or_else(|| {
+            format!(
+                "the authorization server answered {} without a redirect",
+                answer.status()
+            )
+        })?;
+    Ok(location.to_str()?.to_owned())
 }

@@ -1,7 +1,8 @@
 //! Standard sign-in: the HTTP and MCP servers as OAuth 2.1 resource servers (feature
 //! `oauth`), as the MCP authorization spec asks of a remote MCP server, and the MCP import
 //! as an OAuth client (feature `oauth-client`: [`ClientCredentials`] given to
-//! `McpOptions::oauth`).
+//! `McpOptions::oauth` for a service signing in as itself, [`AuthorizationCode`] given to
+//! `McpOptions::sign_in` for a user's consent in a browser).
 //!
 //! An [`OAuthAuthenticator`] checks the bearer access tokens an authorization server (Auth0,
 //! Keycloak, Entra, Okta, Google, `oidc-provider`, your own) issued for this resource:
@@ -87,6 +88,8 @@
 
 #[cfg(feature = "oauth")]
 mod authenticator;
+#[cfg(feature = "oauth-client")]
+mod authorization_code;
 #[cfg(feature = "oauth")]
 mod claims;
 #[cfg(feature = "oauth-client")]
@@ -100,12 +103,16 @@ mod introspection;
 mod keys;
 #[cfg(feature = "oauth")]
 mod resource;
+#[cfg(feature = "oauth-client")]
+pub(crate) mod sign_in;
 
 #[cfg(feature = "oauth")]
 pub use authenticator::{
     DEFAULT_ALGORITHMS, DEFAULT_KEYS_MAX_AGE, DEFAULT_LEEWAY, DEFAULT_MIN_REFRESH_INTERVAL,
     OAuthAuthenticator, OAuthAuthenticatorBuilder,
 };
+#[cfg(feature = "oauth-client")]
+pub use authorization_code::{AuthorizationCode, Authorize, AuthorizeError, DEFAULT_MAX_STEP_UPS};
 #[cfg(feature = "oauth")]
 pub use claims::ClaimsMapping;
 #[cfg(feature = "oauth-client")]
@@ -119,3 +126,5 @@ pub use jsonwebtoken::Algorithm;
 pub use resource::ProtectedResource;
 #[cfg(feature = "oauth")]
 pub use resource::WELL_KNOWN_PATH;
+#[cfg(feature = "oauth-client")]
+pub use sign_in::SignInError;

@@ -133,11 +133,10 @@ impl McpConnection {
         };
         let (events, list_changes) = Events::new(&label);
         #[cfg(feature = "oauth-client")]
-        if let Some(credentials) = &options.oauth {
+        if let Some(tokens) = Self::tokens(url, &options) {
             let client = oauth::TokenClient {
                 http: reqwest::Client::default(),
-                credentials: credentials.clone(),
-                resource: url.into(),
+                tokens,
             };
             let transport = || {
                 Ok((
@@ -177,6 +176,23 @@ impl McpConnection {
             parse_json_text: options.parse_json_text,
         };
         Self::finish(client, options, list_changes).await
+    }
+
+    /// Where the access tokens of a connection to `url` come from, when it signs in by
+    /// itself: client credentials, else the authorization-code flow.
+    #[cfg(feature = "oauth-client")]
+    fn tokens(url: &str, options: &McpOptions) -> Option<Arc<dyn oauth::Tokens>> {
+        if let Some(credentials) = &options.oauth {
+            return Some(Arc::new(oauth::Credentials {
+                credentials: credentials.clone(),
+                resource: url.to_owned(),
+            }));
+        }
+        let sign_in = options.sign_in.as_ref()?;
+        Some(Arc::new(crate::oauth::sign_in::SignIn::new(
+            sign_in.clone(),
+            url,
+        )))
     }
 
     /// Lists the tools of a freshly connected client and builds the connection.

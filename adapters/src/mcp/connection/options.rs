@@ -41,6 +41,10 @@ pub struct McpOptions {
     /// of a fixed [`bearer_token`](Self::bearer_token): see [`McpOptions::oauth`].
     #[cfg(feature = "oauth-client")]
     pub oauth: Option<std::sync::Arc<crate::oauth::ClientCredentials>>,
+    /// Sign-in with a person in the loop for Streamable HTTP (feature `oauth-client`): see
+    /// [`McpOptions::sign_in`]. Used when [`oauth`](Self::oauth) is not set.
+    #[cfg(feature = "oauth-client")]
+    pub sign_in: Option<std::sync::Arc<crate::oauth::AuthorizationCode>>,
     /// Which protocol era to speak.
     pub lifecycle: McpLifecycle,
     /// Re-list the tools and update the registries when the server says its list changed.
@@ -81,6 +85,8 @@ impl McpOptions {
             bearer_token: None,
             #[cfg(feature = "oauth-client")]
             oauth: None,
+            #[cfg(feature = "oauth-client")]
+            sign_in: None,
             lifecycle: McpLifecycle::Auto,
             auto_refresh: false,
             inherit_stderr: false,
@@ -126,6 +132,30 @@ impl McpOptions {
     #[must_use]
     pub fn oauth(mut self, credentials: crate::oauth::ClientCredentials) -> Self {
         self.oauth = Some(std::sync::Arc::new(credentials));
+        self
+    }
+
+    /// Signs in with the OAuth 2.1 authorization-code flow when the server asks (feature
+    /// `oauth-client`): at its first `401` the import discovers the authorization server,
+    /// registers, has `sign_in`'s callback take the user through the authorization URL, and
+    /// sends the request again with the token; it refreshes the token, signs in again when the
+    /// server refuses it, and steps the scopes up on `403 insufficient_scope`
+    /// ([`AuthorizationCode`](crate::oauth::AuthorizationCode) says how). Takes the place of
+    /// [`bearer_token`](Self::bearer_token); [`oauth`](Self::oauth) wins over it.
+    ///
+    /// ```
+    /// use opkit_adapters::mcp::McpOptions;
+    /// use opkit_adapters::oauth::AuthorizationCode;
+    /// let sign_in = AuthorizationCode::new("http://127.0.0.1:8765/callback", |url: String| async move {
+    ///     Err(format!("open {url} in a browser").into())
+    /// })
+    /// .unwrap();
+    /// let options = McpOptions::new("notes").sign_in(sign_in);
+    /// ```
+    #[cfg(feature = "oauth-client")]
+    #[must_use]
+    pub fn sign_in(mut self, sign_in: crate::oauth::AuthorizationCode) -> Self {
+        self.sign_in = Some(std::sync::Arc::new(sign_in));
         self
     }
 
