@@ -6,6 +6,11 @@
 //   writer  scope "notes:read notes:write notes:admin", and a `roles: ["editor"]` claim
 // Any loopback resource indicator gets a JWT access token (ES256, typ at+jwt) with that
 // audience; a resource ending in `/opaque` gets an opaque token (for introspection).
+// Other clients register themselves (RFC 7591, open registration) for the authorization-code
+// flow (PKCE); its login and consent are an interaction at /interaction/<uid> that signs
+// the user `alice` in and grants every scope asked for, for the resources asked for, at once
+// (what a person in a browser would do), redirecting back into the flow. `offline_access`
+// is offered, so such clients get refresh tokens.
 //
 // Test-only endpoints beside the provider's own:
 //   POST /admin/rotate          a new signing key; the old one stays published
@@ -39,10 +44,14 @@ function makeProvider(issuer) {
       scope: id === 'writer' ? 'notes:read notes:write notes:admin' : 'notes:read',
     })),
     jwks: { keys },
-    scopes: ['notes:read', 'notes:write', 'notes:admin'],
+    clientDefaults: { id_token_signed_response_alg: 'ES256' },
+    findAccount: (ctx, sub) => ({ accountId: sub, claims: () => ({ sub }) }),
+    interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
+    scopes: ['notes:read', 'notes:write', 'notes:admin', 'offline_access'],
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
+      registration: { enabled: true },
       introspection: { enabled: true },
       resourceIndicators: {
         enabled: true,
@@ -112,8 +121,32 @@ const server = createServer(async (request, response) => {
     }
     return;
   }
+  if (request.method === 'GET' && url.pathname.startsWith('/interaction/')) {
+    try {
+      await consent(request, response);
+    } catch (error) {
+      response.writeHead(400);
+      response.end(String(error));
+    }
+    return;
+  }
   provider.callback()(request, response);
 });
+
+// The user `alice` signs in and grants what the client asked for.
+async function consent(request, response) {
+  const { params, grantId } = await provider.interactionDetails(request, response);
+  const grant = grantId
+    ? await provider.Grant.find(grantId)
+    : new provider.Grant({ accountId: 'alice', clientId: params.client_id });
+  // Every scope is granted for the provider (the consent prompt asks that of each) and
+  // for each resource asked for (the access token's `scope`).
+  const scope = params.scope ?? '';
+  if (scope) grant.addOIDCScope(scope);
+  for (const resource of [params.resource ?? []].flat()) grant.addResourceScope(resource, scope);
+  const result = { login: { accountId: 'alice' }, consent: { grantId: await grant.save() } };
+  await provider.interactionFinished(request, response, result, { mergeWithLastSubmission: false });
+}
 
 server.listen(0, '127.0.0.1', () => {
   const { port } = server.address();

@@ -82,8 +82,10 @@ pub(crate) enum Registration {
 /// refresh, then by signing in again from the start (discovery included: the resource may
 /// have moved to another authorization server, whose client registration is its own); a
 /// `403 insufficient_scope` by asking the user again for the union of the scopes held and
-/// the ones the server names (scope step-up), at most [`max_step_ups`](Self::max_step_ups)
-/// times per connection, and never for scopes already held — the server refusing those is a
+/// the ones the server names (scope step-up: a sign-in from the start for the union, so a
+/// dynamically registered client, which an authorization server may hold to the scopes it
+/// registered with, registers again), at most [`max_step_ups`](Self::max_step_ups) times
+/// per connection, and never for scopes already held — the server refusing those is a
 /// refusal, not a reason to ask again.
 ///
 /// ```

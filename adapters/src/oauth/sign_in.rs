@@ -119,7 +119,7 @@ impl SignIn {
         }
         // From the start, discovery included: a fresh client, so nothing registered with
         // one authorization server is shown to another.
-        let manager = self.sign_in(challenge).await?;
+        let manager = self.sign_in(challenge, &[]).await?;
         let token = manager.get_access_token().await?;
         held.manager = Some(manager);
         held.step_ups = 0;
@@ -161,23 +161,27 @@ impl SignIn {
             });
         }
         held.step_ups += 1;
-        let Some(manager) = &held.manager else {
-            return Err(SignInError::ScopeRefused { wanted });
-        };
-        let url = manager.request_scope_upgrade(&wanted).await?;
-        let callback = self.ask_user(url).await?;
-        manager
-            .exchange_code_for_token_with_issuer(
-                &callback.code,
-                &callback.csrf_token,
-                callback.issuer.as_deref(),
-            )
-            .await?;
-        Ok(manager.get_access_token().await?)
+        // A sign-in from the start for the union: a dynamically registered client may be
+        // limited to the scopes it registered with, so it registers again for the union.
+        let mut scopes = holding;
+        for scope in wanted.split_whitespace() {
+            if !scopes.iter().any(|held| held == scope) {
+                scopes.push(scope.to_owned());
+            }
+        }
+        let manager = self.sign_in(challenge, &scopes).await?;
+        let token = manager.get_access_token().await?;
+        held.manager = Some(manager);
+        Ok(token)
     }
 
-    /// The whole flow, from discovery to the token.
-    async fn sign_in(&self, challenge: &str) -> Result<AuthorizationManager, SignInError> {
+    /// The whole flow, from discovery to the token, for `scopes` (none: the configured ones,
+    /// else those the server's challenge and metadata suggest).
+    async fn sign_in(
+        &self,
+        challenge: &str,
+        scopes: &[String],
+    ) -> Result<AuthorizationManager, SignInError> {
         let mut oauth = OAuthState::new(self.server.as_str(), None).await?;
         let mut request =
             AuthorizationRequest::new(self.config.redirect_uri.clone()).with_challenge(challenge);
@@ -201,8 +205,13 @@ impl SignIn {
                 }
             }
         }
-        if !self.config.scopes.is_empty() {
-            request = request.with_scopes(self.config.scopes.iter().cloned());
+        let scopes = if scopes.is_empty() {
+            &self.config.scopes
+        } else {
+            scopes
+        };
+        if !scopes.is_empty() {
+            request = request.with_scopes(scopes.iter().cloned());
         }
         oauth.start_authorization(request).await?;
         let url = oauth.get_authorization_url().await?;

@@ -13,3 +13,4 @@ mod oauth_support;
 
 mod http;
 mod mcp;
+mod sign_in;

@@ -17,14 +17,14 @@ use std::time::Duration;
 
 /// An MCP server at `/mcp` of a loopback port (resource `http://127.0.0.1:<p>/mcp`), with
 /// the metadata at the site's root.
-struct Mcp {
+pub(crate) struct Mcp {
     origin: String,
     http: reqwest::Client,
     _task: TaskGuard,
 }
 
 impl Mcp {
-    async fn start(provider: &Provider, introspection: bool) -> Self {
+    pub(crate) async fn start(provider: &Provider, introspection: bool) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let origin = format!("http://{}", listener.local_addr().unwrap());
         let mut auth =
@@ -51,7 +51,7 @@ impl Mcp {
         }
     }
 
-    fn resource(&self) -> String {
+    pub(crate) fn resource(&self) -> String {
         format!("{}/mcp", self.origin)
     }
 
