@@ -230,6 +230,25 @@ impl OperationSpec {
     /// `#[operation(prompt)]` sets it.
     pub const EXT_MCP_PROMPT: &'static str = "opkit.mcpPrompt";
 
+    /// Extension key: where the MCP server finds the completions (`completion/complete`) of
+    /// a prompt's arguments or a resource template's variables — an object from argument
+    /// name to the id of a *query* that completes it: `{"topic": "notes.topics"}`. The query
+    /// gets `value` (what the user typed so far) and, when its input has the fields,
+    /// `argument` (the argument's name) and `arguments` (the other arguments already given,
+    /// an object of strings); its data is the completions, a list of strings (at most 100
+    /// are sent) or an object `{"values": [..], "total": n, "hasMore": bool}`. Arguments
+    /// without one complete from the values their field's schema lists (`enum`, `const`s).
+    /// `#[operation(prompt, complete(topic = "notes.topics"))]` sets it.
+    ///
+    /// ```
+    /// use opkit::{OperationKind, OperationSpec};
+    /// let spec = OperationSpec::new("notes", "summarize", OperationKind::Query)
+    ///     .mcp_prompt()
+    ///     .mcp_completion("topic", "notes.topics");
+    /// assert_eq!(spec.extensions[OperationSpec::EXT_MCP_COMPLETE]["topic"], "notes.topics");
+    /// ```
+    pub const EXT_MCP_COMPLETE: &'static str = "opkit.mcpComplete";
+
     /// Extension key: over MCP, the operation runs as a *task* (the
     /// `io.modelcontextprotocol/tasks` extension) for a client that negotiated tasks: the call
     /// answers at once with the task, which the client polls (`tasks/get`) to its result,
@@ -254,6 +273,27 @@ impl OperationSpec {
             Self::EXT_MCP_RESOURCE,
             serde_json::json!({"uri": uri.into()}),
         )
+    }
+
+    /// Completes the MCP argument `argument` (a prompt argument or template variable of this
+    /// operation) with the query `completer` (see [`Self::EXT_MCP_COMPLETE`]).
+    #[must_use]
+    pub fn mcp_completion(
+        mut self,
+        argument: impl Into<String>,
+        completer: impl Into<String>,
+    ) -> Self {
+        let entry = self
+            .extensions
+            .entry(Self::EXT_MCP_COMPLETE.to_owned())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !entry.is_object() {
+            *entry = Value::Object(Map::new());
+        }
+        if let Value::Object(map) = entry {
+            map.insert(argument.into(), Value::String(completer.into()));
+        }
+        self
     }
 
     /// Marks the operation an MCP prompt (see [`Self::EXT_MCP_PROMPT`]).

@@ -24,6 +24,7 @@ const KEYS: &[&str] = &[
     "resource",
     "prompt",
     "task",
+    "complete",
     "layer",
     "timeout",
     "http",
@@ -65,6 +66,8 @@ pub(crate) struct Args {
     pub prompt: Option<Span>,
     /// `task` or `task = "required"`: the operation may (or must) run as an MCP task.
     pub task: Option<LitStr>,
+    /// `complete(argument = "ns.query", ..)`: the queries that complete MCP arguments.
+    pub complete: Vec<(syn::Ident, LitStr)>,
     /// `layer = ".."` (repeatable): the named middleware layers the operation asks for.
     pub layers: Vec<LitStr>,
     /// `timeout = ".."`: the per-call timeout, in milliseconds.
@@ -148,6 +151,7 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
     let mut resource = Slot::new("resource");
     let mut prompt = Slot::new("prompt");
     let mut task = Slot::new("task");
+    let mut complete = Slot::new("complete");
     let mut layers = Vec::new();
     for meta in &metas {
         let key = meta_key(meta);
@@ -210,6 +214,11 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
                     task.set(errors, span, support);
                 }
             }
+            "complete" => {
+                if let Some(pairs) = crate::mcp_args::parse_complete(meta, errors) {
+                    complete.set(errors, span, pairs);
+                }
+            }
             "layer" => {
                 if let Some(lit) = string_value(meta, errors) {
                     if lit.value().is_empty() {
@@ -249,6 +258,12 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
     let (scopes, roles) = access.take().unwrap_or_default();
     crate::mcp_args::check_mcp_role(kind, resource.value.as_ref(), prompt.value.as_ref(), errors);
     crate::mcp_args::check_task(kind, task.value.as_ref(), errors);
+    crate::mcp_args::check_complete(
+        complete.value.as_ref().map(|(span, _)| *span),
+        resource.value.as_ref(),
+        prompt.value.as_ref(),
+        errors,
+    );
     Args {
         namespace: namespace.take().filter(|lit| !lit.value().is_empty()),
         name: name.take().filter(|lit| !lit.value().is_empty()),
@@ -262,6 +277,7 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
         resource: resource.take(),
         prompt: prompt.take(),
         task: task.take(),
+        complete: complete.take().unwrap_or_default(),
         layers,
         timeout_ms: timeout.take(),
         http: http.take(),

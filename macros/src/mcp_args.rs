@@ -1,11 +1,13 @@
 //! The MCP roles an operation can take in the attribute: `resource = ".."` (checked as a
 //! URI or URI template), `prompt` and `task` / `task = "required"`, and which kinds they go
-//! with.
+//! with; and `complete(argument = "ns.query")`, the queries completing its arguments.
 
 use crate::errors::Errors;
 use crate::model::Kind;
 use proc_macro2::Span;
-use syn::LitStr;
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::{Expr, ExprLit, Lit, LitStr, Meta, Token};
 
 /// A resource is read (a query; a subscription with the same URI backs its updates) and a
 /// prompt is a query; one operation is not both.
@@ -91,5 +93,100 @@ pub(crate) fn check_task(
 ) {
     if let (Some((span, _)), Some((Kind::Subscription, _))) = (task, kind) {
         errors.at(*span, "a subscription cannot run as an MCP task (a task has one result): remove `task`, or make it a query or a mutation");
+    }
+}
+
+const COMPLETE_HELP: &str =
+    "write `complete(argument = \"namespace.query\")`, e.g. `complete(topic = \"notes.topics\")`";
+
+/// `complete(topic = "notes.topics", ..)`: each argument an identifier, each completer the
+/// id of an operation (`namespace.name`, segments `[A-Za-z_][A-Za-z0-9_]*`).
+pub(crate) fn parse_complete(meta: &Meta, errors: &Errors) -> Option<Vec<(syn::Ident, LitStr)>> {
+    let Meta::List(list) = meta else {
+        errors.spanned(
+            meta,
+            format_args!("`complete` names the query completing each argument: {COMPLETE_HELP}"),
+        );
+        return None;
+    };
+    let pairs = match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(list.tokens.clone()) {
+        Ok(pairs) => pairs,
+        Err(error) => {
+            errors.push(error);
+            return None;
+        }
+    };
+    if pairs.is_empty() {
+        errors.spanned(meta, format_args!("`complete()` is empty: {COMPLETE_HELP}"));
+        return None;
+    }
+    let mut completers = Vec::new();
+    for pair in &pairs {
+        let Meta::NameValue(pair) = pair else {
+            errors.spanned(
+                pair,
+                format_args!("each argument is completed by a query: {COMPLETE_HELP}"),
+            );
+            continue;
+        };
+        let Some(argument) = pair.path.get_ident() else {
+            errors.spanned(
+                &pair.path,
+                format_args!("name the argument, not a path: {COMPLETE_HELP}"),
+            );
+            continue;
+        };
+        let Expr::Lit(ExprLit {
+            lit: Lit::Str(completer),
+            ..
+        }) = &pair.value
+        else {
+            errors.spanned(
+                &pair.value,
+                format_args!("the completer is a string naming a query: {COMPLETE_HELP}"),
+            );
+            continue;
+        };
+        let id = completer.value();
+        let segments: Vec<&str> = id.split('.').collect();
+        if segments.len() < 2
+            || !segments
+                .iter()
+                .all(|segment| crate::args::valid_segment(segment))
+        {
+            errors.spanned(
+                completer,
+                format_args!("`{id}` is not an operation id (`namespace.name`): {COMPLETE_HELP}"),
+            );
+            continue;
+        }
+        if completers
+            .iter()
+            .any(|(seen, _): &(syn::Ident, LitStr)| seen == argument)
+        {
+            errors.spanned(
+                argument,
+                format_args!("`{argument}` is completed twice: keep one"),
+            );
+            continue;
+        }
+        completers.push((argument.clone(), completer.clone()));
+    }
+    Some(completers)
+}
+
+/// Completion is of a prompt's arguments or a resource template's variables.
+pub(crate) fn check_complete(
+    complete: Option<Span>,
+    resource: Option<&(Span, LitStr)>,
+    prompt: Option<&(Span, Span)>,
+    errors: &Errors,
+) {
+    let Some(span) = complete else {
+        return;
+    };
+    let template = resource.is_some_and(|(_, uri)| uri.value().contains('{'));
+    if prompt.is_none() && !template {
+        errors.at(span, "`complete` completes the arguments of an MCP prompt or the variables of a resource template: add `prompt`, or `resource = \"..{argument}..\"` with the argument in the URI");
     }
 }

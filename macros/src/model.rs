@@ -48,6 +48,8 @@ pub(crate) struct Operation<'a> {
     pub prompt: bool,
     /// `task` (`"optional"`) or `task = "required"`.
     pub task: Option<LitStr>,
+    /// `complete(argument = "ns.query", ..)`.
+    pub complete: Vec<(Ident, LitStr)>,
     /// `layer = ".."`, each.
     pub layers: Vec<LitStr>,
     /// `timeout = ".."`, in milliseconds.

@@ -9,7 +9,7 @@ use crate::shape::{self, ContextParam, Streaming};
 use proc_macro2::Span;
 use quote::ToTokens;
 use syn::ext::IdentExt;
-use syn::{Attribute, Expr, FnArg, ItemFn, Meta, Pat, PatType, ReturnType, Type};
+use syn::{Attribute, Expr, FnArg, Ident, ItemFn, LitStr, Meta, Pat, PatType, ReturnType, Type};
 
 /// The shapes `#[operation]` accepts, shown after signature errors.
 const USAGE: &str = "\
@@ -55,6 +55,9 @@ pub(crate) fn analyze<'a>(func: &'a ItemFn, args: Args, errors: &Errors) -> Opti
         return None;
     }
     let namespace = namespace?;
+    if let Some(params) = &params {
+        check_completed_arguments(&args.complete, params, &func.sig.ident, errors);
+    }
     let private = args.private();
     Some(Operation {
         func,
@@ -72,12 +75,50 @@ pub(crate) fn analyze<'a>(func: &'a ItemFn, args: Args, errors: &Errors) -> Opti
         resource: args.resource,
         prompt: args.prompt.is_some(),
         task: args.task,
+        complete: args.complete,
         layers: args.layers,
         timeout_ms: args.timeout_ms,
         http: args.http,
         params: params?,
         output: output?,
     })
+}
+
+/// Each argument `complete(..)` names is an input field: a parameter of the fn, unless the
+/// fn takes its input whole (`Input<T>`), whose fields the macro cannot see.
+fn check_completed_arguments(
+    complete: &[(Ident, LitStr)],
+    params: &[Param<'_>],
+    fn_name: &Ident,
+    errors: &Errors,
+) {
+    if params
+        .iter()
+        .any(|param| matches!(param, Param::Whole { .. }))
+    {
+        return;
+    }
+    let fields: Vec<&str> = params
+        .iter()
+        .filter_map(|param| match param {
+            Param::Field { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    for (argument, _) in complete {
+        let name = argument.to_string();
+        if !fields.contains(&name.as_str()) {
+            let known = if fields.is_empty() {
+                "it has none".to_owned()
+            } else {
+                format!("complete one of `{}`", fields.join("`, `"))
+            };
+            errors.spanned(
+                argument,
+                format_args!("`{name}` is not an input of `{fn_name}`: {known}"),
+            );
+        }
+    }
 }
 
 /// The values of `#[doc = ..]` attributes.

@@ -121,6 +121,66 @@ impl Catalog {
         Ok(false)
     }
 
+    /// Checks the completions the prompts and resource templates name
+    /// ([`OperationSpec::EXT_MCP_COMPLETE`]): each for an input field, each by a query of
+    /// `specs`.
+    pub(crate) fn check_completers(
+        &self,
+        specs: &[Arc<OperationSpec>],
+        naming: ToolNaming,
+    ) -> Result<(), ToolNameError> {
+        let completing = self
+            .prompts
+            .values()
+            .map(|entry| &entry.spec)
+            .chain(self.templates.iter().map(|entry| &entry.spec))
+            .chain(self.resources.iter().map(|entry| &entry.spec))
+            .chain(self.watchers.iter().map(|entry| &entry.spec));
+        for spec in completing {
+            let Some(completers) = spec.extensions.get(OperationSpec::EXT_MCP_COMPLETE) else {
+                continue;
+            };
+            let invalid = |reason: String| ToolNameError::Invalid {
+                operation: spec.id(),
+                tool: tool_name_of(spec, naming),
+                reason,
+            };
+            let Some(completers) = completers.as_object() else {
+                return Err(invalid(format!(
+                    "its `{}` extension is not an object of argument names to query ids",
+                    OperationSpec::EXT_MCP_COMPLETE
+                )));
+            };
+            let properties = spec.input_schema.get("properties");
+            for (argument, completer) in completers {
+                if properties.and_then(|fields| fields.get(argument)).is_none() {
+                    return Err(invalid(format!(
+                        "it completes `{argument}`, which is not a field of its input"
+                    )));
+                }
+                let found = completer
+                    .as_str()
+                    .and_then(|completer| specs.iter().find(|other| other.id() == completer));
+                match found {
+                    Some(other) if other.kind == OperationKind::Query => {}
+                    Some(other) => {
+                        return Err(invalid(format!(
+                            "`{argument}` is completed by `{}`, which is a {:?}, not a query",
+                            other.id(),
+                            other.kind
+                        )));
+                    }
+                    None => {
+                        return Err(invalid(format!(
+                            "`{argument}` is completed by {completer}, which is not an operation of the registry"
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The query that reads `uri`, with the input its URI variables make: a fixed resource
     /// first, then the first template (in id order) that matches.
     pub(crate) fn reader(&self, uri: &str) -> Option<(&Arc<ResourceEntry>, Value)> {

@@ -213,9 +213,9 @@ impl ServerHandler for McpHandler {
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        self.complete_argument(&request)
+        self.complete_argument(&request, &context).await
     }
 
     async fn list_prompts(

@@ -12,6 +12,7 @@
 mod arguments;
 mod catalog;
 mod changes;
+mod completion;
 mod elicitation;
 mod gate;
 mod handler;

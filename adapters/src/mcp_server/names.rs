@@ -134,6 +134,7 @@ impl ToolNames {
             );
             names.by_id.insert(id, tool);
         }
+        names.catalog.check_completers(specs, naming)?;
         Ok(names)
     }
 

@@ -1,15 +1,10 @@
-//! `prompts/list`, `prompts/get` and `completion/complete`, from the operations of the
-//! [catalog](super::catalog).
+//! `prompts/list` and `prompts/get`, from the operations of the [catalog](super::catalog).
 //!
 //! A prompt's arguments are its input's fields (name, description, required); `prompts/get`
 //! reads the arguments as the schema's types and runs the operation through the registry's
 //! front door. Its data becomes the messages: a list of
 //! [`PromptMessage`](opkit::envelope::PromptMessage)s as they are, an object with
 //! `messages` (and an optional `description`), or a string as one user message.
-//!
-//! Completion offers, for a prompt argument or a template variable, the values its field's
-//! schema lists (`enum`, or `const`s under `oneOf`/`anyOf`) that start with what the user
-//! typed (ignoring case), at most 100.
 
 use super::arguments;
 use super::catalog::Catalog;
@@ -18,10 +13,7 @@ use super::session::Asked;
 use super::session::McpHandler;
 use opkit::middleware::Outcome;
 use rmcp::ErrorData as McpError;
-use rmcp::model::{
-    CompleteRequestParams, CompleteResult, CompletionInfo, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, ListPromptsResult, Reference,
-};
+use rmcp::model::{GetPromptRequestParams, GetPromptResponse, GetPromptResult, ListPromptsResult};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
 
@@ -103,51 +95,6 @@ impl McpHandler {
             Err(error) => return Err(rpc_error(&error)),
         };
         messages(name, envelope.data).map(GetPromptResponse::from)
-    }
-
-    /// `completion/complete`.
-    pub(super) fn complete_argument(
-        &self,
-        request: &CompleteRequestParams,
-    ) -> Result<CompleteResult, McpError> {
-        let names = self.catalog()?;
-        let schema = match &request.r#ref {
-            Reference::Prompt(prompt) => names
-                .catalog
-                .prompts
-                .get(&prompt.name)
-                .map(|entry| &entry.spec.input_schema),
-            Reference::Resource(resource) => names
-                .catalog
-                .templates
-                .iter()
-                .find(|entry| entry.template.as_str() == resource.uri)
-                .map(|entry| &entry.spec.input_schema),
-            _ => None,
-        };
-        let Some(schema) = schema else {
-            return Err(McpError::invalid_params(
-                "the completion's reference names no prompt or resource template",
-                None,
-            ));
-        };
-        let typed = request.argument.value.to_lowercase();
-        let matching: Vec<String> = arguments::choices(schema, &request.argument.name)
-            .into_iter()
-            .filter(|choice| choice.to_lowercase().starts_with(&typed))
-            .collect();
-        let total = matching.len();
-        let values: Vec<String> = matching
-            .into_iter()
-            .take(CompletionInfo::MAX_VALUES)
-            .collect();
-        let completion = json!({
-            "values": values,
-            "total": total,
-            "hasMore": total > CompletionInfo::MAX_VALUES,
-        });
-        serde_json::from_value(json!({ "completion": completion, "resultType": "complete" }))
-            .map_err(|error| McpError::internal_error(error.to_string(), None))
     }
 }
 

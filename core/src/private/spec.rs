@@ -35,6 +35,9 @@ pub struct SpecParts {
     /// `task` (`"optional"`) or `task = "required"`: the [`OperationSpec::EXT_MCP_TASK`]
     /// extension.
     pub task: Option<&'static str>,
+    /// `complete(argument = "ns.query", ..)`: the [`OperationSpec::EXT_MCP_COMPLETE`]
+    /// extension.
+    pub complete: &'static [(&'static str, &'static str)],
     /// `layer = ".."` (one per key): the named middleware layers it asks for.
     pub layers: &'static [&'static str],
     /// `timeout = ".."`, in milliseconds.
@@ -103,6 +106,9 @@ pub fn cached_spec(
         }
         if let Some(support) = parts.task {
             spec = spec.extension(OperationSpec::EXT_MCP_TASK, Value::from(support));
+        }
+        for (argument, completer) in parts.complete {
+            spec = spec.mcp_completion(*argument, *completer);
         }
         spec.description = parts
             .description

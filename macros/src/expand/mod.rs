@@ -245,6 +245,10 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         Some(support) => quote!(#private::Some(#support)),
         None => quote!(#private::None),
     };
+    let completed = op.complete.iter().map(|(argument, completer)| {
+        let argument = argument.to_string();
+        quote!((#argument, #completer))
+    });
     let layers = &op.layers;
     let timeout_ms = match op.timeout_ms {
         Some(ms) => quote!(#private::Some(#ms)),
@@ -325,6 +329,7 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
                         resource: #resource,
                         prompt: #prompt,
                         task: #task,
+                        complete: &[#(#completed),*],
                         layers: &[#(#layers),*],
                         timeout_ms: #timeout_ms,
                         http: #http,
