@@ -63,7 +63,8 @@ pub(crate) struct Args {
     pub resource: Option<LitStr>,
     /// `prompt`: the operation is an MCP prompt, and where the word was written.
     pub prompt: Option<Span>,
-    /// `task` or `task = "required"`: the operation may (or must) run as an MCP task.
+    /// `task`, `task = "required"` or `task = "after_input"`: the operation may (or must, or
+    /// once its questions are answered) run as an MCP task.
     pub task: Option<LitStr>,
     /// `layer = ".."` (repeatable): the named middleware layers the operation asks for.
     pub layers: Vec<LitStr>,
