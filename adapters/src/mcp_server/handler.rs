@@ -48,8 +48,9 @@ impl McpHandler {
         let input = Value::Object(request.arguments.unwrap_or_default());
         let modern = is_modern(&context);
         match super::tasks::support(&served.spec) {
-            // The first rounds of an `after_input` operation ask in the request, as a plain
-            // call's; the call that brings answers starts the task with them.
+            // A call of an `after_input` operation that brings no answers runs in the request
+            // as a plain call (a question ends it with an input-required result); the call
+            // that brings answers starts the task with them.
             Some(super::tasks::Support::AfterInput)
                 if super::tasks::negotiated(&context)
                     && rounds.as_ref().is_some_and(|rounds| !rounds.answered()) => {}
