@@ -522,6 +522,18 @@ async fn multi_input(ctx: &OperationContext) -> Result<String, CallError> {
     Ok(format!("{} likes {}", name?, color?))
 }
 
+/// Asks the user's name by an input-required round, then greets them as a task: the call
+/// that brings the answer answers with the task.
+#[operation(
+    namespace = "tasks",
+    task = "after_input",
+    tool_name = "test_tool_with_task"
+)]
+async fn test_tool_with_task(ctx: &OperationContext) -> Result<String, CallError> {
+    let name = ask_text(ctx, "user_name", "What is your name?", "name").await?;
+    Ok(format!("Hello, {name}!"))
+}
+
 /// A sampling request's params: one user message, at most `max_tokens` tokens.
 fn sampling(text: &str, max_tokens: u32) -> Value {
     json!({
@@ -739,6 +751,7 @@ fn registry() -> Result<OperationRegistry, opkit::RegistryError> {
     registry.register_typed::<protocol_error_job>()?;
     registry.register_typed::<confirm_delete>()?;
     registry.register_typed::<multi_input>()?;
+    registry.register_typed::<test_tool_with_task>()?;
     // A hand-written JSON Schema 2020-12 input, served as it is.
     registry.register(
         OperationSpec::new("conformance", "json_schema_2020_12", OperationKind::Query)

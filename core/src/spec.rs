@@ -255,7 +255,12 @@ impl OperationSpec {
     /// answers questions of (`tasks/update`) and cancels (`tasks/cancel`, which reaches the
     /// operation's cancellation). Its value is `"optional"` (other clients call it as usual;
     /// `#[operation(task)]`) or `"required"` (other clients are refused with -32021;
-    /// `#[operation(task = "required")]`).
+    /// `#[operation(task = "required")]`), or `"after_input"`
+    /// (`#[operation(task = "after_input")]`): for a 2026-07-28 client that negotiated tasks
+    /// the operation first runs in the request, and a question it asks there ends the call
+    /// with an input-required result (no task yet); the call that brings the answers starts
+    /// the task, in which the operation runs again from the start with those answers (a
+    /// later question is asked through the task). Other clients call it as with `"optional"`.
     pub const EXT_MCP_TASK: &'static str = "opkit.mcpTask";
 
     /// Lets the operation run as an MCP task (see [`Self::EXT_MCP_TASK`]); `required`
@@ -264,6 +269,19 @@ impl OperationSpec {
     pub fn mcp_task(self, required: bool) -> Self {
         let support = if required { "required" } else { "optional" };
         self.extension(Self::EXT_MCP_TASK, Value::from(support))
+    }
+
+    /// Lets the operation gather its input by input-required rounds and become an MCP task
+    /// once the client has answered (`"after_input"`, see [`Self::EXT_MCP_TASK`]).
+    ///
+    /// ```
+    /// use opkit::{OperationKind, OperationSpec};
+    /// let spec = OperationSpec::new("jobs", "deploy", OperationKind::Mutation).mcp_task_after_input();
+    /// assert_eq!(spec.extensions[OperationSpec::EXT_MCP_TASK], "after_input");
+    /// ```
+    #[must_use]
+    pub fn mcp_task_after_input(self) -> Self {
+        self.extension(Self::EXT_MCP_TASK, Value::from("after_input"))
     }
 
     /// Marks the operation an MCP resource at `uri` (see [`Self::EXT_MCP_RESOURCE`]).

@@ -64,7 +64,8 @@ pub(crate) struct Args {
     pub resource: Option<LitStr>,
     /// `prompt`: the operation is an MCP prompt, and where the word was written.
     pub prompt: Option<Span>,
-    /// `task` or `task = "required"`: the operation may (or must) run as an MCP task.
+    /// `task`, `task = "required"` or `task = "after_input"`: the operation may (or must, or
+    /// once its questions are answered) run as an MCP task.
     pub task: Option<LitStr>,
     /// `complete(argument = "ns.query", ..)`: the queries that complete MCP arguments.
     pub complete: Vec<(syn::Ident, LitStr)>,

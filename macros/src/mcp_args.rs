@@ -1,6 +1,7 @@
 //! The MCP roles an operation can take in the attribute: `resource = ".."` (checked as a
-//! URI or URI template), `prompt` and `task` / `task = "required"`, and which kinds they go
-//! with; and `complete(argument = "ns.query")`, the queries completing its arguments.
+//! URI or URI template), `prompt` and `task` / `task = "required"` / `task = "after_input"`,
+//! and which kinds and signatures they go with; and `complete(argument = "ns.query")`, the
+//! queries completing its arguments.
 
 use crate::errors::Errors;
 use crate::model::Kind;
@@ -75,13 +76,33 @@ pub(crate) fn check_resource_uri(uri: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The value of `task` (`"optional"`, what `task` alone means) or `task = "required"`.
+/// The value of `task` (`"optional"`, what `task` alone means), `task = "required"` or
+/// `task = "after_input"`.
 pub(crate) fn check_task_support(lit: LitStr, errors: &Errors) -> Option<LitStr> {
-    if matches!(lit.value().as_str(), "optional" | "required") {
+    if matches!(lit.value().as_str(), "optional" | "required" | AFTER_INPUT) {
         Some(lit)
     } else {
-        errors.spanned(&lit, "`task` is `task` (a task when the client can follow one) or `task = \"required\"` (clients that cannot are refused)");
+        errors.spanned(&lit, "`task` is `task` (a task when the client can follow one), `task = \"required\"` (clients that cannot are refused) or `task = \"after_input\"` (questions by input-required rounds first, then a task)");
         None
+    }
+}
+
+/// The `task` value of an operation that asks its questions before it becomes a task.
+const AFTER_INPUT: &str = "after_input";
+
+/// `task = "after_input"` waits for the answers to the operation's questions, so the
+/// operation must be able to ask: it takes the context.
+pub(crate) fn check_after_input(
+    fn_name: &str,
+    task: Option<&LitStr>,
+    takes_context: bool,
+    errors: &Errors,
+) {
+    if let Some(lit) = task
+        && lit.value() == AFTER_INPUT
+        && !takes_context
+    {
+        errors.spanned(lit, format_args!("`task = \"after_input\"` makes the operation a task once the client has answered its questions, but `{fn_name}` takes no `&OperationContext`, so it cannot ask any\n  help: add a `ctx: &OperationContext` parameter and ask with `ctx.elicit`, or write `task` to run it as a task from the first call"));
     }
 }
 

@@ -46,7 +46,7 @@ pub(crate) struct Operation<'a> {
     pub resource: Option<LitStr>,
     /// `prompt`.
     pub prompt: bool,
-    /// `task` (`"optional"`) or `task = "required"`.
+    /// `task` (`"optional"`), `task = "required"` or `task = "after_input"`.
     pub task: Option<LitStr>,
     /// `complete(argument = "ns.query", ..)`.
     pub complete: Vec<(Ident, LitStr)>,

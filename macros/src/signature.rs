@@ -27,6 +27,12 @@ pub(crate) fn analyze<'a>(func: &'a ItemFn, args: Args, errors: &Errors) -> Opti
     check_qualifiers(func, errors);
     let params = check_params(func, errors);
     let output = check_output(func, args.kind(), args.kind_conflict, errors);
+    if let Some(params) = &params {
+        let takes_context = params
+            .iter()
+            .any(|param| matches!(param, Param::Context { .. }));
+        crate::mcp_args::check_after_input(&fn_name, args.task.as_ref(), takes_context, errors);
+    }
     let namespace = args.namespace.as_ref().map(syn::LitStr::value);
     if !args.namespace_given && args.parsed {
         errors.at(

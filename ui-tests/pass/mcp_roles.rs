@@ -35,9 +35,25 @@ async fn migrate() -> String {
     "migrated".to_owned()
 }
 
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Approval {
+    approver: String,
+}
+
+/// A job that asks who approves it, then runs as a task.
+#[operation(namespace = "jobs", mutation, task = "after_input")]
+async fn deploy(ctx: &OperationContext, target: String) -> Result<String, CallError> {
+    let approver = match ctx.elicit::<Approval>("Who approves the deployment?").await? {
+        opkit::elicit::Elicited::Accepted(approval) => approval.approver,
+        _ => return Err(CallError::aborted("not approved")),
+    };
+    Ok(format!("{target} deployed, approved by {approver}"))
+}
+
 fn main() {
     assert_eq!(rebuild::spec().extensions[OperationSpec::EXT_MCP_TASK], "optional");
     assert_eq!(migrate::spec().extensions[OperationSpec::EXT_MCP_TASK], "required");
+    assert_eq!(deploy::spec().extensions[OperationSpec::EXT_MCP_TASK], "after_input");
     assert_eq!(
         get::spec().extensions[OperationSpec::EXT_MCP_RESOURCE]["uri"],
         "notes://{id}"

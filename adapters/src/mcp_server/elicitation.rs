@@ -246,18 +246,43 @@ impl Rounds {
         })
     }
 
-    /// The answer to request `key` (`{method, params}`) reached at position `index`: an
-    /// earlier round's, or this round's (checked against what the method returns), or
-    /// `None` after recording it as pending.
-    fn answer(&self, index: usize, key: &str, request: Value) -> Result<Option<Value>, CallError> {
+    /// Whether this round brings answers: sealed ones of earlier rounds, or `inputResponses`.
+    pub(crate) fn answered(&self) -> bool {
+        !self.earlier.is_empty() || !self.fresh.is_empty()
+    }
+
+    /// The position of the next request the operation reaches, and its key: `key`, or the
+    /// method's capability and the position (`elicitation-0`).
+    pub(crate) fn place(&self, method: &str, key: Option<String>) -> (usize, String) {
+        let index = self.next.fetch_add(1, Ordering::SeqCst);
+        let key = key.unwrap_or_else(|| format!("{}-{index}", capability_of(method)));
+        (index, key)
+    }
+
+    /// The answer given to `method`'s request `key` reached at position `index`: an earlier
+    /// round's, or this round's (checked against what the method returns).
+    pub(crate) fn given(
+        &self,
+        index: usize,
+        key: &str,
+        method: &str,
+    ) -> Result<Option<Value>, CallError> {
         let answer = match self.earlier.get(index) {
             Some((asked, answer)) if asked == key => Some(answer.clone()),
             _ => self.fresh.get(key).cloned(),
         };
-        match answer {
+        if let Some(answer) = &answer {
+            check_result(method, key, answer)?;
+        }
+        Ok(answer)
+    }
+
+    /// The answer to request `key` (`{method, params}`) reached at position `index` (see
+    /// [`Self::given`]), or `None` after recording it as pending.
+    fn answer(&self, index: usize, key: &str, request: Value) -> Result<Option<Value>, CallError> {
+        let method = request["method"].as_str().unwrap_or_default();
+        match self.given(index, key, method)? {
             Some(answer) => {
-                let method = request["method"].as_str().unwrap_or_default();
-                check_result(method, key, &answer)?;
                 self.used.lock().push((key.to_owned(), answer.clone()));
                 Ok(Some(answer))
             }
@@ -344,8 +369,7 @@ impl RoundElicitor {
         if !rounds.declared.contains(&capability) {
             return Err(missing_capability(method, capability));
         }
-        let index = rounds.next.fetch_add(1, Ordering::SeqCst);
-        let key = key.unwrap_or_else(|| format!("{capability}-{index}"));
+        let (index, key) = rounds.place(method, key);
         rounds.answer(index, &key, json!({"method": method, "params": params}))
     }
 }

@@ -48,9 +48,16 @@ impl McpHandler {
         let input = Value::Object(request.arguments.unwrap_or_default());
         let modern = is_modern(&context);
         match super::tasks::support(&served.spec) {
-            Some(_) if super::tasks::negotiated(&context) => {
+            // A call of an `after_input` operation that brings no answers runs in the request
+            // as a plain call (a question ends it with an input-required result); the call
+            // that brings answers starts the task with them.
+            Some(super::tasks::Support::AfterInput)
+                if super::tasks::negotiated(&context)
+                    && rounds.as_ref().is_some_and(|rounds| !rounds.answered()) => {}
+            Some(support) if super::tasks::negotiated(&context) => {
+                let answered = rounds.filter(|_| support == super::tasks::Support::AfterInput);
                 let ctx = self.call_context(identity, &context);
-                return Ok(self.start_task(served, input, ctx, modern).into());
+                return Ok(self.start_task(served, input, ctx, modern, answered).into());
             }
             Some(super::tasks::Support::Required) => return Err(super::tasks::required()),
             _ => {}

@@ -9,6 +9,7 @@
 #![doc = "\n"]
 #![doc = include_str!("../../docs/mcp-server.md")]
 
+mod answered;
 mod arguments;
 mod catalog;
 mod changes;

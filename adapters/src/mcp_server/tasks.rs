@@ -11,9 +11,19 @@
 //! tool error (`isError: true`); a panic is a failed task. The server's call timeout does not
 //! apply to a task (its TTL does; the operation's own `timeout` still applies).
 //!
+//! An `after_input` operation (`#[operation(task = "after_input")]`) gathers its input
+//! first: for a 2026-07-28 client that negotiated tasks, a call that brings no answers runs
+//! in the request as a plain call does, so a question ends it with an input-required result
+//! (no task); the call that brings answers (`inputResponses`, with the round's sealed
+//! `requestState`) answers with the task, in which the operation runs again from the start
+//! and its questions get those answers first (`answered.rs`). A `requestState` that does not
+//! open is refused with invalid params before any task is made.
+//!
 //! Tasks belong to the server, not to a session: a client that reconnects polls the same
 //! task by its id.
 
+use super::answered::AnsweredElicitor;
+use super::elicitation::Rounds;
 use super::names::Served;
 use super::session::McpHandler;
 use futures::future::BoxFuture;
@@ -47,12 +57,16 @@ pub(crate) enum Support {
     Optional,
     /// A task; other clients are refused.
     Required,
+    /// For those clients on 2026-07-28: questions by input-required rounds first, then a task
+    /// from the call that brings the answers (see `after_input.rs`); a plain call for others.
+    AfterInput,
 }
 
 /// The task support `spec` declares.
 pub(crate) fn support(spec: &opkit::OperationSpec) -> Option<Support> {
     match spec.extensions.get(opkit::OperationSpec::EXT_MCP_TASK)? {
         Value::String(support) if support == "required" => Some(Support::Required),
+        Value::String(support) if support == "after_input" => Some(Support::AfterInput),
         _ => Some(Support::Optional),
     }
 }
@@ -72,25 +86,32 @@ pub(crate) type Tasks = TaskManager;
 
 impl McpHandler {
     /// Starts `served` as a task with `input` and the call's context (its cancellation is
-    /// the task's, not the request's), and answers the task.
+    /// the task's, not the request's), and answers the task. `answered` holds the answers an
+    /// `after_input` operation gathered by rounds before: its questions get them first.
     pub(super) fn start_task(
         &self,
         served: Arc<Served>,
         input: Value,
         ctx: OperationContext,
         modern: bool,
+        answered: Option<Arc<Rounds>>,
     ) -> CreateTaskResult {
         let handler = self.clone();
         let task = self.inner.tasks.spawn(TaskOptions::new(), move |task| {
             Box::pin(async move {
                 let token = CancellationToken::new();
+                let asks_task: Arc<dyn Elicitor> = Arc::new(TaskElicitor {
+                    task: task.clone(),
+                    asked: AtomicUsize::new(0),
+                });
+                let elicitor: Arc<dyn Elicitor> = match answered {
+                    Some(rounds) => Arc::new(AnsweredElicitor::new(rounds, asks_task)),
+                    None => asks_task,
+                };
                 let ctx = ctx
                     .with_cancellation(token.clone())
                     .with_reporter(Arc::new(TaskReporter(task.clone())))
-                    .with_elicitor(Arc::new(TaskElicitor {
-                        task: task.clone(),
-                        asked: AtomicUsize::new(0),
-                    }));
+                    .with_elicitor(elicitor);
                 let cancel_on_request = {
                     let task = task.clone();
                     let token = token.clone();

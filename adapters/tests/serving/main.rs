@@ -13,6 +13,7 @@ mod example;
 mod http;
 mod limits;
 mod mcp;
+mod mcp_after_input;
 mod mcp_hosts;
 mod mcp_surface;
 mod peers;

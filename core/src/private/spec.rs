@@ -32,8 +32,8 @@ pub struct SpecParts {
     pub resource: Option<&'static str>,
     /// `prompt`: the [`OperationSpec::EXT_MCP_PROMPT`] extension.
     pub prompt: bool,
-    /// `task` (`"optional"`) or `task = "required"`: the [`OperationSpec::EXT_MCP_TASK`]
-    /// extension.
+    /// `task` (`"optional"`), `task = "required"` or `task = "after_input"`: the
+    /// [`OperationSpec::EXT_MCP_TASK`] extension.
     pub task: Option<&'static str>,
     /// `complete(argument = "ns.query", ..)`: the [`OperationSpec::EXT_MCP_COMPLETE`]
     /// extension.
