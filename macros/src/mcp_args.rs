@@ -133,7 +133,10 @@ pub(crate) fn parse_complete(meta: &Meta, errors: &Errors) -> Option<Vec<(syn::I
     let pairs = match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(list.tokens.clone()) {
         Ok(pairs) => pairs,
         Err(error) => {
-            errors.push(error);
+            errors.at(
+                error.span(),
+                format_args!("{error}: each argument is completed by a query: {COMPLETE_HELP}"),
+            );
             return None;
         }
     };

@@ -15,11 +15,14 @@ fn watch(id: u32) -> impl futures::Stream<Item = u32> + Send + 'static {
 }
 
 /// Summarize my notes.
-#[operation(namespace = "notes", prompt)]
+#[operation(namespace = "notes", prompt, complete(topic = "notes.topics"))]
 async fn summarize(
     /// How long the summary may be.
     words: Option<u32>,
+    /// What the notes are about.
+    topic: Option<String>,
 ) -> Vec<PromptMessage> {
+    let _ = topic;
     vec![PromptMessage::user(format!("Summarize my notes in {} words.", words.unwrap_or(50)))]
 }
 
@@ -60,4 +63,8 @@ fn main() {
     );
     assert_eq!(watch::spec().kind, OperationKind::Subscription);
     assert_eq!(summarize::spec().extensions[OperationSpec::EXT_MCP_PROMPT], true);
+    assert_eq!(
+        summarize::spec().extensions[OperationSpec::EXT_MCP_COMPLETE]["topic"],
+        "notes.topics"
+    );
 }

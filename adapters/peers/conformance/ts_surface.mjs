@@ -3,9 +3,10 @@
 // elicitation capability and answering every question with the content given, and prints
 // one JSON report for the Rust test to check:
 //   {"protocolVersion", "resources", "templates", "read", "prompts", "prompt", "completion",
-//    "questions": [..], "calls": [{"name", "result"} | {"name", "error"}]}
+//    "completion2", .., "questions": [..], "calls": [{"name", "result"} | {"name", "error"}]}
 // Usage: node ts_surface.mjs <url> '<plan JSON>'
-//   plan: {"read": uri, "prompt": {"name", "arguments"}, "complete": {"ref", "argument"},
+//   plan: {"read": uri, "prompt": {"name", "arguments"},
+//          "complete": {"ref", "argument", "context"?} or a list of them,
 //          "answer": {..}, "calls": [{"name", "arguments"}]}
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -37,7 +38,10 @@ await attempt('templates', () => client.listResourceTemplates());
 await attempt('read', () => client.readResource({ uri: plan.read }));
 await attempt('prompts', () => client.listPrompts());
 await attempt('prompt', () => client.getPrompt(plan.prompt));
-await attempt('completion', () => client.complete(plan.complete));
+const completions = Array.isArray(plan.complete) ? plan.complete : [plan.complete];
+for (const [index, complete] of completions.entries()) {
+  await attempt(index === 0 ? 'completion' : `completion${index + 1}`, () => client.complete(complete));
+}
 for (const call of plan.calls) {
   try {
     const result = await client.callTool({ name: call.name, arguments: call.arguments ?? {} });

@@ -6,11 +6,12 @@ the answer), answering every question with the content given.
 Prints one JSON report for the Rust test to check:
 
     {"protocolVersion", "resources", "templates", "read", "prompts", "prompt", "completion",
-     "questions": [..], "calls": [{"name", "result"} | {"name", "error"}]}
+     "completion2", .., "questions": [..], "calls": [{"name", "result"} | {"name", "error"}]}
 
 Usage:
     python mcp_surface.py URL '<plan JSON>'
-    plan: {"read": uri, "prompt": {"name", "arguments"}, "complete": {"ref", "argument"},
+    plan: {"read": uri, "prompt": {"name", "arguments"},
+           "complete": {"ref", "argument", "context"?} or a list of them,
            "answer": {..}, "calls": [{"name", "arguments"}]}
 """
 
@@ -51,14 +52,17 @@ async def drive(url: str, plan: dict[str, Any]) -> dict[str, Any]:
         await attempt("prompts", client.list_prompts)
         prompt = plan["prompt"]
         await attempt("prompt", lambda: client.get_prompt(prompt["name"], prompt.get("arguments")))
-        complete = plan["complete"]
-        reference = complete["ref"]
-        ref: Any = (
-            types.ResourceTemplateReference(type="ref/resource", uri=reference["uri"])
-            if reference["type"] == "ref/resource"
-            else types.PromptReference(type="ref/prompt", name=reference["name"])
-        )
-        await attempt("completion", lambda: client.complete(ref, complete["argument"]))
+        completions = plan["complete"] if isinstance(plan["complete"], list) else [plan["complete"]]
+        for index, complete in enumerate(completions):
+            reference = complete["ref"]
+            ref: Any = (
+                types.ResourceTemplateReference(type="ref/resource", uri=reference["uri"])
+                if reference["type"] == "ref/resource"
+                else types.PromptReference(type="ref/prompt", name=reference["name"])
+            )
+            context = (complete.get("context") or {}).get("arguments")
+            key = "completion" if index == 0 else f"completion{index + 1}"
+            await attempt(key, lambda: client.complete(ref, complete["argument"], context))
         for call in plan["calls"]:
             entry: dict[str, Any] = {"name": call["name"]}
             try:

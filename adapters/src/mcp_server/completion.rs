@@ -21,6 +21,7 @@ use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
 /// The completions one argument gets: the values and, when known, how many there are.
+#[derive(Debug)]
 struct Completions {
     values: Vec<String>,
     total: Option<usize>,

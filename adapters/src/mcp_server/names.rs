@@ -251,4 +251,40 @@ mod tests {
         assert!(ToolNames::build(std::slice::from_ref(&long), ToolNaming::ProviderSafe).is_err());
         assert!(ToolNames::build(&[long], ToolNaming::OperationId).is_ok());
     }
+
+    #[test]
+    fn completers_must_be_queries_for_input_fields() {
+        let prompt = |argument: &str, completer: &str| {
+            Arc::new(
+                OperationSpec::new("notes", "summarize", OperationKind::Query)
+                    .input_schema(
+                        json!({"type": "object", "properties": {"topic": {"type": "string"}}}),
+                    )
+                    .mcp_prompt()
+                    .mcp_completion(argument, completer),
+            )
+        };
+        let topics = spec("notes", "topics");
+        let delete = Arc::new(OperationSpec::new(
+            "notes",
+            "delete",
+            OperationKind::Mutation,
+        ));
+        let naming = ToolNaming::OperationId;
+        let ok = [prompt("topic", "notes.topics"), topics.clone()];
+        assert!(ToolNames::build(&ok, naming).is_ok());
+        let reason = |specs: &[Arc<OperationSpec>]| match ToolNames::build(specs, naming) {
+            Err(ToolNameError::Invalid { reason, .. }) => reason,
+            other => panic!("not refused: {other:?}"),
+        };
+        let missing = reason(&[prompt("topic", "notes.nowhere"), topics.clone()]);
+        assert!(
+            missing.contains("not an operation of the registry"),
+            "{missing}"
+        );
+        let mutation = reason(&[prompt("topic", "notes.delete"), delete]);
+        assert!(mutation.contains("not a query"), "{mutation}");
+        let field = reason(&[prompt("title", "notes.topics"), topics]);
+        assert!(field.contains("not a field of its input"), "{field}");
+    }
 }

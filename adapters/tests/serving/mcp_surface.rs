@@ -40,13 +40,44 @@ async fn about() -> String {
     "A small library.".to_owned()
 }
 
-/// Ask for a recommendation from one shelf.
-#[operation(namespace = "books", prompt)]
+/// Ask for a recommendation from one shelf, like a book the user names.
+#[operation(namespace = "books", prompt, complete(like = "books.titles"))]
 async fn recommend(
     /// The shelf to pick from.
     shelf: Shelf,
+    /// A book the user liked.
+    like: Option<String>,
 ) -> String {
-    format!("Recommend one book from the {shelf:?} shelf.")
+    match like {
+        Some(like) => format!("Recommend one book from the {shelf:?} shelf, like {like}."),
+        None => format!("Recommend one book from the {shelf:?} shelf."),
+    }
+}
+
+/// The titles starting with what was typed (ignoring case), from the shelf already chosen
+/// when there is one: the completer of `recommend`'s `like`.
+#[operation(namespace = "books")]
+async fn titles(
+    value: String,
+    arguments: std::collections::HashMap<String, String>,
+) -> Vec<String> {
+    let shelves = match arguments.get("shelf").map(String::as_str) {
+        Some("Fiction") => vec![Shelf::Fiction],
+        Some("History") => vec![Shelf::History],
+        Some("Science") => vec![Shelf::Science],
+        _ => vec![Shelf::Fiction, Shelf::History, Shelf::Science],
+    };
+    let typed = value.to_lowercase();
+    let mut found = Vec::new();
+    for shelf in shelves {
+        found.extend(
+            on_shelf(shelf)
+                .await
+                .into_iter()
+                .filter(|title| title.to_lowercase().starts_with(&typed)),
+        );
+    }
+    found
 }
 
 /// The answer to "burn it?".
@@ -70,6 +101,7 @@ fn library() -> OperationRegistry {
     registry.register_typed::<on_shelf>().unwrap();
     registry.register_typed::<about>().unwrap();
     registry.register_typed::<recommend>().unwrap();
+    registry.register_typed::<titles>().unwrap();
     registry.register_typed::<burn>().unwrap();
     registry
 }
@@ -78,10 +110,21 @@ fn plan() -> Value {
     json!({
         "read": "books://History",
         "prompt": {"name": "books.recommend", "arguments": {"shelf": "Science"}},
-        "complete": {
-            "ref": {"type": "ref/resource", "uri": "books://{shelf}"},
-            "argument": {"name": "shelf", "value": "hi"}
-        },
+        "complete": [
+            {
+                "ref": {"type": "ref/resource", "uri": "books://{shelf}"},
+                "argument": {"name": "shelf", "value": "hi"}
+            },
+            {
+                "ref": {"type": "ref/prompt", "name": "books.recommend"},
+                "argument": {"name": "like", "value": "the"},
+                "context": {"arguments": {"shelf": "History"}}
+            },
+            {
+                "ref": {"type": "ref/prompt", "name": "books.recommend"},
+                "argument": {"name": "like", "value": "c"}
+            }
+        ],
         "answer": {"confirm": true},
         "calls": [{"name": "books.burn", "arguments": {"title": "Dune"}}]
     })
@@ -107,8 +150,20 @@ fn check(report: &Value, client: &str) {
     assert_eq!(books, json!(["SPQR", "The Guns of August"]), "{client}");
     let prompt = &report["prompts"]["prompts"][0];
     assert_eq!(prompt["name"], "books.recommend", "{client}: {report}");
-    assert_eq!(prompt["arguments"][0]["name"], "shelf");
-    assert_eq!(prompt["arguments"][0]["required"], true);
+    let arguments: Vec<(&Value, &Value)> = prompt["arguments"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{client}: no arguments: {prompt}"))
+        .iter()
+        .map(|argument| (&argument["name"], &argument["required"]))
+        .collect();
+    assert_eq!(
+        arguments,
+        [
+            (&json!("like"), &json!(false)),
+            (&json!("shelf"), &json!(true))
+        ],
+        "{client}: {prompt}"
+    );
     assert_eq!(
         report["prompt"]["messages"][0]["content"]["text"],
         "Recommend one book from the Science shelf.",
@@ -119,6 +174,19 @@ fn check(report: &Value, client: &str) {
         json!(["History"]),
         "{client}: {report}"
     );
+    // `like` is completed by `books.titles`, with the shelf already chosen, or from every
+    // shelf when none is.
+    assert_eq!(
+        report["completion2"]["completion"]["values"],
+        json!(["The Guns of August"]),
+        "{client}: {report}"
+    );
+    assert_eq!(
+        report["completion3"]["completion"]["values"],
+        json!(["Cosmos"]),
+        "{client}: {report}"
+    );
+    assert_eq!(report["completion3"]["completion"]["total"], 1, "{client}");
     let questions = report["questions"].as_array().expect("questions");
     assert_eq!(questions.len(), 1, "{client}: asked once: {report}");
     assert_eq!(questions[0]["message"], "Burn \"Dune\"?");

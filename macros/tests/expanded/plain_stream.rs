@@ -130,6 +130,7 @@ const _: () = {
                     resource: ::opkit::__private::None,
                     prompt: false,
                     task: ::opkit::__private::None,
+                    complete: &[],
                     layers: &[],
                     timeout_ms: ::opkit::__private::None,
                     http: ::opkit::__private::None,
