@@ -244,6 +244,15 @@ async fn added_later() -> String {
     "new".to_owned()
 }
 
+/// A prompt added while clients are connected.
+#[operation(namespace = "books", prompt)]
+async fn review(
+    /// The book to review.
+    title: String,
+) -> String {
+    format!("Review {title}.")
+}
+
 #[cfg(feature = "mcp")]
 mod changes {
     use super::*;
@@ -699,6 +708,63 @@ mod import {
             call["result"]["content"][0]["text"], "burned Dune",
             "{report}"
         );
+        connection.close();
+    }
+}
+
+/// The import follows the server's lists: a prompt registered on the server after the
+/// import connected reaches the importing registry on its own (`auto_refresh`: the server's
+/// `prompts/list_changed`, in the call's session for 2025-11-25, on the listen stream for
+/// 2026-07-28), and one unregistered leaves it.
+#[cfg(feature = "mcp")]
+#[tokio::test]
+async fn the_import_follows_the_servers_prompts_and_resources() {
+    use opkit_adapters::mcp::{McpConnection, McpLifecycle, McpOptions};
+    for lifecycle in [McpLifecycle::Legacy, McpLifecycle::Modern] {
+        let origin = library();
+        let served =
+            serve(axum::Router::new().nest("/mcp", McpServer::new(origin.clone()).router())).await;
+        let options = McpOptions::new("remote")
+            .lifecycle(lifecycle)
+            .auto_refresh(true);
+        let connection = McpConnection::connect_http(&served.url("/mcp"), options)
+            .await
+            .expect("connects");
+        let imported = OperationRegistry::new();
+        connection.register_into(&imported).expect("registers");
+        assert!(imported.spec("remote.prompts.books_review").is_none());
+        origin.register_typed::<review>().unwrap();
+        let arrived = async {
+            while imported.spec("remote.prompts.books_review").is_none() {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(20), arrived)
+            .await
+            .unwrap_or_else(|_| panic!("{lifecycle:?}: the new prompt was not imported"));
+        let review = imported
+            .execute(
+                "remote.prompts.books_review",
+                json!({"title": "Dune"}),
+                &OperationContext::new(),
+            )
+            .await
+            .expect("gets the new prompt");
+        assert_eq!(
+            review.data["messages"][0]["content"]["text"], "Review Dune.",
+            "{review:?}"
+        );
+        origin.unregister("books.review");
+        let report = connection.refresh().await.expect("refreshes");
+        assert!(
+            report
+                .removed
+                .contains(&"remote.prompts.books_review".to_owned())
+                || imported.spec("remote.prompts.books_review").is_none(),
+            "{lifecycle:?}: {report:?}"
+        );
+        assert!(imported.spec("remote.prompts.books_review").is_none());
+        assert!(imported.spec("remote.resources.books_on_shelf").is_some());
         connection.close();
     }
 }

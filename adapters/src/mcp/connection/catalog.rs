@@ -1,5 +1,5 @@
 //! An imported server's resources, resource templates and prompts as operations (queries),
-//! listed once when the connection is made.
+//! listed when the connection is made and on each refresh.
 //!
 //! | listed | operation | input | data |
 //! |---|---|---|---|

@@ -37,25 +37,45 @@ impl Client {
         let Some(info) = self.peer().peer_info() else {
             return;
         };
-        let announces = info
-            .capabilities
+        let capabilities = &info.capabilities;
+        let tools = capabilities
             .tools
             .as_ref()
             .and_then(|tools| tools.list_changed)
             .unwrap_or(false);
-        if info.protocol_version.has_initialize() || !announces {
+        let resources = capabilities
+            .resources
+            .as_ref()
+            .and_then(|resources| resources.list_changed)
+            .unwrap_or(false);
+        let prompts = capabilities
+            .prompts
+            .as_ref()
+            .and_then(|prompts| prompts.list_changed)
+            .unwrap_or(false);
+        if info.protocol_version.has_initialize() || !(tools || resources || prompts) {
             return;
         }
         let peer = self.peer().clone();
         let counter = self.service.service().list_changed.clone();
         let label = self.label.clone();
         tokio::spawn(async move {
-            let filter = SubscriptionFilter::builder().tools_list_changed().build();
+            let mut filter = SubscriptionFilter::builder();
+            if tools {
+                filter = filter.tools_list_changed();
+            }
+            if resources {
+                filter = filter.resources_list_changed();
+            }
+            if prompts {
+                filter = filter.prompts_list_changed();
+            }
+            let filter = filter.build();
             let mut subscription = match peer.listen(filter).await {
                 Ok(subscription) => subscription,
                 Err(error) => {
                     tracing::debug!(target: "opkit_adapters::mcp", server = %label, %error,
-                        "subscriptions/listen failed; tool list changes will not be noticed");
+                        "subscriptions/listen failed; list changes will not be noticed");
                     return;
                 }
             };
@@ -64,8 +84,10 @@ impl Client {
                 if matches!(
                     notification,
                     ServerNotification::ToolListChangedNotification(_)
+                        | ServerNotification::ResourceListChangedNotification(_)
+                        | ServerNotification::PromptListChangedNotification(_)
                 ) {
-                    tracing::debug!(target: "opkit_adapters::mcp", server = %label, "tools/list_changed (listen)");
+                    tracing::debug!(target: "opkit_adapters::mcp", server = %label, "list_changed (listen)");
                     counter.send_modify(|count| *count += 1);
                 }
             }

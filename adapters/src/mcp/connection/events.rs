@@ -1,6 +1,7 @@
-//! The rmcp client handler ([`Events`]): counts `tools/list_changed`, hands progress and
-//! log messages to the calls that listen, asks a call's caller the questions the server
-//! asks in it, and offers the client's `initialize` info (elicitation and tasks declared).
+//! The rmcp client handler ([`Events`]): counts the `list_changed` notifications of tools,
+//! resources and prompts, hands progress and log messages to the calls that listen, asks a
+//! call's caller the questions the server asks in it, and offers the client's `initialize`
+//! info (elicitation and tasks declared).
 
 use opkit::OperationContext;
 use opkit::report::{LogLevel, LogRecord};
@@ -136,6 +137,16 @@ impl Events {
 impl ClientHandler for Events {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         tracing::debug!(target: "opkit_adapters::mcp", server = %self.label, "tools/list_changed");
+        self.list_changed.send_modify(|count| *count += 1);
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::debug!(target: "opkit_adapters::mcp", server = %self.label, "resources/list_changed");
+        self.list_changed.send_modify(|count| *count += 1);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::debug!(target: "opkit_adapters::mcp", server = %self.label, "prompts/list_changed");
         self.list_changed.send_modify(|count| *count += 1);
     }
 

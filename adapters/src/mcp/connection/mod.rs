@@ -56,8 +56,9 @@ struct State {
     client: Arc<Client>,
     namespace: String,
     tools: RwLock<Vec<ImportedTool>>,
-    /// The server's resources, templates and prompts, listed when connecting.
-    extras: Vec<catalog::Imported>,
+    /// The server's resources, templates and prompts, listed when connecting and on each
+    /// refresh.
+    extras: RwLock<Vec<catalog::Imported>>,
     registries: Mutex<Vec<OperationRegistry>>,
     refresh_lock: tokio::sync::Mutex<()>,
     list_changes: watch::Receiver<u64>,
@@ -217,7 +218,7 @@ impl McpConnection {
             client,
             namespace: options.namespace,
             tools: RwLock::new(tools),
-            extras,
+            extras: RwLock::new(extras),
             registries: Mutex::new(Vec::new()),
             refresh_lock: tokio::sync::Mutex::new(()),
             list_changes,
@@ -263,7 +264,13 @@ impl McpConnection {
             .tools()
             .into_iter()
             .map(|tool| tool.spec)
-            .chain(self.state.extras.iter().map(|item| item.spec.clone()))
+            .chain(
+                self.state
+                    .extras
+                    .read()
+                    .iter()
+                    .map(|item| item.spec.clone()),
+            )
             .collect();
         specs.sort_by_key(OperationSpec::id);
         specs
@@ -314,17 +321,17 @@ impl McpConnection {
     /// naming both operations; pick another namespace in [`McpOptions::new`].
     pub fn register_into(&self, registry: &OperationRegistry) -> Result<Vec<String>, McpError> {
         let tools = self.tools();
+        let extras = self.state.extras.read().clone();
         let client = &self.state.client;
         let operations = tools
             .iter()
             .map(|tool| (tool.spec.clone(), tool_handler(client, tool)))
             .chain(
-                self.state
-                    .extras
+                extras
                     .iter()
                     .map(|item| (item.spec.clone(), catalog::handler(client, item))),
             );
-        let mut registered: Vec<String> = Vec::with_capacity(tools.len());
+        let mut registered: Vec<String> = Vec::with_capacity(tools.len() + extras.len());
         for (spec, handler) in operations {
             let id = spec.id();
             if let Err(error) = registry.register(spec, handler) {
@@ -359,15 +366,17 @@ impl McpConnection {
             .await
     }
 
-    /// Re-lists the tools and brings every registry the operations were registered into up
-    /// to date: operations of vanished tools are removed, new ones added, changed ones
-    /// replaced. Existing tools keep their operation names.
+    /// Re-lists the tools, resources, resource templates and prompts and brings every
+    /// registry the operations were registered into up to date: operations of vanished ones
+    /// are removed, new ones added, changed ones replaced. Existing tools keep their
+    /// operation names. When the resources or prompts cannot be listed (a warning), their
+    /// operations stay as they were.
     pub async fn refresh(&self) -> Result<RefreshReport, McpError> {
         refresh_state(&self.state).await
     }
 
-    /// A counter of `notifications/tools/list_changed` received so far; `changed().await`
-    /// on it waits for the next one.
+    /// A counter of the `list_changed` notifications (of tools, resources and prompts)
+    /// received so far; `changed().await` on it waits for the next one.
     pub fn tool_list_changes(&self) -> watch::Receiver<u64> {
         self.state.list_changes.clone()
     }

@@ -47,7 +47,8 @@ pub struct McpOptions {
     pub sign_in: Option<std::sync::Arc<crate::oauth::AuthorizationCode>>,
     /// Which protocol era to speak.
     pub lifecycle: McpLifecycle,
-    /// Re-list the tools and update the registries when the server says its list changed.
+    /// Re-list the tools, resources and prompts and update the registries when the server
+    /// says one of its lists changed.
     pub auto_refresh: bool,
     /// Let a stdio server's stderr through to this process's stderr (default: to `tracing`).
     pub inherit_stderr: bool,

@@ -1,9 +1,12 @@
-//! Refreshing: re-listing the tools and bringing every registry the operations were
-//! registered into up to date, on demand or on each `tools/list_changed`.
+//! Refreshing: re-listing the tools, resources, resource templates and prompts and bringing
+//! every registry the operations were registered into up to date, on demand or on each
+//! `notifications/{tools,resources,prompts}/list_changed`.
 
 use super::State;
+use super::catalog::{self, Imported};
 use super::error::McpError;
 use super::imported::{ImportedTool, build_tools, tool_handler};
+use opkit::{Handler, OperationSpec};
 use std::collections::HashMap;
 use std::sync::Weak;
 use tokio::sync::watch;
@@ -12,11 +15,11 @@ use tokio::sync::watch;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RefreshReport {
-    /// Operations of new tools.
+    /// Operations of new tools, resources, templates and prompts.
     pub added: Vec<String>,
-    /// Operations of tools that are gone.
+    /// Operations of ones that are gone.
     pub removed: Vec<String>,
-    /// Operations whose tool definition changed (re-registered).
+    /// Operations whose definition changed (re-registered).
     pub changed: Vec<String>,
 }
 
@@ -27,29 +30,67 @@ impl RefreshReport {
     }
 }
 
+/// One imported operation: a tool, or a resource, template or prompt.
+enum Entry<'a> {
+    Tool(&'a ImportedTool),
+    Extra(&'a Imported),
+}
+
+impl Entry<'_> {
+    fn spec(&self) -> &OperationSpec {
+        match self {
+            Entry::Tool(tool) => &tool.spec,
+            Entry::Extra(item) => &item.spec,
+        }
+    }
+
+    fn handler(&self, state: &State) -> Handler {
+        match self {
+            Entry::Tool(tool) => tool_handler(&state.client, tool),
+            Entry::Extra(item) => catalog::handler(&state.client, item),
+        }
+    }
+}
+
+fn by_id<'a>(tools: &'a [ImportedTool], extras: &'a [Imported]) -> HashMap<String, Entry<'a>> {
+    tools
+        .iter()
+        .map(Entry::Tool)
+        .chain(extras.iter().map(Entry::Extra))
+        .map(|entry| (entry.spec().id(), entry))
+        .collect()
+}
+
 pub(super) async fn refresh_state(state: &State) -> Result<RefreshReport, McpError> {
     let _one_at_a_time = state.refresh_lock.lock().await;
     let raw = state.client.list_tools().await?;
     let old: Vec<ImportedTool> = state.tools.read().clone();
+    let old_extras: Vec<Imported> = state.extras.read().clone();
     let previous: HashMap<String, String> = old
         .iter()
         .map(|tool| (tool.tool_name.clone(), tool.spec.name.clone()))
         .collect();
     let new = build_tools(&state.namespace, &state.client.label, &raw, &previous);
-    let old_by_id: HashMap<String, &ImportedTool> =
-        old.iter().map(|tool| (tool.spec.id(), tool)).collect();
-    let new_by_id: HashMap<String, &ImportedTool> =
-        new.iter().map(|tool| (tool.spec.id(), tool)).collect();
+    let new_extras = match catalog::list(&state.client, &state.namespace).await {
+        Ok(extras) => extras,
+        Err(error) => {
+            tracing::warn!(target: "opkit_adapters::mcp", server = %state.client.label, %error,
+                "the server's resources or prompts could not be listed again; their operations stay as they were");
+            old_extras.clone()
+        }
+    };
+    let old_by_id = by_id(&old, &old_extras);
+    let new_by_id = by_id(&new, &new_extras);
     let mut report = RefreshReport::default();
     for id in old_by_id.keys() {
         if !new_by_id.contains_key(id) {
             report.removed.push(id.clone());
         }
     }
-    for (id, tool) in &new_by_id {
+    for (id, entry) in &new_by_id {
         match old_by_id.get(id) {
             None => report.added.push(id.clone()),
-            Some(before) if before.spec != tool.spec => report.changed.push(id.clone()),
+            Some(before) if before.spec() != entry.spec() => report.changed.push(id.clone()),
             Some(_) => {}
         }
     }
@@ -62,16 +103,15 @@ pub(super) async fn refresh_state(state: &State) -> Result<RefreshReport, McpErr
             registry.unregister(id);
         }
         for id in report.added.iter().chain(&report.changed) {
-            let tool = new_by_id[id];
-            if let Err(error) =
-                registry.register(tool.spec.clone(), tool_handler(&state.client, tool))
-            {
+            let entry = &new_by_id[id];
+            if let Err(error) = registry.register(entry.spec().clone(), entry.handler(state)) {
                 tracing::warn!(target: "opkit_adapters::mcp", server = %state.client.label, %error,
                     "refresh could not register an operation");
             }
         }
     }
     *state.tools.write() = new;
+    *state.extras.write() = new_extras;
     Ok(report)
 }
 
@@ -83,7 +123,7 @@ pub(super) fn spawn_auto_refresh(state: Weak<State>, mut changes: watch::Receive
             let Some(state) = state.upgrade() else { break };
             if let Err(error) = refresh_state(&state).await {
                 tracing::warn!(target: "opkit_adapters::mcp", server = %state.client.label, %error,
-                    "refresh after notifications/tools/list_changed failed");
+                    "refresh after a list_changed notification failed");
             }
         }
     });
