@@ -188,11 +188,8 @@ impl ServerHandler for McpHandler {
     ) -> Result<ListToolsResult, McpError> {
         let names = self.catalog()?;
         let cursor = request.and_then(|request| request.cursor);
-        Ok(super::listing::page(
-            &names,
-            cursor.as_deref(),
-            is_modern(&context),
-        ))
+        let page = super::listing::page(&names, cursor.as_deref(), is_modern(&context));
+        Ok(super::listing::cached(page, self.inner.list_cache))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -230,7 +227,10 @@ impl ServerHandler for McpHandler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        Ok(super::prompts::list(&self.catalog()?.catalog))
+        Ok(super::listing::cached(
+            super::prompts::list(&self.catalog()?.catalog),
+            self.inner.list_cache,
+        ))
     }
 
     async fn get_prompt(
@@ -246,7 +246,10 @@ impl ServerHandler for McpHandler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        Ok(super::resources::list(&self.catalog()?.catalog))
+        Ok(super::listing::cached(
+            super::resources::list(&self.catalog()?.catalog),
+            self.inner.list_cache,
+        ))
     }
 
     async fn list_resource_templates(
@@ -254,7 +257,10 @@ impl ServerHandler for McpHandler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        Ok(super::resources::templates(&self.catalog()?.catalog))
+        Ok(super::listing::cached(
+            super::resources::templates(&self.catalog()?.catalog),
+            self.inner.list_cache,
+        ))
     }
 
     async fn read_resource(

@@ -1,12 +1,16 @@
 //! `tools/list`, page by page: [`TOOLS_PAGE_SIZE`] tools per page in id order, the cursor
-//! naming the first operation id of the next page. A page's tool definitions (and the
+//! naming the first operation id of the next page; and the freshness every list result
+//! carries ([`cached`]). A page's tool definitions (and the
 //! self-contained schemas in them) are built for that page and dropped once it is sent, so
 //! listing thousands of imported operations holds one page of schemas at a time, not every
 //! operation's copy of the definitions it reaches.
 
 use super::names::ToolNames;
 use super::tools;
-use rmcp::model::{ListToolsResult, Tool};
+use opkit::middleware::{CacheHint, CacheScope};
+use rmcp::model::{
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Tool,
+};
 
 /// How many tools one `tools/list` page holds. Small, because an imported operation's
 /// self-contained schemas can be large (DocuSign's average 180 KB of JSON a tool): a page
@@ -27,6 +31,43 @@ pub(crate) fn page(names: &ToolNames, cursor: Option<&str>, modern: bool) -> Lis
         .collect();
     let mut result = ListToolsResult::with_all_items(tools);
     result.next_cursor = operations.next().map(|(id, _, _)| id.to_owned());
+    result
+}
+
+/// A list result, which carries `ttlMs` and `cacheScope`.
+pub(crate) trait ListResult {
+    /// Sets both.
+    fn set_freshness(&mut self, ttl_ms: u64, scope: rmcp::model::CacheScope);
+}
+
+macro_rules! list_result {
+    ($($result:ty),*) => {$(
+        impl ListResult for $result {
+            fn set_freshness(&mut self, ttl_ms: u64, scope: rmcp::model::CacheScope) {
+                self.ttl_ms = Some(ttl_ms);
+                self.cache_scope = Some(scope);
+            }
+        }
+    )*};
+}
+
+list_result!(
+    ListToolsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListPromptsResult
+);
+
+/// A list result with the server's freshness hint, when it has one.
+pub(crate) fn cached<R: ListResult>(mut result: R, hint: Option<CacheHint>) -> R {
+    if let Some(hint) = hint {
+        let scope = match hint.scope {
+            CacheScope::Private => rmcp::model::CacheScope::Private,
+            CacheScope::Public => rmcp::model::CacheScope::Public,
+        };
+        let ttl_ms = u64::try_from(hint.ttl.as_millis()).unwrap_or(u64::MAX);
+        result.set_freshness(ttl_ms, scope);
+    }
     result
 }
 

@@ -88,6 +88,8 @@ pub(crate) struct McpServerState {
     /// The tasks of operations that run as MCP tasks (server-wide: a client that reconnects
     /// polls the same task).
     tasks: tasks::Tasks,
+    /// How long clients may keep the lists (`ttlMs`, `cacheScope` of 2026-07-28).
+    list_cache: Option<opkit::middleware::CacheHint>,
 }
 
 /// Why an [`McpServer`] cannot serve its registry.
@@ -128,6 +130,7 @@ impl McpServer {
                 names: names::NamesCache::default(),
                 rounds: Arc::new(elicitation::random_codec()),
                 tasks: tasks::Tasks::new(),
+                list_cache: None,
             },
             http_config: None,
         }
@@ -222,6 +225,28 @@ impl McpServer {
     #[must_use]
     pub fn request_state_key(mut self, key: impl Into<Vec<u8>>) -> Self {
         self.handler.rounds = Arc::new(rmcp::model::RequestStateCodec::new_unchecked(key));
+        self
+    }
+
+    /// How long a 2026-07-28 client may treat the lists (`tools/list`, `resources/list`,
+    /// `resources/templates/list`, `prompts/list`) as fresh, and who may reuse them: their
+    /// `ttlMs` and `cacheScope` (default: none sent, rmcp's defaults apply). A list changing
+    /// is announced (`list_changed`) whatever the hint says. A resource read's hint comes
+    /// from its operation's [`Cache`](opkit::middleware::Cache) middleware instead.
+    ///
+    /// ```
+    /// use opkit::OperationRegistry;
+    /// use opkit::middleware::{CacheHint, CacheScope};
+    /// use opkit_adapters::mcp_server::McpServer;
+    /// use std::time::Duration;
+    /// let server = McpServer::new(OperationRegistry::new()).list_cache(CacheHint {
+    ///     ttl: Duration::from_secs(300),
+    ///     scope: CacheScope::Public,
+    /// });
+    /// ```
+    #[must_use]
+    pub fn list_cache(mut self, hint: opkit::middleware::CacheHint) -> Self {
+        self.handler.list_cache = Some(hint);
         self
     }
 

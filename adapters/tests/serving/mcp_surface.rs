@@ -398,6 +398,50 @@ mod changes {
         drop(listen);
         client.cancel().await.expect("closes");
     }
+
+    /// `McpServer::list_cache` gives every list its `ttlMs` and `cacheScope`.
+    #[tokio::test]
+    async fn the_lists_say_how_long_they_stay_fresh() {
+        use opkit::middleware::{CacheHint, CacheScope};
+        let hint = CacheHint {
+            ttl: Duration::from_secs(300),
+            scope: CacheScope::Public,
+        };
+        let server = McpServer::new(registry()).list_cache(hint);
+        let served = serve(axum::Router::new().nest("/mcp", server.router())).await;
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        let client = Modern
+            .serve_with_lifecycle(
+                StreamableHttpClientTransport::from_uri(served.url("/mcp")),
+                lifecycle,
+            )
+            .await
+            .expect("connects");
+        let public = Some(rmcp::model::CacheScope::Public);
+        let tools = client.list_tools(None).await.expect("tools/list");
+        assert_eq!((tools.ttl_ms, tools.cache_scope), (Some(300_000), public));
+        let prompts = client.list_prompts(None).await.expect("prompts/list");
+        assert_eq!(
+            (prompts.ttl_ms, prompts.cache_scope),
+            (Some(300_000), public)
+        );
+        let resources = client.list_resources(None).await.expect("resources/list");
+        assert_eq!(
+            (resources.ttl_ms, resources.cache_scope),
+            (Some(300_000), public)
+        );
+        let templates = client
+            .list_resource_templates(None)
+            .await
+            .expect("resources/templates/list");
+        assert_eq!(
+            (templates.ttl_ms, templates.cache_scope),
+            (Some(300_000), public)
+        );
+        client.cancel().await.expect("closes");
+    }
 }
 
 /// Rebuilds the index once the user confirms: a task for clients that follow tasks.
