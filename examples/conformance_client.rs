@@ -13,6 +13,9 @@
 //! holds `client_id` and `client_secret` or a private key): it uses the client-credentials
 //! grant, finding the authorization server through the server's Protected Resource Metadata
 //! ([`ClientCredentials::discovered`](opkit_adapters::oauth::ClientCredentials::discovered)).
+//! `auth/wif-jwt-bearer` gives a workload JWT (workload identity federation) and
+//! `auth/enterprise-managed-authorization` an ID token and the identity provider's token
+//! endpoint (the ID-JAG exchange): both end in the JWT-bearer grant.
 //! Every other `auth/*` scenario gets the authorization-code flow
 //! ([`AuthorizationCode`](opkit_adapters::oauth::AuthorizationCode)) with the suite's client
 //! metadata document URL, or the pre-registered client the context gives; the user's part —
@@ -171,7 +174,28 @@ fn signed_in(
     }
     #[cfg(feature = "oauth-client")]
     {
-        use opkit_adapters::oauth::{AuthorizationCode, ClientCredentials};
+        use opkit_adapters::oauth::{AuthorizationCode, ClientCredentials, EnterpriseIdp};
+        // Workload identity: the workload's JWT, for the JWT-bearer grant.
+        if let (Some(id), Some(jwt)) = (id, context["valid_jwt"].as_str()) {
+            let jwt = jwt.to_owned();
+            let credentials =
+                ClientCredentials::workload_identity(None, id, move || Ok(jwt.clone()))?;
+            return Ok(options.oauth(credentials));
+        }
+        // Enterprise-managed authorization: the user's ID token, exchanged at the identity
+        // provider for an ID-JAG, for the JWT-bearer grant.
+        if let (Some(id), Some(secret), Some(id_token), Some(endpoint), Some(idp_client)) = (
+            id,
+            secret,
+            context["idp_id_token"].as_str(),
+            context["idp_token_endpoint"].as_str(),
+            context["idp_client_id"].as_str(),
+        ) {
+            let id_token = id_token.to_owned();
+            let idp = EnterpriseIdp::new(endpoint, idp_client, move || Ok(id_token.clone()));
+            let credentials = ClientCredentials::enterprise_managed(None, id, secret, idp)?;
+            return Ok(options.oauth(credentials));
+        }
         if scenario.starts_with("auth/client-credentials")
             && let Some(id) = id
         {

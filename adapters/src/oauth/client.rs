@@ -3,45 +3,15 @@
 //! until shortly before it expires.
 
 use super::discovery::{Discovery, discover};
-use super::error::{FetchError, OAuthConfigError};
+use super::error::{FetchError, OAuthConfigError, TokenRequestError};
 use super::fetch::{FetchLimits, Fetcher, parse_url};
+use super::grant::{Grant, refusal};
 use serde_json::Value;
 use std::fmt;
 use std::time::{Duration, Instant};
 
 /// A token is fetched again when it has less than this left: 30 s.
 pub const DEFAULT_REFRESH_MARGIN: Duration = Duration::from_secs(30);
-
-/// Why no access token could be had.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TokenRequestError {
-    /// The authorization server (discovery or token endpoint) could not be reached or
-    /// answered badly.
-    #[error(transparent)]
-    Fetch(#[from] FetchError),
-    /// The token endpoint refused (`error`, `error_description` of RFC 6749 §5.2).
-    #[error("the token endpoint refused: {error}{}", description.as_deref().map(|text| format!(" ({text})")).unwrap_or_default())]
-    Refused {
-        /// The OAuth error code (`invalid_client`, `invalid_scope`, ...).
-        error: String,
-        /// The server's description.
-        description: Option<String>,
-    },
-    /// The answer has no `access_token`.
-    #[error("the token endpoint answered without an access token")]
-    NoToken,
-    /// The credentials name no issuer and the resource's Protected Resource Metadata names no
-    /// authorization server (or there is none).
-    #[error("no authorization server is known for the resource `{resource}`")]
-    NoAuthorizationServer {
-        /// The resource.
-        resource: String,
-    },
-    /// The `private_key_jwt` client assertion could not be signed.
-    #[error("the client assertion could not be signed: {0}")]
-    Assertion(String),
-}
 
 /// Where a resource's Protected Resource Metadata may be (RFC 9728 §3.1), in order.
 fn protected_resource_urls(resource: &str) -> Vec<String> {
@@ -58,9 +28,11 @@ fn protected_resource_urls(resource: &str) -> Vec<String> {
     }
 }
 
-/// Access tokens of one client from one authorization server: the client-credentials grant,
-/// with client authentication by HTTP Basic, the `scope` and the `resource` (the server the
-/// token is for) given here. The token endpoint is the issuer's (found by discovery) unless
+/// Access tokens of one client acting as itself, from one authorization server: the
+/// client-credentials grant (client authentication by HTTP Basic or `private_key_jwt`), or
+/// the JWT-bearer grant with a [workload's token](Self::workload_identity) or an
+/// [enterprise identity assertion](Self::enterprise_managed); the `scope` and the `resource`
+/// (the server the token is for) given here. The token endpoint is the issuer's (found by discovery) unless
 /// set. A token is kept and reused until [`DEFAULT_REFRESH_MARGIN`] before it expires, then
 /// fetched again; [`invalidate`](Self::invalidate) drops it (after a `401`, say).
 ///
@@ -77,6 +49,7 @@ pub struct ClientCredentials {
     issuer: Option<String>,
     client_id: String,
     authentication: ClientAuthentication,
+    grant: Grant,
     scope: Option<String>,
     resource: Option<String>,
     token_endpoint: Option<String>,
@@ -88,6 +61,8 @@ pub struct ClientCredentials {
 
 /// How the client proves who it is at the token endpoint.
 enum ClientAuthentication {
+    /// None: a public client, which sends its `client_id` in the form.
+    Public,
     /// `client_secret_basic`: its secret, in an `Authorization: Basic` header.
     Secret(String),
     /// `private_key_jwt` (RFC 7523): a short-lived JWT signed with its private key, whose
@@ -206,6 +181,7 @@ impl ClientCredentials {
             issuer,
             client_id,
             authentication,
+            grant: Grant::ClientCredentials,
             scope: None,
             resource: None,
             token_endpoint: None,
@@ -214,6 +190,59 @@ impl ClientCredentials {
             margin: DEFAULT_REFRESH_MARGIN,
             cached: tokio::sync::Mutex::default(),
         })
+    }
+
+    /// Workload identity federation (RFC 7523 §2.1, the JWT-bearer grant): the workload's own
+    /// JWT — issued by its platform (a Kubernetes service-account token, a cloud's identity
+    /// token) with the authorization server as its audience — is exchanged for an access
+    /// token. `workload_token` is called for each token request (read a rotated token file
+    /// again there). The client is public (its `client_id` goes in the form); the
+    /// authorization server is `issuer`, or found through the resource's metadata.
+    ///
+    /// ```
+    /// use opkit_adapters::oauth::ClientCredentials;
+    /// let credentials = ClientCredentials::workload_identity(None, "notes-indexer", || {
+    ///     std::fs::read_to_string("/var/run/secrets/tokens/notes")
+    ///         .map_err(|error| error.to_string())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn workload_identity(
+        issuer: Option<String>,
+        client_id: impl Into<String>,
+        workload_token: impl Fn() -> Result<String, String> + Send + Sync + 'static,
+    ) -> Result<Self, OAuthConfigError> {
+        if let Some(issuer) = &issuer {
+            parse_url("issuer", issuer)?;
+        }
+        let mut credentials =
+            Self::with_issuer(issuer, client_id.into(), ClientAuthentication::Public)?;
+        credentials.grant = Grant::Workload(std::sync::Arc::new(workload_token));
+        Ok(credentials)
+    }
+
+    /// Enterprise-managed authorization (the ID-JAG flow): the signed-in user's ID token is
+    /// exchanged at the enterprise's identity provider (`idp`, RFC 8693) for an identity
+    /// assertion naming this resource's authorization server, which grants the access token
+    /// for it (the JWT-bearer grant), the client authenticating there with `client_secret`
+    /// (HTTP Basic). No browser is involved: the enterprise's policy decides. The
+    /// authorization server is `issuer`, or found through the resource's metadata.
+    pub fn enterprise_managed(
+        issuer: Option<String>,
+        client_id: impl Into<String>,
+        client_secret: impl Into<String>,
+        idp: super::grant::EnterpriseIdp,
+    ) -> Result<Self, OAuthConfigError> {
+        if let Some(issuer) = &issuer {
+            parse_url("issuer", issuer)?;
+        }
+        let mut credentials = Self::with_issuer(
+            issuer,
+            client_id.into(),
+            ClientAuthentication::Secret(client_secret.into()),
+        )?;
+        credentials.grant = Grant::Enterprise(idp);
+        Ok(credentials)
     }
 
     /// The scopes asked for (space-separated); none by default (the server's default).
@@ -300,7 +329,7 @@ impl ClientCredentials {
             }
         };
         cached.endpoint = Some(endpoint.clone());
-        let mut form = vec![("grant_type", "client_credentials")];
+        let mut form = vec![("grant_type", self.grant.grant_type())];
         if let Some(scope) = &self.scope {
             form.push(("scope", scope));
         }
@@ -313,8 +342,19 @@ impl ClientCredentials {
             .clone()
             .or_else(|| cached.issuer.clone())
             .unwrap_or_else(|| endpoint.clone());
+        let granted = self
+            .grant
+            .assertion(&self.fetcher, &audience, resource)
+            .await?;
+        if let Some(granted) = &granted {
+            form.push(("assertion", granted));
+        }
         let assertion;
         let basic = match &self.authentication {
+            ClientAuthentication::Public => {
+                form.push(("client_id", &self.client_id));
+                None
+            }
             ClientAuthentication::Secret(secret) => {
                 Some((self.client_id.as_str(), secret.as_str()))
             }
@@ -331,20 +371,13 @@ impl ClientCredentials {
         };
         let (status, answer) = self.fetcher.post_form(&endpoint, &form, basic).await?;
         if !(200..300).contains(&status) {
-            return Err(match answer.get("error").and_then(Value::as_str) {
-                Some(error) => TokenRequestError::Refused {
-                    error: error.to_owned(),
-                    description: answer
-                        .get("error_description")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                },
-                None => FetchError::Status {
+            return Err(refusal(&answer).unwrap_or_else(|| {
+                FetchError::Status {
                     url: endpoint,
                     status,
                 }
-                .into(),
-            });
+                .into()
+            }));
         }
         let token = answer
             .get("access_token")

@@ -1,6 +1,6 @@
 //! What can go wrong: a refused token ([`TokenError`]), a document that could not be fetched
 //! from the authorization server ([`FetchError`]), a configuration that cannot work
-//! ([`OAuthConfigError`]).
+//! ([`OAuthConfigError`]), a client that got no token ([`TokenRequestError`]).
 
 use opkit::CallError;
 
@@ -207,4 +207,36 @@ pub enum OAuthConfigError {
         /// Why the key cannot be used with it.
         reason: String,
     },
+}
+
+#[cfg(feature = "oauth-client")]
+/// Why no access token could be had.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenRequestError {
+    /// The authorization server (discovery or token endpoint) could not be reached or
+    /// answered badly.
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
+    /// The token endpoint refused (`error`, `error_description` of RFC 6749 §5.2).
+    #[error("the token endpoint refused: {error}{}", description.as_deref().map(|text| format!(" ({text})")).unwrap_or_default())]
+    Refused {
+        /// The OAuth error code (`invalid_client`, `invalid_scope`, ...).
+        error: String,
+        /// The server's description.
+        description: Option<String>,
+    },
+    /// The answer has no `access_token`.
+    #[error("the token endpoint answered without an access token")]
+    NoToken,
+    /// The credentials name no issuer and the resource's Protected Resource Metadata names no
+    /// authorization server (or there is none).
+    #[error("no authorization server is known for the resource `{resource}`")]
+    NoAuthorizationServer {
+        /// The resource.
+        resource: String,
+    },
+    /// The `private_key_jwt` client assertion could not be signed.
+    #[error("the client assertion could not be signed: {0}")]
+    Assertion(String),
 }

@@ -97,6 +97,8 @@ mod client;
 mod discovery;
 mod error;
 mod fetch;
+#[cfg(feature = "oauth-client")]
+mod grant;
 #[cfg(feature = "oauth")]
 mod introspection;
 #[cfg(feature = "oauth")]
@@ -116,10 +118,14 @@ pub use authorization_code::{AuthorizationCode, Authorize, AuthorizeError, DEFAU
 #[cfg(feature = "oauth")]
 pub use claims::ClaimsMapping;
 #[cfg(feature = "oauth-client")]
-pub use client::{ClientCredentials, DEFAULT_REFRESH_MARGIN, TokenRequestError};
+pub use client::{ClientCredentials, DEFAULT_REFRESH_MARGIN};
 pub use discovery::{AuthorizationServerMetadata, Discovery};
+#[cfg(feature = "oauth-client")]
+pub use error::TokenRequestError;
 pub use error::{FetchError, OAuthConfigError, TokenError};
 pub use fetch::{DEFAULT_FETCH_TIMEOUT, DEFAULT_MAX_DOCUMENT_BYTES, FetchLimits};
+#[cfg(feature = "oauth-client")]
+pub use grant::{EnterpriseIdp, TokenSource};
 #[cfg(feature = "oauth")]
 pub use jsonwebtoken::Algorithm;
 #[cfg(feature = "oauth")]
