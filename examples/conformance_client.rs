@@ -208,9 +208,11 @@ fn signed_in(
             };
             return Ok(options.oauth(credentials));
         }
+        // DPoP where the authorization server offers it (`auth/dpop`, `auth/dpop-nonce`).
         let mut sign_in = AuthorizationCode::new(REDIRECT_URI, consent)?
             .client_name("opkit-conformance-client")
-            .client_metadata_url(CLIENT_METADATA_URL)?;
+            .client_metadata_url(CLIENT_METADATA_URL)?
+            .dpop(true);
         if let Some(id) = id {
             sign_in = sign_in.preregistered(id, secret.map(str::to_owned));
         }

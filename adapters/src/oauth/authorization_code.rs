@@ -106,6 +106,7 @@ pub struct AuthorizationCode {
     pub(crate) scopes: Vec<String>,
     pub(crate) authorize: Arc<dyn Authorize>,
     pub(crate) max_step_ups: u32,
+    pub(crate) dpop: bool,
 }
 
 impl fmt::Debug for AuthorizationCode {
@@ -122,6 +123,7 @@ impl fmt::Debug for AuthorizationCode {
             .field("registration", &registration)
             .field("scopes", &self.scopes)
             .field("max_step_ups", &self.max_step_ups)
+            .field("dpop", &self.dpop)
             .finish_non_exhaustive()
     }
 }
@@ -149,6 +151,7 @@ impl AuthorizationCode {
             scopes: Vec::new(),
             authorize: Arc::new(authorize),
             max_step_ups: DEFAULT_MAX_STEP_UPS,
+            dpop: false,
         })
     }
 
@@ -219,6 +222,20 @@ impl AuthorizationCode {
         S: Into<String>,
     {
         self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// DPoP (RFC 9449): the connection makes a P-256 key, and where the authorization server
+    /// offers DPoP with ES256 (`dpop_signing_alg_values_supported`), its token requests carry
+    /// proofs, the token is bound to the key, and each request to the server presents it as
+    /// `Authorization: DPoP` with a fresh proof; a `use_dpop_nonce` answer is followed with
+    /// the server's nonce. Off by default. With it on, the sign-in's requests go through the
+    /// import's own HTTP client, which refuses link-local addresses and cloud metadata hosts
+    /// but not other private addresses (rmcp's default client, used otherwise, also holds
+    /// discovered URLs to the server URL's address class).
+    #[must_use]
+    pub fn dpop(mut self, on: bool) -> Self {
+        self.dpop = on;
         self
     }
 

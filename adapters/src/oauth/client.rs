@@ -460,7 +460,7 @@ impl ClientCredentials {
 
 /// 128 bits no other assertion of this process shares: the clock, a counter and the process
 /// id, mixed by the standard library's randomly keyed hasher.
-fn rand_jti() -> u128 {
+pub(crate) fn rand_jti() -> u128 {
     use std::hash::{BuildHasher, Hasher};
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);

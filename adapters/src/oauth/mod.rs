@@ -95,6 +95,10 @@ mod claims;
 #[cfg(feature = "oauth-client")]
 mod client;
 mod discovery;
+#[cfg(feature = "oauth-client")]
+mod dpop;
+#[cfg(feature = "oauth-client")]
+mod dpop_http;
 mod error;
 mod fetch;
 #[cfg(feature = "oauth-client")]

@@ -8,6 +8,8 @@
 //! else already signed in, and they use it instead of taking the user through it twice.
 
 use super::authorization_code::{AuthorizationCode, AuthorizeError, Registration};
+use super::dpop::{DpopKey, Nonces};
+use super::dpop_http::DpopHttp;
 use rmcp::transport::auth::{
     AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest, OAuthState,
     WWWAuthenticateParams,
@@ -56,6 +58,15 @@ pub(crate) struct SignIn {
     /// The MCP server's URL (the protected resource).
     server: String,
     state: Mutex<Held>,
+    /// The connection's DPoP key and the nonces servers gave, when DPoP is on.
+    dpop: Option<(Arc<DpopKey>, Arc<Nonces>)>,
+}
+
+/// An access token, and the DPoP key and nonces it is bound to when it is DPoP-bound.
+#[derive(Clone)]
+pub(crate) struct Credential {
+    pub(crate) token: String,
+    pub(crate) dpop: Option<(Arc<DpopKey>, Arc<Nonces>)>,
 }
 
 #[derive(Default)]
@@ -64,6 +75,8 @@ struct Held {
     /// sign-in.
     manager: Option<AuthorizationManager>,
     step_ups: u32,
+    /// The token the authorization server issued is DPoP-bound (`token_type` `DPoP`).
+    bound: bool,
 }
 
 impl Held {
@@ -80,17 +93,49 @@ impl Held {
 }
 
 impl SignIn {
-    pub(crate) fn new(config: Arc<AuthorizationCode>, server: &str) -> Self {
-        Self {
+    pub(crate) fn new(config: Arc<AuthorizationCode>, server: &str) -> Result<Self, SignInError> {
+        let dpop = if config.dpop {
+            let key = DpopKey::generate().map_err(SignInError::OAuth)?;
+            Some((Arc::new(key), Arc::new(Nonces::default())))
+        } else {
+            None
+        };
+        Ok(Self {
             config,
             server: server.to_owned(),
             state: Mutex::new(Held::default()),
-        }
+            dpop,
+        })
     }
 
     /// The access token to send (refreshed when it is about to expire), if signed in.
-    pub(crate) async fn token(&self) -> Result<Option<String>, SignInError> {
-        self.state.lock().await.token().await
+    pub(crate) async fn token(&self) -> Result<Option<Credential>, SignInError> {
+        let held = self.state.lock().await;
+        let token = held.token().await?;
+        Ok(token.map(|token| self.credential(&held, token)))
+    }
+
+    fn credential(&self, held: &Held, token: String) -> Credential {
+        Credential {
+            token,
+            dpop: held.bound.then(|| self.dpop.clone()).flatten(),
+        }
+    }
+
+    /// The key and nonces of a DPoP-bound token (`None` when the token is a bearer token).
+    async fn bound(manager: &AuthorizationManager) -> bool {
+        let Ok((_, Some(response))) = manager.get_credentials().await else {
+            return false;
+        };
+        serde_json::to_value(&response)
+            .ok()
+            .and_then(|value| {
+                value
+                    .get("token_type")
+                    .and_then(|kind| kind.as_str())
+                    .map(str::to_owned)
+            })
+            .is_some_and(|kind| kind.eq_ignore_ascii_case("dpop"))
     }
 
     /// After a `401` with `challenge` for a request that carried `sent`: a token that may
@@ -101,12 +146,12 @@ impl SignIn {
         challenge: &str,
         sent: Option<&str>,
         may_refresh: bool,
-    ) -> Result<String, SignInError> {
+    ) -> Result<Credential, SignInError> {
         let mut held = self.state.lock().await;
         if let Some(current) = held.token().await.ok().flatten()
             && Some(current.as_str()) != sent
         {
-            return Ok(current);
+            return Ok(self.credential(&held, current));
         }
         if may_refresh
             && sent.is_some()
@@ -115,15 +160,16 @@ impl SignIn {
             && let Some(fresh) = held.token().await.ok().flatten()
             && Some(fresh.as_str()) != sent
         {
-            return Ok(fresh);
+            return Ok(self.credential(&held, fresh));
         }
         // From the start, discovery included: a fresh client, so nothing registered with
         // one authorization server is shown to another.
         let manager = self.sign_in(challenge, &[]).await?;
         let token = manager.get_access_token().await?;
+        held.bound = Self::bound(&manager).await;
         held.manager = Some(manager);
         held.step_ups = 0;
-        Ok(token)
+        Ok(self.credential(&held, token))
     }
 
     /// After a `403` with `challenge` for a request that carried `sent`: a token with more
@@ -132,12 +178,12 @@ impl SignIn {
         &self,
         challenge: &str,
         sent: Option<&str>,
-    ) -> Result<String, SignInError> {
+    ) -> Result<Credential, SignInError> {
         let mut held = self.state.lock().await;
         if let Some(current) = held.token().await.ok().flatten()
             && Some(current.as_str()) != sent
         {
-            return Ok(current);
+            return Ok(self.credential(&held, current));
         }
         let base = url::Url::parse(&self.server)
             .map_err(|error| SignInError::OAuth(format!("the server's URL: {error}")))?;
@@ -171,8 +217,9 @@ impl SignIn {
         }
         let manager = self.sign_in(challenge, &scopes).await?;
         let token = manager.get_access_token().await?;
+        held.bound = Self::bound(&manager).await;
         held.manager = Some(manager);
-        Ok(token)
+        Ok(self.credential(&held, token))
     }
 
     /// The whole flow, from discovery to the token, for `scopes` (none: the configured ones,
@@ -182,7 +229,14 @@ impl SignIn {
         challenge: &str,
         scopes: &[String],
     ) -> Result<AuthorizationManager, SignInError> {
-        let mut oauth = OAuthState::new(self.server.as_str(), None).await?;
+        let mut oauth = match &self.dpop {
+            Some((key, nonces)) => {
+                let http = DpopHttp::new(key.clone(), nonces.clone())
+                    .map_err(|error| SignInError::OAuth(error.to_string()))?;
+                OAuthState::new_with_oauth_http_client(self.server.as_str(), Arc::new(http)).await?
+            }
+            None => OAuthState::new(self.server.as_str(), None).await?,
+        };
         let mut request =
             AuthorizationRequest::new(self.config.redirect_uri.clone()).with_challenge(challenge);
         match &self.config.registration {

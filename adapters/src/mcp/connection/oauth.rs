@@ -2,10 +2,12 @@
 //! request carries an access token from its [`Tokens`], and a request the server refuses is
 //! sent again once the tokens have an answer — a client-credentials token fetched anew after
 //! a `401` ([`ClientCredentials`]), or, with a person in the loop ([`SignIn`]), a refresh, a
-//! new sign-in after a `401` and a scope step-up after a `403`.
+//! new sign-in after a `401` and a scope step-up after a `403`. A DPoP-bound token goes as
+//! `Authorization: DPoP` with a fresh proof for the request's method and URL; a server's
+//! `use_dpop_nonce` refusal is followed with its nonce.
 
 use crate::oauth::ClientCredentials;
-use crate::oauth::sign_in::SignIn;
+use crate::oauth::sign_in::{Credential, SignIn};
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
@@ -18,18 +20,21 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
+/// The `error` of a server that wants its DPoP nonce in the proof.
+const USE_NONCE: &str = "use_dpop_nonce";
+
 type Error = StreamableHttpError<reqwest::Error>;
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Sends of one request at most: the first, one after a refresh, one after a new sign-in,
-/// one after a step-up.
+/// one after a step-up (and one more with a DPoP nonce).
 const MAX_SENDS: usize = 4;
 
 /// Where a [`TokenClient`]'s access tokens come from, and what it does when one is refused.
 /// `Ok(None)` from a refusal gives up: the request fails with the server's answer.
 pub(super) trait Tokens: Send + Sync + 'static {
     /// The token for the next request (`None`: send none).
-    fn token(&self) -> BoxFuture<'_, Result<Option<String>, BoxError>>;
+    fn token(&self) -> BoxFuture<'_, Result<Option<Credential>, BoxError>>;
     /// After a `401` with `challenge` for a request that carried `sent`; `first` is the
     /// request's first `401`.
     fn unauthorized<'a>(
@@ -37,13 +42,13 @@ pub(super) trait Tokens: Send + Sync + 'static {
         challenge: &'a str,
         sent: Option<&'a str>,
         first: bool,
-    ) -> BoxFuture<'a, Result<Option<String>, BoxError>>;
+    ) -> BoxFuture<'a, Result<Option<Credential>, BoxError>>;
     /// After a `403` with `challenge` for a request that carried `sent`.
     fn insufficient_scope<'a>(
         &'a self,
         challenge: &'a str,
         sent: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Option<String>, BoxError>>;
+    ) -> BoxFuture<'a, Result<Option<Credential>, BoxError>>;
 }
 
 /// Client credentials for one resource (the server's URL, unless the credentials name
@@ -54,10 +59,10 @@ pub(super) struct Credentials {
 }
 
 impl Tokens for Credentials {
-    fn token(&self) -> BoxFuture<'_, Result<Option<String>, BoxError>> {
+    fn token(&self) -> BoxFuture<'_, Result<Option<Credential>, BoxError>> {
         Box::pin(async move {
             let token = self.credentials.token_for(Some(&self.resource)).await?;
-            Ok(Some(token))
+            Ok(Some(Credential { token, dpop: None }))
         })
     }
 
@@ -66,7 +71,7 @@ impl Tokens for Credentials {
         _challenge: &'a str,
         _sent: Option<&'a str>,
         first: bool,
-    ) -> BoxFuture<'a, Result<Option<String>, BoxError>> {
+    ) -> BoxFuture<'a, Result<Option<Credential>, BoxError>> {
         Box::pin(async move {
             if !first {
                 return Ok(None);
@@ -80,13 +85,13 @@ impl Tokens for Credentials {
         &'a self,
         _challenge: &'a str,
         _sent: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Option<String>, BoxError>> {
+    ) -> BoxFuture<'a, Result<Option<Credential>, BoxError>> {
         Box::pin(async { Ok(None) })
     }
 }
 
 impl Tokens for SignIn {
-    fn token(&self) -> BoxFuture<'_, Result<Option<String>, BoxError>> {
+    fn token(&self) -> BoxFuture<'_, Result<Option<Credential>, BoxError>> {
         Box::pin(async move { Ok(SignIn::token(self).await?) })
     }
 
@@ -95,7 +100,7 @@ impl Tokens for SignIn {
         challenge: &'a str,
         sent: Option<&'a str>,
         first: bool,
-    ) -> BoxFuture<'a, Result<Option<String>, BoxError>> {
+    ) -> BoxFuture<'a, Result<Option<Credential>, BoxError>> {
         Box::pin(async move {
             Ok(Some(
                 SignIn::unauthorized(self, challenge, sent, first).await?,
@@ -107,7 +112,7 @@ impl Tokens for SignIn {
         &'a self,
         challenge: &'a str,
         sent: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Option<String>, BoxError>> {
+    ) -> BoxFuture<'a, Result<Option<Credential>, BoxError>> {
         Box::pin(async move {
             Ok(Some(
                 SignIn::insufficient_scope(self, challenge, sent).await?,
@@ -127,23 +132,133 @@ fn io(error: BoxError) -> Error {
     StreamableHttpError::Io(std::io::Error::other(error))
 }
 
+/// What one send of a request carries: the bearer token rmcp's client sets, or the DPoP
+/// headers (which it passes on as custom headers).
+struct Presented {
+    bearer: Option<String>,
+    headers: HashMap<HeaderName, HeaderValue>,
+}
+
 impl TokenClient {
+    /// How `credential` goes on a `method` request to `uri`, beside `headers`.
+    fn present(
+        credential: Option<&Credential>,
+        method: &str,
+        uri: &str,
+        mut headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<Presented, Error> {
+        let Some(credential) = credential else {
+            return Ok(Presented {
+                bearer: None,
+                headers,
+            });
+        };
+        let Some((key, nonces)) = &credential.dpop else {
+            return Ok(Presented {
+                bearer: Some(credential.token.clone()),
+                headers,
+            });
+        };
+        let proof = key
+            .proof(
+                method,
+                uri,
+                Some(&credential.token),
+                nonces.for_url(uri).as_deref(),
+            )
+            .map_err(|error| io(error.into()))?;
+        let value = |text: String| HeaderValue::from_str(&text).map_err(|error| io(error.into()));
+        headers.insert(
+            http::header::AUTHORIZATION,
+            value(format!("DPoP {}", credential.token))?,
+        );
+        headers.insert(HeaderName::from_static("dpop"), value(proof)?);
+        Ok(Presented {
+            bearer: None,
+            headers,
+        })
+    }
+
+    /// The nonce the server at `uri` wants in DPoP proofs: rmcp's client keeps only the
+    /// `WWW-Authenticate` of a `401`, not its `DPoP-Nonce`, so it is read from the answer to
+    /// a request that carries the proof without it and no JSON-RPC message (which the
+    /// server refuses as it refused the first).
+    async fn learn_nonce(&self, credential: &Credential, uri: &str) -> Result<bool, Error> {
+        let Some((key, nonces)) = &credential.dpop else {
+            return Ok(false);
+        };
+        let proof = key
+            .proof("POST", uri, Some(&credential.token), None)
+            .map_err(|error| io(error.into()))?;
+        let answer = self
+            .http
+            .post(uri)
+            .header(
+                http::header::AUTHORIZATION,
+                format!("DPoP {}", credential.token),
+            )
+            .header("DPoP", proof)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::ACCEPT, "application/json, text/event-stream")
+            .body("{}")
+            .send()
+            .await
+            .map_err(StreamableHttpError::Client)?;
+        let nonce = answer
+            .headers()
+            .get("dpop-nonce")
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        match nonce {
+            Some(nonce) => {
+                nonces.remember(uri, &nonce);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
     /// `send` with the current token, again with a new one while the tokens have an answer
     /// to the server's refusal.
-    async fn with_token<T, F, Fut>(&self, send: F) -> Result<T, Error>
+    async fn with_token<T, F, Fut>(
+        &self,
+        method: &str,
+        uri: &str,
+        headers: HashMap<HeaderName, HeaderValue>,
+        send: F,
+    ) -> Result<T, Error>
     where
-        F: Fn(Option<String>) -> Fut,
+        F: Fn(Option<String>, HashMap<HeaderName, HeaderValue>) -> Fut,
         Fut: Future<Output = Result<T, Error>>,
     {
-        let mut token = self.tokens.token().await.map_err(io)?;
+        let mut credential = self.tokens.token().await.map_err(io)?;
         let mut first = true;
+        let mut nonce_asked = false;
         let mut sends = 1;
         loop {
-            let refused = match send(token.clone()).await {
+            let presented = Self::present(credential.as_ref(), method, uri, headers.clone())?;
+            let sent = credential
+                .as_ref()
+                .map(|credential| credential.token.clone());
+            let refused = match send(presented.bearer, presented.headers).await {
+                Err(StreamableHttpError::AuthRequired(refusal))
+                    if !nonce_asked
+                        && refusal.www_authenticate_header.contains(USE_NONCE)
+                        && credential.as_ref().is_some_and(|c| c.dpop.is_some()) =>
+                {
+                    nonce_asked = true;
+                    let Some(held) = &credential else {
+                        return Err(StreamableHttpError::AuthRequired(refusal));
+                    };
+                    if self.learn_nonce(held, uri).await? {
+                        continue;
+                    }
+                    return Err(StreamableHttpError::AuthRequired(refusal));
+                }
                 Err(StreamableHttpError::AuthRequired(refusal)) if sends < MAX_SENDS => {
                     let next = self
                         .tokens
-                        .unauthorized(&refusal.www_authenticate_header, token.as_deref(), first)
+                        .unauthorized(&refusal.www_authenticate_header, sent.as_deref(), first)
                         .await;
                     first = false;
                     (next, StreamableHttpError::AuthRequired(refusal))
@@ -151,14 +266,14 @@ impl TokenClient {
                 Err(StreamableHttpError::InsufficientScope(refusal)) if sends < MAX_SENDS => {
                     let next = self
                         .tokens
-                        .insufficient_scope(&refusal.www_authenticate_header, token.as_deref())
+                        .insufficient_scope(&refusal.www_authenticate_header, sent.as_deref())
                         .await;
                     (next, StreamableHttpError::InsufficientScope(refusal))
                 }
                 other => return other,
             };
             match refused {
-                (Ok(Some(next)), _) => token = Some(next),
+                (Ok(Some(next)), _) => credential = Some(next),
                 (Ok(None), refusal) => return Err(refusal),
                 (Err(error), _) => return Err(io(error)),
             }
@@ -178,13 +293,13 @@ impl StreamableHttpClient for TokenClient {
         _auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, Error> {
-        self.with_token(|token| {
+        self.with_token("POST", &uri, custom_headers, |token, headers| {
             self.http.post_message(
                 uri.clone(),
                 message.clone(),
                 session_id.clone(),
                 token,
-                custom_headers.clone(),
+                headers,
             )
         })
         .await
@@ -199,13 +314,13 @@ impl StreamableHttpClient for TokenClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, Error> {
-        self.with_token(|token| {
+        self.with_token("POST", &uri, custom_headers, |token, headers| {
             self.http.post_message_with_max_sse_event_size(
                 uri.clone(),
                 message.clone(),
                 session_id.clone(),
                 token,
-                custom_headers.clone(),
+                headers,
                 max_sse_event_size,
             )
         })
@@ -219,9 +334,10 @@ impl StreamableHttpClient for TokenClient {
         _auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), Error> {
-        let token = self.tokens.token().await.map_err(io)?;
+        let credential = self.tokens.token().await.map_err(io)?;
+        let presented = Self::present(credential.as_ref(), "DELETE", &uri, custom_headers)?;
         self.http
-            .delete_session(uri, session_id, token, custom_headers)
+            .delete_session(uri, session_id, presented.bearer, presented.headers)
             .await
     }
 
@@ -233,13 +349,13 @@ impl StreamableHttpClient for TokenClient {
         _auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Error> {
-        self.with_token(|token| {
+        self.with_token("GET", &uri, custom_headers, |token, headers| {
             self.http.get_stream(
                 uri.clone(),
                 session_id.clone(),
                 last_event_id.clone(),
                 token,
-                custom_headers.clone(),
+                headers,
             )
         })
         .await
@@ -254,13 +370,13 @@ impl StreamableHttpClient for TokenClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Error> {
-        self.with_token(|token| {
+        self.with_token("GET", &uri, custom_headers, |token, headers| {
             self.http.get_stream_with_max_sse_event_size(
                 uri.clone(),
                 session_id.clone(),
                 last_event_id.clone(),
                 token,
-                custom_headers.clone(),
+                headers,
                 max_sse_event_size,
             )
         })
