@@ -224,11 +224,11 @@ impl ServerHandler for McpHandler {
 
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
         Ok(super::listing::cached(
-            super::prompts::list(&self.catalog()?.catalog),
+            super::prompts::list(&self.catalog()?.catalog, cursor(request.as_ref())),
             self.inner.list_cache,
         ))
     }
@@ -243,22 +243,22 @@ impl ServerHandler for McpHandler {
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         Ok(super::listing::cached(
-            super::resources::list(&self.catalog()?.catalog),
+            super::resources::list(&self.catalog()?.catalog, cursor(request.as_ref())),
             self.inner.list_cache,
         ))
     }
 
     async fn list_resource_templates(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
         Ok(super::listing::cached(
-            super::resources::templates(&self.catalog()?.catalog),
+            super::resources::templates(&self.catalog()?.catalog, cursor(request.as_ref())),
             self.inner.list_cache,
         ))
     }
@@ -331,4 +331,9 @@ impl ServerHandler for McpHandler {
         self.unwatch(&request.uri);
         Ok(())
     }
+}
+
+/// The cursor of a paginated list request.
+fn cursor(request: Option<&PaginatedRequestParams>) -> Option<&str> {
+    request.and_then(|request| request.cursor.as_deref())
 }

@@ -1,6 +1,8 @@
 //! `tools/list`, page by page: [`TOOLS_PAGE_SIZE`] tools per page in id order, the cursor
-//! naming the first operation id of the next page; and the freshness every list result
-//! carries ([`cached`]). A page's tool definitions (and the
+//! naming the first operation id of the next page; the pages of the other lists
+//! ([`page_of`]: [`LIST_PAGE_SIZE`] resources, templates or prompts, the cursor naming the
+//! first of the next page the same way); and the freshness every list result carries
+//! ([`cached`]). A page's tool definitions (and the
 //! self-contained schemas in them) are built for that page and dropped once it is sent, so
 //! listing thousands of imported operations holds one page of schemas at a time, not every
 //! operation's copy of the definitions it reaches.
@@ -16,6 +18,22 @@ use rmcp::model::{
 /// self-contained schemas can be large (DocuSign's average 180 KB of JSON a tool): a page
 /// of 20 such tools is a few MB on the wire.
 pub const TOOLS_PAGE_SIZE: usize = 20;
+
+/// How many resources, resource templates or prompts one page of their list holds.
+pub const LIST_PAGE_SIZE: usize = 100;
+
+/// The page of `items` (sorted by `key`) that starts at the first item whose key is not
+/// before `cursor` (the first page without one), and the key the next page starts at.
+pub(crate) fn page_of<'a, T>(
+    items: &'a [T],
+    key: impl Fn(&T) -> &str,
+    cursor: Option<&str>,
+) -> (&'a [T], Option<String>) {
+    let start = cursor.map_or(0, |cursor| items.partition_point(|item| key(item) < cursor));
+    let end = (start + LIST_PAGE_SIZE).min(items.len());
+    let next = items.get(end).map(|item| key(item).to_owned());
+    (&items[start..end], next)
+}
 
 /// The page of the operations `names` holds (in id order) that starts at the first id not
 /// before `cursor` (the first page without one); its `nextCursor` is the id the next page
@@ -122,5 +140,20 @@ mod tests {
         let rest = page(&names, Some("api.op0001"), false);
         assert_eq!(rest.tools.len(), 2);
         assert!(page(&names, Some("zzz"), false).tools.is_empty());
+    }
+
+    #[test]
+    fn other_lists_page_by_key() {
+        let items: Vec<String> = (0..(LIST_PAGE_SIZE + 3))
+            .map(|i| format!("r{i:04}"))
+            .collect();
+        let (first, next) = page_of(&items, String::as_str, None);
+        assert_eq!(first.len(), LIST_PAGE_SIZE);
+        let (rest, last) = page_of(&items, String::as_str, next.as_deref());
+        assert_eq!(rest.len(), 3);
+        assert_eq!(last, None);
+        assert_eq!(rest[0], items[LIST_PAGE_SIZE]);
+        let (past, none) = page_of(&items, String::as_str, Some("zzz"));
+        assert!(past.is_empty() && none.is_none());
     }
 }

@@ -31,7 +31,7 @@ mod template;
 mod tools;
 
 pub use crate::mcp_meta::{META_ENVELOPE, META_ERROR, META_WRAPPED};
-pub use listing::TOOLS_PAGE_SIZE;
+pub use listing::{LIST_PAGE_SIZE, TOOLS_PAGE_SIZE};
 pub use naming::{EXT_TOOL_META, EXT_TOOL_NAME, ToolNameError, ToolNaming};
 pub use session::{McpHandler, McpSession};
 

@@ -7,7 +7,8 @@
 //! `messages` (and an optional `description`), or a string as one user message.
 
 use super::arguments;
-use super::catalog::Catalog;
+use super::catalog::{Catalog, PromptEntry};
+use super::listing::page_of;
 use super::replies::rpc_error;
 use super::session::Asked;
 use super::session::McpHandler;
@@ -16,11 +17,13 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::{GetPromptRequestParams, GetPromptResponse, GetPromptResult, ListPromptsResult};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
-/// The `prompts/list` result.
-pub(crate) fn list(catalog: &Catalog) -> ListPromptsResult {
-    let prompts: Vec<Value> = catalog
-        .prompts
+/// A page of the `prompts/list` result: the prompts from `cursor` on, by name.
+pub(crate) fn list(catalog: &Catalog, cursor: Option<&str>) -> ListPromptsResult {
+    let named: Vec<(&String, &Arc<PromptEntry>)> = catalog.prompts.iter().collect();
+    let (page, next) = page_of(&named, |(name, _)| name.as_str(), cursor);
+    let prompts: Vec<Value> = page
         .iter()
         .map(|(name, entry)| {
             let arguments: Vec<Value> = arguments::fields(&entry.spec.input_schema)
@@ -40,8 +43,11 @@ pub(crate) fn list(catalog: &Catalog) -> ListPromptsResult {
             })
         })
         .collect();
-    serde_json::from_value(json!({ "prompts": prompts, "resultType": "complete" }))
-        .unwrap_or_default()
+    let mut result = json!({ "prompts": prompts, "resultType": "complete" });
+    if let Some(next) = next {
+        result["nextCursor"] = json!(next);
+    }
+    serde_json::from_value(result).unwrap_or_default()
 }
 
 impl McpHandler {

@@ -17,6 +17,7 @@
 //! reports a change.
 
 use super::catalog::{Catalog, ResourceEntry};
+use super::listing::page_of;
 use super::replies::rpc_error;
 use super::session::{Asked, McpHandler};
 use futures::StreamExt;
@@ -32,24 +33,29 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-/// The `resources/list` result: every fixed resource.
-pub(crate) fn list(catalog: &Catalog) -> ListResourcesResult {
-    let resources: Vec<Value> = catalog
-        .resources
-        .iter()
-        .map(|entry| describe(entry, "uri"))
-        .collect();
-    from_json(json!({ "resources": resources, "resultType": "complete" }))
+/// A page of the `resources/list` result: the fixed resources from `cursor` on.
+pub(crate) fn list(catalog: &Catalog, cursor: Option<&str>) -> ListResourcesResult {
+    let (page, next) = page_of(&catalog.resources, |entry| &*entry.id, cursor);
+    let resources: Vec<Value> = page.iter().map(|entry| describe(entry, "uri")).collect();
+    let mut result = json!({ "resources": resources, "resultType": "complete" });
+    if let Some(next) = next {
+        result["nextCursor"] = json!(next);
+    }
+    from_json(result)
 }
 
-/// The `resources/templates/list` result: every resource template.
-pub(crate) fn templates(catalog: &Catalog) -> ListResourceTemplatesResult {
-    let templates: Vec<Value> = catalog
-        .templates
+/// A page of the `resources/templates/list` result: the resource templates from `cursor` on.
+pub(crate) fn templates(catalog: &Catalog, cursor: Option<&str>) -> ListResourceTemplatesResult {
+    let (page, next) = page_of(&catalog.templates, |entry| &*entry.id, cursor);
+    let templates: Vec<Value> = page
         .iter()
         .map(|entry| describe(entry, "uriTemplate"))
         .collect();
-    from_json(json!({ "resourceTemplates": templates, "resultType": "complete" }))
+    let mut result = json!({ "resourceTemplates": templates, "resultType": "complete" });
+    if let Some(next) = next {
+        result["nextCursor"] = json!(next);
+    }
+    from_json(result)
 }
 
 /// One entry of a listing, its URI under `key`.

@@ -399,6 +399,73 @@ mod changes {
         client.cancel().await.expect("closes");
     }
 
+    /// Long lists come in pages: `nextCursor` leads through every resource, template and
+    /// prompt once.
+    #[tokio::test]
+    async fn resources_templates_and_prompts_are_listed_in_pages() {
+        use opkit::{Handler, OperationKind, OperationSpec};
+        use opkit_adapters::mcp_server::LIST_PAGE_SIZE;
+        let count = LIST_PAGE_SIZE + 7;
+        let registry = OperationRegistry::new();
+        for i in 0..count {
+            for (kind, spec) in [
+                (
+                    "doc",
+                    OperationSpec::new("many", format!("doc{i:03}"), OperationKind::Query)
+                        .mcp_resource(format!("many://doc/{i}")),
+                ),
+                (
+                    "page",
+                    OperationSpec::new("many", format!("page{i:03}"), OperationKind::Query)
+                        .input_schema(
+                            json!({"type": "object", "properties": {"n": {"type": "string"}}}),
+                        )
+                        .mcp_resource(format!("many://page{i}/{{n}}")),
+                ),
+                (
+                    "ask",
+                    OperationSpec::new("many", format!("ask{i:03}"), OperationKind::Query)
+                        .mcp_prompt(),
+                ),
+            ] {
+                registry
+                    .register(
+                        spec,
+                        Handler::unary(move |_, _| async move { Ok(json!(kind)) }),
+                    )
+                    .unwrap();
+            }
+        }
+        let served =
+            serve(axum::Router::new().nest("/mcp", McpServer::new(registry).router())).await;
+        let client = Modern
+            .serve_with_lifecycle(
+                StreamableHttpClientTransport::from_uri(served.url("/mcp")),
+                ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                },
+            )
+            .await
+            .expect("connects");
+        let first = client.list_resources(None).await.expect("resources/list");
+        assert_eq!(first.resources.len(), LIST_PAGE_SIZE);
+        assert!(first.next_cursor.is_some(), "a second page");
+        let resources = client.list_all_resources().await.expect("every page");
+        assert_eq!(resources.len(), count);
+        let mut uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+        uris.sort_unstable();
+        uris.dedup();
+        assert_eq!(uris.len(), count, "each once");
+        let templates = client
+            .list_all_resource_templates()
+            .await
+            .expect("every page");
+        assert_eq!(templates.len(), count);
+        let prompts = client.list_all_prompts().await.expect("every page");
+        assert_eq!(prompts.len(), count);
+        client.cancel().await.expect("closes");
+    }
+
     /// `McpServer::list_cache` gives every list its `ttlMs` and `cacheScope`.
     #[tokio::test]
     async fn the_lists_say_how_long_they_stay_fresh() {
