@@ -3,6 +3,7 @@
 
 use crate::errors::Errors;
 use crate::model::Kind;
+pub(crate) use crate::segment::valid_segment;
 use proc_macro2::{Span, TokenStream};
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
@@ -576,13 +577,6 @@ fn check_name(lit: &LitStr, dotted: bool, errors: &Errors) -> bool {
         format_args!("invalid {what} {text:?} ({problem}): {rule}\n  help: try {suggestion:?}"),
     );
     false
-}
-
-/// `true` when `segment` matches `[A-Za-z_][A-Za-z0-9_]*`.
-pub(crate) fn valid_segment(segment: &str) -> bool {
-    let mut chars = segment.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// A valid spelling close to `text`: other characters become `_`, empty segments go away.

@@ -34,6 +34,7 @@ mod expand;
 mod http_args;
 mod mcp_args;
 mod model;
+mod segment;
 mod shape;
 mod signature;
 #[cfg(test)]

@@ -176,7 +176,7 @@ pub(crate) fn parse_complete(meta: &Meta, errors: &Errors) -> Option<Vec<(syn::I
         if segments.len() < 2
             || !segments
                 .iter()
-                .all(|segment| crate::args::valid_segment(segment))
+                .all(|segment| crate::segment::valid_segment(segment))
         {
             errors.spanned(
                 completer,
