@@ -78,6 +78,26 @@ fn main() {
                     std::hint::black_box(out.expect("call"));
                 }
             }
+            "mcp" => {
+                use rmcp::ServerHandler;
+                use rmcp::model::{CallToolRequestParams, JsonObject, NumberOrString};
+                use rmcp::service::{RequestContext, serve_directly};
+                let handler =
+                    opkit_adapters::mcp_server::McpServer::new(registry.clone()).handler();
+                let (server, _client) = tokio::io::duplex(1 << 16);
+                let running = serve_directly(handler, server, None);
+                let peer = running.peer().clone();
+                for _ in 0..rounds {
+                    let serde_json::Value::Object(arguments) = tiny_json() else {
+                        panic!("object input")
+                    };
+                    let params = CallToolRequestParams::new("bench.add")
+                        .with_arguments(JsonObject::from_iter(arguments));
+                    let context = RequestContext::new(NumberOrString::Number(1), peer.clone());
+                    let out = running.service().call_tool(params, context).await;
+                    std::hint::black_box(out.expect("call"));
+                }
+            }
             "sizes" => {
                 let execute = registry.execute(add::ID, tiny_json(), &ctx);
                 println!("execute future: {} bytes", std::mem::size_of_val(&execute));
