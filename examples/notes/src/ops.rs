@@ -122,10 +122,29 @@ pub async fn delete(
     }
 }
 
-/// The note at `notes://{id}`, as an MCP resource (its JSON).
-#[operation(namespace = "notes", resource = "notes://{id}", errors(not_found))]
+/// The note at `notes://{id}`, as an MCP resource (its JSON); a client completes `{id}` with
+/// the ids of the notes there are.
+#[operation(
+    namespace = "notes",
+    resource = "notes://{id}",
+    errors(not_found),
+    complete(id = "notes.ids")
+)]
 pub async fn read(State(db): State<Db>, id: i64) -> Result<Note, CallError> {
     db.get(id).await?.ok_or_else(|| missing(id))
+}
+
+/// The ids of the notes that start with `value` (at most 100, newest first): what a client
+/// offers while the user types the `{id}` of `notes://{id}`.
+#[operation(namespace = "notes")]
+pub async fn ids(State(db): State<Db>, value: String) -> Result<Vec<String>, CallError> {
+    let notes = db.list(0, 1000, None).await?;
+    Ok(notes
+        .into_iter()
+        .map(|note| note.id.to_string())
+        .filter(|id| id.starts_with(value.trim()))
+        .take(100)
+        .collect())
 }
 
 /// Summarize my notes: a prompt holding every note (at most 200), for the model to summarize.

@@ -131,6 +131,18 @@ async fn resources_prompts_and_a_confirmed_delete_at_both_revisions() {
         assert_eq!(text["mimeType"], "application/json", "{era}: {text}");
         let note: Value = serde_json::from_str(text["text"].as_str().expect("text")).expect("json");
         assert_eq!(note["title"], json!(format!("for {era}")));
+        // `{id}` completes with the ids there are (`notes.ids`, named by `complete(..)`).
+        let typed = id.to_string().chars().next().expect("a digit").to_string();
+        let offered = client
+            .complete_resource_argument("notes://{id}", "id", typed.clone(), None)
+            .await
+            .expect("completion/complete");
+        assert!(
+            offered.values.contains(&id.to_string()),
+            "{era}: {:?} offers the new note {id}",
+            offered.values
+        );
+        assert!(offered.values.iter().all(|offer| offer.starts_with(&typed)));
         let missing = client
             .read_resource(ReadResourceRequestParams::new("notes://999999"))
             .await

@@ -270,6 +270,7 @@ async fn mcp_tools_are_served_behind_the_apps_auth() {
             "notes.export",
             "notes.feed",
             "notes.get",
+            "notes.ids",
             "notes.list",
             "notes.mine",
             "notes.rename",
