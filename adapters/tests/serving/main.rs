@@ -21,3 +21,4 @@ mod rest;
 mod rest_streaming;
 mod roundtrip;
 mod sdk_clients;
+mod task_poll;

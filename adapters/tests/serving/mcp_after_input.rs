@@ -5,20 +5,20 @@
 #![cfg(all(feature = "mcp", feature = "mcp-server"))]
 
 use crate::serve_support::serve;
+use crate::task_poll::poll;
 use opkit::elicit::ElicitRequest;
 use opkit::prelude::*;
 use opkit_adapters::mcp_server::McpServer;
 use rmcp::ClientHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig,
-    ElicitationCapability, GetTaskParams, InputRequiredResult, InputResponses, ProtocolVersion,
-    UpdateTaskParams,
+    ElicitationCapability, InputRequiredResult, InputResponses, ProtocolVersion, UpdateTaskParams,
 };
 use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService, ServiceError,
 };
 use rmcp::transport::StreamableHttpClientTransport;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -119,23 +119,6 @@ async fn first_round(client: &Client, tool: &'static str) -> InputRequiredResult
     let requests = asked.input_requests.as_ref().expect("input requests");
     assert_eq!(requests.keys().collect::<Vec<_>>(), ["approver"], "{json}");
     asked
-}
-
-/// Polls `tasks/get` until `done` holds of the task's JSON (bounded).
-async fn poll(client: &Client, id: &str, done: impl Fn(&Value) -> bool) -> Value {
-    for _ in 0..400 {
-        let task = client
-            .peer()
-            .get_task(GetTaskParams::new(id))
-            .await
-            .expect("tasks/get");
-        let task = serde_json::to_value(task).expect("json");
-        if done(&task) {
-            return task;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("the task {id} did not get there");
 }
 
 #[tokio::test]

@@ -534,10 +534,11 @@ async fn wait_forever(ctx: &OperationContext) -> Result<String, CallError> {
 #[cfg(feature = "mcp")]
 mod tasks {
     use super::*;
+    use crate::task_poll::poll;
     use rmcp::ClientHandler;
     use rmcp::model::{
         CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
-        ClientConfig, ElicitationCapability, GetTaskParams, ProtocolVersion, UpdateTaskParams,
+        ClientConfig, ElicitationCapability, ProtocolVersion, UpdateTaskParams,
     };
     use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
     use rmcp::transport::StreamableHttpClientTransport;
@@ -567,27 +568,6 @@ mod tasks {
             CallToolResponse::Task(created) => created.task.task_id.clone(),
             other => panic!("{tool} should run as a task: {other:?}"),
         }
-    }
-
-    /// Polls `tasks/get` until `done` holds of the task's JSON (bounded).
-    async fn poll(
-        client: &RunningService<RoleClient, Follower>,
-        id: &str,
-        done: impl Fn(&Value) -> bool,
-    ) -> Value {
-        for _ in 0..400 {
-            let task = client
-                .peer()
-                .get_task(GetTaskParams::new(id))
-                .await
-                .expect("tasks/get");
-            let task = serde_json::to_value(task).expect("json");
-            if done(&task) {
-                return task;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("the task {id} did not get there");
     }
 
     #[tokio::test]
