@@ -21,4 +21,4 @@ mod rest;
 mod rest_streaming;
 mod roundtrip;
 mod sdk_clients;
-mod task_poll;
+mod task_client;

@@ -5,14 +5,13 @@
 #![cfg(all(feature = "mcp", feature = "mcp-server"))]
 
 use crate::serve_support::serve;
-use crate::task_poll::poll;
+use crate::task_client::{Follower, poll};
 use opkit::elicit::ElicitRequest;
 use opkit::prelude::*;
 use opkit_adapters::mcp_server::McpServer;
-use rmcp::ClientHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig,
-    ElicitationCapability, InputRequiredResult, InputResponses, ProtocolVersion, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, InputRequiredResult, InputResponses, ProtocolVersion,
+    UpdateTaskParams,
 };
 use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService, ServiceError,
@@ -57,21 +56,6 @@ async fn rollback(ctx: &OperationContext) -> Result<String, CallError> {
     ROLLBACK_RUNS.fetch_add(1, Ordering::SeqCst);
     let approver = ask(ctx, "approver", "Who approves the rollback?").await?;
     Ok(format!("rolled back, approved by {approver}"))
-}
-
-/// A 2026-07-28 client that follows tasks and can be asked questions.
-#[derive(Clone)]
-struct Follower;
-
-impl ClientHandler for Follower {
-    fn get_info(&self) -> ClientConfig {
-        let mut capabilities = ClientCapabilities::builder().enable_tasks().build();
-        capabilities.elicitation = Some(ElicitationCapability::default());
-        let mut config = ClientConfig::default();
-        config.protocol_version = ProtocolVersion::V_2026_07_28;
-        config.capabilities = capabilities;
-        config
-    }
 }
 
 type Client = RunningService<RoleClient, Follower>;

@@ -307,6 +307,19 @@ mod changes {
         registry
     }
 
+    /// rmcp's client at `url`, negotiating 2026-07-28 through `server/discover`.
+    async fn modern(url: String) -> rmcp::service::RunningService<RoleClient, Modern> {
+        Modern
+            .serve_with_lifecycle(
+                StreamableHttpClientTransport::from_uri(url),
+                ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                },
+            )
+            .await
+            .expect("connects")
+    }
+
     async fn next(events: &mut mpsc::UnboundedReceiver<String>) -> String {
         tokio::time::timeout(Duration::from_secs(20), events.recv())
             .await
@@ -349,16 +362,7 @@ mod changes {
         let served =
             serve(axum::Router::new().nest("/mcp", McpServer::new(registry.clone()).router()))
                 .await;
-        let lifecycle = ClientLifecycleMode::Discover {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        };
-        let client = Modern
-            .serve_with_lifecycle(
-                StreamableHttpClientTransport::from_uri(served.url("/mcp")),
-                lifecycle,
-            )
-            .await
-            .expect("connects");
+        let client = modern(served.url("/mcp")).await;
         let mut filter = SubscriptionFilter::new();
         filter.tools_list_changed = Some(true);
         filter.resource_subscriptions = Some(vec![
@@ -438,15 +442,7 @@ mod changes {
         }
         let served =
             serve(axum::Router::new().nest("/mcp", McpServer::new(registry).router())).await;
-        let client = Modern
-            .serve_with_lifecycle(
-                StreamableHttpClientTransport::from_uri(served.url("/mcp")),
-                ClientLifecycleMode::Discover {
-                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-                },
-            )
-            .await
-            .expect("connects");
+        let client = modern(served.url("/mcp")).await;
         let first = client.list_resources(None).await.expect("resources/list");
         assert_eq!(first.resources.len(), LIST_PAGE_SIZE);
         assert!(first.next_cursor.is_some(), "a second page");
@@ -476,16 +472,7 @@ mod changes {
         };
         let server = McpServer::new(registry()).list_cache(hint);
         let served = serve(axum::Router::new().nest("/mcp", server.router())).await;
-        let lifecycle = ClientLifecycleMode::Discover {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        };
-        let client = Modern
-            .serve_with_lifecycle(
-                StreamableHttpClientTransport::from_uri(served.url("/mcp")),
-                lifecycle,
-            )
-            .await
-            .expect("connects");
+        let client = modern(served.url("/mcp")).await;
         let public = Some(rmcp::model::CacheScope::Public);
         let tools = client.list_tools(None).await.expect("tools/list");
         assert_eq!((tools.ttl_ms, tools.cache_scope), (Some(300_000), public));
@@ -534,29 +521,13 @@ async fn wait_forever(ctx: &OperationContext) -> Result<String, CallError> {
 #[cfg(feature = "mcp")]
 mod tasks {
     use super::*;
-    use crate::task_poll::poll;
-    use rmcp::ClientHandler;
+    use crate::task_client::{Follower, poll};
     use rmcp::model::{
-        CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
-        ClientConfig, ElicitationCapability, ProtocolVersion, UpdateTaskParams,
+        CallToolRequestParams, CallToolResponse, CancelTaskParams, ProtocolVersion,
+        UpdateTaskParams,
     };
     use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
     use rmcp::transport::StreamableHttpClientTransport;
-
-    /// A 2026-07-28 client that follows tasks and can be asked questions.
-    #[derive(Clone)]
-    struct Follower;
-
-    impl ClientHandler for Follower {
-        fn get_info(&self) -> ClientConfig {
-            let mut capabilities = ClientCapabilities::builder().enable_tasks().build();
-            capabilities.elicitation = Some(ElicitationCapability::default());
-            let mut config = ClientConfig::default();
-            config.protocol_version = ProtocolVersion::V_2026_07_28;
-            config.capabilities = capabilities;
-            config
-        }
-    }
 
     async fn task_of(client: &RunningService<RoleClient, Follower>, tool: &str) -> String {
         match client
