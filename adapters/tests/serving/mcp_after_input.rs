@@ -5,18 +5,14 @@
 #![cfg(all(feature = "mcp", feature = "mcp-server"))]
 
 use crate::serve_support::serve;
-use crate::task_client::{Follower, poll};
+use crate::task_client::{Follower, follow, poll};
 use opkit::elicit::ElicitRequest;
 use opkit::prelude::*;
 use opkit_adapters::mcp_server::McpServer;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, InputRequiredResult, InputResponses, ProtocolVersion,
-    UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, InputRequiredResult, InputResponses, UpdateTaskParams,
 };
-use rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService, ServiceError,
-};
-use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::service::{RoleClient, RunningService, ServiceError};
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -65,16 +61,7 @@ async fn connect() -> (crate::serve_support::Served, Client) {
     registry.register_typed::<deploy>().unwrap();
     registry.register_typed::<rollback>().unwrap();
     let served = serve(axum::Router::new().nest("/mcp", McpServer::new(registry).router())).await;
-    let lifecycle = ClientLifecycleMode::Discover {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-    };
-    let client = Follower
-        .serve_with_lifecycle(
-            StreamableHttpClientTransport::from_uri(served.url("/mcp")),
-            lifecycle,
-        )
-        .await
-        .expect("connects");
+    let client = follow(served.url("/mcp")).await;
     (served, client)
 }
 

@@ -521,13 +521,11 @@ async fn wait_forever(ctx: &OperationContext) -> Result<String, CallError> {
 #[cfg(feature = "mcp")]
 mod tasks {
     use super::*;
-    use crate::task_client::{Follower, poll};
+    use crate::task_client::{Follower, follow, poll};
     use rmcp::model::{
-        CallToolRequestParams, CallToolResponse, CancelTaskParams, ProtocolVersion,
-        UpdateTaskParams,
+        CallToolRequestParams, CallToolResponse, CancelTaskParams, UpdateTaskParams,
     };
-    use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
-    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::service::{RoleClient, RunningService};
 
     async fn task_of(client: &RunningService<RoleClient, Follower>, tool: &str) -> String {
         match client
@@ -549,16 +547,7 @@ mod tasks {
         registry.register_typed::<wait_forever>().unwrap();
         let served =
             serve(axum::Router::new().nest("/mcp", McpServer::new(registry).router())).await;
-        let lifecycle = ClientLifecycleMode::Discover {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        };
-        let client = Follower
-            .serve_with_lifecycle(
-                StreamableHttpClientTransport::from_uri(served.url("/mcp")),
-                lifecycle,
-            )
-            .await
-            .expect("connects");
+        let client = follow(served.url("/mcp")).await;
 
         // A cached resource read says how fresh it is (from the registry's Cache middleware).
         let read = client

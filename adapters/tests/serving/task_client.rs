@@ -5,7 +5,8 @@ use rmcp::ClientHandler;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitationCapability, GetTaskParams, ProtocolVersion,
 };
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::Value;
 use std::time::Duration;
 
@@ -22,6 +23,19 @@ impl ClientHandler for Follower {
         config.capabilities = capabilities;
         config
     }
+}
+
+/// A [`Follower`] at `url`, negotiating 2026-07-28 through `server/discover`.
+pub(crate) async fn follow(url: String) -> RunningService<RoleClient, Follower> {
+    Follower
+        .serve_with_lifecycle(
+            StreamableHttpClientTransport::from_uri(url),
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("connects")
 }
 
 /// Polls `tasks/get` until `done` holds of the task's JSON (at most 400 times, 25 ms apart).
