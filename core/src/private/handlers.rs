@@ -142,8 +142,8 @@ fn typed_context<O: TypedOperation>(ctx: &OperationContext) -> OperationContext 
 pub fn call_unary<O, F, Fut>(
     ctx: &OperationContext,
     input: O::Input,
-    views: TypedViews<O>,
-    layered: Option<MakeEnd<O, F>>,
+    views: TypedViews,
+    layered: Option<MakeEnd<F>>,
     run: F,
 ) -> impl Future<Output = Result<ResponseEnvelope<O::Output>, CallError>> + use<O, F, Fut>
 where
@@ -180,8 +180,8 @@ where
 pub fn subscribe_typed<O, F, S>(
     ctx: &OperationContext,
     input: O::Input,
-    views: TypedViews<O>,
-    layered: Option<MakeEnd<O, F>>,
+    views: TypedViews,
+    layered: Option<MakeEnd<F>>,
     start: F,
 ) -> impl Stream<Item = Result<ResponseEnvelope<O::Output>, CallError>> + use<O, F, S>
 where
