@@ -203,6 +203,7 @@ const _: () = {
             __OpkitInput { path: path }
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `files.load`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
+        #[inline]
         pub fn call(
             __ctx: &::opkit::__private::OperationContext,
             path: String,

@@ -219,6 +219,7 @@ const _: () = {
             __OpkitInput { a: a, b: b }
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `math.add`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
+        #[inline]
         pub fn call(
             __ctx: &::opkit::__private::OperationContext,
             a: i64,

@@ -113,6 +113,7 @@ const _: () = {
             ::opkit::__private::unwrap_input::<Input<NewUser>>(__input)
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `users.create`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
+        #[inline]
         fn call(
             __ctx: &::opkit::__private::OperationContext,
             __input: Input<NewUser>,
