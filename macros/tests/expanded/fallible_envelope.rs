@@ -172,7 +172,7 @@ const _: () = {
             ::opkit::__private::CallError,
         >,
     > + use<> {
-        ::opkit::__private::futures::FutureExt::map(fetch(url), move |__opkit_returned| {
+        ::opkit::__private::map_once(fetch(url), move |__opkit_returned| {
             ::opkit::__private::produce::<
                 ::opkit::__private::Fallible<::opkit::__private::Envelope>,
                 _,

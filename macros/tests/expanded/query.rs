@@ -199,7 +199,7 @@ const _: () = {
             ::opkit::__private::CallError,
         >,
     > + use<> {
-        ::opkit::__private::futures::FutureExt::map(add(a, b), move |__opkit_returned| {
+        ::opkit::__private::map_once(add(a, b), move |__opkit_returned| {
             ::opkit::__private::produce::<::opkit::__private::Plain, _, _, _>(
                 __opkit_returned,
                 ::opkit::__private::no_error,

@@ -179,7 +179,7 @@ const _: () = {
             ::opkit::__private::CallError,
         >,
     > + use<> {
-        ::opkit::__private::futures::FutureExt::map(parse(text), move |__opkit_returned| {
+        ::opkit::__private::map_once(parse(text), move |__opkit_returned| {
             ::opkit::__private::produce::<
                 ::opkit::__private::Fallible<::opkit::__private::Plain>,
                 _,

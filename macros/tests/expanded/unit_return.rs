@@ -156,7 +156,7 @@ const _: () = {
             ::opkit::__private::CallError,
         >,
     > + use<> {
-        ::opkit::__private::futures::FutureExt::map(ping(), move |__opkit_returned| {
+        ::opkit::__private::map_once(ping(), move |__opkit_returned| {
             ::opkit::__private::produce::<::opkit::__private::Plain, _, _, _>(
                 __opkit_returned,
                 ::opkit::__private::no_error,

@@ -90,15 +90,12 @@ const _: () = {
             ::opkit::__private::CallError,
         >,
     > + use<> {
-        ::opkit::__private::futures::FutureExt::map(
-            create(__ctx, __input),
-            move |__opkit_returned| {
-                ::opkit::__private::produce::<::opkit::__private::Envelope, _, _, _>(
-                    __opkit_returned,
-                    ::opkit::__private::no_error,
-                )
-            },
-        )
+        ::opkit::__private::map_once(create(__ctx, __input), move |__opkit_returned| {
+            ::opkit::__private::produce::<::opkit::__private::Envelope, _, _, _>(
+                __opkit_returned,
+                ::opkit::__private::no_error,
+            )
+        })
     }
     #[allow(dead_code, clippy::too_many_arguments)]
     impl create {
