@@ -310,6 +310,20 @@ def best_of(paths):
     return best
 
 
+BUILD_TIME = os.path.join(os.path.dirname(os.path.abspath(__file__)), "build-time", "results.md")
+
+
+def build_time_parts():
+    """The build-time section and its rows of the Targets table, from build-time/results.md: this
+    run does not measure build time (build-time/run.sh does, and its figures are copied there by
+    hand); the rows follow the line `<!-- targets -->`."""
+    if not os.path.exists(BUILD_TIME):
+        return None, []
+    with open(BUILD_TIME, encoding="utf-8") as handle:
+        section, _, rows = handle.read().partition("<!-- targets -->")
+    return section.strip() + "\n", [line for line in rows.splitlines() if line.startswith("|")]
+
+
 def main():
     lock, outputs = sys.argv[1], sys.argv[2:]
     serving = parse_serving(outputs)
@@ -446,6 +460,9 @@ def main():
         w(f"| {n} | {fmt_ns(floor)} | {fmt_ns(ours_g)} | {ratio(ours_g, floor)} |")
     w("")
 
+    build_time, build_time_rows = build_time_parts()
+    if build_time:
+        w(build_time)
     w("## Targets (issues 9, 20 and 36)\n")
     w("| target | measured | met |")
     w("|---|---|:---:|")
@@ -495,6 +512,7 @@ def main():
     target("WebSocket round-trip throughput, % of raw tokio-tungstenite (no target set)",
            percent(raw_ws, ours_ws) if raw_ws and ours_ws else "not measured", None)
     equal_work_targets(target, check, get, serving)
+    out.extend(build_time_rows)
     w("")
     w(NOTES)
     print("\n".join(out))

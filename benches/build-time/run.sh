@@ -15,7 +15,8 @@ for n in ${SIZES:-100 500}; do
     dir="$work/n$n"
     python3 "$here/generate.py" "$n" "$dir"
     cd "$dir"
-    export CARGO_TARGET_DIR="$dir/target"
+    # One target dir for every size: the dependencies are built once.
+    export CARGO_TARGET_DIR="$work/target"
     # Dependencies (and a first build of each crate) once, for both profiles used.
     cargo check -q --workspace
     cargo build -q --workspace

@@ -26,45 +26,100 @@ pub(crate) enum Block {
 }
 
 /// The block around the attribute at `span`, if its source file can be read.
+///
+/// The file is scanned once per compilation, not once per operation (a file of `n`
+/// operations would cost `n` scans): its text is read each time, which is cheap, and its
+/// [`Blocks`] are reused while the text is the same.
 pub(crate) fn of(span: proc_macro::Span) -> Option<Block> {
     let path = span.local_file()?;
     let text = std::fs::read_to_string(path).ok()?;
-    Some(around(&text, span.line(), span.column()))
+    let (line, column) = (span.line(), span.column());
+    Some(SCANNED.with(|scanned| {
+        let mut scanned = scanned.borrow_mut();
+        if let Some((_, blocks)) = scanned.iter().find(|(seen, _)| *seen == text) {
+            return blocks.at(line, column);
+        }
+        let blocks = Blocks::of(&text);
+        let block = blocks.at(line, column);
+        if scanned.len() == SCANNED_FILES {
+            scanned.remove(0);
+        }
+        scanned.push((text, blocks));
+        block
+    }))
+}
+
+/// How many files' [`Blocks`] are kept.
+const SCANNED_FILES: usize = 8;
+
+thread_local! {
+    /// The files scanned last (their text) and their blocks.
+    static SCANNED: std::cell::RefCell<Vec<(String, Blocks)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// The block around the position `line`:`column` (1-based) of `text`.
+#[cfg(test)]
 pub(crate) fn around(text: &str, line: usize, column: usize) -> Block {
-    let mut blocks: Vec<Block> = Vec::new();
-    let mut header: Vec<&str> = Vec::new();
-    let mut nesting = 0usize;
-    for token in Tokens::new(text) {
-        if (token.line, token.column) >= (line, column) {
-            break;
+    Blocks::of(text).at(line, column)
+}
+
+/// The blocks of a source file: after each `{` or `}` (by position), the innermost block.
+pub(crate) struct Blocks(Vec<((usize, usize), Block)>);
+
+impl Blocks {
+    fn of(text: &str) -> Self {
+        let mut changes = Vec::new();
+        let mut blocks: Vec<Block> = Vec::new();
+        let mut header: Vec<&str> = Vec::new();
+        let mut nesting = 0usize;
+        for token in Tokens::new(text) {
+            match token.text {
+                "{" => {
+                    blocks.push(classify(&header));
+                    header.clear();
+                    nesting = 0;
+                }
+                "}" => {
+                    blocks.pop();
+                    header.clear();
+                    nesting = 0;
+                }
+                ";" => {
+                    header.clear();
+                    nesting = 0;
+                    continue;
+                }
+                "(" | "[" => {
+                    nesting += 1;
+                    continue;
+                }
+                ")" | "]" => {
+                    nesting = nesting.saturating_sub(1);
+                    continue;
+                }
+                word if nesting == 0
+                    && word.starts_with(|c: char| c.is_alphanumeric() || c == '_') =>
+                {
+                    header.push(word);
+                    continue;
+                }
+                _ => continue,
+            }
+            let innermost = blocks.last().copied().unwrap_or(Block::Other);
+            changes.push(((token.line, token.column), innermost));
         }
-        match token.text {
-            "{" => {
-                blocks.push(classify(&header));
-                header.clear();
-                nesting = 0;
-            }
-            "}" => {
-                blocks.pop();
-                header.clear();
-                nesting = 0;
-            }
-            ";" => {
-                header.clear();
-                nesting = 0;
-            }
-            "(" | "[" => nesting += 1,
-            ")" | "]" => nesting = nesting.saturating_sub(1),
-            word if nesting == 0 && word.starts_with(|c: char| c.is_alphanumeric() || c == '_') => {
-                header.push(word);
-            }
-            _ => {}
-        }
+        Self(changes)
     }
-    blocks.last().copied().unwrap_or(Block::Other)
+
+    /// The block around the position `line`:`column`: the innermost one after the last `{`
+    /// or `}` before it.
+    fn at(&self, line: usize, column: usize) -> Block {
+        let before = self.0.partition_point(|(at, _)| *at < (line, column));
+        before
+            .checked_sub(1)
+            .map_or(Block::Other, |last| self.0[last].1)
+    }
 }
 
 /// What a block is, from the words before its `{` (outside attributes and parentheses).

@@ -11,15 +11,23 @@ where
     F: Fn(O::Input, OperationContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Produced<O::Output>, CallError>> + Send + 'static,
 {
-    // Combinators rather than an `async` block: a block holding the fn's future and awaiting
+    // A combinator rather than an `async` block: a block holding the fn's future and awaiting
     // it keeps two copies of it in its state, and the boxed handler future would be twice
-    // as large.
-    Handler::unary(move |input, ctx| match codec.decode(O::ID, input) {
-        Ok(input) => run(input, ctx)
-            .map(move |produced| codec.encode(O::ID, produced?))
-            .left_future(),
-        Err(error) => std::future::ready(Err(error)).right_future(),
-    })
+    // as large. Each branch is boxed on its own, so the one for an invalid input is the same
+    // type for every operation.
+    Handler::Unary(Arc::new(move |input, ctx| {
+        match codec.decode(O::ID, input) {
+            Ok(input) => Box::pin(map_once(run(input, ctx), move |produced| {
+                codec.encode(O::ID, produced?)
+            })),
+            Err(error) => invalid(error),
+        }
+    }))
+}
+
+/// The handler future of a call whose input did not decode.
+fn invalid(error: CallError) -> futures::future::BoxFuture<'static, Result<Value, CallError>> {
+    Box::pin(std::future::ready(Err(error)))
 }
 
 /// The JSON handler of a subscription: decode the input, `start` the stream, encode items.
@@ -142,8 +150,8 @@ fn typed_context<O: TypedOperation>(ctx: &OperationContext) -> OperationContext 
 pub fn call_unary<O, F, Fut>(
     ctx: &OperationContext,
     input: O::Input,
-    views: TypedViews<O>,
-    layered: Option<MakeEnd<O, F>>,
+    views: TypedViews,
+    layered: Option<MakeEnd<F>>,
     run: F,
 ) -> impl Future<Output = Result<ResponseEnvelope<O::Output>, CallError>> + use<O, F, Fut>
 where
@@ -180,8 +188,8 @@ where
 pub fn subscribe_typed<O, F, S>(
     ctx: &OperationContext,
     input: O::Input,
-    views: TypedViews<O>,
-    layered: Option<MakeEnd<O, F>>,
+    views: TypedViews,
+    layered: Option<MakeEnd<F>>,
     start: F,
 ) -> impl Stream<Item = Result<ResponseEnvelope<O::Output>, CallError>> + use<O, F, S>
 where

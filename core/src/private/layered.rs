@@ -8,22 +8,53 @@
 //! [`Reply::envelope`](crate::middleware::Reply::envelope)), and decoded back only when a
 //! middleware replaced them (which needs `Deserialize`; without it that call is
 //! `EXECUTION_ERROR`).
+//!
+//! On this path the input, the result's data and the fn are erased (`Box<dyn Any + Send>`
+//! and boxed closures), so the chain, the endpoints and their guards are compiled once in
+//! opkit: an operation adds only its views, its endpoint maker and the final downcast.
 
 use super::*;
 use crate::middleware::{Call, CallInput, Endpoint, Next, Outcome, Reply, TypedInput, TypedReply};
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use std::any::Any;
 use std::sync::Arc;
 
-type ToJson<T> = fn(&T) -> Result<Value, serde_json::Error>;
-/// A type's JSON encoder and decoder, when it has them.
-pub type JsonView<T> = (Option<ToJson<T>>, Option<FromJson<T>>);
+/// A typed value (a typed call's input, or its result's data), erased: the middleware path
+/// below is compiled once in opkit, not once per operation.
+type AnyValue = Box<dyn Any + Send>;
+/// What a typed fn produced, erased.
+type AnyProduced = Produced<AnyValue>;
+/// A typed call's envelope, its data erased.
+type AnyEnvelope = ResponseEnvelope<AnyValue>;
+type ToJson = fn(&(dyn Any + Send)) -> Result<Value, serde_json::Error>;
+type FromJson = fn(Value) -> Result<AnyValue, serde_json::Error>;
+/// A type's JSON encoder and decoder, when it has them (each applies to that type only).
+pub type JsonView = (Option<ToJson>, Option<FromJson>);
 /// A typed call through middleware, or its input and fn back for the plain path.
 type Layered<T, I, F> = Result<T, (I, F)>;
 /// A typed call's result.
 type TypedResult<O> = Result<ResponseEnvelope<<O as TypedOperation>::Output>, CallError>;
-type FromJson<T> = fn(Value) -> Result<T, serde_json::Error>;
+
+/// The value `value` holds, known to be a `T`.
+fn expect<T: 'static>(value: &(dyn Any + Send)) -> &T {
+    value
+        .downcast_ref()
+        .unwrap_or_else(|| unreachable!("opkit: a typed view applied to another type"))
+}
+
+/// Whether `value` holds a `T`.
+fn holds<T: 'static>(value: &(dyn Any + Send)) -> bool {
+    value.is::<T>()
+}
+
+/// The `T` `value` holds, known to be one.
+fn take<T: 'static>(value: AnyValue) -> T {
+    *value
+        .downcast()
+        .unwrap_or_else(|_| unreachable!("opkit: a typed input checked before"))
+}
 
 /// Finds whether a type serializes and deserializes, where the expansion names it:
 /// `(&ViewProbe::<T>::new()).ser_view()` (with `SerView` and `NoSerView` in scope).
@@ -38,49 +69,49 @@ impl<T> ViewProbe<T> {
 }
 
 /// `T: Serialize`: its JSON encoder.
-pub trait SerView<T> {
+pub trait SerView {
     /// The encoder.
-    fn ser_view(&self) -> Option<ToJson<T>>;
+    fn ser_view(&self) -> Option<ToJson>;
 }
 
-impl<T: Serialize> SerView<T> for ViewProbe<T> {
-    fn ser_view(&self) -> Option<ToJson<T>> {
-        Some(|value| serde_json::to_value(value))
+impl<T: Serialize + 'static> SerView for ViewProbe<T> {
+    fn ser_view(&self) -> Option<ToJson> {
+        Some(|value| serde_json::to_value(expect::<T>(value)))
     }
 }
 
 /// Any other `T`: none.
-pub trait NoSerView<T> {
+pub trait NoSerView {
     /// No encoder.
-    fn ser_view(&self) -> Option<ToJson<T>>;
+    fn ser_view(&self) -> Option<ToJson>;
 }
 
-impl<T> NoSerView<T> for &ViewProbe<T> {
-    fn ser_view(&self) -> Option<ToJson<T>> {
+impl<T> NoSerView for &ViewProbe<T> {
+    fn ser_view(&self) -> Option<ToJson> {
         None
     }
 }
 
 /// `T: DeserializeOwned`: its JSON decoder.
-pub trait DeView<T> {
+pub trait DeView {
     /// The decoder.
-    fn de_view(&self) -> Option<FromJson<T>>;
+    fn de_view(&self) -> Option<FromJson>;
 }
 
-impl<T: DeserializeOwned> DeView<T> for ViewProbe<T> {
-    fn de_view(&self) -> Option<FromJson<T>> {
-        Some(|value| serde_json::from_value(value))
+impl<T: DeserializeOwned + Send + 'static> DeView for ViewProbe<T> {
+    fn de_view(&self) -> Option<FromJson> {
+        Some(|value| serde_json::from_value::<T>(value).map(|value| Box::new(value) as AnyValue))
     }
 }
 
 /// Any other `T`: none.
-pub trait NoDeView<T> {
+pub trait NoDeView {
     /// No decoder.
-    fn de_view(&self) -> Option<FromJson<T>>;
+    fn de_view(&self) -> Option<FromJson>;
 }
 
-impl<T> NoDeView<T> for &ViewProbe<T> {
-    fn de_view(&self) -> Option<FromJson<T>> {
+impl<T> NoDeView for &ViewProbe<T> {
+    fn de_view(&self) -> Option<FromJson> {
         None
     }
 }
@@ -95,7 +126,7 @@ macro_rules! __opkit_typed_views {
         use $crate::__private::{DeView as _, NoDeView as _, NoSerView as _, SerView as _};
         type __I = <$op as $crate::__private::TypedOperation>::Input;
         type __O = <$op as $crate::__private::TypedOperation>::Output;
-        $crate::__private::TypedViews::<$op>::new(
+        $crate::__private::TypedViews::new(
             (
                 (&$crate::__private::ViewProbe::<__I>::new()).ser_view(),
                 (&$crate::__private::ViewProbe::<__I>::new()).de_view(),
@@ -133,11 +164,25 @@ macro_rules! __opkit_stream_endpoint {
     }};
 }
 
-/// The end of a typed call's chain, made from its fn (see [`EndpointProbe`]).
-pub struct TypedEnd(Box<dyn Endpoint>);
+/// The end of a typed call's chain, made from its fn (see [`EndpointProbe`]): the fn with
+/// its input and output erased.
+pub struct TypedEnd {
+    /// Whether an input is the fn's input type.
+    accepts: fn(&(dyn Any + Send)) -> bool,
+    run: EndRun,
+}
 
-/// Makes a typed call's [`TypedEnd`] from its fn and views.
-pub type MakeEnd<O, F> = fn(F, TypedViews<O>) -> TypedEnd;
+/// A typed fn, erased: it takes an input [`TypedEnd::accepts`].
+enum EndRun {
+    Unary(Box<dyn FnOnce(AnyValue, OperationContext) -> AnyFuture + Send>),
+    Stream(Box<dyn FnOnce(AnyValue, OperationContext) -> AnyStream + Send>),
+}
+
+type AnyFuture = BoxFuture<'static, Result<AnyProduced, CallError>>;
+type AnyStream = BoxStream<'static, Result<AnyProduced, CallError>>;
+
+/// Makes a typed call's [`TypedEnd`] from its fn.
+pub type MakeEnd<F> = fn(F) -> TypedEnd;
 
 /// Finds whether the fn `F` of operation `O` can run behind middleware.
 pub struct EndpointProbe<O, F>(PhantomData<Marker<O, F>>);
@@ -155,7 +200,7 @@ impl<O, F> EndpointProbe<O, F> {
 /// A fn whose future is `Send`: its endpoint maker.
 pub trait UnaryEndpoint<O: TypedOperation, F> {
     /// The maker.
-    fn unary_endpoint(&self) -> Option<MakeEnd<O, F>>;
+    fn unary_endpoint(&self) -> Option<MakeEnd<F>>;
 }
 
 impl<O, F, Fut> UnaryEndpoint<O, F> for EndpointProbe<O, F>
@@ -164,15 +209,20 @@ where
     F: FnOnce(O::Input, OperationContext) -> Fut + Send + 'static,
     Fut: Future<Output = Result<Produced<O::Output>, CallError>> + Send + 'static,
 {
-    fn unary_endpoint(&self) -> Option<MakeEnd<O, F>> {
-        Some(|run, views| TypedEnd(Box::new(UnaryEnd::<O, F> { run, views })))
+    fn unary_endpoint(&self) -> Option<MakeEnd<F>> {
+        Some(|run| TypedEnd {
+            accepts: holds::<O::Input>,
+            run: EndRun::Unary(Box::new(move |input, ctx| {
+                Box::pin(run(take(input), ctx).map(|produced| produced.map(erase::<O::Output>)))
+            })),
+        })
     }
 }
 
 /// A fn whose stream is `Send`: its endpoint maker.
 pub trait StreamEndpoint<O: TypedOperation, F> {
     /// The maker.
-    fn stream_endpoint(&self) -> Option<MakeEnd<O, F>>;
+    fn stream_endpoint(&self) -> Option<MakeEnd<F>>;
 }
 
 impl<O, F, S> StreamEndpoint<O, F> for EndpointProbe<O, F>
@@ -181,44 +231,68 @@ where
     F: FnOnce(O::Input, OperationContext) -> S + Send + 'static,
     S: Stream<Item = Result<Produced<O::Output>, CallError>> + Send + 'static,
 {
-    fn stream_endpoint(&self) -> Option<MakeEnd<O, F>> {
-        Some(|start, views| TypedEnd(Box::new(StreamEnd::<O, F> { start, views })))
+    fn stream_endpoint(&self) -> Option<MakeEnd<F>> {
+        Some(|start| TypedEnd {
+            accepts: holds::<O::Input>,
+            run: EndRun::Stream(Box::new(move |input, ctx| {
+                Box::pin(start(take(input), ctx).map(|item| item.map(erase::<O::Output>)))
+            })),
+        })
     }
 }
 
 /// Any other fn: none (its operation does not compile; the handler's check says why).
 pub trait NoEndpoint<O: TypedOperation, F> {
     /// No maker.
-    fn unary_endpoint(&self) -> Option<MakeEnd<O, F>> {
+    fn unary_endpoint(&self) -> Option<MakeEnd<F>> {
         None
     }
     /// No maker.
-    fn stream_endpoint(&self) -> Option<MakeEnd<O, F>> {
+    fn stream_endpoint(&self) -> Option<MakeEnd<F>> {
         None
     }
 }
 
 impl<O: TypedOperation, F> NoEndpoint<O, F> for &EndpointProbe<O, F> {}
 
-/// The JSON views of one typed operation's input and output.
-pub struct TypedViews<O: TypedOperation> {
-    input_to: Option<ToJson<O::Input>>,
-    input_from: Option<FromJson<O::Input>>,
-    output_to: Option<ToJson<O::Output>>,
-    output_from: Option<FromJson<O::Output>>,
-}
-
-impl<O: TypedOperation> Clone for TypedViews<O> {
-    fn clone(&self) -> Self {
-        *self
+/// What a typed fn produced, its data erased.
+fn erase<D: Send + 'static>(produced: Produced<D>) -> AnyProduced {
+    match produced {
+        Produced::Data(data) => Produced::Data(Box::new(data)),
+        Produced::Envelope(envelope) => Produced::Envelope(ResponseEnvelope {
+            data: Box::new(envelope.data),
+            meta: envelope.meta,
+        }),
     }
 }
 
-impl<O: TypedOperation> Copy for TypedViews<O> {}
+/// The typed envelope of operation `id` back from its erased form.
+fn typed_data<D: 'static>(
+    id: &str,
+    envelope: AnyEnvelope,
+) -> Result<ResponseEnvelope<D>, CallError> {
+    let data = envelope
+        .data
+        .downcast::<D>()
+        .map_err(|_| cannot(id, "the result changed type"))?;
+    Ok(ResponseEnvelope {
+        data: *data,
+        meta: envelope.meta,
+    })
+}
 
-impl<O: TypedOperation> TypedViews<O> {
+/// The JSON views of one typed operation's input and output.
+#[derive(Clone, Copy)]
+pub struct TypedViews {
+    input_to: Option<ToJson>,
+    input_from: Option<FromJson>,
+    output_to: Option<ToJson>,
+    output_from: Option<FromJson>,
+}
+
+impl TypedViews {
     /// The views the probes found.
-    pub fn new(input: JsonView<O::Input>, output: JsonView<O::Output>) -> Self {
+    pub fn new(input: JsonView, output: JsonView) -> Self {
         Self {
             input_to: input.0,
             input_from: input.1,
@@ -228,51 +302,75 @@ impl<O: TypedOperation> TypedViews<O> {
     }
 }
 
+/// What the middleware path needs to know of a typed operation, without its type.
+#[derive(Clone, Copy)]
+struct Facts {
+    id: &'static str,
+    shared_id: fn() -> Arc<str>,
+    spec: fn() -> OperationSpec,
+}
+
+impl Facts {
+    fn of<O: TypedOperation>() -> Self {
+        Self {
+            id: O::ID,
+            shared_id: O::shared_id,
+            spec: O::spec,
+        }
+    }
+}
+
 fn cannot(id: &str, what: &str) -> CallError {
     CallError::execution(format!("typed call of `{id}`: {what}"))
 }
 
 /// A typed call's input, for [`Call::input`].
-struct Held<O: TypedOperation> {
-    value: O::Input,
-    views: TypedViews<O>,
+struct Held {
+    id: &'static str,
+    value: AnyValue,
+    to_json: Option<ToJson>,
 }
 
-impl<O: TypedOperation> TypedInput for Held<O> {
+impl TypedInput for Held {
     fn to_json(&self) -> Result<Value, CallError> {
-        let encode = self.views.input_to.ok_or_else(|| {
+        let encode = self.to_json.ok_or_else(|| {
             cannot(
-                O::ID,
+                self.id,
                 "a middleware read the input, but its type does not implement `Serialize`",
             )
         })?;
-        encode(&self.value)
-            .map_err(|error| cannot(O::ID, &format!("the input does not serialize: {error}")))
+        encode(&*self.value)
+            .map_err(|error| cannot(self.id, &format!("the input does not serialize: {error}")))
     }
 
     fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
-        Box::new(self.value)
+        self.value
     }
 }
 
 /// The input the fn gets: its own, or the one a middleware set, decoded.
-fn take_input<O: TypedOperation>(
+fn take_input(
+    id: &str,
     input: CallInput,
-    views: TypedViews<O>,
-) -> Result<O::Input, CallError> {
+    accepts: fn(&(dyn Any + Send)) -> bool,
+    views: TypedViews,
+) -> Result<AnyValue, CallError> {
     match input {
-        CallInput::Typed { value, .. } => value
-            .into_any()
-            .downcast::<O::Input>()
-            .map(|input| *input)
-            .map_err(|_| cannot(O::ID, "the input changed type")),
+        CallInput::Typed { value, .. } => {
+            let value = value.into_any();
+            if accepts(&*value) {
+                Ok(value)
+            } else {
+                Err(cannot(id, "the input changed type"))
+            }
+        }
         CallInput::Json(value) => {
             let decode = views.input_from.ok_or_else(|| {
-                cannot(O::ID, "a middleware replaced the input, but its type does not implement `Deserialize`")
+                cannot(id, "a middleware replaced the input, but its type does not implement `Deserialize`")
             })?;
             decode(value).map_err(|error| {
                 cannot(
-                    O::ID,
+                    id,
                     &format!("the input a middleware set does not decode: {error}"),
                 )
             })
@@ -281,21 +379,22 @@ fn take_input<O: TypedOperation>(
 }
 
 /// A typed call's envelope, for [`Reply::envelope`].
-struct Made<O: TypedOperation> {
-    envelope: ResponseEnvelope<O::Output>,
-    views: TypedViews<O>,
+struct Made {
+    id: &'static str,
+    envelope: AnyEnvelope,
+    to_json: Option<ToJson>,
 }
 
-impl<O: TypedOperation> TypedReply for Made<O> {
+impl TypedReply for Made {
     fn to_json(&self) -> Result<ResponseEnvelope, CallError> {
-        let encode = self.views.output_to.ok_or_else(|| {
+        let encode = self.to_json.ok_or_else(|| {
             cannot(
-                O::ID,
+                self.id,
                 "a middleware read the result, but its type does not implement `Serialize`",
             )
         })?;
-        let data = encode(&self.envelope.data)
-            .map_err(|error| cannot(O::ID, &format!("the result does not serialize: {error}")))?;
+        let data = encode(&*self.envelope.data)
+            .map_err(|error| cannot(self.id, &format!("the result does not serialize: {error}")))?;
         Ok(ResponseEnvelope {
             data,
             meta: self.envelope.meta.clone(),
@@ -307,24 +406,21 @@ impl<O: TypedOperation> TypedReply for Made<O> {
     }
 }
 
-/// The typed envelope a reply holds: the fn's own, or the one a middleware made, decoded.
-pub(super) fn typed_reply<O: TypedOperation>(
-    reply: Reply,
-    views: TypedViews<O>,
-) -> Result<ResponseEnvelope<O::Output>, CallError> {
+/// The envelope a reply holds: the fn's own, or the one a middleware made, decoded.
+fn typed_reply(id: &str, reply: Reply, views: TypedViews) -> Result<AnyEnvelope, CallError> {
     match reply.into_typed() {
         Ok(value) => value
-            .downcast::<ResponseEnvelope<O::Output>>()
+            .downcast::<AnyEnvelope>()
             .map(|envelope| *envelope)
-            .map_err(|_| cannot(O::ID, "the result changed type")),
+            .map_err(|_| cannot(id, "the result changed type")),
         Err(envelope) => {
             let envelope = *envelope;
             let decode = views.output_from.ok_or_else(|| {
-                cannot(O::ID, "a middleware replaced the result, but its type does not implement `Deserialize`")
+                cannot(id, "a middleware replaced the result, but its type does not implement `Deserialize`")
             })?;
             let data = decode(envelope.data).map_err(|error| {
                 cannot(
-                    O::ID,
+                    id,
                     &format!("the result a middleware made does not decode: {error}"),
                 )
             })?;
@@ -337,59 +433,69 @@ pub(super) fn typed_reply<O: TypedOperation>(
 }
 
 /// The end of a typed unary call's chain: the fn, guarded.
-struct UnaryEnd<O: TypedOperation, F> {
-    run: F,
-    views: TypedViews<O>,
+struct UnaryEnd {
+    facts: Facts,
+    accepts: fn(&(dyn Any + Send)) -> bool,
+    run: Box<dyn FnOnce(AnyValue, OperationContext) -> AnyFuture + Send>,
+    views: TypedViews,
 }
 
-impl<O, F, Fut> Endpoint for UnaryEnd<O, F>
-where
-    O: TypedOperation,
-    F: FnOnce(O::Input, OperationContext) -> Fut + Send + 'static,
-    Fut: Future<Output = Result<Produced<O::Output>, CallError>> + Send + 'static,
-{
+impl Endpoint for UnaryEnd {
     fn run(
         self: Box<Self>,
         input: CallInput,
         ctx: OperationContext,
     ) -> BoxFuture<'static, Result<Outcome, CallError>> {
-        let UnaryEnd { run, views } = *self;
+        let UnaryEnd {
+            facts,
+            accepts,
+            run,
+            views,
+        } = *self;
         Box::pin(async move {
-            let input = take_input(input, views)?;
-            let produced = crate::registry::guard::call(O::ID, ctx, |ctx| run(input, ctx)).await?;
-            let envelope = produced.into_envelope(O::shared_id());
-            Ok(Outcome::Unary(Reply::typed(Box::new(Made::<O> {
+            let input = take_input(facts.id, input, accepts, views)?;
+            let produced =
+                crate::registry::guard::call(facts.id, ctx, |ctx| run(input, ctx)).await?;
+            let envelope = produced.into_envelope((facts.shared_id)());
+            Ok(Outcome::Unary(Reply::typed(Box::new(Made {
+                id: facts.id,
                 envelope,
-                views,
+                to_json: views.output_to,
             }))))
         })
     }
 }
 
 /// The end of a typed subscription's chain: the fn's stream, guarded.
-struct StreamEnd<O: TypedOperation, F> {
-    start: F,
-    views: TypedViews<O>,
+struct StreamEnd {
+    facts: Facts,
+    accepts: fn(&(dyn Any + Send)) -> bool,
+    start: Box<dyn FnOnce(AnyValue, OperationContext) -> AnyStream + Send>,
+    views: TypedViews,
 }
 
-impl<O, F, S> Endpoint for StreamEnd<O, F>
-where
-    O: TypedOperation,
-    F: FnOnce(O::Input, OperationContext) -> S + Send + 'static,
-    S: Stream<Item = Result<Produced<O::Output>, CallError>> + Send + 'static,
-{
+impl Endpoint for StreamEnd {
     fn run(
         self: Box<Self>,
         input: CallInput,
         ctx: OperationContext,
     ) -> BoxFuture<'static, Result<Outcome, CallError>> {
-        let StreamEnd { start, views } = *self;
-        let started = take_input(input, views).and_then(|input| {
-            let id = O::shared_id();
+        let StreamEnd {
+            facts,
+            accepts,
+            start,
+            views,
+        } = *self;
+        let started = take_input(facts.id, input, accepts, views).and_then(|input| {
+            let id = (facts.shared_id)();
             crate::registry::guard::stream(id.clone(), ctx, move |ctx| {
                 Box::pin(start(input, ctx).map(move |item| {
                     let envelope = item?.into_envelope(id.clone());
-                    Ok(Reply::typed(Box::new(Made::<O> { envelope, views })))
+                    Ok(Reply::typed(Box::new(Made {
+                        id: facts.id,
+                        envelope,
+                        to_json: views.output_to,
+                    })))
                 }))
             })
         });
@@ -399,38 +505,63 @@ where
     }
 }
 
-/// The chain a typed call of `O` made with `ctx` passes through and the spec its middleware
-/// sees; `None` when no middleware covers it (the plain typed path).
-fn chain_for<O: TypedOperation>(
+impl TypedEnd {
+    /// The chain's endpoint.
+    fn endpoint(self, facts: Facts, views: TypedViews) -> Box<dyn Endpoint> {
+        let accepts = self.accepts;
+        match self.run {
+            EndRun::Unary(run) => Box::new(UnaryEnd {
+                facts,
+                accepts,
+                run,
+                views,
+            }),
+            EndRun::Stream(start) => Box::new(StreamEnd {
+                facts,
+                accepts,
+                start,
+                views,
+            }),
+        }
+    }
+}
+
+/// The chain a typed call made with `ctx` passes through and the spec its middleware sees;
+/// `None` when no middleware covers it (the plain typed path).
+fn chain_for(
     ctx: &OperationContext,
+    facts: Facts,
 ) -> Option<(crate::middleware::Chain, Arc<OperationSpec>)> {
     let backend = ctx.env_backend()?;
     if !backend.has_layers() {
         return None;
     }
-    let found = backend.layers_for(O::ID)?;
+    let found = backend.layers_for(facts.id)?;
     let found = found.downcast::<crate::registry::LayersFor>().ok()?;
-    let spec = found.spec.unwrap_or_else(|| Arc::new(O::spec()));
-    let chain = found.layers.chain_for(O::ID, &spec)?;
+    let spec = found.spec.unwrap_or_else(|| Arc::new((facts.spec)()));
+    let chain = found.layers.chain_for(facts.id, &spec)?;
     Some((chain, spec))
 }
 
-/// The call of `O` on `chain`, ending in `endpoint`.
-fn start<O: TypedOperation>(
+/// The call on `chain`, ending in `end`.
+fn start(
     ctx: &OperationContext,
+    facts: Facts,
     spec: Arc<OperationSpec>,
-    input: O::Input,
-    views: TypedViews<O>,
-    endpoint: Box<dyn Endpoint>,
+    input: AnyValue,
+    views: TypedViews,
+    end: TypedEnd,
 ) -> Call {
     let input = CallInput::Typed {
-        value: Box::new(Held::<O> {
+        value: Box::new(Held {
+            id: facts.id,
             value: input,
-            views,
+            to_json: views.input_to,
         }),
         json: None,
     };
-    Call::new(O::shared_id(), spec, ctx.clone(), input, endpoint)
+    let endpoint = end.endpoint(facts, views);
+    Call::new((facts.shared_id)(), spec, ctx.clone(), input, endpoint)
 }
 
 /// A typed unary call through the middleware that covers it; `Err` gives the input and
@@ -438,46 +569,72 @@ fn start<O: TypedOperation>(
 pub(super) fn layered_unary<O, F>(
     ctx: &OperationContext,
     input: O::Input,
-    views: TypedViews<O>,
-    make: Option<MakeEnd<O, F>>,
+    views: TypedViews,
+    make: Option<MakeEnd<F>>,
     run: F,
 ) -> Layered<BoxFuture<'static, TypedResult<O>>, O::Input, F>
 where
     O: TypedOperation,
 {
-    let (Some(make), Some((chain, spec))) = (make, chain_for::<O>(ctx)) else {
+    let facts = Facts::of::<O>();
+    let (Some(make), Some((chain, spec))) = (make, chain_for(ctx, facts)) else {
         return Err((input, run));
     };
-    let call = start::<O>(ctx, spec, input, views, make(run, views).0);
-    Ok(Box::pin(async move {
+    let call = start(ctx, facts, spec, Box::new(input), views, make(run));
+    Ok(Box::pin(unary_reply(chain, call, facts.id, views).map(
+        |reply| reply.and_then(|envelope| typed_data(O::ID, envelope)),
+    )))
+}
+
+/// The reply of a typed unary call on `chain`.
+fn unary_reply(
+    chain: crate::middleware::Chain,
+    call: Call,
+    id: &'static str,
+    views: TypedViews,
+) -> BoxFuture<'static, Result<AnyEnvelope, CallError>> {
+    Box::pin(async move {
         let reply = Next::start(chain).run(call).await?.into_reply()?;
-        typed_reply(reply, views)
-    }))
+        typed_reply(id, reply, views)
+    })
 }
 
 /// A typed subscription through the middleware that covers it (as [`layered_unary`]).
 pub(super) fn layered_stream<O, F>(
     ctx: &OperationContext,
     input: O::Input,
-    views: TypedViews<O>,
-    make: Option<MakeEnd<O, F>>,
+    views: TypedViews,
+    make: Option<MakeEnd<F>>,
     start_stream: F,
 ) -> Layered<BoxStream<'static, TypedResult<O>>, O::Input, F>
 where
     O: TypedOperation,
 {
-    let (Some(make), Some((chain, spec))) = (make, chain_for::<O>(ctx)) else {
+    let facts = Facts::of::<O>();
+    let (Some(make), Some((chain, spec))) = (make, chain_for(ctx, facts)) else {
         return Err((input, start_stream));
     };
-    let call = start::<O>(ctx, spec, input, views, make(start_stream, views).0);
+    let call = start(ctx, facts, spec, Box::new(input), views, make(start_stream));
+    Ok(Box::pin(stream_replies(chain, call, facts.id, views).map(
+        |item| item.and_then(|envelope| typed_data(O::ID, envelope)),
+    )))
+}
+
+/// The replies of a typed subscription on `chain`.
+fn stream_replies(
+    chain: crate::middleware::Chain,
+    call: Call,
+    id: &'static str,
+    views: TypedViews,
+) -> BoxStream<'static, Result<AnyEnvelope, CallError>> {
     let items = async move {
         match Next::start(chain).run(call).await {
             Ok(outcome) => outcome
                 .into_stream()
-                .map(move |item| typed_reply(item?, views))
+                .map(move |item| typed_reply(id, item?, views))
                 .left_stream(),
             Err(error) => stream::once(async move { Err(error) }).right_stream(),
         }
     };
-    Ok(Box::pin(stream::once(items).flatten()))
+    Box::pin(stream::once(items).flatten())
 }

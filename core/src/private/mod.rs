@@ -58,6 +58,7 @@ mod errors;
 mod handlers;
 mod input;
 mod layered;
+mod map;
 mod output;
 mod send;
 mod spec;
@@ -73,6 +74,7 @@ pub use layered::{
     DeView, EndpointProbe, MakeEnd, NoDeView, NoEndpoint, NoSerView, SerView, StreamEndpoint,
     TypedEnd, TypedViews, UnaryEndpoint, ViewProbe,
 };
+pub use map::{MapOnce, map_once};
 pub use output::*;
 pub use send::*;
 pub use spec::*;

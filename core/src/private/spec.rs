@@ -150,11 +150,13 @@ pub fn decode<T: ParamDeserialize>(input: Value) -> Result<T, serde_json::Error>
     serde_json::from_value(input)
 }
 
-/// Writes what a fn returned as JSON (an envelope whole, for the pipeline to detect).
+/// Writes what a fn returned as JSON (an envelope whole, for the pipeline to detect). An
+/// envelope's data is written first and the envelope then as a `Value` one, which gives the
+/// same JSON with one serializer of envelopes for every operation.
 pub fn encode<T: OutputSerialize>(produced: Produced<T>) -> Result<Value, serde_json::Error> {
     match produced {
         Produced::Data(data) => serde_json::to_value(data),
-        Produced::Envelope(envelope) => serde_json::to_value(envelope),
+        Produced::Envelope(envelope) => serde_json::to_value(envelope.into_value_envelope()?),
     }
 }
 
@@ -168,21 +170,26 @@ pub struct Codec<I, D> {
 
 impl<I, D> Codec<I, D> {
     pub(super) fn decode(&self, id: &str, input: Value) -> Result<I, CallError> {
-        (self.decode)(input).map_err(|error| {
-            CallError::new(
-                ErrorCode::ValidationError,
-                format!("the input of `{id}` is invalid: {error}"),
-            )
-        })
+        (self.decode)(input).map_err(|error| invalid_input(id, error))
     }
 
     pub(super) fn encode(&self, id: &str, produced: Produced<D>) -> Result<Value, CallError> {
-        (self.encode)(produced).map_err(|error| {
-            CallError::execution(format!(
-                "the output of `{id}` could not be serialized: {error}"
-            ))
-        })
+        (self.encode)(produced).map_err(|error| unserializable_output(id, error))
     }
+}
+
+// The errors apart from the generic `Codec`, so they are compiled once.
+fn invalid_input(id: &str, error: serde_json::Error) -> CallError {
+    CallError::new(
+        ErrorCode::ValidationError,
+        format!("the input of `{id}` is invalid: {error}"),
+    )
+}
+
+fn unserializable_output(id: &str, error: serde_json::Error) -> CallError {
+    CallError::execution(format!(
+        "the output of `{id}` could not be serialized: {error}"
+    ))
 }
 
 impl<I, D> Clone for Codec<I, D> {

@@ -422,6 +422,7 @@ fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     let call = if op.output.stream {
         quote! {
             #[doc = #call_doc]
+            #[inline]
             #vis fn subscribe(#ctx: &#private::OperationContext, #(#params),*)
                 -> impl #private::futures::Stream<Item = #envelope> + use<>
             {
@@ -438,6 +439,7 @@ fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     } else {
         quote! {
             #[doc = #call_doc]
+            #[inline]
             #vis fn call(#ctx: &#private::OperationContext, #(#params),*)
                 -> impl #private::Future<Output = #envelope> + use<>
             {
@@ -452,6 +454,9 @@ fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
             }
         }
     };
+    // `call` / `subscribe` are `#[inline]` so they are compiled only where they are used, not
+    // in every crate that defines operations: the typed path (its views, its endpoint for
+    // middleware, its guard) is most of an operation's code, and many crates never call it.
     let id_doc = format!("The operation id: `{id}`.");
     quote! {
         #run

@@ -107,7 +107,7 @@ fn unary_run(op: &Operation<'_>, run: &RunParts<'_>) -> TokenStream {
         // inside the fn's future). Calling an `async fn` runs none of its body.
         let returned = Ident::new("__opkit_returned", Span::mixed_site());
         quote! {
-            #private::futures::FutureExt::map(
+            #private::map_once(
                 #call,
                 move |#returned| #produce(#returned, #convert),
             )

@@ -179,7 +179,7 @@ const _: () = {
             ::opkit::__private::CallError,
         >,
     > + use<> {
-        ::opkit::__private::futures::FutureExt::map(load(path), move |__opkit_returned| {
+        ::opkit::__private::map_once(load(path), move |__opkit_returned| {
             ::opkit::__private::produce::<
                 ::opkit::__private::Fallible<::opkit::__private::Plain>,
                 _,
@@ -203,6 +203,7 @@ const _: () = {
             __OpkitInput { path: path }
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `files.load`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
+        #[inline]
         pub fn call(
             __ctx: &::opkit::__private::OperationContext,
             path: String,

@@ -212,6 +212,7 @@ const _: () = {
             __OpkitInput { topic: topic }
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `news.feed`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
+        #[inline]
         fn subscribe(
             __ctx: &::opkit::__private::OperationContext,
             topic: String,

@@ -179,6 +179,7 @@ const _: () = {
             __OpkitInput {}
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `auth.whoami`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
+        #[inline]
         pub fn call(
             __ctx: &::opkit::__private::OperationContext,
         ) -> impl ::opkit::__private::Future<

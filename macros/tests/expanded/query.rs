@@ -199,7 +199,7 @@ const _: () = {
             ::opkit::__private::CallError,
         >,
     > + use<> {
-        ::opkit::__private::futures::FutureExt::map(add(a, b), move |__opkit_returned| {
+        ::opkit::__private::map_once(add(a, b), move |__opkit_returned| {
             ::opkit::__private::produce::<::opkit::__private::Plain, _, _, _>(
                 __opkit_returned,
                 ::opkit::__private::no_error,
@@ -219,6 +219,7 @@ const _: () = {
             __OpkitInput { a: a, b: b }
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `math.add`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
+        #[inline]
         pub fn call(
             __ctx: &::opkit::__private::OperationContext,
             a: i64,

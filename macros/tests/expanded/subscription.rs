@@ -218,6 +218,7 @@ const _: () = {
             __OpkitInput { count: count }
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `clock.ticks`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
+        #[inline]
         fn subscribe(
             __ctx: &::opkit::__private::OperationContext,
             count: u32,

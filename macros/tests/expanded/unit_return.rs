@@ -156,7 +156,7 @@ const _: () = {
             ::opkit::__private::CallError,
         >,
     > + use<> {
-        ::opkit::__private::futures::FutureExt::map(ping(), move |__opkit_returned| {
+        ::opkit::__private::map_once(ping(), move |__opkit_returned| {
             ::opkit::__private::produce::<::opkit::__private::Plain, _, _, _>(
                 __opkit_returned,
                 ::opkit::__private::no_error,
@@ -176,6 +176,7 @@ const _: () = {
             __OpkitInput {}
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `health.ping`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
+        #[inline]
         pub fn call(
             __ctx: &::opkit::__private::OperationContext,
         ) -> impl ::opkit::__private::Future<

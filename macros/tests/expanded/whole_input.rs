@@ -90,15 +90,12 @@ const _: () = {
             ::opkit::__private::CallError,
         >,
     > + use<> {
-        ::opkit::__private::futures::FutureExt::map(
-            create(__ctx, __input),
-            move |__opkit_returned| {
-                ::opkit::__private::produce::<::opkit::__private::Envelope, _, _, _>(
-                    __opkit_returned,
-                    ::opkit::__private::no_error,
-                )
-            },
-        )
+        ::opkit::__private::map_once(create(__ctx, __input), move |__opkit_returned| {
+            ::opkit::__private::produce::<::opkit::__private::Envelope, _, _, _>(
+                __opkit_returned,
+                ::opkit::__private::no_error,
+            )
+        })
     }
     #[allow(dead_code, clippy::too_many_arguments)]
     impl create {
@@ -113,6 +110,7 @@ const _: () = {
             ::opkit::__private::unwrap_input::<Input<NewUser>>(__input)
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `users.create`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
+        #[inline]
         fn call(
             __ctx: &::opkit::__private::OperationContext,
             __input: Input<NewUser>,
