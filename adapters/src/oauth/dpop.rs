@@ -21,6 +21,9 @@ pub(crate) const USE_NONCE: &str = "use_dpop_nonce";
 /// The response header carrying a server's nonce.
 pub(crate) const NONCE_HEADER: &str = "dpop-nonce";
 
+/// The request header carrying a proof.
+pub(crate) const PROOF_HEADER: &str = "dpop";
+
 /// A DPoP key: ES256, its public half sent in each proof's header.
 pub(crate) struct DpopKey {
     pair: EcdsaKeyPair,

@@ -5,7 +5,7 @@
 //! and sends a request again, once, with the nonce a `use_dpop_nonce` answer names (RFC 9449
 //! §8).
 
-use super::dpop::{DpopKey, NONCE_HEADER, Nonces, USE_NONCE};
+use super::dpop::{DpopKey, NONCE_HEADER, Nonces, PROOF_HEADER, USE_NONCE};
 use futures::StreamExt;
 use parking_lot::Mutex;
 use rmcp::transport::auth::{
@@ -118,7 +118,7 @@ impl DpopHttp {
             .headers(parts.headers.clone())
             .body(body.to_vec());
         if let Some(proof) = proof {
-            request = request.header("DPoP", proof);
+            request = request.header(PROOF_HEADER, proof);
         }
         if let Some(timeout) = timeout {
             request = request.timeout(timeout);

@@ -96,7 +96,7 @@ mod claims;
 mod client;
 mod discovery;
 #[cfg(feature = "oauth-client")]
-mod dpop;
+pub(crate) mod dpop;
 #[cfg(feature = "oauth-client")]
 mod dpop_http;
 mod error;

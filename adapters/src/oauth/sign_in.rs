@@ -122,7 +122,8 @@ impl SignIn {
         }
     }
 
-    /// The key and nonces of a DPoP-bound token (`None` when the token is a bearer token).
+    /// Whether the token `manager` holds is DPoP-bound (`token_type` `DPoP`), not a bearer
+    /// token.
     async fn bound(manager: &AuthorizationManager) -> bool {
         let Ok((_, Some(response))) = manager.get_credentials().await else {
             return false;
@@ -136,6 +137,14 @@ impl SignIn {
                     .map(str::to_owned)
             })
             .is_some_and(|kind| kind.eq_ignore_ascii_case("dpop"))
+    }
+
+    /// Keeps the client a sign-in made, and whether its token is DPoP-bound; its token.
+    async fn adopt(held: &mut Held, manager: AuthorizationManager) -> Result<String, SignInError> {
+        let token = manager.get_access_token().await?;
+        held.bound = Self::bound(&manager).await;
+        held.manager = Some(manager);
+        Ok(token)
     }
 
     /// After a `401` with `challenge` for a request that carried `sent`: a token that may
@@ -165,9 +174,7 @@ impl SignIn {
         // From the start, discovery included: a fresh client, so nothing registered with
         // one authorization server is shown to another.
         let manager = self.sign_in(challenge, &[]).await?;
-        let token = manager.get_access_token().await?;
-        held.bound = Self::bound(&manager).await;
-        held.manager = Some(manager);
+        let token = Self::adopt(&mut held, manager).await?;
         held.step_ups = 0;
         Ok(self.credential(&held, token))
     }
@@ -216,9 +223,7 @@ impl SignIn {
             }
         }
         let manager = self.sign_in(challenge, &scopes).await?;
-        let token = manager.get_access_token().await?;
-        held.bound = Self::bound(&manager).await;
-        held.manager = Some(manager);
+        let token = Self::adopt(&mut held, manager).await?;
         Ok(self.credential(&held, token))
     }
 

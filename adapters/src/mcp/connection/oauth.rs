@@ -7,6 +7,7 @@
 //! `use_dpop_nonce` refusal is followed with its nonce.
 
 use crate::oauth::ClientCredentials;
+use crate::oauth::dpop::{NONCE_HEADER, PROOF_HEADER, USE_NONCE};
 use crate::oauth::sign_in::{Credential, SignIn};
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
@@ -19,9 +20,6 @@ use sse_stream::Sse;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
-
-/// The `error` of a server that wants its DPoP nonce in the proof.
-const USE_NONCE: &str = "use_dpop_nonce";
 
 type Error = StreamableHttpError<reqwest::Error>;
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -172,7 +170,7 @@ impl TokenClient {
             http::header::AUTHORIZATION,
             value(format!("DPoP {}", credential.token))?,
         );
-        headers.insert(HeaderName::from_static("dpop"), value(proof)?);
+        headers.insert(HeaderName::from_static(PROOF_HEADER), value(proof)?);
         Ok(Presented {
             bearer: None,
             headers,
@@ -197,7 +195,7 @@ impl TokenClient {
                 http::header::AUTHORIZATION,
                 format!("DPoP {}", credential.token),
             )
-            .header("DPoP", proof)
+            .header(PROOF_HEADER, proof)
             .header(http::header::CONTENT_TYPE, "application/json")
             .header(http::header::ACCEPT, "application/json, text/event-stream")
             .body("{}")
@@ -206,7 +204,7 @@ impl TokenClient {
             .map_err(StreamableHttpError::Client)?;
         let nonce = answer
             .headers()
-            .get("dpop-nonce")
+            .get(NONCE_HEADER)
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
         match nonce {
