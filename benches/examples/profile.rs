@@ -1,6 +1,6 @@
 //! A loop of one bench path for a profiler (callgrind or perf):
 //! `cargo build --release --example profile && valgrind --tool=callgrind target/release/examples/profile tiny 20000`.
-//! Paths: `tiny`, `medium`, `tiny-floor`, `medium-floor` (the JSON floor), (`registry.execute`), `stream` (`registry.subscribe`), `typed-stream` (`items::subscribe`), `memory` (call
+//! Paths: `tiny`, `medium`, `tiny-floor`, `medium-floor` (the JSON floor), (`registry.execute`), `stream` (`registry.subscribe`), `typed-stream` (`items::subscribe`), `typed-middleware` (`add::call` through one no-op middleware), `memory` (call
 //! protocol round trip over `MemoryPubSub`).
 
 use futures::StreamExt;
@@ -27,6 +27,17 @@ fn main() {
                 for _ in 0..rounds {
                     let out = registry.execute(add::ID, tiny_json(), &ctx).await;
                     std::hint::black_box(out.expect("execute"));
+                }
+            }
+            "typed-middleware" => {
+                let ctx = OperationRegistry::from_inventory()
+                    .with_middleware(opkit::middleware::from_fn(
+                        |call, next: opkit::middleware::Next| next.run(call),
+                    ))
+                    .context();
+                for _ in 0..rounds {
+                    let out = add::call(&ctx, 2, 40).await;
+                    std::hint::black_box(out.expect("typed call"));
                 }
             }
             "tiny-floor" => {

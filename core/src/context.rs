@@ -8,6 +8,7 @@ use crate::elicit::{ClientRequest, ElicitRequest, ElicitResponse, Elicited, Elic
 use crate::envelope::ResponseEnvelope;
 use crate::error::CallError;
 use crate::report::{LogLevel, LogRecord, Progress, Reporter};
+use crate::spec::OperationSpec;
 use crate::state::StateMap;
 use crate::trace_context::TraceContext;
 use futures::Stream;
@@ -22,6 +23,14 @@ use tokio_util::sync::CancellationToken;
 /// A subscription's results: one envelope (or error) per item of the handler's stream.
 pub type EnvelopeStream =
     Pin<Box<dyn Stream<Item = Result<ResponseEnvelope, CallError>> + Send + 'static>>;
+
+/// What [`EnvBackend::layers_for`] gives a typed call: the backend's middleware, erased, and
+/// the operation's spec there when it is registered.
+#[doc(hidden)]
+pub type LayersOf = (
+    Arc<dyn std::any::Any + Send + Sync>,
+    Option<Arc<OperationSpec>>,
+);
 
 /// Where an env sends its calls: a local registry, or the call protocol.
 ///
@@ -51,11 +60,12 @@ pub trait EnvBackend: Send + Sync + 'static {
         false
     }
 
-    /// The middleware of a registry backend and the spec of `id` there, type-erased: the
-    /// context sits below the middleware in the crate's layering, so it cannot name them.
-    /// Typed calls downcast it.
+    /// The middleware of a registry backend, type-erased (the context sits below the
+    /// middleware in the crate's layering, so it cannot name them; typed calls downcast it),
+    /// and the spec of `id` there when it is registered. Shared, not copied: a typed call
+    /// asks for it on every call.
     #[doc(hidden)]
-    fn layers_for(&self, _id: &str) -> Option<Box<dyn std::any::Any + Send>> {
+    fn layers_for(&self, _id: &str) -> Option<LayersOf> {
         None
     }
 }

@@ -132,7 +132,7 @@ enum ReplyValue {
 pub(crate) trait TypedReply: Send {
     /// The envelope with its data as JSON.
     fn to_json(&self) -> Result<ResponseEnvelope, CallError>;
-    /// The typed envelope, to downcast.
+    /// The reply itself, for its maker to downcast (no copy, no new box).
     fn into_any(self: Box<Self>) -> Box<dyn Any + Send>;
 }
 

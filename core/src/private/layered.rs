@@ -402,7 +402,7 @@ impl TypedReply for Made {
     }
 
     fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
-        Box::new(self.envelope)
+        self
     }
 }
 
@@ -410,8 +410,8 @@ impl TypedReply for Made {
 fn typed_reply(id: &str, reply: Reply, views: TypedViews) -> Result<AnyEnvelope, CallError> {
     match reply.into_typed() {
         Ok(value) => value
-            .downcast::<AnyEnvelope>()
-            .map(|envelope| *envelope)
+            .downcast::<Made>()
+            .map(|made| made.envelope)
             .map_err(|_| cannot(id, "the result changed type")),
         Err(envelope) => {
             let envelope = *envelope;
@@ -536,10 +536,10 @@ fn chain_for(
     if !backend.has_layers() {
         return None;
     }
-    let found = backend.layers_for(facts.id)?;
-    let found = found.downcast::<crate::registry::LayersFor>().ok()?;
-    let spec = found.spec.unwrap_or_else(|| Arc::new((facts.spec)()));
-    let chain = found.layers.chain_for(facts.id, &spec)?;
+    let (layers, spec) = backend.layers_for(facts.id)?;
+    let layers = layers.downcast::<crate::middleware::Layers>().ok()?;
+    let spec = spec.unwrap_or_else(|| Arc::new((facts.spec)()));
+    let chain = layers.chain_for(facts.id, &spec)?;
     Some((chain, spec))
 }
 
@@ -581,6 +581,7 @@ where
         return Err((input, run));
     };
     let call = start(ctx, facts, spec, Box::new(input), views, make(run));
+    // One box: the reply future below is compiled once, only this `map` per operation.
     Ok(Box::pin(unary_reply(chain, call, facts.id, views).map(
         |reply| reply.and_then(|envelope| typed_data(O::ID, envelope)),
     )))
@@ -592,11 +593,11 @@ fn unary_reply(
     call: Call,
     id: &'static str,
     views: TypedViews,
-) -> BoxFuture<'static, Result<AnyEnvelope, CallError>> {
-    Box::pin(async move {
+) -> impl Future<Output = Result<AnyEnvelope, CallError>> + Send + 'static {
+    async move {
         let reply = Next::start(chain).run(call).await?.into_reply()?;
         typed_reply(id, reply, views)
-    })
+    }
 }
 
 /// A typed subscription through the middleware that covers it (as [`layered_unary`]).

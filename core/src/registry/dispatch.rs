@@ -257,7 +257,7 @@ impl EnvBackend for RegistryInner {
         RegistryInner::has_layers(self)
     }
 
-    fn layers_for(&self, id: &str) -> Option<Box<dyn std::any::Any + Send>> {
+    fn layers_for(&self, id: &str) -> Option<crate::context::LayersOf> {
         RegistryInner::layers_for(self, id)
     }
 }
@@ -285,7 +285,7 @@ impl EnvBackend for OperationRegistry {
         self.inner.has_layers()
     }
 
-    fn layers_for(&self, id: &str) -> Option<Box<dyn std::any::Any + Send>> {
+    fn layers_for(&self, id: &str) -> Option<crate::context::LayersOf> {
         self.inner.layers_for(id)
     }
 }

@@ -8,19 +8,11 @@ use super::{RegistryInner, subscription};
 use crate::context::OperationContext;
 use crate::error::CallError;
 use crate::middleware::{Call, CallInput, Chain, Endpoint, Layers, Next, Outcome, Reply};
-use crate::spec::OperationSpec;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-
-/// What a registry backend gives a typed call ([`EnvBackend::layers_for`](crate::EnvBackend::layers_for)):
-/// its middleware, and the spec of the operation when it is registered there.
-pub(crate) struct LayersFor {
-    pub(crate) layers: Arc<Layers>,
-    pub(crate) spec: Option<Arc<OperationSpec>>,
-}
 
 /// The end of a JSON call's chain: the operation's handler.
 struct RegistryEnd {
@@ -101,13 +93,15 @@ impl RegistryInner {
         self.has_layers.load(Ordering::Acquire)
     }
 
-    pub(super) fn layers_for(&self, id: &str) -> Option<Box<dyn std::any::Any + Send>> {
+    /// The middleware (an `Arc<Layers>`, erased) and the spec of `id`, for a typed call.
+    pub(super) fn layers_for(&self, id: &str) -> Option<crate::context::LayersOf> {
         if !self.has_layers() {
             return None;
         }
-        Some(Box::new(LayersFor {
-            layers: self.layers.load_full(),
-            spec: self.find(id).map(|operation| operation.spec.clone()),
-        }))
+        let layers: Arc<Layers> = self.layers.load_full();
+        Some((
+            layers,
+            self.find(id).map(|operation| operation.spec.clone()),
+        ))
     }
 }

@@ -29,7 +29,6 @@ pub use handler::Handler;
 pub use linked::{OperationRegistration, registrations};
 pub use subscription::EnvelopeStream;
 
-pub(crate) use layered::LayersFor;
 pub(crate) use subscription::TracedStream;
 
 use crate::context::OperationContext;
