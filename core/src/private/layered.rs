@@ -588,16 +588,14 @@ where
 }
 
 /// The reply of a typed unary call on `chain`.
-fn unary_reply(
+async fn unary_reply(
     chain: crate::middleware::Chain,
     call: Call,
     id: &'static str,
     views: TypedViews,
-) -> impl Future<Output = Result<AnyEnvelope, CallError>> + Send + 'static {
-    async move {
-        let reply = Next::start(chain).run(call).await?.into_reply()?;
-        typed_reply(id, reply, views)
-    }
+) -> Result<AnyEnvelope, CallError> {
+    let reply = Next::start(chain).run(call).await?.into_reply()?;
+    typed_reply(id, reply, views)
 }
 
 /// A typed subscription through the middleware that covers it (as [`layered_unary`]).
