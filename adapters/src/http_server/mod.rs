@@ -9,6 +9,7 @@
 #![doc = include_str!("../../docs/http-server.md")]
 
 mod byte_bodies;
+mod compress;
 mod explorer;
 mod handlers;
 pub(crate) mod identity;
@@ -384,7 +385,7 @@ impl HttpServer {
             router = router.merge(well_known::protected_resource_router(document, true));
         }
         Ok(if self.compression {
-            router.layer(tower_http::compression::CompressionLayer::new())
+            router.layer(compress::CompressWhenAsked)
         } else {
             router
         })

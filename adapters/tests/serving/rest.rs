@@ -500,6 +500,9 @@ async fn responses_are_compressed_for_clients_that_accept_it() {
     }
     let plain = http.get(served.url("/todos")).send().await.unwrap();
     assert!(plain.headers().get("content-encoding").is_none());
+    // A request without `Accept-Encoding` skips the compression layer, yet its response
+    // varies on that header as the compressed one does, so a cache keeps them apart.
+    assert_eq!(plain.headers()["vary"], "accept-encoding");
     let plain = plain.bytes().await.unwrap();
     let gzipped = http
         .get(served.url("/todos"))
@@ -508,6 +511,7 @@ async fn responses_are_compressed_for_clients_that_accept_it() {
         .await
         .unwrap();
     assert_eq!(gzipped.headers()["content-encoding"], "gzip");
+    assert_eq!(gzipped.headers()["vary"], "accept-encoding");
     let gzipped = gzipped.bytes().await.unwrap();
     assert!(
         gzipped.len() < plain.len() / 2,

@@ -1,0 +1,93 @@
+//! Response compression for the requests that ask for it. A request with an
+//! `Accept-Encoding` header goes through `tower-http`'s compression; one without skips it
+//! (its body wrapper, the response body boxed a second time, the encoding negotiation),
+//! and its response still says `Vary: Accept-Encoding` wherever the compressed one would,
+//! so a cache keeps the two apart.
+
+use axum::body::Body;
+use futures::TryFutureExt;
+use futures::future::{Either, MapOk};
+use http::{HeaderValue, Request, Response, header};
+use std::convert::Infallible;
+use std::task::{Context, Poll};
+use tower_http::compression::predicate::{DefaultPredicate, Predicate};
+use tower_http::compression::{Compression, CompressionBody, CompressionLayer, ResponseFuture};
+use tower_layer::Layer;
+use tower_service::Service;
+
+/// The layer: gzip for the requests that accept an encoding, nothing for the others.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CompressWhenAsked;
+
+impl<S: Clone> Layer<S> for CompressWhenAsked {
+    type Service = CompressWhenAskedService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        CompressWhenAskedService {
+            compressed: CompressionLayer::new().layer(inner.clone()),
+            plain: inner,
+        }
+    }
+}
+
+/// A service behind [`CompressWhenAsked`]: the same inner service with and without
+/// compression.
+#[derive(Clone)]
+pub(crate) struct CompressWhenAskedService<S> {
+    compressed: Compression<S>,
+    plain: S,
+}
+
+type Compressed<F> = MapOk<
+    ResponseFuture<F, DefaultPredicate>,
+    fn(Response<CompressionBody<Body>>) -> Response<Body>,
+>;
+type Plain<F> = MapOk<F, fn(Response<Body>) -> Response<Body>>;
+
+impl<S> Service<Request<Body>> for CompressWhenAskedService<S>
+where
+    S: Service<Request<Body>, Response = Response<Body>, Error = Infallible> + Clone,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = Either<Compressed<S::Future>, Plain<S::Future>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // The two share one inner service's readiness (axum's routes are always ready);
+        // `call` uses whichever the request needs.
+        match self.plain.poll_ready(cx) {
+            Poll::Ready(Ok(())) => self.compressed.poll_ready(cx),
+            other => other,
+        }
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        if request.headers().contains_key(header::ACCEPT_ENCODING) {
+            let boxed: fn(Response<CompressionBody<Body>>) -> Response<Body> =
+                |response| response.map(Body::new);
+            Either::Left(self.compressed.call(request).map_ok(boxed))
+        } else {
+            let varied: fn(Response<Body>) -> Response<Body> = vary;
+            Either::Right(self.plain.call(request).map_ok(varied))
+        }
+    }
+}
+
+/// `Vary: Accept-Encoding` on a response the compression layer would have compressed for a
+/// client that accepted gzip (what that layer adds to every such response).
+fn vary(mut response: Response<Body>) -> Response<Body> {
+    let headers = response.headers();
+    let compressible = !headers.contains_key(header::CONTENT_ENCODING)
+        && !headers.contains_key(header::CONTENT_RANGE)
+        && DefaultPredicate::new().should_compress(&response);
+    let varies = headers
+        .get_all(header::VARY)
+        .iter()
+        .any(|value| value.as_bytes().eq_ignore_ascii_case(b"accept-encoding"));
+    if compressible && !varies {
+        response
+            .headers_mut()
+            .append(header::VARY, HeaderValue::from_static("accept-encoding"));
+    }
+    response
+}
