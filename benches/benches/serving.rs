@@ -71,13 +71,14 @@ fn main() {
                 }
                 let sample = client.block_on((path.drive)(side.address, side.variant));
                 println!(
-                    "serving {} {} rps={:.1} p50_us={:.1} p99_us={:.1} bytes={:.1}",
+                    "serving {} {} rps={:.1} p50_us={:.1} p99_us={:.1} bytes={:.1} server_cpu_us={:.2}",
                     path.name,
                     side.name,
                     sample.rate,
                     micros(sample.p50),
                     micros(sample.p99),
-                    sample.bytes_per_item
+                    sample.bytes_per_item,
+                    micros(sample.server_cpu)
                 );
             }
         }
@@ -147,6 +148,30 @@ struct Sample {
     p99: Duration,
     /// Response bytes per item (SSE), else 0.
     bytes_per_item: f64,
+    /// CPU time the server runtime's threads spent per call (user + system, from
+    /// `/proc`, 10 ms ticks): what the side costs whatever else runs on the machine.
+    server_cpu: Duration,
+}
+
+/// CPU time so far of this process's threads named `server` (the server runtime's).
+fn server_cpu() -> Duration {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Duration::ZERO;
+    };
+    let ticks: u64 = tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("stat")).ok())
+        .filter_map(|stat| {
+            // `pid (comm) state ppid ...`: utime and stime are the 12th and 13th fields
+            // after the command name.
+            let (name, rest) = stat.split_once(") ")?;
+            name.ends_with("(server").then_some(())?;
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+        })
+        .sum();
+    // USER_HZ is 100 on Linux.
+    Duration::from_millis(ticks * 10)
 }
 
 const PATHS: &[Path] = &[
@@ -624,6 +649,7 @@ async fn sse_load(address: SocketAddr, variant: Variant) -> Sample {
         Variant::AxumSse => client.get(format!("http://{address}/items")),
         _ => unreachable!("an SSE variant"),
     };
+    let cpu_before = server_cpu();
     let started = Instant::now();
     let response = request.send().await.expect("subscribe");
     assert!(response.status().is_success(), "{}", response.status());
@@ -652,6 +678,7 @@ async fn sse_load(address: SocketAddr, variant: Variant) -> Sample {
         p50: first,
         p99: elapsed,
         bytes_per_item: bytes as f64 / items as f64,
+        server_cpu: server_cpu().saturating_sub(cpu_before) / items.max(1) as u32,
     }
 }
 
@@ -861,6 +888,7 @@ where
         call().await;
     }
     let next = Arc::new(AtomicUsize::new(0));
+    let cpu_before = server_cpu();
     let started = Instant::now();
     let tasks: Vec<_> = (0..callers)
         .map(|_| {
@@ -882,6 +910,7 @@ where
         latencies.extend(task.await.expect("caller"));
     }
     let elapsed = started.elapsed();
+    let cpu = server_cpu().saturating_sub(cpu_before);
     latencies.sort_unstable();
     let at = |quantile: f64| {
         latencies[((latencies.len() as f64 * quantile) as usize).min(latencies.len() - 1)]
@@ -891,5 +920,6 @@ where
         p50: at(0.5),
         p99: at(0.99),
         bytes_per_item: 0.0,
+        server_cpu: cpu / latencies.len().max(1) as u32,
     }
 }
