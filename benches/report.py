@@ -279,11 +279,12 @@ repeatable on a busy machine) or `perf record`. Commands are in its header.
 PEERS = ["json_floor_jsonschema", "jsonrpsee_raw_json_request", "tarpc_channel", "async_graphql_execute"]
 
 
-SERVING = re.compile(r"^serving (?P<path>\S+) (?P<side>\S+) rps=(?P<rate>[0-9.]+) p50_us=(?P<p50>[0-9.]+) p99_us=(?P<p99>[0-9.]+) bytes=(?P<bytes>[0-9.]+)")
+SERVING = re.compile(r"^serving (?P<path>\S+) (?P<side>\S+) rps=(?P<rate>[0-9.]+) p50_us=(?P<p50>[0-9.]+) p99_us=(?P<p99>[0-9.]+) bytes=(?P<bytes>[0-9.]+)(?: server_cpu_us=(?P<cpu>[0-9.]+))?")
 
 
 def parse_serving(paths):
-    """{(path, side): [(rate, p50_us, p99_us, bytes), ...]}: every round of benches/benches/serving.rs."""
+    """{(path, side): [(rate, p50_us, p99_us, bytes, server_cpu_us or None), ...]}: every round of
+    benches/benches/serving.rs."""
     rounds = {}
     for path in paths:
         with open(path, encoding="utf-8") as handle:
@@ -291,7 +292,10 @@ def parse_serving(paths):
                 match = SERVING.match(line.strip())
                 if match:
                     key = (match.group("path"), match.group("side"))
-                    rounds.setdefault(key, []).append(tuple(float(match.group(k)) for k in ("rate", "p50", "p99", "bytes")))
+                    cpu = match.group("cpu")
+                    rounds.setdefault(key, []).append(
+                        tuple(float(match.group(k)) for k in ("rate", "p50", "p99", "bytes"))
+                        + (None if cpu is None else float(cpu),))
     return rounds
 
 
@@ -519,9 +523,10 @@ def main():
 
 
 def serving_median(serving, path, side, column):
-    """The median over the rounds of one column (0 rate, 1 p50, 2 p99, 3 bytes), or None."""
-    got = serving.get((path, side))
-    return median(r[column] for r in got) if got else None
+    """The median over the rounds of one column (0 rate, 1 p50, 2 p99, 3 bytes, 4 server CPU
+    per call), or None."""
+    got = [r[column] for r in serving.get((path, side), []) if r[column] is not None]
+    return median(got) if got else None
 
 
 EQUAL_WORK_INTRO = """opkit checks every call's input against its operation's JSON Schema (a 400, an
@@ -546,11 +551,14 @@ def equal_work_section(w, get, serving):
     w("opkit `HttpServer` `POST /ops/<id>` vs an axum handler taking `Json<Value>`, checking it with")
     w("the compiled validator (400 with the violations), then `serde_json::from_value` into the input")
     w("type and `Json<Out>` back (`axum_checked_router` in `serving.rs`). Same serve loop")
-    w("(`TCP_NODELAY`), same requests. Targets: opkit ≥ 1.0× its requests/s, p99 ≤ 1.05×.\n")
-    w("| size | opkit calls/s | axum + `jsonschema` calls/s | opkit / peer | opkit p99 | peer p99 | p99 opkit / peer |")
-    w("|---|---:|---:|---:|---:|---:|---:|")
+    w("(`TCP_NODELAY`), same requests. Targets: opkit ≥ 1.0× its requests/s, p99 ≤ 1.05×. The last")
+    w("columns are the CPU time the server's thread spent per call (user + system, from `/proc`, in")
+    w("10 ms ticks over a round): rates on this 2-core machine move with whatever else runs, the")
+    w("server's own cost per call much less.\n")
+    w("| size | opkit calls/s | axum + `jsonschema` calls/s | opkit / peer | opkit p99 | peer p99 | p99 opkit / peer | server CPU per call, opkit | peer | opkit / peer |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for path, size in [("http_tiny", "tiny"), ("http_medium", "medium")]:
-        serving_pair_row(w, serving, path, size, "opkit", "axum_jsonschema")
+        serving_pair_row(w, serving, path, size, "opkit", "axum_jsonschema", cpu=True)
     w("")
 
     w("### MCP `tools/call` in process (`compare.rs`)\n")
@@ -661,14 +669,19 @@ def concurrency_section(w, serving):
     w("")
 
 
-def serving_pair_row(w, serving, path, label, ours, theirs):
+def serving_pair_row(w, serving, path, label, ours, theirs, cpu=False):
     rate_a, rate_b = serving_median(serving, path, ours, 0), serving_median(serving, path, theirs, 0)
     p99_a, p99_b = serving_median(serving, path, ours, 2), serving_median(serving, path, theirs, 2)
     if rate_a is None or rate_b is None:
-        w(f"| {label} | not measured | | | | | |")
+        w(f"| {label} | not measured | | | | | |" + (" | | |" if cpu else ""))
         return
-    w(f"| {label} | {rate_a:,.0f} | {rate_b:,.0f} | {rate_a / rate_b:.2f}× | {p99_a / 1e3:.2f} ms | "
-      f"{p99_b / 1e3:.2f} ms | {p99_a / p99_b:.2f}× |")
+    row = (f"| {label} | {rate_a:,.0f} | {rate_b:,.0f} | {rate_a / rate_b:.2f}× | {p99_a / 1e3:.2f} ms | "
+           f"{p99_b / 1e3:.2f} ms | {p99_a / p99_b:.2f}× |")
+    if cpu:
+        cpu_a, cpu_b = serving_median(serving, path, ours, 4), serving_median(serving, path, theirs, 4)
+        row += (f" {cpu_a:.1f} µs | {cpu_b:.1f} µs | {cpu_a / cpu_b:.2f}× |" if cpu_a and cpu_b
+                else " not measured | | |")
+    w(row)
 
 
 def times(value, limit):
