@@ -1,6 +1,7 @@
 //! Frames: a JSON header, then optionally `\n` and the payload's raw bytes.
 
 use bytes::{BufMut, Bytes, BytesMut};
+use futures::{Sink, SinkExt};
 use serde::{Deserialize, Serialize};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -77,6 +78,35 @@ pub(crate) fn data_of(message: Message) -> Option<Bytes> {
         Message::Binary(bytes) => Some(bytes),
         _ => None,
     }
+}
+
+/// How many bytes of frames a writer puts in the socket's buffer before it flushes, at most.
+const MAX_BATCH_BYTES: usize = 64 * 1024;
+
+/// One batch of a connection's writer: `first`, then frames already queued (`more` yields
+/// them without waiting) up to [`MAX_BATCH_BYTES`] or a close frame, then one flush: one
+/// write to the socket for many frames when they come faster than the socket takes them,
+/// instead of one per frame. Returns the batch's size (the sum of [`Message::len`]) and
+/// whether it ended with a close frame; `Err` when the socket failed.
+pub(crate) async fn write_batch<S>(
+    sink: &mut S,
+    first: Message,
+    mut more: impl FnMut() -> Option<Message>,
+) -> Result<(usize, bool), S::Error>
+where
+    S: Sink<Message> + Unpin,
+{
+    let mut size = first.len();
+    let mut closing = matches!(first, Message::Close(_));
+    sink.feed(first).await?;
+    while !closing && size < MAX_BATCH_BYTES {
+        let Some(message) = more() else { break };
+        size += message.len();
+        closing = matches!(message, Message::Close(_));
+        sink.feed(message).await?;
+    }
+    sink.flush().await?;
+    Ok((size, closing))
 }
 
 #[cfg(test)]
