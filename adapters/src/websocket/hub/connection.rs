@@ -106,9 +106,11 @@ where
     let (outbound, mut queue) = Outbound::new(&shared.options, spoke.clone(), kick.clone());
     let writer_stop = kick.clone();
     let writer = tokio::spawn(async move {
+        // Frames queued while the socket was busy go out in one batch with one flush.
         while let Some(message) = queue.recv().await {
-            if sink.send(message).await.is_err() {
-                break;
+            match frame::write_batch(&mut sink, message, || queue.try_recv()).await {
+                Ok((size, _)) => queue.written(size),
+                Err(_) => break,
             }
         }
         writer_stop.cancel();

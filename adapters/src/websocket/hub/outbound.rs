@@ -13,11 +13,12 @@ use tokio_util::sync::CancellationToken;
 /// A spoke's outgoing queue, bounded in frames and in bytes.
 ///
 /// Invariant: `queued` is the total payload size of the frames sent into the channel and
-/// not yet taken out by the writer ([`OutboundQueue::recv`] subtracts what it hands out).
-/// A frame that would take it past the byte budget, or a full channel, disconnects the
-/// spoke (the kick); when the connection ends the channel and every frame in it are
-/// dropped, so a spoke that stopped reading costs at most its budget, and nothing after
-/// it leaves.
+/// not yet written to the socket: the writer takes frames out in batches and subtracts a
+/// batch's size ([`OutboundQueue::written`]) only once the batch is flushed, so the frames
+/// in its hands count too. A frame that would take it past the byte budget, or a full
+/// channel, disconnects the spoke (the kick); when the connection ends the channel and
+/// every frame in it are dropped, so a spoke that stopped reading costs at most its budget
+/// (plus the socket's own buffers), and nothing after it leaves.
 #[derive(Clone)]
 pub(super) struct Outbound {
     sender: mpsc::Sender<Message>,
@@ -34,10 +35,20 @@ pub(super) struct OutboundQueue {
 }
 
 impl OutboundQueue {
+    /// The next frame, once there is one; `None` when every sender is gone. It still counts
+    /// against the budget until [`written`](Self::written) says otherwise.
     pub(super) async fn recv(&mut self) -> Option<Message> {
-        let message = self.receiver.recv().await?;
-        self.queued.fetch_sub(message.len(), Ordering::AcqRel);
-        Some(message)
+        self.receiver.recv().await
+    }
+
+    /// A frame already queued, without waiting.
+    pub(super) fn try_recv(&mut self) -> Option<Message> {
+        self.receiver.try_recv().ok()
+    }
+
+    /// The writer flushed frames of `bytes` bytes (their [`Message::len`]) to the socket.
+    pub(super) fn written(&self, bytes: usize) {
+        self.queued.fetch_sub(bytes, Ordering::AcqRel);
     }
 }
 

@@ -205,11 +205,13 @@ async fn run(inner: &SpokeShared, running: Running) {
     }
 }
 
+/// Writes the connection's frames until the queue closes, a close frame is written or the
+/// socket fails; frames queued while the socket was busy go out in one batch with one flush.
 async fn write(mut sink: SplitSink<Socket, Message>, mut queue: mpsc::UnboundedReceiver<Message>) {
     while let Some(message) = queue.recv().await {
-        let closing = matches!(message, Message::Close(_));
-        if sink.send(message).await.is_err() || closing {
-            break;
+        match frame::write_batch(&mut sink, message, || queue.try_recv().ok()).await {
+            Ok((_, false)) => {}
+            Ok((_, true)) | Err(_) => break,
         }
     }
     let _ = sink.close().await;
