@@ -223,8 +223,8 @@ repeatable on a busy machine) or `perf record`. Commands are in its header.
   JSON-RPC id (rmcp routes a response by its request id, as JSON-RPC requires ids unique per
   session): all but one POST then get only the SSE priming event and no result, which a client
   sees as a hang until its timeout. The load generator gives every call its own id.
-- **WebSocket (no target; 20% of raw).** Until this round every opkit call over the WebSocket
-  transport took ~45 ms: neither the hub's accepted sockets nor the spoke set `TCP_NODELAY`,
+- **WebSocket vs a one-hop echo (no target).** Until the round of issue 20 every opkit call
+  over the WebSocket transport took ~45 ms: neither the hub's accepted sockets nor the spoke set `TCP_NODELAY`,
   and a receipt or event the peer does not answer on the same socket waited for its delayed
   ACK (`strace -tt` showed 31 ms and 11 ms stalls per call). With `TCP_NODELAY` a call takes
   ~125 µs. The raw baseline is one request/response on one socket; an opkit call crosses the
@@ -233,16 +233,56 @@ repeatable on a busy machine) or `perf record`. Commands are in its header.
 - **SSE (target ≥ 0.9× axum, met).** One subscription's items/s are on par with axum's `Sse`
   in both encodings; the envelope encoding sends ~6× the bytes per item (meta and `id:`), the
   compact one (`Accept: text/event-stream; opkit=data`) the same bytes as axum.
-- **Equal-work peers (issue 36): four runs, one machine shared with other builds.** The
-  session that added these rows ran `run.sh` four times while other cargo builds and tests ran
-  on the same 2 cores, so single serving rounds of one side differed by up to 2×. The tables
-  above pool the last two (`RUNS=5` each: the best of 10 runs of the divan suite, the medians
-  of 10 serving rounds). The in-process and one-at-a-time rows held still across the runs;
-  the serving rows did not. Ranges over the runs: HTTP opkit / axum + `jsonschema`
-  0.80–1.05× (tiny) and 0.43–0.96× (medium); MCP `call_tool` in process 2.79–2.87× (tiny)
-  and 0.88–0.94× (medium); Streamable HTTP 0.75–0.88× (stateless era, the three runs after
-  the fix below) and 0.56–1.31× (legacy era); WebSocket one call at a time 44–48% of the
-  relay; Redis one call at a time 53–77% of the raw stream.
+- **Equal-work peers (issue 36): this run and the ones before.** These tables come from one
+  `RUNS=3` run on a machine with nothing else running (the best of 3 runs of the divan suite,
+  the medians of 3 serving rounds). The session that added these rows ran `run.sh` four times
+  while other builds shared the 2 cores, and single serving rounds of one side then differed by
+  up to 2×; ranges over those runs: HTTP opkit / axum + `jsonschema` 0.80–1.05× (tiny) and
+  0.43–0.96× (medium); MCP `call_tool` in process 2.79–2.87× (tiny) and 0.88–0.94× (medium);
+  Streamable HTTP 0.75–0.88× (stateless era) and 0.56–1.31× (legacy era); WebSocket one call
+  at a time 44–48% of the relay; Redis one call at a time 53–77% of the raw stream. On an idle
+  machine the one-call-in-flight rates of both sides fall (the raw WebSocket relay from ~23k to
+  ~9k calls/s, its loop sleeping between calls) while the loaded ones rise; compare ratios
+  within a run. The HTTP table's CPU columns are the steadier figure: opkit's server thread
+  spends 1.2–1.3× the checking axum handler's CPU per call, tiny and medium.
+- **HTTP, where opkit's extra server CPU goes (issue 36).** `perf record --call-graph dwarf` of
+  the server thread, medium requests: the kernel's `writev` and the request-head parse are the
+  same on both sides (~28% and ~10% of opkit's thread); opkit's handler with its response
+  body is ~30% against ~20% for the checking axum handler. Of opkit's: the body to `Value`
+  (~9%, the same work as axum's `Json<Value>`), `registry.serve` (~9%: depth bound, input
+  check, decode, the fn, `to_value` of the output, the envelope), the envelope `Value` to
+  bytes (~8%, where axum serializes `MediumOut` straight to bytes), the call's context from
+  the request (~2%: request id, trace context, edge facts). The compression layer wrapped
+  every response, asked for or not (its body wrapper, the body boxed a second time): a
+  request without `Accept-Encoding` now skips it, which took opkit's server CPU per medium call
+  from ~20.0 to ~19.5 µs (medians of 9 rounds, alternated; with compression off, ~18.5 µs),
+  and its response still carries `Vary: Accept-Encoding` as a compressed one would. What
+  remains is the `Value` in the middle of the output (the registry's contract returns a
+  `ResponseEnvelope<Value>`, which middleware reads): serializing the fn's output straight to
+  the response bytes needs an execute path that returns serialized data.
+- **MCP in process, tiny (issue 36, 3.06×).** `perf record` of `profile mcp` (opkit's
+  `call_tool` in a loop): `registry.serve` ~24% (the guard, the input check, the fn, the
+  envelope), the result's `_meta` and structured content built as `Value` maps ~14%
+  (`envelope_result`), the call's context from the request ~8% (the progress forwarder and
+  elicitor each clone the request's `Peer`, whose drop is ~3.6% by itself), two clock reads,
+  a request id from the RNG; the rest (the runtime, rmcp's own `RequestContext`, building
+  and dropping the arguments map) is on both sides. Medium meets the target (0.85×): the
+  per-call work is fixed, and for a larger input rmcp's `Parameters<JsonObject>` rebuilds the
+  map where opkit reads it once.
+- **One middleware (issue 36's "middleware off must cost nothing").** Without middleware a
+  call takes the plain path (the unary rows). A typed call through middleware had its input,
+  fn and result erased to one shared implementation in this round's build-time work (the
+  chain, endpoints and guard compiled once in opkit instead of per operation), which cost
+  three allocations more per call: tiny `add::call` through one no-op middleware went from
+  ~340 ns to ~490 ns. Three of the allocations are gone again (the backend's middleware shared
+  as an `Arc` instead of boxed per call, the reply future and its map in one box, the reply
+  downcast in place instead of boxed again): ~426 ns in the same A/B. The rest of the erased
+  path (the input and the result each behind a box, the fn's future boxed) is the price of
+  compiling it once. The plain typed call (no middleware) measured 134 ns before this issue's
+  work and ~162 ns now; an A/B of the binaries before the build-time cuts (`3d5574b`) and now
+  gives 144–157 ns against 164–165 ns (the cuts: ~10–20 ns), the rest came with the
+  restructuring between those commits and was not bisected further. `registry.execute` did
+  not move measurably across the cuts (335–365 ns against 345–357 ns).
 - **The input check.** Over HTTP the two axum rows (with and without the check) swap places
   from run to run: the check (~30–50 ns tiny, ~400–500 ns medium in process, the floor
   rows) is under the noise of a loopback request here, so the gap that remains is not the
@@ -259,18 +299,45 @@ repeatable on a busy machine) or `perf record`. Commands are in its header.
 - **WebSocket vs a raw relay through a hub.** The raw relay does the same two hops with
   nothing else: one id parsed per frame at the hub, no acknowledgements, no envelopes. An
   opkit call also has each publish answered by the hub with a receipt, its events encoded and
-  decoded at each end, and `execute` with its input check on the serving side. One call at a
-  time opkit reaches under half of the relay's throughput in every run; with calls in flight
-  the relay scales with them (its writers flush once per batch of queued frames; 5–7× from 1
-  to 64 in flight) while opkit's calls/s grow 2–4×, so its share falls to 13–24% (the
-  concurrency table). Where opkit's time goes under load was not profiled in this round;
-  that is the next step for the 70% target.
+  decoded at each end, and `execute` with its input check on the serving side. Profiled under
+  load (`perf record --call-graph dwarf`, the serving bench's opkit side, 64 in flight):
+  before this round, sending on TCP was 43.5% of all samples, 31.6% of them the hub's writer
+  flushing after every frame and ~12% the spokes' writers: one `write` per frame. The hub's
+  and the spokes' writers now feed every frame already queued and flush once per batch (up to
+  64 KiB; the hub's byte budget counts a batch until it is flushed), as the relay's writers
+  do, which brought opkit's writes per call to the relay's (~11.2k vs ~12.5k over ~10k calls).
+  The next cost was decoding frame headers (~16% of the calling thread): serde's internally
+  tagged enum buffers every field before it reads the tag. The three headers every call sends
+  (`publish`, `message`, `ok`) are now written and read by hand in exactly serde's form (a
+  test holds both paths to serde's bytes and readings; anything else goes to serde). In a
+  back-to-back A/B of the two binaries (base and final, alternated) 64 in flight went from
+  16% to 48% of the relay, 8 in flight from 33% to 45%, one call from 49% to 51%. What
+  still separates them, from the same profiles: six frames per call against four (the two
+  `ok` receipts, to the caller and to the serving spoke: each a write, a read and a wake-up;
+  they are how a caller learns that a request reached nobody, so they stay); the hub's
+  in-memory bus → per-subscription forwarder task → outgoing queue → writer, where the relay
+  goes reader → writer, plus the call handler's loop and the map's listener; the protocol's
+  JSON (request id, deadline, traceparent, the envelope's meta), the hub's in-flight
+  tracking and a timer per publish. One call at a time `perf stat` counts 6 writes, 5.8
+  reads and 5.2 epoll waits per call against 4, 4 and 4.1, and ~117 µs of CPU against
+  ~45 µs: CPU and syscalls, not waiting. Next steps, not started: the hub delivering straight
+  into the spokes' outgoing queues (no forwarder task), one deadline sweep per connection
+  instead of a timer per publish, coalesced receipts.
 - **Redis vs a raw stream and consumer group.** The same primitive on both sides (`XADD`,
   `XREADGROUP` in a group, `XACK`, the reply by pub/sub); opkit adds the publish script's
   live-member check and channel `PUBLISH` (its receipt), leases, the reply through a second
-  script and the protocol's envelopes. Its share of the raw throughput was 57–80% at 1 in
-  flight, 49–58% at 8 and 49–70% at 64 across the four runs: under the 85% target at every
-  level, closest with one call in flight. Not profiled in this round.
+  script and the protocol's envelopes. Profiled at 8 in flight (`perf record --call-graph
+  dwarf`, the serving bench, each side alone for the same calls): the serving side's thread
+  spends ~2.1× the raw worker's CPU per call (617 vs 297 samples; `server_cpu_us` 28–34 vs
+  14–16 µs). Of opkit's: ~30% redis-rs writing commands (one `writev` per command: the reply
+  script, the `XACK` and the next `XREADGROUP` go out one by one, where the raw worker sends
+  `PUBLISH` + `XACK` as one pipeline), ~24% the call handler accepting a request (decoding the
+  event, its lease, starting the call), ~13% the reply script's call; on the calling side
+  ~19% redis-rs writes and ~15% the publish script's call. Redis itself runs two `EVALSHA` per
+  opkit call (~7 µs each, `INFO commandstats`) against the raw side's `XADD`, `PUBLISH` and
+  `XACK` (~1–2.5 µs each). Closing the gap: the serving side's reply and acknowledgement in
+  one pipeline (fewer writes), and less work in the two scripts (the receipt's live-member
+  check, the lease bookkeeping).
 - **Noise.** The reference machine has 2 cores shared with other work; a whole group can run
   slow (every row of it), so compare ratios within one run and rerun a group that looks off
   (`BENCH_FILTER=tiny bash benches/run.sh` prints without rewriting this file).
@@ -438,6 +505,22 @@ def main():
     serving_section(w, serving)
     equal_work_section(w, get, serving)
     concurrency_section(w, serving)
+
+    w("## One middleware (issues 31 and 36)\n")
+    w("The same calls on a registry with one middleware that only passes the call on")
+    w("(`middleware::from_fn(|call, next| next.run(call))`), beside the registry without any: what")
+    w("one layer costs a call. Without middleware a call takes the plain path (the rows above).\n")
+    w("| call | size | no middleware | one no-op middleware | added |")
+    w("|---|---|---:|---:|---:|")
+    for key, label in [("opkit_execute", "`registry.execute`"), ("opkit_typed_call", "typed `add::call` / `medium::call`")]:
+        for size in ["tiny", "medium"]:
+            plain, layered = get(size, key), get(size, f"{key}_noop_middleware")
+            added = fmt_ns(layered - plain) if plain and layered else "—"
+            w(f"| {label} | {size} | {fmt_ns(plain)} | {fmt_ns(layered)} | {added} |")
+    plain, layered = per_item("opkit_subscribe"), per_item("opkit_subscribe_noop_middleware")
+    added = fmt_ns(layered - plain) if plain and layered else "—"
+    w(f"| `registry.subscribe`, per item of {ITEMS} | stream | {fmt_ns(plain)} | {fmt_ns(layered)} | {added} |")
+    w("")
 
     tracing_rows = [
         ("a_execute_no_subscriber", "no `tracing` subscriber"),
