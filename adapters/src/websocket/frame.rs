@@ -187,18 +187,8 @@ mod fast {
             .any(|&byte| byte < 0x20 || byte == b'"' || byte == b'\\')
     }
 
-    fn put_u64(out: &mut BytesMut, mut value: u64) {
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (value % 10) as u8;
-            value /= 10;
-            if value == 0 {
-                break;
-            }
-        }
-        out.put_slice(&digits[at..]);
+    fn put_u64(out: &mut BytesMut, value: u64) {
+        out.put_slice(itoa::Buffer::new().format(value).as_bytes());
     }
 
     /// A JSON integer serde reads as this `u64` (no sign, no leading zero, no overflow), and

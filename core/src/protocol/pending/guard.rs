@@ -60,21 +60,12 @@ impl MapInner {
 
 /// `<callerId>:<seq>`, written without the formatting machinery (once per call).
 fn request_id(caller_id: &str, seq: u64) -> Arc<str> {
-    let mut digits = [0u8; 20];
-    let mut start = digits.len();
-    let mut rest = seq;
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    let mut id = String::with_capacity(caller_id.len() + 1 + digits.len() - start);
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(seq);
+    let mut id = String::with_capacity(caller_id.len() + 1 + digits.len());
     id.push_str(caller_id);
     id.push(':');
-    id.extend(digits[start..].iter().map(|&digit| char::from(digit)));
+    id.push_str(digits);
     Arc::from(id)
 }
 
