@@ -1,5 +1,6 @@
 //! rmcp's client as the task tests use it: a 2026-07-28 client that follows tasks and can
 //! be asked questions ([`Follower`]), and polling a task until it gets somewhere.
+#![cfg(all(feature = "mcp", feature = "mcp-server"))]
 
 use rmcp::ClientHandler;
 use rmcp::model::{
