@@ -289,7 +289,7 @@ repeatable on a busy machine) or `perf record`. Commands are in its header.
   check (the HTTP medium note above profiles where it goes for medium requests). In process,
   MCP medium is at or under the checking rmcp server (whose `Parameters<JsonObject>`
   rebuilds the arguments into a map before they are checked and deserialized); tiny stays
-  at ~2.8×: the check adds ~150–300 ns to rmcp's ~400–600 ns, and opkit's remaining time
+  at ~2.8–3.1×: the check adds ~150–300 ns to rmcp's ~400–600 ns, and opkit's remaining time
   is the per-call work of the MCP note above (`_meta`, the context, the request id, the
   progress forwarder). Over
   Streamable HTTP both sides are dominated by rmcp's own per-request work. A Streamable HTTP
