@@ -432,96 +432,55 @@ fn typed_reply(id: &str, reply: Reply, views: TypedViews) -> Result<AnyEnvelope,
     }
 }
 
-/// The end of a typed unary call's chain: the fn, guarded.
-struct UnaryEnd {
+/// The end of a typed call's chain: the fn (or the subscription's start), guarded, with what
+/// the middleware path knows of its operation.
+struct End {
     facts: Facts,
-    accepts: fn(&(dyn Any + Send)) -> bool,
-    run: Box<dyn FnOnce(AnyValue, OperationContext) -> AnyFuture + Send>,
+    end: TypedEnd,
     views: TypedViews,
 }
 
-impl Endpoint for UnaryEnd {
+impl Endpoint for End {
     fn run(
         self: Box<Self>,
         input: CallInput,
         ctx: OperationContext,
     ) -> BoxFuture<'static, Result<Outcome, CallError>> {
-        let UnaryEnd {
+        let End {
             facts,
-            accepts,
-            run,
+            end: TypedEnd { accepts, run },
             views,
         } = *self;
-        Box::pin(async move {
-            let input = take_input(facts.id, input, accepts, views)?;
-            let produced =
-                crate::registry::guard::call(facts.id, ctx, |ctx| run(input, ctx)).await?;
-            let envelope = produced.into_envelope((facts.shared_id)());
-            Ok(Outcome::Unary(Reply::typed(Box::new(Made {
+        let input = take_input(facts.id, input, accepts, views);
+        let made = move |envelope| {
+            Reply::typed(Box::new(Made {
                 id: facts.id,
                 envelope,
                 to_json: views.output_to,
-            }))))
-        })
-    }
-}
-
-/// The end of a typed subscription's chain: the fn's stream, guarded.
-struct StreamEnd {
-    facts: Facts,
-    accepts: fn(&(dyn Any + Send)) -> bool,
-    start: Box<dyn FnOnce(AnyValue, OperationContext) -> AnyStream + Send>,
-    views: TypedViews,
-}
-
-impl Endpoint for StreamEnd {
-    fn run(
-        self: Box<Self>,
-        input: CallInput,
-        ctx: OperationContext,
-    ) -> BoxFuture<'static, Result<Outcome, CallError>> {
-        let StreamEnd {
-            facts,
-            accepts,
-            start,
-            views,
-        } = *self;
-        let started = take_input(facts.id, input, accepts, views).and_then(|input| {
-            let id = (facts.shared_id)();
-            crate::registry::guard::stream(id.clone(), ctx, move |ctx| {
-                Box::pin(start(input, ctx).map(move |item| {
-                    let envelope = item?.into_envelope(id.clone());
-                    Ok(Reply::typed(Box::new(Made {
-                        id: facts.id,
-                        envelope,
-                        to_json: views.output_to,
-                    })))
-                }))
-            })
-        });
-        Box::pin(std::future::ready(
-            started.map(|items| Outcome::Stream(Box::pin(items))),
-        ))
-    }
-}
-
-impl TypedEnd {
-    /// The chain's endpoint.
-    fn endpoint(self, facts: Facts, views: TypedViews) -> Box<dyn Endpoint> {
-        let accepts = self.accepts;
-        match self.run {
-            EndRun::Unary(run) => Box::new(UnaryEnd {
-                facts,
-                accepts,
-                run,
-                views,
+            }))
+        };
+        match run {
+            EndRun::Unary(run) => Box::pin(async move {
+                let input = input?;
+                let produced =
+                    crate::registry::guard::call(facts.id, ctx, |ctx| run(input, ctx)).await?;
+                let envelope = produced.into_envelope((facts.shared_id)());
+                Ok(Outcome::Unary(made(envelope)))
             }),
-            EndRun::Stream(start) => Box::new(StreamEnd {
-                facts,
-                accepts,
-                start,
-                views,
-            }),
+            EndRun::Stream(start) => {
+                let started = input.and_then(|input| {
+                    let id = (facts.shared_id)();
+                    crate::registry::guard::stream(id.clone(), ctx, move |ctx| {
+                        Box::pin(
+                            start(input, ctx)
+                                .map(move |item| Ok(made(item?.into_envelope(id.clone())))),
+                        )
+                    })
+                });
+                Box::pin(std::future::ready(
+                    started.map(|items| Outcome::Stream(Box::pin(items))),
+                ))
+            }
         }
     }
 }
@@ -560,7 +519,7 @@ fn start(
         }),
         json: None,
     };
-    let endpoint = end.endpoint(facts, views);
+    let endpoint = Box::new(End { facts, end, views });
     Call::new((facts.shared_id)(), spec, ctx.clone(), input, endpoint)
 }
 
