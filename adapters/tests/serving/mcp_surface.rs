@@ -260,7 +260,7 @@ mod changes {
         ClientConfig, ProtocolVersion, ServerNotification, SubscribeRequestParams,
         SubscriptionFilter,
     };
-    use rmcp::service::{ClientLifecycleMode, ClientServiceExt, NotificationContext, RoleClient};
+    use rmcp::service::{NotificationContext, RoleClient};
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::{ClientHandler, ServiceExt};
     use tokio::sync::mpsc;
@@ -309,15 +309,7 @@ mod changes {
 
     /// rmcp's client at `url`, negotiating 2026-07-28 through `server/discover`.
     async fn modern(url: String) -> rmcp::service::RunningService<RoleClient, Modern> {
-        Modern
-            .serve_with_lifecycle(
-                StreamableHttpClientTransport::from_uri(url),
-                ClientLifecycleMode::Discover {
-                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-                },
-            )
-            .await
-            .expect("connects")
+        crate::task_client::discover(Modern, url).await
     }
 
     async fn next(events: &mut mpsc::UnboundedReceiver<String>) -> String {

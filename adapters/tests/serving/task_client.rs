@@ -28,7 +28,15 @@ impl ClientHandler for Follower {
 
 /// A [`Follower`] at `url`, negotiating 2026-07-28 through `server/discover`.
 pub(crate) async fn follow(url: String) -> RunningService<RoleClient, Follower> {
-    Follower
+    discover(Follower, url).await
+}
+
+/// rmcp's client with `handler` at `url`, negotiating 2026-07-28 through `server/discover`.
+pub(crate) async fn discover<H: ClientHandler>(
+    handler: H,
+    url: String,
+) -> RunningService<RoleClient, H> {
+    handler
         .serve_with_lifecycle(
             StreamableHttpClientTransport::from_uri(url),
             ClientLifecycleMode::Discover {
