@@ -134,7 +134,7 @@ mod fast {
         let Header::Ok { id, receivers } = header else {
             return None;
         };
-        let mut out = BytesMut::with_capacity(48);
+        let mut out = Vec::with_capacity(48);
         out.put_slice(OK);
         put_u64(&mut out, *id);
         if let Some(receivers) = receivers {
@@ -143,7 +143,7 @@ mod fast {
         }
         out.put_u8(b'}');
         // Only ASCII was written.
-        String::from_utf8(out.to_vec()).ok()
+        String::from_utf8(out).ok()
     }
 
     /// Reads a `message`, `publish` or `ok` header in the exact form [`encode_head`] and
@@ -187,7 +187,7 @@ mod fast {
             .any(|&byte| byte < 0x20 || byte == b'"' || byte == b'\\')
     }
 
-    fn put_u64(out: &mut BytesMut, value: u64) {
+    fn put_u64(out: &mut impl BufMut, value: u64) {
         out.put_slice(itoa::Buffer::new().format(value).as_bytes());
     }
 
