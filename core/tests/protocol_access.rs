@@ -220,3 +220,66 @@ async fn execute_stays_the_trusted_path() {
     assert_eq!(envelope.data, json!("deleted"));
     assert_eq!(calls.get(), 1);
 }
+
+/// A request whose bytes repeat a key (at the top or nested) never runs, whichever key it
+/// repeats: a parser that keeps the last occurrence would read `root` with role `admin` in
+/// each of them. One whose top level reads cleanly is answered with `VALIDATION_ERROR`
+/// naming the key.
+#[tokio::test]
+async fn requests_that_repeat_a_key_never_run() {
+    let (_, bus) = bus();
+    let calls = Counter::default();
+    let _handler = CallHandler::new(guarded_registry(&calls), bus.clone())
+        .spawn()
+        .await
+        .unwrap();
+    let mut replies = bus.subscribe(&reply_topic("x")).await.unwrap();
+    let admin = r#"{"id":"root","roles":["admin"]}"#;
+    let head = r#""type":"call.requested","operationId":"admin.reset","input":{}"#;
+    let variants = [
+        format!(r#"{{"type":"call.aborted",{head},"requestId":"x:1","identity":{admin}}}"#),
+        format!(r#"{{{head},"requestId":"x:0","requestId":"x:2","identity":{admin}}}"#),
+        format!(r#"{{{head},"requestId":"x:3","deadline":1,"deadline":null,"identity":{admin}}}"#),
+        format!(
+            r#"{{{head},"requestId":"x:4","subscription":"no","subscription":false,"identity":{admin}}}"#
+        ),
+        format!(r#"{{{head},"requestId":"x:5","identity":{{"id":"kiosk"}},"identity":{admin}}}"#),
+        format!(
+            r#"{{"type":"call.requested","requestId":"x:6","operationId":"users.delete","operationId":"admin.reset","input":{{}},"identity":{admin}}}"#
+        ),
+        format!(
+            r#"{{{head},"requestId":"x:7","identity":{{"id":"kiosk","roles":[],"roles":["admin"]}}}}"#
+        ),
+    ];
+    for variant in &variants {
+        bus.publish(&request_topic("admin.reset"), variant.clone().into())
+            .await
+            .unwrap();
+    }
+    // The one whose top level is clean is refused, naming the key.
+    let CallEvent::Error(refused) = next_event(&mut replies).await else {
+        panic!("expected call.error");
+    };
+    assert_eq!(refused.request_id, "x:7");
+    assert_eq!(refused.code, ErrorCode::ValidationError);
+    assert!(
+        refused.message.contains("`roles` appears twice"),
+        "{refused:?}"
+    );
+    // An honest request after them runs: every variant before it was dealt with.
+    let honest = CallRequested {
+        identity: Some(Identity::new("root").with_roles(["admin"])),
+        ..CallRequested::new("x:8", "admin.reset", json!({}))
+    };
+    publish(
+        &*bus,
+        &request_topic("admin.reset"),
+        &CallEvent::Requested(honest),
+    )
+    .await;
+    let CallEvent::Responded(answered) = next_event(&mut replies).await else {
+        panic!("expected call.responded");
+    };
+    assert_eq!(answered.request_id, "x:8");
+    assert_eq!(calls.get(), 1, "no request that repeats a key ran");
+}

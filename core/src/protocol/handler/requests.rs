@@ -9,7 +9,7 @@ use crate::error::CallError;
 use crate::middleware::Outcome;
 use crate::protocol::pubsub::Receipt;
 use crate::protocol::topics;
-use crate::protocol::wire::{self, CallEvent, CallRequested, WireError};
+use crate::protocol::wire::{self, CallEvent, CallRequested};
 use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
@@ -92,20 +92,18 @@ impl HandlerState {
         self.start(request, permit);
     }
 
-    /// Decodes a `call.requested` the fast path declined: anything else is logged, and a
-    /// malformed request whose id can be read is refused with `call.error`.
+    /// Decodes a `call.requested` the fast path declined, under the wire's one rule (no
+    /// repeated key at any depth): anything else is logged, and a malformed request whose id
+    /// can be read is refused with `call.error`.
     fn decode_request(self: &Arc<Self>, payload: &Bytes) -> Option<CallRequested> {
-        let value: Value = match serde_json::from_slice(payload) {
+        let value = match wire::parse_json(payload) {
             Ok(value) => value,
             Err(error) => {
-                tracing::warn!(%error, "a call.requested that is not JSON arrived");
+                tracing::warn!(%error, "a call.requested that is not JSON without repeated keys arrived");
                 if let Some(peeked) = wire::peek(payload)
                     && peeked.kind == wire::EventKind::Requested
                 {
-                    self.refuse(
-                        peeked.request_id.into_owned(),
-                        WireError::NotJson(error.to_string()).into(),
-                    );
+                    self.refuse(peeked.request_id.into_owned(), error.into());
                 }
                 return None;
             }

@@ -4,9 +4,11 @@
 //! [`decode_fast`] first and fall back to [`CallEvent::from_value`] when it declines, so every
 //! error message still comes from one place. The fast path is only ever stricter: whatever it
 //! accepts, `from_value` accepts too and decodes to the same event (pinned by a property test
-//! in `core/tests/prop_boundaries.rs`); duplicate keys, mistyped fields of other event types and
-//! anything unusual are left to the slow path.
+//! in `core/tests/prop_boundaries.rs` and below); repeated keys (refused by both, under the
+//! rule of `json.rs`), unknown fields, mistyped fields of other event types and anything
+//! unusual are left to the slow path.
 
+use super::json::unique_value;
 use super::{CallAborted, CallCompleted, CallEvent, CallFailed, CallRequested, CallResponded};
 use crate::access::Identity;
 use crate::envelope::{ResponseEnvelope, ResponseMeta};
@@ -15,9 +17,11 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use std::borrow::Cow;
 
-/// Every field any event may carry; which ones must be there depends on `type`.
+/// Every field any event may carry; which ones must be there depends on `type`. A field it
+/// does not know declines the fast path; derived structs refuse a field written twice, and the
+/// values below are read by [`unique_value`], so no repeated key passes at any depth.
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct RawEvent<'a> {
     #[serde(rename = "type", borrow)]
     kind: Cow<'a, str>,
@@ -27,6 +31,7 @@ struct RawEvent<'a> {
     #[serde(default, deserialize_with = "present")]
     input: Option<Value>,
     parent_request_id: Option<String>,
+    #[serde(default, deserialize_with = "identity")]
     identity: Option<Identity>,
     identity_token: Option<String>,
     deadline: Option<u64>,
@@ -36,27 +41,54 @@ struct RawEvent<'a> {
     output: Option<RawEnvelope>,
     code: Option<ErrorCode>,
     message: Option<String>,
+    #[serde(default, deserialize_with = "non_null")]
     details: Option<Value>,
-    #[serde(rename = "kind")]
+    #[serde(rename = "kind", default, deserialize_with = "non_null")]
     error_kind: Option<Value>,
 }
 
 /// An envelope as the wire carries it: `data` must be present (it may be `null`).
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawEnvelope {
     #[serde(default, deserialize_with = "present")]
     data: Option<Value>,
+    #[serde(deserialize_with = "meta")]
     meta: ResponseMeta,
 }
 
 /// Wraps a present value in `Some`, so that `null` and an absent key can be told apart.
 fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(deserializer).map(Some)
+    unique_value(deserializer).map(Some)
+}
+
+/// An optional value: `null` counts as absent, as `Option<Value>` reads it.
+fn non_null<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    unique_value(deserializer).map(|value| (!value.is_null()).then_some(value))
+}
+
+/// An identity, read as the slow path reads it (from a value without repeated keys).
+fn identity<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Identity>, D::Error> {
+    match unique_value(deserializer)? {
+        Value::Null => Ok(None),
+        value => serde_json::from_value(value)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+    }
+}
+
+/// An envelope's meta, read from a value without repeated keys (its `headers` are a map).
+fn meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ResponseMeta, D::Error> {
+    serde_json::from_value(unique_value(deserializer)?).map_err(serde::de::Error::custom)
 }
 
 /// The event in `bytes`, or `None` when the fast path declines (the caller then decodes through
 /// [`CallEvent::from_value`], which names what is wrong or accepts what this path left out).
 pub(crate) fn decode_fast(bytes: &[u8]) -> Option<CallEvent> {
+    // Derived structs also read a JSON array (fields in declaration order): events are objects.
+    if bytes.trim_ascii_start().first() != Some(&b'{') {
+        return None;
+    }
     let raw: RawEvent<'_> = serde_json::from_slice(bytes).ok()?;
     let request_id = raw.request_id;
     Some(match &*raw.kind {
@@ -202,19 +234,24 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
 
-        /// Whatever the fast path accepts, the slow path accepts and decodes the same way.
+        /// Whatever the fast path accepts, the slow path accepts and decodes the same way; a
+        /// repeated key is refused by both.
         #[test]
         fn the_fast_path_agrees_with_from_value(event in event_like(), duplicate in any::<bool>()) {
             let mut bytes = serde_json::to_vec(&event).unwrap();
-            if duplicate && bytes.len() > 2 {
-                // A repeated key: serde_json keeps the last one, the fast path declines.
+            let repeats = duplicate && event.get("type").is_some();
+            if repeats {
+                // A repeated key: which one counts would depend on the parser.
                 let mut with_duplicate = br#"{"type":"call.completed","#.to_vec();
                 with_duplicate.extend_from_slice(&bytes[1..]);
                 bytes = with_duplicate;
             }
+            let slow = super::super::json::parse(&bytes).and_then(CallEvent::from_value);
             if let Some(fast) = decode_fast(&bytes) {
-                let value: Value = serde_json::from_slice(&bytes).unwrap();
-                prop_assert_eq!(CallEvent::from_value(value), Ok(fast));
+                prop_assert!(!repeats);
+                prop_assert_eq!(slow, Ok(fast));
+            } else if repeats {
+                prop_assert_eq!(slow, Err(super::super::WireError::DuplicateKey { key: "type".into() }));
             }
         }
     }
@@ -234,6 +271,24 @@ mod tests {
         for event in events {
             let bytes = event.to_bytes().unwrap();
             assert_eq!(decode_fast(&bytes), Some(event));
+        }
+    }
+
+    #[test]
+    fn repeated_keys_at_any_depth_and_non_objects_decline() {
+        for declined in [
+            &br#"{"type":"call.requested","requestId":"c:1","operationId":"a.b","input":{"x":1,"x":2}}"#[..],
+            br#"{"type":"call.requested","requestId":"c:1","operationId":"a.b","input":1,"identity":{"id":"a","id":"b"}}"#,
+            br#"{"type":"call.responded","requestId":"c:1","output":{"data":1,"meta":{"source":"http","statusCode":200,"headers":{"a":"1","a":"2"},"contentType":""}}}"#,
+            br#"{"type":"call.error","requestId":"c:1","code":"TIMEOUT","message":"m","details":{"a":1,"a":1}}"#,
+            br#"{"type":"call.aborted","requestId":"c:1","extra":1,"extra":2}"#,
+            br#"["call.completed","c:1"]"#,
+        ] {
+            assert_eq!(decode_fast(declined), None, "{}", String::from_utf8_lossy(declined));
+            assert!(matches!(
+                CallEvent::from_slice(declined),
+                Err(super::super::WireError::DuplicateKey { .. } | super::super::WireError::NotAnObject { .. })
+            ));
         }
     }
 }

@@ -5,13 +5,20 @@
 //! Absent optional fields are omitted when encoding; when decoding, an optional field that is
 //! `null` counts as absent, and unknown fields are ignored (forward compatibility).
 //!
+//! Bytes are read under one rule, whoever reads them: no object of an event repeats a key
+//! ([`WireError::DuplicateKey`]; see `json.rs`). [`CallEvent::from_slice`], the call handler,
+//! and [`peek`] all refuse such a payload, so no two readers can see two different events in
+//! it.
+//!
 //! A transport that keeps track of calls reads only [`peek`]: the kind, the request id, the
 //! deadline and the `subscription` flag, and [`EventKind::ends_call`] for when a call is over.
 
 mod fast_decode;
+mod json;
 mod peek;
 
 pub(crate) use fast_decode::decode_fast;
+pub(crate) use json::parse as parse_json;
 pub use peek::{EventKind, Peek, peek};
 
 use crate::access::Identity;
@@ -31,6 +38,13 @@ pub enum WireError {
     /// The payload is not JSON at all.
     #[error("a call event must be JSON: {0}")]
     NotJson(String),
+    /// An object of the payload repeats a key (at any depth): readers could disagree on which
+    /// occurrence counts, so the event is refused as a whole.
+    #[error("a call event must not repeat a key in one object: `{key}` appears twice")]
+    DuplicateKey {
+        /// The repeated key.
+        key: String,
+    },
     /// The payload is JSON but not an object.
     #[error("a call event must be a JSON object, found {found}")]
     NotAnObject {
@@ -335,14 +349,22 @@ impl CallEvent {
         serde_json::to_value(self).map_err(|error| WireError::Encode(error.to_string()))
     }
 
-    /// Decodes an event from its wire bytes.
+    /// Decodes an event from its wire bytes. A payload that repeats a key in any object is
+    /// refused ([`WireError::DuplicateKey`]).
+    ///
+    /// ```
+    /// use opkit::protocol::{CallEvent, WireError};
+    /// let twice = br#"{"type":"call.aborted","requestId":"c:1","requestId":"c:2"}"#;
+    /// assert_eq!(
+    ///     CallEvent::from_slice(twice),
+    ///     Err(WireError::DuplicateKey { key: "requestId".into() })
+    /// );
+    /// ```
     pub fn from_slice(bytes: &[u8]) -> Result<Self, WireError> {
         if let Some(event) = fast_decode::decode_fast(bytes) {
             return Ok(event);
         }
-        let value: Value =
-            serde_json::from_slice(bytes).map_err(|error| WireError::NotJson(error.to_string()))?;
-        Self::from_value(value)
+        Self::from_value(json::parse(bytes)?)
     }
 
     /// Decodes an event from its wire JSON, naming what is wrong when it is not one.

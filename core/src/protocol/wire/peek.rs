@@ -6,6 +6,7 @@
 //! request once it was answered, or to fail the requests of a peer that went away) read this
 //! one definition rather than the event JSON, so they agree on when a call is over.
 
+use super::json::SeenKeys;
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
@@ -76,16 +77,79 @@ pub struct Peek<'a> {
     pub subscription: bool,
 }
 
-#[derive(Deserialize)]
+/// The four fields [`peek`] reads; every other value is skipped.
 struct Raw<'a> {
-    #[serde(rename = "type", borrow)]
     kind: Cow<'a, str>,
-    #[serde(rename = "requestId", borrow)]
     request_id: Cow<'a, str>,
-    #[serde(default)]
     deadline: Scalar,
-    #[serde(default)]
     subscription: Scalar,
+}
+
+impl<'de> Deserialize<'de> for Raw<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(RawVisitor)
+    }
+}
+
+/// Reads the top-level object: a key seen twice is an error (the rule of `json.rs`), and so
+/// are a missing or non-string `type` or `requestId`.
+struct RawVisitor;
+
+impl<'de> Visitor<'de> for RawVisitor {
+    type Value = Raw<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a call event object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<Raw<'de>, A::Error> {
+        let mut seen = SeenKeys::default();
+        let (mut kind, mut request_id) = (None, None);
+        let (mut deadline, mut subscription) = (Scalar::Other, Scalar::Other);
+        while let Some(CowStr(key)) = entries.next_key()? {
+            match &*key {
+                "type" => kind = Some(entries.next_value::<CowStr<'de>>()?.0),
+                "requestId" => request_id = Some(entries.next_value::<CowStr<'de>>()?.0),
+                "deadline" => deadline = entries.next_value()?,
+                "subscription" => subscription = entries.next_value()?,
+                _ => {
+                    entries.next_value::<IgnoredAny>()?;
+                }
+            }
+            seen.insert(key)?;
+        }
+        Ok(Raw {
+            kind: kind.ok_or_else(|| serde::de::Error::missing_field("type"))?,
+            request_id: request_id.ok_or_else(|| serde::de::Error::missing_field("requestId"))?,
+            deadline,
+            subscription,
+        })
+    }
+}
+
+/// A string, borrowed from the input when it has no escapes.
+struct CowStr<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for CowStr<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Text;
+        impl<'de> Visitor<'de> for Text {
+            type Value = CowStr<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<CowStr<'de>, E> {
+                Ok(CowStr(Cow::Borrowed(text)))
+            }
+            fn visit_str<E>(self, text: &str) -> Result<CowStr<'de>, E> {
+                Ok(CowStr(Cow::Owned(text.to_owned())))
+            }
+            fn visit_string<E>(self, text: String) -> Result<CowStr<'de>, E> {
+                Ok(CowStr(Cow::Owned(text)))
+            }
+        }
+        deserializer.deserialize_str(Text)
+    }
 }
 
 /// A field read leniently: a whole number, a boolean, or anything else (skipped without
@@ -138,7 +202,8 @@ impl<'de> Deserialize<'de> for Scalar {
 }
 
 /// The kind, request id, deadline and subscription flag of the call event in `payload`, or
-/// `None` when it is not one (not JSON, no known `type`, no string `requestId`). A deadline
+/// `None` when it is not one (not a JSON object, no known `type`, no string `requestId`, or a
+/// top-level key written twice: the wire's one rule, see [`CallEvent::from_slice`](super::CallEvent::from_slice)). A deadline
 /// that is not a whole number reads as absent, a `subscription` that is not `true` as false.
 /// Everything else is skipped without building values, and skipping does not recurse,
 /// whatever the nesting of the input.
@@ -214,6 +279,26 @@ mod tests {
             "]".repeat(100_000)
         );
         assert_eq!(peek(deep.as_bytes()).unwrap().request_id, "c:3");
+    }
+
+    #[test]
+    fn a_top_level_key_written_twice_is_no_event() {
+        for twice in [
+            &br#"{"type":"call.requested","type":"call.aborted","requestId":"c:1"}"#[..],
+            br#"{"type":"call.requested","requestId":"c:1","requestId":"c:2"}"#,
+            br#"{"type":"call.requested","requestId":"c:1","deadline":1,"deadline":2}"#,
+            br#"{"type":"call.requested","requestId":"c:1","subscription":true,"subscription":false}"#,
+            br#"{"type":"call.requested","requestId":"c:1","identity":{"id":"a"},"identity":{"id":"b"}}"#,
+            br#"{"type":"call.requested","requestId":"c:1","operationId":"a.b","operationId":"c.d"}"#,
+            br#"{"type":"call.requested","requestId":"c:1","\u0069nput":1,"input":2}"#,
+        ] {
+            assert_eq!(peek(twice), None, "{}", String::from_utf8_lossy(twice));
+        }
+        // Not an object: an array in field order is no event either.
+        assert_eq!(peek(br#"["call.requested","c:1",5,true]"#), None);
+        // Escaped strings are read (owned), like plain ones.
+        let escaped = peek(br#"{"type":"call.aborted","requestId":"c:\u0031"}"#).unwrap();
+        assert_eq!(escaped.request_id, "c:1");
     }
 
     #[test]

@@ -1,0 +1,189 @@
+//! The one JSON rule of the wire: **no object of a call event repeats a key**.
+//!
+//! JSON parsers disagree on repeated keys (serde's derived structs refuse them, a
+//! `serde_json::Value` keeps the last one, other languages keep the first), so a payload that
+//! repeats `type`, `requestId` or `identity` could read as one event to the part of the
+//! system that checks it and as another to the part that runs it. Every reader of the wire
+//! therefore refuses a repeated key: [`peek`](super::peek) at the top level (the nesting it
+//! skips, it skips without building or checking), the fast decoder and the full decoder
+//! ([`parse`]) at every level. What one of them accepts, the others read the same way.
+
+use super::WireError;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::fmt;
+
+/// Parses a whole event into a [`Value`], refusing a repeated key in any object
+/// ([`WireError::DuplicateKey`]) and anything that is not JSON ([`WireError::NotJson`]).
+pub(crate) fn parse(bytes: &[u8]) -> Result<Value, WireError> {
+    let duplicate = RefCell::new(None);
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let parsed = UniqueKeys {
+        duplicate: &duplicate,
+    }
+    .deserialize(&mut deserializer)
+    .and_then(|value| deserializer.end().map(|()| value));
+    parsed.map_err(|error| match duplicate.into_inner() {
+        Some(key) => WireError::DuplicateKey { key },
+        None => WireError::NotJson(error.to_string()),
+    })
+}
+
+/// A field the fast decoder reads as a [`Value`] under the same rule (any error declines the
+/// fast path, and [`parse`] then names it).
+pub(super) fn unique_value<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Value, D::Error> {
+    let duplicate = RefCell::new(None);
+    UniqueKeys {
+        duplicate: &duplicate,
+    }
+    .deserialize(deserializer)
+}
+
+/// Builds a [`Value`] as `serde_json` does, but fails on the second occurrence of a key in
+/// one object, leaving that key in `duplicate`.
+#[derive(Clone, Copy)]
+struct UniqueKeys<'s> {
+    duplicate: &'s RefCell<Option<String>>,
+}
+
+impl<'de> DeserializeSeed<'de> for UniqueKeys<'_> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for UniqueKeys<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
+        Ok(Value::Bool(value))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
+        Ok(Value::Number(value.into()))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
+        Ok(Value::Number(value.into()))
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<Value, E> {
+        Ok(Number::from_f64(value).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
+        Ok(Value::String(value.to_owned()))
+    }
+
+    fn visit_string<E>(self, value: String) -> Result<Value, E> {
+        Ok(Value::String(value))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        self.deserialize(deserializer)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Value, A::Error> {
+        let mut values = Vec::with_capacity(items.size_hint().unwrap_or(0).min(1024));
+        while let Some(value) = items.next_element_seed(self)? {
+            values.push(value);
+        }
+        Ok(Value::Array(values))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = entries.next_key::<String>()? {
+            if object.contains_key(&key) {
+                let error = duplicate_key_error(&key);
+                *self.duplicate.borrow_mut() = Some(key);
+                return Err(error);
+            }
+            let value = entries.next_value_seed(self)?;
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
+    }
+}
+
+fn duplicate_key_error<E: de::Error>(key: &str) -> E {
+    E::custom(format_args!("the key `{key}` appears twice in one object"))
+}
+
+/// The keys of one object seen so far, for readers that do not build the object
+/// ([`peek`](super::peek)): a repeated key is an error.
+#[derive(Default)]
+pub(super) struct SeenKeys<'a> {
+    keys: HashSet<Cow<'a, str>, foldhash::fast::RandomState>,
+}
+
+impl<'a> SeenKeys<'a> {
+    /// Records `key`; an error when it was seen before.
+    pub(super) fn insert<E: de::Error>(&mut self, key: Cow<'a, str>) -> Result<(), E> {
+        if self.keys.contains(&key) {
+            return Err(duplicate_key_error(&key));
+        }
+        self.keys.insert(key);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn repeated_keys_are_refused_at_every_level_and_named() {
+        for (bytes, key) in [
+            (&br#"{"a":1,"a":2}"#[..], "a"),
+            (br#"{"a":{"b":[{"c":1,"c":1}]}}"#, "c"),
+            (br#"{"\u0061":1,"a":2}"#, "a"),
+        ] {
+            assert_eq!(
+                parse(bytes),
+                Err(WireError::DuplicateKey {
+                    key: key.to_owned()
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn everything_else_parses_as_serde_json_does() {
+        let text =
+            br#"{"a":[1,-2,3.5,1e400,true,null,"x\n"],"b":{"c":{}},"d":18446744073709551615}"#;
+        let ours = parse(text);
+        let theirs: Result<Value, _> = serde_json::from_slice(text);
+        assert_eq!(ours.is_ok(), theirs.is_ok());
+        let text = br#"{"a":[1,-2,3.5,true,null,"x\n"],"b":{"c":{}},"d":18446744073709551615}"#;
+        assert_eq!(
+            parse(text).unwrap(),
+            serde_json::from_slice::<Value>(text).unwrap()
+        );
+        assert_eq!(parse(b"[1] x").map_err(|_| ()), Err(()));
+        assert!(matches!(parse(b"{"), Err(WireError::NotJson(_))));
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        assert!(
+            matches!(parse(deep.as_bytes()), Err(WireError::NotJson(message)) if message.contains("recursion limit"))
+        );
+        assert_eq!(parse(b" 7 ").unwrap(), json!(7));
+    }
+}
