@@ -283,3 +283,36 @@ async fn requests_that_repeat_a_key_never_run() {
     assert_eq!(answered.request_id, "x:8");
     assert_eq!(calls.get(), 1, "no request that repeats a key ran");
 }
+
+/// What runs is the operation of the topic the request came on: a request naming another
+/// operation is refused (a bus that lets a publisher reach one operation's topic does not
+/// let it reach another operation through it).
+#[tokio::test]
+async fn a_request_naming_another_operation_than_its_topic_never_runs() {
+    let (_, bus) = bus();
+    let calls = Counter::default();
+    let _handler = CallHandler::new(guarded_registry(&calls), bus.clone())
+        .spawn()
+        .await
+        .unwrap();
+    let mut replies = bus.subscribe(&reply_topic("x")).await.unwrap();
+    let smuggled = CallRequested {
+        identity: Some(Identity::new("root").with_roles(["admin"])),
+        ..CallRequested::new("x:1", "admin.reset", json!({}))
+    };
+    publish(
+        &*bus,
+        &request_topic("users.delete"),
+        &CallEvent::Requested(smuggled),
+    )
+    .await;
+    let CallEvent::Error(refused) = next_event(&mut replies).await else {
+        panic!("expected call.error");
+    };
+    assert_eq!(refused.code, ErrorCode::ValidationError);
+    assert!(
+        refused.message.contains("topic of `users.delete`"),
+        "{refused:?}"
+    );
+    assert_eq!(calls.get(), 0, "the smuggled operation never ran");
+}

@@ -147,7 +147,7 @@ impl HandlerState {
                 biased;
                 () = stop.cancelled() => return,
                 request = requests.next() => match request {
-                    Some(payload) => self.accept(&payload, ready),
+                    Some(payload) => self.accept(&id, &payload, ready),
                     None => break,
                 },
                 abort = aborts.next() => match abort {

@@ -5,7 +5,7 @@ use super::HandlerState;
 use crate::bounds::Deadline;
 use crate::context::OperationContext;
 use crate::edge::Edge;
-use crate::error::CallError;
+use crate::error::{CallError, ErrorCode};
 use crate::middleware::Outcome;
 use crate::protocol::pubsub::Receipt;
 use crate::protocol::topics;
@@ -80,8 +80,15 @@ impl Drop for RunningGuard {
 }
 
 impl HandlerState {
-    /// Starts serving one `call.requested`.
-    pub(super) fn accept(self: &Arc<Self>, payload: &Bytes, permit: OwnedSemaphorePermit) {
+    /// Starts serving one `call.requested` that arrived on the request topic of
+    /// `operation_id`: a request naming another operation is refused (what the topic let
+    /// through is what runs, whatever the bus checked publishers against).
+    pub(super) fn accept(
+        self: &Arc<Self>,
+        operation_id: &str,
+        payload: &Bytes,
+        permit: OwnedSemaphorePermit,
+    ) {
         let request = match crate::protocol::wire::decode_fast(payload) {
             Some(CallEvent::Requested(request)) => request,
             _ => match self.decode_request(payload) {
@@ -89,6 +96,22 @@ impl HandlerState {
                 None => return,
             },
         };
+        if request.operation_id != operation_id {
+            tracing::warn!(
+                topic_operation = operation_id,
+                operation = %request.operation_id,
+                "refused a request naming another operation than its topic"
+            );
+            let error = CallError::new(
+                ErrorCode::ValidationError,
+                format!(
+                    "the request names the operation `{}` but was published on the request topic of `{operation_id}`",
+                    request.operation_id
+                ),
+            );
+            self.refuse(request.request_id, error);
+            return;
+        }
         self.start(request, permit);
     }
 
