@@ -86,7 +86,10 @@ async fn main() -> Result<()> {
         return serve(&args[2], &args[3], &args[4]).await;
     }
     let tokens = StaticTokens::new()
-        .with_token("service-token", SpokeGrant::new("math-service"))
+        .with_token(
+            "service-token",
+            SpokeGrant::new("math-service").serving(["math.add", "clock.ticks", "admin.stats"]),
+        )
         .with_token("web-token", SpokeGrant::new("web"));
     let hub = WsHub::bind("127.0.0.1:0", tokens).await?;
     println!("hub listening on {}", hub.url());

@@ -432,7 +432,7 @@ async fn faults_over_redis() {
 
 fn hub_tokens() -> StaticTokens {
     StaticTokens::new()
-        .with_token("replica-token", SpokeGrant::new("replica"))
+        .with_token("replica-token", SpokeGrant::service("replica"))
         .with_token("caller-token", SpokeGrant::new("caller"))
 }
 

@@ -106,7 +106,7 @@ async fn one_rate_limit_and_one_audit_serve_every_edge_alike() {
     let hub = WsHub::bind(
         "127.0.0.1:0",
         opkit_adapters::websocket::StaticTokens::new()
-            .with_token("serve-token", SpokeGrant::new("server"))
+            .with_token("serve-token", SpokeGrant::service("server"))
             .with_token(
                 "ann-spoke",
                 SpokeGrant::new("kiosk").with_identity(Identity::new("ann")),

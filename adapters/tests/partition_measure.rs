@@ -98,7 +98,7 @@ async fn measure_redis_partitions() {
 async fn measure_websocket_partitions() {
     init_logs();
     let tokens = StaticTokens::new()
-        .with_token("serve-token", SpokeGrant::new("serve"))
+        .with_token("serve-token", SpokeGrant::service("serve"))
         .with_token("call-token", SpokeGrant::new("call"));
     let hub = WsHub::bind("127.0.0.1:0", tokens).await.unwrap();
     let (caller_proxy, server_proxy) = (

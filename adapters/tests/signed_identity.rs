@@ -193,7 +193,7 @@ async fn on_redis_only_the_genuine_signed_identity_passes() {
 async fn on_websocket_the_hub_signs_the_identity_it_stamps() {
     let pair = ed25519();
     let tokens = StaticTokens::new()
-        .with_token("serving-token", SpokeGrant::new("serving"))
+        .with_token("serving-token", SpokeGrant::service("serving"))
         .with_token(
             "console-token",
             SpokeGrant::new("console").with_identity(admin()),

@@ -139,7 +139,7 @@ async fn nothing_pending(raw: &mut impl redis::aio::ConnectionLike, stream: &str
 
 fn tokens() -> StaticTokens {
     StaticTokens::new()
-        .with_token("serve", SpokeGrant::new("server"))
+        .with_token("serve", SpokeGrant::service("server"))
         .with_token("call", SpokeGrant::new("caller"))
 }
 

@@ -20,8 +20,16 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 fn tokens() -> StaticTokens {
     StaticTokens::new()
-        .with_token("slow-token", SpokeGrant::new("slow"))
-        .with_token("fast-token", SpokeGrant::new("fast"))
+        .with_token(
+            "slow-token",
+            SpokeGrant::new("slow")
+                .serving(["test.slow", "slow.*"])
+                .with_topics(["flood"]),
+        )
+        .with_token(
+            "fast-token",
+            SpokeGrant::new("fast").with_topics(["flood", "topic.*"]),
+        )
 }
 
 /// Resident memory of this process, in bytes (Linux).

@@ -48,7 +48,7 @@ async fn spoke(url: &str, token: &str) -> Arc<WsSpoke> {
 async fn calls_end_by_their_deadline_and_spokes_recover_through_partitions() {
     init_logs();
     let tokens = StaticTokens::new()
-        .with_token("serve-token", SpokeGrant::new("serve"))
+        .with_token("serve-token", SpokeGrant::service("serve"))
         .with_token("call-token", SpokeGrant::new("call"));
     let options = HubOptions::default()
         .with_ping_interval(Duration::from_millis(300))

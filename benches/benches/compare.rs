@@ -845,7 +845,7 @@ mod websocket_rt {
         let rt = runtime();
         let (map, hub, serving, handle) = rt.block_on(async {
             let tokens = StaticTokens::new()
-                .with_token("serving-token", SpokeGrant::new("serving"))
+                .with_token("serving-token", SpokeGrant::service("serving"))
                 .with_token("calling-token", SpokeGrant::new("calling"));
             let hub = WsHub::bind("127.0.0.1:0", tokens).await.expect("hub");
             let serving = Arc::new(

@@ -703,7 +703,7 @@ fn keep_serving<T: Send + 'static>(rt: &Runtime, keep: T) {
 /// The hub's tokens: one for the serving spoke, one for the caller's.
 fn hub_tokens() -> StaticTokens {
     StaticTokens::new()
-        .with_token("serving-token", SpokeGrant::new("serving"))
+        .with_token("serving-token", SpokeGrant::service("serving"))
         .with_token("calling-token", SpokeGrant::new("calling"))
 }
 

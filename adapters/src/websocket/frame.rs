@@ -72,12 +72,19 @@ pub(crate) fn encode(header: &Header, payload: Option<&[u8]>) -> Message {
     }
 }
 
-/// Decodes a frame's bytes into its header and payload (empty when absent).
-pub(crate) fn decode(data: &Bytes) -> Result<(Header, Bytes), String> {
+/// Decodes a frame's bytes into its header and payload (empty when absent). A header longer
+/// than `max_head` bytes is refused unread.
+pub(crate) fn decode(data: &Bytes, max_head: usize) -> Result<(Header, Bytes), String> {
     let (head, payload) = match data.iter().position(|&byte| byte == b'\n') {
         Some(at) => (data.slice(..at), data.slice(at + 1..)),
         None => (data.clone(), Bytes::new()),
     };
+    if head.len() > max_head {
+        return Err(format!(
+            "the frame header is {} bytes long, over the limit of {max_head} (names longer than HubOptions::with_max_topic_len)",
+            head.len()
+        ));
+    }
     let header = match fast::decode_head(&head) {
         Some(header) => header,
         None => serde_json::from_slice(&head).map_err(|error| error.to_string())?,
@@ -271,7 +278,7 @@ mod tests {
             &data[..],
             b"{\"op\":\"publish\",\"id\":7,\"topic\":\"t\"}\n{\"a\":1}\n\xff"
         );
-        let (decoded, payload) = decode(&data).unwrap();
+        let (decoded, payload) = decode(&data, usize::MAX).unwrap();
         assert_eq!(decoded, header);
         assert_eq!(&payload[..], b"{\"a\":1}\n\xff");
 
@@ -284,9 +291,15 @@ mod tests {
         );
         let data = data_of(ok).unwrap();
         assert_eq!(&data[..], b"{\"op\":\"ok\",\"id\":1}");
-        assert!(decode(&Bytes::from_static(b"{\"op\":\"fly\"}")).is_err());
-        assert!(decode(&Bytes::from_static(b"\xff\xfe")).is_err());
-        assert!(decode(&Bytes::from_static(b"{\"op\":\"publish\",\"id\":1}")).is_err());
+        assert!(decode(&Bytes::from_static(b"{\"op\":\"fly\"}"), usize::MAX).is_err());
+        assert!(decode(&Bytes::from_static(b"\xff\xfe"), usize::MAX).is_err());
+        assert!(
+            decode(
+                &Bytes::from_static(b"{\"op\":\"publish\",\"id\":1}"),
+                usize::MAX
+            )
+            .is_err()
+        );
     }
 
     /// The hand-written headers are what serde writes, and read as serde reads them.
@@ -328,7 +341,7 @@ mod tests {
             let data = data_of(encode(&header, payload)).unwrap();
             let head = data.split(|&byte| byte == b'\n').next().unwrap();
             assert_eq!(head, &serde[..], "{header:?}");
-            assert_eq!(decode(&data).unwrap().0, header);
+            assert_eq!(decode(&data, usize::MAX).unwrap().0, header);
             let escaped = matches!(&header, Header::Publish { topic, .. } if topic.contains('"'));
             assert_eq!(fast::decode_head(&serde).is_some(), !escaped, "{header:?}");
         }
@@ -369,7 +382,10 @@ mod tests {
                 String::from_utf8_lossy(text)
             );
             let data = Bytes::copy_from_slice(text);
-            assert_eq!(decode(&data).ok().map(|(header, _)| header), decoded);
+            assert_eq!(
+                decode(&data, usize::MAX).ok().map(|(header, _)| header),
+                decoded
+            );
         }
     }
 }

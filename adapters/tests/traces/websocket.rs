@@ -16,7 +16,7 @@ use std::sync::Arc;
 fn a_call_through_the_hub_keeps_its_trace() {
     let spans = spans_of(async {
         let tokens = StaticTokens::new()
-            .with_token("serve-token", SpokeGrant::new("server"))
+            .with_token("serve-token", SpokeGrant::service("server"))
             .with_token(
                 "call-token",
                 SpokeGrant::new("caller").with_identity(Identity::new("kiosk")),

@@ -10,5 +10,8 @@ mod ops;
 #[path = "../tls_support/mod.rs"]
 mod tls_support;
 
+mod grants;
 mod hub;
+mod raw;
+mod stamp;
 mod tls;

@@ -26,7 +26,7 @@ const CALLING_TOKEN: &str = "calling-token-9c21";
 
 fn tokens() -> StaticTokens {
     StaticTokens::new()
-        .with_token(SERVING_TOKEN, SpokeGrant::new("serving"))
+        .with_token(SERVING_TOKEN, SpokeGrant::service("serving"))
         .with_token(CALLING_TOKEN, SpokeGrant::new("calling"))
 }
 

@@ -1,37 +1,12 @@
-//! Spoke authentication: the grant a token gives ([`SpokeGrant`]), the verifiers
-//! ([`TokenVerifier`], [`StaticTokens`]) and reading the handshake's bearer token.
+//! Spoke authentication: the verifiers ([`TokenVerifier`], [`StaticTokens`]), reading the
+//! handshake's bearer token, and the handshake's refusals.
 
-use opkit::Identity;
-use std::collections::HashMap;
+use super::grant::SpokeGrant;
+use aws_lc_rs::digest::{SHA256, digest};
 use std::fmt;
+use subtle::{ConditionallySelectable, ConstantTimeEq};
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request};
 use tokio_tungstenite::tungstenite::http::{StatusCode, header};
-
-/// What a verified token grants a spoke.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SpokeGrant {
-    /// The spoke's name, in logs and [`WsHub::operations`](super::WsHub::operations).
-    pub name: String,
-    /// When set, the hub stamps this identity on every `call.requested` the spoke publishes.
-    pub identity: Option<Identity>,
-}
-
-impl SpokeGrant {
-    /// A grant for a spoke named `name` whose requests carry the identities it puts in them.
-    pub fn new(name: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            identity: None,
-        }
-    }
-
-    /// Binds the spoke's requests to `identity` (the hub overwrites theirs).
-    #[must_use]
-    pub fn with_identity(mut self, identity: Identity) -> Self {
-        self.identity = Some(identity);
-        self
-    }
-}
 
 /// Checks the token a spoke presents in its handshake (`Authorization: Bearer <token>`).
 ///
@@ -52,6 +27,10 @@ where
 
 /// A fixed table of tokens.
 ///
+/// A token is checked against every token of the table in constant time (their SHA-256
+/// digests are compared, all of them, whichever matches), so the time a check takes tells
+/// nothing about how close a guess came.
+///
 /// ```
 /// use opkit_adapters::websocket::{SpokeGrant, StaticTokens, TokenVerifier};
 /// let tokens = StaticTokens::new().with_token("s3cret", SpokeGrant::new("billing"));
@@ -60,7 +39,8 @@ where
 /// ```
 #[derive(Clone, Default)]
 pub struct StaticTokens {
-    tokens: HashMap<String, SpokeGrant>,
+    /// The SHA-256 digest of each token, with its grant; no two digests are equal.
+    tokens: Vec<([u8; 32], SpokeGrant)>,
 }
 
 impl fmt::Debug for StaticTokens {
@@ -72,23 +52,40 @@ impl fmt::Debug for StaticTokens {
     }
 }
 
+fn token_digest(token: &str) -> [u8; 32] {
+    let mut out = [0; 32];
+    out.copy_from_slice(digest(&SHA256, token.as_bytes()).as_ref());
+    out
+}
+
 impl StaticTokens {
     /// No tokens: every spoke is refused.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Accepts `token`, granting `grant`.
+    /// Accepts `token`, granting `grant` (replacing what the same token granted before).
     #[must_use]
     pub fn with_token(mut self, token: impl Into<String>, grant: SpokeGrant) -> Self {
-        self.tokens.insert(token.into(), grant);
+        let digest = token_digest(&token.into());
+        match self.tokens.iter_mut().find(|(known, _)| *known == digest) {
+            Some(entry) => entry.1 = grant,
+            None => self.tokens.push((digest, grant)),
+        }
         self
     }
 }
 
 impl TokenVerifier for StaticTokens {
     fn verify(&self, token: &str) -> Option<SpokeGrant> {
-        self.tokens.get(token).cloned()
+        let presented = token_digest(token);
+        // Every digest is compared, and the match (if any) is selected without a branch.
+        let mut found = u64::MAX;
+        for (index, (known, _)) in self.tokens.iter().enumerate() {
+            found.conditional_assign(&(index as u64), known[..].ct_eq(&presented[..]));
+        }
+        let index = usize::try_from(found).ok()?;
+        self.tokens.get(index).map(|(_, grant)| grant.clone())
     }
 }
 
@@ -105,7 +102,38 @@ pub(super) fn bearer_token(request: &Request) -> Option<&str> {
 
 /// The `401 Unauthorized` answer to a handshake.
 pub(super) fn refuse(message: &str) -> ErrorResponse {
-    let mut response = ErrorResponse::new(Some(message.to_owned()));
-    *response.status_mut() = StatusCode::UNAUTHORIZED;
+    answer(StatusCode::UNAUTHORIZED, message.to_owned())
+}
+
+/// The `429 Too Many Requests` answer to a handshake, naming the bound.
+pub(super) fn too_many(message: String) -> ErrorResponse {
+    answer(StatusCode::TOO_MANY_REQUESTS, message)
+}
+
+fn answer(status: StatusCode, message: String) -> ErrorResponse {
+    let mut response = ErrorResponse::new(Some(message));
+    *response.status_mut() = status;
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn static_tokens_match_whole_tokens_only() {
+        let tokens = StaticTokens::new()
+            .with_token("alpha", SpokeGrant::new("a"))
+            .with_token("alphabet", SpokeGrant::new("b"))
+            .with_token("", SpokeGrant::new("empty"))
+            .with_token("alpha", SpokeGrant::new("a2"));
+        assert_eq!(tokens.verify("alpha").unwrap().name, "a2");
+        assert_eq!(tokens.verify("alphabet").unwrap().name, "b");
+        assert_eq!(tokens.verify("").unwrap().name, "empty");
+        for guess in ["alph", "alphabe", "alphabets", "ALPHA", "alpha "] {
+            assert!(tokens.verify(guess).is_none(), "{guess}");
+        }
+        assert!(StaticTokens::new().verify("alpha").is_none());
+        assert_eq!(format!("{tokens:?}"), "StaticTokens { tokens: 3 }");
+    }
 }

@@ -1,7 +1,10 @@
-//! Spoke connections: accepting them, the authenticated handshake, and each connection's
-//! loop (pings, silence, frames in, the writer) until the spoke is gone.
+//! Spoke connections: accepting them (within the limits per address), the authenticated
+//! handshake (failed attempts throttled per address, connections per token), and each
+//! connection's loop (pings, silence, frames in, the writer) until the spoke is gone.
 
-use super::auth::{bearer_token, refuse};
+use super::admission::Ticket;
+use super::auth::{bearer_token, refuse, too_many};
+use super::grant::SpokeGrant;
 use super::link::Link;
 use super::outbound::Outbound;
 use super::state::{HubState, SpokeState};
@@ -16,7 +19,7 @@ use std::sync::atomic::Ordering;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
 
 /// Accepts connections until the hub shuts down.
 pub(super) async fn accept(shared: Arc<HubState>, listener: TcpListener) {
@@ -27,10 +30,20 @@ pub(super) async fn accept(shared: Arc<HubState>, listener: TcpListener) {
         };
         match accepted {
             Ok((stream, peer)) => {
+                let ticket = match shared.admission.enter(peer.ip()) {
+                    Ok(ticket) => ticket,
+                    Err(refusal) => {
+                        // Closed at once: each place an address holds is bounded.
+                        if let Some(left_out) = shared.door_log.admit() {
+                            tracing::warn!(%peer, %refusal, left_out, "refused a connection");
+                        }
+                        continue;
+                    }
+                };
                 // Frames are small and often unanswered on the same socket (a receipt, an
                 // event): with Nagle's algorithm each would wait for the peer's delayed ACK.
                 let _ = stream.set_nodelay(true);
-                tokio::spawn(connection(shared.clone(), stream, peer));
+                tokio::spawn(connection(shared.clone(), stream, peer, ticket));
             }
             Err(error) => {
                 tracing::warn!(%error, "the hub could not accept a connection");
@@ -42,59 +55,74 @@ pub(super) async fn accept(shared: Arc<HubState>, listener: TcpListener) {
 
 /// Serves one spoke connection: the TLS handshake when the hub has a certificate (bounded by
 /// the handshake timeout), then the spoke.
-async fn connection(shared: Arc<HubState>, stream: TcpStream, peer: SocketAddr) {
+async fn connection(shared: Arc<HubState>, stream: TcpStream, peer: SocketAddr, ticket: Ticket) {
     let Some(tls) = shared.options.tls.clone() else {
-        return serve_spoke(shared, stream, peer).await;
+        return serve_spoke(shared, stream, peer, ticket).await;
     };
     let acceptor = tokio_rustls::TlsAcceptor::from(tls.config);
     match tokio::time::timeout(shared.options.handshake_timeout, acceptor.accept(stream)).await {
-        Ok(Ok(stream)) => serve_spoke(shared, stream, peer).await,
-        Ok(Err(error)) => tracing::warn!(%peer, %error, "refused a spoke connection: TLS"),
-        Err(_) => tracing::warn!(%peer, "a spoke's TLS handshake timed out"),
+        Ok(Ok(stream)) => serve_spoke(shared, stream, peer, ticket).await,
+        Ok(Err(error)) => {
+            if let Some(left_out) = shared.door_log.admit() {
+                tracing::warn!(%peer, %error, left_out, "refused a spoke connection: TLS");
+            }
+        }
+        Err(_) => {
+            if let Some(left_out) = shared.door_log.admit() {
+                tracing::warn!(%peer, left_out, "a spoke's TLS handshake timed out");
+            }
+        }
     }
 }
 
-/// Serves one spoke from the WebSocket handshake to disconnection.
+/// Serves one spoke from the WebSocket handshake to disconnection; `ticket` holds its places
+/// (its address's, then its token's) until it is gone.
 // The handshake callback's error type is tungstenite's HTTP response.
 #[allow(clippy::result_large_err)]
-async fn serve_spoke<S>(shared: Arc<HubState>, stream: S, peer: SocketAddr)
+async fn serve_spoke<S>(shared: Arc<HubState>, stream: S, peer: SocketAddr, mut ticket: Ticket)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let mut grant = None;
-    let verifier = shared.verifier.clone();
+    let mut refusal = None;
     let handshake =
         tokio_tungstenite::accept_hdr_async(stream, |request: &Request, response: Response| {
-            match bearer_token(request) {
-                None => Err(refuse("missing bearer token")),
-                Some(token) => match verifier.verify(token) {
-                    Some(granted) => {
-                        grant = Some(granted);
-                        Ok(response)
-                    }
-                    None => Err(refuse("invalid token")),
-                },
+            match admit(&shared, peer, request, &mut ticket) {
+                Ok(granted) => {
+                    grant = Some(granted);
+                    Ok(response)
+                }
+                Err((answer, why)) => {
+                    refusal = Some(why);
+                    Err(answer)
+                }
             }
         });
     let socket = match tokio::time::timeout(shared.options.handshake_timeout, handshake).await {
         Ok(Ok(socket)) => socket,
         Ok(Err(error)) => {
-            tracing::warn!(%peer, %error, "refused a spoke connection");
+            if let Some(left_out) = shared.door_log.admit() {
+                let reason = refusal.unwrap_or_else(|| error.to_string());
+                tracing::warn!(%peer, %reason, left_out, "refused a spoke connection");
+            }
             return;
         }
         Err(_) => {
-            tracing::warn!(%peer, "a spoke handshake timed out");
+            if let Some(left_out) = shared.door_log.admit() {
+                tracing::warn!(%peer, left_out, "a spoke handshake timed out");
+            }
             return;
         }
     };
     let Some(grant) = grant else { return };
+    let grant = Arc::new(grant);
     let id = shared.next_connection.fetch_add(1, Ordering::Relaxed);
     let name = format!("{}#{id}", grant.name);
     let spoke = Arc::new(Mutex::new(SpokeState {
+        id,
         name: name.clone(),
-        grant,
+        grant: grant.clone(),
         subscriptions: HashMap::new(),
-        in_flight: HashMap::new(),
         dead: false,
     }));
     let kick = shared.shutdown.child_token();
@@ -120,6 +148,8 @@ where
         shared: shared.clone(),
         spoke: spoke.clone(),
         outbound,
+        id,
+        grant,
     };
     link.send(frame::encode(
         &Header::Welcome {
@@ -177,4 +207,34 @@ where
     kick.cancel();
     writer.abort();
     shared.spoke_gone(id, &spoke).await;
+    drop(ticket);
+}
+
+/// The handshake's decision: the spoke's grant, or the HTTP answer refusing it and why (for
+/// the log; never the token). An address past its failed attempts is refused before its
+/// token is looked at.
+#[allow(clippy::result_large_err)]
+fn admit(
+    shared: &HubState,
+    peer: SocketAddr,
+    request: &Request,
+    ticket: &mut Ticket,
+) -> Result<SpokeGrant, (ErrorResponse, String)> {
+    let door = &shared.admission;
+    door.check_failures(peer.ip())
+        .map_err(|why| (too_many(why.clone()), why))?;
+    let Some(token) = bearer_token(request) else {
+        door.failed(peer.ip());
+        return Err((
+            refuse("missing bearer token"),
+            "missing bearer token".to_owned(),
+        ));
+    };
+    let Some(grant) = shared.verifier.verify(token) else {
+        door.failed(peer.ip());
+        return Err((refuse("invalid token"), "invalid token".to_owned()));
+    };
+    door.hold_token(ticket, token)
+        .map_err(|why| (too_many(why.clone()), why))?;
+    Ok(grant)
 }

@@ -2,14 +2,13 @@
 //! requests routed there.
 
 use super::outbound::Outbound;
-use super::state::{HubState, InFlight, SpokeState};
+use super::state::{HubState, SpokeState};
 use crate::websocket::frame::{self, Header};
 use bytes::Bytes;
 use futures::{FutureExt, StreamExt};
+use opkit::protocol::Subscription;
 use opkit::protocol::wire::{self, EventKind};
-use opkit::protocol::{Subscription, topics};
 use parking_lot::Mutex;
-use std::collections::HashMap;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -50,30 +49,24 @@ impl Forwarder {
             && event.kind == EventKind::Requested
         {
             let request_id = event.request_id.into_owned();
-            let request = InFlight {
-                reply_topic: topics::reply_topic_for(&request_id),
-                deadline: event.deadline,
-                subscription: event.subscription,
-            };
             let dead_name = {
-                let mut state = self.spoke.lock();
+                let state = self.spoke.lock();
                 if state.dead {
                     Some(state.name.clone())
                 } else {
-                    state.in_flight.insert(request_id.clone(), request);
+                    // Under the spoke's lock: see the `dead` invariant of `SpokeState`.
+                    self.shared.calls.lock().route(&request_id, state.id);
                     None
                 }
             };
             if let Some(name) = dead_name {
                 // Routed to a spoke that just disconnected: fail it now.
-                let request = InFlight {
-                    reply_topic: topics::reply_topic_for(&request_id),
-                    deadline: event.deadline,
-                    subscription: event.subscription,
-                };
-                self.shared
-                    .fail_requests(&name, HashMap::from([(request_id, request)]))
-                    .await;
+                let call = self.shared.calls.lock().forget(&request_id);
+                if let Some(call) = call {
+                    self.shared
+                        .fail_calls(&name, vec![(request_id, call)])
+                        .await;
+                }
                 return;
             }
         }

@@ -1,9 +1,12 @@
 //! A connected spoke's side of the hub ([`Link`]): the frames it sends — subscribe,
-//! unsubscribe, publish — and the answers to them.
+//! unsubscribe, publish — what its grant lets it subscribe to, and the answers.
 
 use super::forward::Forwarder;
+use super::grant::SpokeGrant;
 use super::outbound::Outbound;
+use super::publish::Publisher;
 use super::state::{HubState, SpokeState};
+use super::topic::{TopicKind, check_name, classify, reply_route};
 use crate::websocket::frame::{self, Header};
 use bytes::Bytes;
 use opkit::protocol::{Delivery, PubSub, Receipt};
@@ -17,7 +20,13 @@ pub(super) struct Link {
     pub(super) shared: Arc<HubState>,
     pub(super) spoke: Arc<Mutex<SpokeState>>,
     pub(super) outbound: Outbound,
+    /// The connection id.
+    pub(super) id: u64,
+    pub(super) grant: Arc<SpokeGrant>,
 }
+
+/// Room in a frame header beside its topic and group names.
+const HEADER_ROOM: usize = 256;
 
 impl Link {
     /// Queues a frame; a spoke too far behind is disconnected.
@@ -41,10 +50,13 @@ impl Link {
 
     /// Handles one frame from the spoke; malformed frames are logged and dropped.
     pub(super) async fn handle(&self, data: &Bytes) {
-        let (header, payload) = match frame::decode(data) {
+        let max_head = self.shared.options.max_topic_len.saturating_mul(2) + HEADER_ROOM;
+        let (header, payload) = match frame::decode(data, max_head) {
             Ok(decoded) => decoded,
             Err(error) => {
-                tracing::warn!(spoke = %self.spoke.lock().name, %error, "dropping a malformed frame from a spoke");
+                if let Some(left_out) = self.shared.refusal_log.admit() {
+                    tracing::warn!(spoke = %self.spoke.lock().name, %error, left_out, "dropping a malformed frame from a spoke");
+                }
                 self.send(frame::encode(
                     &Header::Error {
                         id: None,
@@ -67,9 +79,13 @@ impl Link {
                 }
             }
             Header::Publish { id, topic } => {
+                let publisher = Publisher {
+                    id: self.id,
+                    grant: &self.grant,
+                };
                 let result = self
                     .shared
-                    .publish(Some(&self.spoke), &topic, payload)
+                    .publish(Some(publisher), &topic, payload)
                     .await
                     .map(Receipt::receivers)
                     .map_err(|error| {
@@ -92,8 +108,16 @@ impl Link {
         }
     }
 
-    /// Subscribes the spoke (within its limit) and starts the subscription's forwarder.
+    /// Subscribes the spoke (within its grant and its limit) and starts the subscription's
+    /// forwarder.
     async fn subscribe(&self, id: u64, topic: String, group: Option<String>) {
+        if let Err(refusal) = self.may_subscribe(&topic, group.as_deref()) {
+            if let Some(left_out) = self.shared.refusal_log.admit() {
+                tracing::warn!(spoke = %self.grant.name, %refusal, left_out, "refused a spoke's subscription");
+            }
+            self.reply(id, Err((refusal, true)));
+            return;
+        }
         let held = {
             let state = self.spoke.lock();
             if state.subscriptions.contains_key(&id) {
@@ -117,10 +141,15 @@ impl Link {
             );
             return;
         }
-        self.shared.unorphan(&topic);
+        // Replies reach a spoke through a topic of its own, carrying its own calls' replies.
+        let bus_topic = match classify(&topic) {
+            TopicKind::Reply => reply_route(self.id, &topic),
+            _ => topic.clone(),
+        };
+        self.shared.unorphan(&bus_topic);
         let subscription = match &group {
-            Some(group) => self.shared.bus.subscribe_group(&topic, group).await,
-            None => self.shared.bus.subscribe(&topic).await,
+            Some(group) => self.shared.bus.subscribe_group(&bus_topic, group).await,
+            None => self.shared.bus.subscribe(&bus_topic).await,
         };
         let subscription = match subscription {
             Ok(subscription) => subscription,
@@ -135,7 +164,8 @@ impl Link {
             shared: self.shared.clone(),
             outbound: self.outbound.clone(),
             id,
-            track: group.is_some(),
+            // Only requests routed on a request topic (checked when published) are tracked.
+            track: group.is_some() && matches!(classify(&topic), TopicKind::Request(_)),
         };
         tokio::spawn(forwarder.run(subscription, stop.clone()));
         self.spoke
@@ -143,5 +173,33 @@ impl Link {
             .subscriptions
             .insert(id, (topic, group, stop));
         self.reply(id, Ok(None));
+    }
+
+    /// What the spoke's grant says about subscribing to `topic` (in `group`).
+    fn may_subscribe(&self, topic: &str, group: Option<&str>) -> Result<(), String> {
+        let max = self.shared.options.max_topic_len;
+        check_name("topic", topic, max)?;
+        if let Some(group) = group {
+            check_name("group", group, max)?;
+        }
+        let grant = &self.grant;
+        match classify(topic) {
+            TopicKind::Request(operation_id) | TopicKind::Abort(operation_id)
+                if !grant.may_serve(operation_id) =>
+            {
+                Err(format!(
+                    "the grant `{}` does not let this spoke serve `{operation_id}`, so it may not read `{topic}` (SpokeGrant::serving)",
+                    grant.name
+                ))
+            }
+            TopicKind::Reply if group.is_some() => Err(format!(
+                "`{topic}` is a reply topic: a spoke subscribes to it alone, not in a group"
+            )),
+            TopicKind::Plain if !grant.may_use_topic(topic) => Err(format!(
+                "the grant `{}` does not let this spoke subscribe to `{topic}`, a topic outside the call protocol (SpokeGrant::with_topics)",
+                grant.name
+            )),
+            _ => Ok(()),
+        }
     }
 }

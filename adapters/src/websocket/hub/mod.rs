@@ -1,19 +1,33 @@
 //! The hub: accepts authenticated spokes and routes their messages.
 //!
-//! [`WsHub`] and [`HubPubSub`] are here; [`HubOptions`] in `options`, authentication in
-//! `auth`, the shared state and its invariants in `state`, connections in `connection`,
-//! a spoke's frames in `link`, forwarding subscriptions to spokes in `forward`.
+//! [`WsHub`] and [`HubPubSub`] are here; [`HubOptions`] in `options`, what a spoke may do
+//! in `grant`, authentication in `auth`, the limits at the door in `admission`, the shared
+//! state and its invariants in `state`, the calls in flight in `calls`, publishing (the
+//! checks on the call protocol's topics, stamping) in `publish`, topic names in `topic`,
+//! connections in `connection`, a spoke's frames in `link`, forwarding subscriptions to
+//! spokes in `forward`.
 
+mod admission;
 mod auth;
+mod calls;
 mod connection;
 mod forward;
+mod grant;
 mod link;
+mod log_budget;
 mod options;
 mod outbound;
+mod publish;
 mod state;
+mod topic;
 
-pub use auth::{SpokeGrant, StaticTokens, TokenVerifier};
-pub use options::{DEFAULT_MAX_QUEUED_BYTES, DEFAULT_MAX_SUBSCRIPTIONS, HubOptions};
+pub use auth::{StaticTokens, TokenVerifier};
+pub use grant::{Names, SpokeGrant};
+pub use options::{
+    DEFAULT_FAILED_TOKEN_WINDOW, DEFAULT_MAX_CALLS_PER_SPOKE, DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+    DEFAULT_MAX_CONNECTIONS_PER_TOKEN, DEFAULT_MAX_FAILED_TOKENS, DEFAULT_MAX_QUEUED_BYTES,
+    DEFAULT_MAX_SUBSCRIPTIONS, DEFAULT_MAX_TOPIC_LEN, HubOptions,
+};
 
 use bytes::Bytes;
 use futures::FutureExt;
@@ -28,6 +42,10 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio_util::sync::CancellationToken;
+
+/// How often the hub logs refusals an outsider can repeat at will (at most one line per this
+/// interval, with a count of the ones left out).
+const LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A WebSocket hub: accepts spokes that present a valid token and routes the call protocol
 /// between them (and in-process participants, through [`pubsub`](Self::pubsub)). See the
@@ -76,8 +94,12 @@ impl WsHub {
         let shared = Arc::new(HubState {
             bus: MemoryPubSub::new(),
             verifier: Arc::new(verifier),
+            admission: Arc::new(admission::Admission::new(&options)),
             options,
+            door_log: log_budget::LogBudget::new(LOG_EVERY),
+            refusal_log: log_budget::LogBudget::new(LOG_EVERY),
             spokes: Mutex::new(HashMap::new()),
+            calls: Mutex::new(calls::Calls::default()),
             orphans: Mutex::new(HashMap::new()),
             kicks: Mutex::new(HashMap::new()),
             next_connection: AtomicU64::new(1),
@@ -151,11 +173,9 @@ impl WsHub {
     /// past their deadline. These are the calls a spoke's disconnection would fail.
     pub fn calls_in_flight(&self) -> usize {
         self.shared
-            .spokes
+            .calls
             .lock()
-            .values()
-            .map(|spoke| spoke.lock().in_flight.len())
-            .sum()
+            .routed_live(opkit::envelope::now_millis())
     }
 
     /// Disconnects the spokes named `name` (by grant name or full name); they reconnect with

@@ -11,6 +11,30 @@ pub const DEFAULT_MAX_QUEUED_BYTES: usize = 64 * 1024 * 1024;
 /// operation holds two: its request and abort topics).
 pub const DEFAULT_MAX_SUBSCRIPTIONS: usize = 4096;
 
+/// The longest topic name, group name or request id a spoke may give the hub unless
+/// [`HubOptions::with_max_topic_len`] says otherwise: 1,024 bytes.
+pub const DEFAULT_MAX_TOPIC_LEN: usize = 1024;
+
+/// How many connections may hold one token at once unless
+/// [`HubOptions::with_max_connections_per_token`] says otherwise: 128.
+pub const DEFAULT_MAX_CONNECTIONS_PER_TOKEN: usize = 128;
+
+/// How many connections may come from one IP address at once (handshakes included) unless
+/// [`HubOptions::with_max_connections_per_address`] says otherwise: 256.
+pub const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS: usize = 256;
+
+/// How many failed token attempts one IP address may make within
+/// [`DEFAULT_FAILED_TOKEN_WINDOW`] before its connections are refused until the window ends,
+/// unless [`HubOptions::with_max_failed_tokens`] says otherwise: 10.
+pub const DEFAULT_MAX_FAILED_TOKENS: u32 = 10;
+
+/// The window [`DEFAULT_MAX_FAILED_TOKENS`] counts in: 60 s.
+pub const DEFAULT_FAILED_TOKEN_WINDOW: Duration = Duration::from_secs(60);
+
+/// How many calls one spoke may have in flight through the hub unless
+/// [`HubOptions::with_max_calls_per_spoke`] says otherwise: 65,536.
+pub const DEFAULT_MAX_CALLS_PER_SPOKE: usize = 65_536;
+
 /// Settings of a [`WsHub`](super::WsHub). Every bound and timing of the hub is here.
 #[derive(Debug, Clone)]
 pub struct HubOptions {
@@ -22,6 +46,12 @@ pub struct HubOptions {
     pub(in crate::websocket) max_queued: usize,
     pub(in crate::websocket) max_queued_bytes: usize,
     pub(super) max_subscriptions: usize,
+    pub(super) max_topic_len: usize,
+    pub(super) max_connections_per_token: usize,
+    pub(super) max_connections_per_address: usize,
+    pub(super) max_failed_tokens: u32,
+    pub(super) failed_token_window: Duration,
+    pub(super) max_calls_per_spoke: usize,
     pub(super) sweep_interval: Duration,
     pub(super) accept_retry_delay: Duration,
     pub(super) tls: Option<crate::websocket::ServerTls>,
@@ -40,6 +70,12 @@ impl Default for HubOptions {
             max_queued: 65_536,
             max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
             max_subscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
+            max_topic_len: DEFAULT_MAX_TOPIC_LEN,
+            max_connections_per_token: DEFAULT_MAX_CONNECTIONS_PER_TOKEN,
+            max_connections_per_address: DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+            max_failed_tokens: DEFAULT_MAX_FAILED_TOKENS,
+            failed_token_window: DEFAULT_FAILED_TOKEN_WINDOW,
+            max_calls_per_spoke: DEFAULT_MAX_CALLS_PER_SPOKE,
             sweep_interval: Duration::from_secs(1),
             accept_retry_delay: Duration::from_millis(50),
             tls: None,
@@ -126,6 +162,56 @@ impl HubOptions {
         self
     }
 
+    /// The longest topic name, group name or request id a spoke may give
+    /// ([`DEFAULT_MAX_TOPIC_LEN`] unless set): a `subscribe` or `publish` naming a longer one
+    /// is refused with an error naming the limit, before the hub keeps anything of it. A
+    /// frame header longer than this plus 256 bytes is refused unread.
+    #[must_use]
+    pub fn with_max_topic_len(mut self, bytes: usize) -> Self {
+        self.max_topic_len = bytes.max(1);
+        self
+    }
+
+    /// How many connections may hold one token at once
+    /// ([`DEFAULT_MAX_CONNECTIONS_PER_TOKEN`] unless set): one more is refused in the handshake
+    /// with HTTP `429`, naming the limit.
+    #[must_use]
+    pub fn with_max_connections_per_token(mut self, connections: usize) -> Self {
+        self.max_connections_per_token = connections.max(1);
+        self
+    }
+
+    /// How many connections may come from one IP address at once, handshakes included
+    /// ([`DEFAULT_MAX_CONNECTIONS_PER_ADDRESS`] unless set): one more is closed as soon as it
+    /// is accepted (logged at a bounded rate).
+    #[must_use]
+    pub fn with_max_connections_per_address(mut self, connections: usize) -> Self {
+        self.max_connections_per_address = connections.max(1);
+        self
+    }
+
+    /// How many failed token attempts (a missing or unknown token) one IP address may make
+    /// within `window` ([`DEFAULT_MAX_FAILED_TOKENS`] in [`DEFAULT_FAILED_TOKEN_WINDOW`]
+    /// unless set): past them, that address's handshakes are refused with HTTP `429` until the
+    /// window ends, whatever token they carry. Refused handshakes are logged at most once a
+    /// second, with a count of the ones left out.
+    #[must_use]
+    pub fn with_max_failed_tokens(mut self, attempts: u32, window: Duration) -> Self {
+        self.max_failed_tokens = attempts.max(1);
+        self.failed_token_window = window;
+        self
+    }
+
+    /// How many calls one spoke may have in flight through the hub
+    /// ([`DEFAULT_MAX_CALLS_PER_SPOKE`] unless set): the hub remembers who made each request
+    /// until it ends, to route its replies; one more `call.requested` is refused (the call
+    /// fails with `TRANSPORT_ERROR`, not sent) with an error naming the limit.
+    #[must_use]
+    pub fn with_max_calls_per_spoke(mut self, calls: usize) -> Self {
+        self.max_calls_per_spoke = calls.max(1);
+        self
+    }
+
     /// How long after the last spoke serving a request topic disconnected publishing on it
     /// fails with a transport error rather than reaching nobody (60 s unless set).
     #[must_use]
@@ -142,9 +228,9 @@ impl HubOptions {
         self
     }
 
-    /// How often the hub drops the in-flight requests whose deadline passed and the orphaned
-    /// request topics past their [grace](Self::with_orphan_grace) (1 s unless set; at least
-    /// 10 ms).
+    /// How often the hub drops the in-flight requests whose deadline passed, the orphaned
+    /// request topics past their [grace](Self::with_orphan_grace) and the failed-token windows
+    /// that ended (1 s unless set; at least 10 ms).
     #[must_use]
     pub fn with_sweep_interval(mut self, interval: Duration) -> Self {
         self.sweep_interval = interval.max(Duration::from_millis(10));

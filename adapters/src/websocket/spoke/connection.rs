@@ -40,10 +40,20 @@ pub(super) async fn open(inner: &SpokeShared) -> Result<(Socket, String), Transp
             tokio_tungstenite::connect_async_tls_with_config(request, None, true, Some(connector))
                 .await
                 .map_err(|error| match error {
-                    tungstenite::Error::Http(response) => transport(format!(
-                        "the hub refused the connection: {}",
-                        response.status()
-                    )),
+                    tungstenite::Error::Http(response) => {
+                        // The hub's reason, when it gave one (a limit it names), bounded.
+                        let reason = response
+                            .body()
+                            .as_deref()
+                            .map(|body| String::from_utf8_lossy(&body[..body.len().min(512)]))
+                            .filter(|reason| !reason.is_empty())
+                            .map(|reason| format!(": {reason}"))
+                            .unwrap_or_default();
+                        transport(format!(
+                            "the hub refused the connection: {}{reason}",
+                            response.status()
+                        ))
+                    }
                     other => transport(format!("could not connect to the hub: {other}")),
                 })?;
         while let Some(message) = socket.next().await {
@@ -51,7 +61,7 @@ pub(super) async fn open(inner: &SpokeShared) -> Result<(Socket, String), Transp
             let Some(data) = frame::data_of(message) else {
                 continue;
             };
-            return match frame::decode(&data) {
+            return match frame::decode(&data, usize::MAX) {
                 Ok((Header::Welcome { spoke }, _)) => Ok((socket, spoke)),
                 Ok((other, _)) => Err(transport(format!(
                     "the hub sent {other:?} instead of a welcome"

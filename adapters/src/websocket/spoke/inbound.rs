@@ -33,7 +33,7 @@ fn refuse_request(inner: &SpokeShared, state: &State, payload: &Bytes) {
 
 /// Handles one frame from the hub; malformed frames are logged and dropped.
 pub(super) fn handle(inner: &SpokeShared, data: &Bytes) {
-    let (header, payload) = match frame::decode(data) {
+    let (header, payload) = match frame::decode(data, usize::MAX) {
         Ok(decoded) => decoded,
         Err(error) => {
             tracing::warn!(%error, "dropping a malformed frame from the hub");

@@ -1,0 +1,278 @@
+//! Publishing through the hub ([`HubState::publish`]): what a spoke may publish where, under
+//! its grant and the call records, and how its requests are read and stamped.
+//!
+//! On the call protocol's topics the hub reads every event before it routes it:
+//!
+//! * a request (`opkit.request.<op>`) is decoded in full, by the decoder the handlers use
+//!   ([`CallEvent::from_slice`]); one it cannot read, or that names another operation than its
+//!   topic, is refused. A spoke granted an identity has it stamped by rewriting the request
+//!   (decode, replace `identity`, sign when the hub has keys, encode): what is forwarded is
+//!   exactly what was signed, never the spoke's own bytes.
+//! * an abort (`opkit.abort.<op>`) is accepted from the request's caller only;
+//! * a reply (`opkit.reply*`) from the spoke the request was routed to only, and it reaches
+//!   the caller's connection only.
+//!
+//! Code in the hub's process ([`HubPubSub`](super::HubPubSub)) is trusted: its requests are
+//! recorded (so replies find it) but not rewritten, and it may abort any call.
+
+use super::calls::{Call, Caller};
+use super::grant::SpokeGrant;
+use super::state::HubState;
+use super::topic::{TopicKind, check_name, classify};
+use bytes::Bytes;
+use opkit::Identity;
+use opkit::protocol::wire::{self, EventKind};
+use opkit::protocol::{CallEvent, CallRequested, PubSub, Receipt, TransportError};
+
+/// The spoke a publish comes from.
+#[derive(Clone, Copy)]
+pub(super) struct Publisher<'a> {
+    /// Its connection id.
+    pub(super) id: u64,
+    pub(super) grant: &'a SpokeGrant,
+}
+
+/// A refused publish: it reached nobody.
+fn refused(message: impl Into<String>) -> TransportError {
+    TransportError::not_sent(message)
+}
+
+impl HubState {
+    /// Publishes `payload` on `topic` for a spoke (`from`) or for code in the hub's process
+    /// (`None`), under the rules of the module docs.
+    pub(super) async fn publish(
+        &self,
+        from: Option<Publisher<'_>>,
+        topic: &str,
+        payload: Bytes,
+    ) -> Result<Receipt, TransportError> {
+        if let Some(from) = from {
+            check_name("topic", topic, self.options.max_topic_len).map_err(refused)?;
+            if let Err(error) = self.check_publish(from, topic) {
+                return Err(self.refuse(from, error));
+            }
+        }
+        let published = match classify(topic) {
+            TopicKind::Request(operation_id) => {
+                self.publish_request(from, topic, operation_id, payload)
+                    .await
+            }
+            TopicKind::Abort(operation_id) => {
+                self.publish_abort(from, topic, operation_id, payload).await
+            }
+            TopicKind::Reply => self.publish_reply(from, topic, payload).await,
+            TopicKind::Plain => self.bus.publish(topic, payload).await,
+        };
+        published.map_err(|error| match from {
+            Some(from) if error.delivery() == opkit::protocol::Delivery::NotSent => {
+                self.refuse(from, error)
+            }
+            _ => error,
+        })
+    }
+
+    /// What the grant says about publishing on `topic` (the call records decide the rest).
+    fn check_publish(&self, from: Publisher<'_>, topic: &str) -> Result<(), TransportError> {
+        match classify(topic) {
+            TopicKind::Request(operation_id) if !from.grant.may_call(operation_id) => {
+                Err(refused(format!(
+                    "the grant `{}` does not let this spoke call `{operation_id}` (SpokeGrant::calling)",
+                    from.grant.name
+                )))
+            }
+            TopicKind::Plain if !from.grant.may_use_topic(topic) => Err(refused(format!(
+                "the grant `{}` does not let this spoke publish on `{topic}`, a topic outside the call protocol (SpokeGrant::with_topics)",
+                from.grant.name
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Logs a refusal (at a bounded rate) and passes it on.
+    fn refuse(&self, from: Publisher<'_>, error: TransportError) -> TransportError {
+        if let Some(left_out) = self.refusal_log.admit() {
+            tracing::warn!(spoke = %from.grant.name, left_out, reason = error.message(), "refused a spoke's publish");
+        }
+        error
+    }
+
+    /// A `call.requested`: read, checked, stamped, recorded, then published.
+    async fn publish_request(
+        &self,
+        from: Option<Publisher<'_>>,
+        topic: &str,
+        operation_id: &str,
+        payload: Bytes,
+    ) -> Result<Receipt, TransportError> {
+        let (request_id, call, payload) = match from {
+            Some(from) => {
+                let request = read_request(&payload, operation_id)?;
+                if request.request_id.len() > self.options.max_topic_len {
+                    return Err(refused(format!(
+                        "the request id is {} bytes long, over the hub's limit of {} (HubOptions::with_max_topic_len)",
+                        request.request_id.len(),
+                        self.options.max_topic_len
+                    )));
+                }
+                let call = Call::new(
+                    Caller::Spoke(from.id),
+                    operation_id,
+                    request.deadline,
+                    request.subscription,
+                );
+                let request_id = request.request_id.clone();
+                let payload = match &from.grant.identity {
+                    Some(identity) => self.stamp(request, identity)?,
+                    None => payload,
+                };
+                (request_id, call, payload)
+            }
+            None => match wire::peek(&payload) {
+                Some(peeked) if peeked.kind == EventKind::Requested => {
+                    let call = Call::new(
+                        Caller::Hub,
+                        operation_id,
+                        peeked.deadline,
+                        peeked.subscription,
+                    );
+                    (peeked.request_id.into_owned(), call, payload)
+                }
+                _ => return self.route_request(topic, payload).await,
+            },
+        };
+        self.calls
+            .lock()
+            .open(&request_id, call, self.options.max_calls_per_spoke)
+            .map_err(refused)?;
+        let routed = self.route_request(topic, payload).await;
+        if routed
+            .as_ref()
+            .is_ok_and(|receipt| !receipt.reached_nobody())
+        {
+            return routed;
+        }
+        self.calls.lock().forget(&request_id);
+        routed
+    }
+
+    /// Publishes a request on the bus; on a request topic whose last serving spoke went away
+    /// within the orphan grace, reaching nobody is a transport error (the spoke may be
+    /// reconnecting).
+    async fn route_request(&self, topic: &str, payload: Bytes) -> Result<Receipt, TransportError> {
+        let receipt = self.bus.publish(topic, payload).await?;
+        if receipt.reached_nobody()
+            && let Some((spoke, since)) = self.orphans.lock().get(topic).cloned()
+            && since.elapsed() < self.options.orphan_grace
+        {
+            return Err(TransportError::not_sent(format!(
+                "the spoke `{spoke}` that served `{topic}` disconnected and no other serves it (yet)"
+            )));
+        }
+        Ok(receipt)
+    }
+
+    /// A `call.aborted`: accepted from the request's caller (or the hub), for that request on
+    /// its operation's abort topic only.
+    async fn publish_abort(
+        &self,
+        from: Option<Publisher<'_>>,
+        topic: &str,
+        operation_id: &str,
+        payload: Bytes,
+    ) -> Result<Receipt, TransportError> {
+        let caller = from.map_or(Caller::Hub, |from| Caller::Spoke(from.id));
+        let request_id = match wire::peek(&payload) {
+            Some(peeked) if peeked.kind == EventKind::Aborted => peeked.request_id,
+            _ if caller == Caller::Hub => return self.bus.publish(topic, payload).await,
+            _ => {
+                return Err(refused(format!(
+                    "only call.aborted is published on `{topic}`, and the hub cannot read this as one"
+                )));
+            }
+        };
+        let aborted = self
+            .calls
+            .lock()
+            .abort(&request_id, operation_id, caller)
+            .map_err(refused)?;
+        if aborted.is_none() && caller != Caller::Hub {
+            // No such call in flight (it ended): nothing to stop.
+            return Ok(Receipt::delivered(0));
+        }
+        self.bus.publish(topic, payload).await
+    }
+
+    /// A reply: accepted from the spoke the request was routed to, and delivered to its
+    /// caller only.
+    async fn publish_reply(
+        &self,
+        from: Option<Publisher<'_>>,
+        topic: &str,
+        payload: Bytes,
+    ) -> Result<Receipt, TransportError> {
+        let peeked = wire::peek(&payload)
+            .filter(|peeked| !matches!(peeked.kind, EventKind::Requested | EventKind::Aborted));
+        let Some(peeked) = peeked else {
+            if from.is_none() {
+                return self.bus.publish(topic, payload).await;
+            }
+            return Err(refused(format!(
+                "only call.responded, call.completed and call.error are published on `{topic}`, and the hub cannot read this as one"
+            )));
+        };
+        let answered = self.calls.lock().answer(
+            &peeked.request_id,
+            peeked.kind,
+            topic,
+            from.map(|from| from.id),
+        );
+        match answered.map_err(refused)? {
+            Some(caller) => self.deliver(caller, topic, payload).await,
+            // In the hub's process: replies to requests the hub did not route.
+            None if from.is_none() => self.bus.publish(topic, payload).await,
+            // No such call in flight (it ended, or never was): nobody waits for it.
+            None => Ok(Receipt::delivered(0)),
+        }
+    }
+
+    /// Rewrites a request with the identity the spoke was granted, signed with the hub's
+    /// keys when it has them (the signature covers the request as it is forwarded).
+    fn stamp(
+        &self,
+        mut request: CallRequested,
+        identity: &Identity,
+    ) -> Result<Bytes, TransportError> {
+        request.identity = Some(identity.clone());
+        request.identity_token = None;
+        #[cfg(feature = "signing")]
+        if let Some(keys) = &self.options.identity_keys {
+            request.identity_token = keys.sign_request(&request).map_err(|error| {
+                TransportError::not_sent(format!(
+                    "the hub could not sign the identity it stamps: {error}"
+                ))
+            })?;
+        }
+        CallEvent::Requested(request)
+            .to_bytes()
+            .map_err(|error| TransportError::not_sent(error.to_string()))
+    }
+}
+
+/// A spoke's `call.requested` for `operation_id`, decoded as a handler decodes it; anything
+/// else is refused, naming what is wrong.
+fn read_request(payload: &[u8], operation_id: &str) -> Result<CallRequested, TransportError> {
+    match CallEvent::from_slice(payload) {
+        Ok(CallEvent::Requested(request)) if request.operation_id == operation_id => Ok(request),
+        Ok(CallEvent::Requested(request)) => Err(refused(format!(
+            "the request names the operation `{}`, but was published on the request topic of `{operation_id}`",
+            request.operation_id
+        ))),
+        Ok(other) => Err(refused(format!(
+            "only call.requested is published on a request topic, not {}",
+            other.type_name()
+        ))),
+        Err(error) => Err(refused(format!(
+            "the hub cannot read this call.requested: {error}"
+        ))),
+    }
+}

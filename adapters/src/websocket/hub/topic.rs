@@ -1,0 +1,92 @@
+//! Topic names as the hub reads them: which part of the call protocol a topic belongs to
+//! ([`TopicKind`]), the bound on the names spokes give it ([`check_name`]), and the
+//! hub-internal topic that carries one spoke's replies ([`reply_route`]).
+
+use opkit::protocol::topics;
+use std::sync::LazyLock;
+
+static REQUEST_PREFIX: LazyLock<String> = LazyLock::new(|| topics::request_topic(""));
+static ABORT_PREFIX: LazyLock<String> = LazyLock::new(|| topics::abort_topic(""));
+static REPLY_PREFIX: LazyLock<String> = LazyLock::new(|| topics::reply_topic(""));
+
+/// What a topic carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum TopicKind<'a> {
+    /// `opkit.request.<operationId>`: requests for that operation.
+    Request(&'a str),
+    /// `opkit.abort.<operationId>`: aborts of requests for that operation.
+    Abort(&'a str),
+    /// `opkit.reply.<callerId>` or `opkit.reply`: replies.
+    Reply,
+    /// Any other topic: plain publish/subscribe, outside the call protocol.
+    Plain,
+}
+
+/// The kind of `topic`.
+pub(super) fn classify(topic: &str) -> TopicKind<'_> {
+    if let Some(operation_id) = topic.strip_prefix(REQUEST_PREFIX.as_str()) {
+        TopicKind::Request(operation_id)
+    } else if let Some(operation_id) = topic.strip_prefix(ABORT_PREFIX.as_str()) {
+        TopicKind::Abort(operation_id)
+    } else if topic == topics::FALLBACK_REPLY_TOPIC || topic.starts_with(REPLY_PREFIX.as_str()) {
+        TopicKind::Reply
+    } else {
+        TopicKind::Plain
+    }
+}
+
+/// A topic or group name a spoke gives: at most `max` bytes, no control character. `what`
+/// names it in the error.
+pub(super) fn check_name(what: &str, name: &str, max: usize) -> Result<(), String> {
+    if name.len() > max {
+        return Err(format!(
+            "the {what} name is {} bytes long, over the hub's limit of {max} (HubOptions::with_max_topic_len)",
+            name.len()
+        ));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(format!("the {what} name contains a control character"));
+    }
+    Ok(())
+}
+
+/// The bus topic that carries the replies on `topic` to the spoke with connection id
+/// `connection`, and only to it. It starts with a control character, which no name a spoke
+/// gives may contain ([`check_name`]), so no spoke can subscribe to it.
+pub(super) fn reply_route(connection: u64, topic: &str) -> String {
+    format!("\u{0}{connection}\u{0}{topic}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topics_are_classified_by_their_protocol_prefix() {
+        assert_eq!(
+            classify(&topics::request_topic("math.add")),
+            TopicKind::Request("math.add")
+        );
+        assert_eq!(
+            classify(&topics::abort_topic("math.add")),
+            TopicKind::Abort("math.add")
+        );
+        assert_eq!(classify(&topics::reply_topic("c0ffee")), TopicKind::Reply);
+        assert_eq!(classify(topics::FALLBACK_REPLY_TOPIC), TopicKind::Reply);
+        for plain in ["jobs", "opkit.replyx", "opkit.requests", "opkit"] {
+            assert_eq!(classify(plain), TopicKind::Plain, "{plain}");
+        }
+    }
+
+    #[test]
+    fn names_are_bounded_and_routes_cannot_be_named() {
+        assert!(check_name("topic", "jobs", 4).is_ok());
+        let long = check_name("topic", "jobs!", 4).unwrap_err();
+        assert!(
+            long.contains("5 bytes") && long.contains("with_max_topic_len"),
+            "{long}"
+        );
+        assert!(check_name("topic", &reply_route(7, "opkit.reply.c"), 1024).is_err());
+        assert!(check_name("group", "a\nb", 1024).is_err());
+    }
+}
