@@ -1,9 +1,16 @@
 //! The hub's bounds on what one spoke can make it hold: queued bytes for a spoke that stopped
 //! reading (it is disconnected, its running requests fail with `TRANSPORT_ERROR`, its queue is
-//! freed) and subscriptions per spoke; and a serving spoke's own bound on the requests that
+//! freed), subscriptions per spoke, the length of the names it gives, its calls in flight; on
+//! who gets in: connections per token and per address, failed token attempts per address
+//! (and the log lines they cause); and a serving spoke's own bound on the requests that
 //! wait for its handler (past it a request is refused, not run, not queued). Real sockets on
 //! loopback, bounded loops.
 #![cfg(feature = "websocket")]
+
+#[path = "redis_support/ops.rs"]
+mod ops;
+#[path = "websocket_transport/raw.rs"]
+mod raw;
 
 use futures::{SinkExt, StreamExt};
 use opkit::ErrorCode;
@@ -271,4 +278,260 @@ async fn a_serving_spoke_at_its_limit_refuses_requests_it_cannot_hold() {
         written,
         "no refused request ran"
     );
+}
+
+/// 24 subscriptions with 8 MiB topic names (what once took a hub from 20 to 644 MiB): each is
+/// refused, and the hub keeps nothing of them. Names over the limit but short enough to read
+/// are refused with the id of the frame that gave them; a name at the limit is accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topic_names_past_the_limit_are_refused_and_memory_stays_flat() {
+    use opkit_adapters::websocket::DEFAULT_MAX_TOPIC_LEN;
+    let hub = WsHub::bind("127.0.0.1:0", tokens()).await.unwrap();
+    let mut spoke = raw::RawSpoke::connect(&hub.url(), "fast-token").await;
+    let before = rss();
+    // After the first frames the buffers that carry one frame (here and in the hub) are
+    // allocated and reused: from then on, memory must stay flat.
+    let mut warm = before;
+    for n in 0..24 {
+        let topic = format!("topic.{n}.{}", "x".repeat(8 * 1024 * 1024));
+        let frame = format!(r#"{{"op":"subscribe","id":{n},"topic":"{topic}"}}"#);
+        drop(topic);
+        let answer = spoke.send_text(frame).await;
+        assert!(
+            answer.contains(r#""op":"error""#) && answer.contains("with_max_topic_len"),
+            "{}",
+            &answer[..answer.len().min(300)]
+        );
+        if n == 3 {
+            warm = rss();
+        }
+    }
+    let after = rss();
+    eprintln!(
+        "24 subscriptions with 8 MiB topic names: RSS {} MiB before, {} MiB after 4, {} MiB after 24",
+        before >> 20,
+        warm >> 20,
+        after >> 20
+    );
+    // Kept, 20 more names would be 160 MiB at the very least.
+    assert!(
+        after.saturating_sub(warm) < 32 * 1024 * 1024,
+        "RSS grew by {} MiB over the last 20 frames",
+        after.saturating_sub(warm) >> 20
+    );
+    assert!(
+        after.saturating_sub(before) < 96 * 1024 * 1024,
+        "RSS grew by {} MiB",
+        after.saturating_sub(before) >> 20
+    );
+
+    // Readable, over the limit: refused with the frame's id, the subscription, the group and
+    // the publish alike.
+    let over = format!("topic.{}", "y".repeat(DEFAULT_MAX_TOPIC_LEN));
+    let answer = spoke.subscribe(&over, None).await;
+    assert!(raw::refused(&answer, "with_max_topic_len"), "{answer}");
+    let group = "g".repeat(DEFAULT_MAX_TOPIC_LEN + 1);
+    let answer = spoke.subscribe("topic.a", Some(&group)).await;
+    assert!(raw::refused(&answer, "group name"), "{answer}");
+    let answer = spoke.publish(&over, b"x").await;
+    assert!(raw::refused(&answer, "with_max_topic_len"), "{answer}");
+    let at_limit = format!(
+        "topic.{}",
+        "z".repeat(DEFAULT_MAX_TOPIC_LEN - "topic.".len())
+    );
+    let answer = spoke.subscribe(&at_limit, None).await;
+    assert!(answer.contains(r#""op":"ok""#), "{answer}");
+}
+
+/// The default limit of connections per token (300 on one token were once all accepted):
+/// one more than the limit is refused with `429`, naming it; another token still gets in;
+/// a place freed is taken again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_per_token_are_limited() {
+    use opkit_adapters::websocket::DEFAULT_MAX_CONNECTIONS_PER_TOKEN;
+    assert_eq!(DEFAULT_MAX_CONNECTIONS_PER_TOKEN, 128);
+    let hub = WsHub::bind("127.0.0.1:0", tokens()).await.unwrap();
+    let mut held = Vec::new();
+    for _ in 0..DEFAULT_MAX_CONNECTIONS_PER_TOKEN {
+        held.push(raw::raw_connection(&hub.url(), "fast-token").await);
+    }
+    let refused = WsSpoke::connect(&hub.url(), "fast-token")
+        .await
+        .unwrap_err();
+    assert!(
+        refused.message().contains("429")
+            && refused
+                .message()
+                .contains("HubOptions::with_max_connections_per_token"),
+        "{refused}"
+    );
+    let other = WsSpoke::connect(&hub.url(), "slow-token").await.unwrap();
+    drop(held.pop());
+    eventually_async(|| async { WsSpoke::connect(&hub.url(), "fast-token").await.is_ok() }).await;
+    other.close();
+}
+
+/// Connections from one address past the limit are closed as soon as they are accepted,
+/// whatever their token (handshakes count: a client cannot hold places by never finishing
+/// one); a place freed is taken again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_per_address_are_limited() {
+    use opkit_adapters::websocket::DEFAULT_MAX_CONNECTIONS_PER_ADDRESS;
+    assert_eq!(DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, 256);
+    let hub = WsHub::bind_with(
+        "127.0.0.1:0",
+        tokens(),
+        HubOptions::default().with_max_connections_per_address(4),
+    )
+    .await
+    .unwrap();
+    // Two spokes and two sockets that never start their handshake.
+    let first = WsSpoke::connect(&hub.url(), "fast-token").await.unwrap();
+    let _second = WsSpoke::connect(&hub.url(), "slow-token").await.unwrap();
+    let mut idle = Vec::new();
+    for _ in 0..2 {
+        idle.push(
+            tokio::net::TcpStream::connect(hub.local_addr())
+                .await
+                .unwrap(),
+        );
+    }
+    eventually_async(|| async { WsSpoke::connect(&hub.url(), "fast-token").await.is_err() }).await;
+    let refused = WsSpoke::connect(&hub.url(), "fast-token")
+        .await
+        .unwrap_err();
+    assert!(refused.message().contains("could not connect"), "{refused}");
+    first.close();
+    drop(idle);
+    eventually_async(|| async { WsSpoke::connect(&hub.url(), "fast-token").await.is_ok() }).await;
+}
+
+/// 1,000 wrong tokens from one address (once each answered `401` and logged): past the limit
+/// the address is refused with `429` naming it, even with a right token, and the log holds a
+/// few lines, not a thousand.
+#[tokio::test]
+async fn failed_token_attempts_are_throttled_and_logged_at_a_bounded_rate() {
+    use opkit_adapters::websocket::{DEFAULT_FAILED_TOKEN_WINDOW, DEFAULT_MAX_FAILED_TOKENS};
+    assert_eq!(
+        (DEFAULT_MAX_FAILED_TOKENS, DEFAULT_FAILED_TOKEN_WINDOW),
+        (10, Duration::from_secs(60))
+    );
+    let warnings = ops::CapturedWarnings::default();
+    let _logs = tracing::subscriber::set_default(warnings.subscriber());
+    let hub = WsHub::bind("127.0.0.1:0", tokens()).await.unwrap();
+    let mut answers = std::collections::BTreeMap::<String, usize>::new();
+    for n in 0..1_000 {
+        let error = WsSpoke::connect_with(
+            &hub.url(),
+            SpokeOptions::new(&format!("guess-{n}")).with_connect_timeout(Duration::from_secs(10)),
+        )
+        .await
+        .unwrap_err();
+        let status = if error.message().contains("401") {
+            "401"
+        } else if error.message().contains("429") {
+            assert!(
+                error
+                    .message()
+                    .contains("HubOptions::with_max_failed_tokens"),
+                "{error}"
+            );
+            "429"
+        } else {
+            panic!("unexpected: {error}")
+        };
+        *answers.entry(status.to_owned()).or_default() += 1;
+    }
+    assert_eq!(answers.get("401"), Some(&10), "{answers:?}");
+    assert_eq!(answers.get("429"), Some(&990), "{answers:?}");
+    let right = WsSpoke::connect(&hub.url(), "fast-token")
+        .await
+        .unwrap_err();
+    assert!(right.message().contains("429"), "{right}");
+    let lines = warnings
+        .messages()
+        .iter()
+        .filter(|line| line.contains("refused"))
+        .count();
+    eprintln!("1,000 wrong tokens: {answers:?}, {lines} warning lines");
+    assert!(lines <= 20, "{lines} warning lines for 1,000 attempts");
+}
+
+/// Calls one spoke has in flight through the hub are limited: one more fails at once with
+/// `TRANSPORT_ERROR`, not sent, naming the limit; calls in flight are unaffected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_in_flight_per_spoke_are_limited() {
+    use opkit::protocol::CallHandler;
+    let hub = WsHub::bind_with(
+        "127.0.0.1:0",
+        tokens(),
+        HubOptions::default().with_max_calls_per_spoke(2),
+    )
+    .await
+    .unwrap();
+    // `test.slow` never answers; it counts the runs that started and were dropped.
+    let (started, dropped) = (ops::Counter::default(), ops::Counter::default());
+    let registry = opkit::OperationRegistry::new();
+    let (start, drop_count) = (started.clone(), dropped.clone());
+    registry
+        .register(
+            opkit::OperationSpec::new("test", "slow", opkit::OperationKind::Query),
+            opkit::Handler::unary(move |_input, _ctx| {
+                start.bump();
+                let on_drop = OnDrop(drop_count.clone());
+                async move {
+                    let _on_drop = on_drop;
+                    futures::future::pending::<()>().await;
+                    Ok(json!(null))
+                }
+            }),
+        )
+        .unwrap();
+    let serving = Arc::new(WsSpoke::connect(&hub.url(), "slow-token").await.unwrap());
+    let _handler = CallHandler::new(registry, serving).spawn().await.unwrap();
+    let calling = Arc::new(WsSpoke::connect(&hub.url(), "fast-token").await.unwrap());
+    let map = PendingRequestMap::connect(calling).await.unwrap();
+    let far = OperationContext::default().with_timeout(Duration::from_secs(300));
+    let held: Vec<_> = (0..2)
+        .map(|_| {
+            let (map, far) = (map.clone(), far.clone());
+            tokio::spawn(async move { map.call("test.slow", json!({}), &far).await })
+        })
+        .collect();
+    eventually("both run", || started.get() == 2).await;
+    let refused = ops::within(
+        "the call past the limit",
+        map.call("test.slow", json!({}), &far),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::TransportError, "{refused}");
+    assert!(
+        refused
+            .message
+            .contains("HubOptions::with_max_calls_per_spoke"),
+        "{refused}"
+    );
+    assert_eq!(
+        refused
+            .details
+            .as_ref()
+            .and_then(|d| d["delivery"].as_str()),
+        Some("notSent")
+    );
+    assert_eq!(hub.calls_in_flight(), 2);
+    for call in held {
+        call.abort();
+    }
+    eventually("the aborted calls end", || dropped.get() == 2).await;
+    eventually("no call in flight", || hub.calls_in_flight() == 0).await;
+}
+
+/// Bumps its counter when dropped.
+struct OnDrop(ops::Counter);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        self.0.bump();
+    }
 }

@@ -1,6 +1,8 @@
 //! A hand-written spoke for the tests that play an attacker (or a broken peer): it sends the
 //! frames it is told to, byte for byte, and reads the hub's answers and messages.
 #![cfg(feature = "websocket")]
+// Each suite that includes these helpers uses some of them.
+#![allow(dead_code)]
 
 use crate::ops::within;
 use futures::{SinkExt, StreamExt};
@@ -99,6 +101,20 @@ impl RawSpoke {
         let id = self.id();
         let header = serde_json::json!({"op": "publish", "id": id, "topic": topic});
         self.request(id, header.to_string(), Some(payload)).await
+    }
+
+    /// Sends a text frame as it is, and returns the next frame from the hub that is not a
+    /// `message` (an answer, with or without an id).
+    pub async fn send_text(&mut self, frame: String) -> String {
+        self.socket.send(Message::text(frame)).await.unwrap();
+        loop {
+            let frame = next_frame(&mut self.socket).await;
+            if frame.starts_with(r#"{"op":"message""#) {
+                self.messages.push_back(frame);
+            } else {
+                return frame;
+            }
+        }
     }
 
     /// Reads what arrives for `wait` (bounded), keeping `message` frames.

@@ -25,8 +25,10 @@ pub(super) struct Link {
     pub(super) grant: Arc<SpokeGrant>,
 }
 
-/// Room in a frame header beside its topic and group names.
-const HEADER_ROOM: usize = 256;
+/// Room in a frame header beside its topic and group names: a header up to twice the name
+/// limit plus this is read (so a name over the limit is refused with the id of the frame that
+/// gave it); a longer one is refused unread.
+const HEADER_ROOM: usize = 64 * 1024;
 
 impl Link {
     /// Queues a frame; a spoke too far behind is disconnected.

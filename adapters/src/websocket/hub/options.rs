@@ -165,7 +165,8 @@ impl HubOptions {
     /// The longest topic name, group name or request id a spoke may give
     /// ([`DEFAULT_MAX_TOPIC_LEN`] unless set): a `subscribe` or `publish` naming a longer one
     /// is refused with an error naming the limit, before the hub keeps anything of it. A
-    /// frame header longer than this plus 256 bytes is refused unread.
+    /// frame header longer than twice this plus 64 KiB is refused unread (answered by an
+    /// `error` frame without an id).
     #[must_use]
     pub fn with_max_topic_len(mut self, bytes: usize) -> Self {
         self.max_topic_len = bytes.max(1);
