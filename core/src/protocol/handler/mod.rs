@@ -16,7 +16,9 @@
 //! polled, and the request's `RunningGuard` removes it when that future ends or is dropped
 //! (finished, panicked, or cancelled at shutdown): an id is in `running` exactly while its
 //! request is being served. A second `call.requested` with an id in `running` is a duplicate
-//! and is dropped.
+//! and is dropped. With identity keys, a signed request's id is also remembered after it
+//! ends, until its signature expires (`replays`, taken in `signed` after the signature
+//! verifies): a genuine request published again is dropped however late it comes.
 //!
 //! **Aborts and tombstones.** A `call.aborted` for an id in `running` cancels its token: the
 //! request's future or stream is dropped at its next await, and nothing more is published for
@@ -60,6 +62,8 @@
 
 mod operations;
 mod requests;
+#[cfg(feature = "signing")]
+mod signed;
 
 use super::pubsub::{PubSub, TransportError};
 use crate::context::EnvBackend;
@@ -133,6 +137,8 @@ pub struct CallHandler {
     max_in_flight: usize,
     #[cfg(feature = "signing")]
     identity_keys: Option<super::signing::IdentityKeys>,
+    #[cfg(feature = "signing")]
+    replay_capacity: usize,
 }
 
 impl fmt::Debug for CallHandler {
@@ -159,17 +165,33 @@ impl CallHandler {
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             #[cfg(feature = "signing")]
             identity_keys: None,
+            #[cfg(feature = "signing")]
+            replay_capacity: super::signing::DEFAULT_REPLAY_CAPACITY,
         }
     }
 
     /// Requires every request that states an identity to carry a signature one of `keys`
     /// verifies (see [`signing`](super::signing)): a request whose identity is unsigned,
-    /// forged, expired or signed for another request is answered `ACCESS_DENIED` before the
-    /// operation is looked at. Requests without an identity are anonymous, as before.
+    /// forged, expired or signed for another request (another input, deadline, parent,
+    /// operation or subscription flag) is answered `ACCESS_DENIED` before the operation is
+    /// looked at, and a signed request taken before is dropped. Requests without an identity
+    /// are anonymous, as before.
     #[cfg(feature = "signing")]
     #[must_use]
     pub fn with_identity_keys(mut self, keys: super::signing::IdentityKeys) -> Self {
         self.identity_keys = Some(keys);
+        self
+    }
+
+    /// How many signed request ids this handler remembers, each until its signature expires,
+    /// to drop replays ([`DEFAULT_REPLAY_CAPACITY`](super::signing::DEFAULT_REPLAY_CAPACITY)
+    /// unless set: about 100 bytes each). When that many are live a new signed request is
+    /// refused with `UNAVAILABLE` (never is a live id forgotten); raise it for more signed
+    /// calls per signature lifetime (a call's timeout plus a second).
+    #[cfg(feature = "signing")]
+    #[must_use]
+    pub fn with_replay_capacity(mut self, capacity: usize) -> Self {
+        self.replay_capacity = capacity;
         self
     }
 
@@ -236,6 +258,8 @@ impl CallHandler {
             permits: Arc::new(tokio::sync::Semaphore::new(self.max_in_flight)),
             #[cfg(feature = "signing")]
             identity_keys: self.identity_keys,
+            #[cfg(feature = "signing")]
+            replays: Mutex::new(super::signing::Replays::new(self.replay_capacity)),
         });
         let handle = CallHandlerHandle {
             shared: shared.clone(),
@@ -336,4 +360,7 @@ struct HandlerState {
     /// What verifies the identities of requests, when they must be signed.
     #[cfg(feature = "signing")]
     identity_keys: Option<super::signing::IdentityKeys>,
+    /// The signed requests taken, until their signatures expire.
+    #[cfg(feature = "signing")]
+    replays: Mutex<super::signing::Replays>,
 }

@@ -266,8 +266,8 @@ impl HandlerState {
         reply_topic: &str,
     ) -> Result<(), CallError> {
         #[cfg(feature = "signing")]
-        if let Some(keys) = &self.identity_keys {
-            keys.verify(&request)?;
+        if !self.take_signed(request_id, &request)? {
+            return Ok(());
         }
         let trace = request.trace_context();
         let CallRequested {

@@ -30,31 +30,28 @@ impl MapInner {
         subscription: bool,
     ) -> Result<(), CallError> {
         let deadline = deadline.map(Deadline::epoch_millis);
-        let identity = ctx.identity().cloned();
+        #[cfg_attr(not(feature = "signing"), allow(unused_mut))]
+        let mut request = CallRequested {
+            request_id: guard.request_id.to_string(),
+            operation_id: guard.operation_id.to_string(),
+            input,
+            parent_request_id: ctx.parent_request_id().map(str::to_owned),
+            identity: ctx.identity().cloned(),
+            identity_token: None,
+            deadline,
+            subscription,
+            traceparent: None,
+            tracestate: None,
+        }
+        .with_trace_context(ctx.trace());
+        // Signed last: the token binds every other field's final value.
         #[cfg(feature = "signing")]
-        let identity_token = match (&self.identity_keys, &identity) {
-            (Some(keys), Some(identity)) => keys
-                .sign(identity, &guard.request_id, &guard.operation_id, deadline)
-                .inspect_err(|_| guard.publish_abort = false)?,
-            _ => None,
-        };
-        #[cfg(not(feature = "signing"))]
-        let identity_token = None;
-        let event = CallEvent::Requested(
-            CallRequested {
-                request_id: guard.request_id.to_string(),
-                operation_id: guard.operation_id.to_string(),
-                input,
-                parent_request_id: ctx.parent_request_id().map(str::to_owned),
-                identity,
-                identity_token,
-                deadline,
-                subscription,
-                traceparent: None,
-                tracestate: None,
-            }
-            .with_trace_context(ctx.trace()),
-        );
+        if let Some(keys) = &self.identity_keys {
+            request.identity_token = keys
+                .sign_request(&request)
+                .inspect_err(|_| guard.publish_abort = false)?;
+        }
+        let event = CallEvent::Requested(request);
         let payload = event
             .to_bytes()
             .inspect_err(|_| guard.publish_abort = false)?;
