@@ -423,7 +423,7 @@ async fn failed_token_attempts_are_throttled_and_logged_at_a_bounded_rate() {
     for n in 0..1_000 {
         let error = WsSpoke::connect_with(
             &hub.url(),
-            SpokeOptions::new(&format!("guess-{n}")).with_connect_timeout(Duration::from_secs(10)),
+            SpokeOptions::new(format!("guess-{n}")).with_connect_timeout(Duration::from_secs(10)),
         )
         .await
         .unwrap_err();
