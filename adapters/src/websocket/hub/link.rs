@@ -52,7 +52,8 @@ impl Link {
 
     /// Handles one frame from the spoke; malformed frames are logged and dropped.
     pub(super) async fn handle(&self, data: &Bytes) {
-        let max_head = self.shared.options.max_topic_len.saturating_mul(2) + HEADER_ROOM;
+        let max_head =
+            (self.shared.options.max_topic_len.saturating_mul(2)).saturating_add(HEADER_ROOM);
         let (header, payload) = match frame::decode(data, max_head) {
             Ok(decoded) => decoded,
             Err(error) => {

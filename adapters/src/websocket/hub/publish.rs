@@ -47,8 +47,10 @@ impl HubState {
         payload: Bytes,
     ) -> Result<Receipt, TransportError> {
         if let Some(from) = from {
-            check_name("topic", topic, self.options.max_topic_len).map_err(refused)?;
-            if let Err(error) = self.check_publish(from, topic) {
+            let checked = check_name("topic", topic, self.options.max_topic_len)
+                .map_err(refused)
+                .and_then(|()| self.check_publish(from, topic));
+            if let Err(error) = checked {
                 return Err(self.refuse(from, error));
             }
         }
@@ -88,10 +90,11 @@ impl HubState {
         }
     }
 
-    /// Logs a refusal (at a bounded rate) and passes it on.
+    /// Logs a publish that was not sent (refused, or reaching a topic whose server is gone)
+    /// at a bounded rate, and passes the error on.
     fn refuse(&self, from: Publisher<'_>, error: TransportError) -> TransportError {
         if let Some(left_out) = self.refusal_log.admit() {
-            tracing::warn!(spoke = %from.grant.name, left_out, reason = error.message(), "refused a spoke's publish");
+            tracing::warn!(spoke = %from.grant.name, left_out, reason = error.message(), "a spoke's publish was not sent");
         }
         error
     }
