@@ -178,8 +178,11 @@ fn signed_in(
         // Workload identity: the workload's JWT, for the JWT-bearer grant.
         if let (Some(id), Some(jwt)) = (id, context["valid_jwt"].as_str()) {
             let jwt = jwt.to_owned();
+            // The suite runs its own authorization server, known only from the resource's
+            // metadata: trusted here because the suite is the whole world of this client.
             let credentials =
-                ClientCredentials::workload_identity(None, id, move || Ok(jwt.clone()))?;
+                ClientCredentials::workload_identity(None, id, move || Ok(jwt.clone()))?
+                    .trust_any_issuer();
             return Ok(options.oauth(credentials));
         }
         // Enterprise-managed authorization: the user's ID token, exchanged at the identity
@@ -193,7 +196,8 @@ fn signed_in(
         ) {
             let id_token = id_token.to_owned();
             let idp = EnterpriseIdp::new(endpoint, idp_client, move || Ok(id_token.clone()));
-            let credentials = ClientCredentials::enterprise_managed(None, id, secret, idp)?;
+            let credentials =
+                ClientCredentials::enterprise_managed(None, id, secret, idp)?.trust_any_issuer();
             return Ok(options.oauth(credentials));
         }
         if scenario.starts_with("auth/client-credentials")
@@ -206,7 +210,7 @@ fn signed_in(
                 (Some(secret), None) => ClientCredentials::discovered(id, secret)?,
                 (None, None) => return Err("the scenario gives no client secret or key".into()),
             };
-            return Ok(options.oauth(credentials));
+            return Ok(options.oauth(credentials.trust_any_issuer()));
         }
         // DPoP where the authorization server offers it (`auth/dpop`, `auth/dpop-nonce`).
         let mut sign_in = AuthorizationCode::new(REDIRECT_URI, consent)?
@@ -214,7 +218,10 @@ fn signed_in(
             .client_metadata_url(CLIENT_METADATA_URL)?
             .dpop(true);
         if let Some(id) = id {
-            sign_in = sign_in.preregistered(id, secret.map(str::to_owned));
+            // The suite's authorization server is known only from its metadata.
+            sign_in = sign_in
+                .preregistered(id, secret.map(str::to_owned))
+                .trust_any_issuer();
         }
         Ok(options.sign_in(sign_in))
     }

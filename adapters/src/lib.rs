@@ -33,6 +33,11 @@ pub mod redis;
 #[cfg(any(feature = "redis", feature = "websocket"))]
 mod backoff;
 
+#[cfg(any(feature = "openapi", feature = "mcp"))]
+mod import_access;
+#[cfg(any(feature = "openapi", feature = "mcp"))]
+pub use import_access::ImportAccess;
+
 #[cfg(any(feature = "mcp", feature = "mcp-server"))]
 mod mcp_meta;
 

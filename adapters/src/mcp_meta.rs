@@ -9,3 +9,6 @@ pub const META_ENVELOPE: &str = "opkit/meta";
 /// Tool `_meta` key naming the `structuredContent` property that holds the data, on a tool
 /// whose output is wrapped as `{"result": data}` for a client before 2026-07-28.
 pub const META_WRAPPED: &str = "opkit/wrapped";
+/// Tool `_meta` key of the operation's access rule, when it is not public: what an opkit
+/// server requires of callers, kept by the import in front of it.
+pub const META_ACCESS: &str = "opkit/access";

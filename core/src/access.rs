@@ -43,7 +43,11 @@ impl Identity {
 /// Who may call an operation through the call protocol (and the HTTP/MCP servers).
 ///
 /// An empty rule is public. Otherwise the caller needs an identity that holds **every** listed
-/// scope and, when roles are listed, **at least one** of the listed roles.
+/// scope and, when roles are listed, **at least one** of the listed roles. An
+/// [`internal`](Self::internal) rule admits no caller from outside at all: only the trusted
+/// in-process paths ([`OperationRegistry::execute`](crate::OperationRegistry::execute), an
+/// env, a typed call) run it. Imported operations get it unless the application gives them a
+/// rule.
 ///
 /// ```
 /// use opkit::{AccessRule, Identity};
@@ -62,6 +66,10 @@ pub struct AccessRule {
     /// Roles of which the caller must hold one (when any are listed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub roles: Vec<String>,
+    /// No caller from outside may call (see [`internal`](Self::internal)); the scopes and
+    /// roles then do not matter.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub internal: bool,
 }
 
 impl AccessRule {
@@ -74,7 +82,25 @@ impl AccessRule {
     pub fn scopes<S: Into<String>>(scopes: impl IntoIterator<Item = S>) -> Self {
         Self {
             scopes: scopes.into_iter().map(Into::into).collect(),
-            roles: Vec::new(),
+            ..Self::default()
+        }
+    }
+
+    /// No caller from outside may call: every edge (HTTP, MCP, the call protocol, a server of
+    /// yours through the front door) refuses with `ACCESS_DENIED`; trusted in-process code
+    /// still calls it. What an imported operation is until the application says who may call
+    /// it.
+    ///
+    /// ```
+    /// use opkit::{AccessRule, Identity};
+    /// let admin = Identity::new("ann").with_roles(["admin"]);
+    /// assert!(AccessRule::internal().check(Some(&admin)).is_err());
+    /// assert!(!AccessRule::internal().is_public());
+    /// ```
+    pub fn internal() -> Self {
+        Self {
+            internal: true,
+            ..Self::default()
         }
     }
 
@@ -92,13 +118,23 @@ impl AccessRule {
 
     /// `true` when anyone may call.
     pub fn is_public(&self) -> bool {
-        self.scopes.is_empty() && self.roles.is_empty()
+        self.scopes.is_empty() && self.roles.is_empty() && !self.internal
+    }
+
+    /// `true` when no caller from outside may call (see [`internal`](Self::internal)).
+    pub fn is_internal(&self) -> bool {
+        self.internal
     }
 
     /// Checks `identity` against the rule; `ACCESS_DENIED` says what is missing.
     pub fn check(&self, identity: Option<&Identity>) -> Result<(), CallError> {
         if self.is_public() {
             return Ok(());
+        }
+        if self.internal {
+            return Err(CallError::access_denied(
+                "this operation is internal: no caller from outside may call it (an imported operation is internal until the application gives it an access rule)",
+            ));
         }
         let Some(identity) = identity else {
             return Err(CallError::access_denied(

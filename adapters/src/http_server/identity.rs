@@ -329,15 +329,20 @@ pub(crate) enum Credentials {
     Anonymous,
     /// `Authorization: Bearer <token>` (the scheme is case-insensitive).
     Bearer(String),
-    /// An `Authorization` header that is not a usable bearer token.
+    /// An `Authorization` header that is not a usable bearer token, or several of them
+    /// (which one a proxy or a server reads first differs: none is trusted).
     Malformed,
 }
 
 impl Credentials {
     pub(crate) fn from_headers(headers: &HeaderMap) -> Self {
-        let Some(value) = headers.get(http::header::AUTHORIZATION) else {
+        let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
+        let Some(value) = values.next() else {
             return Self::Anonymous;
         };
+        if values.next().is_some() {
+            return Self::Malformed;
+        }
         let Ok(text) = value.to_str() else {
             return Self::Malformed;
         };
@@ -373,6 +378,16 @@ mod tests {
         headers.insert(
             http::header::AUTHORIZATION,
             HeaderValue::from_static("Basic dXNlcjpwdw=="),
+        );
+        assert_eq!(Credentials::from_headers(&headers), Credentials::Malformed);
+        // Two headers: neither is taken, whichever comes first.
+        headers.insert(
+            http::header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer abc"),
+        );
+        headers.append(
+            http::header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer def"),
         );
         assert_eq!(Credentials::from_headers(&headers), Credentials::Malformed);
     }

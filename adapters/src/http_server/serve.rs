@@ -7,7 +7,9 @@ use hyper_util::server::conn::auto::Builder;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -94,7 +96,7 @@ pub async fn serve_router(
                 Err(_) => break,
             },
         };
-        let (stream, _peer) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -107,7 +109,12 @@ pub async fn serve_router(
             },
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
+        // The peer's address reaches handlers as axum's `ConnectInfo` (the MCP server bounds
+        // anonymous sessions per address with it).
+        let service = TowerToHyperService::new(WithPeer {
+            router: router.clone(),
+            peer,
+        });
         let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
         let connection = graceful.watch(connection.into_owned());
         tokio::spawn(async move {
@@ -120,4 +127,31 @@ pub async fn serve_router(
     drop(listener);
     graceful.shutdown().await;
     Ok(())
+}
+
+/// A connection's router, giving every request the peer's address as `ConnectInfo`.
+#[derive(Clone)]
+struct WithPeer {
+    router: Router,
+    peer: SocketAddr,
+}
+
+impl tower_service::Service<http::Request<hyper::body::Incoming>> for WithPeer {
+    type Response = axum::response::Response;
+    type Error = std::convert::Infallible;
+    type Future = axum::routing::future::RouteFuture<std::convert::Infallible>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        tower_service::Service::<http::Request<hyper::body::Incoming>>::poll_ready(
+            &mut self.router,
+            cx,
+        )
+    }
+
+    fn call(&mut self, mut request: http::Request<hyper::body::Incoming>) -> Self::Future {
+        request
+            .extensions_mut()
+            .insert(axum::extract::ConnectInfo(self.peer));
+        self.router.call(request)
+    }
 }

@@ -14,7 +14,7 @@ use opkit::{CallError, ErrorCode, Identity};
 use serde_json::Value;
 
 /// The largest body read to find the tool a call names: rmcp's own body limit (4 MiB).
-const MAX_PEEKED_BODY: usize = 4 * 1024 * 1024;
+pub(super) const MAX_PEEKED_BODY: usize = 4 * 1024 * 1024;
 
 /// Lets `request` through to rmcp with its caller's identity, or answers it.
 pub(super) async fn admit(inner: &McpServerState, request: Request, next: Next) -> Response {

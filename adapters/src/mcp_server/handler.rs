@@ -297,10 +297,12 @@ impl ServerHandler for McpHandler {
     async fn get_task(
         &self,
         request: GetTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
+        let caller = self.caller(&context).await?;
         self.inner
             .tasks
+            .of(&request.task_id, caller.as_ref())?
             .get_task(&request.task_id)
             .map(GetTaskResult::new)
     }
@@ -308,19 +310,25 @@ impl ServerHandler for McpHandler {
     async fn update_task(
         &self,
         request: UpdateTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        let caller = self.caller(&context).await?;
         self.inner
             .tasks
+            .of(&request.task_id, caller.as_ref())?
             .update_task(&request.task_id, request.input_responses)
     }
 
     async fn cancel_task(
         &self,
         request: CancelTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.inner.tasks.cancel_task(&request.task_id)
+        let caller = self.caller(&context).await?;
+        self.inner
+            .tasks
+            .of(&request.task_id, caller.as_ref())?
+            .cancel_task(&request.task_id)
     }
 
     async fn unsubscribe(

@@ -26,6 +26,7 @@ mod report;
 mod resources;
 mod results;
 mod session;
+mod sessions;
 mod tasks;
 mod template;
 mod tools;
@@ -34,6 +35,10 @@ pub use crate::mcp_meta::{META_ENVELOPE, META_ERROR, META_WRAPPED};
 pub use listing::{LIST_PAGE_SIZE, TOOLS_PAGE_SIZE};
 pub use naming::{EXT_TOOL_META, EXT_TOOL_NAME, ToolNameError, ToolNaming};
 pub use session::{McpHandler, McpSession};
+pub use sessions::{
+    DEFAULT_MAX_ANONYMOUS_SESSIONS_PER_ADDRESS, DEFAULT_MAX_SESSIONS,
+    DEFAULT_MAX_SESSIONS_PER_IDENTITY, DEFAULT_SESSION_IDLE_TIMEOUT, SessionLimits,
+};
 
 use crate::http_server::{Authenticator, BearerAuth, IdentityResolver};
 use axum::Router;
@@ -55,6 +60,7 @@ pub(crate) struct RequestIdentity(pub(crate) Option<Identity>);
 pub struct McpServer {
     handler: McpServerState,
     http_config: Option<StreamableHttpServerConfig>,
+    session_limits: SessionLimits,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -133,6 +139,7 @@ impl McpServer {
                 list_cache: None,
             },
             http_config: None,
+            session_limits: SessionLimits::default(),
         }
     }
 
@@ -258,6 +265,17 @@ impl McpServer {
         self
     }
 
+    /// The bounds on Streamable HTTP sessions of [`router`](Self::router) and
+    /// [`serve_http`](Self::serve_http): how many in all, per identity and per anonymous
+    /// client address, and how long an idle one lives ([`SessionLimits`]; see
+    /// `docs/limits.md`). Past a bound an `initialize` is refused with `503` and a JSON-RPC
+    /// error naming it; no existing session is dropped for it.
+    #[must_use]
+    pub fn session_limits(mut self, limits: SessionLimits) -> Self {
+        self.session_limits = limits;
+        self
+    }
+
     /// The rmcp handler.
     pub fn handler(&self) -> McpHandler {
         McpHandler::new(Arc::new(self.handler.clone()))
@@ -289,7 +307,10 @@ impl McpServer {
 
     /// The Streamable HTTP endpoint as a tower service (mount it where you like; it does
     /// not turn refused credentials into 401s by itself — [`McpServer::router`] does — but
-    /// calls still authenticate and check access).
+    /// calls still authenticate and check access). Its sessions are neither bound to their
+    /// callers nor bounded beyond rmcp's keep-alive: serve [`router`](Self::router), which
+    /// holds them to [`session_limits`](Self::session_limits), where clients you do not
+    /// control connect.
     pub fn streamable_http_service(
         &self,
     ) -> StreamableHttpService<McpHandler, LocalSessionManager> {
@@ -322,13 +343,32 @@ impl McpServer {
     /// registry lacks, or a [`ToolNameError`].
     pub fn try_router(&self) -> Result<Router, McpServerError> {
         self.check()?;
-        let service = Router::new().route_service("/", self.streamable_http_service());
+        let mut manager = LocalSessionManager::default();
+        manager.session_config.keep_alive = Some(self.session_limits.idle());
+        let manager = Arc::new(manager);
+        let inner = Arc::new(self.handler.clone());
+        let service = StreamableHttpService::new(
+            {
+                let inner = inner.clone();
+                move || Ok(McpHandler::new(inner.clone()))
+            },
+            manager.clone(),
+            self.http_config.clone().unwrap_or_default(),
+        );
+        // Sessions are held to their owners and bounds (after the gate has found the caller).
+        let sessions = sessions::Sessions::new(self.session_limits, manager);
+        let service = Router::new()
+            .route_service("/", service)
+            .layer(axum::middleware::from_fn(
+                move |request: Request, next: Next| {
+                    sessions::guard(sessions.clone(), request, next)
+                },
+            ));
         if self.handler.authenticator.is_none() {
             // Without an authenticator nothing is refused, and each call finds its caller
-            // (an `Identity` in the extensions, else none) by itself: no middleware needed.
+            // (an `Identity` in the extensions, else none) by itself.
             return Ok(service);
         }
-        let inner = Arc::new(self.handler.clone());
         Ok(service.layer(axum::middleware::from_fn(
             move |request: Request, next: Next| {
                 let inner = inner.clone();

@@ -93,6 +93,16 @@ impl McpHandler {
         }
     }
 
+    /// [`identity`](Self::identity), its failure as a JSON-RPC error.
+    pub(super) async fn caller(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Option<Identity>, McpError> {
+        self.identity(context)
+            .await
+            .map_err(|error| super::replies::rpc_error(&error))
+    }
+
     /// The operation a tool call names, or the JSON-RPC error for an unknown tool.
     pub(super) fn resolve(&self, tool: &str) -> Result<Arc<Served>, McpError> {
         let unknown = || McpError::invalid_params(format!("Unknown tool: {tool}"), None);

@@ -20,7 +20,10 @@
 //! open is refused with invalid params before any task is made.
 //!
 //! Tasks belong to the server, not to a session: a client that reconnects polls the same
-//! task by its id.
+//! task by its id. Each task belongs to the identity that started it (or to "anonymous"):
+//! `tasks/get`, `tasks/update` and `tasks/cancel` from any other caller are answered as for
+//! an unknown task (`-32602`), so a second identity can neither read a task's result, nor
+//! answer its questions, nor cancel it.
 
 use super::answered::AnsweredElicitor;
 use super::elicitation::Rounds;
@@ -81,8 +84,48 @@ pub(crate) fn required() -> McpError {
     )
 }
 
-/// The server's tasks.
-pub(crate) type Tasks = TaskManager;
+/// The server's tasks and who started each.
+#[derive(Clone, Default)]
+pub(crate) struct Tasks {
+    manager: TaskManager,
+    /// Task id → the id of the identity that started it (`None`: anonymous).
+    owners: Arc<parking_lot::Mutex<std::collections::HashMap<String, Option<String>>>>,
+}
+
+/// Past this many owners remembered, those of tasks the manager forgot are dropped.
+const OWNERS_BEFORE_PRUNING: usize = 4096;
+
+impl Tasks {
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records `owner` as the owner of `task_id`.
+    fn own(&self, task_id: &str, owner: Option<String>) {
+        let mut owners = self.owners.lock();
+        if owners.len() >= OWNERS_BEFORE_PRUNING {
+            owners.retain(|id, _| self.manager.get_task(id).is_ok());
+        }
+        owners.insert(task_id.to_owned(), owner);
+    }
+
+    /// The manager, for the task `task_id` when `caller` owns it; the error of an unknown
+    /// task otherwise (a caller learns nothing of another's tasks).
+    pub(crate) fn of(
+        &self,
+        task_id: &str,
+        caller: Option<&opkit::Identity>,
+    ) -> Result<&TaskManager, McpError> {
+        let caller = caller.map(|identity| identity.id.as_str());
+        match self.owners.lock().get(task_id) {
+            Some(owner) if owner.as_deref() == caller => Ok(&self.manager),
+            _ => Err(McpError::invalid_params(
+                format!("unknown task: {task_id}"),
+                None,
+            )),
+        }
+    }
+}
 
 impl McpHandler {
     /// Starts `served` as a task with `input` and the call's context (its cancellation is
@@ -97,50 +140,56 @@ impl McpHandler {
         answered: Option<Arc<Rounds>>,
     ) -> CreateTaskResult {
         let handler = self.clone();
-        let task = self.inner.tasks.spawn(TaskOptions::new(), move |task| {
-            Box::pin(async move {
-                let token = CancellationToken::new();
-                let asks_task: Arc<dyn Elicitor> = Arc::new(TaskElicitor {
-                    task: task.clone(),
-                    asked: AtomicUsize::new(0),
-                });
-                let elicitor: Arc<dyn Elicitor> = match answered {
-                    Some(rounds) => Arc::new(AnsweredElicitor::new(rounds, asks_task)),
-                    None => asks_task,
-                };
-                let ctx = ctx
-                    .with_cancellation(token.clone())
-                    .with_reporter(Arc::new(TaskReporter(task.clone())))
-                    .with_elicitor(elicitor);
-                let cancel_on_request = {
-                    let task = task.clone();
-                    let token = token.clone();
-                    tokio::spawn(async move {
-                        task.cancelled().await;
-                        token.cancel();
-                    })
-                };
-                let outcome = handler.inner.registry.serve(&served.id, input, ctx).await;
-                cancel_on_request.abort();
-                match outcome {
-                    Ok(Outcome::Unary(reply)) => {
-                        Ok(super::replies::unary_result(&served, reply, modern))
+        let owner = ctx.identity().map(|identity| identity.id.clone());
+        let task = self
+            .inner
+            .tasks
+            .manager
+            .spawn(TaskOptions::new(), move |task| {
+                Box::pin(async move {
+                    let token = CancellationToken::new();
+                    let asks_task: Arc<dyn Elicitor> = Arc::new(TaskElicitor {
+                        task: task.clone(),
+                        asked: AtomicUsize::new(0),
+                    });
+                    let elicitor: Arc<dyn Elicitor> = match answered {
+                        Some(rounds) => Arc::new(AnsweredElicitor::new(rounds, asks_task)),
+                        None => asks_task,
+                    };
+                    let ctx = ctx
+                        .with_cancellation(token.clone())
+                        .with_reporter(Arc::new(TaskReporter(task.clone())))
+                        .with_elicitor(elicitor);
+                    let cancel_on_request = {
+                        let task = task.clone();
+                        let token = token.clone();
+                        tokio::spawn(async move {
+                            task.cancelled().await;
+                            token.cancel();
+                        })
+                    };
+                    let outcome = handler.inner.registry.serve(&served.id, input, ctx).await;
+                    cancel_on_request.abort();
+                    match outcome {
+                        Ok(Outcome::Unary(reply)) => {
+                            Ok(super::replies::unary_result(&served, reply, modern))
+                        }
+                        Ok(Outcome::Stream(_)) => Err(TaskExit::Error(McpError::internal_error(
+                            "a subscription cannot run as a task",
+                            None,
+                        ))),
+                        Err(_) if task.is_cancel_requested() => Err(TaskExit::Cancelled),
+                        Err(error) if panicked(&error) => {
+                            Err(TaskExit::Error(McpError::internal_error(
+                                error.message.clone(),
+                                serde_json::to_value(&error).ok(),
+                            )))
+                        }
+                        Err(error) => Ok(super::results::failure(&error)),
                     }
-                    Ok(Outcome::Stream(_)) => Err(TaskExit::Error(McpError::internal_error(
-                        "a subscription cannot run as a task",
-                        None,
-                    ))),
-                    Err(_) if task.is_cancel_requested() => Err(TaskExit::Cancelled),
-                    Err(error) if panicked(&error) => {
-                        Err(TaskExit::Error(McpError::internal_error(
-                            error.message.clone(),
-                            serde_json::to_value(&error).ok(),
-                        )))
-                    }
-                    Err(error) => Ok(super::results::failure(&error)),
-                }
-            })
-        });
+                })
+            });
+        self.inner.tasks.own(&task.task_id, owner);
         CreateTaskResult::new(task)
     }
 }

@@ -5,7 +5,7 @@
 //! `minimum`/`maximum` ([`standard_formats`]), so hosts' validators have nothing to warn about.
 
 use crate::http_server::refs::nest_schema;
-use crate::mcp_meta::META_WRAPPED;
+use crate::mcp_meta::{META_ACCESS, META_WRAPPED};
 use opkit::schema::standard_formats;
 use opkit::{OperationKind, OperationSpec};
 use rmcp::model::{JsonObject, MetaObject, Tool, ToolAnnotations};
@@ -215,7 +215,7 @@ pub(crate) fn tool(spec: &OperationSpec, name: &str, modern: bool) -> Option<Too
         meta.insert(META_WRAPPED.to_owned(), json!("result"));
     }
     if !spec.access.is_public() {
-        meta.insert("opkit/access".to_owned(), json!(spec.access));
+        meta.insert(META_ACCESS.to_owned(), json!(spec.access));
     }
     Some(
         tool.with_annotations(annotations)

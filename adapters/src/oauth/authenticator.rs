@@ -187,7 +187,7 @@ impl Authenticator for OAuthAuthenticator {
             Credentials::Anonymous => return futures::future::ready(Ok(None)).boxed(),
             Credentials::Malformed => {
                 return futures::future::ready(Err(CallError::unauthenticated(
-                    "the Authorization header is not a bearer token",
+                    "the Authorization header is not one bearer token",
                 )))
                 .boxed();
             }
@@ -294,6 +294,12 @@ impl OAuthAuthenticatorBuilder {
 
     /// Requires the header's `typ` (`"at+jwt"` for RFC 9068 access tokens, which keeps ID
     /// tokens out); not checked by default, since several providers send `JWT`.
+    ///
+    /// **ID tokens.** Without it, the audience is what keeps an OpenID Connect ID token (whose
+    /// `aud` is the client id of the application that signed the user in) from passing for an
+    /// access token: never list a client id among the [`audiences`](Self::audiences) (a
+    /// habit some providers' quick starts teach) unless `token_type("at+jwt")` is set and the
+    /// provider issues RFC 9068 tokens.
     pub fn token_type(mut self, typ: impl Into<String>) -> Self {
         self.token_type = Some(typ.into());
         self
@@ -309,6 +315,14 @@ impl OAuthAuthenticatorBuilder {
     /// The claim holding the caller's id (default `sub`).
     pub fn id_claim(mut self, claim: impl Into<String>) -> Self {
         self.mapping.id = claim.into();
+        self
+    }
+
+    /// What the id of a client acting as itself (a token with `client_id` and no `sub`)
+    /// starts with (default [`DEFAULT_CLIENT_PREFIX`](super::DEFAULT_CLIENT_PREFIX),
+    /// `client:`); `None` refuses such tokens (see [`ClaimsMapping::client_prefix`]).
+    pub fn client_prefix(mut self, prefix: Option<String>) -> Self {
+        self.mapping.client_prefix = prefix;
         self
     }
 

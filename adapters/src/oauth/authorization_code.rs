@@ -107,6 +107,10 @@ pub struct AuthorizationCode {
     pub(crate) authorize: Arc<dyn Authorize>,
     pub(crate) max_step_ups: u32,
     pub(crate) dpop: bool,
+    /// The authorization servers a pre-registered client's secret may go to.
+    pub(crate) trusted_issuers: Vec<String>,
+    /// The application opted in to sending the secret to any of them.
+    pub(crate) any_issuer: bool,
 }
 
 impl fmt::Debug for AuthorizationCode {
@@ -152,7 +156,35 @@ impl AuthorizationCode {
             authorize: Arc::new(authorize),
             max_step_ups: DEFAULT_MAX_STEP_UPS,
             dpop: false,
+            trusted_issuers: Vec::new(),
+            any_issuer: false,
         })
+    }
+
+    /// The authorization servers (issuers, compared without a trailing `/`) a
+    /// [pre-registered](Self::preregistered) client's secret may be sent to. The server is
+    /// the one the MCP server's metadata names; a secret goes only to the token endpoint of a
+    /// server listed here whose metadata names it so, over `https` (or loopback `http`).
+    /// Without a secret (a public client: PKCE, dynamic registration) discovery needs no
+    /// listing.
+    #[must_use]
+    pub fn trusted_issuers<I, S>(mut self, issuers: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.trusted_issuers
+            .extend(issuers.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sends a pre-registered client's secret to whichever authorization server the MCP
+    /// server names: whoever controls its metadata then receives the secret. Only for
+    /// servers trusted as much as the secret (a test harness, a conformance suite).
+    #[must_use]
+    pub fn trust_any_issuer(mut self) -> Self {
+        self.any_issuer = true;
+        self
     }
 
     /// The name a dynamically registered client registers under (default `opkit`).
@@ -199,7 +231,8 @@ impl AuthorizationCode {
     }
 
     /// A client registered with the authorization server beforehand: its id and, for a
-    /// confidential client, its secret. No registration happens.
+    /// confidential client, its secret. No registration happens. A secret is sent only to a
+    /// [trusted issuer](Self::trusted_issuers)'s token endpoint.
     #[must_use]
     pub fn preregistered(
         mut self,
@@ -229,8 +262,9 @@ impl AuthorizationCode {
     /// offers DPoP with ES256 (`dpop_signing_alg_values_supported`), its token requests carry
     /// proofs, the token is bound to the key, and each request to the server presents it as
     /// `Authorization: DPoP` with a fresh proof; a `use_dpop_nonce` answer is followed with
-    /// the server's nonce. Off by default. With it on, the sign-in's requests go through the
-    /// import's own HTTP client, which refuses link-local addresses and cloud metadata hosts
+    /// the server's nonce. Off by default. With it on (or with a pre-registered secret), the
+    /// sign-in's requests go through the import's own HTTP client, which refuses link-local
+    /// addresses and cloud metadata hosts
     /// but not other private addresses (rmcp's default client, used otherwise, also holds
     /// discovered URLs to the server URL's address class).
     #[must_use]

@@ -1,6 +1,8 @@
 //! From a token's claims to the caller's [`Identity`]: the subject is the id, `scope` (a
 //! space-separated string, RFC 8693/9068) or `scp` (a list or a string, as Entra and Okta
-//! send it) the scopes, and a configurable claim the roles.
+//! send it) the scopes, and a configurable claim the roles. A client acting as itself (a
+//! token with `client_id` but no subject) is `client:<client_id>`, so a client registered
+//! as `bob` is never the user `bob`.
 
 use super::error::TokenError;
 use opkit::Identity;
@@ -10,18 +12,29 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimsMapping {
     /// The claim holding the caller's id (default `sub`; a token without `sub` but with
-    /// `client_id`, as some servers issue for the client-credentials grant, is that client).
+    /// `client_id`, as some servers issue for the client-credentials grant, is that client:
+    /// see [`client_prefix`](Self::client_prefix)).
     pub id: String,
     /// The claim holding the roles, as a dotted path into nested objects (`roles`, Keycloak's
     /// `realm_access.roles`); `None` for no roles (the default).
     pub roles: Option<String>,
+    /// What the id of a client acting as itself (a token without `sub` but with
+    /// `client_id`) starts with (default `client:`), so that client ids and user subjects,
+    /// which the authorization server hands out independently, never name the same
+    /// identity. `None` refuses such tokens (`sub` missing); `Some("")` takes the client id
+    /// as it is (only when the provider guarantees the two never collide).
+    pub client_prefix: Option<String>,
 }
+
+/// The default [`ClaimsMapping::client_prefix`].
+pub const DEFAULT_CLIENT_PREFIX: &str = "client:";
 
 impl Default for ClaimsMapping {
     fn default() -> Self {
         Self {
             id: "sub".to_owned(),
             roles: None,
+            client_prefix: Some(DEFAULT_CLIENT_PREFIX.to_owned()),
         }
     }
 }
@@ -30,14 +43,14 @@ impl ClaimsMapping {
     /// The identity the claims stand for.
     pub fn identity(&self, claims: &Map<String, Value>) -> Result<Identity, TokenError> {
         // A client-credentials token's subject is the client: RFC 9068 names it `client_id`
-        // too, and some servers send only that.
-        let id_claim = claims.get(&self.id).or_else(|| {
-            (self.id == "sub")
-                .then(|| claims.get("client_id"))
-                .flatten()
-        });
+        // too, and some servers send only that; it goes by its own namespace.
+        let (id_claim, prefix) = match (claims.get(&self.id), &self.client_prefix) {
+            (Some(id), _) => (Some(id), ""),
+            (None, Some(prefix)) if self.id == "sub" => (claims.get("client_id"), prefix.as_str()),
+            (None, _) => (None, ""),
+        };
         let id = match id_claim {
-            Some(Value::String(id)) if !id.is_empty() => id.clone(),
+            Some(Value::String(id)) if !id.is_empty() => format!("{prefix}{id}"),
             Some(_) => {
                 return Err(TokenError::InvalidClaim {
                     claim: self.id.clone(),
@@ -126,6 +139,30 @@ mod tests {
         assert_eq!(identity.id, "ann");
         assert_eq!(identity.scopes, ["notes:read", "notes:write", "admin"]);
         assert_eq!(identity.roles, ["editor"]);
+    }
+
+    #[test]
+    fn a_client_acting_as_itself_is_not_the_user_of_the_same_name() {
+        let client = claims(json!({"client_id": "bob", "scope": "notes:write"}));
+        assert_eq!(
+            ClaimsMapping::default().identity(&client).unwrap().id,
+            "client:bob"
+        );
+        let user = claims(json!({"sub": "bob", "client_id": "notes-web"}));
+        assert_eq!(ClaimsMapping::default().identity(&user).unwrap().id, "bob");
+        let refusing = ClaimsMapping {
+            client_prefix: None,
+            ..ClaimsMapping::default()
+        };
+        assert_eq!(
+            refusing.identity(&client),
+            Err(TokenError::MissingClaim("sub".to_owned()))
+        );
+        let plain = ClaimsMapping {
+            client_prefix: Some(String::new()),
+            ..ClaimsMapping::default()
+        };
+        assert_eq!(plain.identity(&client).unwrap().id, "bob");
     }
 
     #[test]

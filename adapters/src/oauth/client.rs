@@ -36,6 +36,16 @@ fn protected_resource_urls(resource: &str) -> Vec<String> {
 /// set. A token is kept and reused until [`DEFAULT_REFRESH_MARGIN`] before it expires, then
 /// fetched again; [`invalidate`](Self::invalidate) drops it (after a `401`, say).
 ///
+/// **Which authorization server gets the credentials.** A client secret, a client assertion
+/// or a workload's platform token is sent only to an authorization server the application
+/// chose: the `issuer` given to the constructor, or, when it is found through the resource's
+/// Protected Resource Metadata, one of [`trusted_issuers`](Self::trusted_issuers). A resource
+/// (an MCP server being imported, say) that names any other server gets
+/// [`TokenRequestError::UntrustedIssuer`] and nothing is sent to it, unless the application
+/// opts in to any issuer with [`trust_any_issuer`](Self::trust_any_issuer). The issuer, the
+/// metadata and the token endpoint are reached over `https` only (plain `http` only on a
+/// loopback address), and the token request follows no redirect.
+///
 /// ```
 /// use opkit_adapters::oauth::ClientCredentials;
 /// let credentials = ClientCredentials::new("https://id.example", "notes-bot", "s3cret")
@@ -54,6 +64,10 @@ pub struct ClientCredentials {
     resource: Option<String>,
     token_endpoint: Option<String>,
     discovery: Discovery,
+    /// The issuers a discovered one may be (the `issuer` given counts as chosen already).
+    trusted_issuers: Vec<String>,
+    /// The application opted in to whatever issuer the resource names.
+    any_issuer: bool,
     fetcher: Fetcher,
     margin: Duration,
     cached: tokio::sync::Mutex<Cached>,
@@ -102,7 +116,7 @@ impl ClientCredentials {
         client_secret: impl Into<String>,
     ) -> Result<Self, OAuthConfigError> {
         let issuer = issuer.into();
-        parse_url("issuer", &issuer)?;
+        secure_url("issuer", &issuer)?;
         Self::with_issuer(
             Some(issuer),
             client_id.into(),
@@ -110,11 +124,19 @@ impl ClientCredentials {
         )
     }
 
-    /// The client `client_id` with `client_secret` at whichever authorization server the
-    /// resource names: its Protected Resource Metadata (RFC 9728, at
+    /// The client `client_id` with `client_secret` at the authorization server the resource
+    /// names: its Protected Resource Metadata (RFC 9728, at
     /// `/.well-known/oauth-protected-resource<path>` of the resource's host, else at the bare
-    /// well-known path) is read first and its first `authorization_servers` entry used — what
-    /// an MCP client does with a server it knows nothing about.
+    /// well-known path) is read first and its first `authorization_servers` entry used — if
+    /// it is one of the [`trusted_issuers`](Self::trusted_issuers) (the secret goes to no
+    /// other server unless [`trust_any_issuer`](Self::trust_any_issuer) says so).
+    ///
+    /// ```
+    /// use opkit_adapters::oauth::ClientCredentials;
+    /// let credentials = ClientCredentials::discovered("notes-bot", "s3cret")
+    ///     .unwrap()
+    ///     .trusted_issuers(["https://id.example", "https://login.example/tenant"]);
+    /// ```
     pub fn discovered(
         client_id: impl Into<String>,
         client_secret: impl Into<String>,
@@ -132,7 +154,8 @@ impl ClientCredentials {
     /// authorization server is `issuer`, or (`None`) found through the resource's metadata
     /// as with [`discovered`](Self::discovered). The assertion's `iss` and `sub` are
     /// `client_id`, its `aud` the issuer (the token endpoint when only that is known), and it
-    /// lives a minute.
+    /// lives a minute. A discovered issuer must be one of the
+    /// [`trusted_issuers`](Self::trusted_issuers).
     pub fn private_key_jwt(
         issuer: Option<String>,
         client_id: impl Into<String>,
@@ -160,7 +183,7 @@ impl ClientCredentials {
         }
         .map_err(|error| invalid(error.to_string()))?;
         if let Some(issuer) = &issuer {
-            parse_url("issuer", issuer)?;
+            secure_url("issuer", issuer)?;
         }
         Self::with_issuer(
             issuer,
@@ -186,6 +209,8 @@ impl ClientCredentials {
             resource: None,
             token_endpoint: None,
             discovery: Discovery::Auto,
+            trusted_issuers: Vec::new(),
+            any_issuer: false,
             fetcher: Fetcher::new(FetchLimits::default())?,
             margin: DEFAULT_REFRESH_MARGIN,
             cached: tokio::sync::Mutex::default(),
@@ -197,14 +222,20 @@ impl ClientCredentials {
     /// token) with the authorization server as its audience — is exchanged for an access
     /// token. `workload_token` is called for each token request (read a rotated token file
     /// again there). The client is public (its `client_id` goes in the form); the
-    /// authorization server is `issuer`, or found through the resource's metadata.
+    /// authorization server is `issuer`, or found through the resource's metadata and one of
+    /// the [`trusted_issuers`](Self::trusted_issuers): the platform token is a credential
+    /// the authorization server could replay, so it goes to no server nobody chose.
     ///
     /// ```
     /// use opkit_adapters::oauth::ClientCredentials;
-    /// let credentials = ClientCredentials::workload_identity(None, "notes-indexer", || {
-    ///     std::fs::read_to_string("/var/run/secrets/tokens/notes")
-    ///         .map_err(|error| error.to_string())
-    /// })
+    /// let credentials = ClientCredentials::workload_identity(
+    ///     Some("https://id.example".to_owned()),
+    ///     "notes-indexer",
+    ///     || {
+    ///         std::fs::read_to_string("/var/run/secrets/tokens/notes")
+    ///             .map_err(|error| error.to_string())
+    ///     },
+    /// )
     /// .unwrap();
     /// ```
     pub fn workload_identity(
@@ -213,7 +244,7 @@ impl ClientCredentials {
         workload_token: impl Fn() -> Result<String, String> + Send + Sync + 'static,
     ) -> Result<Self, OAuthConfigError> {
         if let Some(issuer) = &issuer {
-            parse_url("issuer", issuer)?;
+            secure_url("issuer", issuer)?;
         }
         let mut credentials =
             Self::with_issuer(issuer, client_id.into(), ClientAuthentication::Public)?;
@@ -226,7 +257,8 @@ impl ClientCredentials {
     /// assertion naming this resource's authorization server, which grants the access token
     /// for it (the JWT-bearer grant), the client authenticating there with `client_secret`
     /// (HTTP Basic). No browser is involved: the enterprise's policy decides. The
-    /// authorization server is `issuer`, or found through the resource's metadata.
+    /// authorization server is `issuer`, or found through the resource's metadata and one of
+    /// the [`trusted_issuers`](Self::trusted_issuers).
     pub fn enterprise_managed(
         issuer: Option<String>,
         client_id: impl Into<String>,
@@ -234,7 +266,7 @@ impl ClientCredentials {
         idp: super::grant::EnterpriseIdp,
     ) -> Result<Self, OAuthConfigError> {
         if let Some(issuer) = &issuer {
-            parse_url("issuer", issuer)?;
+            secure_url("issuer", issuer)?;
         }
         let mut credentials = Self::with_issuer(
             issuer,
@@ -269,6 +301,31 @@ impl ClientCredentials {
     #[must_use]
     pub fn token_endpoint(mut self, url: impl Into<String>) -> Self {
         self.token_endpoint = Some(url.into());
+        self
+    }
+
+    /// The authorization servers a discovered issuer may be (compared without a trailing
+    /// `/`): credentials go to the one the resource names only when it is listed here. Adds
+    /// to the list; an `issuer` given to the constructor needs no listing.
+    #[must_use]
+    pub fn trusted_issuers<I, S>(mut self, issuers: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.trusted_issuers
+            .extend(issuers.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sends the credentials to whichever authorization server the resource names, listed
+    /// or not. Whoever controls the resource's metadata then receives the client secret, the
+    /// client assertion or the workload token and can replay it at the real server: only for
+    /// resources trusted as much as the credentials (a test harness, a conformance suite).
+    /// The issuer is still reached over `https` (or loopback) only.
+    #[must_use]
+    pub fn trust_any_issuer(mut self) -> Self {
+        self.any_issuer = true;
         self
     }
 
@@ -316,7 +373,8 @@ impl ClientCredentials {
                 let issuer = match (&self.issuer, &cached.issuer) {
                     (Some(issuer), _) | (None, Some(issuer)) => issuer.clone(),
                     (None, None) => {
-                        let issuer = self.issuer_of(resource).await?;
+                        let (issuer, resource) = self.issuer_of(resource).await?;
+                        self.check_trusted(&issuer, &resource)?;
                         cached.issuer = Some(issuer.clone());
                         issuer
                     }
@@ -328,6 +386,7 @@ impl ClientCredentials {
                 })?
             }
         };
+        secure(&endpoint, "token endpoint")?;
         cached.endpoint = Some(endpoint.clone());
         let mut form = vec![("grant_type", self.grant.grant_type())];
         if let Some(scope) = &self.scope {
@@ -409,17 +468,40 @@ impl ClientCredentials {
             "aud": audience,
             "iat": now,
             "exp": now + ASSERTION_LIFETIME_SECS,
-            "jti": format!("{:032x}", rand_jti()),
+            "jti": format!("{:032x}", rand_jti().ok_or_else(no_randomness)?),
         });
         jsonwebtoken::encode(&jsonwebtoken::Header::new(algorithm), &claims, key)
             .map_err(|error| TokenRequestError::Assertion(error.to_string()))
     }
 
-    /// The first authorization server of `resource`'s Protected Resource Metadata.
-    async fn issuer_of(&self, resource: Option<&str>) -> Result<String, TokenRequestError> {
+    /// Whether the credentials may go to `issuer`, which `resource` named.
+    fn check_trusted(&self, issuer: &str, resource: &str) -> Result<(), TokenRequestError> {
+        secure(issuer, "authorization server")?;
+        let bare = issuer.trim_end_matches('/');
+        let listed = self
+            .trusted_issuers
+            .iter()
+            .any(|trusted| trusted.trim_end_matches('/') == bare);
+        if listed || self.any_issuer {
+            Ok(())
+        } else {
+            Err(TokenRequestError::UntrustedIssuer {
+                resource: resource.to_owned(),
+                issuer: issuer.to_owned(),
+            })
+        }
+    }
+
+    /// The first authorization server of `resource`'s Protected Resource Metadata, and the
+    /// resource.
+    async fn issuer_of(
+        &self,
+        resource: Option<&str>,
+    ) -> Result<(String, String), TokenRequestError> {
         let resource = resource.ok_or(TokenRequestError::NoAuthorizationServer {
             resource: String::new(),
         })?;
+        secure(resource, "resource")?;
         for url in protected_resource_urls(resource) {
             let Some(document) = self.fetcher.get_json(&url).await? else {
                 continue;
@@ -442,7 +524,7 @@ impl ClientCredentials {
                 .and_then(Value::as_array)
                 .and_then(|servers| servers.first())
                 .and_then(Value::as_str)
-                .map(str::to_owned)
+                .map(|issuer| (issuer.to_owned(), resource.to_owned()))
                 .ok_or_else(|| TokenRequestError::NoAuthorizationServer {
                     resource: resource.to_owned(),
                 });
@@ -458,27 +540,45 @@ impl ClientCredentials {
     }
 }
 
-/// 128 bits no other assertion of this process shares: the clock, a counter and the process
-/// id, mixed by the standard library's randomly keyed hasher.
-pub(crate) fn rand_jti() -> u128 {
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let state = std::collections::hash_map::RandomState::new();
-    let mut halves = [0u64; 2];
-    for (index, half) in halves.iter_mut().enumerate() {
-        let mut hasher = state.build_hasher();
-        hasher.write_u64(NEXT.fetch_add(1, Ordering::Relaxed));
-        hasher.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |since| since.as_nanos()),
-        );
-        hasher.write_u32(std::process::id());
-        hasher.write_usize(index);
-        *half = hasher.finish();
+/// 128 bits from the operating system's CSPRNG (through aws-lc-rs, the crypto already
+/// linked): unguessable and unique across processes. `None` only when the operating system
+/// refuses randomness.
+pub(crate) fn rand_jti() -> Option<u128> {
+    let mut bytes = [0u8; 16];
+    aws_lc_rs::rand::fill(&mut bytes).ok()?;
+    Some(u128::from_be_bytes(bytes))
+}
+
+fn no_randomness() -> TokenRequestError {
+    TokenRequestError::Assertion("the operating system gave no randomness for its `jti`".to_owned())
+}
+
+/// `url` when it is `https`, or `http` to a loopback address; the error naming `what` it was
+/// otherwise. Credentials never travel in the clear past this machine.
+fn secure(url: &str, what: &'static str) -> Result<(), TokenRequestError> {
+    if super::fetch::is_secure_url(url) {
+        Ok(())
+    } else {
+        Err(TokenRequestError::InsecureUrl {
+            what,
+            url: url.to_owned(),
+        })
     }
-    (u128::from(halves[0]) << 64) | u128::from(halves[1])
+}
+
+/// [`secure`] for a URL given to a constructor.
+fn secure_url(what: &'static str, value: &str) -> Result<(), OAuthConfigError> {
+    parse_url(what, value)?;
+    if super::fetch::is_secure_url(value) {
+        Ok(())
+    } else {
+        Err(OAuthConfigError::InvalidUrl {
+            what,
+            value: value.to_owned(),
+            reason: "credentials go only over https (plain http only to a loopback address)"
+                .to_owned(),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -498,6 +598,6 @@ mod tests {
 
     #[test]
     fn assertion_ids_differ() {
-        assert_ne!(rand_jti(), rand_jti());
+        assert_ne!(rand_jti().unwrap(), rand_jti().unwrap());
     }
 }

@@ -4,6 +4,10 @@
 //! `ES256` marks its `token_endpoint`), gives each token request to such an endpoint a proof,
 //! and sends a request again, once, with the nonce a `use_dpop_nonce` answer names (RFC 9449
 //! §8).
+//!
+//! For a client with a secret it also holds the secret to the servers the application
+//! trusts ([`SecretGuard`]): the metadata passing through whose `issuer` is trusted marks its
+//! `token_endpoint`, and a `POST` (what carries the secret) goes nowhere else.
 
 use super::dpop::{DpopKey, NONCE_HEADER, Nonces, PROOF_HEADER, USE_NONCE};
 use futures::StreamExt;
@@ -27,16 +31,77 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) struct DpopHttp {
     follow: reqwest::Client,
     stop: reqwest::Client,
-    key: Arc<DpopKey>,
+    /// The connection's DPoP key, when DPoP is on.
+    key: Option<Arc<DpopKey>>,
     nonces: Arc<Nonces>,
     /// Token endpoints whose authorization server offers DPoP with ES256.
     endpoints: Mutex<HashSet<String>>,
+    /// Where a client secret may go, when the client has one.
+    guard: Option<Arc<SecretGuard>>,
+}
+
+/// The trusted issuers of a client with a secret, and their token endpoints seen so far.
+pub(crate) struct SecretGuard {
+    trusted: Vec<String>,
+    endpoints: Mutex<HashSet<String>>,
+    /// Why the last request was refused (rmcp's error does not carry it).
+    refused: Mutex<Option<String>>,
+}
+
+impl SecretGuard {
+    pub(crate) fn new(trusted: &[String]) -> Self {
+        Self {
+            trusted: trusted
+                .iter()
+                .map(|issuer| issuer.trim_end_matches('/').to_owned())
+                .collect(),
+            endpoints: Mutex::default(),
+            refused: Mutex::default(),
+        }
+    }
+
+    /// Why a request was refused, if one was.
+    pub(crate) fn refusal(&self) -> Option<String> {
+        self.refused.lock().clone()
+    }
+
+    /// Marks the token endpoint of `document` when its issuer is trusted.
+    fn note(&self, document: &Value) {
+        let issuer = document.get("issuer").and_then(Value::as_str);
+        let endpoint = document.get("token_endpoint").and_then(Value::as_str);
+        if let (Some(issuer), Some(endpoint)) = (issuer, endpoint)
+            && self
+                .trusted
+                .iter()
+                .any(|trusted| trusted == issuer.trim_end_matches('/'))
+            && super::fetch::is_secure_url(endpoint)
+        {
+            self.endpoints.lock().insert(endpoint.to_owned());
+        }
+    }
+
+    /// Whether a `POST` may go to `url`.
+    fn allows(&self, url: &str) -> Result<(), Error> {
+        if self.endpoints.lock().contains(url) {
+            return Ok(());
+        }
+        let refusal = format!(
+            "the sign-in does not send its client secret to {url}: it is not the token endpoint of a trusted authorization server (AuthorizationCode::trusted_issuers)"
+        );
+        tracing::warn!(target: "opkit_adapters::oauth", "{refusal}");
+        *self.refused.lock() = Some(refusal.clone());
+        Err(refusal.into())
+    }
 }
 
 type Error = OAuthHttpClientError;
 
 impl DpopHttp {
-    pub(crate) fn new(key: Arc<DpopKey>, nonces: Arc<Nonces>) -> Result<Self, Error> {
+    pub(crate) fn new(
+        key: Option<Arc<DpopKey>>,
+        nonces: Arc<Nonces>,
+        guard: Option<Arc<SecretGuard>>,
+    ) -> Result<Self, Error> {
         let build = |redirect: reqwest::redirect::Policy| {
             reqwest::Client::builder()
                 .redirect(redirect)
@@ -49,6 +114,7 @@ impl DpopHttp {
             key,
             nonces,
             endpoints: Mutex::default(),
+            guard,
         })
     }
 
@@ -63,6 +129,9 @@ impl DpopHttp {
         let Ok(document) = serde_json::from_slice::<Value>(body) else {
             return;
         };
+        if let Some(guard) = &self.guard {
+            guard.note(&document);
+        }
         let es256 = document
             .get("dpop_signing_alg_values_supported")
             .and_then(Value::as_array)
@@ -156,17 +225,21 @@ impl OAuthHttpClient for DpopHttp {
             let (parts, body) = request.request.into_parts();
             let url = parts.uri.to_string();
             refuse_metadata_hosts(&url)?;
-            let token_request = parts.method == http::Method::POST && self.offers_dpop(&url);
+            if parts.method == http::Method::POST
+                && let Some(guard) = &self.guard
+            {
+                guard.allows(&url)?;
+            }
+            let key = self
+                .key
+                .as_ref()
+                .filter(|_| parts.method == http::Method::POST && self.offers_dpop(&url));
+            let token_request = key.is_some();
             let proof = |nonce: Option<String>| -> Result<Option<String>, Error> {
-                if !token_request {
+                let Some(key) = key else {
                     return Ok(None);
-                }
-                Ok(Some(self.key.proof(
-                    "POST",
-                    &url,
-                    None,
-                    nonce.as_deref(),
-                )?))
+                };
+                Ok(Some(key.proof("POST", &url, None, nonce.as_deref())?))
             };
             let mut answer = self
                 .send(

@@ -239,4 +239,25 @@ pub enum TokenRequestError {
     /// The `private_key_jwt` client assertion could not be signed.
     #[error("the client assertion could not be signed: {0}")]
     Assertion(String),
+    /// The resource names an authorization server the application did not choose: no
+    /// credential was sent to it.
+    #[error(
+        "the resource `{resource}` names the authorization server `{issuer}`, which is not trusted: give it as the issuer, or list it with ClientCredentials::trusted_issuers (no credential was sent to it)"
+    )]
+    UntrustedIssuer {
+        /// The resource whose metadata named it.
+        resource: String,
+        /// The authorization server it named.
+        issuer: String,
+    },
+    /// A URL credentials would travel to is not `https` (nor `http` to a loopback address).
+    #[error(
+        "the {what} `{url}` is not https: credentials go only over https (plain http only to a loopback address)"
+    )]
+    InsecureUrl {
+        /// What the URL is (`token endpoint`, `authorization server`, `resource`).
+        what: &'static str,
+        /// The URL.
+        url: String,
+    },
 }

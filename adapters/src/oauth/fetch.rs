@@ -34,20 +34,30 @@ impl Default for FetchLimits {
 /// An HTTP client held to [`FetchLimits`].
 #[derive(Debug, Clone)]
 pub(crate) struct Fetcher {
+    /// For documents: follows three redirects at most.
     client: reqwest::Client,
+    /// For form posts, which carry credentials: follows no redirect (a `307` would send the
+    /// form, secret and assertions included, wherever it points).
+    poster: reqwest::Client,
     limits: FetchLimits,
 }
 
 impl Fetcher {
-    /// A fetcher with its own client (three redirects at most).
+    /// A fetcher with its own clients.
     pub(crate) fn new(limits: FetchLimits) -> Result<Self, OAuthConfigError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(limits.timeout)
-            .timeout(limits.timeout)
-            .redirect(reqwest::redirect::Policy::limited(3))
-            .build()
-            .map_err(|error| OAuthConfigError::HttpClient(error.to_string()))?;
-        Ok(Self { client, limits })
+        let build = |redirects: reqwest::redirect::Policy| {
+            reqwest::Client::builder()
+                .connect_timeout(limits.timeout)
+                .timeout(limits.timeout)
+                .redirect(redirects)
+                .build()
+                .map_err(|error| OAuthConfigError::HttpClient(error.to_string()))
+        };
+        Ok(Self {
+            client: build(reqwest::redirect::Policy::limited(3))?,
+            poster: build(reqwest::redirect::Policy::none())?,
+            limits,
+        })
     }
 
     /// `GET url` as JSON (`Ok(None)` on a `404`, for discovery's "try the next place").
@@ -75,7 +85,7 @@ impl Fetcher {
         basic: Option<(&str, &str)>,
     ) -> Result<(u16, Value), FetchError> {
         let mut request = self
-            .client
+            .poster
             .post(url)
             .header(http::header::ACCEPT, "application/json")
             .form(form);
@@ -192,4 +202,23 @@ pub(crate) fn parse_url(what: &'static str, value: &str) -> Result<Url, OAuthCon
         return Err(invalid("not an http or https URL".to_owned()));
     }
     Ok(url)
+}
+
+/// Whether `url` is `https`, or `http` to a loopback address (`localhost`, `127.0.0.0/8`,
+/// `[::1]`).
+#[cfg(feature = "oauth-client")]
+pub(crate) fn is_secure_url(url: &str) -> bool {
+    let Ok(url) = Url::parse(url) else {
+        return false;
+    };
+    match url.scheme() {
+        "https" => true,
+        "http" => match url.host() {
+            Some(url::Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
+            Some(url::Host::Ipv4(address)) => address.is_loopback(),
+            Some(url::Host::Ipv6(address)) => address.is_loopback(),
+            None => false,
+        },
+        _ => false,
+    }
 }

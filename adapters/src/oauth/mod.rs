@@ -120,7 +120,7 @@ pub use authenticator::{
 #[cfg(feature = "oauth-client")]
 pub use authorization_code::{AuthorizationCode, Authorize, AuthorizeError, DEFAULT_MAX_STEP_UPS};
 #[cfg(feature = "oauth")]
-pub use claims::ClaimsMapping;
+pub use claims::{ClaimsMapping, DEFAULT_CLIENT_PREFIX};
 #[cfg(feature = "oauth-client")]
 pub use client::{ClientCredentials, DEFAULT_REFRESH_MARGIN};
 pub use discovery::{AuthorizationServerMetadata, Discovery};
@@ -130,6 +130,10 @@ pub use error::{FetchError, OAuthConfigError, TokenError};
 pub use fetch::{DEFAULT_FETCH_TIMEOUT, DEFAULT_MAX_DOCUMENT_BYTES, FetchLimits};
 #[cfg(feature = "oauth-client")]
 pub use grant::{EnterpriseIdp, TokenSource};
+#[cfg(feature = "oauth")]
+pub use introspection::{
+    INTROSPECTION_MAX_ACTIVE_AGE, INTROSPECTION_MAX_KEPT, INTROSPECTION_REFUSAL_AGE,
+};
 #[cfg(feature = "oauth")]
 pub use jsonwebtoken::Algorithm;
 #[cfg(feature = "oauth")]

@@ -9,7 +9,7 @@
 
 use super::authorization_code::{AuthorizationCode, AuthorizeError, Registration};
 use super::dpop::{DpopKey, Nonces};
-use super::dpop_http::DpopHttp;
+use super::dpop_http::{DpopHttp, SecretGuard};
 use rmcp::transport::auth::{
     AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest, OAuthState,
     WWWAuthenticateParams,
@@ -234,13 +234,26 @@ impl SignIn {
         challenge: &str,
         scopes: &[String],
     ) -> Result<AuthorizationManager, SignInError> {
-        let mut oauth = match &self.dpop {
-            Some((key, nonces)) => {
-                let http = DpopHttp::new(key.clone(), nonces.clone())
-                    .map_err(|error| SignInError::OAuth(error.to_string()))?;
-                OAuthState::new_with_oauth_http_client(self.server.as_str(), Arc::new(http)).await?
+        // A client secret goes only to a trusted authorization server's token endpoint.
+        let guard = match &self.config.registration {
+            Registration::Preregistered {
+                client_secret: Some(_),
+                ..
+            } if !self.config.any_issuer => {
+                Some(Arc::new(SecretGuard::new(&self.config.trusted_issuers)))
             }
-            None => OAuthState::new(self.server.as_str(), None).await?,
+            _ => None,
+        };
+        let mut oauth = if self.dpop.is_some() || guard.is_some() {
+            let (key, nonces) = match &self.dpop {
+                Some((key, nonces)) => (Some(key.clone()), nonces.clone()),
+                None => (None, Arc::new(Nonces::default())),
+            };
+            let http = DpopHttp::new(key, nonces, guard.clone())
+                .map_err(|error| SignInError::OAuth(error.to_string()))?;
+            OAuthState::new_with_oauth_http_client(self.server.as_str(), Arc::new(http)).await?
+        } else {
+            OAuthState::new(self.server.as_str(), None).await?
         };
         let mut request =
             AuthorizationRequest::new(self.config.redirect_uri.clone()).with_challenge(challenge);
@@ -275,13 +288,20 @@ impl SignIn {
         oauth.start_authorization(request).await?;
         let url = oauth.get_authorization_url().await?;
         let callback = self.ask_user(url).await?;
-        oauth
+        let exchanged = oauth
             .handle_callback_with_issuer(
                 &callback.code,
                 &callback.csrf_token,
                 callback.issuer.as_deref(),
             )
-            .await?;
+            .await;
+        if let Err(error) = exchanged {
+            // A refusal of the secret's guard says more than rmcp's "request failed".
+            return Err(match guard.and_then(|guard| guard.refusal()) {
+                Some(refusal) => SignInError::OAuth(refusal),
+                None => error.into(),
+            });
+        }
         oauth
             .into_authorization_manager()
             .ok_or_else(|| SignInError::OAuth("the sign-in did not complete".to_owned()))

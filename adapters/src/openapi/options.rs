@@ -58,6 +58,9 @@ pub struct OpenApiOptions {
     /// How an SSE subscription whose connection drops is resumed (idempotent methods only;
     /// see [`SseReconnect`]).
     pub sse_reconnect: SseReconnect,
+    /// Who may call the imported operations on the application's edges: internal (no one
+    /// from outside) unless given (see [`OpenApiOptions::access`]).
+    pub access: crate::ImportAccess,
 }
 
 /// Resumption of SSE subscriptions whose connection drops, with `Last-Event-ID`, the way an
@@ -173,7 +176,35 @@ impl OpenApiOptions {
             max_schema_nodes: None,
             normalization: Normalization::default(),
             sse_reconnect: SseReconnect::default(),
+            access: crate::ImportAccess::new(),
         }
+    }
+
+    /// Who may call every imported operation that has no rule of its own (see
+    /// [`ImportAccess`](crate::ImportAccess)): the requests carry this import's credentials
+    /// ([`auth`](Self::auth), [`header`](Self::header)), so until a rule is given the
+    /// operations are internal — in-process code calls them, every edge refuses them. An
+    /// opkit server's own rule (`x-opkit-access` on the operation) is kept over this one.
+    ///
+    /// ```
+    /// use opkit::AccessRule;
+    /// use opkit_adapters::openapi::OpenApiOptions;
+    /// let options = OpenApiOptions::new("billing")
+    ///     .access(AccessRule::scopes(["billing:read"]))
+    ///     .operation_access("refund", AccessRule::roles(["finance"]));
+    /// ```
+    #[must_use]
+    pub fn access(mut self, rule: opkit::AccessRule) -> Self {
+        self.access = self.access.all(rule);
+        self
+    }
+
+    /// The rule of the imported operation named `name` (its registry name, without the
+    /// namespace), over every other.
+    #[must_use]
+    pub fn operation_access(mut self, name: impl Into<String>, rule: opkit::AccessRule) -> Self {
+        self.access = self.access.operation(name, rule);
+        self
     }
 
     /// Sends every request to `base_url` instead of the document's servers.

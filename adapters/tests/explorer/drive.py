@@ -148,6 +148,11 @@ try:
     wait.until(EC.presence_of_element_located((By.ID, "data")))
     expect(css("#data").text == '"the secret"', f"admin.secret with a token: {css('#data').text}")
     shot("with-token")
+    # The token lives in this tab's session only: never in localStorage, which outlives the
+    # tab and every other tab of the origin reads.
+    kept = driver.execute_script("return [localStorage.getItem('opkit-explorer-auth'), sessionStorage.getItem('opkit-explorer-auth')]")
+    expect(kept[0] is None, f"the token is not in localStorage: {kept[0]}")
+    expect(kept[1] is not None and "admin-token" in kept[1], f"the token is in sessionStorage: {kept[1]}")
 
     # A subscription, streamed item by item until it completes ...
     open_op("clock.ticks")

@@ -10,7 +10,7 @@ use crate::serve_support::ProgressRecorder;
 
 use mcp_support::*;
 use opkit::envelope::{McpMeta, ResponseMeta};
-use opkit::{OperationContext, OperationRegistry};
+use opkit::{AccessRule, OperationContext, OperationRegistry};
 use opkit_adapters::mcp::{McpConnection, McpOptions, map_content_block};
 use opkit_adapters::mcp_server::McpServer;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ProgressToken};
@@ -80,7 +80,9 @@ fn types(result: &CallToolResult) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_everything_blocks_survive_re_serving() {
-    let (everything, _guard) = everything_stdio("everything").await;
+    // Served again to anyone: the import says so (imports are internal otherwise).
+    let (everything, _guard) =
+        everything_stdio_with(McpOptions::new("everything").access(AccessRule::public())).await;
     let client = reserve(registry_of(&everything)).await;
     let image = same_blocks(&everything, &client, "get-tiny-image", json!({})).await;
     assert!(types(&image).contains(&"image".to_owned()), "{image:?}");
@@ -161,7 +163,9 @@ async fn server_filesystem_audio_and_images_survive_re_serving() {
         node(),
         [filesystem_js().into_os_string(), dir.as_os_str().to_owned()],
         std::iter::empty::<(&str, &str)>(),
-        McpOptions::new("fs").label("server-filesystem"),
+        McpOptions::new("fs")
+            .label("server-filesystem")
+            .access(AccessRule::public()),
     )
     .await
     .unwrap();
@@ -207,7 +211,9 @@ impl opkit::report::Reporter for Collect {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_import_hands_progress_to_the_calling_context() {
-    let (everything, _guard) = everything_stdio("everything").await;
+    // Served again to anyone: the import says so (imports are internal otherwise).
+    let (everything, _guard) =
+        everything_stdio_with(McpOptions::new("everything").access(AccessRule::public())).await;
     let registry = registry_of(&everything);
     let sink = Arc::new(Collect::default());
     let ctx = OperationContext::new().with_reporter(sink.clone());

@@ -205,11 +205,16 @@ pub fn assert_loopback_only(port: u16) {
 
 /// Connects to server-everything over stdio.
 pub async fn everything_stdio(namespace: &str) -> (McpConnection, PidGuard) {
+    everything_stdio_with(McpOptions::new(namespace)).await
+}
+
+/// [`everything_stdio`] with `options` (its label set).
+pub async fn everything_stdio_with(options: McpOptions) -> (McpConnection, PidGuard) {
     let connection = McpConnection::connect_stdio(
         node(),
         [everything_js().into_os_string(), "stdio".into()],
         std::iter::empty::<(&str, &str)>(),
-        McpOptions::new(namespace).label("server-everything"),
+        options.label("server-everything"),
     )
     .await
     .expect("connect to server-everything over stdio");

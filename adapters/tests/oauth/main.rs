@@ -11,6 +11,7 @@
 #[path = "../oauth_support/mod.rs"]
 mod oauth_support;
 
+mod client_trust;
 mod http;
 mod mcp;
 mod sign_in;

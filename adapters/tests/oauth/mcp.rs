@@ -242,6 +242,7 @@ async fn the_mcp_import_signs_in_with_client_credentials_and_renews_its_token() 
     // No issuer given: the import finds it through the server's Protected Resource Metadata.
     let credentials = ClientCredentials::discovered("writer", "writer-secret")
         .unwrap()
+        .trusted_issuers([provider.issuer.clone()])
         .scope("notes:read notes:write");
     let options = McpOptions::new("remote")
         .oauth(credentials)

@@ -15,6 +15,7 @@ mod limits;
 mod mcp;
 mod mcp_after_input;
 mod mcp_hosts;
+mod mcp_ownership;
 mod mcp_surface;
 mod peers;
 mod rest;

@@ -726,10 +726,13 @@ mod import {
     async fn an_opkit_proxy_in_front_of_a_server_that_asks_still_asks_its_own_client() {
         let origin =
             serve(axum::Router::new().nest("/mcp", McpServer::new(origin()).router())).await;
-        let connection =
-            McpConnection::connect_http(&origin.url("/mcp"), McpOptions::new("remote"))
-                .await
-                .expect("the proxy connects");
+        let connection = McpConnection::connect_http(
+            &origin.url("/mcp"),
+            // Served again to anyone: the import says so.
+            McpOptions::new("remote").access(opkit::AccessRule::public()),
+        )
+        .await
+        .expect("the proxy connects");
         let proxied = OperationRegistry::new();
         connection.register_into(&proxied).expect("registers");
         let proxy = serve(axum::Router::new().nest("/mcp", McpServer::new(proxied).router())).await;

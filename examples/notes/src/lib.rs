@@ -10,7 +10,9 @@
 //! - [`app::app`] is an axum application with routes of its own and its own API-key
 //!   middleware, with opkit's HTTP routes mounted at `/api` and its MCP endpoint at `/mcp`;
 //! - the same registry serves over the Redis call protocol, so several processes share the
-//!   database: each replica serves with its own state (its own connection and name);
+//!   database: each replica serves with its own state (its own connection and name), and
+//!   every identity on the bus is signed with a secret the processes share ([`bus`]), so a
+//!   Redis client cannot state who it is;
 //! - the application's policy is middleware registered once on the registry, so it holds on
 //!   every edge alike: a rate limit per API key (one budget of [`CALLS_PER_MINUTE`] whether a
 //!   key's calls come over HTTP, MCP or the call protocol) and an audit record of who called
@@ -20,6 +22,7 @@
 //! options).
 
 pub mod app;
+pub mod bus;
 pub mod db;
 pub mod ops;
 pub mod state;

@@ -2,14 +2,22 @@
 //!
 //! ```text
 //! notes serve   [--db notes.db] [--addr 127.0.0.1:3000] [--keys 'demo-key=ann:notes:admin;reader-key=bob']
-//!               [--redis redis://127.0.0.1:6379/] [--name notes-a] [--export-window-secs 60]
+//!               [--redis redis://127.0.0.1:6379/ --identity-secret-file notes.key] [--name notes-a]
+//!               [--export-window-secs 60]
 //!               [--oidc-issuer https://id.example [--public-url http://127.0.0.1:3000] [--roles-claim roles]]
-//! notes replica --redis redis://127.0.0.1:6379/ [--db notes.db] [--name notes-b]
+//! notes replica --redis redis://127.0.0.1:6379/ --identity-secret-file notes.key [--db notes.db] [--name notes-b]
+//! notes call    --redis redis://127.0.0.1:6379/ --identity-secret-file notes.key --op notes.create
+//!               [--input '{"title":"milk"}'] [--as 'ann:notes:admin']
 //! ```
 //!
 //! `serve` runs the axum app (own routes, API-key auth, opkit at `/api` and `/mcp`) and,
 //! with `--redis`, also serves the operations over the Redis call protocol. `replica` only
-//! serves over Redis: start several, with the same `--db`, and they share the notes.
+//! serves over Redis: start several, with the same `--db`, and they share the notes. `call`
+//! calls one operation over Redis as the identity `--as` gives (`id[:scope,scope..]`;
+//! anonymous without it) and prints the envelope. Over Redis every identity is signed with
+//! the secret in `--identity-secret-file`, the same file for every process (see
+//! `opkit_example_notes::bus`): a request that states an identity without its signature is
+//! refused.
 //! With `--oidc-issuer`, `serve` signs callers in with OAuth access tokens of that OpenID
 //! provider instead of API keys (see `app::app_with_oidc`): tokens for the resource
 //! `<public-url>/api` (HTTP) or `<public-url>/mcp` (MCP), with the scope `notes:admin` for
@@ -17,16 +25,49 @@
 //! Both print one line on stdout when ready (`listening on http://<addr>`, `serving over
 //! redis as <name>`).
 
-use opkit::protocol::CallHandler;
-use opkit_adapters::redis::RedisPubSub;
-use opkit_example_notes::{app, db::Db, registry};
+use opkit_example_notes::{app, bus, db::Db, registry};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-const USAGE: &str = "usage: notes (serve | replica) [--db PATH] [--addr ADDR] [--keys SPEC] [--redis URL] [--name NAME] [--export-window-secs N] [--oidc-issuer URL [--public-url URL] [--roles-claim CLAIM]]";
+const USAGE: &str = "usage: notes (serve | replica | call) [--db PATH] [--addr ADDR] [--keys SPEC] [--redis URL --identity-secret-file PATH] [--name NAME] [--export-window-secs N] [--oidc-issuer URL [--public-url URL] [--roles-claim CLAIM]] [--op ID [--input JSON] [--as ID:SCOPES]]";
+
+/// The keys of `--identity-secret-file`, which the call protocol needs.
+fn identity_keys(
+    options: &HashMap<String, String>,
+) -> Result<opkit::protocol::IdentityKeys, String> {
+    let path = options.get("identity-secret-file").ok_or_else(|| {
+        format!(
+            "the call protocol needs --identity-secret-file PATH: a secret of {} bytes or more, the same file for every notes process (make one with `head -c 32 /dev/urandom > notes.key`); identities on the bus are signed with it\n{USAGE}",
+            bus::MIN_SECRET_BYTES
+        )
+    })?;
+    bus::read_identity_keys(std::path::Path::new(path))
+}
+
+/// `notes call`: one call over Redis, its envelope printed.
+async fn call(options: &HashMap<String, String>) -> Result<(), Box<dyn std::error::Error>> {
+    let url = options
+        .get("redis")
+        .ok_or_else(|| format!("`call` needs --redis\n{USAGE}"))?;
+    let op = options
+        .get("op")
+        .ok_or_else(|| format!("`call` needs --op\n{USAGE}"))?;
+    let input: serde_json::Value =
+        serde_json::from_str(options.get("input").map_or("{}", String::as_str))
+            .map_err(|error| format!("--input is not JSON: {error}"))?;
+    let mut ctx = opkit::OperationContext::new();
+    if let Some(who) = options.get("as") {
+        let (id, scopes) = who.split_once(':').unwrap_or((who, ""));
+        let scopes = scopes.split(',').filter(|scope| !scope.is_empty());
+        ctx = ctx.with_identity(opkit::Identity::new(id).with_scopes(scopes));
+    }
+    let caller = bus::caller(url, identity_keys(options)?).await?;
+    let envelope = caller.call(op, input, &ctx).await?;
+    ready(&serde_json::to_string(&envelope)?);
+    Ok(())
+}
 
 fn options(args: &[String]) -> Result<HashMap<String, String>, String> {
     let mut options = HashMap::new();
@@ -62,12 +103,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err(USAGE.into());
     };
     let options = options(rest)?;
+    if mode == "call" {
+        return call(&options).await;
+    }
     let get = |key: &str, default: &str| {
         options
             .get(key)
             .cloned()
             .unwrap_or_else(|| default.to_owned())
     };
+    // Checked before anything is opened: serving the call protocol needs the secret.
+    let keys = options
+        .contains_key("redis")
+        .then(|| identity_keys(&options))
+        .transpose()?;
     let db = Db::open(&PathBuf::from(get("db", "notes.db")))?;
     let window = Duration::from_secs(get("export-window-secs", "60").parse()?);
     let name = get("name", "notes");
@@ -75,12 +124,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // A replica that lacks a state refuses to start, naming it (here: never).
     registry.check_states()?;
 
-    let _replica = match options.get("redis") {
-        Some(url) => {
-            let bus = Arc::new(RedisPubSub::connect(url).await?);
-            Some(CallHandler::new(registry.clone(), bus).spawn().await?)
-        }
-        None => None,
+    let _replica = match (options.get("redis"), keys) {
+        (Some(url), Some(keys)) => Some(bus::serve(registry.clone(), url, keys).await?),
+        _ => None,
     };
     match mode.as_str() {
         "serve" => {

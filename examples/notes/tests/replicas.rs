@@ -1,6 +1,9 @@
 //! Two `notes` processes share one SQLite database through the Redis call protocol: each
 //! serves the operations with its own state (its own connection and name), callers reach
 //! them through a real `redis-server`, and a domain error crosses the protocol unchanged.
+//! Identities on the bus are signed with the processes' shared secret: a Redis writer that
+//! states an identity without it is refused (it cannot run `notes.delete` as an admin, nor
+//! mint identities to escape the per-caller rate limit), and the `notes call` command signs.
 //! Also: a registry that lacks the state its operations read refuses to start.
 
 mod support;
@@ -9,7 +12,7 @@ mod support;
 use opkit_example_notes as _;
 
 use opkit::protocol::{CallHandler, PendingRequestMap};
-use opkit::{ErrorCode, ErrorKind, OperationContext, OperationEnv, RegistryError};
+use opkit::{ErrorCode, ErrorKind, Identity, OperationContext, OperationEnv, RegistryError};
 use opkit_adapters::http_server::HttpServer;
 use opkit_adapters::redis::RedisPubSub;
 use opkit_testkit::redis::RedisServer;
@@ -23,8 +26,27 @@ async fn two_replicas_share_the_database_through_redis() {
     let url = redis.url();
     let db_dir = support::temp_db("replicas");
     let db = db_dir.to_string_lossy().into_owned();
-    let _a = support::notes(&["replica", "--db", &db, "--redis", &url, "--name", "a"]).await;
-    let _b = support::notes(&["replica", "--db", &db, "--redis", &url, "--name", "b"]).await;
+    let secret = support::identity_secret("replicas");
+    let key = secret.path();
+    let replica = |name: &'static str| {
+        let (db, url, key) = (db.clone(), url.clone(), key.clone());
+        async move {
+            support::notes(&[
+                "replica",
+                "--db",
+                &db,
+                "--redis",
+                &url,
+                "--identity-secret-file",
+                &key,
+                "--name",
+                name,
+            ])
+            .await
+        }
+    };
+    let _a = replica("a").await;
+    let _b = replica("b").await;
 
     let bus = Arc::new(RedisPubSub::connect(&url).await.expect("redis connects"));
     let env = OperationEnv::remote(PendingRequestMap::connect(bus).await.expect("a caller"));
@@ -79,6 +101,112 @@ async fn two_replicas_share_the_database_through_redis() {
         .await
         .expect_err("a duplicate title");
     assert_eq!(error.kind, Some(ErrorKind::Conflict));
+}
+
+#[tokio::test]
+async fn a_redis_writer_cannot_state_who_it_is() {
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let db_dir = support::temp_db("stated");
+    let db = db_dir.to_string_lossy().into_owned();
+    let secret = support::identity_secret("stated");
+    let key = secret.path();
+    let _replica = support::notes(&[
+        "replica",
+        "--db",
+        &db,
+        "--redis",
+        &url,
+        "--identity-secret-file",
+        &key,
+    ])
+    .await;
+    let bus = Arc::new(RedisPubSub::connect(&url).await.expect("redis connects"));
+    let rogue = PendingRequestMap::connect(bus).await.expect("a caller");
+    let signing = opkit_example_notes::bus::caller(
+        &url,
+        opkit_example_notes::bus::identity_keys(&secret.bytes).unwrap(),
+    )
+    .await
+    .expect("a signing caller");
+    let admin =
+        || OperationContext::new().with_identity(Identity::new("ann").with_scopes(["notes:admin"]));
+
+    let note = signing
+        .call("notes.create", json!({"title": "keep"}), &admin())
+        .await
+        .expect("a signed call runs");
+    assert_eq!(note.data["author"], "ann", "{note:?}");
+    let id = note.data["id"].clone();
+
+    // The stated admin is refused before the operation runs; the note stays.
+    let refused = rogue
+        .call("notes.delete", json!({"id": id}), &admin())
+        .await
+        .expect_err("a stated identity");
+    assert_eq!(refused.code, ErrorCode::AccessDenied, "{refused}");
+    assert!(refused.message.contains("is not signed"), "{refused}");
+    signing
+        .call("notes.get", json!({"id": id}), &admin())
+        .await
+        .expect("the note is still there");
+
+    // 150 made-up identities: every one refused, none gets a budget of its own.
+    let mut denied = 0;
+    for n in 0..150 {
+        let ctx = OperationContext::new().with_identity(Identity::new(format!("user-{n}")));
+        match rogue.call("notes.list", json!({}), &ctx).await {
+            Err(error) if error.code == ErrorCode::AccessDenied => denied += 1,
+            other => panic!("call {n} as a stated identity: {other:?}"),
+        }
+    }
+    assert_eq!(denied, 150);
+    // Anonymous, the rogue shares the one anonymous budget: past it, rate limited.
+    let mut limited = 0;
+    for _ in 0..150 {
+        match rogue
+            .call("notes.list", json!({}), &OperationContext::new())
+            .await
+        {
+            Ok(_) => {}
+            Err(error) if error.kind == Some(ErrorKind::RateLimited) => limited += 1,
+            Err(other) => panic!("an anonymous call: {other}"),
+        }
+    }
+    assert!(
+        limited >= 50,
+        "{limited} of 150 anonymous calls were rate limited"
+    );
+
+    // `notes call` signs what it sends.
+    let called = support::notes(&[
+        "call",
+        "--redis",
+        &url,
+        "--identity-secret-file",
+        &key,
+        "--op",
+        "notes.delete",
+        "--input",
+        &json!({"id": id}).to_string(),
+        "--as",
+        "ann:notes:admin",
+    ])
+    .await;
+    let envelope: serde_json::Value = serde_json::from_str(&called.ready).unwrap();
+    assert_eq!(envelope["meta"]["source"], "local", "{envelope}");
+}
+
+#[tokio::test]
+async fn a_replica_without_an_identity_secret_refuses_to_start() {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_notes"))
+        .args(["replica", "--redis", "redis://127.0.0.1:1/"])
+        .output()
+        .await
+        .expect("notes runs");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--identity-secret-file"), "{stderr}");
 }
 
 #[tokio::test]

@@ -297,7 +297,7 @@ function setValue(node, value) {
 function authHeaders() {
   const name = $("#auth-scheme").value;
   const secret = $("#auth-value").value.trim();
-  localStorage.setItem("opkit-explorer-auth", JSON.stringify({ name, secret }));
+  sessionStorage.setItem("opkit-explorer-auth", JSON.stringify({ name, secret }));
   if (!secret) return {};
   if (name === "bearer") return { Authorization: `Bearer ${secret}` };
   return { [name]: secret };
@@ -533,7 +533,7 @@ function renderNav(ops, filter) {
 }
 
 async function start() {
-  const saved = JSON.parse(localStorage.getItem("opkit-explorer-auth") || "{}");
+  const saved = JSON.parse(sessionStorage.getItem("opkit-explorer-auth") || "{}");
   if (saved.name) $("#auth-scheme").value = saved.name;
   if (saved.secret) $("#auth-value").value = saved.secret;
   const links = [el("a", { href: config.openapi, id: "openapi-link", text: "OpenAPI document" })];

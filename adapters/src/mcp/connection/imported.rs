@@ -53,6 +53,29 @@ pub(super) fn build_tools(
         .collect()
 }
 
+/// Gives each imported operation its access rule: by its name under `namespace` (a
+/// resource's or prompt's with its `resources.`/`prompts.` prefix), else the opkit rule its
+/// server declared in its `_meta`, else the import's (see [`ImportAccess`](crate::ImportAccess)).
+pub(super) fn govern<'a>(
+    namespace: &str,
+    access: &crate::ImportAccess,
+    specs: impl IntoIterator<Item = &'a mut OperationSpec>,
+) {
+    for spec in specs {
+        let id = spec.id();
+        let name = id
+            .strip_prefix(namespace)
+            .and_then(|rest| rest.strip_prefix('.'))
+            .unwrap_or(&spec.name)
+            .to_owned();
+        let declared = spec
+            .extensions
+            .get(tools::EXT_META)
+            .and_then(|meta| meta.get(crate::mcp_meta::META_ACCESS));
+        spec.access = access.rule_for(&name, declared);
+    }
+}
+
 /// Replaces a schema the validator cannot compile by an open one (the server still checks).
 fn usable_schemas(mut spec: OperationSpec, label: &str) -> OperationSpec {
     let tool = spec

@@ -62,6 +62,8 @@ struct State {
     registries: Mutex<Vec<OperationRegistry>>,
     refresh_lock: tokio::sync::Mutex<()>,
     list_changes: watch::Receiver<u64>,
+    /// Who may call the imported operations (applied on every listing).
+    access: crate::ImportAccess,
 }
 
 impl fmt::Debug for McpConnection {
@@ -212,8 +214,8 @@ impl McpConnection {
         let client = Arc::new(client);
         client.listen_for_list_changes();
         let raw = client.list_tools().await?;
-        let tools = build_tools(&options.namespace, &client.label, &raw, &HashMap::new());
-        let extras = match catalog::list(&client, &options.namespace).await {
+        let mut tools = build_tools(&options.namespace, &client.label, &raw, &HashMap::new());
+        let mut extras = match catalog::list(&client, &options.namespace).await {
             Ok(extras) => extras,
             Err(error) => {
                 tracing::warn!(target: "opkit_adapters::mcp", server = %client.label, %error,
@@ -221,6 +223,14 @@ impl McpConnection {
                 Vec::new()
             }
         };
+        imported::govern(
+            &options.namespace,
+            &options.access,
+            tools
+                .iter_mut()
+                .map(|tool| &mut tool.spec)
+                .chain(extras.iter_mut().map(|item| &mut item.spec)),
+        );
         let state = Arc::new(State {
             client,
             namespace: options.namespace,
@@ -229,6 +239,7 @@ impl McpConnection {
             registries: Mutex::new(Vec::new()),
             refresh_lock: tokio::sync::Mutex::new(()),
             list_changes,
+            access: options.access,
         });
         if options.auto_refresh {
             spawn_auto_refresh(Arc::downgrade(&state), state.list_changes.clone());

@@ -55,6 +55,9 @@ pub struct McpOptions {
     /// Read a lone JSON text block as the data when a result has no `structuredContent`
     /// (default `false`; see [`McpOptions::parse_json_text`]).
     pub parse_json_text: bool,
+    /// Who may call the imported operations on the application's edges: internal (no one
+    /// from outside) unless given (see [`McpOptions::access`]).
+    pub access: crate::ImportAccess,
 }
 
 impl fmt::Debug for McpOptions {
@@ -72,6 +75,7 @@ impl fmt::Debug for McpOptions {
             .field("auto_refresh", &self.auto_refresh)
             .field("inherit_stderr", &self.inherit_stderr)
             .field("parse_json_text", &self.parse_json_text)
+            .field("access", &self.access)
             .finish()
     }
 }
@@ -92,6 +96,7 @@ impl McpOptions {
             auto_refresh: false,
             inherit_stderr: false,
             parse_json_text: false,
+            access: crate::ImportAccess::new(),
         }
     }
 
@@ -157,6 +162,33 @@ impl McpOptions {
     #[must_use]
     pub fn sign_in(mut self, sign_in: crate::oauth::AuthorizationCode) -> Self {
         self.sign_in = Some(std::sync::Arc::new(sign_in));
+        self
+    }
+
+    /// Who may call every imported operation that has no rule of its own (see
+    /// [`ImportAccess`](crate::ImportAccess)): the tools run with this connection's
+    /// credentials (its token, its OAuth client, the child process's privileges), so until a
+    /// rule is given they are internal — in-process code calls them, every edge refuses
+    /// them. An opkit server's own rule (`_meta["opkit/access"]`) is kept over this one.
+    ///
+    /// ```
+    /// use opkit::AccessRule;
+    /// use opkit_adapters::mcp::McpOptions;
+    /// let options = McpOptions::new("github")
+    ///     .access(AccessRule::scopes(["github:read"]))
+    ///     .operation_access("delete_repo", AccessRule::roles(["admin"]));
+    /// ```
+    #[must_use]
+    pub fn access(mut self, rule: opkit::AccessRule) -> Self {
+        self.access = self.access.all(rule);
+        self
+    }
+
+    /// The rule of the imported operation named `name` (its registry name, without the
+    /// namespace), over every other.
+    #[must_use]
+    pub fn operation_access(mut self, name: impl Into<String>, rule: opkit::AccessRule) -> Self {
+        self.access = self.access.operation(name, rule);
         self
     }
 

@@ -70,8 +70,8 @@ pub(super) async fn refresh_state(state: &State) -> Result<RefreshReport, McpErr
         .iter()
         .map(|tool| (tool.tool_name.clone(), tool.spec.name.clone()))
         .collect();
-    let new = build_tools(&state.namespace, &state.client.label, &raw, &previous);
-    let new_extras = match catalog::list(&state.client, &state.namespace).await {
+    let mut new = build_tools(&state.namespace, &state.client.label, &raw, &previous);
+    let mut new_extras = match catalog::list(&state.client, &state.namespace).await {
         Ok(extras) => extras,
         Err(error) => {
             tracing::warn!(target: "opkit_adapters::mcp", server = %state.client.label, %error,
@@ -79,6 +79,13 @@ pub(super) async fn refresh_state(state: &State) -> Result<RefreshReport, McpErr
             old_extras.clone()
         }
     };
+    super::imported::govern(
+        &state.namespace,
+        &state.access,
+        new.iter_mut()
+            .map(|tool| &mut tool.spec)
+            .chain(new_extras.iter_mut().map(|item| &mut item.spec)),
+    );
     let old_by_id = by_id(&old, &old_extras);
     let new_by_id = by_id(&new, &new_extras);
     let mut report = RefreshReport::default();

@@ -318,9 +318,13 @@ fn mapped_mode(
     } else {
         OperationKind::Mutation
     };
+    let access = options
+        .access
+        .rule_for(&name, operation.get("x-opkit-access"));
     let mut spec = OperationSpec::new(options.namespace.clone(), name, kind)
         .input_schema(request.input.clone())
         .output_schema(output.schema)
+        .access(access)
         .origin(format!("OpenAPI {}", request.label));
     if let Some(description) = describe(operation) {
         spec = spec.description(description);

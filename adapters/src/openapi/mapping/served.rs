@@ -146,9 +146,13 @@ pub(crate) fn map<'a>(
         extension["outputSchema"] = std::mem::replace(&mut output, Value::Bool(true));
     }
     let label = format!("POST {}", site.path);
+    let access = options
+        .access
+        .rule_for(&name, site.operation.get("x-opkit-access"));
     let mut spec = OperationSpec::new(options.namespace.clone(), name, served.kind)
         .input_schema(input)
         .output_schema(output)
+        .access(access)
         .origin(format!(
             "OpenAPI {label} (served by opkit as {})",
             served.id

@@ -53,7 +53,9 @@
 //!   anonymous callers may.
 //! - **Holders of a key** sign whatever they like: an HMAC secret lets every holder sign;
 //!   an Ed25519 key only its holder.
-
+//!
+//! # Keys
+//!
 //! Keys: Ed25519 key pairs (the replicas hold only public keys, so a compromised replica
 //! cannot sign) or HMAC shared secrets (every holder can sign). Several verifying keys may be
 //! held at once, by id, for rotation: sign with the new key once every replica knows it,

@@ -82,3 +82,35 @@ pub fn temp_db(name: &str) -> TempDb {
         _dir: dir,
     }
 }
+
+/// The shared identity secret of the notes processes over Redis, in a temporary file
+/// removed when dropped.
+pub struct Secret {
+    pub path: PathBuf,
+    pub bytes: Vec<u8>,
+    _dir: TempDir,
+}
+
+impl Secret {
+    pub fn path(&self) -> String {
+        self.path.to_string_lossy().into_owned()
+    }
+}
+
+/// A fresh 32-byte identity secret written to a file.
+pub fn identity_secret(name: &str) -> Secret {
+    let dir = TempDir::new(&format!("notes-key-{name}"));
+    let path = dir.join("notes.key");
+    // Not a secret from a CSPRNG: a test's, unique enough per run.
+    let bytes: Vec<u8> = format!(
+        "{:0>32}",
+        std::process::id() as u128 * 7919 + name.len() as u128
+    )
+    .into_bytes();
+    std::fs::write(&path, &bytes).expect("the secret file is written");
+    Secret {
+        path,
+        bytes,
+        _dir: dir,
+    }
+}
