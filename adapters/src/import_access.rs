@@ -1,23 +1,23 @@
 //! [`ImportAccess`]: who may call the operations an import registers.
-//!
-//! An import calls the remote with the application's own credentials (its API key, its OAuth
-//! client, the privileges of a child process), so an imported operation served on the
-//! application's edges lets its callers act with that authority: a confused deputy, unless
-//! the application decides who may. So an imported operation gets, in order:
-//!
-//! 1. the rule given for it by name ([`ImportAccess::operation`]);
-//! 2. the remote's own opkit access rule, when the remote is an opkit server that restricts
-//!    it (`x-opkit-access` in its OpenAPI document, `_meta["opkit/access"]` on its MCP tool):
-//!    what its authors required of callers still holds in front of it;
-//! 3. the rule for the whole import ([`ImportAccess::all`]);
-//! 4. otherwise [`AccessRule::internal`]: trusted in-process code calls it, every edge
-//!    refuses it with `ACCESS_DENIED` saying how to give it a rule.
 
 use opkit::AccessRule;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// Who may call the operations of one import (see the [module docs](self)).
+/// Who may call the operations of one import.
+///
+/// An import calls the remote with the application's own credentials (its API key, its OAuth
+/// client, the privileges of a child process), so an imported operation served on the
+/// application's edges lets its callers act with that authority: a confused deputy, unless
+/// the application decides who may. So an imported operation gets, in order:
+///
+/// 1. the rule given for it by name ([`ImportAccess::operation`]);
+/// 2. the remote's own opkit access rule, when the remote is an opkit server that restricts
+///    it (`x-opkit-access` in its OpenAPI document, `_meta["opkit/access"]` on its MCP tool):
+///    what its authors required of callers still holds in front of it;
+/// 3. the rule for the whole import ([`ImportAccess::all`]);
+/// 4. otherwise [`AccessRule::internal`]: trusted in-process code calls it, every edge
+///    refuses it with `ACCESS_DENIED` saying how to give it a rule.
 ///
 /// ```
 /// use opkit::AccessRule;

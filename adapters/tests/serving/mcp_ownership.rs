@@ -142,7 +142,10 @@ async fn a_session_answers_only_the_identity_that_opened_it() {
     let alice = session.expect("a session id");
     let (status, message) = whoami_in(&served, Some("alice-token"), &alice).await;
     assert_eq!(status, 200);
-    assert_eq!(message["result"]["content"][0]["text"], "alice", "{message}");
+    assert_eq!(
+        message["result"]["content"][0]["text"], "alice",
+        "{message}"
+    );
 
     // Bob, and an anonymous caller, on Alice's session: an unknown session to them.
     for token in [Some("bob-token"), None] {
