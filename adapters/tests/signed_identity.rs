@@ -246,3 +246,98 @@ async fn on_websocket_the_hub_signs_the_identity_it_stamps() {
     assert_eq!(error.code, ErrorCode::AccessDenied, "{error}");
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
+
+/// A Redis writer forging replies and aborts, with signing on: the caller (a replica's
+/// reply key known to it) takes only the replica's signed answer, and the replica takes only
+/// the caller's signed abort. Ed25519 keys with one use each: the caller's request key, the
+/// replica's reply key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_redis_a_bus_writer_forges_neither_replies_nor_aborts() {
+    let server = RedisServer::start();
+    let bus = || async {
+        Arc::new(
+            RedisPubSub::connect_with(&server.url(), RedisOptions::default().with_prefix("rep:"))
+                .await
+                .unwrap(),
+        )
+    };
+    let (caller_key, reply_key) = (ed25519(), ed25519());
+    let registry = OperationRegistry::new();
+    let cancelled = Arc::new(AtomicUsize::new(0));
+    {
+        let cancelled = cancelled.clone();
+        registry
+            .register(
+                OperationSpec::new("work", "slow", OperationKind::Query),
+                Handler::unary(move |_input, ctx: OperationContext| {
+                    let cancelled = cancelled.clone();
+                    async move {
+                        let stop = ctx.cancellation().cloned().unwrap_or_default();
+                        tokio::select! {
+                            () = tokio::time::sleep(Duration::from_millis(600)) => Ok(json!("genuine")),
+                            () = stop.cancelled() => {
+                                cancelled.fetch_add(1, Ordering::SeqCst);
+                                Err(CallError::aborted("cancelled"))
+                            }
+                        }
+                    }
+                }),
+            )
+            .unwrap();
+    }
+    let replica_keys = IdentityKeys::new()
+        .with_verifying_ed25519_pem("caller", caller_key.1.as_bytes())
+        .unwrap()
+        .with_reply_signing_ed25519_pem("replica", reply_key.0.as_bytes(), reply_key.1.as_bytes())
+        .unwrap();
+    let _replica = CallHandler::new(registry, bus().await)
+        .with_identity_keys(replica_keys)
+        .spawn()
+        .await
+        .unwrap();
+    let caller_keys = signer("caller", &caller_key)
+        .with_reply_verifying_ed25519_pem("replica", reply_key.1.as_bytes())
+        .unwrap();
+    let options = PendingOptions::default()
+        .with_identity_keys(caller_keys)
+        .with_caller_id("victim");
+    let caller = PendingRequestMap::connect_with(bus().await, options)
+        .await
+        .unwrap();
+
+    // The writer knows how request ids are made (`victim:1`, `victim:2`): it answers and
+    // aborts each call in the caller's place while the replica works.
+    let writer: Arc<dyn PubSub> = bus().await;
+    let forge = |n: u64| {
+        let writer = writer.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let request_id = format!("victim:{n}");
+            let envelope = opkit::envelope::local_envelope(json!("forged"), "work.slow");
+            for event in [
+                CallEvent::responded(&request_id, envelope),
+                CallEvent::aborted(&request_id),
+            ] {
+                let topic = match event {
+                    CallEvent::Aborted(_) => opkit::protocol::topics::abort_topic("work.slow"),
+                    _ => reply_topic("victim"),
+                };
+                writer
+                    .publish(&topic, event.to_bytes().unwrap())
+                    .await
+                    .unwrap();
+            }
+        })
+    };
+    for n in 1..=2 {
+        let forger = forge(n);
+        let envelope = caller.call("work.slow", json!({}), &ctx()).await.unwrap();
+        forger.await.unwrap();
+        assert_eq!(envelope.data, json!("genuine"), "call {n}");
+    }
+    assert_eq!(
+        cancelled.load(Ordering::SeqCst),
+        0,
+        "no forged abort cancelled a call"
+    );
+}

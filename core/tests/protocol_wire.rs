@@ -93,6 +93,7 @@ fn responded_carries_a_local_envelope() {
         &CallEvent::Responded(CallResponded {
             request_id: "c1:7".into(),
             output,
+            signature: None,
         }),
     );
 }
@@ -123,6 +124,7 @@ fn completed() {
         r#"{"type":"call.completed","requestId":"c1:9"}"#,
         &CallEvent::Completed(CallCompleted {
             request_id: "c1:9".into(),
+            signature: None,
         }),
     );
 }
@@ -157,6 +159,7 @@ fn error_with_and_without_details() {
             message: "input is invalid".into(),
             details: Some(json!([{"path": "/a", "message": "not an integer"}])),
             kind: None,
+            signature: None,
         }),
     );
     let event = CallEvent::error("c1:3", CallError::timeout("too slow"));
@@ -195,6 +198,7 @@ fn aborted() {
         r#"{"type":"call.aborted","requestId":"c1:4"}"#,
         &CallEvent::Aborted(CallAborted {
             request_id: "c1:4".into(),
+            signature: None,
         }),
     );
 }

@@ -135,7 +135,7 @@ impl HandlerState {
                         Err(_) => return,
                     },
                     abort = aborts.next() => match abort {
-                        Some(payload) => self.abort(&payload),
+                        Some(payload) => self.abort(&id, &payload),
                         None => break,
                     },
                 }
@@ -153,7 +153,7 @@ impl HandlerState {
                 abort = aborts.next() => match abort {
                     Some(payload) => {
                         permit = Some(ready);
-                        self.abort(&payload);
+                        self.abort(&id, &payload);
                     }
                     None => break,
                 },

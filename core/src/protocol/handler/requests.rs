@@ -203,15 +203,15 @@ impl HandlerState {
         tokio::spawn(async move {
             let topic = topics::reply_topic_for(&request_id);
             shared
-                .send(&topic, CallEvent::error(request_id, error))
+                .send(&topic, CallEvent::error(request_id, error), None)
                 .await;
         });
     }
 
     /// Cancels the request a `call.aborted` names.
-    pub(super) fn abort(&self, payload: &Bytes) {
-        let request_id = match CallEvent::from_slice(payload) {
-            Ok(CallEvent::Aborted(event)) => event.request_id,
+    pub(super) fn abort(&self, operation_id: &str, payload: &Bytes) {
+        let event = match CallEvent::from_slice(payload) {
+            Ok(CallEvent::Aborted(event)) => event,
             Ok(other) => {
                 tracing::warn!(
                     event = other.type_name(),
@@ -224,10 +224,23 @@ impl HandlerState {
                 return;
             }
         };
-        let token = self.running.lock().get(request_id.as_str()).cloned();
+        #[cfg(feature = "signing")]
+        let signed = match self.abort_signed(operation_id, &event) {
+            Some(signed) => signed,
+            None => return,
+        };
+        #[cfg(not(feature = "signing"))]
+        let signed = {
+            let _ = operation_id;
+            true
+        };
+        let token = self.running.lock().get(event.request_id.as_str()).cloned();
         match token {
             Some(token) => token.cancel(),
-            None => self.tombstones.lock().insert(Arc::from(request_id)),
+            // Only an abort its caller signed may keep a request that has not arrived from
+            // running: an unsigned one could be anybody's.
+            None if signed => self.tombstones.lock().insert(Arc::from(event.request_id)),
+            None => {}
         }
     }
 
@@ -251,7 +264,7 @@ impl HandlerState {
         } else {
             error
         };
-        self.send(&reply_topic, CallEvent::error(&**request_id, error))
+        self.send(&reply_topic, CallEvent::error(&**request_id, error), None)
             .await;
     }
 
@@ -300,15 +313,25 @@ impl HandlerState {
         match self.registry.serve(&operation_id, input, ctx).await? {
             Outcome::Unary(reply) => {
                 let envelope = reply.into_envelope()?;
-                self.send(reply_topic, CallEvent::responded(&**request_id, envelope))
-                    .await;
+                self.send(
+                    reply_topic,
+                    CallEvent::responded(&**request_id, envelope),
+                    None,
+                )
+                .await;
             }
             Outcome::Stream(mut items) => {
+                let mut index = 0;
                 while let Some(item) = items.next().await {
                     let envelope = item?.into_envelope()?;
                     let receipt = self
-                        .send(reply_topic, CallEvent::responded(&**request_id, envelope))
+                        .send(
+                            reply_topic,
+                            CallEvent::responded(&**request_id, envelope),
+                            Some(index),
+                        )
                         .await;
+                    index += 1;
                     if receipt.is_none_or(Receipt::reached_nobody) {
                         tracing::debug!(
                             request_id = &**request_id,
@@ -317,15 +340,25 @@ impl HandlerState {
                         return Ok(());
                     }
                 }
-                self.send(reply_topic, CallEvent::completed(&**request_id))
+                self.send(reply_topic, CallEvent::completed(&**request_id), None)
                     .await;
             }
         }
         Ok(())
     }
 
-    /// Publishes one reply; `None` (logged) when it could not be sent.
-    async fn send(&self, topic: &str, event: CallEvent) -> Option<Receipt> {
+    /// Publishes one reply (signed when this handler signs replies; `index` is a
+    /// subscription item's); `None` (logged) when it could not be sent.
+    async fn send(
+        &self,
+        topic: &str,
+        #[cfg_attr(not(feature = "signing"), allow(unused_mut))] mut event: CallEvent,
+        index: Option<u64>,
+    ) -> Option<Receipt> {
+        #[cfg(feature = "signing")]
+        self.sign_reply(&mut event, index);
+        #[cfg(not(feature = "signing"))]
+        let _ = index;
         let payload = match event.to_bytes() {
             Ok(payload) => payload,
             Err(error) => {

@@ -26,7 +26,10 @@ impl Drop for PendingGuard {
         if self.inner.table.remove(self.seq).is_some() && self.publish_abort {
             let pubsub = self.inner.pubsub.clone();
             let topic = topics::abort_topic(&self.operation_id);
-            let Ok(payload) = CallEvent::aborted(&*self.request_id).to_bytes() else {
+            let Some(payload) = self
+                .inner
+                .abort_payload(&self.request_id, &self.operation_id)
+            else {
                 return;
             };
             let request_id = self.request_id.clone();
@@ -40,6 +43,15 @@ impl Drop for PendingGuard {
 }
 
 impl MapInner {
+    /// The `call.aborted` of `request_id` to `operation_id`, signed when this map signs.
+    pub(super) fn abort_payload(
+        &self,
+        request_id: &str,
+        operation_id: &str,
+    ) -> Option<bytes::Bytes> {
+        abort_payload(self.keys(), request_id, operation_id)
+    }
+
     /// Registers a new request and returns its guard.
     pub(super) fn register(
         self: &Arc<Self>,
@@ -56,6 +68,27 @@ impl MapInner {
             publish_abort: true,
         })
     }
+}
+
+/// The `call.aborted` of `request_id` to `operation_id`, signed with `keys` when they sign
+/// (so that a handler that takes only signed aborts for signed requests takes it).
+pub(super) fn abort_payload(
+    keys: Option<&super::Keys>,
+    request_id: &str,
+    operation_id: &str,
+) -> Option<bytes::Bytes> {
+    #[cfg_attr(not(feature = "signing"), allow(unused_mut))]
+    let mut event = CallEvent::aborted(request_id);
+    #[cfg(feature = "signing")]
+    if let Some(keys) = keys {
+        match keys.sign_abort(request_id, operation_id) {
+            Ok(signature) => event.set_signature(signature),
+            Err(error) => tracing::error!(%error, request_id, "could not sign a call.aborted"),
+        }
+    }
+    #[cfg(not(feature = "signing"))]
+    let _ = (keys, operation_id);
+    event.to_bytes().ok()
 }
 
 /// `<callerId>:<seq>`, written without the formatting machinery (once per call).

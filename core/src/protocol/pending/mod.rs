@@ -81,6 +81,14 @@ use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 use table::Table;
 
+/// The keys a map signs requests and aborts with and verifies replies with.
+#[cfg(feature = "signing")]
+type Keys = super::signing::IdentityKeys;
+/// Without the `signing` feature there are no keys.
+#[cfg(not(feature = "signing"))]
+#[derive(Clone)]
+enum Keys {}
+
 /// How long a call may take when its context has no deadline.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -192,7 +200,11 @@ impl PendingOptions {
 
     /// Signs the identity of every request with `keys`' signing key (see
     /// [`signing`](super::signing)), so that handlers that require signed identities accept
-    /// it. Requests without an identity carry no signature.
+    /// it, and every `call.aborted` it publishes (so that they cancel a signed request).
+    /// Requests without an identity carry no signature. When `keys` verify replies (an HMAC
+    /// secret, or a replica's reply key), only replies signed by a handler are taken: a reply
+    /// that is unsigned, forged or out of turn is dropped (logged), and the call goes on
+    /// waiting for the genuine one.
     #[cfg(feature = "signing")]
     #[must_use]
     pub fn with_identity_keys(mut self, keys: super::signing::IdentityKeys) -> Self {
@@ -262,6 +274,16 @@ struct MapInner {
     listener: tokio::task::AbortHandle,
 }
 
+impl MapInner {
+    /// The keys this map signs with, if any.
+    fn keys(&self) -> Option<&Keys> {
+        #[cfg(feature = "signing")]
+        return self.identity_keys.as_ref();
+        #[cfg(not(feature = "signing"))]
+        None
+    }
+}
+
 impl Drop for MapInner {
     fn drop(&mut self) {
         self.listener.abort();
@@ -300,8 +322,12 @@ impl PendingRequestMap {
             options.max_pending,
             options.max_stream_buffer,
         ));
-        let listener =
-            tokio::spawn(listen::listen(table.clone(), replies, pubsub.clone())).abort_handle();
+        #[cfg(feature = "signing")]
+        let keys = options.identity_keys.clone();
+        #[cfg(not(feature = "signing"))]
+        let keys: Option<Keys> = None;
+        let listener = tokio::spawn(listen::listen(table.clone(), replies, pubsub.clone(), keys))
+            .abort_handle();
         Ok(Self {
             inner: Arc::new(MapInner {
                 pubsub,

@@ -31,6 +31,8 @@ pub(super) enum Entry {
 pub(super) struct StreamSender {
     pub(super) sender: mpsc::UnboundedSender<StreamEvent>,
     pub(super) queued: Arc<AtomicUsize>,
+    /// How many items were delivered: the index the next one must have.
+    delivered: u64,
     /// The subscribed operation: where `call.aborted` goes when the buffer overflows.
     operation_id: Arc<str>,
 }
@@ -44,6 +46,7 @@ impl StreamSender {
         Self {
             sender,
             queued,
+            delivered: 0,
             operation_id,
         }
     }
@@ -161,6 +164,7 @@ impl Table {
         match state.entries.get_mut(&seq) {
             None => false,
             Some(Entry::Stream(stream)) => {
+                stream.delivered += 1;
                 let cost = size + ITEM_OVERHEAD;
                 let queued = stream.queued.fetch_add(cost, Ordering::AcqRel) + cost;
                 if queued <= self.max_stream_buffer {
@@ -191,6 +195,17 @@ impl Table {
                 drop(state);
                 sender.send(Ok(envelope)).is_ok()
             }
+        }
+    }
+
+    /// Whether `request_id` is pending here and, for a subscription, the index its next
+    /// item has (`Some(None)` for a query or mutation, `None` when nothing waits for it).
+    #[cfg(feature = "signing")]
+    pub(super) fn next_index(&self, request_id: &str) -> Option<Option<u64>> {
+        let seq = self.seq_of(request_id)?;
+        match self.state.lock().entries.get(&seq)? {
+            Entry::Call(_) => Some(None),
+            Entry::Stream(stream) => Some(Some(stream.delivered)),
         }
     }
 

@@ -38,7 +38,25 @@
 //!   logged), whether the first is still running or finished long ago. The memory is bounded
 //!   ([`DEFAULT_REPLAY_CAPACITY`], `CallHandler::with_replay_capacity`); when it is full of
 //!   live ids a new signed request is refused (`call.error`, kind `UNAVAILABLE`) rather than
-//!   an id forgotten.
+//!   an id forgotten;
+//! - they cannot answer a call in the handler's place, when the caller's keys verify replies
+//!   and the handler's sign them: every reply is signed ([`reply`](self#replies-and-aborts)),
+//!   and the caller drops what is unsigned, forged, or a genuine subscription item out of
+//!   turn;
+//! - they cannot cancel a signed request: only an abort signed by a key the handler knows
+//!   for that request and operation cancels it.
+//!
+//! # Replies and aborts
+//!
+//! A handler whose keys sign replies ([`IdentityKeys::with_signing_secret`], or a replica's
+//! reply key, [`IdentityKeys::with_reply_signing_ed25519_pem`]) puts a `signature` on every
+//! `call.responded`, `call.completed` and `call.error`: a JWS (`typ: "opkit-reply+jwt"`)
+//! binding the request id, the event, a digest of the event's JSON without `type`,
+//! `requestId` and `signature` ([`reply_body`]) and, for a subscription's items, their index.
+//! A caller whose keys verify replies takes only replies that verify. A caller that signs puts
+//! a `signature` on its `call.aborted` (`typ: "opkit-abort+jwt"`, binding the request id and
+//! operation), and a handler that requires signatures lets only such an abort cancel a signed
+//! request. Both are optional fields: peers without keys neither send nor read them.
 //!
 //! What it does not guarantee:
 //!
@@ -100,9 +118,11 @@
 mod digest;
 mod keys;
 mod replays;
+mod reply;
 mod request;
 
 pub use keys::{IdentityKeyError, IdentityKeys};
 pub use replays::DEFAULT_REPLAY_CAPACITY;
 pub(crate) use replays::{Refusal, Replays};
+pub use reply::{EVENT_LIFETIME_SECS, Reply, ReplyKind, reply_body};
 pub(crate) use request::now_secs;

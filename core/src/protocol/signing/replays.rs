@@ -68,6 +68,11 @@ impl Replays {
         Ok(())
     }
 
+    /// Whether `request_id` was taken as a signed request and is still remembered.
+    pub(crate) fn contains(&self, request_id: &str) -> bool {
+        self.live.contains_key(request_id)
+    }
+
     fn forget_expired(&mut self, now: u64) {
         while let Some(Reverse((at, _))) = self.expiries.peek() {
             if *at >= now {

@@ -45,6 +45,10 @@ struct RawEvent<'a> {
     details: Option<Value>,
     #[serde(rename = "kind", default, deserialize_with = "non_null")]
     error_kind: Option<Value>,
+    /// The signature of a reply or an abort. Lenient, as the slow path reads it: a value that
+    /// is not a string is dropped.
+    #[serde(default, deserialize_with = "lenient_string")]
+    signature: Option<String>,
 }
 
 /// An envelope as the wire carries it: `data` must be present (it may be `null`).
@@ -65,6 +69,14 @@ fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, 
 /// An optional value: `null` counts as absent, as `Option<Value>` reads it.
 fn non_null<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
     unique_value(deserializer).map(|value| (!value.is_null()).then_some(value))
+}
+
+/// A string, or nothing for any other value (read without repeated keys).
+fn lenient_string<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    match unique_value(deserializer)? {
+        Value::String(text) => Ok(Some(text)),
+        _ => Ok(None),
+    }
 }
 
 /// An identity, read as the slow path reads it (from a value without repeated keys).
@@ -112,17 +124,25 @@ pub(crate) fn decode_fast(bytes: &[u8]) -> Option<CallEvent> {
                     data: output.data?,
                     meta: output.meta,
                 },
+                signature: raw.signature,
             })
         }
-        "call.completed" => CallEvent::Completed(CallCompleted { request_id }),
+        "call.completed" => CallEvent::Completed(CallCompleted {
+            request_id,
+            signature: raw.signature,
+        }),
         "call.error" => CallEvent::Error(CallFailed {
             request_id,
             code: raw.code?,
             message: raw.message?,
             details: raw.details,
             kind: raw.error_kind.and_then(super::error_kind),
+            signature: raw.signature,
         }),
-        "call.aborted" => CallEvent::Aborted(CallAborted { request_id }),
+        "call.aborted" => CallEvent::Aborted(CallAborted {
+            request_id,
+            signature: raw.signature,
+        }),
         _ => return None,
     })
 }

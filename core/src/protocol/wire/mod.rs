@@ -181,6 +181,12 @@ pub struct CallResponded {
     pub request_id: String,
     /// The result.
     pub output: ResponseEnvelope,
+    /// A signature of the event by its sender (a JWS; see `opkit::protocol::signing`, feature
+    /// `signing`), for receivers that take only signed replies and aborts. An optional field:
+    /// peers that do not know it ignore it; a value that is not a string is dropped when
+    /// decoding.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 /// `call.completed`: a subscription ended normally.
@@ -189,6 +195,12 @@ pub struct CallResponded {
 pub struct CallCompleted {
     /// The request that completed.
     pub request_id: String,
+    /// A signature of the event by its sender (a JWS; see `opkit::protocol::signing`, feature
+    /// `signing`), for receivers that take only signed replies and aborts. An optional field:
+    /// peers that do not know it ignore it; a value that is not a string is dropped when
+    /// decoding.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 /// `call.error`: the request failed; for subscriptions, this ends the stream.
@@ -208,6 +220,12 @@ pub struct CallFailed {
     /// and act on `code`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<ErrorKind>,
+    /// A signature of the event by its sender (a JWS; see `opkit::protocol::signing`, feature
+    /// `signing`), for receivers that take only signed replies and aborts. An optional field:
+    /// peers that do not know it ignore it; a value that is not a string is dropped when
+    /// decoding.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 impl CallFailed {
@@ -219,6 +237,7 @@ impl CallFailed {
             message: error.message,
             details: error.details,
             kind: error.kind,
+            signature: None,
         }
     }
 
@@ -242,6 +261,12 @@ impl CallFailed {
 pub struct CallAborted {
     /// The request given up.
     pub request_id: String,
+    /// A signature of the event by its sender (a JWS; see `opkit::protocol::signing`, feature
+    /// `signing`), for receivers that take only signed replies and aborts. An optional field:
+    /// peers that do not know it ignore it; a value that is not a string is dropped when
+    /// decoding.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 /// One event of the call protocol, as it travels on the bus.
@@ -315,6 +340,7 @@ impl CallEvent {
         Self::Responded(CallResponded {
             request_id: request_id.into(),
             output,
+            signature: None,
         })
     }
 
@@ -322,6 +348,7 @@ impl CallEvent {
     pub fn completed(request_id: impl Into<String>) -> Self {
         Self::Completed(CallCompleted {
             request_id: request_id.into(),
+            signature: None,
         })
     }
 
@@ -334,7 +361,31 @@ impl CallEvent {
     pub fn aborted(request_id: impl Into<String>) -> Self {
         Self::Aborted(CallAborted {
             request_id: request_id.into(),
+            signature: None,
         })
+    }
+
+    /// The event's signature, for the events that may carry one (`None` for
+    /// `call.requested`, whose signature is its `identityToken`).
+    pub fn signature(&self) -> Option<&str> {
+        match self {
+            Self::Requested(_) => None,
+            Self::Responded(event) => event.signature.as_deref(),
+            Self::Completed(event) => event.signature.as_deref(),
+            Self::Error(event) => event.signature.as_deref(),
+            Self::Aborted(event) => event.signature.as_deref(),
+        }
+    }
+
+    /// Sets the event's signature (ignored for `call.requested`).
+    pub fn set_signature(&mut self, signature: Option<String>) {
+        match self {
+            Self::Requested(_) => {}
+            Self::Responded(event) => event.signature = signature,
+            Self::Completed(event) => event.signature = signature,
+            Self::Error(event) => event.signature = signature,
+            Self::Aborted(event) => event.signature = signature,
+        }
     }
 
     /// The event's wire JSON as bytes.
@@ -413,17 +464,28 @@ impl CallEvent {
                 let output = fields.required("output")?;
                 let output =
                     ResponseEnvelope::from_value(output).map_err(WireError::OutputNotEnvelope)?;
-                Self::Responded(CallResponded { request_id, output })
+                Self::Responded(CallResponded {
+                    request_id,
+                    output,
+                    signature: fields.lenient_string("signature"),
+                })
             }
-            COMPLETED => Self::Completed(CallCompleted { request_id }),
+            COMPLETED => Self::Completed(CallCompleted {
+                request_id,
+                signature: fields.lenient_string("signature"),
+            }),
             ERROR => Self::Error(CallFailed {
                 request_id,
                 code: fields.required_code("code")?,
                 message: fields.required_string("message")?,
                 details: fields.optional("details"),
                 kind: fields.optional("kind").and_then(error_kind),
+                signature: fields.lenient_string("signature"),
             }),
-            _ => Self::Aborted(CallAborted { request_id }),
+            _ => Self::Aborted(CallAborted {
+                request_id,
+                signature: fields.lenient_string("signature"),
+            }),
         })
     }
 }
