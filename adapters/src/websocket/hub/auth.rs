@@ -91,11 +91,12 @@ impl TokenVerifier for StaticTokens {
 
 /// The token of an `Authorization: Bearer <token>` header.
 pub(super) fn bearer_token(request: &Request) -> Option<&str> {
-    let value = request
-        .headers()
-        .get(header::AUTHORIZATION)?
-        .to_str()
-        .ok()?;
+    let mut values = request.headers().get_all(header::AUTHORIZATION).iter();
+    let value = values.next()?.to_str().ok()?;
+    if values.next().is_some() {
+        // Several: which one a proxy and the hub read first may differ; none is taken.
+        return None;
+    }
     let (scheme, token) = value.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
@@ -135,5 +136,20 @@ mod tests {
         }
         assert!(StaticTokens::new().verify("alpha").is_none());
         assert_eq!(format!("{tokens:?}"), "StaticTokens { tokens: 3 }");
+    }
+
+    #[test]
+    fn one_bearer_header_is_read_and_two_are_refused() {
+        let request = |values: &[&str]| {
+            let mut request = Request::builder();
+            for value in values {
+                request = request.header(header::AUTHORIZATION, *value);
+            }
+            request.body(()).unwrap()
+        };
+        assert_eq!(bearer_token(&request(&["Bearer abc"])), Some("abc"));
+        assert_eq!(bearer_token(&request(&["Basic abc"])), None);
+        assert_eq!(bearer_token(&request(&["Bearer abc", "Bearer def"])), None);
+        assert_eq!(bearer_token(&request(&[])), None);
     }
 }
