@@ -95,63 +95,6 @@ impl OperationEnv {
         let backend = self.backend(&ctx)?;
         backend.subscribe(id, input, ctx).await
     }
-
-    /// Calls the query or mutation of a typed handle (an `#[operation]` fn's name):
-    /// `env.call_typed::<add>(add::input(2, 3))`.
-    ///
-    /// The input is serialized and the call goes through the env by id like [`call`](Self::call)
-    /// (so it works for remote operations too); the result's data is read back as the output
-    /// type. Data that does not match it is an `EXECUTION_ERROR`.
-    ///
-    /// ```
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// use opkit::prelude::*;
-    ///
-    /// #[operation(namespace = "math")]
-    /// async fn add(a: i64, b: i64) -> i64 {
-    ///     a + b
-    /// }
-    ///
-    /// let registry = OperationRegistry::new();
-    /// registry.register_operation(add).unwrap();
-    /// let env = OperationEnv::local(registry);
-    /// let sum = env.call_typed::<add>(add::input(2, 3)).await.unwrap();
-    /// assert_eq!(sum.data, 5);
-    /// # });
-    /// ```
-    pub async fn call_typed<O>(
-        &self,
-        input: O::Input,
-    ) -> Result<ResponseEnvelope<O::Output>, CallError>
-    where
-        O: crate::TypedOperation,
-        O::Input: serde::Serialize,
-        O::Output: serde::de::DeserializeOwned,
-    {
-        let input = typed_input::<O>(&input)?;
-        let envelope = self.call(O::ID, input).await?;
-        typed_envelope::<O>(envelope)
-    }
-
-    /// Subscribes to the subscription of a typed handle; each item's data is read back as the
-    /// output type (a mismatch is an `EXECUTION_ERROR` item).
-    pub async fn subscribe_typed<O>(
-        &self,
-        input: O::Input,
-    ) -> Result<
-        impl futures::Stream<Item = Result<ResponseEnvelope<O::Output>, CallError>> + Send + use<O>,
-        CallError,
-    >
-    where
-        O: crate::TypedOperation,
-        O::Input: serde::Serialize,
-        O::Output: serde::de::DeserializeOwned,
-    {
-        use futures::StreamExt;
-        let input = typed_input::<O>(&input)?;
-        let items = self.subscribe(O::ID, input).await?;
-        Ok(items.map(|item| item.and_then(typed_envelope::<O>)))
-    }
 }
 
 impl OperationContext {
@@ -160,30 +103,4 @@ impl OperationContext {
     pub fn env(&self) -> OperationEnv {
         OperationEnv::from_parent(self.clone())
     }
-}
-
-fn typed_input<O: crate::TypedOperation>(input: &O::Input) -> Result<Value, CallError>
-where
-    O::Input: serde::Serialize,
-{
-    serde_json::to_value(input).map_err(|error| {
-        CallError::execution(format!(
-            "the input of `{}` could not be serialized: {error}",
-            O::ID
-        ))
-    })
-}
-
-fn typed_envelope<O: crate::TypedOperation>(
-    envelope: ResponseEnvelope,
-) -> Result<ResponseEnvelope<O::Output>, CallError>
-where
-    O::Output: serde::de::DeserializeOwned,
-{
-    envelope.into_typed().map_err(|error| {
-        CallError::execution(format!(
-            "the result of `{}` does not match its output type: {error}",
-            O::ID
-        ))
-    })
 }

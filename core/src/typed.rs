@@ -1,8 +1,12 @@
 //! Typed operations: the [`TypedOperation`] trait behind `#[operation]` handles, and [`Input`].
 
-use crate::registry::Handler;
+use crate::env::OperationEnv;
+use crate::envelope::ResponseEnvelope;
+use crate::error::CallError;
+use crate::registry::{Handler, OperationRegistry, RegistryError};
 use crate::spec::{OperationKind, OperationSpec};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::borrow::Cow;
 
 /// An operation known at compile time, with typed input and output.
@@ -161,4 +165,117 @@ impl<T: schemars::JsonSchema> schemars::JsonSchema for Input<T> {
     fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
         T::json_schema(generator)
     }
+}
+
+// Typed calls and registration live here, above the registry and the env they extend: those
+// modules know nothing of typed handles.
+
+impl OperationRegistry {
+    /// Adds the operation of a typed handle: `registry.register_typed::<add>()`.
+    ///
+    /// ```
+    /// use opkit::prelude::*;
+    ///
+    /// #[operation(namespace = "math")]
+    /// async fn double(n: i64) -> i64 {
+    ///     n * 2
+    /// }
+    ///
+    /// let registry = OperationRegistry::new();
+    /// registry.register_typed::<double>().unwrap();
+    /// assert_eq!(registry.specs()[0].id(), "math.double");
+    /// ```
+    pub fn register_typed<O: TypedOperation>(&self) -> Result<(), RegistryError> {
+        self.register_typed_parts(
+            O::spec(),
+            O::handler(),
+            O::OUTPUT_FROM_TYPE,
+            O::READS_CONTEXT,
+        )
+    }
+}
+
+impl OperationEnv {
+    /// Calls the query or mutation of a typed handle (an `#[operation]` fn's name):
+    /// `env.call_typed::<add>(add::input(2, 3))`.
+    ///
+    /// The input is serialized and the call goes through the env by id like [`call`](Self::call)
+    /// (so it works for remote operations too); the result's data is read back as the output
+    /// type. Data that does not match it is an `EXECUTION_ERROR`.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use opkit::prelude::*;
+    ///
+    /// #[operation(namespace = "math")]
+    /// async fn add(a: i64, b: i64) -> i64 {
+    ///     a + b
+    /// }
+    ///
+    /// let registry = OperationRegistry::new();
+    /// registry.register_operation(add).unwrap();
+    /// let env = OperationEnv::local(registry);
+    /// let sum = env.call_typed::<add>(add::input(2, 3)).await.unwrap();
+    /// assert_eq!(sum.data, 5);
+    /// # });
+    /// ```
+    pub async fn call_typed<O>(
+        &self,
+        input: O::Input,
+    ) -> Result<ResponseEnvelope<O::Output>, CallError>
+    where
+        O: TypedOperation,
+        O::Input: serde::Serialize,
+        O::Output: serde::de::DeserializeOwned,
+    {
+        let input = typed_input::<O>(&input)?;
+        let envelope = self.call(O::ID, input).await?;
+        typed_envelope::<O>(envelope)
+    }
+
+    /// Subscribes to the subscription of a typed handle; each item's data is read back as the
+    /// output type (a mismatch is an `EXECUTION_ERROR` item).
+    pub async fn subscribe_typed<O>(
+        &self,
+        input: O::Input,
+    ) -> Result<
+        impl futures::Stream<Item = Result<ResponseEnvelope<O::Output>, CallError>> + Send + use<O>,
+        CallError,
+    >
+    where
+        O: TypedOperation,
+        O::Input: serde::Serialize,
+        O::Output: serde::de::DeserializeOwned,
+    {
+        use futures::StreamExt;
+        let input = typed_input::<O>(&input)?;
+        let items = self.subscribe(O::ID, input).await?;
+        Ok(items.map(|item| item.and_then(typed_envelope::<O>)))
+    }
+}
+
+fn typed_input<O: TypedOperation>(input: &O::Input) -> Result<Value, CallError>
+where
+    O::Input: serde::Serialize,
+{
+    serde_json::to_value(input).map_err(|error| {
+        CallError::execution(format!(
+            "the input of `{}` could not be serialized: {error}",
+            O::ID
+        ))
+    })
+}
+
+fn typed_envelope<O: TypedOperation>(
+    envelope: ResponseEnvelope,
+) -> Result<ResponseEnvelope<O::Output>, CallError>
+where
+    O::Output: serde::de::DeserializeOwned,
+{
+    envelope.into_typed().map_err(|error| {
+        CallError::execution(format!(
+            "the result of `{}` does not match its output type: {error}",
+            O::ID
+        ))
+    })
 }

@@ -1,7 +1,8 @@
 //! Keeps the crate docs' "Architecture" section true: the top-level modules of `core/src`
 //! are listed there from the bottom up, and no module may name a module listed above it
 //! (`crate::x`, `use crate::{x, ..}`, `$crate::x`, or a `super::` chain that climbs to the
-//! crate root). Comments, doc comments and string literals are not code and are skipped, so
+//! crate root), nor an item the crate root re-exports from one (`crate::TypedOperation` is
+//! `typed`'s). Comments, doc comments and string literals are not code and are skipped, so
 //! intra-doc links may point anywhere.
 //!
 //! Below the root, the same reading keeps every folder acyclic: in `core`, `macros` and
@@ -275,11 +276,52 @@ fn depth_of(file: &Path, src: &Path) -> usize {
     }
 }
 
-/// Every reference from a module to one listed above it, as "file: lower -> higher".
+/// The items the crate root re-exports (`pub use module::{A, b::C};`), each with the
+/// top-level module it comes from.
+fn root_reexports(lib: &str) -> BTreeMap<String, String> {
+    let code = strip_non_code(lib);
+    let mut found = BTreeMap::new();
+    for statement in code.split(';') {
+        let statement = statement.trim();
+        let Some(path) = statement
+            .strip_prefix("pub use ")
+            .or_else(|| statement.strip_prefix("pub(crate) use "))
+        else {
+            continue;
+        };
+        let path = path.trim().trim_start_matches("crate::");
+        let Some((module, rest)) = path.split_once("::") else {
+            continue;
+        };
+        let module = ident_at(module).to_owned();
+        let items = rest.trim();
+        let items = items
+            .strip_prefix('{')
+            .and_then(|inner| inner.strip_suffix('}'))
+            .unwrap_or(items);
+        for item in items.split(',') {
+            // `a::B as C` names `C`; `a::B` names `B`.
+            let item = item.trim();
+            let name = match item.split_once(" as ") {
+                Some((_, alias)) => alias.trim(),
+                None => item.rsplit("::").next().unwrap_or(item).trim(),
+            };
+            let name = ident_at(name);
+            if !name.is_empty() && name != "self" {
+                found.insert(name.to_owned(), module.clone());
+            }
+        }
+    }
+    found
+}
+
+/// Every reference from a module to one listed above it, as "file: lower -> higher"; a
+/// reference to an item the root re-exports (`reexports`) counts as one to its module.
 fn violations(
     order: &[String],
     files: &BTreeMap<String, Vec<PathBuf>>,
     src: &Path,
+    reexports: &BTreeMap<String, String>,
     read: impl Fn(&Path) -> String,
 ) -> Vec<String> {
     let rank: BTreeMap<&str, usize> = order
@@ -291,7 +333,8 @@ fn violations(
     for (name, files) in files {
         for file in files {
             let code = strip_non_code(&read(file));
-            for target in referenced_modules(&code, depth_of(file, src)) {
+            for named in referenced_modules(&code, depth_of(file, src)) {
+                let target = reexports.get(&named).cloned().unwrap_or(named);
                 let (Some(&from), Some(&to)) = (rank.get(name.as_str()), rank.get(target.as_str()))
                 else {
                     continue;
@@ -354,7 +397,8 @@ fn no_module_refers_to_a_module_above_it() {
             (name, files)
         })
         .collect();
-    let found = violations(&order, &files, &src, |file| {
+    let reexports = root_reexports(&lib);
+    let found = violations(&order, &files, &src, &reexports, |file| {
         fs::read_to_string(file).expect("read a source file")
     });
     assert!(
@@ -386,12 +430,28 @@ fn the_check_catches_an_upward_reference() {
     ]
     .into_iter()
     .collect();
-    let found = violations(&order, &files, src, |file| {
+    let found = violations(&order, &files, src, &BTreeMap::new(), |file| {
         sources[file.to_str().unwrap()].to_owned()
     });
     assert_eq!(found.len(), 2, "{found:?}");
     assert!(found[0].contains("`low` (level 1) refers to `mid`"));
     assert!(found[1].contains("`high` (level 3)") && found[1].starts_with("/src/mid/mod.rs"));
+    // Through a root re-export: `crate::Top` is `high`'s.
+    let reexports = root_reexports("pub use high::{Top, inner::Deep as Alias};\nmod low;");
+    assert_eq!(reexports["Top"], "high");
+    assert_eq!(reexports["Alias"], "high");
+    let sources: BTreeMap<&str, &str> = [
+        ("/src/low.rs", "fn f(x: crate::Top) {}"),
+        ("/src/mid/mod.rs", ""),
+        ("/src/high.rs", ""),
+    ]
+    .into_iter()
+    .collect();
+    let found = violations(&order, &files, src, &reexports, |file| {
+        sources[file.to_str().unwrap()].to_owned()
+    });
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("refers to `high`"), "{found:?}");
     // The parts the real check is built from.
     assert_eq!(
         referenced_modules(

@@ -428,24 +428,19 @@ impl OperationRegistry {
         (registration.register)(self)
     }
 
-    /// Adds the operation of a typed handle: `registry.register_typed::<add>()`.
-    ///
-    /// ```
-    /// use opkit::prelude::*;
-    ///
-    /// #[operation(namespace = "math")]
-    /// async fn double(n: i64) -> i64 {
-    ///     n * 2
-    /// }
-    ///
-    /// let registry = OperationRegistry::new();
-    /// registry.register_typed::<double>().unwrap();
-    /// assert_eq!(registry.specs()[0].id(), "math.double");
-    /// ```
-    pub fn register_typed<O: crate::TypedOperation>(&self) -> Result<(), RegistryError> {
-        let mut operation = Operation::build(O::spec(), O::handler(), Compile::Eager)?;
-        operation.output_from_type = O::OUTPUT_FROM_TYPE;
-        operation.reads_context = O::READS_CONTEXT;
+    /// Adds an operation built from a typed handle's parts (`register_typed`, in `typed`,
+    /// which knows the handle's trait): its spec, its handler, whether its JSON results
+    /// come from its output type and whether its handler reads its context.
+    pub(crate) fn register_typed_parts(
+        &self,
+        spec: OperationSpec,
+        handler: Handler,
+        output_from_type: bool,
+        reads_context: bool,
+    ) -> Result<(), RegistryError> {
+        let mut operation = Operation::build(spec, handler, Compile::Eager)?;
+        operation.output_from_type = output_from_type;
+        operation.reads_context = reads_context;
         self.insert(operation)
     }
 
