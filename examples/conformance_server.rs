@@ -17,7 +17,7 @@ use opkit::envelope::{
 };
 use opkit::prelude::*;
 use opkit::report::LogLevel;
-use opkit_adapters::mcp_server::McpServer;
+use opkit_adapters::mcp_server::{McpServer, McpSpec};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -62,7 +62,7 @@ fn resource(uri: &str, mime_type: &str, text: &str) -> McpContentBlock {
 }
 
 /// Returns a simple text.
-#[operation(namespace = "conformance", tool_name = "test_simple_text")]
+#[operation(namespace = "conformance", mcp(tool_name = "test_simple_text"))]
 async fn simple_text() -> ResponseEnvelope {
     blocks(vec![McpContentBlock::text(
         "This is a simple text response for testing.",
@@ -70,13 +70,13 @@ async fn simple_text() -> ResponseEnvelope {
 }
 
 /// Returns an image (a 1x1 red PNG).
-#[operation(namespace = "conformance", tool_name = "test_image_content")]
+#[operation(namespace = "conformance", mcp(tool_name = "test_image_content"))]
 async fn image_content() -> ResponseEnvelope {
     blocks(vec![image()])
 }
 
 /// Returns audio (a minimal WAV file).
-#[operation(namespace = "conformance", tool_name = "test_audio_content")]
+#[operation(namespace = "conformance", mcp(tool_name = "test_audio_content"))]
 async fn audio_content() -> ResponseEnvelope {
     blocks(vec![McpContentBlock::Audio {
         data: AUDIO.into(),
@@ -86,7 +86,7 @@ async fn audio_content() -> ResponseEnvelope {
 }
 
 /// Returns an embedded text resource.
-#[operation(namespace = "conformance", tool_name = "test_embedded_resource")]
+#[operation(namespace = "conformance", mcp(tool_name = "test_embedded_resource"))]
 async fn embedded_resource() -> ResponseEnvelope {
     blocks(vec![resource(
         "test://embedded-resource",
@@ -96,7 +96,10 @@ async fn embedded_resource() -> ResponseEnvelope {
 }
 
 /// Returns a text, an image and an embedded resource.
-#[operation(namespace = "conformance", tool_name = "test_multiple_content_types")]
+#[operation(
+    namespace = "conformance",
+    mcp(tool_name = "test_multiple_content_types")
+)]
 async fn multiple_content_types() -> ResponseEnvelope {
     blocks(vec![
         McpContentBlock::text("Multiple content types test:"),
@@ -110,7 +113,7 @@ async fn multiple_content_types() -> ResponseEnvelope {
 }
 
 /// Sends three log messages while it runs.
-#[operation(namespace = "conformance", tool_name = "test_tool_with_logging")]
+#[operation(namespace = "conformance", mcp(tool_name = "test_tool_with_logging"))]
 async fn tool_with_logging(ctx: &OperationContext) -> String {
     ctx.log(LogLevel::Info, "Tool execution started");
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -121,7 +124,7 @@ async fn tool_with_logging(ctx: &OperationContext) -> String {
 }
 
 /// Reports progress 0, 50 and 100 out of 100.
-#[operation(namespace = "conformance", tool_name = "test_tool_with_progress")]
+#[operation(namespace = "conformance", mcp(tool_name = "test_tool_with_progress"))]
 async fn tool_with_progress(ctx: &OperationContext) -> String {
     for step in [0.0, 50.0, 100.0] {
         ctx.progress(step, Some(100.0), Some(&format!("{step}% done")));
@@ -133,7 +136,7 @@ async fn tool_with_progress(ctx: &OperationContext) -> String {
 }
 
 /// Always fails.
-#[operation(namespace = "conformance", tool_name = "test_error_handling")]
+#[operation(namespace = "conformance", mcp(tool_name = "test_error_handling"))]
 async fn error_handling() -> Result<String, CallError> {
     Err(CallError::execution(
         "This tool intentionally returns an error for testing",
@@ -143,8 +146,7 @@ async fn error_handling() -> Result<String, CallError> {
 /// A static text resource for testing.
 #[operation(
     namespace = "conformance",
-    resource = "test://static-text",
-    tool_name = "static-text"
+    mcp(resource = "test://static-text", tool_name = "static-text")
 )]
 async fn static_text() -> String {
     "This is the content of the static text resource.".to_owned()
@@ -153,8 +155,7 @@ async fn static_text() -> String {
 /// A static binary resource (image) for testing.
 #[operation(
     namespace = "conformance",
-    resource = "test://static-binary",
-    tool_name = "static-binary"
+    mcp(resource = "test://static-binary", tool_name = "static-binary")
 )]
 async fn static_binary() -> ResponseEnvelope {
     blocks(vec![image()])
@@ -172,8 +173,7 @@ struct TemplateData {
 /// A resource template with parameter substitution.
 #[operation(
     namespace = "conformance",
-    resource = "test://template/{id}/data",
-    tool_name = "template"
+    mcp(resource = "test://template/{id}/data", tool_name = "template")
 )]
 async fn template_data(id: String) -> TemplateData {
     TemplateData {
@@ -186,8 +186,7 @@ async fn template_data(id: String) -> TemplateData {
 /// A resource that changes every 3 seconds.
 #[operation(
     namespace = "conformance",
-    resource = "test://watched-resource",
-    tool_name = "watched-resource"
+    mcp(resource = "test://watched-resource", tool_name = "watched-resource")
 )]
 async fn watched_resource() -> String {
     format!(
@@ -200,7 +199,7 @@ async fn watched_resource() -> String {
 #[operation(
     namespace = "conformance",
     subscription,
-    resource = "test://watched-resource"
+    mcp(resource = "test://watched-resource")
 )]
 fn watched_resource_changes() -> impl futures::Stream<Item = u32> + Send + 'static {
     futures::stream::unfold(0_u32, |n| async move {
@@ -213,7 +212,10 @@ fn watched_resource_changes() -> impl futures::Stream<Item = u32> + Send + 'stat
 }
 
 /// A simple prompt without arguments.
-#[operation(namespace = "conformance", prompt, tool_name = "test_simple_prompt")]
+#[operation(
+    namespace = "conformance",
+    mcp(prompt, tool_name = "test_simple_prompt")
+)]
 async fn simple_prompt() -> Vec<PromptMessage> {
     vec![PromptMessage::user("This is a simple prompt for testing.")]
 }
@@ -230,8 +232,7 @@ struct PromptArguments {
 /// A prompt with required arguments.
 #[operation(
     namespace = "conformance",
-    prompt,
-    tool_name = "test_prompt_with_arguments"
+    mcp(prompt, tool_name = "test_prompt_with_arguments")
 )]
 async fn prompt_with_arguments(Input(args): Input<PromptArguments>) -> String {
     format!(
@@ -251,8 +252,7 @@ struct EmbedArguments {
 /// A prompt that includes an embedded resource.
 #[operation(
     namespace = "conformance",
-    prompt,
-    tool_name = "test_prompt_with_embedded_resource"
+    mcp(prompt, tool_name = "test_prompt_with_embedded_resource")
 )]
 async fn prompt_with_embedded_resource(Input(args): Input<EmbedArguments>) -> Vec<PromptMessage> {
     vec![
@@ -271,8 +271,7 @@ async fn prompt_with_embedded_resource(Input(args): Input<EmbedArguments>) -> Ve
 /// A prompt that includes image content.
 #[operation(
     namespace = "conformance",
-    prompt,
-    tool_name = "test_prompt_with_image"
+    mcp(prompt, tool_name = "test_prompt_with_image")
 )]
 async fn prompt_with_image() -> Vec<PromptMessage> {
     vec![
@@ -296,7 +295,7 @@ fn answered(prefix: &str, response: &ElicitResponse) -> String {
 }
 
 /// Tests server-initiated elicitation (user input request).
-#[operation(namespace = "conformance", tool_name = "test_elicitation")]
+#[operation(namespace = "conformance", mcp(tool_name = "test_elicitation"))]
 async fn elicitation(ctx: &OperationContext, message: String) -> Result<String, CallError> {
     let schema = json!({
         "type": "object",
@@ -310,7 +309,7 @@ async fn elicitation(ctx: &OperationContext, message: String) -> Result<String, 
 /// Tests elicitation with default values per SEP-1034.
 #[operation(
     namespace = "conformance",
-    tool_name = "test_elicitation_sep1034_defaults"
+    mcp(tool_name = "test_elicitation_sep1034_defaults")
 )]
 async fn elicitation_defaults(ctx: &OperationContext) -> Result<String, CallError> {
     let schema = json!({
@@ -332,7 +331,7 @@ async fn elicitation_defaults(ctx: &OperationContext) -> Result<String, CallErro
 /// Tests elicitation with enum schema improvements per SEP-1330.
 #[operation(
     namespace = "conformance",
-    tool_name = "test_elicitation_sep1330_enums"
+    mcp(tool_name = "test_elicitation_sep1330_enums")
 )]
 async fn elicitation_enums(ctx: &OperationContext) -> Result<String, CallError> {
     let schema = json!({
@@ -403,7 +402,7 @@ async fn confirm(ctx: &OperationContext) -> Result<bool, CallError> {
 /// MRTR: asks the user's name (`user_name`), then greets them.
 #[operation(
     namespace = "conformance",
-    tool_name = "test_input_required_result_elicitation"
+    mcp(tool_name = "test_input_required_result_elicitation")
 )]
 async fn mrtr_elicitation(ctx: &OperationContext) -> Result<String, CallError> {
     let name = ask_text(ctx, "user_name", "What is your name?", "name").await?;
@@ -413,7 +412,7 @@ async fn mrtr_elicitation(ctx: &OperationContext) -> Result<String, CallError> {
 /// MRTR: returns an input-required result with a requestState, and checks it on the retry.
 #[operation(
     namespace = "conformance",
-    tool_name = "test_input_required_result_request_state"
+    mcp(tool_name = "test_input_required_result_request_state")
 )]
 async fn mrtr_request_state(ctx: &OperationContext) -> Result<String, CallError> {
     if confirm(ctx).await? {
@@ -426,7 +425,7 @@ async fn mrtr_request_state(ctx: &OperationContext) -> Result<String, CallError>
 /// MRTR: a signed requestState; a tampered one is refused.
 #[operation(
     namespace = "conformance",
-    tool_name = "test_input_required_result_tampered_state"
+    mcp(tool_name = "test_input_required_result_tampered_state")
 )]
 async fn mrtr_tampered_state(ctx: &OperationContext) -> Result<String, CallError> {
     confirm(ctx).await?;
@@ -436,7 +435,7 @@ async fn mrtr_tampered_state(ctx: &OperationContext) -> Result<String, CallError
 /// MRTR: two rounds of questions (`step1`, then `step2`).
 #[operation(
     namespace = "conformance",
-    tool_name = "test_input_required_result_multi_round"
+    mcp(tool_name = "test_input_required_result_multi_round")
 )]
 async fn mrtr_multi_round(ctx: &OperationContext) -> Result<String, CallError> {
     let name = ask_text(ctx, "step1", "Step 1: What is your name?", "name").await?;
@@ -453,8 +452,7 @@ async fn mrtr_multi_round(ctx: &OperationContext) -> Result<String, CallError> {
 /// MRTR on prompts/get: asks what context the prompt should use.
 #[operation(
     namespace = "conformance",
-    prompt,
-    tool_name = "test_input_required_result_prompt"
+    mcp(prompt, tool_name = "test_input_required_result_prompt")
 )]
 async fn mrtr_prompt(ctx: &OperationContext) -> Result<String, CallError> {
     let context = ask_text(
@@ -468,13 +466,13 @@ async fn mrtr_prompt(ctx: &OperationContext) -> Result<String, CallError> {
 }
 
 /// Greets (a plain call, never a task).
-#[operation(namespace = "tasks", tool_name = "greet")]
+#[operation(namespace = "tasks", mcp(tool_name = "greet"))]
 async fn greet(name: String) -> String {
     format!("Hello, {name}!")
 }
 
 /// Sleeps `seconds` seconds, as a task for clients that follow tasks; a cancellation stops it.
-#[operation(namespace = "tasks", task, tool_name = "slow_compute")]
+#[operation(namespace = "tasks", mcp(task, tool_name = "slow_compute"))]
 async fn slow_compute(ctx: &OperationContext, seconds: f64) -> Result<String, CallError> {
     let pause = Duration::from_secs_f64(seconds.clamp(0.0, 600.0));
     ctx.progress(0.0, Some(1.0), Some("computing"));
@@ -490,19 +488,19 @@ async fn slow_compute(ctx: &OperationContext, seconds: f64) -> Result<String, Ca
 }
 
 /// Always fails with a tool error; only runs as a task.
-#[operation(namespace = "tasks", task = "required", tool_name = "failing_job")]
+#[operation(namespace = "tasks", mcp(task = "required", tool_name = "failing_job"))]
 async fn failing_job() -> Result<String, CallError> {
     Err(CallError::execution("the job failed"))
 }
 
 /// Panics: a protocol error, so its task fails.
-#[operation(namespace = "tasks", task, tool_name = "protocol_error_job")]
+#[operation(namespace = "tasks", mcp(task, tool_name = "protocol_error_job"))]
 async fn protocol_error_job() -> String {
     panic!("the job broke")
 }
 
 /// Asks to confirm a deletion, as a task.
-#[operation(namespace = "tasks", task, tool_name = "confirm_delete")]
+#[operation(namespace = "tasks", mcp(task, tool_name = "confirm_delete"))]
 async fn confirm_delete(ctx: &OperationContext) -> Result<String, CallError> {
     Ok(if confirm(ctx).await? {
         "deleted"
@@ -513,7 +511,7 @@ async fn confirm_delete(ctx: &OperationContext) -> Result<String, CallError> {
 }
 
 /// Asks two questions at once, as a task.
-#[operation(namespace = "tasks", task, tool_name = "multi_input")]
+#[operation(namespace = "tasks", mcp(task, tool_name = "multi_input"))]
 async fn multi_input(ctx: &OperationContext) -> Result<String, CallError> {
     let (name, color) = tokio::join!(
         ask_text(ctx, "name", "What is your name?", "name"),
@@ -526,8 +524,7 @@ async fn multi_input(ctx: &OperationContext) -> Result<String, CallError> {
 /// that brings the answer answers with the task.
 #[operation(
     namespace = "tasks",
-    task = "after_input",
-    tool_name = "test_tool_with_task"
+    mcp(task = "after_input", tool_name = "test_tool_with_task")
 )]
 async fn test_tool_with_task(ctx: &OperationContext) -> Result<String, CallError> {
     let name = ask_text(ctx, "user_name", "What is your name?", "name").await?;
@@ -551,7 +548,7 @@ fn sampled(result: &Value) -> String {
 }
 
 /// Asks the client's model (sampling) with the prompt.
-#[operation(namespace = "conformance", tool_name = "test_sampling")]
+#[operation(namespace = "conformance", mcp(tool_name = "test_sampling"))]
 async fn sampling_tool(ctx: &OperationContext, prompt: String) -> Result<String, CallError> {
     let request = ClientRequest::new("sampling/createMessage", sampling(&prompt, 100));
     let result = ctx.client_request(request).await?;
@@ -561,7 +558,7 @@ async fn sampling_tool(ctx: &OperationContext, prompt: String) -> Result<String,
 /// MRTR: asks the client's model a question (`sample_request`).
 #[operation(
     namespace = "conformance",
-    tool_name = "test_input_required_result_sampling"
+    mcp(tool_name = "test_input_required_result_sampling")
 )]
 async fn mrtr_sampling(ctx: &OperationContext) -> Result<String, CallError> {
     let params = sampling("What is the capital of France?", 100);
@@ -573,7 +570,7 @@ async fn mrtr_sampling(ctx: &OperationContext) -> Result<String, CallError> {
 /// MRTR: asks the client's roots (`roots_request`).
 #[operation(
     namespace = "conformance",
-    tool_name = "test_input_required_result_list_roots"
+    mcp(tool_name = "test_input_required_result_list_roots")
 )]
 async fn mrtr_list_roots(ctx: &OperationContext) -> Result<String, CallError> {
     let request = ClientRequest::new("roots/list", json!({})).with_key("roots_request");
@@ -585,7 +582,7 @@ async fn mrtr_list_roots(ctx: &OperationContext) -> Result<String, CallError> {
 /// MRTR: asks a question, the model and the roots at once.
 #[operation(
     namespace = "conformance",
-    tool_name = "test_input_required_result_multiple_inputs"
+    mcp(tool_name = "test_input_required_result_multiple_inputs")
 )]
 async fn mrtr_multiple_inputs(ctx: &OperationContext) -> Result<String, CallError> {
     let greeting = ClientRequest::new(
@@ -610,7 +607,7 @@ async fn mrtr_multiple_inputs(ctx: &OperationContext) -> Result<String, CallErro
 /// MRTR: asks only what the client declared it can answer (a question, the model).
 #[operation(
     namespace = "conformance",
-    tool_name = "test_input_required_result_capabilities"
+    mcp(tool_name = "test_input_required_result_capabilities")
 )]
 async fn mrtr_capabilities(ctx: &OperationContext) -> Result<String, CallError> {
     let schema = json!({"type": "object", "properties": {"value": {"type": "string"}}, "required": ["value"]});
@@ -637,7 +634,7 @@ async fn mrtr_capabilities(ctx: &OperationContext) -> Result<String, CallError> 
 }
 
 /// Needs the client's model: a client without `sampling` gets -32021.
-#[operation(namespace = "conformance", tool_name = "test_missing_capability")]
+#[operation(namespace = "conformance", mcp(tool_name = "test_missing_capability"))]
 async fn missing_capability(ctx: &OperationContext) -> Result<String, CallError> {
     let request = ClientRequest::new("sampling/createMessage", sampling("Say hi", 10));
     ctx.client_request(request).await?;
@@ -648,13 +645,13 @@ async fn missing_capability(ctx: &OperationContext) -> Result<String, CallError>
 static SERVED: std::sync::OnceLock<OperationRegistry> = std::sync::OnceLock::new();
 
 /// A tool that comes and goes.
-#[operation(namespace = "dynamic", tool_name = "test_dynamic_tool")]
+#[operation(namespace = "dynamic", mcp(tool_name = "test_dynamic_tool"))]
 async fn dynamic_tool() -> String {
     "here".to_owned()
 }
 
 /// A prompt that comes and goes.
-#[operation(namespace = "dynamic", prompt, tool_name = "test_dynamic_prompt")]
+#[operation(namespace = "dynamic", mcp(prompt, tool_name = "test_dynamic_prompt"))]
 async fn dynamic_prompt() -> String {
     "Say something.".to_owned()
 }
@@ -677,7 +674,7 @@ fn toggle<T: opkit::TypedOperation>() -> Result<String, CallError> {
 #[operation(
     namespace = "conformance",
     mutation,
-    tool_name = "test_trigger_tool_change"
+    mcp(tool_name = "test_trigger_tool_change")
 )]
 async fn trigger_tool_change() -> Result<String, CallError> {
     toggle::<dynamic_tool>()
@@ -687,21 +684,24 @@ async fn trigger_tool_change() -> Result<String, CallError> {
 #[operation(
     namespace = "conformance",
     mutation,
-    tool_name = "test_trigger_prompt_change"
+    mcp(tool_name = "test_trigger_prompt_change")
 )]
 async fn trigger_prompt_change() -> Result<String, CallError> {
     toggle::<dynamic_prompt>()
 }
 
 /// Reports progress, then completes (the stateless scenario reads its response stream).
-#[operation(namespace = "conformance", tool_name = "test_streaming_elicitation")]
+#[operation(
+    namespace = "conformance",
+    mcp(tool_name = "test_streaming_elicitation")
+)]
 async fn streaming_elicitation(ctx: &OperationContext) -> String {
     ctx.progress(50.0, Some(100.0), Some("half way"));
     "Streaming complete".to_owned()
 }
 
 /// Logs once (sent only to a request that asks for logs at its level).
-#[operation(namespace = "conformance", tool_name = "test_logging_tool")]
+#[operation(namespace = "conformance", mcp(tool_name = "test_logging_tool"))]
 async fn logging_tool(ctx: &OperationContext) -> String {
     ctx.log(LogLevel::Info, "Diagnostic trace logging activated");
     "Logging evaluated".to_owned()
@@ -783,10 +783,7 @@ fn registry() -> Result<OperationRegistry, opkit::RegistryError> {
                 "additionalProperties": false
             }))
             .output_schema(json!({"type": "string"}))
-            .extension(
-                OperationSpec::EXT_TOOL_NAME,
-                json!("json_schema_2020_12_tool"),
-            ),
+            .mcp_tool_name("json_schema_2020_12_tool"),
         Handler::unary(|input, _ctx| async move {
             Ok(json!(format!(
                 "JSON Schema 2020-12 tool called with: {input}"
@@ -807,7 +804,7 @@ fn registry() -> Result<OperationRegistry, opkit::RegistryError> {
                 "required": ["region"]
             }))
             .output_schema(json!({"type": "string"}))
-            .extension(OperationSpec::EXT_TOOL_NAME, json!("test_custom_headers")),
+            .mcp_tool_name("test_custom_headers"),
         Handler::unary(
             |input, _ctx| async move { Ok(json!(format!("region: {}", input["region"]))) },
         ),

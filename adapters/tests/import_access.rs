@@ -160,7 +160,7 @@ async fn an_import_without_a_rule_is_internal() {
     let (imported, _servers) = imports(&purges, ImportAccess::new).await;
     for (how, registry) in imported {
         let app = app(&registry).await;
-        for id in ["remote.files_read", "remote.admin_purge"] {
+        for id in ["remote.admin_purge", "remote.files_read"] {
             for who in [None, Some("alice-token")] {
                 let (status, body) = post(&app, id, who).await;
                 assert_eq!(status, refusal(who), "{how} {id} as {who:?}: {body}");

@@ -255,7 +255,7 @@ pub use error::{CallError, ErrorCode, ErrorKind, Violation};
 pub use opkit_macros::operation;
 pub use protocol::{CallHandler, MemoryPubSub, PendingRequestMap, PubSub};
 pub use registry::{EnvelopeStream, Handler, OperationRegistry, RegistryError};
-pub use spec::{HttpRoute, OperationKind, OperationSpec};
+pub use spec::{OperationKind, OperationSpec};
 pub use state::State;
 pub use typed::{Input, TypedOperation};
 

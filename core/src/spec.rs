@@ -1,6 +1,7 @@
 //! `OperationSpec` and `OperationKind`: what an operation is, independent of how it runs.
 
 use crate::access::AccessRule;
+use crate::edge::EdgeOptionsError;
 use crate::error::ErrorKind;
 use crate::schema::Schema;
 use crate::state::StateKey;
@@ -102,224 +103,18 @@ pub struct OperationSpec {
     /// this far from its start (an earlier deadline of the caller's stays), on every path.
     #[serde(skip)]
     pub timeout: Option<std::time::Duration>,
-    /// The REST route the HTTP server also serves the operation at
-    /// (`#[operation(http(method = "PATCH", path = "/todos/{id}"))]`), beside its RPC route.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub http: Option<HttpRoute>,
-}
-
-/// How an operation is served as a REST route, beside its RPC route (`/ops/<id>`): the
-/// method and path, the success status and the body's shape. Declared with
-/// `#[operation(http(..))]` or [`OperationSpec::http`]; served by the HTTP server of
-/// `opkit-adapters`, which documents there how the path, query and body map onto the input.
-///
-/// ```
-/// use opkit::{HttpRoute, OperationKind, OperationSpec};
-/// let spec = OperationSpec::new("todos", "create", OperationKind::Mutation)
-///     .http(HttpRoute::new("POST", "/todos").status(201).location("/todos/{id}"));
-/// assert_eq!(spec.http.unwrap().path_variables(), Vec::<&str>::new());
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct HttpRoute {
-    /// The method, upper case (`GET`, `POST`, `PUT`, `PATCH`, `DELETE`).
-    pub method: String,
-    /// The path, with `{name}` for each path variable (a field of the input).
-    pub path: String,
-    /// The status of a success (200 unless given; 204 sends no body).
-    pub status: u16,
-    /// `true`: the body is the whole envelope, as on the RPC route; `false` (the default):
-    /// the body is the bare `data`, what REST clients expect.
-    #[serde(default)]
-    pub envelope: bool,
-    /// A `Location` header for a success, with `{name}` filled from the output's fields
-    /// (`/todos/{id}` after a create).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub location: Option<String>,
-    /// The largest request body the route takes, in bytes (the server's limit when `None`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body_limit: Option<usize>,
-}
-
-impl HttpRoute {
-    /// `method` (any case) at `path`, answering 200 with the bare data.
-    pub fn new(method: impl Into<String>, path: impl Into<String>) -> Self {
-        Self {
-            method: method.into().to_ascii_uppercase(),
-            path: path.into(),
-            status: 200,
-            envelope: false,
-            location: None,
-            body_limit: None,
-        }
-    }
-
-    /// The status of a success.
-    #[must_use]
-    pub fn status(mut self, status: u16) -> Self {
-        self.status = status;
-        self
-    }
-
-    /// Sends the whole envelope as the body, not the bare data.
-    #[must_use]
-    pub fn envelope(mut self) -> Self {
-        self.envelope = true;
-        self
-    }
-
-    /// A `Location` header template, filled from the output's fields.
-    #[must_use]
-    pub fn location(mut self, location: impl Into<String>) -> Self {
-        self.location = Some(location.into());
-        self
-    }
-
-    /// The largest request body the route takes, in bytes.
-    #[must_use]
-    pub fn body_limit(mut self, bytes: usize) -> Self {
-        self.body_limit = Some(bytes);
-        self
-    }
-
-    /// The names of the path's `{variables}`, in order.
-    pub fn path_variables(&self) -> Vec<&str> {
-        self.path
-            .split('/')
-            .filter_map(|segment| segment.strip_prefix('{')?.strip_suffix('}'))
-            .collect()
-    }
+    /// The options the operation gives each edge, by the edge's name: the groups of its
+    /// attribute other than opkit's own (`#[operation(mcp(resource = ".."), http(..))]` gives
+    /// `{"mcp": {"resource": ".."}, "http": {..}}`), keys as written there. Core carries them
+    /// without knowing them; each edge reads its own, typed, with
+    /// [`edge_options`](Self::edge_options) and checks them when it starts, so a new edge
+    /// option, or an edge of the application's, needs no change to this type or to the
+    /// attribute (see [`edge`](crate::edge)).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub edges: Map<String, Value>,
 }
 
 impl OperationSpec {
-    /// Extension key: the name tool servers (the MCP server) serve the operation under,
-    /// instead of one derived from its id (`#[operation(tool_name = "..")]` sets it).
-    pub const EXT_TOOL_NAME: &'static str = "opkit.toolName";
-
-    /// Extension key: a JSON object tool servers add to the tool's `_meta` (the MCP server,
-    /// on `tools/list`), e.g. `{"ui": {"resourceUri": "ui://notes/list"}}`. Keys opkit sets
-    /// itself (`opkit/…`) keep opkit's values.
-    ///
-    /// ```
-    /// use opkit::{OperationKind, OperationSpec};
-    /// let spec = OperationSpec::new("notes", "list", OperationKind::Query).extension(
-    ///     OperationSpec::EXT_TOOL_META,
-    ///     serde_json::json!({"ui": {"resourceUri": "ui://notes/list"}}),
-    /// );
-    /// assert!(spec.extensions[OperationSpec::EXT_TOOL_META].is_object());
-    /// ```
-    pub const EXT_TOOL_META: &'static str = "opkit.toolMeta";
-
-    /// Extension key: the operation is an MCP *resource* at this URI, or a resource
-    /// template when the URI has `{variables}` (RFC 6570 level 1, each an input field):
-    /// `{"uri": "notes://{id}"}`, optionally with `"mimeType"`. `resources/read` runs it; a
-    /// subscription with the same URI backs `resources/subscribe`. Served as a resource, it
-    /// is not also a tool. `#[operation(resource = "notes://{id}")]` sets it.
-    ///
-    /// ```
-    /// use opkit::{OperationKind, OperationSpec};
-    /// let spec = OperationSpec::new("notes", "get", OperationKind::Query).mcp_resource("notes://{id}");
-    /// assert_eq!(spec.extensions[OperationSpec::EXT_MCP_RESOURCE]["uri"], "notes://{id}");
-    /// ```
-    pub const EXT_MCP_RESOURCE: &'static str = "opkit.mcpResource";
-
-    /// Extension key: the operation is an MCP *prompt* (`prompts/get` runs it with the
-    /// prompt's arguments as input; its data is the prompt's messages, see
-    /// `opkit::envelope::PromptMessage`). Served as a prompt, it is not also a tool.
-    /// `#[operation(prompt)]` sets it.
-    pub const EXT_MCP_PROMPT: &'static str = "opkit.mcpPrompt";
-
-    /// Extension key: where the MCP server finds the completions (`completion/complete`) of
-    /// a prompt's arguments or a resource template's variables — an object from argument
-    /// name to the id of a *query* that completes it: `{"topic": "notes.topics"}`. The query
-    /// gets `value` (what the user typed so far) and, when its input has the fields,
-    /// `argument` (the argument's name) and `arguments` (the other arguments already given,
-    /// an object of strings); its data is the completions, a list of strings (at most 100
-    /// are sent) or an object `{"values": [..], "total": n, "hasMore": bool}`. Arguments
-    /// without one complete from the values their field's schema lists (`enum`, `const`s).
-    /// `#[operation(prompt, complete(topic = "notes.topics"))]` sets it.
-    ///
-    /// ```
-    /// use opkit::{OperationKind, OperationSpec};
-    /// let spec = OperationSpec::new("notes", "summarize", OperationKind::Query)
-    ///     .mcp_prompt()
-    ///     .mcp_completion("topic", "notes.topics");
-    /// assert_eq!(spec.extensions[OperationSpec::EXT_MCP_COMPLETE]["topic"], "notes.topics");
-    /// ```
-    pub const EXT_MCP_COMPLETE: &'static str = "opkit.mcpComplete";
-
-    /// Extension key: over MCP, the operation runs as a *task* (the
-    /// `io.modelcontextprotocol/tasks` extension) for a client that negotiated tasks: the call
-    /// answers at once with the task, which the client polls (`tasks/get`) to its result,
-    /// answers questions of (`tasks/update`) and cancels (`tasks/cancel`, which reaches the
-    /// operation's cancellation). Its value is `"optional"` (other clients call it as usual;
-    /// `#[operation(task)]`) or `"required"` (other clients are refused with -32021;
-    /// `#[operation(task = "required")]`), or `"after_input"`
-    /// (`#[operation(task = "after_input")]`): for a 2026-07-28 client that negotiated tasks
-    /// the operation first runs in the request, and a question it asks there ends the call
-    /// with an input-required result (no task yet); the call that brings the answers starts
-    /// the task, in which the operation runs again from the start with those answers (a
-    /// later question is asked through the task). Other clients call it as with `"optional"`.
-    pub const EXT_MCP_TASK: &'static str = "opkit.mcpTask";
-
-    /// Lets the operation run as an MCP task (see [`Self::EXT_MCP_TASK`]); `required`
-    /// refuses clients that cannot follow one.
-    #[must_use]
-    pub fn mcp_task(self, required: bool) -> Self {
-        let support = if required { "required" } else { "optional" };
-        self.extension(Self::EXT_MCP_TASK, Value::from(support))
-    }
-
-    /// Lets the operation gather its input by input-required rounds and become an MCP task
-    /// once the client has answered (`"after_input"`, see [`Self::EXT_MCP_TASK`]).
-    ///
-    /// ```
-    /// use opkit::{OperationKind, OperationSpec};
-    /// let spec = OperationSpec::new("jobs", "deploy", OperationKind::Mutation).mcp_task_after_input();
-    /// assert_eq!(spec.extensions[OperationSpec::EXT_MCP_TASK], "after_input");
-    /// ```
-    #[must_use]
-    pub fn mcp_task_after_input(self) -> Self {
-        self.extension(Self::EXT_MCP_TASK, Value::from("after_input"))
-    }
-
-    /// Marks the operation an MCP resource at `uri` (see [`Self::EXT_MCP_RESOURCE`]).
-    #[must_use]
-    pub fn mcp_resource(self, uri: impl Into<String>) -> Self {
-        self.extension(
-            Self::EXT_MCP_RESOURCE,
-            serde_json::json!({"uri": uri.into()}),
-        )
-    }
-
-    /// Completes the MCP argument `argument` (a prompt argument or template variable of this
-    /// operation) with the query `completer` (see [`Self::EXT_MCP_COMPLETE`]).
-    #[must_use]
-    pub fn mcp_completion(
-        mut self,
-        argument: impl Into<String>,
-        completer: impl Into<String>,
-    ) -> Self {
-        let entry = self
-            .extensions
-            .entry(Self::EXT_MCP_COMPLETE.to_owned())
-            .or_insert_with(|| Value::Object(Map::new()));
-        if !entry.is_object() {
-            *entry = Value::Object(Map::new());
-        }
-        if let Value::Object(map) = entry {
-            map.insert(argument.into(), Value::String(completer.into()));
-        }
-        self
-    }
-
-    /// Marks the operation an MCP prompt (see [`Self::EXT_MCP_PROMPT`]).
-    #[must_use]
-    pub fn mcp_prompt(self) -> Self {
-        self.extension(Self::EXT_MCP_PROMPT, Value::Bool(true))
-    }
-
     /// A spec with an open input schema (`{"type":"object"}`), Unknown output and public access.
     pub fn new(namespace: impl Into<String>, name: impl Into<String>, kind: OperationKind) -> Self {
         Self {
@@ -336,7 +131,7 @@ impl OperationSpec {
             states: Vec::new(),
             layers: Vec::new(),
             timeout: None,
-            http: None,
+            edges: Map::new(),
         }
     }
 
@@ -428,11 +223,78 @@ impl OperationSpec {
         self
     }
 
-    /// Serves the operation also as the REST route `route` (see [`HttpRoute`]).
+    /// Gives the edge `edge` the options `options` (a JSON object, keys as an attribute
+    /// group writes them), replacing any it had.
     #[must_use]
-    pub fn http(mut self, route: HttpRoute) -> Self {
-        self.http = Some(route);
+    pub fn with_edge_options(mut self, edge: impl Into<String>, options: Value) -> Self {
+        self.edges.insert(edge.into(), options);
         self
+    }
+
+    /// Sets one option `key` of the edge `edge` to `value`, keeping its others.
+    ///
+    /// ```
+    /// use opkit::{OperationKind, OperationSpec};
+    /// let spec = OperationSpec::new("notes", "get", OperationKind::Query)
+    ///     .with_edge_option("mcp", "resource", serde_json::json!("notes://{id}"))
+    ///     .with_edge_option("mcp", "tool_name", serde_json::json!("get_note"));
+    /// assert_eq!(spec.edges["mcp"]["resource"], "notes://{id}");
+    /// assert_eq!(spec.edges["mcp"]["tool_name"], "get_note");
+    /// ```
+    #[must_use]
+    pub fn with_edge_option(mut self, edge: &str, key: impl Into<String>, value: Value) -> Self {
+        let group = self
+            .edges
+            .entry(edge.to_owned())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !group.is_object() {
+            *group = Value::Object(Map::new());
+        }
+        if let Value::Object(options) = group {
+            options.insert(key.into(), value);
+        }
+        self
+    }
+
+    /// The options the operation gives the edge `edge`, read as `T` (`None` when it gives
+    /// none); [`EdgeOptionsError`] naming the operation, the edge and what is wrong when they
+    /// do not read as `T`. An edge calls it for every operation when it starts.
+    ///
+    /// ```
+    /// use opkit::{OperationKind, OperationSpec};
+    /// use serde::Deserialize;
+    ///
+    /// /// The options of an application's own edge, `#[operation(grpc(method = ".."))]`.
+    /// #[derive(Debug, Deserialize)]
+    /// #[serde(deny_unknown_fields)]
+    /// struct GrpcOptions {
+    ///     method: String,
+    /// }
+    ///
+    /// let spec = OperationSpec::new("notes", "get", OperationKind::Query)
+    ///     .with_edge_option("grpc", "method", serde_json::json!("GetNote"));
+    /// let options: GrpcOptions = spec.edge_options("grpc").unwrap().unwrap();
+    /// assert_eq!(options.method, "GetNote");
+    /// let wrong = spec.clone().with_edge_option("grpc", "methd", serde_json::json!("x"));
+    /// let error = wrong.edge_options::<GrpcOptions>("grpc").unwrap_err();
+    /// assert!(error.to_string().contains("unknown field `methd`"), "{error}");
+    /// ```
+    pub fn edge_options<T: serde::de::DeserializeOwned>(
+        &self,
+        edge: &str,
+    ) -> Result<Option<T>, EdgeOptionsError> {
+        let Some(options) = self.edges.get(edge) else {
+            return Ok(None);
+        };
+        serde_path_to_error::deserialize(options)
+            .map(Some)
+            .map_err(|error| {
+                let reason = match error.path().to_string().as_str() {
+                    "." => error.inner().to_string(),
+                    path => format!("`{path}`: {}", error.inner()),
+                };
+                EdgeOptionsError::new(self.id(), edge, reason)
+            })
     }
 
     /// Records where the operation was defined.

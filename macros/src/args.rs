@@ -1,16 +1,19 @@
-//! The attribute's arguments: `namespace = "..", name = "..", mutation | subscription,
-//! access(scopes = [..], roles = [..]), crate = path`.
+//! The attribute's arguments: opkit's own (`namespace = "..", name = "..", mutation |
+//! subscription, access(scopes = [..], roles = [..]), errors(..), layer = "..", timeout =
+//! "..", crate = path`) and the edge groups (`mcp(..)`, `http(..)`, `name(..)`: `edges.rs`).
 
 use crate::errors::Errors;
-use crate::model::Kind;
+use crate::kind::Kind;
 pub(crate) use crate::segment::valid_segment;
+use crate::words::{closest_key, meta_key, string_value};
 use proc_macro2::{Span, TokenStream};
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Expr, ExprLit, Lit, LitStr, Meta, Token};
 
-/// Every argument `#[operation(..)]` accepts, for "expected one of" messages.
+/// Every argument `#[operation(..)]` accepts, and opkit's edge groups, for "expected one of"
+/// messages (any other `name(..)` is an edge of the application's).
 const KEYS: &[&str] = &[
     "namespace",
     "name",
@@ -20,14 +23,9 @@ const KEYS: &[&str] = &[
     "access",
     "errors",
     "crate",
-    "tool_name",
-    "tool_meta",
-    "resource",
-    "prompt",
-    "task",
-    "complete",
     "layer",
     "timeout",
+    "mcp",
     "http",
 ];
 /// The words of `errors(..)`: the application error kinds (`opkit::ErrorKind`), by their
@@ -57,25 +55,12 @@ pub(crate) struct Args {
     pub errors: Vec<syn::Ident>,
     /// `crate = path`: where the `opkit` crate is.
     pub krate: Option<syn::Path>,
-    /// `tool_name = ".."`: the name tool servers (MCP) serve the operation under.
-    pub tool_name: Option<LitStr>,
-    /// `tool_meta = "{..}"`: a JSON object tool servers add to the tool's `_meta`.
-    pub tool_meta: Option<LitStr>,
-    /// `resource = ".."`: the MCP resource URI (or URI template) the operation serves.
-    pub resource: Option<LitStr>,
-    /// `prompt`: the operation is an MCP prompt, and where the word was written.
-    pub prompt: Option<Span>,
-    /// `task`, `task = "required"` or `task = "after_input"`: the operation may (or must, or
-    /// once its questions are answered) run as an MCP task.
-    pub task: Option<LitStr>,
-    /// `complete(argument = "ns.query", ..)`: the queries that complete MCP arguments.
-    pub complete: Vec<(syn::Ident, LitStr)>,
+    /// The edge groups: `mcp(..)`, `http(..)` and the application's.
+    pub edges: crate::edges::Edges,
     /// `layer = ".."` (repeatable): the named middleware layers the operation asks for.
     pub layers: Vec<LitStr>,
     /// `timeout = ".."`: the per-call timeout, in milliseconds.
     pub timeout_ms: Option<u64>,
-    /// `http(..)`: the REST route.
-    pub http: Option<crate::http_args::HttpArgs>,
     /// `false` when the arguments did not even parse.
     pub parsed: bool,
     /// `true` when `namespace = ..` was written (valid or not).
@@ -146,14 +131,8 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
     let mut access = Slot::new("access");
     let mut krate = Slot::new("crate");
     let mut error_kinds = Slot::new("errors");
-    let mut tool_name = Slot::new("tool_name");
-    let mut tool_meta = Slot::new("tool_meta");
     let mut timeout = Slot::new("timeout");
-    let mut http = Slot::new("http");
-    let mut resource = Slot::new("resource");
-    let mut prompt = Slot::new("prompt");
-    let mut task = Slot::new("task");
-    let mut complete = Slot::new("complete");
+    let mut edges = crate::edges::Edges::default();
     let mut layers = Vec::new();
     for meta in &metas {
         let key = meta_key(meta);
@@ -174,53 +153,6 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
                     error_kinds.set(errors, span, kinds);
                 }
             }
-            "tool_name" => {
-                if let Some(lit) = string_value(meta, errors) {
-                    match check_tool_name(&lit.value()) {
-                        Ok(()) => tool_name.set(errors, span, lit),
-                        Err(message) => errors.spanned(&lit, message),
-                    }
-                }
-            }
-            "tool_meta" => {
-                if let Some(lit) = string_value(meta, errors) {
-                    match check_tool_meta(&lit.value()) {
-                        Ok(()) => tool_meta.set(errors, span, lit),
-                        Err(message) => errors.spanned(&lit, message),
-                    }
-                }
-            }
-            "resource" => {
-                if let Some(lit) = string_value(meta, errors) {
-                    match crate::mcp_args::check_resource_uri(&lit.value()) {
-                        Ok(()) => resource.set(errors, span, lit),
-                        Err(message) => errors.spanned(&lit, message),
-                    }
-                }
-            }
-            "prompt" => {
-                if matches!(meta, Meta::Path(_)) {
-                    prompt.set(errors, span, span);
-                } else {
-                    errors.spanned(meta, "`prompt` takes no value: write `prompt` alone (the prompt is named like the tool would be, see `tool_name`)");
-                }
-            }
-            "task" => {
-                let support = match meta {
-                    Meta::Path(path) => Some(LitStr::new("optional", path.span())),
-                    _ => string_value(meta, errors),
-                };
-                if let Some(support) =
-                    support.and_then(|lit| crate::mcp_args::check_task_support(lit, errors))
-                {
-                    task.set(errors, span, support);
-                }
-            }
-            "complete" => {
-                if let Some(pairs) = crate::mcp_args::parse_complete(meta, errors) {
-                    complete.set(errors, span, pairs);
-                }
-            }
             "layer" => {
                 if let Some(lit) = string_value(meta, errors) {
                     if lit.value().is_empty() {
@@ -238,17 +170,13 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
                     }
                 }
             }
-            "http" => {
-                if let Some(route) = crate::http_args::parse_http(meta, errors) {
-                    http.set(errors, span, route);
-                }
-            }
             "crate" => {
                 if let Some(path) = crate_path(meta, errors) {
                     krate.set(errors, span, path);
                 }
             }
-            _ => errors.spanned(meta.path(), unknown_key(&key, KEYS)),
+            other if edges.take(other, meta, KEYS, errors) => {}
+            _ => errors.spanned(meta.path(), unknown_argument(&key)),
         }
     }
     // A misspelt `namespace` already has its error ("did you mean `namespace`?").
@@ -258,14 +186,9 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
     let kind_conflict = kind.conflict;
     let kind = kind.value.map(|(span, kind)| (kind, span));
     let (scopes, roles) = access.take().unwrap_or_default();
-    crate::mcp_args::check_mcp_role(kind, resource.value.as_ref(), prompt.value.as_ref(), errors);
-    crate::mcp_args::check_task(kind, task.value.as_ref(), errors);
-    crate::mcp_args::check_complete(
-        complete.value.as_ref().map(|(span, _)| *span),
-        resource.value.as_ref(),
-        prompt.value.as_ref(),
-        errors,
-    );
+    crate::mcp_args::check_mcp_role(kind, &edges.mcp, errors);
+    crate::mcp_args::check_task(kind, &edges.mcp, errors);
+    crate::mcp_args::check_complete(&edges.mcp, errors);
     Args {
         namespace: namespace.take().filter(|lit| !lit.value().is_empty()),
         name: name.take().filter(|lit| !lit.value().is_empty()),
@@ -274,15 +197,9 @@ pub(crate) fn parse(tokens: TokenStream, errors: &Errors) -> Args {
         roles,
         errors: error_kinds.take().unwrap_or_default(),
         krate: krate.take(),
-        tool_name: tool_name.take(),
-        tool_meta: tool_meta.take(),
-        resource: resource.take(),
-        prompt: prompt.take(),
-        task: task.take(),
-        complete: complete.take().unwrap_or_default(),
+        edges,
         layers,
         timeout_ms: timeout.take(),
-        http: http.take(),
         parsed: true,
         namespace_given,
         kind_conflict,
@@ -331,16 +248,20 @@ fn set_name(slot: &mut Slot<LitStr>, meta: &Meta, namespace: bool, errors: &Erro
     slot.set(errors, meta.path().span(), lit);
 }
 
-fn meta_key(meta: &Meta) -> String {
-    let path = meta.path();
-    match path.get_ident() {
-        Some(ident) => ident.to_string(),
-        None => quote::quote!(#path).to_string().replace(' ', ""),
+/// [`unknown_key`] of the attribute itself, which also takes the application's edge groups.
+fn unknown_argument(key: &str) -> String {
+    let message = unknown_key(key, KEYS);
+    let (first, help) = message.split_once('\n').unwrap_or((&message, ""));
+    let mut message = format!("{first}, or an edge's options as `name(key = value, ..)`");
+    if !help.is_empty() {
+        message.push('\n');
+        message.push_str(help);
     }
+    message
 }
 
 /// "unknown argument `x`", the accepted ones, and the closest one when it is close.
-fn unknown_key(key: &str, keys: &[&'static str]) -> String {
+pub(crate) fn unknown_key(key: &str, keys: &[&'static str]) -> String {
     let list = keys
         .iter()
         .map(|key| format!("`{key}`"))
@@ -351,32 +272,6 @@ fn unknown_key(key: &str, keys: &[&'static str]) -> String {
         message.push_str(&format!("\n  help: did you mean `{close}`?"));
     }
     message
-}
-
-/// The accepted key `key` is most likely a misspelling of, if any is close.
-fn closest_key(key: &str, keys: &[&'static str]) -> Option<&'static str> {
-    keys.iter()
-        .copied()
-        .filter(|candidate| *candidate != key && edit_distance(key, candidate) <= 2)
-        .min_by_key(|candidate| edit_distance(key, candidate))
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut current = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            current.push(
-                (previous[j] + cost)
-                    .min(previous[j + 1] + 1)
-                    .min(current[j] + 1),
-            );
-        }
-        previous = current;
-    }
-    previous[b.len()]
 }
 
 fn set_kind(slot: &mut Slot<Kind>, meta: &Meta, kind: Kind, errors: &Errors) {
@@ -473,70 +368,6 @@ fn snake_case(word: &str) -> String {
         }
     }
     out
-}
-
-/// The rule of an MCP tool name as opkit's MCP server applies it when it starts (the
-/// default naming, `ToolNaming::OperationId`): 1 to 128 characters of `[A-Za-z0-9_.-]`.
-/// `Err` says what is wrong and suggests a valid spelling.
-fn check_tool_name(name: &str) -> Result<(), String> {
-    const MAX: usize = 128;
-    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
-    let problem = if name.is_empty() {
-        "it is empty".to_owned()
-    } else if let Some(bad) = name.chars().find(|&c| !allowed(c)) {
-        format!("{bad:?} is not allowed")
-    } else if name.chars().count() > MAX {
-        format!("it has {} characters", name.chars().count())
-    } else {
-        return Ok(());
-    };
-    let mut suggestion: String = name
-        .chars()
-        .map(|c| if allowed(c) { c } else { '_' })
-        .take(MAX)
-        .collect();
-    if suggestion.is_empty() {
-        suggestion.push_str("my_tool");
-    }
-    Err(format!(
-        "invalid `tool_name` {name:?}: {problem}; an MCP tool name has 1 to {MAX} characters of `[A-Za-z0-9_.-]` (opkit's MCP server refuses any other when it starts)\n  help: try {suggestion:?}"
-    ))
-}
-
-/// The string literal of `key = "value"`.
-/// `Err` with the message when `text` is not a JSON object.
-fn check_tool_meta(text: &str) -> Result<(), String> {
-    let help = "write the tool's `_meta` as a JSON object: `tool_meta = r#\"{\"ui\": {\"resourceUri\": \"ui://notes/list\"}}\"#`";
-    match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(serde_json::Value::Object(_)) => Ok(()),
-        Ok(_) => Err(format!("`tool_meta` must be a JSON object\n  help: {help}")),
-        Err(error) => Err(format!("`tool_meta` is not JSON: {error}\n  help: {help}")),
-    }
-}
-
-fn string_value(meta: &Meta, errors: &Errors) -> Option<LitStr> {
-    let key = meta_key(meta);
-    match meta {
-        Meta::NameValue(pair) => match &pair.value {
-            Expr::Lit(ExprLit {
-                lit: Lit::Str(lit), ..
-            }) => Some(lit.clone()),
-            other => {
-                errors.spanned(
-                    other,
-                    format_args!("expected a string literal: `{key} = \"...\"`"),
-                );
-                None
-            }
-        },
-        _ => {
-            errors.spanned(
-                meta,
-                format_args!("`{key}` needs a value: `{key} = \"...\"`"),
-            );
-            None
-        }
-    }
 }
 
 /// Checks a namespace (dotted) or name (one segment) against `[A-Za-z_][A-Za-z0-9_]*`;

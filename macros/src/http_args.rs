@@ -1,13 +1,19 @@
-//! The `http(..)` argument: the REST route an operation is also served at,
+//! The `http(..)` group: the REST route an operation is also served at,
 //! `http(method = "PATCH", path = "/todos/{id}", status = 200, body = "data",
-//! location = "/todos/{id}", body_limit = "5MB")`.
+//! location = "/todos/{id}", body_limit = "5MB")`, checked here where the macro can (the
+//! signature checks its variables and status against the fn in `signature.rs`). An option
+//! the macro does not know travels as it is, for the HTTP server to check when it starts.
+//! `body_limit` is in bytes: `KB`, `MB`, `GB` are powers of 10, `KiB`, `MiB`, `GiB` of 2.
 
 use crate::errors::Errors;
 use proc_macro2::Span;
+use serde_json::{Map, Value};
 use syn::punctuated::Punctuated;
 use syn::{Expr, ExprLit, Lit, LitStr, Meta, Token};
 
-const HTTP_KEYS: &[&str] = &["method", "path", "status", "body", "location", "body_limit"];
+/// The options of `http(..)` the macro checks.
+pub(crate) const HTTP_KEYS: &[&str] =
+    &["method", "path", "status", "body", "location", "body_limit"];
 const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE"];
 
 /// A checked `http(..)`.
@@ -15,9 +21,49 @@ pub(crate) struct HttpArgs {
     pub method: String,
     pub path: LitStr,
     pub status: u16,
+    /// Where `status` was written, when it was.
+    pub status_span: Option<Span>,
     pub envelope: bool,
     pub location: Option<LitStr>,
     pub body_limit: Option<usize>,
+    /// Options the macro does not know, carried for the HTTP server.
+    pub other: Map<String, Value>,
+}
+
+impl HttpArgs {
+    /// The group as the HTTP server reads it: the keys as written, `method` upper case,
+    /// `body_limit` in bytes.
+    pub(crate) fn to_json(&self) -> Value {
+        let mut options = self.other.clone();
+        options.insert("method".to_owned(), Value::String(self.method.clone()));
+        options.insert("path".to_owned(), Value::String(self.path.value()));
+        options.insert("status".to_owned(), Value::from(self.status));
+        if self.envelope {
+            options.insert("body".to_owned(), Value::String("envelope".to_owned()));
+        }
+        if let Some(location) = &self.location {
+            options.insert("location".to_owned(), Value::String(location.value()));
+        }
+        if let Some(bytes) = self.body_limit {
+            options.insert("body_limit".to_owned(), Value::from(bytes));
+        }
+        Value::Object(options)
+    }
+}
+
+/// The `{variables}` of a path or URI template, in order (a `+` before a name is dropped).
+pub(crate) fn template_variables(template: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else {
+            break;
+        };
+        names.push(after[..close].trim_start_matches('+').to_owned());
+        rest = &after[close + 1..];
+    }
+    names
 }
 
 /// Parses `http(..)`, recording every problem in `errors`.
@@ -36,6 +82,7 @@ pub(crate) fn parse_http(meta: &Meta, errors: &Errors) -> Option<HttpArgs> {
     };
     let (mut method, mut path, mut status, mut envelope, mut location, mut limit) =
         (None, None, None, false, None, None);
+    let mut other = Map::new();
     let before = errors.count();
     for entry in &entries {
         let key = entry
@@ -43,6 +90,22 @@ pub(crate) fn parse_http(meta: &Meta, errors: &Errors) -> Option<HttpArgs> {
             .get_ident()
             .map(ToString::to_string)
             .unwrap_or_default();
+        if !HTTP_KEYS.contains(&key.as_str()) {
+            match crate::words::closest_key(&key, HTTP_KEYS) {
+                Some(close) => errors.spanned(
+                    entry.path(),
+                    format_args!(
+                        "unknown option `{key}` in `http(..)`\n  help: did you mean `{close}`?"
+                    ),
+                ),
+                None => {
+                    if let Some((key, value)) = crate::json::entry_json(entry, errors) {
+                        other.insert(key, value);
+                    }
+                }
+            }
+            continue;
+        }
         let Some((span, value)) = value_of(entry, errors) else {
             continue;
         };
@@ -63,7 +126,7 @@ pub(crate) fn parse_http(meta: &Meta, errors: &Errors) -> Option<HttpArgs> {
                 }
             }
             ("status", Lit::Int(int)) => match int.base10_parse::<u16>() {
-                Ok(code @ 200..=299) => status = Some(code),
+                Ok(code @ 200..=299) => status = Some((code, span)),
                 _ => errors.at(span, "`status` is the status of a success: a number from 200 to 299, e.g. `status = 201`"),
             },
             ("body", Lit::Str(lit)) => match lit.value().as_str() {
@@ -76,17 +139,13 @@ pub(crate) fn parse_http(meta: &Meta, errors: &Errors) -> Option<HttpArgs> {
                 Ok(bytes) => limit = Some(bytes),
                 Err(message) => errors.at(span, message),
             },
-            (known, _) if HTTP_KEYS.contains(&known) => {
+            (known, _) => {
                 let form = match known {
                     "status" => "a number: `status = 201`",
                     _ => "a string literal",
                 };
                 errors.at(span, format_args!("`{known}` takes {form}"));
             }
-            (other, _) => errors.spanned(
-                entry.path(),
-                format_args!("unknown key `{other}` in `http(..)`; expected one of: {}", HTTP_KEYS.join(", ")),
-            ),
         }
     }
     let (Some(method), Some(path)) = (method, path) else {
@@ -101,10 +160,12 @@ pub(crate) fn parse_http(meta: &Meta, errors: &Errors) -> Option<HttpArgs> {
     Some(HttpArgs {
         method,
         path,
-        status: status.unwrap_or(200),
+        status: status.map_or(200, |(code, _)| code),
+        status_span: status.map(|(_, span)| span),
         envelope,
         location,
         body_limit: limit,
+        other,
     })
 }
 
@@ -132,7 +193,17 @@ fn check_path(path: &str) -> Result<(), String> {
             "the path `{path}` must start with `/`: e.g. `/todos/{{id}}`"
         ));
     }
+    if path == "/ops" || path.starts_with("/ops/") {
+        return Err(format!(
+            "`{path}` is under `/ops/`, where every operation's RPC route is (`/ops/<id>`): choose a path outside it, e.g. `/todos/{{id}}`"
+        ));
+    }
     for segment in path.split('/') {
+        if let Some(name) = segment.strip_prefix(':') {
+            return Err(format!(
+                "`{segment}` in `{path}`: a path variable is written `{{{name}}}`, not `:{name}`"
+            ));
+        }
         if segment.contains(['{', '}']) {
             let name = segment
                 .strip_prefix('{')

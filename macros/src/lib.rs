@@ -2,9 +2,10 @@
 //! lives there, with examples.
 //!
 //! Stages: `enclosing` tells whether the fn sits in an `impl` or `trait` block, `args` parses
-//! the attribute, `signature` checks the fn and builds the `model` (reading names through
-//! `shape`), `expand` generates code; `errors` collects every problem so all are reported at
-//! once.
+//! the attribute (its edge groups in `edges`, checked by `mcp_args` and `http_args`, carried
+//! as JSON by `json`; `words` and `kind` are the words they share), `signature` checks the fn
+//! and builds the `model` (reading names through `shape`), `expand` generates code; `errors`
+//! collects every problem so all are reported at once.
 //!
 //! # Adding a signature shape
 //!
@@ -27,11 +28,48 @@
 //!    `tests/expanded/`), a `ui-tests/pass/` case that runs it, and a `ui-tests/fail/` case for
 //!    each new misuse with its exact error.
 
+//!
+//! # Adding an edge, an edge option, a transport, or an attribute argument
+//!
+//! **An option of an existing edge** (a new key in `mcp(..)` or `http(..)`): one file, the
+//! edge's typed options — `adapters/src/mcp_server/options.rs` (`McpEdgeOptions`) or
+//! `adapters/src/http_server/route.rs` (`HttpRoute`) — and the code of the edge that acts on
+//! it. The macro carries a key it does not know as it is written, and the edge refuses a key
+//! it cannot read when it starts. Teach the macro the key only to check it at compile time:
+//! `mcp_args.rs` (`MCP_KEYS`, `McpArgs::take_known`, `to_json`) or `http_args.rs`, with a
+//! `ui-tests/fail/` case per misuse.
+//!
+//! **An edge** (a server of opkit's or the application's): nothing here. The edge picks a
+//! name, reads its group with `OperationSpec::edge_options::<ItsOptions>("name")` when it
+//! starts, serves calls through the registry's front door (`OperationRegistry::serve`) and
+//! puts what it knows on the context (`opkit::edge::Edge`). An edge of opkit's also gets a
+//! feature in `adapters/Cargo.toml`, a module in `adapters/src/lib.rs` with a manual in
+//! `adapters/docs/`, an entry in `ADAPTER_EDGES` of `core/tests/architecture.rs` when it
+//! uses another adapter, and, when the macro should check its options at compile time, a
+//! `KEYS` entry and a parser beside `http_args.rs` wired in `edges.rs`.
+//!
+//! **A transport** of the call protocol: an implementation of `opkit::protocol::PubSub` in
+//! its own adapter module (`adapters/src/<name>/`, feature `<name>`), its manual, its bounds
+//! in `docs/limits.md`, its trust in `docs/security.md`, and a run of the same sequence over
+//! it beside the others in `adapters/tests/transports_agree.rs` (what every transport must
+//! agree on: outcomes, reply-topic events, calls in flight ending), plus fault and partition
+//! suites like `redis_partition.rs` and `websocket_partition.rs`.
+//!
+//! **An argument of opkit's own** (not an edge's: it changes what every edge sees, like
+//! `timeout` or `layer`): `args.rs` (`KEYS`, the parse and its checks), `model.rs` and
+//! `signature.rs` (into the model), `expand/mod.rs` (into `SpecParts`),
+//! `core/src/private/spec.rs` (`SpecParts` and `cached_spec`), the `OperationSpec` field in
+//! `core/src/spec.rs`, the table in `core/src/operation.md`, and `ui-tests` cases. Prefer an
+//! edge option when only one edge reads it.
+
 mod args;
+mod edges;
 mod enclosing;
 mod errors;
 mod expand;
 mod http_args;
+mod json;
+mod kind;
 mod mcp_args;
 mod model;
 mod segment;
@@ -39,6 +77,7 @@ mod shape;
 mod signature;
 #[cfg(test)]
 mod tests;
+mod words;
 
 use proc_macro::TokenStream;
 use quote::quote;

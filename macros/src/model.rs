@@ -1,25 +1,8 @@
 //! The operation model: what the attribute and the signature say, checked, ready to expand.
 
+use crate::kind::Kind;
 use proc_macro2::{Ident, TokenStream};
 use syn::{Expr, ItemFn, LitStr, Type};
-
-/// Query, mutation or subscription, as written in the attribute.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Query,
-    Mutation,
-    Subscription,
-}
-
-impl Kind {
-    pub(crate) fn keyword(self) -> &'static str {
-        match self {
-            Self::Query => "query",
-            Self::Mutation => "mutation",
-            Self::Subscription => "subscription",
-        }
-    }
-}
 
 /// One `#[operation]` fn, parsed and checked.
 pub(crate) struct Operation<'a> {
@@ -38,24 +21,12 @@ pub(crate) struct Operation<'a> {
     pub roles: Vec<LitStr>,
     /// `errors(..)`: `ErrorKind` variant names.
     pub errors: Vec<Ident>,
-    /// `tool_name = ".."`.
-    pub tool_name: Option<LitStr>,
-    /// `tool_meta = "{..}"` (a JSON object, already checked).
-    pub tool_meta: Option<LitStr>,
-    /// `resource = ".."`.
-    pub resource: Option<LitStr>,
-    /// `prompt`.
-    pub prompt: bool,
-    /// `task` (`"optional"`), `task = "required"` or `task = "after_input"`.
-    pub task: Option<LitStr>,
-    /// `complete(argument = "ns.query", ..)`.
-    pub complete: Vec<(Ident, LitStr)>,
+    /// The edge groups (`mcp(..)`, `http(..)`, the application's), checked.
+    pub edges: crate::edges::Edges,
     /// `layer = ".."`, each.
     pub layers: Vec<LitStr>,
     /// `timeout = ".."`, in milliseconds.
     pub timeout_ms: Option<u64>,
-    /// `http(..)`.
-    pub http: Option<crate::http_args::HttpArgs>,
     /// The parameters, in order.
     pub params: Vec<Param<'a>>,
     /// The result type (or stream item type) and whether the fn streams.

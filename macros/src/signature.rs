@@ -3,7 +3,7 @@
 
 use crate::args::{self, Args};
 use crate::errors::Errors;
-use crate::model::Kind;
+use crate::kind::Kind;
 use crate::model::{Operation, Output, Param};
 use crate::shape::{self, ContextParam, Streaming};
 use proc_macro2::Span;
@@ -31,7 +31,8 @@ pub(crate) fn analyze<'a>(func: &'a ItemFn, args: Args, errors: &Errors) -> Opti
         let takes_context = params
             .iter()
             .any(|param| matches!(param, Param::Context { .. }));
-        crate::mcp_args::check_after_input(&fn_name, args.task.as_ref(), takes_context, errors);
+        let task = args.edges.mcp.task.as_ref().map(|(_, support)| support);
+        crate::mcp_args::check_after_input(&fn_name, task, takes_context, errors);
     }
     let namespace = args.namespace.as_ref().map(syn::LitStr::value);
     if !args.namespace_given && args.parsed {
@@ -62,7 +63,13 @@ pub(crate) fn analyze<'a>(func: &'a ItemFn, args: Args, errors: &Errors) -> Opti
     }
     let namespace = namespace?;
     if let Some(params) = &params {
-        check_completed_arguments(&args.complete, params, &func.sig.ident, errors);
+        if let Some((_, complete)) = &args.edges.mcp.complete {
+            check_completed_arguments(complete, params, &func.sig.ident, errors);
+        }
+        check_template_variables(&args.edges, params, &func.sig.ident, errors);
+    }
+    if let Some(output) = &output {
+        check_no_body_status(&args.edges, output, &func.sig.ident, errors);
     }
     let private = args.private();
     Some(Operation {
@@ -76,15 +83,9 @@ pub(crate) fn analyze<'a>(func: &'a ItemFn, args: Args, errors: &Errors) -> Opti
         scopes: args.scopes,
         roles: args.roles,
         errors: args.errors,
-        tool_name: args.tool_name,
-        tool_meta: args.tool_meta,
-        resource: args.resource,
-        prompt: args.prompt.is_some(),
-        task: args.task,
-        complete: args.complete,
+        edges: args.edges,
         layers: args.layers,
         timeout_ms: args.timeout_ms,
-        http: args.http,
         params: params?,
         output: output?,
     })
@@ -124,6 +125,93 @@ fn check_completed_arguments(
                 format_args!("`{name}` is not an input of `{fn_name}`: {known}"),
             );
         }
+    }
+}
+
+/// The fields of the input the macro can see: the fn's parameters, or `None` when it takes
+/// its input whole (`Input<T>`), whose fields it cannot see.
+fn visible_fields<'a>(params: &'a [Param<'_>]) -> Option<Vec<&'a str>> {
+    if params
+        .iter()
+        .any(|param| matches!(param, Param::Whole { .. }))
+    {
+        return None;
+    }
+    Some(
+        params
+            .iter()
+            .filter_map(|param| match param {
+                Param::Field { name, .. } => Some(name.as_str()),
+                _ => None,
+            })
+            .collect(),
+    )
+}
+
+/// Each `{variable}` of `http(path = ..)` and `mcp(resource = ..)` is an input field: a
+/// parameter of the fn (unless it takes its input whole; the edge checks that when it starts).
+fn check_template_variables(
+    edges: &crate::edges::Edges,
+    params: &[Param<'_>],
+    fn_name: &Ident,
+    errors: &Errors,
+) {
+    let Some(fields) = visible_fields(params) else {
+        return;
+    };
+    let templates = edges
+        .http
+        .iter()
+        .map(|route| ("route path", &route.path))
+        .chain(
+            edges
+                .mcp
+                .resource
+                .iter()
+                .map(|(_, uri)| ("resource URI", uri)),
+        );
+    for (what, template) in templates {
+        for variable in crate::http_args::template_variables(&template.value()) {
+            if !fields.contains(&variable.as_str()) {
+                let known = if fields.is_empty() {
+                    format!("`{fn_name}` has none")
+                } else {
+                    format!("its parameters are `{}`", fields.join("`, `"))
+                };
+                errors.spanned(
+                    template,
+                    format_args!("the {what}'s `{{{variable}}}` is not a parameter of `{fn_name}` ({known})\n  help: add a parameter `{variable}`, or rename the variable after one"),
+                );
+            }
+        }
+    }
+}
+
+/// A success status without a body (`204`, `205`) goes with an operation that returns
+/// nothing (`()`): its data would be dropped.
+fn check_no_body_status(
+    edges: &crate::edges::Edges,
+    output: &Output,
+    fn_name: &Ident,
+    errors: &Errors,
+) {
+    let Some(route) = &edges.http else {
+        return;
+    };
+    if !matches!(route.status, 204 | 205) {
+        return;
+    }
+    let data = shape::Shape::of(&output.value).data();
+    let nothing = matches!(data, Some(Type::Tuple(tuple)) if tuple.elems.is_empty());
+    if !nothing {
+        let returns = data.map_or_else(
+            || output.value.to_token_stream().to_string(),
+            |ty| ty.to_token_stream().to_string(),
+        );
+        errors.at(
+            route.status_span.unwrap_or_else(|| route.path.span()),
+            format_args!("status {} sends no body, but `{fn_name}` returns `{returns}`, which would be dropped\n  help: return `()`, or answer with `status = 200`", route.status),
+        );
     }
 }
 

@@ -3,7 +3,7 @@
 
 use crate::args;
 use crate::errors::Errors;
-use crate::model::Kind;
+use crate::kind::Kind;
 use crate::shape::Shape;
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -43,34 +43,99 @@ fn parses_every_argument() {
 
 #[test]
 fn parses_a_tool_meta() {
-    let (args, errors) = parse_args(quote!(namespace = "a", tool_meta = r#"{"ui": {"x": 1}}"#));
+    let (args, errors) = parse_args(quote!(
+        namespace = "a",
+        mcp(tool_meta = r#"{"ui": {"x": 1}}"#)
+    ));
     assert!(errors.is_empty(), "{errors:?}");
-    assert_eq!(args.tool_meta.unwrap().value(), r#"{"ui": {"x": 1}}"#);
+    assert_eq!(
+        args.edges.mcp.tool_meta.unwrap().value(),
+        r#"{"ui": {"x": 1}}"#
+    );
     for bad in ["[1]", "{\"ui\":", "\"x\""] {
-        let (args, errors) = parse_args(quote!(namespace = "a", tool_meta = #bad));
-        assert!(args.tool_meta.is_none() && !errors.is_empty(), "{bad}");
+        let (args, errors) = parse_args(quote!(namespace = "a", mcp(tool_meta = #bad)));
+        assert!(
+            args.edges.mcp.tool_meta.is_none() && !errors.is_empty(),
+            "{bad}"
+        );
     }
 }
 
 #[test]
 fn parses_a_tool_name() {
-    let (args, errors) = parse_args(quote!(namespace = "a", tool_name = "add_numbers"));
+    let (args, errors) = parse_args(quote!(namespace = "a", mcp(tool_name = "add_numbers")));
     assert!(errors.is_empty(), "{errors:?}");
-    assert_eq!(args.tool_name.unwrap().value(), "add_numbers");
-    let (_, errors) = parse_args(quote!(namespace = "a", tool_name = ""));
+    assert_eq!(args.edges.mcp.tool_name.unwrap().value(), "add_numbers");
+    let (_, errors) = parse_args(quote!(namespace = "a", mcp(tool_name = "")));
     assert!(errors[0].contains("it is empty"), "{errors:?}");
     // The MCP server's rule, checked here rather than when the server starts.
-    let (args, errors) = parse_args(quote!(namespace = "a", tool_name = "x.y-z_1"));
-    assert!(errors.is_empty() && args.tool_name.is_some(), "{errors:?}");
-    let (_, errors) = parse_args(quote!(namespace = "a", tool_name = "add numbers"));
+    let (args, errors) = parse_args(quote!(namespace = "a", mcp(tool_name = "x.y-z_1")));
+    assert!(
+        errors.is_empty() && args.edges.mcp.tool_name.is_some(),
+        "{errors:?}"
+    );
+    let (_, errors) = parse_args(quote!(namespace = "a", mcp(tool_name = "add numbers")));
     assert!(errors[0].contains("' ' is not allowed"), "{errors:?}");
     assert!(
         errors[0].contains("help: try") && errors[0].contains("add_numbers"),
         "{errors:?}"
     );
     let long = "x".repeat(129);
-    let (_, errors) = parse_args(quote!(namespace = "a", tool_name = #long));
+    let (_, errors) = parse_args(quote!(namespace = "a", mcp(tool_name = #long)));
     assert!(errors[0].contains("129 characters"), "{errors:?}");
+}
+
+#[test]
+fn the_flat_mcp_keys_still_work_and_are_recorded_as_deprecated() {
+    let (args, errors) = parse_args(quote!(namespace = "a", tool_name = "t", prompt));
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(args.edges.mcp.tool_name.unwrap().value(), "t");
+    let deprecated: Vec<&str> = args
+        .edges
+        .deprecated
+        .iter()
+        .map(|(_, key)| key.as_str())
+        .collect();
+    assert_eq!(deprecated, ["tool_name", "prompt"]);
+}
+
+#[test]
+fn edge_groups_travel_as_json_and_misspelt_ones_are_refused() {
+    let (args, errors) = parse_args(quote!(
+        namespace = "a",
+        mcp(resource = "notes://{id}", ui_hint = "card"),
+        http(method = "get", path = "/notes/{id}", cache = 60),
+        grpc(method = "GetNote", stream)
+    ));
+    assert!(errors.is_empty(), "{errors:?}");
+    let groups = args.edges.json();
+    assert_eq!(
+        groups,
+        [
+            (
+                "mcp".to_owned(),
+                r#"{"resource":"notes://{id}","ui_hint":"card"}"#.to_owned()
+            ),
+            (
+                "http".to_owned(),
+                r#"{"cache":60,"method":"GET","path":"/notes/{id}","status":200}"#.to_owned()
+            ),
+            (
+                "grpc".to_owned(),
+                r#"{"method":"GetNote","stream":true}"#.to_owned()
+            ),
+        ]
+    );
+    // A group named like one of the attribute's own keys is a misspelling of it.
+    let (_, errors) = parse_args(quote!(namespace = "a", acess(scopes = ["x"])));
+    assert!(errors[0].contains("did you mean `access`"), "{errors:?}");
+    let (_, errors) = parse_args(quote!(namespace = "a", mpc(prompt)));
+    assert!(errors[0].contains("did you mean `mcp`"), "{errors:?}");
+    // An option named like one the macro knows is a misspelling of it.
+    let (_, errors) = parse_args(quote!(namespace = "a", mcp(tool_nme = "x")));
+    assert!(errors[0].contains("did you mean `tool_name`"), "{errors:?}");
+    let (_, errors) = parse_args(quote!(namespace = "a", http(method = "GET", pth = "/x")));
+    assert!(errors[0].contains("did you mean `path`"), "{errors:?}");
 }
 
 #[test]

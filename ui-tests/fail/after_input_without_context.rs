@@ -1,6 +1,6 @@
 use opkit::prelude::*;
 
-#[operation(namespace = "jobs", mutation, task = "after_input")]
+#[operation(namespace = "jobs", mutation, mcp(task = "after_input"))]
 async fn deploy(target: String) -> String {
     format!("deployed {target}")
 }

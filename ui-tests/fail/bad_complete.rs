@@ -1,25 +1,25 @@
 use opkit::prelude::*;
 
 /// A tool has no arguments to complete.
-#[operation(namespace = "notes", complete(topic = "notes.topics"))]
+#[operation(namespace = "notes", mcp(complete(topic = "notes.topics")))]
 async fn search(topic: String) -> String {
     topic
 }
 
 /// The completer is not an operation id.
-#[operation(namespace = "notes", prompt, complete(topic = "topics"))]
+#[operation(namespace = "notes", mcp(prompt, complete(topic = "topics")))]
 async fn summarize(topic: String) -> String {
     topic
 }
 
 /// The argument is not an input.
-#[operation(namespace = "notes", resource = "notes://{id}", complete(title = "notes.titles"))]
+#[operation(namespace = "notes", mcp(resource = "notes://{id}", complete(title = "notes.titles")))]
 async fn get(id: u32) -> String {
     id.to_string()
 }
 
 /// Not `argument = "query"`.
-#[operation(namespace = "notes", prompt, complete("notes.topics"))]
+#[operation(namespace = "notes", mcp(prompt, complete("notes.topics")))]
 async fn draft(topic: String) -> String {
     topic
 }

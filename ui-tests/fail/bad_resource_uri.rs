@@ -1,6 +1,6 @@
 use opkit::prelude::*;
 
-#[operation(namespace = "notes", resource = "notes://{note id}")]
+#[operation(namespace = "notes", mcp(resource = "notes://{note id}"))]
 async fn get(id: String) -> String {
     id
 }

@@ -1,6 +1,6 @@
 use opkit::prelude::*;
 
-#[operation(namespace = "jobs", task = "always")]
+#[operation(namespace = "jobs", mcp(task = "always"))]
 async fn run() -> String {
     String::new()
 }

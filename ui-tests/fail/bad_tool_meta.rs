@@ -1,6 +1,6 @@
 use opkit::prelude::*;
 
-#[operation(namespace = "notes", tool_meta = r#"["ui://notes/list"]"#)]
+#[operation(namespace = "notes", mcp(tool_meta = r#"["ui://notes/list"]"#))]
 async fn list() -> Vec<String> {
     Vec::new()
 }

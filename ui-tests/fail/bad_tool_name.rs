@@ -1,6 +1,6 @@
 use opkit::prelude::*;
 
-#[operation(namespace = "math", tool_name = "add numbers")]
+#[operation(namespace = "math", mcp(tool_name = "add numbers"))]
 async fn add(a: i64, b: i64) -> i64 {
     a + b
 }

@@ -1,6 +1,6 @@
 use opkit::prelude::*;
 
-#[operation(namespace = "notes", resource = "notes://all", prompt)]
+#[operation(namespace = "notes", mcp(resource = "notes://all", prompt))]
 async fn all() -> String {
     String::new()
 }

@@ -1,6 +1,6 @@
 use opkit::prelude::*;
 
-#[operation(namespace = "notes", mutation, prompt)]
+#[operation(namespace = "notes", mutation, mcp(prompt))]
 async fn summarize() -> String {
     String::new()
 }

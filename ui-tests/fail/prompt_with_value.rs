@@ -1,6 +1,6 @@
 use opkit::prelude::*;
 
-#[operation(namespace = "notes", prompt = "summarize")]
+#[operation(namespace = "notes", mcp(prompt = "summarize"))]
 async fn summarize() -> String {
     String::new()
 }

@@ -1,6 +1,6 @@
 use opkit::prelude::*;
 
-#[operation(namespace = "notes", mutation, resource = "notes://{id}")]
+#[operation(namespace = "notes", mutation, mcp(resource = "notes://{id}"))]
 async fn delete(id: String) -> String {
     id
 }

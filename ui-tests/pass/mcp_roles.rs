@@ -3,19 +3,19 @@ use opkit::prelude::*;
 use opkit::envelope::PromptMessage;
 
 /// One note.
-#[operation(namespace = "notes", resource = "notes://{id}")]
+#[operation(namespace = "notes", mcp(resource = "notes://{id}"))]
 async fn get(id: u32) -> String {
     format!("note {id}")
 }
 
 /// The changes of one note.
-#[operation(namespace = "notes", subscription, resource = "notes://{id}")]
+#[operation(namespace = "notes", subscription, mcp(resource = "notes://{id}"))]
 fn watch(id: u32) -> impl futures::Stream<Item = u32> + Send + 'static {
     futures::stream::iter([id])
 }
 
 /// Summarize my notes.
-#[operation(namespace = "notes", prompt, complete(topic = "notes.topics"))]
+#[operation(namespace = "notes", mcp(prompt, complete(topic = "notes.topics")))]
 async fn summarize(
     /// How long the summary may be.
     words: Option<u32>,
@@ -27,13 +27,13 @@ async fn summarize(
 }
 
 /// A long job: a task for clients that follow tasks.
-#[operation(namespace = "jobs", mutation, task)]
+#[operation(namespace = "jobs", mutation, mcp(task))]
 async fn rebuild() -> String {
     "rebuilt".to_owned()
 }
 
 /// A job only a task can run.
-#[operation(namespace = "jobs", mutation, task = "required")]
+#[operation(namespace = "jobs", mutation, mcp(task = "required"))]
 async fn migrate() -> String {
     "migrated".to_owned()
 }
@@ -44,7 +44,7 @@ struct Approval {
 }
 
 /// A job that asks who approves it, then runs as a task.
-#[operation(namespace = "jobs", mutation, task = "after_input")]
+#[operation(namespace = "jobs", mutation, mcp(task = "after_input"))]
 async fn deploy(ctx: &OperationContext, target: String) -> Result<String, CallError> {
     let approver = match ctx.elicit::<Approval>("Who approves the deployment?").await? {
         opkit::elicit::Elicited::Accepted(approval) => approval.approver,
@@ -54,17 +54,14 @@ async fn deploy(ctx: &OperationContext, target: String) -> Result<String, CallEr
 }
 
 fn main() {
-    assert_eq!(rebuild::spec().extensions[OperationSpec::EXT_MCP_TASK], "optional");
-    assert_eq!(migrate::spec().extensions[OperationSpec::EXT_MCP_TASK], "required");
-    assert_eq!(deploy::spec().extensions[OperationSpec::EXT_MCP_TASK], "after_input");
-    assert_eq!(
-        get::spec().extensions[OperationSpec::EXT_MCP_RESOURCE]["uri"],
-        "notes://{id}"
-    );
+    assert_eq!(rebuild::spec().edges["mcp"]["task"], "optional");
+    assert_eq!(migrate::spec().edges["mcp"]["task"], "required");
+    assert_eq!(deploy::spec().edges["mcp"]["task"], "after_input");
+    assert_eq!(get::spec().edges["mcp"]["resource"], "notes://{id}");
     assert_eq!(watch::spec().kind, OperationKind::Subscription);
-    assert_eq!(summarize::spec().extensions[OperationSpec::EXT_MCP_PROMPT], true);
+    assert_eq!(summarize::spec().edges["mcp"]["prompt"], true);
     assert_eq!(
-        summarize::spec().extensions[OperationSpec::EXT_MCP_COMPLETE]["topic"],
+        summarize::spec().edges["mcp"]["complete"]["topic"],
         "notes.topics"
     );
 }

@@ -3,7 +3,7 @@ use opkit::prelude::*;
 /// Notes, with an app view for hosts that show one.
 #[operation(
     namespace = "notes",
-    tool_meta = r#"{"ui": {"resourceUri": "ui://notes/list"}}"#
+    mcp(tool_meta = r#"{"ui": {"resourceUri": "ui://notes/list"}}"#),
 )]
 async fn list() -> Vec<String> {
     Vec::new()
@@ -12,7 +12,7 @@ async fn list() -> Vec<String> {
 fn main() {
     let spec = list::spec();
     assert_eq!(
-        spec.extensions[opkit::OperationSpec::EXT_TOOL_META],
+        spec.edges["mcp"]["tool_meta"],
         serde_json::json!({"ui": {"resourceUri": "ui://notes/list"}})
     );
 }

@@ -18,6 +18,7 @@ mod query;
 pub(crate) mod refs;
 mod request_body;
 mod rest;
+mod route;
 mod routes;
 mod serve;
 mod shared_components;
@@ -31,6 +32,7 @@ pub use identity::{
 
 pub use handlers::HttpRequest;
 pub use rest::RouteError;
+pub use route::{HTTP_EDGE, HttpRoute, HttpSpec};
 
 /// Why an [`HttpServer`] cannot serve its registry: found when the router is built.
 #[derive(Debug, thiserror::Error)]

@@ -20,6 +20,7 @@
 
 use super::query::{ParamStyle, QueryShape};
 use super::refs::{add_component, component_rewriter, rewrite_refs};
+use super::route::HttpRoute;
 use super::shared_components::{SharedComponents, query_view};
 use opkit::schema::pointer;
 use opkit::{ErrorKind, OperationKind, OperationRegistry, OperationSpec};
@@ -279,44 +280,92 @@ fn operations(
     meta_schema: &Value,
     info: &DocumentInfo,
 ) -> (Vec<(String, Value)>, Option<RestOperation>) {
-    let id = spec.id();
-    let input_key = format!("{id}.Input");
-    let output_key = format!("{id}.Output");
-    let envelope_key = format!("{id}.Envelope");
-    let (input_ref, input_defs) =
-        shared.add(components, &input_key, &spec.input_schema, &spec.namespace);
-    let (output_ref, _) = shared.add(
-        components,
-        &output_key,
-        &spec.output_schema,
-        &spec.namespace,
-    );
-    components.insert(
-        envelope_key.clone(),
-        json!({
-            "type": "object",
-            "description": format!("The `ResponseEnvelope` of `{id}`."),
-            "required": ["data", "meta"],
-            "properties": {"data": output_ref, "meta": meta_schema},
-        }),
-    );
-    let envelope_ref =
-        json!({"$ref": format!("#/components/schemas/{}", pointer::escape(&envelope_key))});
+    let doc = OperationDoc::new(spec, components, shared, meta_schema, info);
+    // An unreadable route is the router's error (`RouteError::Options`); the document
+    // leaves it out.
+    let route = super::route::HttpSpec::http_route(spec).ok().flatten();
+    let rest = route.map(|route| doc.rest(&route, components));
+    (doc.rpc(), rest)
+}
 
-    let success = if spec.kind.is_stream() {
-        json!({
-            "description": "A `text/event-stream`: one unnamed (`message`) event per item whose data is the item's `ResponseEnvelope` JSON (`id` counts from 0), then either `event: complete` with data `{\"requestId\": ..}` or `event: error` with a `CallError`; `:` comments keep the connection alive. Closing the connection cancels the subscription. With `Accept: text/event-stream; opkit=data` each item event's data is the item's `data` alone (no meta, no `id`).",
-            "content": {"text/event-stream": {"schema": event_schema(&envelope_ref)}},
-        })
-    } else {
-        json!({
-            "description": "The result in a `ResponseEnvelope`: `data` is the operation's output, `meta` says where it came from.",
-            "content": {"application/json": {"schema": envelope_ref}},
-        })
-    };
-    let responses = |method: &str| {
+/// What one operation's documented HTTP operations share: its schemas' references and the
+/// document's facts.
+struct OperationDoc<'a> {
+    spec: &'a OperationSpec,
+    info: &'a DocumentInfo,
+    id: String,
+    input_key: String,
+    input_ref: Value,
+    /// The prefix of the input's `$defs` among the components.
+    input_defs: String,
+    output_ref: Value,
+    envelope_ref: Value,
+}
+
+impl<'a> OperationDoc<'a> {
+    /// Adds the operation's input, output and envelope schemas to `components`.
+    fn new(
+        spec: &'a OperationSpec,
+        components: &mut Map<String, Value>,
+        shared: &mut SharedComponents,
+        meta_schema: &Value,
+        info: &'a DocumentInfo,
+    ) -> Self {
+        let id = spec.id();
+        let input_key = format!("{id}.Input");
+        let output_key = format!("{id}.Output");
+        let envelope_key = format!("{id}.Envelope");
+        let (input_ref, input_defs) =
+            shared.add(components, &input_key, &spec.input_schema, &spec.namespace);
+        let (output_ref, _) = shared.add(
+            components,
+            &output_key,
+            &spec.output_schema,
+            &spec.namespace,
+        );
+        components.insert(
+            envelope_key.clone(),
+            json!({
+                "type": "object",
+                "description": format!("The `ResponseEnvelope` of `{id}`."),
+                "required": ["data", "meta"],
+                "properties": {"data": output_ref, "meta": meta_schema},
+            }),
+        );
+        let envelope_ref =
+            json!({"$ref": format!("#/components/schemas/{}", pointer::escape(&envelope_key))});
+        Self {
+            spec,
+            info,
+            id,
+            input_key,
+            input_ref,
+            input_defs,
+            output_ref,
+            envelope_ref,
+        }
+    }
+
+    /// The RPC route's success: the envelope, or for a subscription its event stream.
+    fn success(&self) -> Value {
+        if self.spec.kind.is_stream() {
+            json!({
+                "description": "A `text/event-stream`: one unnamed (`message`) event per item whose data is the item's `ResponseEnvelope` JSON (`id` counts from 0), then either `event: complete` with data `{\"requestId\": ..}` or `event: error` with a `CallError`; `:` comments keep the connection alive. Closing the connection cancels the subscription. With `Accept: text/event-stream; opkit=data` each item event's data is the item's `data` alone (no meta, no `id`).",
+                "content": {"text/event-stream": {"schema": event_schema(&self.envelope_ref)}},
+            })
+        } else {
+            json!({
+                "description": "The result in a `ResponseEnvelope`: `data` is the operation's output, `meta` says where it came from.",
+                "content": {"application/json": {"schema": self.envelope_ref}},
+            })
+        }
+    }
+
+    /// Every status the server may answer `method` with.
+    fn responses(&self, method: &str) -> Value {
+        let (spec, info) = (self.spec, self.info);
         let mut responses = Map::new();
-        responses.insert("200".to_owned(), success.clone());
+        responses.insert("200".to_owned(), self.success());
         responses.insert("400".to_owned(), response_ref("BadRequest"));
         if info.authenticated {
             responses.insert("401".to_owned(), response_ref("Unauthorized"));
@@ -344,13 +393,17 @@ fn operations(
             responses.insert(status.to_owned(), response_ref(name));
         }
         Value::Object(responses)
-    };
-    let base = |operation_id: String, method: &str| {
+    }
+
+    /// What every documented operation of this one says: ids, description, access,
+    /// responses, security.
+    fn base(&self, operation_id: String, method: &str) -> Value {
+        let spec = self.spec;
         let mut op = json!({
             "operationId": operation_id,
             "summary": summary(spec),
             "tags": [spec.namespace],
-            "x-opkit-id": id,
+            "x-opkit-id": self.id,
             "x-opkit-kind": spec.kind.as_str(),
         });
         if let Some(description) = &spec.description {
@@ -359,8 +412,8 @@ fn operations(
         if !spec.access.is_public() {
             op["x-opkit-access"] = json!(spec.access);
         }
-        op["responses"] = responses(method);
-        if let Some((scheme, object)) = &info.security {
+        op["responses"] = self.responses(method);
+        if let Some((scheme, object)) = &self.info.security {
             let scopes = required_scopes(object, spec);
             op["security"] = if spec.access.is_public() {
                 json!([{}, {scheme.as_str(): scopes}])
@@ -369,24 +422,66 @@ fn operations(
             };
         }
         op
-    };
-    let post = |operation_id: String| {
-        let mut op = base(operation_id, "post");
+    }
+
+    /// The `POST` of the RPC route: the input as a JSON body.
+    fn post(&self, operation_id: String) -> Value {
+        let mut op = self.base(operation_id, "post");
         op["requestBody"] = json!({
             "description": "The input object. An empty body is read as `{}`.",
-            "required": has_required(spec.input_schema.root()),
-            "content": {"application/json": {"schema": input_ref}},
+            "required": has_required(self.spec.input_schema.root()),
+            "content": {"application/json": {"schema": self.input_ref}},
         });
         op
-    };
-    let rest = spec.http.as_ref().map(|route| {
+    }
+
+    /// The RPC route's operations, by method.
+    fn rpc(&self) -> Vec<(String, Value)> {
+        let id = &self.id;
+        match QueryShape::of(&query_view(&self.spec.input_schema)) {
+            Some(shape) if self.spec.kind != OperationKind::Mutation => {
+                let mut get = self.base(id.clone(), "get");
+                get["parameters"] = json!(parameters(&shape, &self.input_key, &self.input_defs));
+                let mut alias = self.post(format!("{id}.post"));
+                alias["x-opkit-alias"] = json!(true);
+                vec![("get".to_owned(), get), ("post".to_owned(), alias)]
+            }
+            _ => vec![("post".to_owned(), self.post(id.clone()))],
+        }
+    }
+
+    /// The REST route's operation, with its path and method.
+    fn rest(&self, route: &HttpRoute, components: &mut Map<String, Value>) -> RestOperation {
         let method = route.method.to_ascii_lowercase();
-        let mut op = base(format!("{id}.rest"), &method);
+        let mut op = self.base(format!("{}.rest", self.id), &method);
         op["x-opkit-alias"] = json!(true);
         op["x-opkit-rest"] = json!(true);
         let variables = route.path_variables();
-        let shape = QueryShape::of(&query_view(&spec.input_schema)).unwrap_or(QueryShape { params: Vec::new() });
-        let mut params: Vec<Value> = parameters(&shape, &input_key, &input_defs)
+        let shape = QueryShape::of(&query_view(&self.spec.input_schema))
+            .unwrap_or(QueryShape { params: Vec::new() });
+        let params = self.rest_parameters(&shape, &variables, &method);
+        if !params.is_empty() {
+            op["parameters"] = json!(params);
+        }
+        let takes_body = method != "get" && method != "delete";
+        if takes_body {
+            op["requestBody"] = self.rest_request_body(&shape, &variables, components);
+        }
+        let responses = op["responses"]
+            .as_object_mut()
+            .expect("responses are an object");
+        responses.remove("200");
+        responses.insert(route.status.to_string(), self.rest_success(route));
+        if takes_body {
+            responses.insert("408".to_owned(), response_ref("RequestTimeout"));
+        }
+        (route.path.clone(), method, op)
+    }
+
+    /// The REST route's parameters: its path variables, then (for `GET` and `DELETE`) the
+    /// other fields as query parameters.
+    fn rest_parameters(&self, shape: &QueryShape, variables: &[&str], method: &str) -> Vec<Value> {
+        let mut params: Vec<Value> = parameters(shape, &self.input_key, &self.input_defs)
             .into_iter()
             .filter_map(|mut param| {
                 let name = param["name"].as_str()?.to_owned();
@@ -402,66 +497,87 @@ fn operations(
             })
             .collect();
         params.sort_by_key(|param| param["in"] != "path");
-        if !params.is_empty() {
-            op["parameters"] = json!(params);
+        params
+    }
+
+    /// The REST route's request body: the fields its path does not give, as JSON (and as
+    /// multipart parts when one is a file), or the raw bytes of its one `Binary` field.
+    fn rest_request_body(
+        &self,
+        shape: &QueryShape,
+        variables: &[&str],
+        components: &mut Map<String, Value>,
+    ) -> Value {
+        let spec = self.spec;
+        let required = spec
+            .input_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|names| {
+                names
+                    .iter()
+                    .any(|name| !variables.iter().any(|variable| name == variable))
+            });
+        let fields: Vec<&super::query::QueryParam> = shape
+            .params
+            .iter()
+            .filter(|param| !variables.contains(&param.name.as_str()))
+            .collect();
+        if let [only] = fields.as_slice()
+            && opkit::binary::is_binary_schema(&only.schema)
+        {
+            return json!({
+                "description": format!("The bytes of `{}`, raw, of any content type.", only.name),
+                "required": only.required,
+                "content": {"*/*": {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}}},
+            });
         }
-        if method != "get" && method != "delete" {
-            let required = spec
-                .input_schema
-                .get("required")
-                .and_then(Value::as_array)
-                .is_some_and(|names| {
-                    names
-                        .iter()
-                        .any(|name| !variables.iter().any(|variable| name == variable))
-                });
-            let body_fields: Vec<&super::query::QueryParam> = shape
-                .params
-                .iter()
-                .filter(|param| !variables.contains(&param.name.as_str()))
-                .collect();
-            op["requestBody"] = match body_fields.as_slice() {
-                [only] if opkit::binary::is_binary_schema(&only.schema) => json!({
-                    "description": format!("The bytes of `{}`, raw, of any content type.", only.name),
-                    "required": only.required,
-                    "content": {"*/*": {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}}},
-                }),
-                fields => {
-                    let schema = rest_body(spec, &variables, components, &input_ref, &input_defs);
-                    let mut content = json!({"application/json": {"schema": schema}});
-                    if fields.iter().any(|param| opkit::binary::is_binary_schema(&param.schema)) {
-                        // A file (each `Binary` field, raw) and the other fields as text parts.
-                        let properties: Map<String, Value> = fields
-                            .iter()
-                            .map(|param| {
-                                let schema = if opkit::binary::is_binary_schema(&param.schema) {
-                                    json!({"type": "string", "contentMediaType": "application/octet-stream"})
-                                } else {
-                                    property_schema(&param.schema, &input_key, &input_defs)
-                                };
-                                (param.name.clone(), schema)
-                            })
-                            .collect();
-                        let required: Vec<&str> = fields
-                            .iter()
-                            .filter(|param| param.required)
-                            .map(|param| param.name.as_str())
-                            .collect();
-                        content["multipart/form-data"] = json!({
-                            "schema": {"type": "object", "properties": properties, "required": required},
-                        });
-                    }
-                    json!({
-                        "description": "The input object, without the fields the path gives. An empty body is read as `{}`.",
-                        "required": required,
-                        "content": content,
-                    })
-                }
-            };
+        let schema = rest_body(
+            spec,
+            variables,
+            components,
+            &self.input_ref,
+            &self.input_defs,
+        );
+        let mut content = json!({"application/json": {"schema": schema}});
+        if fields
+            .iter()
+            .any(|param| opkit::binary::is_binary_schema(&param.schema))
+        {
+            content["multipart/form-data"] = json!({"schema": self.multipart_schema(&fields)});
         }
-        let responses = op["responses"].as_object_mut().expect("responses are an object");
-        responses.remove("200");
-        let success = if route.status == 204 {
+        json!({
+            "description": "The input object, without the fields the path gives. An empty body is read as `{}`.",
+            "required": required,
+            "content": content,
+        })
+    }
+
+    /// A multipart body: each `Binary` field a file part (raw), the others text parts.
+    fn multipart_schema(&self, fields: &[&super::query::QueryParam]) -> Value {
+        let properties: Map<String, Value> = fields
+            .iter()
+            .map(|param| {
+                let schema = if opkit::binary::is_binary_schema(&param.schema) {
+                    json!({"type": "string", "contentMediaType": "application/octet-stream"})
+                } else {
+                    property_schema(&param.schema, &self.input_key, &self.input_defs)
+                };
+                (param.name.clone(), schema)
+            })
+            .collect();
+        let required: Vec<&str> = fields
+            .iter()
+            .filter(|param| param.required)
+            .map(|param| param.name.as_str())
+            .collect();
+        json!({"type": "object", "properties": properties, "required": required})
+    }
+
+    /// The REST route's success: no content, raw bytes, the envelope or the bare data.
+    fn rest_success(&self, route: &HttpRoute) -> Value {
+        let spec = self.spec;
+        if route.status == 204 {
             json!({"description": "Done: no content."})
         } else if opkit::binary::is_binary_schema(&spec.output_schema) {
             let media = spec
@@ -474,30 +590,14 @@ fn operations(
                 "content": {media: {"schema": {"type": "string", "contentMediaType": media}}},
             })
         } else if route.envelope {
-            json!({"description": "The result in a `ResponseEnvelope`.", "content": {"application/json": {"schema": envelope_ref}}})
+            json!({"description": "The result in a `ResponseEnvelope`.", "content": {"application/json": {"schema": self.envelope_ref}}})
         } else {
             json!({
                 "description": "The operation's output (the bare `data`; the request id is in `x-request-id`, the operation id in `x-opkit-operation`).",
-                "content": {"application/json": {"schema": output_ref}},
+                "content": {"application/json": {"schema": self.output_ref}},
             })
-        };
-        responses.insert(route.status.to_string(), success);
-        if method != "get" && method != "delete" {
-            responses.insert("408".to_owned(), response_ref("RequestTimeout"));
         }
-        (route.path.clone(), method, op)
-    });
-    let rpc = match QueryShape::of(&query_view(&spec.input_schema)) {
-        Some(shape) if spec.kind != OperationKind::Mutation => {
-            let mut get = base(id.clone(), "get");
-            get["parameters"] = json!(parameters(&shape, &input_key, &input_defs));
-            let mut alias = post(format!("{id}.post"));
-            alias["x-opkit-alias"] = json!(true);
-            vec![("get".to_owned(), get), ("post".to_owned(), alias)]
-        }
-        _ => vec![("post".to_owned(), post(id.clone()))],
-    };
-    (rpc, rest)
+    }
 }
 
 /// The body schema of a REST route: the input's, without the fields its path gives.

@@ -1,5 +1,5 @@
-//! REST routes: an operation's [`HttpRoute`] (method, path, success status, body shape)
-//! served beside its RPC route, through the same front door.
+//! REST routes: an operation's [`HttpRoute`] (its `http(..)` edge options: method, path,
+//! success status, body shape) served beside its RPC route, through the same front door.
 //!
 //! The input is assembled from the path variables (each a field of the input), then the
 //! query string (`GET`, `DELETE`) or the JSON body (`POST`, `PUT`, `PATCH`); a path variable
@@ -10,13 +10,15 @@ use super::byte_bodies;
 use super::handlers::{Shape, serve_call};
 use super::query::QueryShape;
 use super::request_body::{Rejection, read_bytes, read_json_body, refuse_declared_length};
+use super::route::{HttpRoute, HttpSpec, template_variables};
 use super::state::{ServerState, error_response};
 use axum::Router;
 use axum::extract::{Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use opkit::binary::HandOff;
-use opkit::{CallError, ErrorCode, HttpRoute, OperationRegistry, OperationSpec, ResponseEnvelope};
+use opkit::edge::EdgeOptionsError;
+use opkit::{CallError, ErrorCode, OperationRegistry, OperationSpec, ResponseEnvelope};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -55,6 +57,10 @@ pub enum RouteError {
         /// The other one.
         second: String,
     },
+    /// An operation's `http(..)` options are not a route (an unknown option, a value of the
+    /// wrong type).
+    #[error(transparent)]
+    Options(#[from] EdgeOptionsError),
     /// Routes at one path name its variables differently, or a route is malformed.
     #[error("operation `{id}`: the route {method} {path} cannot be served: {reason}")]
     Invalid {
@@ -108,6 +114,57 @@ fn shape_of(path: &str) -> String {
         .join("/")
 }
 
+/// Why a path cannot be a route, if it cannot: a segment that holds a `{variable}` must be
+/// one whole variable naming a field, and `:name` is not a variable here.
+fn malformed_segment(path: &str) -> Option<String> {
+    path.split('/').find_map(|segment| {
+        if let Some(name) = segment.strip_prefix(':') {
+            return Some(format!(
+                "`{segment}`: a path variable is written `{{{name}}}`, not `:{name}`"
+            ));
+        }
+        if !segment.contains(['{', '}']) {
+            return None;
+        }
+        let whole = segment
+            .strip_prefix('{')
+            .and_then(|rest| rest.strip_suffix('}'))
+            .is_some_and(|name| {
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            });
+        (!whole).then(|| {
+            format!("`{segment}`: a path variable is a whole segment naming an input field, e.g. `/todos/{{id}}`")
+        })
+    })
+}
+
+/// Each `{variable}` of a route's `Location` template names a field of the output (when the
+/// output declares its fields); an error naming the fields otherwise, where a `Location`
+/// would silently not be sent.
+fn check_location(spec: &OperationSpec, route: &HttpRoute) -> Result<(), RouteError> {
+    let Some(location) = &route.location else {
+        return Ok(());
+    };
+    let output = spec.output_schema.root();
+    let Some(properties) = output.get("properties").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    for variable in template_variables(location) {
+        if !properties.contains_key(variable) {
+            let fields: Vec<&str> = properties.keys().map(String::as_str).collect();
+            return Err(invalid(
+                spec,
+                route,
+                format!(
+                    "its `location` names `{{{variable}}}`, which is not a field of its output (its fields: {}): no `Location` could be sent",
+                    fields.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn invalid(spec: &OperationSpec, route: &HttpRoute, reason: impl Into<String>) -> RouteError {
     RouteError::Invalid {
         id: spec.id(),
@@ -141,6 +198,9 @@ impl RestRoute {
         if !route.path.starts_with('/') {
             return Err(invalid(&spec, &route, "the path must start with `/`"));
         }
+        if let Some(reason) = malformed_segment(&route.path) {
+            return Err(invalid(&spec, &route, reason));
+        }
         let status = StatusCode::from_u16(route.status)
             .ok()
             .filter(StatusCode::is_success)
@@ -162,6 +222,7 @@ impl RestRoute {
             }
             None => QueryShape { params: Vec::new() },
         };
+        check_location(&spec, &route)?;
         for variable in &variables {
             if !shape.params.iter().any(|param| &param.name == variable) {
                 let fields: Vec<&str> = shape
@@ -370,7 +431,7 @@ pub(crate) fn collect(registry: &OperationRegistry) -> Result<Vec<Arc<RestRoute>
     let mut taken: HashMap<(Method, String), (String, String)> = HashMap::new();
     let mut names_at: HashMap<String, (String, Vec<String>)> = HashMap::new();
     for spec in registry.specs() {
-        let Some(route) = spec.http.clone() else {
+        let Some(route) = spec.http_route()? else {
             continue;
         };
         let checked = RestRoute::check(spec, route)?;

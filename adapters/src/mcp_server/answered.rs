@@ -1,5 +1,5 @@
 //! The [`Elicitor`] of a task that an `after_input` operation
-//! (`#[operation(task = "after_input")]`) becomes: the operation runs again from the start,
+//! (`#[operation(mcp(task = "after_input"))]`) becomes: the operation runs again from the start,
 //! and each question it reaches gets the answer the input-required rounds gathered for it
 //! (by position and key, as in a round); a question they did not answer is asked the task's
 //! way (`tasks/get` `input_required`, `tasks/update`).

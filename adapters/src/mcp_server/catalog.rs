@@ -1,9 +1,10 @@
 //! The operations served as MCP resources, resource templates and prompts rather than as
-//! tools: those with the [`OperationSpec::EXT_MCP_RESOURCE`] or
-//! [`OperationSpec::EXT_MCP_PROMPT`] extension (`#[operation(resource = "..")]`,
-//! `#[operation(prompt)]`). Built with the tool names, from the same registry revision.
+//! tools: those whose MCP options say `resource` or `prompt` (`#[operation(mcp(resource =
+//! ".."))]`, `#[operation(mcp(prompt))]`). Built with the tool names, from the same registry
+//! revision.
 
 use super::naming::{ToolNameError, ToolNaming, tool_name_of};
+use super::options::option;
 use super::template::UriTemplate;
 use opkit::{OperationKind, OperationSpec};
 use serde_json::Value;
@@ -57,18 +58,15 @@ impl Catalog {
         naming: ToolNaming,
     ) -> Result<bool, ToolNameError> {
         let id: Arc<str> = Arc::from(spec.id().as_str());
-        if let Some(resource) = spec.extensions.get(OperationSpec::EXT_MCP_RESOURCE) {
+        if let Some(resource) = option(spec, "resource") {
             let invalid = |reason: String| ToolNameError::Invalid {
                 operation: id.to_string(),
                 tool: tool_name_of(spec, naming),
                 reason,
             };
-            let uri = resource.get("uri").and_then(Value::as_str).ok_or_else(|| {
-                invalid(format!(
-                    "its `{}` extension has no \"uri\"",
-                    OperationSpec::EXT_MCP_RESOURCE
-                ))
-            })?;
+            let uri = resource
+                .as_str()
+                .ok_or_else(|| invalid("its `resource` is not a URI string".to_owned()))?;
             let template = UriTemplate::parse(uri).map_err(invalid)?;
             if let Some(properties) = spec
                 .input_schema
@@ -87,8 +85,7 @@ impl Catalog {
                 spec: spec.clone(),
                 name: tool_name_of(spec, naming),
                 template,
-                mime_type: resource
-                    .get("mimeType")
+                mime_type: option(spec, "mime_type")
                     .and_then(Value::as_str)
                     .map(str::to_owned),
             });
@@ -100,7 +97,7 @@ impl Catalog {
             list.push(entry);
             return Ok(true);
         }
-        if spec.extensions.contains_key(OperationSpec::EXT_MCP_PROMPT) {
+        if option(spec, "prompt") == Some(&Value::Bool(true)) {
             let name = tool_name_of(spec, naming);
             if let Some(first) = self.prompts.get(&name) {
                 return Err(ToolNameError::Collision {
@@ -121,9 +118,8 @@ impl Catalog {
         Ok(false)
     }
 
-    /// Checks the completions the prompts and resource templates name
-    /// ([`OperationSpec::EXT_MCP_COMPLETE`]): each for an input field, each by a query of
-    /// `specs`.
+    /// Checks the completions the prompts and resource templates name (`complete(..)`):
+    /// each for an input field, each by a query of `specs`.
     pub(crate) fn check_completers(
         &self,
         specs: &[Arc<OperationSpec>],
@@ -137,7 +133,7 @@ impl Catalog {
             .chain(self.resources.iter().map(|entry| &entry.spec))
             .chain(self.watchers.iter().map(|entry| &entry.spec));
         for spec in completing {
-            let Some(completers) = spec.extensions.get(OperationSpec::EXT_MCP_COMPLETE) else {
+            let Some(completers) = option(spec, "complete") else {
                 continue;
             };
             let invalid = |reason: String| ToolNameError::Invalid {
@@ -146,10 +142,9 @@ impl Catalog {
                 reason,
             };
             let Some(completers) = completers.as_object() else {
-                return Err(invalid(format!(
-                    "its `{}` extension is not an object of argument names to query ids",
-                    OperationSpec::EXT_MCP_COMPLETE
-                )));
+                return Err(invalid(
+                    "its `complete` is not an object of argument names to query ids".to_owned(),
+                ));
             };
             let properties = spec.input_schema.get("properties");
             for (argument, completer) in completers {

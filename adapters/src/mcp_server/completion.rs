@@ -2,8 +2,8 @@
 //! variable while the user types it.
 //!
 //! An argument the operation names a completer for
-//! ([`OperationSpec::EXT_MCP_COMPLETE`](opkit::OperationSpec::EXT_MCP_COMPLETE),
-//! `#[operation(complete(topic = "notes.topics"))]`) gets what that query answers, run as the
+//! (`#[operation(mcp(complete(topic = "notes.topics")))]`,
+//! [`McpEdgeOptions::complete`](super::McpEdgeOptions::complete)) gets what that query answers, run as the
 //! caller through the registry's front door with `value` (what was typed), and `argument` and
 //! `arguments` (the others already given) when its input has those fields. Any other argument
 //! gets the values its field's schema lists (`enum`, or `const`s under `oneOf`/`anyOf`) that
@@ -71,9 +71,7 @@ impl McpHandler {
             ));
         };
         let argument = &request.argument;
-        let completer = spec
-            .extensions
-            .get(OperationSpec::EXT_MCP_COMPLETE)
+        let completer = super::options::option(&spec, "complete")
             .and_then(|completers| completers.get(&argument.name))
             .and_then(Value::as_str);
         let completions = match completer {

@@ -20,6 +20,7 @@ mod handler;
 mod listing;
 mod names;
 mod naming;
+mod options;
 mod prompts;
 mod replies;
 mod report;
@@ -33,7 +34,8 @@ mod tools;
 
 pub use crate::mcp_meta::{META_ENVELOPE, META_ERROR, META_WRAPPED};
 pub use listing::{LIST_PAGE_SIZE, TOOLS_PAGE_SIZE};
-pub use naming::{EXT_TOOL_META, EXT_TOOL_NAME, ToolNameError, ToolNaming};
+pub use naming::{ToolNameError, ToolNaming};
+pub use options::{MCP_EDGE, McpEdgeOptions, McpSpec, TaskSupport};
 pub use session::{McpHandler, McpSession};
 pub use sessions::{
     DEFAULT_MAX_ANONYMOUS_SESSIONS_PER_ADDRESS, DEFAULT_MAX_SESSIONS,
@@ -108,14 +110,10 @@ pub enum McpServerError {
     /// Two operations would have one tool name, or a tool name is not valid.
     #[error(transparent)]
     ToolName(#[from] ToolNameError),
-    /// An operation's [`EXT_TOOL_META`] extension is not a JSON object.
-    #[error(
-        "operation `{operation}`: the tool _meta (spec extension `{EXT_TOOL_META}`) must be a JSON object"
-    )]
-    ToolMeta {
-        /// The operation's id.
-        operation: String,
-    },
+    /// An operation's `mcp(..)` options do not read as [`McpEdgeOptions`] (an unknown
+    /// option, a `tool_meta` that is not an object, a `task` that is not one of its values).
+    #[error(transparent)]
+    Options(#[from] opkit::edge::EdgeOptionsError),
 }
 
 impl McpServer {
@@ -217,7 +215,7 @@ impl McpServer {
     }
 
     /// How operation ids become tool names (default [`ToolNaming::OperationId`]; an
-    /// operation's [`EXT_TOOL_NAME`] extension overrides it). Names that collide or break
+    /// operation's own `mcp(tool_name = "..")` overrides it). Names that collide or break
     /// the chosen form are refused when the server starts ([`McpServerError::ToolName`]).
     #[must_use]
     pub fn tool_naming(mut self, naming: ToolNaming) -> Self {
@@ -409,11 +407,14 @@ impl McpServer {
         .await
     }
 
-    /// Checks that the registry can be served: its application state, its tool names and
-    /// the tools' [`EXT_TOOL_META`].
+    /// Checks that the registry can be served: its application state, every operation's
+    /// `mcp(..)` options, and its tool names.
     pub fn check(&self) -> Result<(), McpServerError> {
         self.handler.registry.check_states()?;
         let specs = self.handler.registry.specs();
+        for spec in &specs {
+            spec.mcp_options()?;
+        }
         names::ToolNames::build(&specs, self.handler.naming)?;
         if self.handler.naming == ToolNaming::OperationId
             && let Some(spec) = specs
@@ -424,15 +425,6 @@ impl McpServer {
                 operation = %spec.id(),
                 "MCP tool names contain `.`, which model providers' function calling rejects; serve them with ToolNaming::ProviderSafe if they go to such a host"
             );
-        }
-        if let Some(spec) = specs.iter().find(|spec| {
-            spec.extensions
-                .get(EXT_TOOL_META)
-                .is_some_and(|meta| !meta.is_object())
-        }) {
-            return Err(McpServerError::ToolMeta {
-                operation: spec.id(),
-            });
         }
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! Operation ids ↔ tool names.
 //!
 //! [`ToolNaming`] says how an id becomes a tool name; an operation may choose its own name
-//! with the spec extension [`EXT_TOOL_NAME`] (`#[operation(tool_name = "..")]` sets it).
+//! with its MCP option `tool_name` (`#[operation(mcp(tool_name = ".."))]`).
 //! The mapping is built from the registry's specs, checked (every name valid for the chosen
 //! form, no two operations on one name) and applied both ways: `tools/list` shows the
 //! names, `tools/call` finds the operation by its name.
@@ -169,7 +169,7 @@ impl ToolNames {
 
 #[cfg(test)]
 mod tests {
-    use super::super::naming::EXT_TOOL_NAME;
+    use super::super::options::McpSpec;
     use super::*;
     use opkit::OperationKind;
     use serde_json::json;
@@ -207,10 +207,7 @@ mod tests {
     }
 
     fn named(namespace: &str, name: &str, tool: &str) -> Arc<OperationSpec> {
-        Arc::new(
-            OperationSpec::new(namespace, name, OperationKind::Query)
-                .extension(EXT_TOOL_NAME, json!(tool)),
-        )
+        Arc::new(OperationSpec::new(namespace, name, OperationKind::Query).mcp_tool_name(tool))
     }
 
     #[test]

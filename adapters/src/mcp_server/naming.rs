@@ -1,16 +1,9 @@
 //! How operations are named as tools: [`ToolNaming`] (the id as it is, or the form model
-//! providers accept), an operation's own name ([`EXT_TOOL_NAME`]), and why a name cannot be
-//! served ([`ToolNameError`]). Shared by the tool names and the resources and prompts.
+//! providers accept), an operation's own name (`mcp(tool_name = "..")`), and why a name
+//! cannot be served ([`ToolNameError`]). Shared by the tool names and the resources and
+//! prompts.
 
 use opkit::OperationSpec;
-
-/// Spec extension: the tool name an operation is served under (a string), overriding
-/// [`ToolNaming`]; [`OperationSpec::EXT_TOOL_NAME`].
-pub const EXT_TOOL_NAME: &str = OperationSpec::EXT_TOOL_NAME;
-
-/// Spec extension: a JSON object added to the tool's `_meta` on `tools/list`;
-/// [`OperationSpec::EXT_TOOL_META`].
-pub const EXT_TOOL_META: &str = OperationSpec::EXT_TOOL_META;
 
 /// How operation ids become tool names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -61,7 +54,7 @@ impl ToolNaming {
 pub enum ToolNameError {
     /// Two operations would be served under one tool name.
     #[error(
-        "operations `{first}` and `{second}` would both be the MCP tool `{tool}`: give one of them another name with `#[operation(tool_name = \"..\")]` (the spec extension `{EXT_TOOL_NAME}`) or choose another ToolNaming"
+        "operations `{first}` and `{second}` would both be the MCP tool `{tool}`: give one of them another name with `#[operation(mcp(tool_name = \"..\"))]` (`McpSpec::mcp_tool_name`) or choose another ToolNaming"
     )]
     Collision {
         /// The contested tool name.
@@ -85,11 +78,7 @@ pub enum ToolNameError {
 
 /// The tool name of one operation: its override, else its id in the given form.
 pub(crate) fn tool_name_of(spec: &OperationSpec, naming: ToolNaming) -> String {
-    match spec
-        .extensions
-        .get(EXT_TOOL_NAME)
-        .and_then(|name| name.as_str())
-    {
+    match super::options::tool_name(spec) {
         Some(name) => name.to_owned(),
         None => naming.name_of(&spec.id()),
     }

@@ -1,6 +1,6 @@
 //! The MCP tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) for operations that
-//! allow it ([`OperationSpec::EXT_MCP_TASK`](opkit::OperationSpec::EXT_MCP_TASK),
-//! `#[operation(task)]`), on rmcp's [`TaskManager`].
+//! allow it (`#[operation(mcp(task))]`, [`TaskSupport`](super::TaskSupport)), on rmcp's
+//! [`TaskManager`].
 //!
 //! For a client that negotiated the extension, `tools/call` of such an operation answers at
 //! once with the task (`resultType: "task"`) and the operation runs on: `tasks/get` reports
@@ -11,7 +11,7 @@
 //! tool error (`isError: true`); a panic is a failed task. The server's call timeout does not
 //! apply to a task (its TTL does; the operation's own `timeout` still applies).
 //!
-//! An `after_input` operation (`#[operation(task = "after_input")]`) gathers its input
+//! An `after_input` operation (`#[operation(mcp(task = "after_input"))]`) gathers its input
 //! first: for a 2026-07-28 client that negotiated tasks, a call that brings no answers runs
 //! in the request as a plain call does, so a question ends it with an input-required result
 //! (no task); the call that brings answers (`inputResponses`, with the round's sealed
@@ -67,7 +67,7 @@ pub(crate) enum Support {
 
 /// The task support `spec` declares.
 pub(crate) fn support(spec: &opkit::OperationSpec) -> Option<Support> {
-    match spec.extensions.get(opkit::OperationSpec::EXT_MCP_TASK)? {
+    match super::options::option(spec, "task")? {
         Value::String(support) if support == "required" => Some(Support::Required),
         Value::String(support) if support == "after_input" => Some(Support::AfterInput),
         _ => Some(Support::Optional),

@@ -198,7 +198,7 @@ pub(crate) fn tool(spec: &OperationSpec, name: &str, modern: bool) -> Option<Too
         OperationKind::Mutation => ToolAnnotations::new().read_only(false),
     };
     // The operation's own `_meta` first: opkit's keys below win over the same ones there.
-    let mut meta = match spec.extensions.get(OperationSpec::EXT_TOOL_META) {
+    let mut meta = match super::options::option(spec, "tool_meta") {
         Some(Value::Object(own)) => own.clone(),
         Some(_) => {
             // `McpServer::check` refuses it at start; an operation registered later is
@@ -256,16 +256,20 @@ mod tests {
 
     #[test]
     fn the_operations_meta_joins_opkits() {
-        let spec = OperationSpec::new("a", "b", OperationKind::Query).extension(
-            OperationSpec::EXT_TOOL_META,
+        let spec = OperationSpec::new("a", "b", OperationKind::Query).with_edge_option(
+            super::super::MCP_EDGE,
+            "tool_meta",
             json!({"ui": {"resourceUri": "ui://a/b"}, "opkit/kind": "mine"}),
         );
         let meta = tool(&spec, "a_b", false).unwrap().meta.unwrap().0;
         assert_eq!(meta["ui"], json!({"resourceUri": "ui://a/b"}));
         assert_eq!(meta["opkit/kind"], "QUERY");
         assert_eq!(meta["opkit/operationId"], "a.b");
-        let odd = OperationSpec::new("a", "b", OperationKind::Query)
-            .extension(OperationSpec::EXT_TOOL_META, json!(["no"]));
+        let odd = OperationSpec::new("a", "b", OperationKind::Query).with_edge_option(
+            super::super::MCP_EDGE,
+            "tool_meta",
+            json!(["no"]),
+        );
         let meta = tool(&odd, "a_b", false).unwrap().meta.unwrap().0;
         assert!(meta.keys().all(|key| key.starts_with("opkit/")), "{meta:?}");
     }

@@ -1,4 +1,4 @@
-//! `#[operation(task = "after_input")]` as rmcp's client sees it (2026-07-28, tasks
+//! `#[operation(mcp(task = "after_input"))]` as rmcp's client sees it (2026-07-28, tasks
 //! negotiated): the first call asks by an input-required result and makes no task, the call
 //! that brings the answer answers with a task that runs on those answers (a question left
 //! asks through the task), and a forged `requestState` is refused before any task is made.
@@ -39,7 +39,7 @@ async fn ask(ctx: &OperationContext, key: &str, message: &str) -> Result<String,
 }
 
 /// Asks who approves, then (as a task) where to, and deploys.
-#[operation(namespace = "jobs", mutation, task = "after_input")]
+#[operation(namespace = "jobs", mutation, mcp(task = "after_input"))]
 async fn deploy(ctx: &OperationContext) -> Result<String, CallError> {
     let approver = ask(ctx, "approver", "Who approves the deployment?").await?;
     let region = ask(ctx, "region", "Which region?").await?;
@@ -47,7 +47,7 @@ async fn deploy(ctx: &OperationContext) -> Result<String, CallError> {
 }
 
 /// Asks who approves, then (as a task) rolls back; counts its runs.
-#[operation(namespace = "jobs", mutation, task = "after_input")]
+#[operation(namespace = "jobs", mutation, mcp(task = "after_input"))]
 async fn rollback(ctx: &OperationContext) -> Result<String, CallError> {
     ROLLBACK_RUNS.fetch_add(1, Ordering::SeqCst);
     let approver = ask(ctx, "approver", "Who approves the rollback?").await?;

@@ -44,7 +44,7 @@ async fn total(small: u8, count: u32, tiny: i16) -> u64 {
 /// Greets someone: a `String` result (and a `_meta` of its own).
 #[operation(
     namespace = "hosts",
-    tool_meta = r#"{"ui": {"resourceUri": "ui://hosts/greet"}}"#
+    mcp(tool_meta = r#"{"ui": {"resourceUri": "ui://hosts/greet"}}"#)
 )]
 async fn greet(name: String) -> String {
     format!("hello, {name}")
@@ -274,8 +274,9 @@ async fn an_operations_tool_meta_is_listed_and_a_bad_one_refused() {
     let registry = registry();
     registry
         .register(
-            OperationSpec::new("hosts", "board", OperationKind::Query).extension(
-                opkit_adapters::mcp_server::EXT_TOOL_META,
+            OperationSpec::new("hosts", "board", OperationKind::Query).with_edge_option(
+                opkit_adapters::mcp_server::MCP_EDGE,
+                "tool_meta",
                 json!({"ui": {"resourceUri": "ui://hosts/board"}, "opkit/kind": "not this"}),
             ),
             Handler::unary(|_input, _ctx| async move { Ok(json!({})) }),
@@ -286,7 +287,7 @@ async fn an_operations_tool_meta_is_listed_and_a_bad_one_refused() {
     assert_eq!(meta["ui"], json!({"resourceUri": "ui://hosts/board"}));
     assert_eq!(meta["opkit/kind"], "QUERY");
     assert_eq!(meta["opkit/operationId"], "hosts.board");
-    // From `#[operation(tool_meta = ..)]`.
+    // From `#[operation(mcp(tool_meta = ..))]`.
     let meta = &tool(&tools, "hosts.greet").meta.as_ref().expect("_meta").0;
     assert_eq!(meta["ui"], json!({"resourceUri": "ui://hosts/greet"}));
     // The other tools carry only opkit's keys.
@@ -295,8 +296,9 @@ async fn an_operations_tool_meta_is_listed_and_a_bad_one_refused() {
 
     registry
         .register(
-            OperationSpec::new("hosts", "odd", OperationKind::Query).extension(
-                opkit_adapters::mcp_server::EXT_TOOL_META,
+            OperationSpec::new("hosts", "odd", OperationKind::Query).with_edge_option(
+                opkit_adapters::mcp_server::MCP_EDGE,
+                "tool_meta",
                 json!("ui://hosts/odd"),
             ),
             Handler::unary(|_input, _ctx| async move { Ok(json!({})) }),
@@ -306,10 +308,11 @@ async fn an_operations_tool_meta_is_listed_and_a_bad_one_refused() {
     assert!(
         matches!(
             &error,
-            opkit_adapters::mcp_server::McpServerError::ToolMeta { operation } if operation == "hosts.odd"
+            opkit_adapters::mcp_server::McpServerError::Options(error) if error.operation() == "hosts.odd"
         ),
         "{error}"
     );
+    assert!(error.to_string().contains("tool_meta"), "{error}");
 }
 
 #[tokio::test]

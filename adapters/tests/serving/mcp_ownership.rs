@@ -26,7 +26,7 @@ async fn whoami(ctx: &OperationContext) -> String {
 }
 
 /// Waits until cancelled: a task.
-#[operation(namespace = "own", mutation, task)]
+#[operation(namespace = "own", mutation, mcp(task))]
 async fn linger(ctx: &OperationContext) -> Result<String, CallError> {
     if let Some(token) = ctx.cancellation() {
         token.cancelled().await;

@@ -9,7 +9,7 @@ use crate::serve_support;
 
 use opkit::elicit::Elicited;
 use opkit::prelude::*;
-use opkit_adapters::mcp_server::McpServer;
+use opkit_adapters::mcp_server::{McpServer, McpSpec};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -25,7 +25,7 @@ enum Shelf {
 }
 
 /// The books on one shelf.
-#[operation(namespace = "books", resource = "books://{shelf}")]
+#[operation(namespace = "books", mcp(resource = "books://{shelf}"))]
 async fn on_shelf(shelf: Shelf) -> Vec<String> {
     match shelf {
         Shelf::Fiction => vec!["Dune".to_owned()],
@@ -35,13 +35,13 @@ async fn on_shelf(shelf: Shelf) -> Vec<String> {
 }
 
 /// What the library is.
-#[operation(namespace = "books", resource = "books://about")]
+#[operation(namespace = "books", mcp(resource = "books://about"))]
 async fn about() -> String {
     "A small library.".to_owned()
 }
 
 /// Ask for a recommendation from one shelf, like a book the user names.
-#[operation(namespace = "books", prompt, complete(like = "books.titles"))]
+#[operation(namespace = "books", mcp(prompt, complete(like = "books.titles")))]
 async fn recommend(
     /// The shelf to pick from.
     shelf: Shelf,
@@ -227,7 +227,7 @@ async fn the_python_sdk_client_reads_prompts_completes_and_answers_over_round_tr
 }
 
 /// The changes of one shelf: an item a little apart, three in all.
-#[operation(namespace = "books", subscription, resource = "books://{shelf}")]
+#[operation(namespace = "books", subscription, mcp(resource = "books://{shelf}"))]
 fn shelf_changes(shelf: Shelf) -> impl futures::Stream<Item = String> + Send + 'static {
     futures::stream::unfold(0_u32, move |n| async move {
         if n >= 3 {
@@ -245,7 +245,7 @@ async fn added_later() -> String {
 }
 
 /// A prompt added while clients are connected.
-#[operation(namespace = "books", prompt)]
+#[operation(namespace = "books", mcp(prompt))]
 async fn review(
     /// The book to review.
     title: String,
@@ -491,7 +491,7 @@ mod changes {
 }
 
 /// Rebuilds the index once the user confirms: a task for clients that follow tasks.
-#[operation(namespace = "books", mutation, task)]
+#[operation(namespace = "books", mutation, mcp(task))]
 async fn reindex(ctx: &OperationContext) -> Result<String, CallError> {
     match ctx.elicit::<Confirm>("Rebuild the whole index?").await? {
         Elicited::Accepted(Confirm { confirm: true }) => {}
@@ -502,7 +502,7 @@ async fn reindex(ctx: &OperationContext) -> Result<String, CallError> {
 }
 
 /// Waits until cancelled: a task.
-#[operation(namespace = "books", mutation, task)]
+#[operation(namespace = "books", mutation, mcp(task))]
 async fn wait_forever(ctx: &OperationContext) -> Result<String, CallError> {
     if let Some(token) = ctx.cancellation() {
         token.cancelled().await;

@@ -11,7 +11,8 @@ use crate::serve_support;
 
 use http::StatusCode;
 use opkit::prelude::*;
-use opkit::{HttpRoute, OperationKind, OperationSpec};
+use opkit::{OperationKind, OperationSpec};
+use opkit_adapters::http_server::{HttpRoute, HttpSpec};
 use opkit_adapters::http_server::{HttpServer, HttpServerError, RouteError};
 use opkit_testkit::dir::TempDir;
 use parking_lot::RwLock;
@@ -240,6 +241,46 @@ fn bad_routes_are_refused_when_the_router_is_built() {
     let (spec, handler) = dynamic("a", HttpRoute::new("GET", "/ops/{id}"));
     registry.register(spec, handler).unwrap();
     assert!(route_error(registry).to_string().contains("RPC routes"));
+}
+
+/// What the macro cannot see is checked when the router is built, never a panic: a path in
+/// another framework's spelling, a `Location` naming a field the output lacks, `http(..)`
+/// options that are not a route.
+#[test]
+fn misspelt_routes_and_unknown_location_fields_are_route_errors() {
+    let registry = OperationRegistry::new();
+    let (spec, handler) = dynamic("a", HttpRoute::new("GET", "/things/:id"));
+    registry.register(spec, handler).unwrap();
+    let error = route_error(registry).to_string();
+    assert!(error.contains("written `{id}`, not `:id`"), "{error}");
+
+    let registry = OperationRegistry::new();
+    let (spec, handler) = dynamic(
+        "a",
+        HttpRoute::new("POST", "/things").location("/things/{idd}"),
+    );
+    let spec = spec.output_schema(json!({
+        "type": "object",
+        "properties": {"id": {"type": "string"}, "name": {"type": "string"}}
+    }));
+    registry.register(spec, handler).unwrap();
+    let error = route_error(registry).to_string();
+    assert!(
+        error.contains("`{idd}`, which is not a field of its output (its fields: id, name)"),
+        "{error}"
+    );
+
+    let registry = OperationRegistry::new();
+    let spec = OperationSpec::new("rest", "a", OperationKind::Query).with_edge_options(
+        opkit_adapters::http_server::HTTP_EDGE,
+        json!({"method": "GET", "path": "/things", "cache_for": 60}),
+    );
+    registry
+        .register(spec, Handler::unary(|_, _| async { Ok(json!(null)) }))
+        .unwrap();
+    let error = route_error(registry);
+    assert!(matches!(error, RouteError::Options(_)), "{error}");
+    assert!(error.to_string().contains("unknown field `cache_for`"), "{error}");
 }
 
 #[tokio::test]

@@ -26,9 +26,24 @@
 //! (`opkit_adapters::http_server::HttpRequest`, `opkit_adapters::mcp_server::McpSession`,
 //! [`CallProtocolRequest`](crate::protocol::CallProtocolRequest)); an edge name is one of
 //! [`Edge::HTTP`], [`Edge::MCP`], [`Edge::CALL_PROTOCOL`] or the application's own.
+//!
+//! # Options an operation gives an edge
+//!
+//! The other way round, an operation says how one edge should serve it in that edge's own
+//! group of its attribute: `#[operation(mcp(resource = "notes://{id}"), http(method = "GET",
+//! path = "/notes/{id}"))]`. Core carries each group as JSON (keys as written) in
+//! [`OperationSpec::edges`](crate::OperationSpec::edges) without knowing it; the edge reads
+//! its own, typed, with [`OperationSpec::edge_options`](crate::OperationSpec::edge_options),
+//! and refuses to start on options it cannot read ([`EdgeOptionsError`]). So an edge of the
+//! application's takes options from the attribute with no change to opkit:
+//! `#[operation(grpc(method = "GetNote"))]` gives `{"grpc": {"method": "GetNote"}}`. In a
+//! group, `key = "text"`, numbers and `true`/`false` are those values, `key = [..]` a list,
+//! `key` alone `true`, and `key(..)` an object of its own keys.
 
+mod options;
 mod session;
 
+pub use options::EdgeOptionsError;
 pub use session::{Session, Sessions};
 
 use crate::state::StateMap;

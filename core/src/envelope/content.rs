@@ -112,7 +112,7 @@ pub enum Role {
 }
 
 /// One message of an MCP prompt: who says it and what. A prompt operation
-/// ([`OperationSpec::EXT_MCP_PROMPT`](crate::OperationSpec::EXT_MCP_PROMPT)) returns a
+/// (`#[operation(mcp(prompt))]`, served by `opkit_adapters::mcp_server`) returns a
 /// `Vec<PromptMessage>` (or a `String`, served as one user message).
 ///
 /// ```

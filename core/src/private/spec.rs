@@ -23,43 +23,13 @@ pub struct SpecParts {
     pub states: &'static [fn() -> StateKey],
     /// `file:line` of the definition.
     pub origin: &'static str,
-    /// `tool_name = ".."`: the [`OperationSpec::EXT_TOOL_NAME`] extension.
-    pub tool_name: Option<&'static str>,
-    /// `tool_meta = "{..}"` (JSON the macro checked is an object): the
-    /// [`OperationSpec::EXT_TOOL_META`] extension.
-    pub tool_meta: Option<&'static str>,
-    /// `resource = ".."`: the [`OperationSpec::EXT_MCP_RESOURCE`] extension.
-    pub resource: Option<&'static str>,
-    /// `prompt`: the [`OperationSpec::EXT_MCP_PROMPT`] extension.
-    pub prompt: bool,
-    /// `task` (`"optional"`), `task = "required"` or `task = "after_input"`: the
-    /// [`OperationSpec::EXT_MCP_TASK`] extension.
-    pub task: Option<&'static str>,
-    /// `complete(argument = "ns.query", ..)`: the [`OperationSpec::EXT_MCP_COMPLETE`]
-    /// extension.
-    pub complete: &'static [(&'static str, &'static str)],
     /// `layer = ".."` (one per key): the named middleware layers it asks for.
     pub layers: &'static [&'static str],
     /// `timeout = ".."`, in milliseconds.
     pub timeout_ms: Option<u64>,
-    /// `http(..)`: the REST route.
-    pub http: Option<HttpParts>,
-}
-
-/// `http(method = "..", path = "..", status = .., body = "..", location = "..", body_limit = "..")`.
-pub struct HttpParts {
-    /// The method, upper case.
-    pub method: &'static str,
-    /// The path.
-    pub path: &'static str,
-    /// The success status.
-    pub status: u16,
-    /// `body = "envelope"`.
-    pub envelope: bool,
-    /// `location = ".."`.
-    pub location: Option<&'static str>,
-    /// `body_limit = ".."`, in bytes.
-    pub body_limit: Option<usize>,
+    /// The attribute's edge groups (`mcp(..)`, `http(..)`, an edge of the application's):
+    /// each edge's name and its options as JSON text the macro wrote.
+    pub edges: &'static [(&'static str, &'static str)],
 }
 
 /// The spec of an operation, built once and cloned from `cell` afterwards.
@@ -85,30 +55,11 @@ pub fn cached_spec(
             spec = spec.layer(*layer);
         }
         spec.timeout = parts.timeout_ms.map(std::time::Duration::from_millis);
-        if let Some(http) = parts.http {
-            let mut route = crate::spec::HttpRoute::new(http.method, http.path).status(http.status);
-            route.envelope = http.envelope;
-            route.location = http.location.map(str::to_owned);
-            route.body_limit = http.body_limit;
-            spec = spec.http(route);
-        }
-        if let Some(tool_name) = parts.tool_name {
-            spec = spec.extension(OperationSpec::EXT_TOOL_NAME, Value::from(tool_name));
-        }
-        if let Some(Ok(meta @ Value::Object(_))) = parts.tool_meta.map(serde_json::from_str) {
-            spec = spec.extension(OperationSpec::EXT_TOOL_META, meta);
-        }
-        if let Some(uri) = parts.resource {
-            spec = spec.mcp_resource(uri);
-        }
-        if parts.prompt {
-            spec = spec.mcp_prompt();
-        }
-        if let Some(support) = parts.task {
-            spec = spec.extension(OperationSpec::EXT_MCP_TASK, Value::from(support));
-        }
-        for (argument, completer) in parts.complete {
-            spec = spec.mcp_completion(*argument, *completer);
+        for (edge, options) in parts.edges {
+            // The macro wrote valid JSON; a group that is not is left out rather than guessed.
+            if let Ok(options) = serde_json::from_str(options) {
+                spec = spec.with_edge_options(*edge, options);
+            }
         }
         spec.description = parts
             .description

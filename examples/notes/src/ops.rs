@@ -126,9 +126,8 @@ pub async fn delete(
 /// the ids of the notes there are.
 #[operation(
     namespace = "notes",
-    resource = "notes://{id}",
     errors(not_found),
-    complete(id = "notes.ids")
+    mcp(resource = "notes://{id}", complete(id = "notes.ids"))
 )]
 pub async fn read(State(db): State<Db>, id: i64) -> Result<Note, CallError> {
     db.get(id).await?.ok_or_else(|| missing(id))
@@ -148,7 +147,7 @@ pub async fn ids(State(db): State<Db>, value: String) -> Result<Vec<String>, Cal
 }
 
 /// Summarize my notes: a prompt holding every note (at most 200), for the model to summarize.
-#[operation(namespace = "notes", prompt)]
+#[operation(namespace = "notes", mcp(prompt))]
 pub async fn summarize(
     State(db): State<Db>,
     /// How many words the summary may have (default 100).

@@ -9,7 +9,7 @@
 //! `input` builds the input side (the input struct, the arguments), `run` the running side
 //! (the shared `run` fn, the JSON handler, the `Send` checks); this module assembles them.
 
-use crate::model::Kind;
+use crate::kind::Kind;
 use crate::model::{Operation, Param};
 use crate::shape::Shape;
 use proc_macro2::{Ident, Span, TokenStream};
@@ -57,6 +57,7 @@ pub(crate) fn expand(op: &Operation<'_>) -> TokenStream {
     let send_cause = send_cause(op);
     let inherent = inherent_items(op, &locals);
     let registration = registration(op);
+    let deprecated = deprecated_keys(op);
     quote! {
         #(#cfgs)*
         #handle
@@ -70,7 +71,34 @@ pub(crate) fn expand(op: &Operation<'_>) -> TokenStream {
             #inherent
             #registration
         };
+        #deprecated
     }
+}
+
+/// One deprecation warning, at the user's word, for each flat MCP key of earlier versions
+/// (`tool_name = ..` for `mcp(tool_name = ..)`): outside the block above, whose
+/// `allow(deprecated)` would silence it.
+fn deprecated_keys(op: &Operation<'_>) -> TokenStream {
+    let warnings = op.edges.deprecated.iter().map(|(span, key)| {
+        let word = proc_macro2::Ident::new(key, *span);
+        let form = match key.as_str() {
+            "prompt" => "mcp(prompt)".to_owned(),
+            "task" => "mcp(task)` or `mcp(task = \"..\")".to_owned(),
+            "complete" => "mcp(complete(..))".to_owned(),
+            other => format!("mcp({other} = \"..\")"),
+        };
+        let note =
+            format!("`{key}` is an option of the MCP server: write it in its group, `{form}`");
+        quote_spanned! {*span=>
+            const _: () = {
+                #[deprecated(note = #note)]
+                #[allow(non_upper_case_globals)]
+                const #word: () = ();
+                #word
+            };
+        }
+    });
+    quote!(#(#warnings)*)
 }
 
 /// What stands in for the handle when the attribute has errors: the struct with `ID`,
@@ -228,55 +256,16 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     let description = doc_option(private, &op.docs);
     let scopes = &op.scopes;
     let roles = &op.roles;
-    let tool_name = match &op.tool_name {
-        Some(name) => quote!(#private::Some(#name)),
-        None => quote!(#private::None),
-    };
-    let tool_meta = match &op.tool_meta {
-        Some(meta) => quote!(#private::Some(#meta)),
-        None => quote!(#private::None),
-    };
-    let resource = match &op.resource {
-        Some(uri) => quote!(#private::Some(#uri)),
-        None => quote!(#private::None),
-    };
-    let prompt = op.prompt;
-    let task = match &op.task {
-        Some(support) => quote!(#private::Some(#support)),
-        None => quote!(#private::None),
-    };
-    let completed = op.complete.iter().map(|(argument, completer)| {
-        let argument = argument.to_string();
-        quote!((#argument, #completer))
-    });
     let layers = &op.layers;
     let timeout_ms = match op.timeout_ms {
         Some(ms) => quote!(#private::Some(#ms)),
         None => quote!(#private::None),
     };
-    let http = match &op.http {
-        Some(route) => {
-            let (method, path, status, envelope) =
-                (&route.method, &route.path, route.status, route.envelope);
-            let location = match &route.location {
-                Some(location) => quote!(#private::Some(#location)),
-                None => quote!(#private::None),
-            };
-            let body_limit = match route.body_limit {
-                Some(bytes) => quote!(#private::Some(#bytes)),
-                None => quote!(#private::None),
-            };
-            quote!(#private::Some(#private::HttpParts {
-                method: #method,
-                path: #path,
-                status: #status,
-                envelope: #envelope,
-                location: #location,
-                body_limit: #body_limit,
-            }))
-        }
-        None => quote!(#private::None),
-    };
+    let edges = op
+        .edges
+        .json()
+        .into_iter()
+        .map(|(name, options)| quote!((#name, #options)));
     let error_kinds = op
         .errors
         .iter()
@@ -324,15 +313,9 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
                         roles: &[#(#roles),*],
                         errors: &[#(#error_kinds),*],
                         states: &[#(#states),*],
-                        tool_name: #tool_name,
-                        tool_meta: #tool_meta,
-                        resource: #resource,
-                        prompt: #prompt,
-                        task: #task,
-                        complete: &[#(#completed),*],
                         layers: &[#(#layers),*],
                         timeout_ms: #timeout_ms,
-                        http: #http,
+                        edges: &[#(#edges),*],
                         origin: #private::concat!(#private::file!(), ":", #private::line!()),
                     },
                     #input_schema,
