@@ -8,7 +8,6 @@ use crate::elicit::{ClientRequest, ElicitRequest, ElicitResponse, Elicited, Elic
 use crate::envelope::ResponseEnvelope;
 use crate::error::CallError;
 use crate::report::{LogLevel, LogRecord, Progress, Reporter};
-use crate::spec::OperationSpec;
 use crate::state::StateMap;
 use crate::trace_context::TraceContext;
 use futures::Stream;
@@ -24,19 +23,13 @@ use tokio_util::sync::CancellationToken;
 pub type EnvelopeStream =
     Pin<Box<dyn Stream<Item = Result<ResponseEnvelope, CallError>> + Send + 'static>>;
 
-/// What [`EnvBackend::layers_for`] gives a typed call: the backend's middleware, erased, and
-/// the operation's spec there when it is registered.
-#[doc(hidden)]
-pub type LayersOf = (
-    Arc<dyn std::any::Any + Send + Sync>,
-    Option<Arc<OperationSpec>>,
-);
-
 /// Where an env sends its calls: a local registry, or the call protocol.
 ///
 /// Implemented by [`OperationRegistry`](crate::OperationRegistry) (trusted, in-process) and by the call protocol's
-/// pending-request map (remote).
-pub trait EnvBackend: Send + Sync + 'static {
+/// pending-request map (remote). A backend is also [`Any`](std::any::Any), so code above the
+/// context in the crate's layering that knows a backend's type can find it: a typed call made
+/// with a context on a registry finds the registry's middleware that way.
+pub trait EnvBackend: std::any::Any + Send + Sync + 'static {
     /// Runs a query or mutation.
     fn call(
         &self,
@@ -52,22 +45,6 @@ pub trait EnvBackend: Send + Sync + 'static {
         input: Value,
         ctx: OperationContext,
     ) -> BoxFuture<'static, Result<EnvelopeStream, CallError>>;
-
-    /// `true` when this backend runs calls through middleware (a registry given some), so
-    /// typed calls made with a context on it must ask [`layers_for`](Self::layers_for).
-    #[doc(hidden)]
-    fn has_layers(&self) -> bool {
-        false
-    }
-
-    /// The middleware of a registry backend, type-erased (the context sits below the
-    /// middleware in the crate's layering, so it cannot name them; typed calls downcast it),
-    /// and the spec of `id` there when it is registered. Shared, not copied: a typed call
-    /// asks for it on every call.
-    #[doc(hidden)]
-    fn layers_for(&self, _id: &str) -> Option<LayersOf> {
-        None
-    }
 }
 
 /// What a handler knows about the call it serves: ids, the caller, the deadline, a

@@ -246,7 +246,6 @@ pub mod __private;
 pub use access::{AccessRule, Identity};
 pub use bounds::{Bounds, Deadline, Interrupted};
 #[doc(hidden)]
-pub use context::LayersOf;
 pub use context::{EnvBackend, OperationContext, new_request_id};
 pub use env::OperationEnv;
 pub use envelope::{ResponseEnvelope, ResponseMeta};

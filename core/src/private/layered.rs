@@ -491,12 +491,7 @@ fn chain_for(
     ctx: &OperationContext,
     facts: Facts,
 ) -> Option<(crate::middleware::Chain, Arc<OperationSpec>)> {
-    let backend = ctx.env_backend()?;
-    if !backend.has_layers() {
-        return None;
-    }
-    let (layers, spec) = backend.layers_for(facts.id)?;
-    let layers = layers.downcast::<crate::middleware::Layers>().ok()?;
+    let (layers, spec) = crate::registry::layers_of(&**ctx.env_backend()?, facts.id)?;
     let spec = spec.unwrap_or_else(|| Arc::new((facts.spec)()));
     let chain = layers.chain_for(facts.id, &spec)?;
     Some((chain, spec))

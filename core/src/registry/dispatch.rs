@@ -252,14 +252,6 @@ impl EnvBackend for RegistryInner {
     ) -> BoxFuture<'static, Result<EnvelopeStream, CallError>> {
         RegistryInner::subscribe(self, id, input, &ctx)
     }
-
-    fn has_layers(&self) -> bool {
-        RegistryInner::has_layers(self)
-    }
-
-    fn layers_for(&self, id: &str) -> Option<crate::context::LayersOf> {
-        RegistryInner::layers_for(self, id)
-    }
 }
 
 impl EnvBackend for OperationRegistry {
@@ -279,13 +271,5 @@ impl EnvBackend for OperationRegistry {
         ctx: OperationContext,
     ) -> BoxFuture<'static, Result<EnvelopeStream, CallError>> {
         EnvBackend::subscribe(&*self.inner, id, input, ctx)
-    }
-
-    fn has_layers(&self) -> bool {
-        self.inner.has_layers()
-    }
-
-    fn layers_for(&self, id: &str) -> Option<crate::context::LayersOf> {
-        self.inner.layers_for(id)
     }
 }

@@ -8,6 +8,7 @@ use super::{RegistryInner, subscription};
 use crate::context::OperationContext;
 use crate::error::CallError;
 use crate::middleware::{Call, CallInput, Chain, Endpoint, Layers, Next, Outcome, Reply};
+use crate::spec::OperationSpec;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
@@ -89,19 +90,32 @@ impl RegistryInner {
         }
     }
 
-    pub(super) fn has_layers(&self) -> bool {
-        self.has_layers.load(Ordering::Acquire)
-    }
-
-    /// The middleware (an `Arc<Layers>`, erased) and the spec of `id`, for a typed call.
-    pub(super) fn layers_for(&self, id: &str) -> Option<crate::context::LayersOf> {
-        if !self.has_layers() {
+    /// The middleware and the spec of `id` (when it is registered), for a typed call made
+    /// with a context on this registry; `None` without middleware.
+    fn layers_for(&self, id: &str) -> Option<(Arc<Layers>, Option<Arc<OperationSpec>>)> {
+        if !self.has_layers.load(Ordering::Acquire) {
             return None;
         }
-        let layers: Arc<Layers> = self.layers.load_full();
         Some((
-            layers,
+            self.layers.load_full(),
             self.find(id).map(|operation| operation.spec.clone()),
         ))
+    }
+}
+
+/// The middleware a typed call made with a context on `backend` passes through, and the spec
+/// of `id` there: `backend`'s when it is a registry with middleware (found by its type: only a
+/// registry runs calls through middleware), `None` otherwise.
+pub(crate) fn layers_of(
+    backend: &dyn crate::context::EnvBackend,
+    id: &str,
+) -> Option<(Arc<Layers>, Option<Arc<OperationSpec>>)> {
+    let backend: &dyn std::any::Any = backend;
+    match backend.downcast_ref::<RegistryInner>() {
+        Some(inner) => inner.layers_for(id),
+        None => backend
+            .downcast_ref::<super::OperationRegistry>()?
+            .inner
+            .layers_for(id),
     }
 }

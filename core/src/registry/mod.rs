@@ -19,6 +19,7 @@ mod door;
 pub(crate) mod guard;
 mod handler;
 mod layered;
+pub(crate) use layered::layers_of;
 mod linked;
 mod operation;
 mod pipeline;
