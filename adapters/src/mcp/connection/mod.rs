@@ -192,13 +192,13 @@ impl McpConnection {
             }));
         }
         let sign_in = options.sign_in.as_ref()?;
-        match crate::oauth::sign_in::SignIn::new(sign_in.clone(), url) {
+        match crate::oauth::client::sign_in::SignIn::new(sign_in.clone(), url) {
             Ok(sign_in) => Some(Arc::new(sign_in)),
             Err(error) => {
                 tracing::warn!(target: "opkit_adapters::mcp", %error, "no DPoP key: signing in without DPoP");
                 let mut plain = (**sign_in).clone();
                 plain.dpop = false;
-                crate::oauth::sign_in::SignIn::new(Arc::new(plain), url)
+                crate::oauth::client::sign_in::SignIn::new(Arc::new(plain), url)
                     .ok()
                     .map(|sign_in| Arc::new(sign_in) as Arc<dyn oauth::Tokens>)
             }

@@ -7,8 +7,8 @@
 //! `use_dpop_nonce` refusal is followed with its nonce.
 
 use crate::oauth::ClientCredentials;
-use crate::oauth::dpop::{NONCE_HEADER, PROOF_HEADER, USE_NONCE};
-use crate::oauth::sign_in::{Credential, SignIn};
+use crate::oauth::client::dpop::{NONCE_HEADER, PROOF_HEADER, USE_NONCE};
+use crate::oauth::client::sign_in::{Credential, SignIn};
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};

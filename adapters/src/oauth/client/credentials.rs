@@ -2,10 +2,10 @@
 //! the client-credentials grant (RFC 6749 §4.4), for a resource (RFC 8707), and keeps one
 //! until shortly before it expires.
 
-use super::discovery::{Discovery, discover};
-use super::error::{FetchError, OAuthConfigError, TokenRequestError};
-use super::fetch::{FetchLimits, Fetcher, parse_url};
 use super::grant::{Grant, refusal};
+use crate::oauth::discovery::{Discovery, discover};
+use crate::oauth::error::{FetchError, OAuthConfigError, TokenRequestError};
+use crate::oauth::fetch::{FetchLimits, Fetcher, parse_url};
 use serde_json::Value;
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -556,7 +556,7 @@ fn no_randomness() -> TokenRequestError {
 /// `url` when it is `https`, or `http` to a loopback address; the error naming `what` it was
 /// otherwise. Credentials never travel in the clear past this machine.
 fn secure(url: &str, what: &'static str) -> Result<(), TokenRequestError> {
-    if super::fetch::is_secure_url(url) {
+    if crate::oauth::fetch::is_secure_url(url) {
         Ok(())
     } else {
         Err(TokenRequestError::InsecureUrl {
@@ -569,7 +569,7 @@ fn secure(url: &str, what: &'static str) -> Result<(), TokenRequestError> {
 /// [`secure`] for a URL given to a constructor.
 fn secure_url(what: &'static str, value: &str) -> Result<(), OAuthConfigError> {
     parse_url(what, value)?;
-    if super::fetch::is_secure_url(value) {
+    if crate::oauth::fetch::is_secure_url(value) {
         Ok(())
     } else {
         Err(OAuthConfigError::InvalidUrl {

@@ -74,7 +74,7 @@ impl SecretGuard {
                 .trusted
                 .iter()
                 .any(|trusted| trusted == issuer.trim_end_matches('/'))
-            && super::fetch::is_secure_url(endpoint)
+            && crate::oauth::fetch::is_secure_url(endpoint)
         {
             self.endpoints.lock().insert(endpoint.to_owned());
         }

@@ -1,8 +1,8 @@
 //! This server as an OAuth protected resource: its metadata document (RFC 9728), where that
 //! document is served, and the `WWW-Authenticate` challenges that point clients to it.
 
-use super::error::OAuthConfigError;
-use super::fetch::parse_url;
+use crate::oauth::error::OAuthConfigError;
+use crate::oauth::fetch::parse_url;
 use axum::Router;
 use http::HeaderValue;
 use serde_json::{Value, json};

@@ -6,9 +6,9 @@
 //! costs one request to the provider per that time. At most [`INTROSPECTION_MAX_KEPT`] answers are kept.
 //! A provider that cannot be reached is asked again the next time (nothing kept).
 
-use super::discovery::{Discovery, discover};
-use super::error::{FetchError, TokenError};
-use super::fetch::Fetcher;
+use crate::oauth::discovery::{Discovery, discover};
+use crate::oauth::error::{FetchError, TokenError};
+use crate::oauth::fetch::Fetcher;
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use std::collections::HashMap;

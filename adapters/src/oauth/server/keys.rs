@@ -2,9 +2,9 @@
 //! when a token names a key the cached set lacks — at most once per refresh interval, so a
 //! stream of tokens with made-up `kid`s cannot make the server hammer the issuer.
 
-use super::discovery::{Discovery, discover};
-use super::error::{FetchError, TokenError};
-use super::fetch::Fetcher;
+use crate::oauth::discovery::{Discovery, discover};
+use crate::oauth::error::{FetchError, TokenError};
+use crate::oauth::fetch::Fetcher;
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};
 use parking_lot::RwLock;

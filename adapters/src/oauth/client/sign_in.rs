@@ -25,7 +25,7 @@ pub enum SignInError {
     /// not check out (`state`, `iss`): rmcp's OAuth client says why.
     #[error("signing in failed: {0}")]
     OAuth(String),
-    /// The application's [`Authorize`](super::Authorize) callback failed.
+    /// The application's [`Authorize`](crate::oauth::Authorize) callback failed.
     #[error("the user was not signed in: {0}")]
     Authorize(AuthorizeError),
     /// The server refused a token for lacking scopes it holds already, or named none.

@@ -1,12 +1,12 @@
-//! The grants a [`ClientCredentials`](super::ClientCredentials) client asks for tokens with:
+//! The grants a [`ClientCredentials`](crate::oauth::ClientCredentials) client asks for tokens with:
 //! its own credentials (the client-credentials grant), or an assertion (the JWT-bearer
 //! grant of RFC 7523 §2.1) — a workload's identity token (workload identity federation), or
 //! an identity assertion for the authorization server that the enterprise's identity
 //! provider issues in exchange for the user's ID token (enterprise-managed authorization:
 //! RFC 8693 token exchange for an ID-JAG).
 
-use super::error::{FetchError, TokenRequestError};
-use super::fetch::Fetcher;
+use crate::oauth::error::{FetchError, TokenRequestError};
+use crate::oauth::fetch::Fetcher;
 use serde_json::Value;
 use std::fmt;
 use std::sync::Arc;

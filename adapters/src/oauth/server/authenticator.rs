@@ -3,14 +3,14 @@
 //! caller's [`Identity`].
 
 use super::claims::ClaimsMapping;
-use super::discovery::Discovery;
-use super::error::{OAuthConfigError, TokenError};
-use super::fetch::parse_url;
-use super::fetch::{FetchLimits, Fetcher};
 use super::keys::{KeyCache, KeySource, RefreshPolicy};
 use super::resource::ProtectedResource;
 use crate::http_server::Authenticator;
 use crate::http_server::identity::Credentials;
+use crate::oauth::discovery::Discovery;
+use crate::oauth::error::{OAuthConfigError, TokenError};
+use crate::oauth::fetch::parse_url;
+use crate::oauth::fetch::{FetchLimits, Fetcher};
 use base64::Engine;
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -63,7 +63,7 @@ pub const DEFAULT_MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(30);
 /// scope an operation needs, and document an `openIdConnect` (or `oauth2`) security scheme
 /// with each operation's scopes.
 ///
-/// See the [module docs](super) for a whole setup.
+/// See the [module docs](crate::oauth) for a whole setup.
 #[derive(Clone)]
 pub struct OAuthAuthenticator {
     inner: Arc<AuthenticatorState>,
@@ -319,7 +319,7 @@ impl OAuthAuthenticatorBuilder {
     }
 
     /// What the id of a client acting as itself (a token with `client_id` and no `sub`)
-    /// starts with (default [`DEFAULT_CLIENT_PREFIX`](super::DEFAULT_CLIENT_PREFIX),
+    /// starts with (default [`DEFAULT_CLIENT_PREFIX`](crate::oauth::DEFAULT_CLIENT_PREFIX),
     /// `client:`); `None` refuses such tokens (see [`ClaimsMapping::client_prefix`]).
     pub fn client_prefix(mut self, prefix: Option<String>) -> Self {
         self.mapping.client_prefix = prefix;

@@ -3,7 +3,7 @@
 //! with PKCE, as the MCP authorization spec describes it. The application's part is one
 //! callback, [`Authorize`]: show the user a URL, hand back where the browser was sent.
 
-use super::error::OAuthConfigError;
+use crate::oauth::error::OAuthConfigError;
 use futures::future::BoxFuture;
 use std::fmt;
 use std::future::Future;

@@ -77,7 +77,7 @@ impl DpopKey {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |since| since.as_secs());
-        let jti = super::client::rand_jti()
+        let jti = super::credentials::rand_jti()
             .ok_or_else(|| "the operating system gave no randomness for a DPoP proof".to_owned())?;
         let mut claims = json!({
             "jti": format!("{jti:032x}"),

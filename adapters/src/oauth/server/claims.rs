@@ -4,7 +4,7 @@
 //! token with `client_id` but no subject) is `client:<client_id>`, so a client registered
 //! as `bob` is never the user `bob`.
 
-use super::error::TokenError;
+use crate::oauth::error::TokenError;
 use opkit::Identity;
 use serde_json::{Map, Value};
 
