@@ -95,6 +95,16 @@ if [ ! -f "$serve_peers/.venv/.installed" ] \
     touch "$serve_peers/.venv/.installed"
 fi
 
+# TypeScript client tests (examples/notes/tests/typescript_client.rs, adapters/tests/typescript_client):
+# the TypeScript compiler (`tsc --strict` over the generated clients), pinned by
+# adapters/peers/typescript/package-lock.json; the compiled programs run on the system Node.
+typescript_peers=adapters/peers/typescript
+if [ ! -x "$typescript_peers/node_modules/.bin/tsc" ] \
+    || [ ! -f "$typescript_peers/node_modules/.package-lock.json" ] \
+    || [ "$typescript_peers/package-lock.json" -nt "$typescript_peers/node_modules/.package-lock.json" ]; then
+    (cd "$typescript_peers" && npm ci --no-audit --no-fund)
+fi
+
 # ----- Cast tests (core: tests/cast_typebox.rs, tests/cast_json_schema_suite.rs) -----------------
 # TypeBox, the reference implementation of `Value.Cast` (npm, pinned by
 # core/peers/typebox/package-lock.json), and the JSON-Schema-Test-Suite as shipped in the

@@ -6,9 +6,9 @@
 //! | `mcp` | [`mcp`] | imports an MCP server's tools as operations |
 //! | `http-server` | [`http_server`] | serves a registry over HTTP: a route per operation, SSE subscriptions, `/openapi.json` |
 //! | `mcp-server` | [`mcp_server`] | serves a registry as an MCP server over stdio and Streamable HTTP (enables `http-server`) |
-//! | `oauth-client` | [`oauth`] | the MCP import signs in with client-credentials tokens from an authorization server (enables `mcp`) |
 //! | `oauth` | [`oauth`] | the HTTP and MCP servers as OAuth 2.1 resource servers: JWT access tokens checked against the issuer's keys, Protected Resource Metadata, introspection (enables `http-server`) |
 //! | `oauth-client` | [`oauth`] | the MCP import signs in with client-credentials tokens from an authorization server (enables `mcp`) |
+//! | `typescript-client` | [`client`] | writes a typed TypeScript client (one module) from a registry's operations |
 //! | `redis` | [`redis`] | the call protocol over Redis: streams consumer groups for requests, pub/sub for replies |
 //! | `websocket` | [`websocket`] | the call protocol over a WebSocket hub with authenticated spokes |
 
@@ -20,6 +20,9 @@ pub mod mcp;
 
 #[cfg(feature = "http-server")]
 pub mod http_server;
+
+#[cfg(feature = "typescript-client")]
+pub mod client;
 
 #[cfg(feature = "mcp-server")]
 pub mod mcp_server;

@@ -8,13 +8,16 @@
 //! notes replica --redis redis://127.0.0.1:6379/ --identity-secret-file notes.key [--db notes.db] [--name notes-b]
 //! notes call    --redis redis://127.0.0.1:6379/ --identity-secret-file notes.key --op notes.create
 //!               [--input '{"title":"milk"}'] [--as 'ann:notes:admin']
+//! notes export-client typescript <dir>
 //! ```
 //!
 //! `serve` runs the axum app (own routes, API-key auth, opkit at `/api` and `/mcp`) and,
 //! with `--redis`, also serves the operations over the Redis call protocol. `replica` only
 //! serves over Redis: start several, with the same `--db`, and they share the notes. `call`
 //! calls one operation over Redis as the identity `--as` gives (`id[:scope,scope..]`;
-//! anonymous without it) and prints the envelope. Over Redis every identity is signed with
+//! anonymous without it) and prints the envelope. `export-client typescript <dir>` writes
+//! the TypeScript client of the operations to `<dir>/index.ts` (see
+//! `opkit_adapters::client::typescript`; the committed one is `client/index.ts`). Over Redis every identity is signed with
 //! the secret in `--identity-secret-file`, the same file for every process (see
 //! `opkit_example_notes::bus`): a request that states an identity without its signature is
 //! refused.
@@ -31,7 +34,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-const USAGE: &str = "usage: notes (serve | replica | call) [--db PATH] [--addr ADDR] [--keys SPEC] [--redis URL --identity-secret-file PATH] [--name NAME] [--export-window-secs N] [--oidc-issuer URL [--public-url URL] [--roles-claim CLAIM]] [--op ID [--input JSON] [--as ID:SCOPES]]";
+const USAGE: &str = "usage: notes (serve | replica | call | export-client typescript DIR) [--db PATH] [--addr ADDR] [--keys SPEC] [--redis URL --identity-secret-file PATH] [--name NAME] [--export-window-secs N] [--oidc-issuer URL [--public-url URL] [--roles-claim CLAIM]] [--op ID [--input JSON] [--as ID:SCOPES]]";
 
 /// The keys of `--identity-secret-file`, which the call protocol needs.
 fn identity_keys(
@@ -69,6 +72,29 @@ async fn call(options: &HashMap<String, String>) -> Result<(), Box<dyn std::erro
     Ok(())
 }
 
+/// `notes export-client typescript <dir>`: the operations' TypeScript client, written to
+/// `<dir>/index.ts`. The operations' specs need no database: the registry's inventory is
+/// read without opening one.
+fn export_client(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let [language, dir] = args else {
+        return Err(format!("`export-client` needs a language and a directory\n{USAGE}").into());
+    };
+    if language != "typescript" {
+        return Err(
+            format!("`export-client` writes `typescript`, not `{language}`\n{USAGE}").into(),
+        );
+    }
+    let client = opkit_adapters::client::typescript::TypeScriptClient::from_registry(
+        &opkit::OperationRegistry::from_inventory(),
+    );
+    for what in client.unmapped() {
+        eprintln!("not typed (written as `unknown`): {what}");
+    }
+    let path = client.write_to(std::path::Path::new(dir))?;
+    ready(&format!("wrote {}", path.display()));
+    Ok(())
+}
+
 fn options(args: &[String]) -> Result<HashMap<String, String>, String> {
     let mut options = HashMap::new();
     let mut rest = args.iter();
@@ -102,6 +128,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let Some((mode, rest)) = args.split_first() else {
         return Err(USAGE.into());
     };
+    if mode == "export-client" {
+        return export_client(rest);
+    }
     let options = options(rest)?;
     if mode == "call" {
         return call(&options).await;
