@@ -68,7 +68,7 @@
 //! | `"type": ["string", "null"]`, OpenAPI 3.0's `nullable` | `string \| null` |
 //! | `const`, `enum` of strings, numbers, booleans, `null` | a literal type, a union of them |
 //! | `"type": "array"` with `items` | `Array<T>` |
-//! | `prefixItems` (with `items` for the rest, or `items: false`) | `[A?, B?, ...Array<T>]`, `[A?, B?]` |
+//! | `prefixItems` (with `items` for the rest, or `items: false`) | `[A, B?, ...Array<T>]`, `[A, B?]` (the first `minItems` required) |
 //! | `"type": "object"` with `properties` and `required` | `{ a: A; b?: B }` |
 //! | `additionalProperties: <schema>` | an index signature, `[key: string]: T` (with the properties' types) |
 //! | an object without `properties`, `additionalProperties: true` | `[key: string]: unknown` |
@@ -79,7 +79,15 @@
 //! An object type lists its declared properties, so TypeScript refuses an object literal
 //! with others (its excess-property check), where JSON Schema accepts them unless
 //! `additionalProperties` is `false`: a renamed field is a compile error in the frontend.
-//! Bounds, lengths, patterns and formats are not types; they stay in doc comments.
+//! Bounds, lengths, patterns and formats are not types; they stay in doc comments. A
+//! property named like a member of every JavaScript object (`toString`, `constructor`)
+//! with a type that is not a function makes TypeScript refuse `{}` for that type.
+//!
+//! The JSON-Schema-Test-Suite's valid instances (draft 2020-12) check this: read as JSON
+//! Schema reads schemas ([`TypeScriptTypes::strict`]), all 741 typecheck as literals of
+//! their schema's type but 2, refused by the excess-property check; read as the client
+//! reads them (object keywords without `type` mean an object), 15 more are refused, each
+//! a non-object instance of such a schema (`adapters/tests/typescript_client`).
 //!
 //! What does not map becomes `unknown` (or the part of it that maps, which admits every
 //! value the schema does) and is named in [`TypeScriptClient::unmapped`]: `enum` and `const`

@@ -274,12 +274,32 @@ impl TypeWriter {
         };
         match fields.get("prefixItems").and_then(Value::as_array) {
             Some(prefix) => {
+                // The first `minItems` are there in every valid array; the rest may not be.
+                let present = fields
+                    .get("minItems")
+                    .and_then(Value::as_u64)
+                    .map_or(0, |min| usize::try_from(min).unwrap_or(usize::MAX));
                 let mut members: Vec<String> = prefix
                     .iter()
-                    .map(|item| format!("{}?", self.type_of(item, scope, depth + 1)))
+                    .enumerate()
+                    .map(|(index, item)| {
+                        let mark = if index < present { "" } else { "?" };
+                        format!("{}{mark}", self.type_of(item, scope, depth + 1))
+                    })
                     .collect();
-                if let Some(rest) = rest {
-                    members.push(format!("...Array<{rest}>"));
+                // `maxItems` can end the array where the prefix ends (a Rust tuple's schema).
+                let max = fields
+                    .get("maxItems")
+                    .and_then(Value::as_u64)
+                    .map(|max| usize::try_from(max).unwrap_or(usize::MAX));
+                if let Some(max) = max {
+                    members.truncate(max);
+                }
+                match rest {
+                    Some(rest) if max.is_none_or(|max| max > prefix.len()) => {
+                        members.push(format!("...Array<{rest}>"));
+                    }
+                    _ => {}
                 }
                 format!("[{}]", members.join(", "))
             }
