@@ -31,6 +31,7 @@ pub use identity::{
 };
 
 pub use handlers::HttpRequest;
+pub use openapi::OpenApiVersion;
 pub use rest::RouteError;
 pub use route::{HTTP_EDGE, HttpRoute, HttpSpec};
 
@@ -134,6 +135,7 @@ pub struct HttpServer {
     title: String,
     version: String,
     description: Option<String>,
+    openapi_version: OpenApiVersion,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -169,6 +171,7 @@ impl HttpServer {
             title: "opkit".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             description: None,
+            openapi_version: OpenApiVersion::default(),
         }
     }
 
@@ -312,8 +315,18 @@ impl HttpServer {
         self
     }
 
+    /// The OpenAPI version of the document (3.1 unless set): with
+    /// [`OpenApiVersion::V3_2`] a subscription's event stream is described by its
+    /// `itemSchema`, the schema of one event, as OpenAPI 3.2 describes sequential media.
+    #[must_use]
+    pub fn openapi_version(mut self, version: OpenApiVersion) -> Self {
+        self.openapi_version = version;
+        self
+    }
+
     fn document_info(&self) -> openapi::DocumentInfo {
         openapi::DocumentInfo {
+            openapi: self.openapi_version,
             title: self.title.clone(),
             version: self.version.clone(),
             description: self.description.clone(),
@@ -326,7 +339,7 @@ impl HttpServer {
         }
     }
 
-    /// The OpenAPI 3.1 document of the registry as it is now (what `/openapi.json` serves),
+    /// The OpenAPI document of the registry as it is now (what `/openapi.json` serves),
     /// for routes mounted at [`base_path`](Self::base_path) (the root unless set).
     pub fn openapi(&self) -> Value {
         openapi::document(

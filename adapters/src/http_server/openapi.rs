@@ -1,4 +1,5 @@
-//! The OpenAPI 3.1 document of a served registry (`GET /openapi.json`).
+//! The OpenAPI document of a served registry (`GET /openapi.json`): 3.1 by default, or 3.2
+//! ([`OpenApiVersion`]).
 //!
 //! One path per operation (`/ops/{id}`). The HTTP operation whose `operationId` is the opkit
 //! id is the canonical one: `GET` with query parameters for a query or subscription whose
@@ -13,8 +14,9 @@
 //! its definitions, those definitions once as `<namespace>.<Def>` (see
 //! `shared_components`) — and the shared `ResponseEnvelope`, `ResponseMeta`
 //! (and the meta variants) and `CallError`. Subscriptions describe their
-//! `text/event-stream` per event (`{data, event?, id?, retry?}`, the OpenAPI 3.2 /
-//! schemathesis view), with the JSON in `data` given by `contentSchema`. Every error status
+//! `text/event-stream` per event (`{data, event?, id?, retry?}`), with the JSON in `data`
+//! given by `contentSchema`: in 3.1 as the stream's `schema` (the schemathesis view), in
+//! 3.2 as its `itemSchema`, the schema of each event, whose `data` is a string. Every error status
 //! the server can answer is described with the `CallError` body. Each operation also carries
 //! `x-opkit-id`, `x-opkit-kind` and, when restricted, `x-opkit-access`.
 
@@ -29,9 +31,33 @@ use serde_json::{Map, Value, json};
 /// Where operations are served: `/ops/<id>`.
 pub(crate) const OPS_PREFIX: &str = "/ops/";
 
+/// The OpenAPI version of the served document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum OpenApiVersion {
+    /// OpenAPI 3.1.0 (the default): an event stream's events described by its `schema`.
+    #[default]
+    V3_1,
+    /// OpenAPI 3.2.0: an event stream's events described by its `itemSchema`, as 3.2
+    /// describes sequential media types.
+    V3_2,
+}
+
+impl OpenApiVersion {
+    /// The document's `openapi` field: `"3.1.0"` or `"3.2.0"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::V3_1 => "3.1.0",
+            Self::V3_2 => "3.2.0",
+        }
+    }
+}
+
 /// What the document says about the API as a whole.
 #[derive(Debug, Clone)]
 pub(crate) struct DocumentInfo {
+    /// The OpenAPI version written.
+    pub(crate) openapi: OpenApiVersion,
     pub(crate) title: String,
     pub(crate) version: String,
     pub(crate) description: Option<String>,
@@ -220,13 +246,14 @@ fn summary(spec: &OperationSpec) -> String {
 }
 
 /// The schema of one SSE event as schemathesis and OpenAPI 3.2 see it (`{data, event?, id?,
-/// retry?}`), with the JSON carried in `data` described by `contentSchema`.
-fn event_schema(envelope_ref: &Value) -> Value {
+/// retry?}`), with the JSON carried in `data` described by `contentSchema`. For 3.1 `data`
+/// is not typed: importers that read this schema as the schema of the (parsed) data of each
+/// event, rather than of the event, then keep the envelope intact. For 3.2 (`itemSchema`)
+/// it is what 3.2 says an event's data is, a string.
+fn event_schema(envelope_ref: &Value, version: OpenApiVersion) -> Value {
     let data =
         |schema: Value| json!({"contentMediaType": "application/json", "contentSchema": schema});
-    // `data` is not typed at the top: importers that read this schema as the schema of the
-    // (parsed) data of each event, rather than of the event, then keep the envelope intact.
-    json!({
+    let mut event = json!({
         "type": "object",
         "required": ["data"],
         "additionalProperties": true,
@@ -262,7 +289,11 @@ fn event_schema(envelope_ref: &Value) -> Value {
                 },
             },
         ],
-    })
+    });
+    if version == OpenApiVersion::V3_2 {
+        event["properties"]["data"]["type"] = json!("string");
+    }
+    event
 }
 
 /// A REST route's documented operation: its path, its method and the operation object.
@@ -351,7 +382,10 @@ impl<'a> OperationDoc<'a> {
         if self.spec.kind.is_stream() {
             json!({
                 "description": "A `text/event-stream`: one unnamed (`message`) event per item whose data is the item's `ResponseEnvelope` JSON (`id` counts from 0), then either `event: complete` with data `{\"requestId\": ..}` or `event: error` with a `CallError`; `:` comments keep the connection alive. Closing the connection cancels the subscription. With `Accept: text/event-stream; opkit=data` each item event's data is the item's `data` alone (no meta, no `id`).",
-                "content": {"text/event-stream": {"schema": event_schema(&self.envelope_ref)}},
+                "content": {"text/event-stream": match self.info.openapi {
+                    OpenApiVersion::V3_1 => json!({"schema": event_schema(&self.envelope_ref, OpenApiVersion::V3_1)}),
+                    version => json!({"itemSchema": event_schema(&self.envelope_ref, version)}),
+                }},
             })
         } else {
             json!({
@@ -686,7 +720,7 @@ pub(crate) fn document(
     }
     let server = if base_path.is_empty() { "/" } else { base_path };
     json!({
-        "openapi": "3.1.0",
+        "openapi": info.openapi.as_str(),
         "info": doc_info,
         "servers": [{"url": server, "description": "where these operations are served (relative to this document's host)"}],
         "paths": paths,

@@ -188,6 +188,7 @@ mod tests {
                 .unwrap();
         }
         let info = DocumentInfo {
+            openapi: super::super::openapi::OpenApiVersion::default(),
             title: "t".into(),
             version: "1".into(),
             description: None,

@@ -7,7 +7,7 @@
 use crate::serve_support;
 use serve_support::serve_fixtures;
 
-use opkit_adapters::http_server::HttpServer;
+use opkit_adapters::http_server::{HttpServer, OpenApiVersion};
 use opkit_adapters::mcp_server::McpServer;
 use opkit_testkit::dir::TempDir;
 use serde_json::{Value, json};
@@ -164,6 +164,12 @@ async fn openapi_spec_validator_accepts_the_document() {
         (
             "fixtures",
             HttpServer::new(fixture_registry(true)).identity_resolver(fixture_tokens()),
+        ),
+        (
+            "fixtures-3.2",
+            HttpServer::new(fixture_registry(true))
+                .identity_resolver(fixture_tokens())
+                .openapi_version(OpenApiVersion::V3_2),
         ),
         ("no-resolver", HttpServer::new(fixture_registry(true))),
         ("empty", HttpServer::new(opkit::OperationRegistry::new())),

@@ -19,7 +19,7 @@ use serve_support::serve_fixtures;
 
 use futures::StreamExt;
 use opkit::prelude::*;
-use opkit_adapters::http_server::HttpServer;
+use opkit_adapters::http_server::{HttpServer, OpenApiVersion};
 use opkit_adapters::mcp::{McpConnection, McpLifecycle, McpOptions};
 use opkit_adapters::mcp_server::McpServer;
 use opkit_adapters::openapi::{OpenApiAuth, OpenApiImporter, OpenApiOptions};
@@ -74,10 +74,21 @@ fn property_names(schema: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn importing_the_openapi_document_gives_the_same_operations_and_data() {
+    import_round_trip(OpenApiVersion::V3_1).await;
+}
+
+#[tokio::test]
+async fn importing_the_openapi_3_2_document_gives_the_same_operations_and_data() {
+    import_round_trip(OpenApiVersion::V3_2).await;
+}
+
+/// The served document of `version`, imported: the same operations, data and errors.
+async fn import_round_trip(version: OpenApiVersion) {
     let served_registry = fixture_registry(false);
     let served = serve(
         HttpServer::new(served_registry.clone())
             .identity_resolver(fixture_tokens())
+            .openapi_version(version)
             .router(),
     )
     .await;
@@ -87,6 +98,21 @@ async fn importing_the_openapi_document_gives_the_same_operations_and_data() {
         .json()
         .await
         .unwrap();
+    assert_eq!(doc["openapi"], version.as_str());
+    let streams: Vec<&Value> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter_map(|item| item.pointer("/post/responses/200/content/text~1event-stream"))
+        .collect();
+    assert!(!streams.is_empty(), "the fixtures have subscriptions");
+    for stream in streams {
+        let key = match version {
+            OpenApiVersion::V3_2 => "itemSchema",
+            _ => "schema",
+        };
+        assert!(stream.get(key).is_some(), "{version:?}: {stream}");
+    }
     let options = OpenApiOptions::new("remote")
         .base_url(served.url(""))
         .auth(OpenApiAuth::new().bearer("admin-token"));

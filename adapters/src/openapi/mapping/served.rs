@@ -115,12 +115,19 @@ pub(crate) fn map<'a>(
         success,
         &join_pointer(&join_pointer(&site.pointer, "responses"), "200"),
     )?;
-    let envelope_at = if served.kind.is_stream() {
-        "/content/text~1event-stream/schema/oneOf/0/properties/data/contentSchema"
+    // A stream's item events: in the media type's `schema` (3.1) or `itemSchema` (3.2).
+    let candidates: &[&str] = if served.kind.is_stream() {
+        &[
+            "/content/text~1event-stream/schema/oneOf/0/properties/data/contentSchema",
+            "/content/text~1event-stream/itemSchema/oneOf/0/properties/data/contentSchema",
+        ]
     } else {
-        "/content/application~1json/schema"
+        &["/content/application~1json/schema"]
     };
-    let Some(envelope) = success.pointer(envelope_at) else {
+    let Some((envelope_at, envelope)) = candidates
+        .iter()
+        .find_map(|at| success.pointer(at).map(|envelope| (*at, envelope)))
+    else {
         return Ok(None);
     };
     let (envelope, envelope_pointer, _) =
