@@ -3,127 +3,19 @@
 //! callers see the same outcomes, the caller's reply topic carries the
 //! same events, and each transport that keeps track of calls in flight agrees that they all
 //! ended (the hub's routed requests, Redis's held query entries), by the one rule of
-//! `opkit::protocol::wire::EventKind::ends_call`.
+//! `opkit::protocol::wire::EventKind::ends_call`. The sequence is the test kit's transport
+//! conformance (`opkit_testkit::protocol::conformance`), callable for any new `PubSub`.
 #![cfg(all(feature = "redis", feature = "websocket"))]
 
 mod redis_support;
 
-use futures::StreamExt;
-use opkit::prelude::*;
-use opkit::protocol::wire;
-use opkit::protocol::{CallHandler, MemoryPubSub, PendingRequestMap, PubSub, topics};
+use opkit::protocol::{MemoryPubSub, topics};
 use opkit_adapters::redis::{RedisOptions, RedisPubSub};
 use opkit_adapters::websocket::{SpokeGrant, SpokeOptions, StaticTokens, WsHub, WsSpoke};
+use opkit_testkit::protocol::conformance::transcript;
 use redis_support::RedisServer;
 use redis_support::cluster::RedisCluster;
-use redis_support::ops::{Probes, collect_items, eventually, registry, within};
-use serde_json::json;
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
-
-/// What one transport showed: the callers' outcomes and the reply topic's events.
-#[derive(Debug, PartialEq)]
-struct Transcript {
-    outcomes: Vec<String>,
-    /// The events of each finished request on the reply topic, in order.
-    replies: Vec<Vec<&'static str>>,
-}
-
-/// Runs the sequence with a handler on `server` and a caller on `caller`; `settled` says
-/// when the transport's bookkeeping of calls in flight is empty.
-async fn run_sequence<F, Fut>(
-    server: Arc<dyn PubSub>,
-    caller: Arc<dyn PubSub>,
-    settled: F,
-) -> Transcript
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let probes = Probes::default();
-    let serving = CallHandler::new(registry(&probes), server)
-        .spawn()
-        .await
-        .unwrap();
-    let map = PendingRequestMap::connect(caller.clone()).await.unwrap();
-    let mut replies = caller
-        .subscribe(&topics::reply_topic(map.caller_id()))
-        .await
-        .unwrap();
-    // Long deadlines: a transport that forgot to end a call would keep it past the test.
-    let ctx = OperationContext::default().with_timeout(Duration::from_secs(120));
-
-    let mut outcomes = Vec::new();
-    let sum = map.call("math.add", json!({"a": 2, "b": 3}), &ctx).await;
-    outcomes.push(format!("{:?}", sum.map(|envelope| envelope.data)));
-    let items = collect_items(
-        map.subscribe("clock.count", json!({"to": 3}), &ctx)
-            .await
-            .unwrap(),
-    )
-    .await;
-    outcomes.push(format!("{items:?}"));
-    let refused = map
-        .call("math.add", json!({"a": "two"}), &ctx)
-        .await
-        .unwrap_err();
-    outcomes.push(format!("{:?}", refused.code));
-
-    let call = {
-        let map = map.clone();
-        let ctx = ctx.clone();
-        tokio::spawn(async move { map.call("test.forever", json!({}), &ctx).await })
-    };
-    eventually("the handler starts", || probes.started.get() == 1).await;
-    call.abort();
-    eventually("the aborted handler stops", || probes.dropped.get() == 1).await;
-    eventually("nothing runs", || serving.in_flight() == 0).await;
-    assert_eq!(map.pending_count(), 0);
-    outcomes.push("aborted".to_owned());
-
-    // The reply topic: the events of the three answered requests, in order per request.
-    let mut by_request: HashMap<String, Vec<&'static str>> = HashMap::new();
-    let mut order = Vec::new();
-    let mut ended = 0;
-    within("the replies of the answered requests", async {
-        while ended < 3 {
-            let payload = replies
-                .next()
-                .await
-                .expect("the reply topic stays subscribed");
-            let peeked = wire::peek(&payload).expect("a call event");
-            let request_id = peeked.request_id.into_owned();
-            if !by_request.contains_key(&request_id) {
-                order.push(request_id.clone());
-            }
-            by_request
-                .entry(request_id.clone())
-                .or_default()
-                .push(peeked.kind.as_str());
-            // Which request was the subscription is known from the order of the sequence.
-            let subscription = order.iter().position(|id| *id == request_id) == Some(1);
-            if peeked.kind.ends_call(subscription) {
-                ended += 1;
-            }
-        }
-    })
-    .await;
-    let replies = order
-        .iter()
-        .take(3)
-        .map(|id| by_request.remove(id).unwrap_or_default())
-        .collect();
-
-    within("the transport's calls in flight settle", async {
-        while !settled().await {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
-    serving.stop();
-    Transcript { outcomes, replies }
-}
 
 /// `true` when the handlers' group on `stream` holds no entry read and not acknowledged
 /// (`XPENDING`'s summary starts with that count).
@@ -154,7 +46,7 @@ async fn spoke(url: &str, token: &str) -> Arc<WsSpoke> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_transport_shows_the_same_calls_and_ends_them_alike() {
     let memory = MemoryPubSub::new();
-    let in_memory = run_sequence(Arc::new(memory.clone()), Arc::new(memory), || async {
+    let in_memory = transcript(Arc::new(memory.clone()), Arc::new(memory), || async {
         true
     })
     .await;
@@ -164,7 +56,7 @@ async fn every_transport_shows_the_same_calls_and_ends_them_alike() {
     let caller = redis.bus("agree").await;
     let raw = redis.raw().await;
     let stream = server.stream_key(&topics::request_topic("math.add"));
-    let over_redis = run_sequence(server, caller, || {
+    let over_redis = transcript(server, caller, || {
         let mut raw = raw.clone();
         let stream = stream.clone();
         async move { nothing_pending(&mut raw, &stream).await }
@@ -189,7 +81,7 @@ async fn every_transport_shows_the_same_calls_and_ends_them_alike() {
         .await
         .unwrap();
     let stream = server.stream_key(&topics::request_topic("math.add"));
-    let over_cluster = run_sequence(server, caller, || {
+    let over_cluster = transcript(server, caller, || {
         let mut raw = raw.clone();
         let stream = stream.clone();
         async move { nothing_pending(&mut raw, &stream).await }
@@ -203,9 +95,9 @@ async fn every_transport_shows_the_same_calls_and_ends_them_alike() {
         let in_flight = hub.calls_in_flight();
         async move { in_flight == 0 }
     };
-    let over_websocket = run_sequence(server.clone(), caller, in_flight_settled).await;
+    let over_websocket = transcript(server.clone(), caller, in_flight_settled).await;
     // A caller in the hub's own process, through `WsHub::pubsub`.
-    let from_the_hub = run_sequence(server, Arc::new(hub.pubsub()), in_flight_settled).await;
+    let from_the_hub = transcript(server, Arc::new(hub.pubsub()), in_flight_settled).await;
 
     assert_eq!(
         in_memory.replies,

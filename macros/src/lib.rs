@@ -50,10 +50,12 @@
 //!
 //! **A transport** of the call protocol: an implementation of `opkit::protocol::PubSub` in
 //! its own adapter module (`adapters/src/<name>/`, feature `<name>`), its manual, its bounds
-//! in `docs/limits.md`, its trust in `docs/security.md`, and a run of the same sequence over
-//! it beside the others in `adapters/tests/transports_agree.rs` (what every transport must
-//! agree on: outcomes, reply-topic events, calls in flight ending), plus fault and partition
-//! suites like `redis_partition.rs` and `websocket_partition.rs`.
+//! in `docs/limits.md`, its trust in `docs/security.md`, and the test kit's transport
+//! conformance over it (`opkit_testkit::protocol::conformance::check(server, caller,
+//! settled)`: outcomes, reply-topic events and calls in flight ending as on the in-memory
+//! bus), added beside the others in `adapters/tests/transports_agree.rs`, plus fault and
+//! partition suites like `redis_partition.rs` and `websocket_partition.rs` (their fixtures:
+//! `opkit_testkit::protocol`).
 //!
 //! **An argument of opkit's own** (not an edge's: it changes what every edge sees, like
 //! `timeout` or `layer`): `args.rs` (`KEYS`, the parse and its checks), `model.rs` and

@@ -2,7 +2,8 @@
 //!
 //! Every test binary of the workspace (core, adapters, the notes example) takes its helpers
 //! from here instead of keeping a copy: free loopback ports ([`ports`]), child processes and
-//! in-process tasks stopped when dropped ([`process`]), this test binary run again as a child
+//! in-process tasks stopped when dropped ([`process`]), the call protocol's fixtures (a bus,
+//! bounded waits, test operations, a warnings recorder: [`protocol`]), this test binary run again as a child
 //! ([`rerun`]), temporary directories removed when dropped ([`dir`]), `redis-server` and Redis
 //! Cluster launchers ([`redis`]), an OpenID provider ([`oidc`]), the span recorder of the trace tests ([`trace`]) and the
 //! fixture operations of the serving tests ([`fixtures`]).
@@ -32,6 +33,7 @@ pub mod fixtures;
 pub mod oidc;
 pub mod ports;
 pub mod process;
+pub mod protocol;
 pub mod redis;
 pub mod rerun;
 pub mod trace;

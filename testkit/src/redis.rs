@@ -1,13 +1,15 @@
 //! `redis-server` on loopback for the tests: one server ([`RedisServer`]), one that speaks
-//! only TLS ([`TlsRedisServer`]), a Redis Cluster ([`RedisCluster`]) and `redis-cli`
-//! ([`cli`]). Each server runs without persistence on a free `127.0.0.1` port and is stopped
+//! only TLS ([`TlsRedisServer`]), a Redis Cluster ([`RedisCluster`]), one that speaks only
+//! TLS ([`TlsRedisCluster`]) and `redis-cli` ([`cli`]). Each server runs without persistence on a free `127.0.0.1` port and is stopped
 //! by its PID when dropped, even when the test fails.
 //!
 //! `redis-server` and `redis-cli` come from `bash scripts/install-peers.sh`.
 
 mod cluster;
+mod tls_cluster;
 
 pub use cluster::{NODE_TIMEOUT_MS, RedisCluster};
+pub use tls_cluster::TlsRedisCluster;
 
 use crate::ports::{accepts, free_port};
 use crate::process::ChildGuard;

@@ -11,7 +11,7 @@ use crate::tls_support;
 use opkit::prelude::*;
 use opkit::protocol::{CallHandler, PendingRequestMap};
 use opkit_adapters::redis::{RedisOptions, RedisPubSub, RedisTls};
-use opkit_testkit::process::ChildGuard;
+use opkit_testkit::redis::TlsRedisCluster;
 use redis_support::TlsRedisServer;
 use serde_json::json;
 use std::sync::Arc;
@@ -135,140 +135,16 @@ async fn mutual_tls_requires_a_client_certificate_signed_by_the_ca() {
     assert_eq!(CallError::from(error).code, ErrorCode::TransportError);
 }
 
-/// Three TLS-only cluster masters (`--tls-cluster yes`: the cluster bus is TLS too), killed
-/// by PID when dropped.
-struct TlsCluster {
-    ports: Vec<u16>,
-    children: Vec<ChildGuard>,
-    dir: std::path::PathBuf,
-}
-
-impl Drop for TlsCluster {
-    fn drop(&mut self) {
-        // Every node killed by its PID, then their directory removed.
-        self.children.clear();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-impl TlsCluster {
-    fn start(pki: &Pki) -> Self {
-        use std::process::{Command, Stdio};
-        let dir = pki.dir().join("cluster");
-        let ports: Vec<u16> = (0..3)
-            .map(|_| opkit_testkit::ports::free_port_pair())
-            .collect();
-        let mut cluster = Self {
-            ports: ports.clone(),
-            children: Vec::new(),
-            dir: dir.clone(),
-        };
-        let (ca, cert, key) = (
-            pki.file("ca.pem"),
-            pki.file("server.pem"),
-            pki.file("server.key"),
-        );
-        for port in &ports {
-            let node_dir = dir.join(port.to_string());
-            std::fs::create_dir_all(&node_dir).unwrap();
-            let child = Command::new("redis-server")
-                .args(["--port", "0", "--tls-port", &port.to_string()])
-                .args(["--bind", "127.0.0.1", "--tls-cluster", "yes"])
-                .args(["--tls-replication", "yes", "--tls-auth-clients", "no"])
-                .arg("--tls-cert-file")
-                .arg(&cert)
-                .arg("--tls-key-file")
-                .arg(&key)
-                .arg("--tls-ca-cert-file")
-                .arg(&ca)
-                .args([
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                ])
-                .args(["--cluster-announce-ip", "127.0.0.1"])
-                .args(["--save", "", "--appendonly", "no"])
-                .arg("--dir")
-                .arg(&node_dir)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("redis-server starts");
-            cluster.children.push(ChildGuard::new(child));
-        }
-        // Each `redis-cli` bounded by `timeout` (a cluster that cannot join would keep
-        // `--cluster create` waiting).
-        let cli = |args: &[&str]| {
-            Command::new("timeout")
-                .args(["30", "redis-cli", "--tls", "--cacert"])
-                .arg(&ca)
-                .args(args)
-                .stdin(Stdio::null())
-                .stderr(Stdio::null())
-                .output()
-                .ok()
-                .filter(|output| output.status.success())
-                .map(|output| String::from_utf8_lossy(&output.stdout).into_owned())
-        };
-        let started = std::time::Instant::now();
-        for port in &ports {
-            while cli(&["-h", "127.0.0.1", "-p", &port.to_string(), "PING"])
-                .is_none_or(|reply| reply.trim() != "PONG")
-            {
-                assert!(
-                    started.elapsed() < Duration::from_secs(30),
-                    "a TLS node did not start"
-                );
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-        let addresses: Vec<String> = ports
-            .iter()
-            .map(|port| format!("127.0.0.1:{port}"))
-            .collect();
-        let mut create = vec!["--cluster", "create"];
-        create.extend(addresses.iter().map(String::as_str));
-        create.push("--cluster-yes");
-        assert!(
-            cli(&create).is_some(),
-            "redis-cli --tls --cluster create failed"
-        );
-        while !ports.iter().all(|port| {
-            cli(&[
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &port.to_string(),
-                "CLUSTER",
-                "INFO",
-            ])
-            .is_some_and(|info| info.contains("cluster_state:ok"))
-        }) {
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "the TLS cluster is not ok"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        cluster
-    }
-
-    fn url(&self) -> String {
-        let nodes: Vec<String> = self
-            .ports
-            .iter()
-            .map(|port| format!("127.0.0.1:{port}"))
-            .collect();
-        format!("rediss+cluster://{}/", nodes.join(","))
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tls_cluster_serves_calls() {
     let pki = Pki::new();
-    let cluster = tokio::task::block_in_place(|| TlsCluster::start(&pki));
+    let cluster = tokio::task::block_in_place(|| {
+        TlsRedisCluster::start(
+            &pki.file("ca.pem"),
+            &pki.file("server.pem"),
+            &pki.file("server.key"),
+        )
+    });
     let tls = RedisTls::new().with_ca_pem(pki.ca_pem.clone());
     let bus = || async {
         Arc::new(
