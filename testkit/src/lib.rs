@@ -5,7 +5,7 @@
 //! in-process tasks stopped when dropped ([`process`]), the call protocol's fixtures (a bus,
 //! bounded waits, test operations, a warnings recorder: [`protocol`]), this test binary run again as a child
 //! ([`rerun`]), temporary directories removed when dropped ([`dir`]), `redis-server` and Redis
-//! Cluster launchers ([`redis`]), an OpenID provider ([`oidc`]), the span recorder of the trace tests ([`trace`]) and the
+//! Cluster launchers ([`redis`]), an OpenID provider ([`oidc`]), the MCP and HTTP servers the tests run against ([`peers`]), the span recorder of the trace tests ([`trace`]) and the
 //! fixture operations of the serving tests ([`fixtures`]).
 //!
 //! # Invariants
@@ -31,6 +31,7 @@
 pub mod dir;
 pub mod fixtures;
 pub mod oidc;
+pub mod peers;
 pub mod ports;
 pub mod process;
 pub mod protocol;

@@ -1,71 +1,37 @@
-//! Shared harness of the `mcp_*` tests: where the pinned peers live, free loopback ports,
-//! servers started on 127.0.0.1 only and killed by PID on drop (also when a test fails),
-//! with the test kit's ports and process guards.
+//! Shared harness of the `mcp_*` tests: where the pinned peers live, and the MCP
+//! connections the tests make to them; the servers themselves are the test kit's
+//! (`opkit_testkit::peers`: on 127.0.0.1 only, killed by PID on drop).
 #![allow(dead_code)]
 
 use opkit::envelope::{McpMeta, ResponseMeta};
 use opkit::{OperationContext, OperationRegistry, ResponseEnvelope};
 use opkit_adapters::mcp::{McpConnection, McpOptions};
-use opkit_testkit::ports::accepts;
+use opkit_testkit::peers;
+#[allow(unused_imports)]
+pub use opkit_testkit::peers::{
+    PeerProcess as ServerProcess, everything_js, node, start_everything_http,
+};
 #[allow(unused_imports)]
 pub use opkit_testkit::ports::free_port;
-use opkit_testkit::process::ChildGuard;
 #[allow(unused_imports)]
 pub use opkit_testkit::process::PidGuard;
 use serde_json::Value;
 use std::net::Ipv4Addr;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
-
-const INSTALL: &str =
-    "run `bash scripts/install-peers.sh` from the repository root to install the MCP test peers";
+use std::path::PathBuf;
 
 /// `adapters/peers/mcp`: package.json, requirements.txt and the Python servers.
 pub fn peers_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/mcp")
+    peers::peers_dir("mcp")
 }
 
 /// A file of the peers directory, or a failure that says how to install it.
 pub fn peer_file(relative: &str) -> PathBuf {
-    let path = peers_dir().join(relative);
-    assert!(
-        path.exists(),
-        "MCP test peer {} is missing: {INSTALL}",
-        path.display()
-    );
-    path
-}
-
-/// `node`, checked to be there.
-pub fn node() -> &'static str {
-    require_command("node", &["--version"]);
-    "node"
+    peers::peer_file("mcp", relative)
 }
 
 /// The Python of `adapters/peers/mcp/.venv`, where the pinned `mcp` SDK is installed.
 pub fn python() -> PathBuf {
-    let python = peer_file(".venv/bin/python");
-    require_command(
-        python.to_str().expect("a UTF-8 path"),
-        &["-c", "import mcp.server.mcpserver"],
-    );
-    python
-}
-
-fn require_command(program: &str, args: &[&str]) {
-    let ok = Command::new(program)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
-    assert!(ok, "`{program} {}` failed: {INSTALL}", args.join(" "));
-}
-
-/// server-everything's entry point.
-pub fn everything_js() -> PathBuf {
-    peer_file("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+    peers::mcp_python()
 }
 
 /// server-filesystem's entry point.
@@ -73,82 +39,9 @@ pub fn filesystem_js() -> PathBuf {
     peer_file("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
 }
 
-/// A server process started by a test, killed (by PID) when dropped.
-pub struct ServerProcess {
-    child: ChildGuard,
-    pub port: u16,
-    what: String,
-}
-
-impl ServerProcess {
-    /// Starts `command`, then waits (bounded) until 127.0.0.1:`port` accepts connections.
-    pub fn start(mut command: Command, port: u16, what: &str) -> Self {
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        let child = ChildGuard::new(
-            command
-                .spawn()
-                .unwrap_or_else(|error| panic!("could not start {what}: {error}; {INSTALL}")),
-        );
-        let mut server = Self {
-            child,
-            port,
-            what: what.to_owned(),
-        };
-        server.wait_ready();
-        server
-    }
-
-    fn wait_ready(&mut self) {
-        let port = self.port;
-        self.child.wait_ready(
-            &format!("{} on 127.0.0.1:{port} ({INSTALL})", self.what),
-            Duration::from_secs(30),
-            || accepts(port),
-        );
-    }
-
-    /// The process id.
-    pub fn pid(&self) -> u32 {
-        self.child.pid().expect("the server was not killed")
-    }
-
-    /// `http://127.0.0.1:<port>/mcp`.
-    pub fn mcp_url(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port)
-    }
-
-    /// Kills the process now (and reaps it).
-    pub fn kill(&mut self) {
-        self.child.kill();
-    }
-}
-
-/// server-everything over Streamable HTTP, forced onto 127.0.0.1 by `loopback.js`.
-pub fn start_everything_http() -> ServerProcess {
-    let port = free_port();
-    let mut command = Command::new(node());
-    command
-        .current_dir(peers_dir())
-        .arg("--require")
-        .arg(peer_file("loopback.js"))
-        .arg(everything_js())
-        .arg("streamableHttp")
-        .env("PORT", port.to_string());
-    ServerProcess::start(command, port, "server-everything (streamableHttp)")
-}
-
 /// The Python structured-output server over Streamable HTTP on 127.0.0.1.
 pub fn start_python_http() -> ServerProcess {
-    let port = free_port();
-    let mut command = Command::new(python());
-    command
-        .arg(peer_file("structured_server.py"))
-        .arg("http")
-        .arg(port.to_string());
-    ServerProcess::start(command, port, "structured_server.py (http)")
+    peers::start_python_mcp_http()
 }
 
 /// Every address listening on `port` (from /proc/net/tcp and tcp6), e.g. `127.0.0.1`.

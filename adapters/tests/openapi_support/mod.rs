@@ -1,25 +1,17 @@
-//! Test harness for the OpenAPI import tests: starts real peers (uvicorn running the FastAPI
-//! app, Prism mocking a document) on 127.0.0.1 with free ports, waits for them with a
-//! bounded retry loop, and kills them by PID when the guard drops, even when a test fails
-//! (ports and process guards from the test kit).
+//! Test harness for the OpenAPI import tests: the real peers (uvicorn running the FastAPI
+//! app, Prism mocking a document) are the test kit's (`opkit_testkit::peers`: on
+//! 127.0.0.1, waited for, killed by PID when dropped), and examples for schemas.
 
 #![allow(dead_code)]
 
 #[allow(unused_imports)]
 pub use opkit_testkit::ports::free_port;
-use opkit_testkit::process::ChildGuard;
 use serde_json::{Map, Value, json};
-use std::fs::File;
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
 
 /// `adapters/peers/openapi`.
 pub fn peers_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("peers")
-        .join("openapi")
+    opkit_testkit::peers::peers_dir("openapi")
 }
 
 /// The ReadMe example document at `<version>/json/<name>.json`.
@@ -38,123 +30,21 @@ pub fn oas_example(version: &str, name: &str) -> PathBuf {
 }
 
 /// A running peer process; killed (by its PID) and reaped on drop.
-pub struct Peer {
-    name: &'static str,
-    child: ChildGuard,
-    pub port: u16,
-    log: PathBuf,
-}
-
-impl Peer {
-    /// `http://127.0.0.1:<port>`.
-    pub fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let start = text.len().saturating_sub(4000);
-        text[start..].to_owned()
-    }
-
-    /// Waits (bounded) until `path` answers over HTTP.
-    async fn wait_ready(mut self, path: &str) -> Self {
-        let client = reqwest::Client::new();
-        let url = format!("{}{path}", self.base_url());
-        for _ in 0..600 {
-            if let Some(status) = self.child.try_wait() {
-                panic!(
-                    "{} exited early ({status}); its output:\n{}",
-                    self.name,
-                    self.log_tail()
-                );
-            }
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok()
-                && let Ok(response) = client
-                    .get(&url)
-                    .timeout(Duration::from_secs(2))
-                    .send()
-                    .await
-                && response.status().as_u16() < 500
-            {
-                return self;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!(
-            "{} did not become ready at {url}; its output:\n{}",
-            self.name,
-            self.log_tail()
-        );
-    }
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        // Killed by its PID and reaped before its log goes.
-        self.child.kill();
-        let _ = std::fs::remove_file(&self.log);
-    }
-}
-
-fn spawn(name: &'static str, mut command: Command, port: u16) -> Peer {
-    let log = std::env::temp_dir().join(format!("opkit-openapi-{name}-{port}.log"));
-    let file = File::create(&log).expect("create peer log");
-    command
-        .stdin(Stdio::null())
-        .stdout(file.try_clone().expect("clone log"))
-        .stderr(file);
-    let child = ChildGuard::new(command.spawn().unwrap_or_else(|error| {
-        panic!("cannot start {name} ({error}): run `bash scripts/install-peers.sh` first")
-    }));
-    Peer {
-        name,
-        child,
-        port,
-        log,
-    }
-}
+pub type Peer = opkit_testkit::peers::PeerProcess;
 
 /// Starts the FastAPI app (`peers/openapi/app.py`) under uvicorn.
 pub async fn start_fastapi() -> Peer {
-    let check = Command::new("python3")
-        .args(["-c", "import fastapi, uvicorn, multipart"])
-        .output()
-        .expect("python3 is required");
-    assert!(
-        check.status.success(),
-        "FastAPI/uvicorn are not installed ({}): run `bash scripts/install-peers.sh` first",
-        String::from_utf8_lossy(&check.stderr).trim()
-    );
-    let port = free_port();
-    let mut command = Command::new("python3");
-    command
-        .current_dir(peers_dir())
-        .args(["-m", "uvicorn", "app:app", "--host", "127.0.0.1", "--port"])
-        .arg(port.to_string())
-        .args(["--log-level", "warning"]);
-    spawn("uvicorn", command, port)
-        .wait_ready("/openapi.json")
+    tokio::task::spawn_blocking(opkit_testkit::peers::start_fastapi)
         .await
+        .expect("uvicorn starts")
 }
 
 /// Starts Prism mocking `document` (loopback only).
 pub async fn start_prism(document: &Path) -> Peer {
-    let prism = peers_dir().join("node_modules/.bin/prism");
-    assert!(
-        prism.exists(),
-        "{} is missing: run `bash scripts/install-peers.sh` first",
-        prism.display()
-    );
-    let port = free_port();
-    let mut command = Command::new("node");
-    command
-        .arg(&prism)
-        .args(["mock", "-h", "127.0.0.1", "-p"])
-        .arg(port.to_string())
-        .arg(document);
-    // Prism answers 404 on `/` once it listens; any status below 500 means ready.
-    spawn("prism", command, port).wait_ready("/").await
+    let document = document.to_path_buf();
+    tokio::task::spawn_blocking(move || opkit_testkit::peers::start_prism(&document))
+        .await
+        .expect("prism starts")
 }
 
 /// A value that satisfies `schema` (resolving `#/$defs/..` against `root`): required
