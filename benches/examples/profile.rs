@@ -112,14 +112,6 @@ fn main() {
             "sizes" => {
                 let execute = registry.execute(add::ID, tiny_json(), &ctx);
                 println!("execute future: {} bytes", std::mem::size_of_val(&execute));
-                let handler = registry.handler(add::ID).expect("handler");
-                if let Handler::Unary(handler) = handler {
-                    let future = handler(tiny_json(), ctx.clone());
-                    println!(
-                        "boxed handler future: {} bytes",
-                        std::mem::size_of_val(&*future)
-                    );
-                }
             }
             other => panic!("unknown path {other}"),
         }

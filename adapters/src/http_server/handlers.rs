@@ -153,6 +153,18 @@ fn retry_after(error: &CallError) -> Option<HeaderValue> {
     HeaderValue::from_str(&millis.div_ceil(1000).max(1).to_string()).ok()
 }
 
+/// A `200` whose body is `json` (`Content-Type: application/json`).
+fn json_response(json: Vec<u8>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        json,
+    )
+        .into_response()
+}
+
 /// `Cache-Control` from a reply's cache hint.
 fn cache_control(hint: opkit::middleware::CacheHint) -> Option<HeaderValue> {
     HeaderValue::from_str(&format!(
@@ -278,12 +290,17 @@ pub(crate) async fn serve_call(
         Ok(Outcome::Unary(reply)) => {
             guard.disarm();
             let hint = reply.cache_hint();
-            match reply.into_envelope() {
-                Ok(envelope) => {
-                    let mut response = match &shape {
-                        Some(shape) => (shape.unary)(envelope),
-                        None => axum::Json(envelope).into_response(),
-                    };
+            // The RPC route sends the envelope's JSON as the reply writes it (an
+            // `#[operation]` fn's data serialized once, into these bytes); a REST route
+            // shapes the envelope.
+            let response = match &shape {
+                Some(shape) => reply
+                    .into_envelope()
+                    .map(|envelope| (shape.unary)(envelope)),
+                None => reply.to_json_bytes().map(json_response),
+            };
+            match response {
+                Ok(mut response) => {
                     if let Some(value) = hint.and_then(cache_control) {
                         response.headers_mut().insert(header::CACHE_CONTROL, value);
                     }

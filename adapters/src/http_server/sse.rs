@@ -78,6 +78,17 @@ fn json_event(name: Option<&'static str>, value: &impl serde::Serialize) -> Even
     }
 }
 
+/// An unnamed event whose data is `json` (JSON has no raw line breaks, so it is one `data:`
+/// line).
+fn bytes_event(json: Vec<u8>) -> Event {
+    match String::from_utf8(json) {
+        Ok(text) => Event::default().data(text),
+        Err(_) => Event::default()
+            .event("error")
+            .data(r#"{"code":"EXECUTION_ERROR","message":"an item's JSON is not UTF-8"}"#),
+    }
+}
+
 /// The SSE events of a subscription: one per envelope, then `complete` or `error`.
 /// Dropping the returned stream drops the registry stream and cancels the context.
 pub(crate) fn events(
@@ -96,20 +107,20 @@ pub(crate) fn events(
     futures::stream::unfold(state, |mut state| async move {
         let items = state.items.as_mut()?;
         let event = match items.next().await {
-            Some(Ok(reply)) => match reply.into_envelope() {
-                Ok(envelope) => match state.encoding {
-                    SseEncoding::Envelope => {
-                        let event = json_event(None, &envelope).id(state.next_id.to_string());
-                        state.next_id += 1;
-                        event
-                    }
-                    SseEncoding::Data => json_event(None, &envelope.data),
-                },
-                Err(error) => {
-                    state.items = None;
-                    json_event(Some("error"), &error)
-                }
-            },
+            // The item's JSON as the reply writes it: an `#[operation]` fn's data serialized
+            // once, into the event's bytes.
+            Some(Ok(reply)) => match state.encoding {
+                SseEncoding::Envelope => reply.to_json_bytes().map(|json| {
+                    let event = bytes_event(json).id(state.next_id.to_string());
+                    state.next_id += 1;
+                    event
+                }),
+                SseEncoding::Data => reply.data_json_bytes().map(bytes_event),
+            }
+            .unwrap_or_else(|error| {
+                state.items = None;
+                json_event(Some("error"), &error)
+            }),
             Some(Err(error)) => {
                 state.items = None;
                 json_event(Some("error"), &error)

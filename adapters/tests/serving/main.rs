@@ -22,4 +22,5 @@ mod rest;
 mod rest_streaming;
 mod roundtrip;
 mod sdk_clients;
+mod serialize_once;
 mod task_client;

@@ -98,8 +98,8 @@ pub use call::Call;
 pub(crate) use call::{CallInput, Endpoint, TypedInput};
 pub use chain::Next;
 pub(crate) use chain::{Chain, Layers};
-pub(crate) use outcome::TypedReply;
 pub use outcome::{CacheHint, CacheScope, Outcome, Reply, ReplyStream};
+pub(crate) use outcome::{Data, TypedOrJson, TypedReply, typed_data};
 pub use policies::{Audit, AuditRecord, Cache, ConcurrencyLimit, RateLimit, RateLimitKey, Timeout};
 #[cfg(feature = "tower")]
 pub use tower::{TowerMiddleware, TowerNext, TowerRequest, tower_layer};

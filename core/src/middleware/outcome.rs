@@ -1,12 +1,14 @@
 //! [`Outcome`]: what a call produced, as a middleware sees it — one [`Reply`] or a stream of
 //! them — and the [`CacheHint`] an edge surfaces where its wire has one.
 
-use crate::envelope::ResponseEnvelope;
+use crate::envelope::{LocalMeta, ResponseEnvelope, ResponseMeta, now_millis_coarse};
 use crate::error::CallError;
 use futures::{Stream, StreamExt};
+use serde_json::Value;
 use std::any::Any;
 use std::fmt;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A subscription's replies, one per item.
@@ -113,6 +115,31 @@ impl CacheScope {
     }
 }
 
+/// Typed data, type-erased: written as JSON bytes or turned into a `Value`.
+pub(crate) trait Data: Send {
+    /// Appends the data's JSON to `out`.
+    fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error>;
+    /// The data as a `Value`.
+    fn into_value(self: Box<Self>) -> Result<Value, serde_json::Error>;
+}
+
+struct Typed<T>(T);
+
+impl<T: serde::Serialize + Send> Data for Typed<T> {
+    fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        serde_json::to_writer(out, &self.0)
+    }
+
+    fn into_value(self: Box<Self>) -> Result<Value, serde_json::Error> {
+        serde_json::to_value(self.0)
+    }
+}
+
+/// `data`, boxed as [`Data`].
+pub(crate) fn typed_data<T: serde::Serialize + Send + 'static>(data: T) -> Box<dyn Data> {
+    Box::new(Typed(data))
+}
+
 /// One result: an envelope, or the typed envelope of a typed call, turned into JSON only when
 /// a middleware or an edge reads it.
 pub struct Reply {
@@ -126,6 +153,49 @@ enum ReplyValue {
         value: Box<dyn TypedReply>,
         json: Option<ResponseEnvelope>,
     },
+    /// An `#[operation]` fn's data in a local envelope, not serialized yet.
+    Data {
+        data: Box<dyn Data>,
+        operation_id: Arc<str>,
+        timestamp: u64,
+    },
+}
+
+/// What [`Reply::into_typed`] finds: a typed call's own value, or a JSON envelope.
+pub(crate) enum TypedOrJson {
+    /// The fn's own typed value, untouched.
+    Typed(Box<dyn Any + Send>),
+    /// An envelope a middleware made, or a registry call's data.
+    Json(ResponseEnvelope),
+}
+
+impl ReplyValue {
+    fn into_envelope(self) -> Result<ResponseEnvelope, CallError> {
+        match self {
+            Self::Json(envelope) => Ok(envelope),
+            Self::Typed {
+                json: Some(json), ..
+            } => Ok(json),
+            Self::Typed { value, json: None } => value.to_json(),
+            Self::Data {
+                data,
+                operation_id,
+                timestamp,
+            } => Ok(ResponseEnvelope::new(
+                data.into_value().map_err(unserializable)?,
+                ResponseMeta::Local(LocalMeta {
+                    operation_id,
+                    timestamp,
+                }),
+            )),
+        }
+    }
+}
+
+/// The error of data that would not serialize (a `Serialize` impl that failed, a map with
+/// keys that are not strings).
+fn unserializable(error: serde_json::Error) -> CallError {
+    CallError::execution(format!("the output could not be serialized: {error}"))
 }
 
 /// A typed call's envelope, type-erased.
@@ -142,6 +212,7 @@ impl fmt::Debug for Reply {
         match &self.value {
             ReplyValue::Json(envelope) => out.field("envelope", envelope),
             ReplyValue::Typed { json, .. } => out.field("typed", &json),
+            ReplyValue::Data { operation_id, .. } => out.field("data of", operation_id),
         };
         out.field("hint", &self.hint).finish()
     }
@@ -169,9 +240,32 @@ impl Reply {
         }
     }
 
+    /// The local envelope of an `#[operation]` fn's `data`, serialized only when read.
+    pub(crate) fn data(data: Box<dyn Data>, operation_id: Arc<str>) -> Self {
+        Self {
+            value: ReplyValue::Data {
+                data,
+                operation_id,
+                timestamp: now_millis_coarse(),
+            },
+            hint: None,
+        }
+    }
+
     /// The envelope. A typed call's is serialized here, on the first read, and the typed
     /// caller still gets its own value.
     pub fn envelope(&mut self) -> Result<&ResponseEnvelope, CallError> {
+        if let ReplyValue::Data { .. } = self.value {
+            let placeholder = ReplyValue::Json(ResponseEnvelope::new(
+                serde_json::Value::Null,
+                ResponseMeta::Local(LocalMeta {
+                    operation_id: Arc::from(""),
+                    timestamp: 0,
+                }),
+            ));
+            let value = std::mem::replace(&mut self.value, placeholder);
+            self.value = ReplyValue::Json(value.into_envelope()?);
+        }
         match &mut self.value {
             ReplyValue::Json(envelope) => Ok(envelope),
             ReplyValue::Typed { value, json } => {
@@ -180,26 +274,60 @@ impl Reply {
                 }
                 Ok(json.as_ref().unwrap_or_else(|| unreachable!("set above")))
             }
+            ReplyValue::Data { .. } => unreachable!("made JSON above"),
         }
     }
 
     /// The envelope, taken out.
     pub fn into_envelope(self) -> Result<ResponseEnvelope, CallError> {
+        self.value.into_envelope()
+    }
+
+    /// The envelope's JSON (`{"data": .., "meta": ..}`), written once: an `#[operation]` fn's
+    /// data is serialized from its own type straight into these bytes.
+    pub fn to_json_bytes(self) -> Result<Vec<u8>, CallError> {
+        let mut out = Vec::with_capacity(128);
         match self.value {
-            ReplyValue::Json(envelope) => Ok(envelope),
-            ReplyValue::Typed {
-                json: Some(json), ..
-            } => Ok(json),
-            ReplyValue::Typed { value, json: None } => value.to_json(),
+            ReplyValue::Data {
+                data,
+                operation_id,
+                timestamp,
+            } => {
+                out.extend_from_slice(b"{\"data\":");
+                data.write_json(&mut out).map_err(unserializable)?;
+                out.extend_from_slice(b",\"meta\":");
+                let meta = ResponseMeta::Local(LocalMeta {
+                    operation_id,
+                    timestamp,
+                });
+                serde_json::to_writer(&mut out, &meta).map_err(unserializable)?;
+                out.push(b'}');
+            }
+            value => {
+                serde_json::to_writer(&mut out, &value.into_envelope()?).map_err(unserializable)?;
+            }
         }
+        Ok(out)
+    }
+
+    /// The data's JSON alone (what a client that asked for the data without its meta gets),
+    /// written once as [`to_json_bytes`](Self::to_json_bytes) writes the envelope.
+    pub fn data_json_bytes(self) -> Result<Vec<u8>, CallError> {
+        let mut out = Vec::with_capacity(64);
+        match self.value {
+            ReplyValue::Data { data, .. } => data.write_json(&mut out).map_err(unserializable)?,
+            value => serde_json::to_writer(&mut out, &value.into_envelope()?.data)
+                .map_err(unserializable)?,
+        }
+        Ok(out)
     }
 
     /// The typed value of a typed call's own reply, or the JSON envelope of one a middleware
-    /// made.
-    pub(crate) fn into_typed(self) -> Result<Box<dyn Any + Send>, Box<ResponseEnvelope>> {
+    /// made (or of a registry call's data).
+    pub(crate) fn into_typed(self) -> Result<TypedOrJson, CallError> {
         match self.value {
-            ReplyValue::Typed { value, .. } => Ok(value.into_any()),
-            ReplyValue::Json(envelope) => Err(Box::new(envelope)),
+            ReplyValue::Typed { value, .. } => Ok(TypedOrJson::Typed(value.into_any())),
+            other => other.into_envelope().map(TypedOrJson::Json),
         }
     }
 

@@ -15,18 +15,18 @@ where
     // it keeps two copies of it in its state, and the boxed handler future would be twice
     // as large. Each branch is boxed on its own, so the one for an invalid input is the same
     // type for every operation.
-    Handler::Unary(Arc::new(move |input, ctx| {
+    Handler(HandlerFn::Unary(Arc::new(move |input, ctx| {
         match codec.decode(O::ID, input) {
             Ok(input) => Box::pin(map_once(run(input, ctx), move |produced| {
                 codec.encode(O::ID, produced?)
             })),
             Err(error) => invalid(error),
         }
-    }))
+    })))
 }
 
 /// The handler future of a call whose input did not decode.
-fn invalid(error: CallError) -> futures::future::BoxFuture<'static, Result<Value, CallError>> {
+fn invalid(error: CallError) -> futures::future::BoxFuture<'static, Result<Output, CallError>> {
     Box::pin(std::future::ready(Err(error)))
 }
 
@@ -37,12 +37,14 @@ where
     F: Fn(O::Input, OperationContext) -> S + Send + Sync + 'static,
     S: Stream<Item = Result<Produced<O::Output>, CallError>> + Send + 'static,
 {
-    Handler::stream(move |input, ctx| match codec.decode(O::ID, input) {
-        Ok(input) => start(input, ctx)
-            .map(move |item| codec.encode(O::ID, item?))
-            .left_stream(),
-        Err(error) => stream::once(async move { Err(error) }).right_stream(),
-    })
+    Handler(HandlerFn::Stream(Arc::new(move |input, ctx| {
+        match codec.decode(O::ID, input) {
+            Ok(input) => start(input, ctx)
+                .map(move |item| codec.encode(O::ID, item?))
+                .boxed(),
+            Err(error) => stream::once(async move { Err(error) }).boxed(),
+        }
+    })))
 }
 
 /// A stream made by an `async fn` returning `impl Stream`: the future, then its items.

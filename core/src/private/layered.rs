@@ -14,7 +14,9 @@
 //! opkit: an operation adds only its views, its endpoint maker and the final downcast.
 
 use super::*;
-use crate::middleware::{Call, CallInput, Endpoint, Next, Outcome, Reply, TypedInput, TypedReply};
+use crate::middleware::{
+    Call, CallInput, Endpoint, Next, Outcome, Reply, TypedInput, TypedOrJson, TypedReply,
+};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
@@ -408,13 +410,12 @@ impl TypedReply for Made {
 
 /// The envelope a reply holds: the fn's own, or the one a middleware made, decoded.
 fn typed_reply(id: &str, reply: Reply, views: TypedViews) -> Result<AnyEnvelope, CallError> {
-    match reply.into_typed() {
-        Ok(value) => value
+    match reply.into_typed()? {
+        TypedOrJson::Typed(value) => value
             .downcast::<Made>()
             .map(|made| made.envelope)
             .map_err(|_| cannot(id, "the result changed type")),
-        Err(envelope) => {
-            let envelope = *envelope;
+        TypedOrJson::Json(envelope) => {
             let decode = views.output_from.ok_or_else(|| {
                 cannot(id, "a middleware replaced the result, but its type does not implement `Deserialize`")
             })?;

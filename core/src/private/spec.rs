@@ -101,13 +101,18 @@ pub fn decode<T: ParamDeserialize>(input: Value) -> Result<T, serde_json::Error>
     serde_json::from_value(input)
 }
 
-/// Writes what a fn returned as JSON (an envelope whole, for the pipeline to detect). An
-/// envelope's data is written first and the envelope then as a `Value` one, which gives the
-/// same JSON with one serializer of envelopes for every operation.
-pub fn encode<T: OutputSerialize>(produced: Produced<T>) -> Result<Value, serde_json::Error> {
+/// What a fn returned, as its handler's output: data stays in its type, serialized once by
+/// whoever reads it (an edge's bytes, a `Value` envelope); an envelope is written as JSON
+/// whole, for the pipeline to detect (its data first and the envelope then as a `Value` one,
+/// which gives the same JSON with one serializer of envelopes for every operation).
+pub fn encode<T: OutputSerialize + Send + 'static>(
+    produced: Produced<T>,
+) -> Result<Output, serde_json::Error> {
     match produced {
-        Produced::Data(data) => serde_json::to_value(data),
-        Produced::Envelope(envelope) => serde_json::to_value(envelope.into_value_envelope()?),
+        Produced::Data(data) => Ok(Output::data(data)),
+        Produced::Envelope(envelope) => {
+            serde_json::to_value(envelope.into_value_envelope()?).map(Output::json)
+        }
     }
 }
 
@@ -116,7 +121,7 @@ pub struct Codec<I, D> {
     /// Reads the input.
     pub decode: fn(Value) -> Result<I, serde_json::Error>,
     /// Writes one result.
-    pub encode: fn(Produced<D>) -> Result<Value, serde_json::Error>,
+    pub encode: fn(Produced<D>) -> Result<Output, serde_json::Error>,
 }
 
 impl<I, D> Codec<I, D> {
@@ -124,7 +129,7 @@ impl<I, D> Codec<I, D> {
         (self.decode)(input).map_err(|error| invalid_input(id, error))
     }
 
-    pub(super) fn encode(&self, id: &str, produced: Produced<D>) -> Result<Value, CallError> {
+    pub(super) fn encode(&self, id: &str, produced: Produced<D>) -> Result<Output, CallError> {
         (self.encode)(produced).map_err(|error| unserializable_output(id, error))
     }
 }

@@ -8,6 +8,7 @@ use crate::context::{EnvBackend, OperationContext};
 use crate::env::OperationEnv;
 use crate::envelope::ResponseEnvelope;
 use crate::error::{CallError, ErrorCode};
+use crate::middleware::Reply;
 use crate::trace::{CallSpan, SpanKind};
 use futures::future::{BoxFuture, Either};
 use futures::{FutureExt, StreamExt};
@@ -126,12 +127,12 @@ impl RegistryInner {
     ) -> impl Future<Output = Result<ResponseEnvelope, CallError>> + Send + 'static + use<> {
         if !CallSpan::wanted() {
             // Nothing listens: the plain path, with no span to build.
-            return Either::Left(self.execute_plain(id, input, ctx));
+            return Either::Left(self.execute_plain(id, input, ctx).map(into_envelope));
         }
         let mut span = CallSpan::start(SpanKind::Internal, "execute", id, ctx);
         if !span.is_active() {
             // Nothing records this span: the plain path, with nothing to enter or record.
-            return Either::Left(self.execute_plain(id, input, ctx));
+            return Either::Left(self.execute_plain(id, input, ctx).map(into_envelope));
         }
         let ctx = span.apply(ctx.clone());
         let running = {
@@ -141,7 +142,10 @@ impl RegistryInner {
         let instrument = span.span().clone();
         // Boxed, so the plain path's future (the common one) does not grow to this one's size.
         Either::Right(Box::pin(async move {
-            let result = running.instrument(instrument).await;
+            let result = running
+                .instrument(instrument)
+                .await
+                .and_then(Reply::into_envelope);
             span.finish_with(&result);
             result
         }))
@@ -154,7 +158,7 @@ impl RegistryInner {
                 let ctx = self.context_for(&operation, ctx, true);
                 let running = Self::run_call(operation, input, ctx, Some(chain));
                 return Ok(Execution::layered(Box::pin(async move {
-                    running.await?.into_reply()?.into_envelope()
+                    running.await?.into_reply()
                 })));
             }
             operation.check_input(&input)?;
@@ -217,7 +221,10 @@ impl RegistryInner {
             Ok(Either::Left(subscription::start(operation, input, ctx)?))
         });
         match started {
-            Ok(Either::Left(items)) => futures::future::ready(Ok(items)).boxed(),
+            Ok(Either::Left(items)) => futures::future::ready(Ok(Box::pin(
+                items.map(|item| item?.into_envelope()),
+            ) as EnvelopeStream))
+            .boxed(),
             Ok(Either::Right(running)) => Box::pin(async move {
                 let items = running.await?.into_stream();
                 Ok(Box::pin(items.map(|item| item?.into_envelope())) as EnvelopeStream)
@@ -225,6 +232,11 @@ impl RegistryInner {
             Err(error) => futures::future::ready(Err(error)).boxed(),
         }
     }
+}
+
+/// The envelope of a reply (an `#[operation]` fn's data turned into a `Value` here).
+fn into_envelope(result: Result<Reply, CallError>) -> Result<ResponseEnvelope, CallError> {
+    result.and_then(Reply::into_envelope)
 }
 
 impl OperationEnv {

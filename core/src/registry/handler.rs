@@ -1,5 +1,6 @@
 //! `Handler`: the type-erased function behind an operation, unary or streaming.
 
+use super::output::Output;
 use crate::context::OperationContext;
 use crate::error::CallError;
 use futures::future::BoxFuture;
@@ -10,10 +11,10 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-type UnaryFn =
-    dyn Fn(Value, OperationContext) -> BoxFuture<'static, Result<Value, CallError>> + Send + Sync;
-type StreamFn =
-    dyn Fn(Value, OperationContext) -> BoxStream<'static, Result<Value, CallError>> + Send + Sync;
+pub(crate) type UnaryFn =
+    dyn Fn(Value, OperationContext) -> BoxFuture<'static, Result<Output, CallError>> + Send + Sync;
+pub(crate) type StreamFn =
+    dyn Fn(Value, OperationContext) -> BoxStream<'static, Result<Output, CallError>> + Send + Sync;
 
 /// The function behind an operation, taking the JSON input and the context.
 ///
@@ -33,7 +34,12 @@ type StreamFn =
 /// assert!(!double.is_stream() && count.is_stream());
 /// ```
 #[derive(Clone)]
-pub enum Handler {
+pub struct Handler(pub(crate) HandlerFn);
+
+/// The function behind a [`Handler`]: its results are [`Output`]s, JSON or the typed data of
+/// an `#[operation]` fn.
+#[derive(Clone)]
+pub(crate) enum HandlerFn {
     /// Returns one result (queries and mutations).
     Unary(Arc<UnaryFn>),
     /// Returns a stream of results (subscriptions).
@@ -42,9 +48,9 @@ pub enum Handler {
 
 impl fmt::Debug for Handler {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Unary(_) => "Handler::Unary",
-            Self::Stream(_) => "Handler::Stream",
+        f.write_str(match self.0 {
+            HandlerFn::Unary(_) => "Handler::Unary",
+            HandlerFn::Stream(_) => "Handler::Stream",
         })
     }
 }
@@ -56,7 +62,9 @@ impl Handler {
         F: Fn(Value, OperationContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Value, CallError>> + Send + 'static,
     {
-        Self::Unary(Arc::new(move |input, ctx| f(input, ctx).boxed()))
+        Self(HandlerFn::Unary(Arc::new(move |input, ctx| {
+            f(input, ctx).map(|result| result.map(Output::json)).boxed()
+        })))
     }
 
     /// A handler for a subscription.
@@ -65,11 +73,13 @@ impl Handler {
         F: Fn(Value, OperationContext) -> S + Send + Sync + 'static,
         S: Stream<Item = Result<Value, CallError>> + Send + 'static,
     {
-        Self::Stream(Arc::new(move |input, ctx| f(input, ctx).boxed()))
+        Self(HandlerFn::Stream(Arc::new(move |input, ctx| {
+            f(input, ctx).map(|item| item.map(Output::json)).boxed()
+        })))
     }
 
     /// `true` for stream handlers.
     pub fn is_stream(&self) -> bool {
-        matches!(self, Self::Stream(_))
+        matches!(self.0, HandlerFn::Stream(_))
     }
 }

@@ -7,10 +7,10 @@ use super::unary::{self, Execution};
 use super::{RegistryInner, subscription};
 use crate::context::OperationContext;
 use crate::error::CallError;
-use crate::middleware::{Call, CallInput, Chain, Endpoint, Layers, Next, Outcome, Reply};
+use crate::middleware::{Call, CallInput, Chain, Endpoint, Layers, Next, Outcome};
 use crate::spec::OperationSpec;
+use futures::FutureExt;
 use futures::future::BoxFuture;
-use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -41,13 +41,12 @@ impl Endpoint for RegistryEnd {
             return futures::future::ready(Err(error)).boxed();
         }
         if operation.spec.kind.is_stream() {
-            let started = subscription::start(operation, input, ctx)
-                .map(|items| Outcome::Stream(Box::pin(items.map(|item| item.map(Reply::new)))));
+            let started = subscription::start(operation, input, ctx).map(Outcome::Stream);
             return futures::future::ready(started).boxed();
         }
         match unary::start(&operation, input, ctx) {
             Ok((handler, bounds)) => Execution::new(operation, handler, bounds)
-                .map(|result| result.map(|envelope| Outcome::Unary(Reply::new(envelope))))
+                .map(|result| result.map(Outcome::Unary))
                 .boxed(),
             Err(error) => futures::future::ready(Err(error)).boxed(),
         }

@@ -22,12 +22,15 @@ mod layered;
 pub(crate) use layered::layers_of;
 mod linked;
 mod operation;
+mod output;
 mod pipeline;
 mod subscription;
 mod unary;
 
 pub use handler::Handler;
+pub(crate) use handler::HandlerFn;
 pub use linked::{OperationRegistration, registrations};
+pub use output::Output;
 pub use subscription::EnvelopeStream;
 
 pub(crate) use subscription::TracedStream;

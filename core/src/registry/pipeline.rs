@@ -6,21 +6,35 @@
 //!
 //! Data returned by an `#[operation]` fn (`T` or `Result<T, E>`, not an envelope) is
 //! serialized from `T`, the type its output schema is derived from, so it is wrapped without
-//! normalize and validate (a typed path may skip what the type system already guarantees). A
+//! normalize and validate (a typed path may skip what the type system already guarantees),
+//! and serialized once, by whoever reads it: into an edge's bytes
+//! ([`Reply::to_json_bytes`]), or into a `Value` envelope. A
 //! hand-written `Serialize` that disagrees with the type's `JsonSchema` is passed through as
 //! serialized; an envelope such a fn returns is normalized like any handler's.
 
 use super::operation::Operation;
+use super::output::{Output, Repr};
 use crate::envelope::{ResponseEnvelope, is_response_envelope, local_envelope};
+use crate::middleware::Reply;
 use crate::schema::cast;
 use serde_json::Value;
 
-/// Turns whatever a handler returned into the envelope the caller receives.
-///
-/// Inlined, so the common envelope (an `#[operation]` fn's data) is built in its caller's
-/// result rather than copied there.
+/// Turns whatever a handler returned into the reply the caller receives: an `#[operation]`
+/// fn's data stays in its type until an edge writes it (or someone reads the envelope), JSON
+/// is finished into an envelope now.
 #[inline]
-pub(crate) fn finish(operation: &Operation, value: Value) -> ResponseEnvelope {
+pub(crate) fn finish(operation: &Operation, output: Output) -> Reply {
+    match output.0 {
+        Repr::Data(data) => Reply::data(data, operation.id.clone()),
+        Repr::Json(value) => Reply::new(finish_json(operation, value)),
+    }
+}
+
+/// Turns JSON a handler returned into the envelope the caller receives.
+///
+/// Inlined, so the common envelope is built in its caller's result rather than copied there.
+#[inline]
+fn finish_json(operation: &Operation, value: Value) -> ResponseEnvelope {
     // Data an `#[operation]` fn returned was serialized from the type its output schema is
     // derived from: normalize and validate would find nothing to change or report.
     if operation.output_from_type && !is_response_envelope(&value) {

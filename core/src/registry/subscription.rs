@@ -3,12 +3,13 @@
 //! ([`TracedStream`]).
 
 use super::guard::{self, GuardedStream};
-use super::handler::Handler;
+use super::handler::HandlerFn;
 use super::operation::Operation;
+use super::output::Output;
 use super::pipeline::finish;
 use crate::context::OperationContext;
-use crate::envelope::ResponseEnvelope;
 use crate::error::CallError;
+use crate::middleware::{Reply, ReplyStream};
 use futures::Stream;
 use futures::stream::BoxStream;
 use serde_json::Value;
@@ -19,13 +20,13 @@ use std::task::{Context, Poll};
 pub use crate::context::EnvelopeStream;
 
 /// Starts `operation`'s stream handler on `input` under the guard and wraps it in the
-/// pipeline.
+/// pipeline: one reply per item (its data written once, by whoever reads it).
 pub(crate) fn start(
     operation: Arc<Operation>,
     input: Value,
     ctx: OperationContext,
-) -> Result<EnvelopeStream, CallError> {
-    let Handler::Stream(handler) = &operation.handler else {
+) -> Result<ReplyStream, CallError> {
+    let HandlerFn::Stream(handler) = &operation.handler.0 else {
         unreachable!("kinds are checked at registration")
     };
     let items = guard::stream(operation.id.clone(), ctx, |ctx| handler(input, ctx))?;
@@ -36,25 +37,25 @@ pub(crate) fn start(
 /// cancellation ends it with `ABORTED`. Dropping it drops the handler's stream.
 pub(crate) struct PipelineStream {
     operation: Arc<Operation>,
-    items: GuardedStream<BoxStream<'static, Result<Value, CallError>>>,
+    items: GuardedStream<BoxStream<'static, Result<Output, CallError>>>,
 }
 
 impl PipelineStream {
     fn new(
         operation: Arc<Operation>,
-        items: GuardedStream<BoxStream<'static, Result<Value, CallError>>>,
+        items: GuardedStream<BoxStream<'static, Result<Output, CallError>>>,
     ) -> Self {
         Self { operation, items }
     }
 }
 
 impl Stream for PipelineStream {
-    type Item = Result<ResponseEnvelope, CallError>;
+    type Item = Result<Reply, CallError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
         match Pin::new(&mut this.items).poll_next(cx) {
-            Poll::Ready(Some(Ok(value))) => Poll::Ready(Some(Ok(finish(&this.operation, value)))),
+            Poll::Ready(Some(Ok(output))) => Poll::Ready(Some(Ok(finish(&this.operation, output)))),
             Poll::Ready(Some(Err(error))) => Poll::Ready(Some(Err(error))),
             Poll::Ready(None) => Poll::Ready(None),
             Poll::Pending => Poll::Pending,

@@ -6,13 +6,14 @@
 //! `catch_unwind`, and finishes the result in the pipeline; nothing is moved between states.
 //! A bounded call runs its handler inside the race of [`guard::race`], boxed once.
 
-use super::handler::Handler;
+use super::handler::HandlerFn;
 use super::operation::Operation;
+use super::output::Output;
 use super::{guard, pipeline};
 use crate::bounds::Bounds;
 use crate::context::OperationContext;
-use crate::envelope::ResponseEnvelope;
 use crate::error::CallError;
+use crate::middleware::Reply;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use std::future::Future;
@@ -40,13 +41,13 @@ enum State {
     /// Refused before the handler started (not found, invalid input, already stopped).
     Refused(CallError),
     /// Through the application's middleware: the chain's future, boxed.
-    Layered(BoxFuture<'static, Result<ResponseEnvelope, CallError>>),
+    Layered(BoxFuture<'static, Result<Reply, CallError>>),
     /// The output was returned.
     Done,
 }
 
-/// A handler's boxed future, as [`Handler::Unary`](super::Handler::Unary) returns it.
-pub(crate) type HandlerFuture = BoxFuture<'static, Result<Value, CallError>>;
+/// A handler's boxed future, as a unary [`Handler`](super::Handler) returns it.
+pub(crate) type HandlerFuture = BoxFuture<'static, Result<Output, CallError>>;
 
 /// Starts `operation`'s unary handler on `input` under the guard; run the returned future with
 /// [`Execution::new`].
@@ -55,7 +56,7 @@ pub(crate) fn start(
     input: Value,
     ctx: OperationContext,
 ) -> Result<(HandlerFuture, Bounds), CallError> {
-    let Handler::Unary(handler) = &operation.handler else {
+    let HandlerFn::Unary(handler) = &operation.handler.0 else {
         unreachable!("kinds are checked at registration")
     };
     guard::start(&operation.id, ctx, |ctx| handler(input, ctx))
@@ -81,9 +82,7 @@ impl Execution {
     }
 
     /// A call run through middleware (`running` is the chain, ending in the handler).
-    pub(crate) fn layered(
-        running: BoxFuture<'static, Result<ResponseEnvelope, CallError>>,
-    ) -> Self {
+    pub(crate) fn layered(running: BoxFuture<'static, Result<Reply, CallError>>) -> Self {
         Self {
             state: State::Layered(running),
         }
@@ -98,7 +97,7 @@ impl Execution {
 }
 
 impl Future for Execution {
-    type Output = Result<ResponseEnvelope, CallError>;
+    type Output = Result<Reply, CallError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // Every field is `Unpin` (the handler's future is boxed), so the state is moved freely.
@@ -131,7 +130,7 @@ impl Future for Execution {
             }
             State::Done => panic!("an execute future was polled after it completed"),
         };
-        let output = result.map(|value| pipeline::finish(operation, value));
+        let output = result.map(|output| pipeline::finish(operation, output));
         self.state = State::Done;
         Poll::Ready(output)
     }

@@ -163,7 +163,10 @@ impl TypeScriptClient {
 ///     "properties": {"x": {"type": "number"}, "y": {"type": "number"}},
 ///     "required": ["x", "y"]
 /// }));
-/// assert_eq!(types.declarations(), "export type Point = { x: number; y: number; };\n");
+/// assert_eq!(
+///     types.declarations(),
+///     "export type Point = {\n  x: number;\n  y: number;\n};\n"
+/// );
 /// ```
 pub struct TypeScriptTypes {
     writer: types::TypeWriter,
