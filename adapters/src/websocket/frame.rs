@@ -278,9 +278,17 @@ pub(crate) fn data_of(message: Message) -> Option<Bytes> {
 pub(crate) const LATE_RECEIPTS_HEADER: &str = "opkit-receipts";
 pub(crate) const LATE_RECEIPTS: &str = "late";
 
-/// The settings of every hub and spoke WebSocket.
+/// How many bytes a WebSocket reads from its socket at once, at most.
+///
+/// tungstenite zero-fills this much of its read buffer before every read (even one that finds
+/// nothing to read); its default, 128 KiB, made that fill a fifth of a call's CPU one call at a
+/// time. Frames of calls are a few hundred bytes; a large frame is read in several reads.
+const READ_BUFFER_SIZE: usize = 16 * 1024;
+
+/// The settings of every hub and spoke WebSocket: tungstenite's defaults (frame and message
+/// size limits included) but for [`READ_BUFFER_SIZE`].
 pub(crate) fn socket_config() -> WebSocketConfig {
-    WebSocketConfig::default()
+    WebSocketConfig::default().read_buffer_size(READ_BUFFER_SIZE)
 }
 
 /// How many bytes of frames a writer puts in the socket's buffer before it flushes, at most.
