@@ -280,7 +280,10 @@ fn misspelt_routes_and_unknown_location_fields_are_route_errors() {
         .unwrap();
     let error = route_error(registry);
     assert!(matches!(error, RouteError::Options(_)), "{error}");
-    assert!(error.to_string().contains("unknown field `cache_for`"), "{error}");
+    assert!(
+        error.to_string().contains("unknown field `cache_for`"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
