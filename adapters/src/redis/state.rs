@@ -181,23 +181,38 @@ impl RedisState {
         let bound = connecting + self.options.command_timeout;
         // The number of the connection `f` runs on, once it has one.
         let mut used = None;
-        let run = async {
-            let cached = self.command.lock().clone();
-            let (number, conn) = match cached {
-                Some(cached) => cached,
-                None => tokio::time::timeout(connecting, self.command_connection())
-                    .await
-                    .map_err(|_| {
-                        RedisError::from(std::io::Error::new(
-                            std::io::ErrorKind::TimedOut,
-                            "no connection to redis could be made in time",
-                        ))
-                    })??,
-            };
-            used = Some(number);
-            f(conn).await
+        // On one server a connection's own response timeout (the command timeout) bounds each
+        // command on it: with a connection at hand, no second timer is needed.
+        let at_hand = if self.backend.is_cluster() {
+            None
+        } else {
+            self.command.lock().clone()
         };
-        let outcome = tokio::time::timeout(bound, run).await;
+        let outcome = match at_hand {
+            Some((number, conn)) => {
+                used = Some(number);
+                Ok(f(conn).await)
+            }
+            None => {
+                let run = async {
+                    let cached = self.command.lock().clone();
+                    let (number, conn) = match cached {
+                        Some(cached) => cached,
+                        None => tokio::time::timeout(connecting, self.command_connection())
+                            .await
+                            .map_err(|_| {
+                                RedisError::from(std::io::Error::new(
+                                    std::io::ErrorKind::TimedOut,
+                                    "no connection to redis could be made in time",
+                                ))
+                            })??,
+                    };
+                    used = Some(number);
+                    f(conn).await
+                };
+                tokio::time::timeout(bound, run).await
+            }
+        };
         match (outcome, used) {
             (Ok(Ok(value)), _) => Ok(value),
             (Ok(Err(error)), None) => Err(transport_not_sent(what, error)),
