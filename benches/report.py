@@ -550,7 +550,7 @@ def main():
     build_time, build_time_rows = build_time_parts()
     if build_time:
         w(build_time)
-    w("## Targets (issues 9, 20 and 36)\n")
+    w("## Targets (issues 9, 20, 36 and 49)\n")
     w("| target | measured | met |")
     w("|---|---|:---:|")
 
@@ -599,6 +599,7 @@ def main():
     target("WebSocket round-trip throughput, % of raw tokio-tungstenite (no target set)",
            percent(raw_ws, ours_ws) if raw_ws and ours_ws else "not measured", None)
     equal_work_targets(target, check, get, serving)
+    transport_targets_49(target, serving)
     out.extend(build_time_rows)
     w("")
     w(NOTES)
@@ -708,22 +709,42 @@ def equal_work_section(w, get, serving):
 
 IN_FLIGHT = [1, 8, 64]
 TRANSPORTS = [("ws", "WebSocket", "raw tokio-tungstenite relay through a hub"),
-              ("redis", "Redis", "raw redis-rs stream + consumer group")]
+              ("redis", "Redis", "raw redis-rs stream + consumer group"),
+              ("cluster", "Redis Cluster", "raw redis-rs cluster stream + consumer group, sharded pub/sub replies")]
+
+# opkit's share of the raw throughput under concurrency before issue 49 (the transports' rework):
+# WebSocket and Redis from the last idle-machine run before it (`docs/benchmarks.md` at f134a34);
+# the Redis Cluster paths did not exist yet, so theirs come from the A/B of that commit's binary
+# against this work's, alternated on a busy machine (see the notes).
+BEFORE_49 = {
+    "ws": {1: 61, 8: 44, 64: 50},
+    "redis": {1: 71, 8: 63, 64: 66},
+    "cluster": {1: 72, 8: 48, 64: 35},
+}
+
+# Issue 49's targets: opkit's share of the raw throughput at 1, 8 and 64 in flight. The Redis
+# Cluster's is one server's: the profile shows the cluster adds no command and no round trip of
+# its own to a call (`INFO commandstats` summed over the masters: the same commands per call as
+# on one server), so its share should be one server's, within the noise (5 points).
+TARGETS_49 = {"ws": 0.85, "redis": 0.90, "cluster": 0.90}
 
 
 def concurrency_section(w, serving):
     """Issue 36: calls/s and latency with 1, 8 and 64 calls in flight, opkit vs raw."""
-    w("## Throughput under concurrency (issue 36)\n")
+    w("## Throughput under concurrency (issues 36 and 49)\n")
     if not any(serving.get((f"{t}_inflight_{n}", "opkit")) for t, _, _ in TRANSPORTS for n in IN_FLIGHT):
         w("Not measured in this run.\n")
         return
     w("`serving.rs`: one caller keeps 1, 8 or 64 calls of `bench.add` in flight, 5 000 calls per")
     w("round; the hub, the serving side and the raw worker run on the server runtime (one worker")
     w("thread), the caller on the load generator's (Redis itself is a third process on the same 2")
-    w("cores). opkit against the raw baselines of the section above (the same work per call).")
-    w("Medians of the rounds.\n")
-    w("| transport | in flight | raw calls/s | raw p50 | raw p99 | opkit calls/s | opkit p50 | opkit p99 | opkit % of raw |")
-    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    w("cores; the cluster three). opkit against the raw baselines of the section above (the same work")
+    w("per call); on the cluster the raw side is `opkit_benches::redis_cluster`: the stream and group")
+    w("in one slot, each caller's reply channel in another (`SSUBSCRIBE`), the worker's `SPUBLISH`es")
+    w("and `XACK` sent at once (they go to different masters). Medians of the rounds; the CPU columns")
+    w("are the server runtime's CPU per call (10 ms ticks over a round: ±2 µs).\n")
+    w("| transport | in flight | raw calls/s | raw p50 | raw p99 | opkit calls/s | opkit p50 | opkit p99 | opkit % of raw | server CPU per call, opkit | raw |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     curves = []
     for key, name, _ in TRANSPORTS:
         rates = []
@@ -734,8 +755,10 @@ def concurrency_section(w, serving):
             if raw[0] is None or ours[0] is None:
                 continue
             rates.append((n, raw[0], ours[0]))
+            cpu = [serving_median(serving, path, side, 4) for side in ("opkit", "raw")]
+            cpu = " | ".join("—" if c is None else f"{c:.0f} µs" for c in cpu)
             w(f"| {name} | {n} | {raw[0]:,.0f} | {raw[1] / 1e3:.2f} ms | {raw[2] / 1e3:.2f} ms | "
-              f"{ours[0]:,.0f} | {ours[1] / 1e3:.2f} ms | {ours[2] / 1e3:.2f} ms | {percent(ours[0], raw[0])} |")
+              f"{ours[0]:,.0f} | {ours[1] / 1e3:.2f} ms | {ours[2] / 1e3:.2f} ms | {percent(ours[0], raw[0])} | {cpu} |")
         if rates:
             curves.append((name, rates))
     w("")
@@ -749,6 +772,18 @@ def concurrency_section(w, serving):
         w(f"- **{name}** ({levels} in flight): raw {raw_curve} calls/s "
           f"(×{rates[-1][1] / first_raw:.1f} from the first to the last level), opkit {ours_curve} calls/s "
           f"(×{rates[-1][2] / first_ours:.1f}); opkit at {shares} of raw.")
+    w("")
+    w("Before and after issue 49 (opkit % of raw; before: see `BEFORE_49` in `benches/report.py`,")
+    w("the last run before the transports' rework; after: this run):\n")
+    w("| transport | 1 in flight, before → after | 8 in flight | 64 in flight | target (issue 49) |")
+    w("|---|---:|---:|---:|---:|")
+    for key, name, _ in TRANSPORTS:
+        cells = []
+        for n in IN_FLIGHT:
+            rate, _ = serving_ratio(serving, f"{key}_inflight_{n}", "opkit", "raw")
+            after = "—" if rate is None else f"{rate * 100:.0f}%"
+            cells.append(f"{BEFORE_49[key][n]}% → {after}")
+        w(f"| {name} | {' | '.join(cells)} | ≥ {TARGETS_49[key] * 100:.0f}% |")
     w("")
 
 
@@ -801,6 +836,24 @@ def equal_work_targets(target, check, get, serving):
             target(f"{label}, {n} in flight (issue 36)",
                    "not measured" if rate is None else f"{rate * 100:.0f}%",
                    None if rate is None else rate >= limit)
+
+
+def transport_targets_49(target, serving):
+    """Issue 49: the call protocol at the speed of its engine, at 1, 8 and 64 in flight."""
+    for key, name, _ in TRANSPORTS:
+        limit = TARGETS_49[key]
+        for n in IN_FLIGHT:
+            rate, _ = serving_ratio(serving, f"{key}_inflight_{n}", "opkit", "raw")
+            target(f"{name}: ≥ {limit * 100:.0f}% of the raw round trip's throughput, {n} in flight (issue 49)",
+                   "not measured" if rate is None else f"{rate * 100:.0f}%",
+                   None if rate is None else rate >= limit)
+    for n in IN_FLIGHT:
+        cluster, _ = serving_ratio(serving, f"cluster_inflight_{n}", "opkit", "raw")
+        single, _ = serving_ratio(serving, f"redis_inflight_{n}", "opkit", "raw")
+        measured = None if cluster is None or single is None else (cluster - single) * 100
+        target(f"Redis Cluster: its share of raw within 5 points of one server's, {n} in flight (issue 49)",
+               "not measured" if measured is None else f"{measured:+.0f} points",
+               None if measured is None else measured >= -5)
 
 
 def serving_ratio(serving, path, ours, theirs):

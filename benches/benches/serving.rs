@@ -22,6 +22,9 @@
 //!   `RedisPubSub` vs a raw redis-rs stream and consumer group (`opkit_benches::redis_stream`).
 //!   The hub, the serving side and the workers run on the server runtime, the caller on the
 //!   load generator's;
+//! - `cluster_inflight_<n>` (issue 49): the same over a Redis Cluster (`REDIS_CLUSTER_NODES`,
+//!   skipped without it): `RedisPubSub` on the cluster vs a raw redis-rs cluster stream and
+//!   consumer group with sharded pub/sub replies (`opkit_benches::redis_cluster`);
 //! - `sse`: one subscription of 20 000 tiny items over SSE, opkit's full envelope and its
 //!   compact `data` encoding vs an axum `Sse` handler sending each item as JSON.
 //!
@@ -136,6 +139,11 @@ enum Variant {
     RedisOpkit(usize),
     /// A raw stream caller (stream by calls in flight).
     RedisRaw(usize),
+    /// A calling `RedisPubSub` on the cluster (prefix by calls in flight) and
+    /// `PendingRequestMap`.
+    ClusterOpkit(usize),
+    /// A raw cluster stream caller (stream by calls in flight).
+    ClusterRaw(usize),
 }
 
 /// The outcome of one round.
@@ -229,6 +237,21 @@ const PATHS: &[Path] = &[
         name: "redis_inflight_64",
         start: |rt| redis_servers(rt, 64),
         drive: |address, variant| Box::pin(redis_load(address, variant)),
+    },
+    Path {
+        name: "cluster_inflight_1",
+        start: |rt| cluster_servers(rt, 1),
+        drive: |_, variant| Box::pin(cluster_load(variant)),
+    },
+    Path {
+        name: "cluster_inflight_8",
+        start: |rt| cluster_servers(rt, 8),
+        drive: |_, variant| Box::pin(cluster_load(variant)),
+    },
+    Path {
+        name: "cluster_inflight_64",
+        start: |rt| cluster_servers(rt, 64),
+        drive: |_, variant| Box::pin(cluster_load(variant)),
     },
 ];
 
@@ -860,6 +883,78 @@ async fn redis_load(address: SocketAddr, variant: Variant) -> Sample {
             .await
         }
         _ => unreachable!("a Redis variant"),
+    }
+}
+
+/// The nodes of the Redis Cluster of `REDIS_CLUSTER_NODES` (comma-separated `redis://`
+/// URLs), if set.
+fn cluster_nodes() -> Option<Vec<String>> {
+    let nodes = std::env::var("REDIS_CLUSTER_NODES").ok()?;
+    Some(nodes.split(',').map(str::to_owned).collect())
+}
+
+fn raw_cluster_name(in_flight: usize) -> String {
+    format!("raw-bench-{in_flight}")
+}
+
+/// An opkit `CallHandler` over `RedisPubSub` on the cluster, and a raw cluster stream worker
+/// (none without `REDIS_CLUSTER_NODES`).
+fn cluster_servers(rt: &Runtime, in_flight: usize) -> Vec<Side> {
+    let Some(nodes) = cluster_nodes() else {
+        return Vec::new();
+    };
+    rt.block_on(async {
+        let serving: Arc<dyn PubSub> = Arc::new(
+            RedisPubSub::connect_cluster_with(&nodes, redis_options(in_flight))
+                .await
+                .expect("redis cluster"),
+        );
+        let handle = CallHandler::new(registry(), serving)
+            .spawn()
+            .await
+            .expect("handler");
+        keep_serving(rt, handle);
+        redis_cluster::spawn_worker(&nodes, &raw_cluster_name(in_flight)).await;
+    });
+    // The address is not used: the sides find the cluster in `REDIS_CLUSTER_NODES`.
+    let address = SocketAddr::from(([127, 0, 0, 1], 0));
+    vec![
+        Side {
+            name: "opkit",
+            address,
+            variant: Variant::ClusterOpkit(in_flight),
+        },
+        Side {
+            name: "raw",
+            address,
+            variant: Variant::ClusterRaw(in_flight),
+        },
+    ]
+}
+
+async fn cluster_load(variant: Variant) -> Sample {
+    let nodes = cluster_nodes().expect("REDIS_CLUSTER_NODES");
+    match variant {
+        Variant::ClusterOpkit(in_flight) => {
+            let calling: Arc<dyn PubSub> = Arc::new(
+                RedisPubSub::connect_cluster_with(&nodes, redis_options(in_flight))
+                    .await
+                    .expect("redis cluster"),
+            );
+            let map = PendingRequestMap::connect(calling).await.expect("caller");
+            opkit_calls(map, in_flight).await
+        }
+        Variant::ClusterRaw(in_flight) => {
+            let caller = Arc::new(
+                redis_cluster::ClusterCaller::connect(&nodes, &raw_cluster_name(in_flight)).await,
+            );
+            load(in_flight, RELAY_CALLS, move || {
+                let caller = caller.clone();
+                async move { assert_eq!(caller.add(2, 40).await, 42) }
+            })
+            .await
+        }
+        _ => unreachable!("a Redis Cluster variant"),
     }
 }
 

@@ -2,6 +2,17 @@
 //! `cargo build --release --example profile && valgrind --tool=callgrind target/release/examples/profile tiny 20000`.
 //! Paths: `tiny`, `medium`, `tiny-floor`, `medium-floor` (the JSON floor), (`registry.execute`), `stream` (`registry.subscribe`), `typed-stream` (`items::subscribe`), `typed-middleware` (`add::call` through one no-op middleware), `memory` (call
 //! protocol round trip over `MemoryPubSub`).
+//!
+//! The transports, each with its raw baseline, `n` calls in flight (the third argument, 1
+//! unless given), every side on this one thread: `ws`, `ws-raw` (a `WsHub` with a serving and
+//! a calling `WsSpoke`, and `opkit_benches::ws_relay`), `redis`, `redis-raw` (`REDIS_URL`;
+//! `RedisPubSub` and `opkit_benches::redis_stream`), `cluster`, `cluster-raw`
+//! (`REDIS_CLUSTER_NODES`, comma-separated; `opkit_benches::redis_cluster`). After 500 calls
+//! to warm up, each prints the CPU time the thread spent per call (user and kernel, from
+//! `/proc/thread-self/schedstat`: every side of the call but Redis itself), which moves much
+//! less with the machine's load than the rate does:
+//! `target/release/examples/profile ws 20000 8`. (callgrind does not run the opkit paths
+//! here: rustix's vDSO lookup faults under valgrind.)
 
 use futures::StreamExt;
 use opkit::prelude::*;
@@ -113,7 +124,162 @@ fn main() {
                 let execute = registry.execute(add::ID, tiny_json(), &ctx);
                 println!("execute future: {} bytes", std::mem::size_of_val(&execute));
             }
+            "ws" | "ws-raw" | "redis" | "redis-raw" | "cluster" | "cluster-raw" => {
+                let in_flight: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(1);
+                transports::run(&path, rounds, in_flight, registry).await;
+            }
             other => panic!("unknown path {other}"),
         }
     });
+}
+
+/// The transport paths: `rounds` calls of `bench.add`, `in_flight` at a time.
+mod transports {
+    use futures::StreamExt;
+    use opkit::prelude::*;
+    use opkit::protocol::{CallHandler, PendingRequestMap, PubSub};
+    use opkit_adapters::redis::{RedisOptions, RedisPubSub};
+    use opkit_adapters::websocket::{SpokeGrant, StaticTokens, WsHub, WsSpoke};
+    use opkit_benches::*;
+    use std::future::Future;
+    use std::sync::Arc;
+
+    pub async fn run(path: &str, rounds: usize, in_flight: usize, registry: OperationRegistry) {
+        match path {
+            "ws" => {
+                let tokens = StaticTokens::new()
+                    .with_token("serving-token", SpokeGrant::service("serving"))
+                    .with_token("calling-token", SpokeGrant::new("calling"));
+                let hub = WsHub::bind("127.0.0.1:0", tokens).await.expect("hub");
+                let serving = Arc::new(
+                    WsSpoke::connect(&hub.url(), "serving-token")
+                        .await
+                        .expect("serving spoke"),
+                );
+                let _handle = CallHandler::new(registry, serving)
+                    .spawn()
+                    .await
+                    .expect("handler");
+                let calling = Arc::new(
+                    WsSpoke::connect(&hub.url(), "calling-token")
+                        .await
+                        .expect("calling spoke"),
+                );
+                let map = PendingRequestMap::connect(calling).await.expect("caller");
+                opkit_calls(map, rounds, in_flight).await;
+            }
+            "ws-raw" => {
+                let hub = ws_relay::spawn_hub().await;
+                ws_relay::spawn_server(hub).await;
+                let caller = Arc::new(ws_relay::RelayCaller::connect(hub).await);
+                calls(rounds, in_flight, || {
+                    let caller = caller.clone();
+                    async move { assert_eq!(caller.add(2, 40).await, 42) }
+                })
+                .await;
+            }
+            "redis" | "cluster" => {
+                let url = match path {
+                    "redis" => std::env::var("REDIS_URL").expect("REDIS_URL"),
+                    _ => format!(
+                        "redis+cluster://{}/",
+                        std::env::var("REDIS_CLUSTER_NODES")
+                            .expect("REDIS_CLUSTER_NODES")
+                            .split(',')
+                            .map(|node| node.trim_start_matches("redis://").trim_end_matches('/'))
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    ),
+                };
+                let options = RedisOptions::default().with_prefix("opkit-profile:");
+                let connect = || async {
+                    let bus: Arc<dyn PubSub> = Arc::new(
+                        RedisPubSub::connect_with(&url, options.clone())
+                            .await
+                            .expect("redis"),
+                    );
+                    bus
+                };
+                let _handle = CallHandler::new(registry, connect().await)
+                    .spawn()
+                    .await
+                    .expect("handler");
+                let map = PendingRequestMap::connect(connect().await)
+                    .await
+                    .expect("caller");
+                opkit_calls(map, rounds, in_flight).await;
+            }
+            "redis-raw" => {
+                let url = std::env::var("REDIS_URL").expect("REDIS_URL");
+                let stream = "raw-profile:requests";
+                redis_stream::spawn_worker(&url, stream).await;
+                let caller = Arc::new(redis_stream::StreamCaller::connect(&url, stream).await);
+                calls(rounds, in_flight, || {
+                    let caller = caller.clone();
+                    async move { assert_eq!(caller.add(2, 40).await, 42) }
+                })
+                .await;
+            }
+            "cluster-raw" => {
+                let nodes: Vec<String> = std::env::var("REDIS_CLUSTER_NODES")
+                    .expect("REDIS_CLUSTER_NODES")
+                    .split(',')
+                    .map(str::to_owned)
+                    .collect();
+                let stream = "raw-profile";
+                redis_cluster::spawn_worker(&nodes, stream).await;
+                let caller = Arc::new(redis_cluster::ClusterCaller::connect(&nodes, stream).await);
+                calls(rounds, in_flight, || {
+                    let caller = caller.clone();
+                    async move { assert_eq!(caller.add(2, 40).await, 42) }
+                })
+                .await;
+            }
+            _ => unreachable!("a transport path"),
+        }
+    }
+
+    async fn opkit_calls(map: PendingRequestMap, rounds: usize, in_flight: usize) {
+        calls(rounds, in_flight, || {
+            let map = map.clone();
+            async move {
+                let ctx = OperationContext::default();
+                let envelope = map.call(add::ID, tiny_json(), &ctx).await.expect("call");
+                std::hint::black_box(envelope);
+            }
+        })
+        .await;
+    }
+
+    async fn calls<F, Fut>(rounds: usize, in_flight: usize, call: F)
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = ()>,
+    {
+        let run = |count: usize| {
+            futures::stream::iter(0..count)
+                .map(|_| call())
+                .buffer_unordered(in_flight)
+                .for_each(|()| async {})
+        };
+        run(500).await;
+        let cpu = thread_cpu_ns();
+        let started = std::time::Instant::now();
+        run(rounds).await;
+        let elapsed = started.elapsed();
+        let cpu = thread_cpu_ns() - cpu;
+        println!(
+            "calls={rounds} in_flight={in_flight} calls_per_s={:.0} cpu_us_per_call={:.2}",
+            rounds as f64 / elapsed.as_secs_f64(),
+            cpu as f64 / rounds as f64 / 1000.0
+        );
+    }
+
+    /// The CPU time this thread has run so far, in nanoseconds.
+    fn thread_cpu_ns() -> u64 {
+        std::fs::read_to_string("/proc/thread-self/schedstat")
+            .ok()
+            .and_then(|stat| stat.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    }
 }

@@ -15,12 +15,11 @@
 //!   same entry, and a live member (renewing every third of its lease) never loses its own.
 //! - A consumer whose pending entries were all claimed is deleted and its lease removed.
 
+use super::entries::{self, Entry};
 use super::{RedisState, TopicKeys, redis_crate};
-use opkit::protocol::topics;
 use opkit::protocol::wire::{self, EventKind};
 use parking_lot::Mutex;
-use redis_crate::streams::{StreamClaimReply, StreamId};
-use redis_crate::{RedisError, Script};
+use redis_crate::{RedisError, Script, Value};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -75,8 +74,8 @@ pub(super) async fn claim(
     keys: &TopicKeys,
     group: &str,
     consumer: &str,
-) -> Result<Vec<StreamId>, RedisError> {
-    let reply: StreamClaimReply = CLAIM_SCRIPT
+) -> Result<Vec<Entry>, RedisError> {
+    let reply: Value = CLAIM_SCRIPT
         .key(&keys.stream)
         .key(&keys.members)
         .arg(group)
@@ -84,7 +83,7 @@ pub(super) async fn claim(
         .arg(CLAIM_BATCH)
         .invoke_async(conn)
         .await?;
-    Ok(reply.ids)
+    entries::entry_list(reply)
 }
 
 /// The entries a redelivering member read and has not acknowledged yet, oldest first, with
@@ -207,6 +206,12 @@ struct Book {
     answered: HashMap<u64, Vec<String>>,
 }
 
+/// A held request a published reply ends: the reader holding its entry, and its id.
+pub(super) struct Ending {
+    pub(super) reader: u64,
+    request_id: String,
+}
+
 /// A held request: the reader holding its entry, the entry, and whether the request is a
 /// subscription (which its first `call.responded` does not end).
 struct Expected {
@@ -241,20 +246,37 @@ impl Answers {
 
     /// Notes a published payload: the reply that ends a held request's call (see
     /// [`EventKind::ends_call`]) marks it answered.
-    pub(super) fn note_published(&self, topic: &str, payload: &[u8]) {
-        if !topic.starts_with(topics::FALLBACK_REPLY_TOPIC) || self.book.lock().expected.is_empty()
+    #[cfg(test)]
+    fn note_published(&self, topic: &str, payload: &[u8]) {
+        if topic.starts_with(opkit::protocol::topics::FALLBACK_REPLY_TOPIC)
+            && let Some(ending) = self.ending(payload)
         {
-            return;
+            self.answered(&ending);
         }
-        let Some(reply) = wire::peek(payload) else {
-            return;
-        };
+    }
+
+    /// The held request whose call the reply `payload` ends (see [`EventKind::ends_call`]),
+    /// and the reader holding it; `None` when it ends none (or nothing is held: the reply is
+    /// not read then).
+    pub(super) fn ending(&self, payload: &[u8]) -> Option<Ending> {
+        if self.book.lock().expected.is_empty() {
+            return None;
+        }
+        let reply = wire::peek(payload)?;
+        let book = self.book.lock();
+        let held = book.expected.get(&*reply.request_id)?;
+        reply.kind.ends_call(held.subscription).then(|| Ending {
+            reader: held.reader,
+            request_id: reply.request_id.into_owned(),
+        })
+    }
+
+    /// The reply that ends `ending`'s call is published (or on its way, ahead of the
+    /// acknowledgement in the same write): its entry is acknowledged on its reader's next
+    /// round. Nothing when the request is no longer held.
+    pub(super) fn answered(&self, ending: &Ending) {
         let mut book = self.book.lock();
-        let ends = book
-            .expected
-            .get(&*reply.request_id)
-            .is_some_and(|held| reply.kind.ends_call(held.subscription));
-        if ends && let Some(held) = book.expected.remove(&*reply.request_id) {
+        if let Some(held) = book.expected.remove(&ending.request_id) {
             book.answered
                 .entry(held.reader)
                 .or_default()

@@ -12,8 +12,10 @@
 mod channel;
 mod claim;
 mod conn;
+mod entries;
 mod group;
 mod options;
+mod replies;
 mod scripts;
 mod shard;
 mod state;
@@ -190,6 +192,8 @@ impl RedisPubSub {
                 served: Mutex::new(HashMap::new()),
                 shards: shard::Shards::default(),
                 answers: claim::Answers::default(),
+                replies: replies::Outboxes::default(),
+                published_keys: Mutex::new(HashMap::new()),
             }),
         };
         pubsub
@@ -281,6 +285,12 @@ impl RedisPubSub {
         group: &'a str,
         delivery: group::Delivery,
     ) -> BoxFuture<'a, Result<Subscription, TransportError>> {
+        if has_no_groups(topic) {
+            return futures::future::ready(Err(TransportError::not_sent(format!(
+                "redis: `{topic}` is a reply or abort topic of the call protocol: it takes plain subscribers only, no groups"
+            ))))
+            .boxed();
+        }
         group::subscribe_group(self.inner.clone(), topic, group, delivery).boxed()
     }
 }
@@ -288,6 +298,25 @@ impl RedisPubSub {
 /// The prefix of the protocol's request topics.
 static REQUEST_PREFIX: LazyLock<String> =
     LazyLock::new(|| opkit::protocol::topics::request_topic(""));
+
+/// The prefix of the protocol's abort topics.
+static ABORT_PREFIX: LazyLock<String> = LazyLock::new(|| opkit::protocol::topics::abort_topic(""));
+
+/// The prefix of the protocol's reply topics (`opkit.reply` itself is one too).
+static REPLY_PREFIX: LazyLock<String> = LazyLock::new(|| opkit::protocol::topics::reply_topic(""));
+
+/// Whether `topic` is one of the call protocol's reply topics.
+fn is_reply_topic(topic: &str) -> bool {
+    topic == opkit::protocol::topics::FALLBACK_REPLY_TOPIC
+        || topic.starts_with(REPLY_PREFIX.as_str())
+}
+
+/// Whether `topic` is one of the call protocol's reply or abort topics: every participant
+/// subscribes to those alone (a caller to its replies, every replica to the aborts), so they
+/// take no groups, and a message on one is a plain `PUBLISH`.
+fn has_no_groups(topic: &str) -> bool {
+    is_reply_topic(topic) || topic.starts_with(ABORT_PREFIX.as_str())
+}
 
 impl PubSub for RedisPubSub {
     fn publish<'a>(

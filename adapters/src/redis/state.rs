@@ -8,14 +8,15 @@ use super::redis_crate::RedisError;
 use super::redis_crate::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
 use super::scripts::{JOIN_SCRIPT, LEAVE_SCRIPT, PUBLISH_SCRIPT, SPUBLISH_SCRIPT};
 use super::{
-    REQUEST_PREFIX, TopicKeys, claim, is_connection_error, is_refusal, millis, redis_crate, shard,
-    transport_error, transport_not_sent,
+    REQUEST_PREFIX, TopicKeys, claim, has_no_groups, is_connection_error, is_refusal,
+    is_reply_topic, millis, redis_crate, replies, shard, transport_error, transport_not_sent,
 };
 use bytes::Bytes;
 use opkit::protocol::{Receipt, TransportError};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -41,7 +42,17 @@ pub(super) struct RedisState {
     pub(super) shards: shard::Shards,
     /// The held requests of this instance's redelivering readers that it answered.
     pub(super) answers: claim::Answers,
+    /// The group readers about to write, which take the replies published meanwhile.
+    pub(super) replies: replies::Outboxes,
+    /// The names of the topics published on by the script (see [`publish_keys`]), at most
+    /// [`KEYS_KEPT`]: the whole map is dropped when it is full.
+    ///
+    /// [`publish_keys`]: Self::publish_keys
+    pub(super) published_keys: Mutex<HashMap<String, Arc<TopicKeys>>>,
 }
+
+/// How many topics' names [`RedisState::published_keys`] keeps.
+const KEYS_KEPT: usize = 1024;
 
 /// How many served topics are remembered before the stale ones are pruned.
 const SERVED_PRUNE_AT: usize = 4096;
@@ -66,6 +77,20 @@ impl RedisState {
         }
     }
 
+    /// The pub/sub channel of `topic` (see [`names`](Self::names)).
+    pub(super) fn channel(&self, topic: &str) -> Result<String, TransportError> {
+        let prefix = &self.options.prefix;
+        if !self.backend.is_cluster() {
+            return Ok(format!("{prefix}{topic}"));
+        }
+        if topic.is_empty() || topic.starts_with('}') {
+            return Err(TransportError::not_sent(format!(
+                "redis: the topic `{topic}` cannot be a cluster hash tag (it is empty or starts with `}}`)"
+            )));
+        }
+        Ok(format!("{prefix}{{{topic}}}"))
+    }
+
     /// [`names`](Self::names), refusing on a cluster a topic that cannot be a hash tag (empty,
     /// or starting with `}`: its names would hash to different slots).
     pub(super) fn keys(&self, topic: &str) -> Result<TopicKeys, TransportError> {
@@ -75,6 +100,20 @@ impl RedisState {
             )));
         }
         Ok(self.names(topic))
+    }
+
+    /// The names of `topic` for publishing, made once per topic (within [`KEYS_KEPT`]).
+    fn publish_keys(&self, topic: &str) -> Result<Arc<TopicKeys>, TransportError> {
+        if let Some(keys) = self.published_keys.lock().get(topic) {
+            return Ok(keys.clone());
+        }
+        let keys = Arc::new(self.keys(topic)?);
+        let mut kept = self.published_keys.lock();
+        if kept.len() >= KEYS_KEPT {
+            kept.clear();
+        }
+        kept.insert(topic.to_owned(), keys.clone());
+        Ok(keys)
     }
 
     /// A new connection (bounded by the connect timeout).
@@ -142,19 +181,38 @@ impl RedisState {
         let bound = connecting + self.options.command_timeout;
         // The number of the connection `f` runs on, once it has one.
         let mut used = None;
-        let run = async {
-            let (number, conn) = tokio::time::timeout(connecting, self.command_connection())
-                .await
-                .map_err(|_| {
-                    RedisError::from(std::io::Error::new(
-                        std::io::ErrorKind::TimedOut,
-                        "no connection to redis could be made in time",
-                    ))
-                })??;
-            used = Some(number);
-            f(conn).await
+        // On one server a connection's own response timeout (the command timeout) bounds each
+        // command on it: with a connection at hand, no second timer is needed.
+        let at_hand = if self.backend.is_cluster() {
+            None
+        } else {
+            self.command.lock().clone()
         };
-        let outcome = tokio::time::timeout(bound, run).await;
+        let outcome = match at_hand {
+            Some((number, conn)) => {
+                used = Some(number);
+                Ok(f(conn).await)
+            }
+            None => {
+                let run = async {
+                    let cached = self.command.lock().clone();
+                    let (number, conn) = match cached {
+                        Some(cached) => cached,
+                        None => tokio::time::timeout(connecting, self.command_connection())
+                            .await
+                            .map_err(|_| {
+                                RedisError::from(std::io::Error::new(
+                                    std::io::ErrorKind::TimedOut,
+                                    "no connection to redis could be made in time",
+                                ))
+                            })??,
+                    };
+                    used = Some(number);
+                    f(conn).await
+                };
+                tokio::time::timeout(bound, run).await
+            }
+        };
         match (outcome, used) {
             (Ok(Ok(value)), _) => Ok(value),
             (Ok(Err(error)), None) => Err(transport_not_sent(what, error)),
@@ -258,19 +316,23 @@ impl RedisState {
         }
     }
 
+    /// Publishes `payload` on `topic`: by a plain `PUBLISH` on a reply or abort topic (which
+    /// has no groups), else by the publish script.
     pub(super) async fn publish(
         &self,
         topic: &str,
         payload: Bytes,
     ) -> Result<Receipt, TransportError> {
-        let keys = self.keys(topic)?;
+        if has_no_groups(topic) {
+            return self.publish_plain(topic, payload).await;
+        }
+        let keys = self.publish_keys(topic)?;
         let retention = millis(self.options.retention);
         let script = if self.backend.is_cluster() {
             &*SPUBLISH_SCRIPT
         } else {
             &*PUBLISH_SCRIPT
         };
-        let published = payload.clone();
         let receivers: i64 = self
             .command("publishing", |mut conn| async move {
                 script
@@ -284,9 +346,70 @@ impl RedisState {
             })
             .await?;
         let receivers = usize::try_from(receivers).unwrap_or(0);
-        self.answers.note_published(topic, &published);
         self.note_served(topic, receivers)?;
         Ok(Receipt::delivered(receivers))
+    }
+
+    /// A `PUBLISH` (`SPUBLISH` on a cluster) on the channel of a topic without groups. A reply
+    /// goes out with the next read of a group reader about to write (see
+    /// [`replies`](super::replies)) when there is one, else on the command connection; the
+    /// reply that ends a held request's call marks it answered (acknowledged by its reader).
+    async fn publish_plain(&self, topic: &str, payload: Bytes) -> Result<Receipt, TransportError> {
+        let channel = self.channel(topic)?;
+        let reply = is_reply_topic(topic);
+        let ending = if reply {
+            self.answers.ending(&payload)
+        } else {
+            None
+        };
+        let handed = if reply {
+            let holder = ending.as_ref().map(|ending| ending.reader);
+            self.replies.offer(holder, channel, payload)
+        } else {
+            Err((channel, payload))
+        };
+        let receivers: i64 = match handed {
+            Ok((reader, answer)) => {
+                // Its reader acknowledges the entry in the write that carries the reply.
+                let same_write = ending.as_ref().filter(|ending| ending.reader == reader);
+                if let Some(ending) = same_write {
+                    self.answers.answered(ending);
+                }
+                let published = answer
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(RedisError::from(std::io::Error::other(
+                            "the group reader carrying the reply stopped",
+                        )))
+                    })
+                    .map_err(|error| transport_error("publishing", error))?;
+                if let Some(ending) = ending.filter(|ending| ending.reader != reader) {
+                    self.answers.answered(&ending);
+                }
+                published
+            }
+            Err((channel, payload)) => {
+                let command = if self.backend.is_cluster() {
+                    "SPUBLISH"
+                } else {
+                    "PUBLISH"
+                };
+                let published = self
+                    .command("publishing", |mut conn| async move {
+                        redis_crate::cmd(command)
+                            .arg(&channel)
+                            .arg(payload.as_ref())
+                            .query_async(&mut conn)
+                            .await
+                    })
+                    .await?;
+                if let Some(ending) = &ending {
+                    self.answers.answered(ending);
+                }
+                published
+            }
+        };
+        Ok(Receipt::delivered(usize::try_from(receivers).unwrap_or(0)))
     }
 
     /// Remembers request topics that reached a replica; a publish on one that reaches nobody

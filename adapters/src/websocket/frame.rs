@@ -4,6 +4,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use futures::{Sink, SinkExt};
 use serde::{Deserialize, Serialize};
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 /// A frame's header (see the module docs for the table).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,11 +45,16 @@ pub(crate) enum Header {
     Message {
         sub: u64,
     },
+    /// Several receipts at once (late receipts): `[id, receivers]` each, as an `ok` frame
+    /// with `receivers` would say it.
+    Oks {
+        oks: Vec<(u64, usize)>,
+    },
 }
 
 /// Encodes a frame: text without a payload, binary with one.
 ///
-/// The frames of every call (`publish`, `message`, `ok`) are written by hand (see
+/// The frames of every call (`publish`, `message`, `ok`, `oks`) are written by hand (see
 /// [`fast`]), byte for byte what serde writes for them; the others go through serde.
 pub(crate) fn encode(header: &Header, payload: Option<&[u8]>) -> Message {
     match payload {
@@ -92,7 +98,7 @@ pub(crate) fn decode(data: &Bytes, max_head: usize) -> Result<(Header, Bytes), S
     Ok((header, payload))
 }
 
-/// The headers of the frames every call sends (`publish`, `message`, `ok`), encoded and
+/// The headers of the frames every call sends (`publish`, `message`, `ok`, `oks`), encoded and
 /// decoded without serde: a serde internally tagged enum buffers every field before it looks
 /// at the tag, which made decoding a header a noticeable part of a call's cost.
 ///
@@ -113,6 +119,7 @@ mod fast {
     const TOPIC: &[u8] = br#","topic":""#;
     const OK: &[u8] = br#"{"op":"ok","id":"#;
     const RECEIVERS: &[u8] = br#","receivers":"#;
+    const OKS: &[u8] = br#"{"op":"oks","oks":["#;
 
     /// Writes the header of a frame with a payload (`message`, `publish`); `false` for
     /// another header, or a topic serde would escape.
@@ -136,19 +143,36 @@ mod fast {
         }
     }
 
-    /// The text of an `ok` header; `None` for another header.
+    /// The text of an `ok` or `oks` header; `None` for another header.
     pub(super) fn encode_ok(header: &Header) -> Option<String> {
-        let Header::Ok { id, receivers } = header else {
-            return None;
-        };
         let mut out = Vec::with_capacity(48);
-        out.put_slice(OK);
-        put_u64(&mut out, *id);
-        if let Some(receivers) = receivers {
-            out.put_slice(RECEIVERS);
-            put_u64(&mut out, *receivers as u64);
+        match header {
+            Header::Ok { id, receivers } => {
+                out.put_slice(OK);
+                put_u64(&mut out, *id);
+                if let Some(receivers) = receivers {
+                    out.put_slice(RECEIVERS);
+                    put_u64(&mut out, *receivers as u64);
+                }
+                out.put_u8(b'}');
+            }
+            Header::Oks { oks } => {
+                out.reserve(oks.len() * 12);
+                out.put_slice(OKS);
+                for (index, (id, receivers)) in oks.iter().enumerate() {
+                    if index > 0 {
+                        out.put_u8(b',');
+                    }
+                    out.put_u8(b'[');
+                    put_u64(&mut out, *id);
+                    out.put_u8(b',');
+                    put_u64(&mut out, *receivers as u64);
+                    out.put_u8(b']');
+                }
+                out.put_slice(b"]}");
+            }
+            _ => return None,
         }
-        out.put_u8(b'}');
         // Only ASCII was written.
         String::from_utf8(out).ok()
     }
@@ -184,6 +208,23 @@ mod fast {
                 id,
                 receivers: Some(receivers),
             });
+        }
+        if let Some(mut rest) = head.strip_prefix(OKS) {
+            let mut oks = Vec::new();
+            if let Some(end) = rest.strip_prefix(b"]}") {
+                return end.is_empty().then_some(Header::Oks { oks });
+            }
+            loop {
+                let (id, after) = take_u64(rest.strip_prefix(b"[")?)?;
+                let (receivers, after) = take_u64(after.strip_prefix(b",")?)?;
+                oks.push((id, usize::try_from(receivers).ok()?));
+                let after = after.strip_prefix(b"]")?;
+                if let Some(next) = after.strip_prefix(b",") {
+                    rest = next;
+                } else {
+                    return (after == b"]}").then_some(Header::Oks { oks });
+                }
+            }
         }
         None
     }
@@ -230,6 +271,24 @@ pub(crate) fn data_of(message: Message) -> Option<Bytes> {
         Message::Binary(bytes) => Some(bytes),
         _ => None,
     }
+}
+
+/// The handshake header by which a spoke asks for late receipts (`oks` frames; see the
+/// hub's `receipts.rs`), and its value.
+pub(crate) const LATE_RECEIPTS_HEADER: &str = "opkit-receipts";
+pub(crate) const LATE_RECEIPTS: &str = "late";
+
+/// How many bytes a WebSocket reads from its socket at once, at most.
+///
+/// tungstenite zero-fills this much of its read buffer before every read (even one that finds
+/// nothing to read); its default, 128 KiB, made that fill a fifth of a call's CPU one call at a
+/// time. Frames of calls are a few hundred bytes; a large frame is read in several reads.
+const READ_BUFFER_SIZE: usize = 16 * 1024;
+
+/// The settings of every hub and spoke WebSocket: tungstenite's defaults (frame and message
+/// size limits included) but for [`READ_BUFFER_SIZE`].
+pub(crate) fn socket_config() -> WebSocketConfig {
+    WebSocketConfig::default().read_buffer_size(READ_BUFFER_SIZE)
 }
 
 /// How many bytes of frames a writer puts in the socket's buffer before it flushes, at most.
@@ -332,10 +391,14 @@ mod tests {
                 id: u64::MAX,
                 receivers: Some(12),
             },
+            Header::Oks { oks: vec![] },
+            Header::Oks {
+                oks: vec![(1, 1), (u64::MAX, 0), (30, 2)],
+            },
         ];
         for header in headers {
             let serde = serde_json::to_vec(&header).unwrap();
-            let payload = matches!(header, Header::Ok { .. })
+            let payload = matches!(header, Header::Ok { .. } | Header::Oks { .. })
                 .not()
                 .then_some(&b"{}"[..]);
             let data = data_of(encode(&header, payload)).unwrap();
@@ -352,6 +415,12 @@ mod tests {
             (br#"{"op":"ok","id":1.5}"#, None),
             (br#"{"op":"ok","id":18446744073709551616}"#, None),
             (br#"{"op":"ok","id":3,"receivers":}"#, None),
+            (br#"{"op":"oks","oks":[[1,1],]}"#, None),
+            (br#"{"op":"oks","oks":[[1]]}"#, None),
+            (
+                br#"{"op":"oks","oks":[[1, 2]]}"#,
+                Some(Header::Oks { oks: vec![(1, 2)] }),
+            ),
             (
                 br#"{"op":"message","sub":3,"x":1}"#,
                 Some(Header::Message { sub: 3 }),

@@ -1,13 +1,14 @@
 //! [`Member`]: one consumer of a group, and what it does against Redis — join (taking its
 //! lease), read, acknowledge, claim the entries of dead members — each bounded in time.
 
-use super::{Delivery, PAYLOAD_FIELD, Queued};
+use super::{Delivery, Queued};
 use crate::redis::claim::{self, Held};
 use crate::redis::conn::Conn;
+use crate::redis::entries::{self, Entry};
+use crate::redis::replies::Reply;
 use crate::redis::{RedisState, TopicKeys, millis, redis_crate};
 use bytes::Bytes;
 use opkit::envelope::now_millis;
-use redis_crate::streams::{StreamId, StreamReadReply};
 use redis_crate::{RedisError, Value};
 use std::future::Future;
 use std::sync::Arc;
@@ -49,7 +50,7 @@ impl Member {
         Ok(conn)
     }
 
-    pub(super) async fn read(&self, conn: &mut Conn) -> Result<StreamReadReply, RedisError> {
+    pub(super) async fn read(&self, conn: &mut Conn) -> Result<Vec<Entry>, RedisError> {
         let options = &self.inner.options;
         let mut command = redis_crate::cmd("XREADGROUP");
         command
@@ -63,70 +64,87 @@ impl Member {
         if self.delivery == Delivery::AtMostOnce {
             command.arg("NOACK");
         }
-        let reply: Option<StreamReadReply> = command
+        let reply: Value = command
             .arg("STREAMS")
             .arg(&self.keys.stream)
             .arg(">")
             .query_async(conn)
             .await?;
-        Ok(reply.unwrap_or_default())
+        entries::read_reply(reply)
     }
 
-    /// Acknowledges `acks` (when there are any) and reads the next entries. Both commands are
+    /// Publishes `replies` (each answered to its publisher as soon as Redis answers it),
+    /// acknowledges `acks` (when there are any) and reads the next entries. The commands are
     /// queued on the reader's connection before it is flushed, so they leave in one write and
-    /// Redis runs them in that order (the `XACK` is answered before the `XREADGROUP` blocks):
-    /// the acknowledgement costs no round trip of its own. Its outcome is returned apart from
-    /// the read's, so that entries read are delivered even when it failed.
+    /// Redis runs them in that order (the replies before the `XACK` that may acknowledge their
+    /// entries, both answered before the `XREADGROUP` blocks): neither costs a round trip of
+    /// its own. The acknowledgement's outcome is returned apart from the read's, so that
+    /// entries read are delivered even when it failed.
     pub(super) async fn acknowledge_and_read(
         &self,
         conn: &mut Conn,
         acks: &[String],
-    ) -> (Result<(), RedisError>, Result<StreamReadReply, RedisError>) {
-        if acks.is_empty() {
-            return (Ok(()), self.read(conn).await);
-        }
+        replies: Vec<Reply>,
+    ) -> (Result<(), RedisError>, Result<Vec<Entry>, RedisError>) {
         // A clone of a connection shares its socket (and, on one server, its order of
-        // commands; on a cluster either order is correct).
+        // commands; on a cluster the replies go to their channels' masters).
+        let command = if self.inner.backend.is_cluster() {
+            "SPUBLISH"
+        } else {
+            "PUBLISH"
+        };
+        let publishing = futures::future::join_all(replies.into_iter().map(|reply| {
+            let mut conn = conn.clone();
+            async move {
+                let published = redis_crate::cmd(command)
+                    .arg(&reply.channel)
+                    .arg(reply.payload.as_ref())
+                    .query_async(&mut conn)
+                    .await;
+                let _ = reply.answer.send(published);
+            }
+        }));
         let mut ack_conn = conn.clone();
-        let acknowledging = claim::acknowledge(&mut ack_conn, &self.keys, &self.group, acks);
-        // `join` polls in argument order: the `XACK` is queued first.
-        futures::join!(acknowledging, self.read(conn))
+        let acknowledging = async {
+            if acks.is_empty() {
+                return Ok(());
+            }
+            claim::acknowledge(&mut ack_conn, &self.keys, &self.group, acks).await
+        };
+        // `join` polls in argument order: the replies are queued first, then the `XACK`.
+        let (_, acked, read) = futures::join!(publishing, acknowledging, self.read(conn));
+        (acked, read)
     }
 
     /// Hands entries to the subscriber (remembering them in `held` when redelivering);
     /// `false` once the subscriber is gone.
     pub(super) fn deliver(
         &self,
-        entries: Vec<StreamId>,
+        entries: Vec<Entry>,
         sender: &mpsc::UnboundedSender<Bytes>,
         held: &mut Held,
     ) -> bool {
         let retention = millis(self.inner.options.retention);
         let now = now_millis();
         let stream = &self.keys.stream;
-        for entry in entries {
-            let payload = match entry.map.get(PAYLOAD_FIELD) {
-                Some(Value::BulkString(bytes)) => Some(Bytes::copy_from_slice(bytes)),
-                Some(Value::SimpleString(text)) => Some(Bytes::copy_from_slice(text.as_bytes())),
-                _ => None,
-            };
+        for Entry { id, payload } in entries {
             if self.delivery == Delivery::Redeliver {
                 let peeked = payload.as_deref().unwrap_or_default();
-                held.push(&self.inner.answers, entry.id.clone(), peeked);
+                held.push(&self.inner.answers, id.clone(), peeked);
             }
-            let age = entry_millis(&entry.id).map(|at| now.saturating_sub(at));
+            let age = entry_millis(&id).map(|at| now.saturating_sub(at));
             if age.is_some_and(|age| age > retention) {
-                tracing::debug!(%stream, id = %entry.id, "dropping an entry older than the retention");
+                tracing::debug!(%stream, %id, "dropping an entry older than the retention");
                 continue;
             }
             let Some(payload) = payload else {
-                tracing::warn!(%stream, id = %entry.id, "dropping a stream entry without a `p` payload field");
+                tracing::warn!(%stream, %id, "dropping a stream entry without a `p` payload field");
                 continue;
             };
             // Counted before it is sent, so the subscriber's count never goes below zero.
             self.queued.count.fetch_add(1, Ordering::AcqRel);
             if sender.send(payload).is_err() {
-                tracing::debug!(%stream, id = %entry.id, "the subscription was dropped: an entry it read is lost");
+                tracing::debug!(%stream, %id, "the subscription was dropped: an entry it read is lost");
                 return false;
             }
         }

@@ -15,9 +15,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::mpsc;
 
-/// The field of a stream entry that holds the payload.
-pub(super) const PAYLOAD_FIELD: &str = "p";
-
 /// How a group subscription's entries are delivered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Delivery {

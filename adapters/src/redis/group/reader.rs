@@ -18,6 +18,7 @@ use crate::backoff::Backoff;
 use crate::redis::claim::{Due, Held};
 use crate::redis::conn::Conn;
 use crate::redis::is_connection_error;
+use crate::redis::replies::Reply;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -148,15 +149,23 @@ impl GroupReader {
             return Phase::Reading { conn, beat };
         }
         // Let the tasks woken by the entries just delivered (the subscriber and the handler
-        // it runs) go first, so the reply they publish is not queued behind this reader's
-        // next read on a busy thread: the read is off the call's critical path, the reply is
-        // on it.
+        // it runs) go first: the replies they publish meanwhile are handed to this reader
+        // and leave first in its next write (see `replies`), ahead of the acknowledgements
+        // and the next read.
+        let window = self.member.inner.replies.open(self.member.reader);
         tokio::task::yield_now().await;
-        self.acknowledge_and_read(conn, beat).await
+        let replies = window.close();
+        self.acknowledge_and_read(conn, beat, replies).await
     }
 
-    /// Acknowledges the answered entries and reads the next ones, in one write.
-    async fn acknowledge_and_read(&mut self, mut conn: Conn, mut beat: Instant) -> Phase {
+    /// Publishes the `replies` handed over, acknowledges the answered entries and reads the
+    /// next ones, in one write.
+    async fn acknowledge_and_read(
+        &mut self,
+        mut conn: Conn,
+        mut beat: Instant,
+        replies: Vec<Reply>,
+    ) -> Phase {
         let due: Option<Due> = match self.member.delivery {
             Delivery::Redeliver => Some(self.held.due(&self.member.inner.answers)),
             Delivery::AtMostOnce => None,
@@ -169,7 +178,7 @@ impl GroupReader {
             // connection retries and repairs itself and may wait past it.
             outcome = tokio::time::timeout(
                 options.block_for() + options.ping_timeout,
-                self.member.acknowledge_and_read(&mut conn, acks),
+                self.member.acknowledge_and_read(&mut conn, acks, replies),
             ) => match outcome {
                 Ok(outcome) => outcome,
                 Err(_) => {
@@ -190,8 +199,7 @@ impl GroupReader {
         // The entries read are delivered whatever became of the acknowledgement: they are
         // pending for this consumer now.
         let next = match read {
-            Ok(reply) => {
-                let entries = reply.keys.into_iter().flat_map(|key| key.ids).collect();
+            Ok(entries) => {
                 if !self.member.deliver(entries, &self.sender, &mut self.held) {
                     return Phase::Done;
                 }

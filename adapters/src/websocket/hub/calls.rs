@@ -124,16 +124,16 @@ impl Calls {
     }
 
     /// A reply of `kind` for `request_id` published on `topic` by the spoke `from` (`None`:
-    /// the hub's process). `Ok(Some(caller))`: deliver it to `caller` (the record is gone if
-    /// the reply ends the call); `Ok(None)`: no such request is in flight (it ended, or never
-    /// was); an error when the publisher may not answer it.
+    /// the hub's process). `Ok(Some((caller, ends)))`: deliver it to `caller`; `ends` when the
+    /// reply ends the call (its record is gone); `Ok(None)`: no such request is in flight (it
+    /// ended, or never was); an error when the publisher may not answer it.
     pub(super) fn answer(
         &mut self,
         request_id: &str,
         kind: EventKind,
         topic: &str,
         from: Option<u64>,
-    ) -> Result<Option<Caller>, String> {
+    ) -> Result<Option<(Caller, bool)>, String> {
         let Some(call) = self.calls.get(request_id) else {
             return Ok(None);
         };
@@ -151,10 +151,11 @@ impl Calls {
             ));
         }
         let caller = call.caller;
-        if kind.ends_call(call.subscription) {
+        let ends = kind.ends_call(call.subscription);
+        if ends {
             self.forget(request_id);
         }
-        Ok(Some(caller))
+        Ok(Some((caller, ends)))
     }
 
     /// `call.aborted` for `request_id`, published on the abort topic of `operation_id` by
@@ -264,7 +265,7 @@ mod tests {
         assert!(calls.abort("c:1", "math.sub", Caller::Spoke(1)).is_err());
         assert_eq!(
             calls.answer("c:1", EventKind::Responded, &reply, Some(2)),
-            Ok(Some(Caller::Spoke(1)))
+            Ok(Some((Caller::Spoke(1), true)))
         );
         // The call ended: the record is gone, a late reply or abort finds nothing.
         assert_eq!(

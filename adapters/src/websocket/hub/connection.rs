@@ -6,9 +6,9 @@ use super::admission::Ticket;
 use super::auth::{bearer_token, refuse, too_many};
 use super::grant::SpokeGrant;
 use super::link::Link;
-use super::outbound::Outbound;
+use super::outbound::{Out, Outbound};
 use super::state::{HubState, SpokeState};
-use crate::websocket::frame::{self, Header};
+use crate::websocket::frame::{self, Header, LATE_RECEIPTS, LATE_RECEIPTS_HEADER};
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use parking_lot::Mutex;
@@ -85,19 +85,25 @@ where
 {
     let mut grant = None;
     let mut refusal = None;
-    let handshake =
-        tokio_tungstenite::accept_hdr_async(stream, |request: &Request, response: Response| {
-            match admit(&shared, peer, request, &mut ticket) {
-                Ok(granted) => {
-                    grant = Some(granted);
-                    Ok(response)
-                }
-                Err((answer, why)) => {
-                    refusal = Some(why);
-                    Err(answer)
-                }
+    let mut late_receipts = false;
+    let handshake = tokio_tungstenite::accept_hdr_async_with_config(
+        stream,
+        |request: &Request, response: Response| match admit(&shared, peer, request, &mut ticket) {
+            Ok(granted) => {
+                grant = Some(granted);
+                late_receipts = request
+                    .headers()
+                    .get(LATE_RECEIPTS_HEADER)
+                    .is_some_and(|value| value.as_bytes() == LATE_RECEIPTS.as_bytes());
+                Ok(response)
             }
-        });
+            Err((answer, why)) => {
+                refusal = Some(why);
+                Err(answer)
+            }
+        },
+        Some(frame::socket_config()),
+    );
     let socket = match tokio::time::timeout(shared.options.handshake_timeout, handshake).await {
         Ok(Ok(socket)) => socket,
         Ok(Err(error)) => {
@@ -119,11 +125,9 @@ where
     let id = shared.next_connection.fetch_add(1, Ordering::Relaxed);
     let name = format!("{}#{id}", grant.name);
     let spoke = Arc::new(Mutex::new(SpokeState {
-        id,
         name: name.clone(),
         grant: grant.clone(),
         subscriptions: HashMap::new(),
-        dead: false,
     }));
     let kick = shared.shutdown.child_token();
     shared.spokes.lock().insert(id, spoke.clone());
@@ -131,12 +135,26 @@ where
     tracing::info!(spoke = %name, %peer, "spoke connected");
 
     let (mut sink, mut source) = socket.split();
-    let (outbound, mut queue) = Outbound::new(&shared.options, spoke.clone(), kick.clone());
+    let (outbound, mut queue) = Outbound::new(&shared.options, name.clone(), kick.clone());
     let writer_stop = kick.clone();
     let writer = tokio::spawn(async move {
-        // Frames queued while the socket was busy go out in one batch with one flush.
-        while let Some(message) = queue.recv().await {
-            match frame::write_batch(&mut sink, message, || queue.try_recv()).await {
+        // Frames queued while the socket was busy go out in one batch with one flush, the
+        // receipts held back first (see `receipts.rs`).
+        while let Some(item) = queue.recv().await {
+            let mut receipts = queue.take_receipts();
+            let first = match item {
+                Out::Frame(message) => message,
+                Out::Receipts => match receipts.take() {
+                    Some(receipts) => receipts,
+                    None => continue,
+                },
+            };
+            let (first, mut second) = match receipts {
+                Some(receipts) => (receipts, Some(first)),
+                None => (first, None),
+            };
+            let more = || second.take().or_else(|| queue.try_recv());
+            match frame::write_batch(&mut sink, first, more).await {
                 Ok((size, _)) => queue.written(size),
                 Err(_) => break,
             }
@@ -150,6 +168,7 @@ where
         outbound,
         id,
         grant,
+        late_receipts,
     };
     link.send(frame::encode(
         &Header::Welcome {
@@ -193,7 +212,7 @@ where
                         break;
                     }
                     if let Some(data) = frame::data_of(message) {
-                        link.handle(&data).await;
+                        link.handle(&data);
                     }
                 }
                 Some(Err(error)) => {
@@ -206,7 +225,7 @@ where
     }
     kick.cancel();
     writer.abort();
-    shared.spoke_gone(id, &spoke).await;
+    shared.spoke_gone(id, &spoke);
     drop(ticket);
 }
 

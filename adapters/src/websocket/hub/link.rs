@@ -1,19 +1,18 @@
 //! A connected spoke's side of the hub ([`Link`]): the frames it sends — subscribe,
-//! unsubscribe, publish — what its grant lets it subscribe to, and the answers.
+//! unsubscribe, publish — what its grant lets it subscribe to, and the answers (late ones
+//! held back, see `receipts.rs`).
 
-use super::forward::Forwarder;
 use super::grant::SpokeGrant;
 use super::outbound::Outbound;
 use super::publish::Publisher;
 use super::state::{HubState, SpokeState};
-use super::topic::{TopicKind, check_name, classify, reply_route};
+use super::topic::{TopicKind, check_name, classify};
 use crate::websocket::frame::{self, Header};
 use bytes::Bytes;
-use opkit::protocol::{Delivery, PubSub, Receipt};
+use opkit::protocol::Delivery;
 use parking_lot::Mutex;
 use std::sync::Arc;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_util::sync::CancellationToken;
 
 /// A connected spoke's side of the hub: its outgoing queue and its state.
 pub(super) struct Link {
@@ -23,6 +22,8 @@ pub(super) struct Link {
     /// The connection id.
     pub(super) id: u64,
     pub(super) grant: Arc<SpokeGrant>,
+    /// The spoke reads late receipts (`oks` frames; see `receipts.rs`).
+    pub(super) late_receipts: bool,
 }
 
 /// Room in a frame header beside its topic and group names: a header up to twice the name
@@ -34,6 +35,15 @@ impl Link {
     /// Queues a frame; a spoke too far behind is disconnected.
     pub(super) fn send(&self, message: Message) -> bool {
         self.outbound.send(message)
+    }
+
+    /// Answers the spoke's publish `id`, late when the spoke reads late receipts and `late`.
+    fn receipt(&self, id: u64, receivers: usize, late: bool) {
+        if late && self.late_receipts {
+            self.outbound.hold_receipt(id, receivers, &self.shared.late);
+        } else {
+            self.reply(id, Ok(Some(receivers)));
+        }
     }
 
     /// Answers the spoke's request `id`; a refusal says whether what was refused reached
@@ -51,7 +61,7 @@ impl Link {
     }
 
     /// Handles one frame from the spoke; malformed frames are logged and dropped.
-    pub(super) async fn handle(&self, data: &Bytes) {
+    pub(super) fn handle(&self, data: &Bytes) {
         let max_head =
             (self.shared.options.max_topic_len.saturating_mul(2)).saturating_add(HEADER_ROOM);
         let (header, payload) = match frame::decode(data, max_head) {
@@ -72,13 +82,17 @@ impl Link {
             }
         };
         match header {
-            Header::Subscribe { id, topic } => self.subscribe(id, topic, None).await,
+            Header::Subscribe { id, topic } => self.subscribe(id, topic, None),
             Header::SubscribeGroup { id, topic, group } => {
-                self.subscribe(id, topic, Some(group)).await;
+                self.subscribe(id, topic, Some(group));
             }
             Header::Unsubscribe { id } => {
-                if let Some((_, _, stop)) = self.spoke.lock().subscriptions.remove(&id) {
-                    stop.cancel();
+                let removed = self.spoke.lock().subscriptions.remove(&id);
+                if let Some((topic, group)) = removed {
+                    let reply = group.is_none() && classify(&topic) == TopicKind::Reply;
+                    self.shared
+                        .router
+                        .remove_spoke(&topic, group.as_deref(), reply, self.id, id);
                 }
             }
             Header::Publish { id, topic } => {
@@ -86,16 +100,13 @@ impl Link {
                     id: self.id,
                     grant: &self.grant,
                 };
-                let result = self
-                    .shared
-                    .publish(Some(publisher), &topic, payload)
-                    .await
-                    .map(Receipt::receivers)
-                    .map_err(|error| {
+                match self.shared.publish(Some(publisher), &topic, payload) {
+                    Ok(published) => self.receipt(id, published.receivers, published.late),
+                    Err(error) => {
                         let unsent = error.delivery() == Delivery::NotSent;
-                        (error.message().to_owned(), unsent)
-                    });
-                self.reply(id, result);
+                        self.reply(id, Err((error.message().to_owned(), unsent)));
+                    }
+                }
             }
             other => {
                 tracing::warn!(spoke = %self.spoke.lock().name, frame = ?other, "dropping a frame spokes do not send");
@@ -111,9 +122,9 @@ impl Link {
         }
     }
 
-    /// Subscribes the spoke (within its grant and its limit) and starts the subscription's
-    /// forwarder.
-    async fn subscribe(&self, id: u64, topic: String, group: Option<String>) {
+    /// Subscribes the spoke (within its grant and its limit): from now on the router puts
+    /// the topic's messages for it straight into its outgoing queue.
+    fn subscribe(&self, id: u64, topic: String, group: Option<String>) {
         if let Err(refusal) = self.may_subscribe(&topic, group.as_deref()) {
             if let Some(left_out) = self.shared.refusal_log.admit() {
                 tracing::warn!(spoke = %self.grant.name, %refusal, left_out, "refused a spoke's subscription");
@@ -144,37 +155,18 @@ impl Link {
             );
             return;
         }
-        // Replies reach a spoke through a topic of its own, carrying its own calls' replies.
-        let bus_topic = match classify(&topic) {
-            TopicKind::Reply => reply_route(self.id, &topic),
-            _ => topic.clone(),
-        };
-        self.shared.unorphan(&bus_topic);
-        let subscription = match &group {
-            Some(group) => self.shared.bus.subscribe_group(&bus_topic, group).await,
-            None => self.shared.bus.subscribe(&bus_topic).await,
-        };
-        let subscription = match subscription {
-            Ok(subscription) => subscription,
-            Err(error) => {
-                self.reply(id, Err((error.message().to_owned(), true)));
-                return;
-            }
-        };
-        let stop = CancellationToken::new();
-        let forwarder = Forwarder {
-            spoke: self.spoke.clone(),
-            shared: self.shared.clone(),
-            outbound: self.outbound.clone(),
+        // A spoke's reply subscriptions carry the replies to its own calls only.
+        let reply = classify(&topic) == TopicKind::Reply;
+        self.shared.unorphan(&topic);
+        self.shared.router.add_spoke(
+            &topic,
+            group.as_deref(),
+            reply,
+            self.id,
             id,
-            // Only requests routed on a request topic (checked when published) are tracked.
-            track: group.is_some() && matches!(classify(&topic), TopicKind::Request(_)),
-        };
-        tokio::spawn(forwarder.run(subscription, stop.clone()));
-        self.spoke
-            .lock()
-            .subscriptions
-            .insert(id, (topic, group, stop));
+            self.outbound.clone(),
+        );
+        self.spoke.lock().subscriptions.insert(id, (topic, group));
         self.reply(id, Ok(None));
     }
 

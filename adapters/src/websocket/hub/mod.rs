@@ -3,21 +3,22 @@
 //! [`WsHub`] and [`HubPubSub`] are here; [`HubOptions`] in `options`, what a spoke may do
 //! in `grant`, authentication in `auth`, the limits at the door in `admission`, the shared
 //! state and its invariants in `state`, the calls in flight in `calls`, publishing (the
-//! checks on the call protocol's topics, stamping) in `publish`, topic names in `topic`,
-//! connections in `connection`, a spoke's frames in `link`, forwarding subscriptions to
-//! spokes in `forward`.
+//! checks on the call protocol's topics, stamping) in `publish`, who receives what in
+//! `router`, topic names in `topic`, connections in `connection`, a spoke's frames in
+//! `link`, its outgoing queue in `outbound`, the receipts held back in `receipts`.
 
 mod admission;
 mod auth;
 mod calls;
 mod connection;
-mod forward;
 mod grant;
 mod link;
 mod log_budget;
 mod options;
 mod outbound;
 mod publish;
+mod receipts;
+mod router;
 mod state;
 mod topic;
 
@@ -32,7 +33,7 @@ pub use options::{
 use bytes::Bytes;
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use opkit::protocol::{MemoryPubSub, PubSub, Receipt, Subscription, TransportError, topics};
+use opkit::protocol::{PubSub, Receipt, Subscription, TransportError, topics};
 use parking_lot::Mutex;
 use state::HubState;
 use std::collections::{BTreeMap, HashMap};
@@ -92,7 +93,7 @@ impl WsHub {
         let listener = TcpListener::bind(address).await?;
         let address = listener.local_addr()?;
         let shared = Arc::new(HubState {
-            bus: MemoryPubSub::new(),
+            router: Arc::default(),
             verifier: Arc::new(verifier),
             admission: Arc::new(admission::Admission::new(&options)),
             options,
@@ -102,11 +103,16 @@ impl WsHub {
             calls: Mutex::new(calls::Calls::default()),
             orphans: Mutex::new(HashMap::new()),
             kicks: Mutex::new(HashMap::new()),
+            late: Arc::default(),
             next_connection: AtomicU64::new(1),
             shutdown: CancellationToken::new(),
         });
         tokio::spawn(connection::accept(shared.clone(), listener));
         tokio::spawn(state::sweep(shared.clone()));
+        tokio::spawn(receipts::sweep(
+            shared.late.clone(),
+            shared.shutdown.clone(),
+        ));
         Ok(Self { shared, address })
     }
 
@@ -153,7 +159,7 @@ impl WsHub {
         let mut operations: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for spoke in self.shared.spokes.lock().values() {
             let spoke = spoke.lock();
-            for (topic, group, _) in spoke.subscriptions.values() {
+            for (topic, group) in spoke.subscriptions.values() {
                 if group.is_some()
                     && let Some(id) = topic.strip_prefix(&prefix)
                 {
@@ -220,18 +226,17 @@ impl PubSub for HubPubSub {
         topic: &'a str,
         payload: Bytes,
     ) -> BoxFuture<'a, Result<Receipt, TransportError>> {
-        self.shared.publish(None, topic, payload).boxed()
+        let published = self.shared.publish(None, topic, payload);
+        futures::future::ready(published.map(|published| Receipt::delivered(published.receivers)))
+            .boxed()
     }
 
     fn subscribe<'a>(
         &'a self,
         topic: &'a str,
     ) -> BoxFuture<'a, Result<Subscription, TransportError>> {
-        async move {
-            self.shared.unorphan(topic);
-            self.shared.bus.subscribe(topic).await
-        }
-        .boxed()
+        self.shared.unorphan(topic);
+        futures::future::ready(Ok(self.shared.router.subscribe_local(topic, None))).boxed()
     }
 
     fn subscribe_group<'a>(
@@ -239,10 +244,7 @@ impl PubSub for HubPubSub {
         topic: &'a str,
         group: &'a str,
     ) -> BoxFuture<'a, Result<Subscription, TransportError>> {
-        async move {
-            self.shared.unorphan(topic);
-            self.shared.bus.subscribe_group(topic, group).await
-        }
-        .boxed()
+        self.shared.unorphan(topic);
+        futures::future::ready(Ok(self.shared.router.subscribe_local(topic, Some(group)))).boxed()
     }
 }

@@ -22,7 +22,7 @@ use super::topic::{TopicKind, check_name, classify};
 use bytes::Bytes;
 use opkit::Identity;
 use opkit::protocol::wire::{self, EventKind};
-use opkit::protocol::{CallEvent, CallRequested, PubSub, Receipt, TransportError};
+use opkit::protocol::{CallEvent, CallRequested, TransportError};
 
 /// The spoke a publish comes from.
 #[derive(Clone, Copy)]
@@ -30,6 +30,26 @@ pub(super) struct Publisher<'a> {
     /// Its connection id.
     pub(super) id: u64,
     pub(super) grant: &'a SpokeGrant,
+}
+
+/// A publish the hub routed.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Published {
+    /// How many subscriptions received it (each group counts once).
+    pub(super) receivers: usize,
+    /// Its receipt may be late (see `receipts.rs`): a request that reached a serving spoke,
+    /// or a reply that ended its call at its caller. Nothing but the publish itself waits on
+    /// such a receipt.
+    pub(super) late: bool,
+}
+
+impl Published {
+    fn now(receivers: usize) -> Self {
+        Self {
+            receivers,
+            late: false,
+        }
+    }
 }
 
 /// A refused publish: it reached nobody.
@@ -40,12 +60,12 @@ fn refused(message: impl Into<String>) -> TransportError {
 impl HubState {
     /// Publishes `payload` on `topic` for a spoke (`from`) or for code in the hub's process
     /// (`None`), under the rules of the module docs.
-    pub(super) async fn publish(
+    pub(super) fn publish(
         &self,
         from: Option<Publisher<'_>>,
         topic: &str,
         payload: Bytes,
-    ) -> Result<Receipt, TransportError> {
+    ) -> Result<Published, TransportError> {
         if let Some(from) = from {
             let checked = check_name("topic", topic, self.options.max_topic_len)
                 .map_err(refused)
@@ -57,13 +77,12 @@ impl HubState {
         let published = match classify(topic) {
             TopicKind::Request(operation_id) => {
                 self.publish_request(from, topic, operation_id, payload)
-                    .await
             }
             TopicKind::Abort(operation_id) => {
-                self.publish_abort(from, topic, operation_id, payload).await
+                self.publish_abort(from, topic, operation_id, &payload)
             }
-            TopicKind::Reply => self.publish_reply(from, topic, payload).await,
-            TopicKind::Plain => self.bus.publish(topic, payload).await,
+            TopicKind::Reply => self.publish_reply(from, topic, &payload),
+            TopicKind::Plain => Ok(Published::now(self.router.publish(topic, &payload, |_| {}))),
         };
         published.map_err(|error| match from {
             Some(from) if error.delivery() == opkit::protocol::Delivery::NotSent => {
@@ -99,14 +118,14 @@ impl HubState {
         error
     }
 
-    /// A `call.requested`: read, checked, stamped, recorded, then published.
-    async fn publish_request(
+    /// A `call.requested`: read, checked, stamped, recorded, then routed.
+    fn publish_request(
         &self,
         from: Option<Publisher<'_>>,
         topic: &str,
         operation_id: &str,
         payload: Bytes,
-    ) -> Result<Receipt, TransportError> {
+    ) -> Result<Published, TransportError> {
         let (request_id, call, payload) = match from {
             Some(from) => {
                 let request = read_request(&payload, operation_id)?;
@@ -140,30 +159,46 @@ impl HubState {
                     );
                     (peeked.request_id.into_owned(), call, payload)
                 }
-                _ => return self.route_request(topic, payload).await,
+                _ => {
+                    return self
+                        .route_request(topic, &payload, None)
+                        .map(Published::now);
+                }
             },
         };
         self.calls
             .lock()
             .open(&request_id, call, self.options.max_calls_per_spoke)
             .map_err(refused)?;
-        let routed = self.route_request(topic, payload).await;
-        if routed
-            .as_ref()
-            .is_ok_and(|receipt| !receipt.reached_nobody())
-        {
-            return routed;
+        let routed = self.route_request(topic, &payload, Some(&request_id));
+        if let Ok(receivers @ 1..) = routed {
+            return Ok(Published {
+                receivers,
+                late: from.is_some(),
+            });
         }
         self.calls.lock().forget(&request_id);
-        routed
+        routed.map(Published::now)
     }
 
-    /// Publishes a request on the bus; on a request topic whose last serving spoke went away
-    /// within the orphan grace, reaching nobody is a transport error (the spoke may be
-    /// reconnecting).
-    async fn route_request(&self, topic: &str, payload: Bytes) -> Result<Receipt, TransportError> {
-        let receipt = self.bus.publish(topic, payload).await?;
-        if receipt.reached_nobody()
+    /// Routes a request; on a request topic whose last serving spoke went away within the
+    /// orphan grace, reaching nobody is a transport error (the spoke may be reconnecting).
+    /// The spoke a group hands the request to is recorded as its server (`request_id`, when
+    /// the request has a record), under the router's lock: see [`SpokeState`]'s invariant.
+    ///
+    /// [`SpokeState`]: super::state::SpokeState
+    fn route_request(
+        &self,
+        topic: &str,
+        payload: &Bytes,
+        request_id: Option<&str>,
+    ) -> Result<usize, TransportError> {
+        let receivers = self.router.publish(topic, payload, |server| {
+            if let Some(request_id) = request_id {
+                self.calls.lock().route(request_id, server);
+            }
+        });
+        if receivers == 0
             && let Some((spoke, since)) = self.orphans.lock().get(topic).cloned()
             && since.elapsed() < self.options.orphan_grace
         {
@@ -171,22 +206,24 @@ impl HubState {
                 "the spoke `{spoke}` that served `{topic}` disconnected and no other serves it (yet)"
             )));
         }
-        Ok(receipt)
+        Ok(receivers)
     }
 
     /// A `call.aborted`: accepted from the request's caller (or the hub), for that request on
     /// its operation's abort topic only.
-    async fn publish_abort(
+    fn publish_abort(
         &self,
         from: Option<Publisher<'_>>,
         topic: &str,
         operation_id: &str,
-        payload: Bytes,
-    ) -> Result<Receipt, TransportError> {
+        payload: &Bytes,
+    ) -> Result<Published, TransportError> {
         let caller = from.map_or(Caller::Hub, |from| Caller::Spoke(from.id));
-        let request_id = match wire::peek(&payload) {
+        let request_id = match wire::peek(payload) {
             Some(peeked) if peeked.kind == EventKind::Aborted => peeked.request_id,
-            _ if caller == Caller::Hub => return self.bus.publish(topic, payload).await,
+            _ if caller == Caller::Hub => {
+                return Ok(Published::now(self.router.publish(topic, payload, |_| {})));
+            }
             _ => {
                 return Err(refused(format!(
                     "only call.aborted is published on `{topic}`, and the hub cannot read this as one"
@@ -200,24 +237,24 @@ impl HubState {
             .map_err(refused)?;
         if aborted.is_none() && caller != Caller::Hub {
             // No such call in flight (it ended): nothing to stop.
-            return Ok(Receipt::delivered(0));
+            return Ok(Published::now(0));
         }
-        self.bus.publish(topic, payload).await
+        Ok(Published::now(self.router.publish(topic, payload, |_| {})))
     }
 
     /// A reply: accepted from the spoke the request was routed to, and delivered to its
     /// caller only.
-    async fn publish_reply(
+    fn publish_reply(
         &self,
         from: Option<Publisher<'_>>,
         topic: &str,
-        payload: Bytes,
-    ) -> Result<Receipt, TransportError> {
-        let peeked = wire::peek(&payload)
+        payload: &Bytes,
+    ) -> Result<Published, TransportError> {
+        let peeked = wire::peek(payload)
             .filter(|peeked| !matches!(peeked.kind, EventKind::Requested | EventKind::Aborted));
         let Some(peeked) = peeked else {
             if from.is_none() {
-                return self.bus.publish(topic, payload).await;
+                return Ok(Published::now(self.router.publish(topic, payload, |_| {})));
             }
             return Err(refused(format!(
                 "only call.responded, call.completed and call.error are published on `{topic}`, and the hub cannot read this as one"
@@ -230,11 +267,19 @@ impl HubState {
             from.map(|from| from.id),
         );
         match answered.map_err(refused)? {
-            Some(caller) => self.deliver(caller, topic, payload).await,
+            Some((caller, ends)) => {
+                let receivers = self.deliver(caller, topic, payload);
+                Ok(Published {
+                    receivers,
+                    late: ends && receivers > 0,
+                })
+            }
             // In the hub's process: replies to requests the hub did not route.
-            None if from.is_none() => self.bus.publish(topic, payload).await,
+            None if from.is_none() => {
+                Ok(Published::now(self.router.publish(topic, payload, |_| {})))
+            }
             // No such call in flight (it ended, or never was): nobody waits for it.
-            None => Ok(Receipt::delivered(0)),
+            None => Ok(Published::now(0)),
         }
     }
 

@@ -1,6 +1,6 @@
 //! The hub's shared state ([`HubState`], [`SpokeState`]) and what changes it as a whole: a
-//! spoke going away, delivering replies, the periodic sweep. Publishing is `publish.rs`. The
-//! invariants are written on the structs.
+//! spoke going away, delivering replies, the periodic sweep. Publishing is `publish.rs`,
+//! routing `router.rs`. The invariants are written on the structs.
 
 use super::admission::Admission;
 use super::auth::TokenVerifier;
@@ -8,11 +8,12 @@ use super::calls::{Call, Caller, Calls};
 use super::grant::SpokeGrant;
 use super::log_budget::LogBudget;
 use super::options::HubOptions;
-use super::topic::reply_route;
+use super::receipts::LateReceipts;
+use super::router::Router;
 use bytes::Bytes;
 use opkit::CallError;
 use opkit::envelope::now_millis;
-use opkit::protocol::{CallEvent, Delivery, MemoryPubSub, PubSub, Receipt, TransportError, topics};
+use opkit::protocol::{CallEvent, Delivery, topics};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,49 +24,39 @@ use tokio_util::sync::CancellationToken;
 /// One connected spoke, as the hub sees it; behind its own lock (see [`HubState`] for the
 /// order).
 ///
-/// Invariants, kept under this lock:
-///
-/// * `dead` is the tombstone: [`HubState::spoke_gone`] sets it in the same critical section
-///   that takes `subscriptions`, and only then takes the calls routed to the spoke from
-///   [`HubState::calls`]. A forwarder checks `dead` under this lock and, still holding it,
-///   records in `calls` that it routed a request here, so a request routed to the spoke is
-///   either among the calls `spoke_gone` takes (and failed there) or sees `dead` (and is
-///   failed by the forwarder): never lost, never failed twice.
-/// * `subscriptions` gains an entry once the bus subscription exists and its forwarder
-///   runs; one is removed on `unsubscribe`, or all are taken by `spoke_gone`. Cancelling
-///   an entry's token stops its forwarder, which still forwards (or fails) what was
-///   already queued for it.
+/// Invariant: `subscriptions` lists exactly the spoke's subscriptions in the hub's
+/// [`Router`]: an entry is added once its target is in the router and removed (on
+/// `unsubscribe`) together with it; [`HubState::spoke_gone`] takes them all and removes
+/// their targets before it takes the calls routed to the spoke, so a request routed to the
+/// spoke (recorded under the router's lock, see `publish.rs`) is among the calls it fails.
 pub(in crate::websocket) struct SpokeState {
-    /// The connection id.
-    pub(super) id: u64,
     pub(in crate::websocket) name: String,
     pub(super) grant: Arc<SpokeGrant>,
-    /// Subscriptions by the spoke's id: (topic, group, the task forwarding them).
-    pub(super) subscriptions: HashMap<u64, (String, Option<String>, CancellationToken)>,
-    pub(super) dead: bool,
+    /// Subscriptions by the spoke's id: topic and group.
+    pub(super) subscriptions: HashMap<u64, (String, Option<String>)>,
 }
 
-/// The hub's state, shared by its accept and sweep tasks, each connection's task, the
-/// forwarders and [`HubPubSub`](super::HubPubSub).
+/// The hub's state, shared by its accept and sweep tasks, each connection's task and
+/// [`HubPubSub`](super::HubPubSub).
 ///
 /// Invariants:
 ///
 /// * `spokes` and `kicks` hold one entry per connected spoke, by connection id: both are
 ///   inserted once the handshake succeeded (before the welcome frame), both removed first
-///   thing by [`spoke_gone`](Self::spoke_gone). A spoke's [`SpokeState`] outlives its
-///   entry as a tombstone (see there).
+///   thing by [`spoke_gone`](Self::spoke_gone).
 /// * `calls` holds a record of every request in flight through the hub (see
 ///   [`Calls`]): who made it, and the spoke it was routed to. Replies go to the caller's
-///   connection only, through a topic no spoke can name ([`reply_route`]).
+///   connection only ([`Router::reply`]).
 /// * `orphans` holds a request topic from the moment [`spoke_gone`](Self::spoke_gone)
 ///   removed the last group subscription on it until a participant subscribes to it again
 ///   ([`unorphan`](Self::unorphan)) or the sweep finds it older than the orphan grace. It
 ///   is read only when a publish reached nobody, to fail it instead of dropping it.
-/// * Lock order: `spokes`, then one spoke's state, then `calls`. `orphans`, `kicks` and the
-///   locks inside `admission` and the log budgets are leaves: no other lock is taken while
-///   one of them is held. No lock is held across an `.await`.
+/// * Lock order: `spokes`, then one spoke's state, then the router's table, then `calls`.
+///   `orphans`, `kicks`, the late receipts' list, each queue's held receipts and the locks
+///   inside `admission` and the log budgets are leaves: no other lock is taken while one of
+///   them is held. No lock is held across an `.await`.
 pub(super) struct HubState {
-    pub(super) bus: MemoryPubSub,
+    pub(super) router: Arc<Router>,
     pub(super) verifier: Arc<dyn TokenVerifier>,
     pub(super) options: HubOptions,
     pub(super) admission: Arc<Admission>,
@@ -79,6 +70,8 @@ pub(super) struct HubState {
     pub(super) orphans: Mutex<HashMap<String, (String, Instant)>>,
     /// Disconnects a spoke on demand, by connection id.
     pub(super) kicks: Mutex<HashMap<u64, CancellationToken>>,
+    /// The queues holding receipts back (see `receipts.rs`).
+    pub(super) late: Arc<LateReceipts>,
     pub(super) next_connection: AtomicU64,
     pub(super) shutdown: CancellationToken,
 }
@@ -90,50 +83,39 @@ impl HubState {
     }
 
     /// Sends a reply on `topic` to the one caller it belongs to: a spoke's connection, or
-    /// the hub's own process.
-    pub(super) async fn deliver(
-        &self,
-        caller: Caller,
-        topic: &str,
-        payload: Bytes,
-    ) -> Result<Receipt, TransportError> {
+    /// the hub's own process; returns how many subscriptions received it.
+    pub(super) fn deliver(&self, caller: Caller, topic: &str, payload: &Bytes) -> usize {
         match caller {
-            Caller::Spoke(connection) => {
-                self.bus
-                    .publish(&reply_route(connection, topic), payload)
-                    .await
-            }
-            Caller::Hub => self.bus.publish(topic, payload).await,
+            Caller::Spoke(connection) => self.router.reply(connection, topic, payload),
+            Caller::Hub => self.router.publish(topic, payload, |_| {}),
         }
     }
 
     /// A spoke is gone: drop its subscriptions, fail the requests it was running, abort the
     /// ones it made (their replies cannot reach it any more).
-    pub(super) async fn spoke_gone(&self, id: u64, spoke: &Arc<Mutex<SpokeState>>) {
+    pub(super) fn spoke_gone(&self, id: u64, spoke: &Arc<Mutex<SpokeState>>) {
         self.spokes.lock().remove(&id);
         self.kicks.lock().remove(&id);
         let (name, subscriptions) = {
             let mut state = spoke.lock();
-            state.dead = true;
             (state.name.clone(), std::mem::take(&mut state.subscriptions))
         };
-        // Request topics nobody else serves become orphans.
-        let mut ours: HashMap<String, usize> = HashMap::new();
-        for (topic, group, _) in subscriptions.values() {
+        let mut served_topics = Vec::new();
+        for (sub, (topic, group)) in subscriptions {
+            let reply = group.is_none() && super::topic::is_reply(&topic);
+            self.router
+                .remove_spoke(&topic, group.as_deref(), reply, id, sub);
             if group.is_some() {
-                *ours.entry(topic.clone()).or_default() += 1;
+                served_topics.push(topic);
             }
         }
-        for (topic, count) in ours {
-            if self.bus.subscriber_count(&topic) <= count {
+        // Request topics nobody else serves become orphans.
+        for topic in served_topics {
+            if self.router.subscriber_count(&topic) == 0 {
                 self.orphans
                     .lock()
                     .insert(topic, (name.clone(), Instant::now()));
             }
-        }
-        // The forwarders fail what is still queued for the spoke, then unsubscribe.
-        for (_, _, stop) in subscriptions.into_values() {
-            stop.cancel();
         }
         let (served, called) = {
             let mut calls = self.calls.lock();
@@ -144,14 +126,14 @@ impl HubState {
         if failed > 0 {
             tracing::warn!(spoke = %name, requests = failed, "a spoke disconnected with requests in flight: failing them");
         }
-        self.fail_calls(&name, served).await;
-        self.abort_calls(called).await;
+        self.fail_calls(&name, served);
+        self.abort_calls(called);
         tracing::info!(spoke = %name, "spoke disconnected");
     }
 
     /// Fails the `calls` that were running at the spoke `name` and whose deadline has not
     /// passed, with `TRANSPORT_ERROR` to their callers.
-    pub(super) async fn fail_calls(&self, name: &str, calls: Vec<(String, Call)>) {
+    pub(super) fn fail_calls(&self, name: &str, calls: Vec<(String, Call)>) {
         let now = now_millis();
         for (request_id, call) in calls {
             if !call.is_live(now) {
@@ -166,7 +148,7 @@ impl HubState {
             let topic = topics::reply_topic_for(&request_id);
             match CallEvent::error(request_id.as_str(), error).to_bytes() {
                 Ok(payload) => {
-                    let _ = self.deliver(call.caller, &topic, payload).await;
+                    self.deliver(call.caller, &topic, &payload);
                 }
                 Err(error) => tracing::error!(%error, "could not encode call.error"),
             }
@@ -174,7 +156,7 @@ impl HubState {
     }
 
     /// Aborts `calls` whose caller went away: their handlers stop, as when a caller gives up.
-    async fn abort_calls(&self, calls: Vec<(String, Call)>) {
+    fn abort_calls(&self, calls: Vec<(String, Call)>) {
         let now = now_millis();
         for (request_id, call) in calls {
             if !call.is_live(now) {
@@ -183,7 +165,7 @@ impl HubState {
             match CallEvent::aborted(request_id.as_str()).to_bytes() {
                 Ok(payload) => {
                     let topic = topics::abort_topic(&call.operation_id);
-                    let _ = self.bus.publish(&topic, payload).await;
+                    self.router.publish(&topic, &payload, |_| {});
                 }
                 Err(error) => tracing::error!(%error, "could not encode call.aborted"),
             }

@@ -1,6 +1,5 @@
 //! Topic names as the hub reads them: which part of the call protocol a topic belongs to
-//! ([`TopicKind`]), the bound on the names spokes give it ([`check_name`]), and the
-//! hub-internal topic that carries one spoke's replies ([`reply_route`]).
+//! ([`TopicKind`]) and the bound on the names spokes give it ([`check_name`]).
 
 use opkit::protocol::topics;
 use std::sync::LazyLock;
@@ -50,11 +49,9 @@ pub(super) fn check_name(what: &str, name: &str, max: usize) -> Result<(), Strin
     Ok(())
 }
 
-/// The bus topic that carries the replies on `topic` to the spoke with connection id
-/// `connection`, and only to it. It starts with a control character, which no name a spoke
-/// gives may contain ([`check_name`]), so no spoke can subscribe to it.
-pub(super) fn reply_route(connection: u64, topic: &str) -> String {
-    format!("\u{0}{connection}\u{0}{topic}")
+/// Whether `topic` is a reply topic.
+pub(super) fn is_reply(topic: &str) -> bool {
+    classify(topic) == TopicKind::Reply
 }
 
 #[cfg(test)]
@@ -79,14 +76,14 @@ mod tests {
     }
 
     #[test]
-    fn names_are_bounded_and_routes_cannot_be_named() {
+    fn names_are_bounded_and_free_of_control_characters() {
         assert!(check_name("topic", "jobs", 4).is_ok());
         let long = check_name("topic", "jobs!", 4).unwrap_err();
         assert!(
             long.contains("5 bytes") && long.contains("with_max_topic_len"),
             "{long}"
         );
-        assert!(check_name("topic", &reply_route(7, "opkit.reply.c"), 1024).is_err());
+        assert!(check_name("topic", "\u{0}7\u{0}opkit.reply.c", 1024).is_err());
         assert!(check_name("group", "a\nb", 1024).is_err());
     }
 }

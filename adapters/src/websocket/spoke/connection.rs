@@ -3,9 +3,9 @@
 //! reconnecting with backoff ([`supervise`]).
 
 use super::inbound::handle;
-use super::state::{Socket, SpokeShared, transport};
+use super::state::{Answer, Socket, SpokeShared, transport};
 use super::subscription::subscribe_header;
-use crate::websocket::frame::{self, Header};
+use crate::websocket::frame::{self, Header, LATE_RECEIPTS, LATE_RECEIPTS_HEADER};
 use bytes::Bytes;
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
@@ -28,6 +28,11 @@ pub(super) async fn open(inner: &SpokeShared) -> Result<(Socket, String), Transp
     let bearer = HeaderValue::from_str(&format!("Bearer {}", inner.options.token))
         .map_err(|_| transport("the token is not a valid header value"))?;
     request.headers_mut().insert(header::AUTHORIZATION, bearer);
+    // This spoke reads receipts sent late, several in one frame (see the hub's `receipts.rs`).
+    request.headers_mut().insert(
+        LATE_RECEIPTS_HEADER,
+        HeaderValue::from_static(LATE_RECEIPTS),
+    );
     let connect = async {
         // `TCP_NODELAY` (the last argument): a frame the hub does not answer on this socket
         // must not wait for its delayed ACK (Nagle's algorithm), about 40 ms on Linux.
@@ -36,26 +41,30 @@ pub(super) async fn open(inner: &SpokeShared) -> Result<(Socket, String), Transp
             inner.options.tls.as_ref(),
         )
         .map_err(transport)?;
-        let (mut socket, _) =
-            tokio_tungstenite::connect_async_tls_with_config(request, None, true, Some(connector))
-                .await
-                .map_err(|error| match error {
-                    tungstenite::Error::Http(response) => {
-                        // The hub's reason, when it gave one (a limit it names), bounded.
-                        let reason = response
-                            .body()
-                            .as_deref()
-                            .map(|body| String::from_utf8_lossy(&body[..body.len().min(512)]))
-                            .filter(|reason| !reason.is_empty())
-                            .map(|reason| format!(": {reason}"))
-                            .unwrap_or_default();
-                        transport(format!(
-                            "the hub refused the connection: {}{reason}",
-                            response.status()
-                        ))
-                    }
-                    other => transport(format!("could not connect to the hub: {other}")),
-                })?;
+        let (mut socket, _) = tokio_tungstenite::connect_async_tls_with_config(
+            request,
+            Some(frame::socket_config()),
+            true,
+            Some(connector),
+        )
+        .await
+        .map_err(|error| match error {
+            tungstenite::Error::Http(response) => {
+                // The hub's reason, when it gave one (a limit it names), bounded.
+                let reason = response
+                    .body()
+                    .as_deref()
+                    .map(|body| String::from_utf8_lossy(&body[..body.len().min(512)]))
+                    .filter(|reason| !reason.is_empty())
+                    .map(|reason| format!(": {reason}"))
+                    .unwrap_or_default();
+                transport(format!(
+                    "the hub refused the connection: {}{reason}",
+                    response.status()
+                ))
+            }
+            other => transport(format!("could not connect to the hub: {other}")),
+        })?;
         while let Some(message) = socket.next().await {
             let message = message.map_err(|error| transport(format!("hub handshake: {error}")))?;
             let Some(data) = frame::data_of(message) else {
@@ -143,9 +152,15 @@ pub(super) fn start(inner: &SpokeShared, socket: Socket, name: String) -> Runnin
     }
 }
 
+/// How many times a connection's sweep runs per request timeout: a publish or subscribe the
+/// hub leaves unanswered is noticed between one and a quarter more than the timeout after it
+/// was sent.
+const SWEEPS_PER_TIMEOUT: u64 = 4;
+
 /// Reads one connection until it ends: closed by either side, failed, dropped by a request
-/// that went unanswered, or silent — a ping every ping interval, and nothing heard within
-/// the pong timeout after one (while a ping is unanswered, `awaiting` holds when it was sent).
+/// that went unanswered (the sweep), or silent — a ping every ping interval, and nothing
+/// heard within the pong timeout after one (while a ping is unanswered, `awaiting` holds
+/// when it was sent).
 async fn run(inner: &SpokeShared, running: Running) {
     let Running {
         mut source,
@@ -155,6 +170,9 @@ async fn run(inner: &SpokeShared, running: Running) {
     } = running;
     let mut ping = tokio::time::interval(inner.options.ping_interval);
     ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let period = inner.options.request_timeout / SWEEPS_PER_TIMEOUT as u32;
+    let mut sweep = tokio::time::interval_at(Instant::now() + period, period);
+    sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut awaiting: Option<Instant> = None;
     loop {
         let silence = async {
@@ -176,6 +194,12 @@ async fn run(inner: &SpokeShared, running: Running) {
             _ = ping.tick() => {
                 awaiting.get_or_insert_with(Instant::now);
                 let _ = outbound.send(Message::Ping(Bytes::new()));
+            }
+            _ = sweep.tick() => {
+                if answer_overdue(inner) {
+                    tracing::warn!(hub = %inner.url, "the hub did not answer a request in time: reconnecting");
+                    break;
+                }
             }
             message = source.next() => match message {
                 Some(Ok(message)) => {
@@ -201,8 +225,8 @@ async fn run(inner: &SpokeShared, running: Running) {
         state.kick = None;
         std::mem::take(&mut state.pending)
     };
-    for (_, ack) in pending {
-        let _ = ack.send(Err(("disconnected from the hub".to_owned(), false)));
+    for (_, pending) in pending {
+        pending.answer(Answer::Lost("disconnected from the hub before it answered"));
     }
     drop(outbound);
     // Let the writer flush a close frame, but not for long; a silent link never flushes it.
@@ -213,6 +237,31 @@ async fn run(inner: &SpokeShared, running: Running) {
     {
         writer.abort();
     }
+}
+
+/// One sweep of the requests waiting for the hub: those sent more than a request timeout
+/// ago are answered "did not answer in time"; `true` when there were any (the connection is
+/// then dropped: a silent link fails every request sent on it).
+fn answer_overdue(inner: &SpokeShared) -> bool {
+    let overdue: Vec<_> = {
+        let mut state = inner.state.lock();
+        state.sweeps += 1;
+        let now = state.sweeps;
+        let late: Vec<u64> = state
+            .pending
+            .iter()
+            .filter(|(_, pending)| now - pending.since > SWEEPS_PER_TIMEOUT)
+            .map(|(id, _)| *id)
+            .collect();
+        late.into_iter()
+            .filter_map(|id| state.pending.remove(&id))
+            .collect()
+    };
+    let any = !overdue.is_empty();
+    for pending in overdue {
+        pending.answer(Answer::Lost("the hub did not answer in time"));
+    }
+    any
 }
 
 /// Writes the connection's frames until the queue closes, a close frame is written or the

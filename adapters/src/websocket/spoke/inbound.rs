@@ -1,7 +1,8 @@
 //! Frames from the hub: a message for a subscription (refused with `call.error` when a
-//! group subscription is full), and the answers to publishes and subscribes.
+//! group subscription is full), and the answers to publishes and subscribes (one by one, or
+//! several late receipts at once).
 
-use super::state::{SpokeShared, State};
+use super::state::{Answer, SpokeShared, State};
 use crate::websocket::frame::{self, Header};
 use bytes::Bytes;
 use opkit::CallError;
@@ -64,8 +65,16 @@ pub(super) fn handle(inner: &SpokeShared, data: &Bytes) {
             }
         }
         Header::Ok { id, receivers } => {
-            if let Some(ack) = inner.state.lock().pending.remove(&id) {
-                let _ = ack.send(Ok(receivers));
+            if let Some(pending) = inner.state.lock().pending.remove(&id) {
+                pending.answer(Answer::Done(receivers));
+            }
+        }
+        Header::Oks { oks } => {
+            let mut state = inner.state.lock();
+            for (id, receivers) in oks {
+                if let Some(pending) = state.pending.remove(&id) {
+                    pending.answer(Answer::Done(Some(receivers)));
+                }
             }
         }
         Header::Error {
@@ -73,9 +82,9 @@ pub(super) fn handle(inner: &SpokeShared, data: &Bytes) {
             message,
             unsent,
         } => {
-            let ack = inner.state.lock().pending.remove(&id);
-            match ack {
-                Some(ack) => drop(ack.send(Err((message, unsent)))),
+            let pending = inner.state.lock().pending.remove(&id);
+            match pending {
+                Some(pending) => pending.answer(Answer::Refused(message, unsent)),
                 None => tracing::warn!(id, message, "the hub refused a request"),
             }
         }

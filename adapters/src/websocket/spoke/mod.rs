@@ -23,7 +23,7 @@ mod subscription;
 pub use options::SpokeOptions;
 
 use connection::{open, start, supervise};
-use state::{Handle, SpokeShared, State, Sub, not_sent, transport};
+use state::{Answer, Handle, Pending, SpokeShared, State, Sub, not_sent, transport};
 use subscription::{SpokeSubscription, subscribe_header};
 
 /// A spoke of a [`WsHub`](super::WsHub): a [`PubSub`] whose messages the hub routes. See the
@@ -119,7 +119,7 @@ impl WsSpoke {
     ) -> Result<Option<usize>, TransportError> {
         let inner = &self.handle.inner;
         let (ack, answer) = oneshot::channel();
-        let connection = {
+        {
             let mut state = inner.state.lock();
             let Some(link) = state.link.clone() else {
                 return Err(not_sent("not connected to the hub"));
@@ -127,41 +127,36 @@ impl WsSpoke {
             if let Some(subscription) = subscription {
                 state.subscriptions.insert(id, subscription);
             }
-            state.pending.insert(id, ack);
+            let since = state.sweeps;
+            state.pending.insert(id, Pending { ack, since });
             if link.send(message).is_err() {
                 state.pending.remove(&id);
                 state.subscriptions.remove(&id);
                 return Err(not_sent("the connection to the hub closed"));
             }
-            state.connection
-        };
+        }
         // From here the frame may be on its way: a caller that stops waiting (its deadline)
         // forgets the request and, for a subscribe, unsubscribes what the hub may have made.
+        // No timer per request: the connection's sweep answers one the hub leaves unanswered
+        // for the request timeout, and drops the connection (see `connection.rs`).
         let mut waiting = Waiting {
             inner,
             id,
             done: false,
         };
-        let result = match tokio::time::timeout(inner.options.request_timeout, answer).await {
-            Ok(Ok(Ok(receivers))) => {
+        let result = match answer.await {
+            Ok(Answer::Done(receivers)) => {
                 waiting.done = true;
                 return Ok(receivers);
             }
-            Ok(Ok(Err((message, true)))) => Err(not_sent(format!("the hub refused: {message}"))),
-            Ok(Ok(Err((message, false)))) => Err(transport(format!("the hub refused: {message}"))),
-            Ok(Err(_)) => Err(transport("disconnected from the hub before it answered")),
-            Err(_) => {
-                // A silent link: drop it (if it is still the one this went out on) so the
-                // spoke reconnects instead of timing out every request.
-                let state = inner.state.lock();
-                if state.connection == connection
-                    && let Some(kick) = &state.kick
-                {
-                    tracing::warn!(hub = %inner.url, "the hub did not answer a request in time: reconnecting");
-                    kick.cancel();
-                }
-                Err(transport("the hub did not answer in time"))
+            Ok(Answer::Refused(message, true)) => {
+                Err(not_sent(format!("the hub refused: {message}")))
             }
+            Ok(Answer::Refused(message, false)) => {
+                Err(transport(format!("the hub refused: {message}")))
+            }
+            Ok(Answer::Lost(why)) => Err(transport(why)),
+            Err(_) => Err(transport("disconnected from the hub before it answered")),
         };
         drop(waiting);
         result

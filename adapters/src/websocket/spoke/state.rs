@@ -17,10 +17,28 @@ use tokio_util::sync::CancellationToken;
 
 pub(super) type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
-/// The hub's refusal of a request: its message, and whether what was refused reached nobody.
-pub(super) type Refusal = (String, bool);
+/// The hub's answer to a publish or a subscribe, or why none will come.
+pub(super) enum Answer {
+    /// Done: how many subscriptions a publish reached (`None` for a subscribe).
+    Done(Option<usize>),
+    /// Refused: the hub's reason, and whether what was refused reached nobody.
+    Refused(String, bool),
+    /// No answer will come: the connection ended, or the hub did not answer in time.
+    Lost(&'static str),
+}
 
-pub(super) type Ack = oneshot::Sender<Result<Option<usize>, Refusal>>;
+/// A publish or subscribe waiting for the hub's answer.
+pub(super) struct Pending {
+    pub(super) ack: oneshot::Sender<Answer>,
+    /// The connection's sweep count when it was sent (see [`State::sweeps`]).
+    pub(super) since: u64,
+}
+
+impl Pending {
+    pub(super) fn answer(self, answer: Answer) {
+        let _ = self.ack.send(answer);
+    }
+}
 
 pub(super) struct Sub {
     pub(super) topic: String,
@@ -37,8 +55,12 @@ pub(super) struct Sub {
 /// * `link` is `Some` exactly while a connection runs: [`start`](super::connection) sets it
 ///   with `name`, a new `connection` number and its `kick`; the end of that connection
 ///   clears `link` and `kick` in the same critical section that takes `pending`.
-/// * Every entry of `pending` is answered once: by the hub's `ok` or `error` frame, or with
-///   "disconnected" when its connection ends; a caller that stops waiting removes its own.
+/// * Every entry of `pending` is answered once: by the hub's `ok`, `oks` or `error` frame,
+///   with "did not answer in time" by the connection's sweep when it waited longer than the
+///   request timeout (the sweep then drops the connection), or with "disconnected" when its
+///   connection ends; a caller that stops waiting removes its own. `sweeps` counts the
+///   current connection's sweeps: an entry sent at count `since` is overdue at count
+///   `since + SWEEPS_PER_TIMEOUT + 1` (see `connection.rs`).
 /// * `subscriptions` holds every live subscription under the id the hub knows it by; a new
 ///   connection subscribes each again under the same id before anything else is sent, and
 ///   dropping a subscription removes it here and tells the hub.
@@ -53,7 +75,9 @@ pub(super) struct State {
     pub(super) connection: u64,
     pub(super) kick: Option<CancellationToken>,
     /// Publishes and subscribes waiting for the hub's answer, by id.
-    pub(super) pending: HashMap<u64, Ack>,
+    pub(super) pending: HashMap<u64, Pending>,
+    /// How many times the connections' sweeps ran.
+    pub(super) sweeps: u64,
     pub(super) subscriptions: HashMap<u64, Sub>,
 }
 
