@@ -29,7 +29,7 @@ fn options() -> RedisOptions {
     RedisOptions::default()
         .with_prefix("cpartition:")
         .with_ping_interval(Duration::from_millis(200))
-        .with_ping_timeout(Duration::from_millis(500))
+        .with_pong_timeout(Duration::from_millis(500))
         .with_connect_timeout(Duration::from_millis(500))
         .with_command_timeout(Duration::from_secs(1))
         .with_block(Duration::from_millis(250))

@@ -5,7 +5,7 @@
 //! ended (the hub's routed requests, Redis's held query entries), by the one rule of
 //! `opkit::protocol::wire::EventKind::ends_call`. The sequence is the test kit's transport
 //! conformance (`opkit_testkit::protocol::conformance`), callable for any new `PubSub`.
-#![cfg(all(feature = "redis", feature = "websocket"))]
+#![cfg(all(feature = "redis", feature = "websocket", feature = "testing"))]
 
 mod redis_support;
 

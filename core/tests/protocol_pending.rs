@@ -139,6 +139,7 @@ async fn a_call_error_resolves_the_call_with_that_error() {
     assert_eq!(map.pending_count(), 0);
 }
 
+#[cfg(feature = "testing")]
 #[tokio::test]
 async fn respond_refuses_non_envelopes_with_a_clear_error() {
     let (_, bus) = bus();

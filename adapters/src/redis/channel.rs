@@ -3,7 +3,9 @@
 //! group subscriptions): one pub/sub connection each, reconnecting with backoff until the
 //! subscription is dropped.
 
-use super::{RedisState, redis_crate, transport_error};
+use super::errors::transport_error;
+use super::state::RedisState;
+use ::redis as redis_crate;
 use bytes::Bytes;
 use futures::StreamExt;
 use opkit::protocol::{Subscription, TransportError};
@@ -56,7 +58,7 @@ pub(super) async fn subscribe(
 /// within the ping timeout.
 async fn check_channel(inner: Arc<RedisState>, mut sink: PubSubSink) -> Result<(), String> {
     tokio::time::sleep(inner.options.ping_interval).await;
-    match tokio::time::timeout(inner.options.ping_timeout, sink.ping::<Value>()).await {
+    match tokio::time::timeout(inner.options.pong_timeout, sink.ping::<Value>()).await {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(error)) => Err(error.to_string()),
         Err(_) => Err("no answer to PING in time".to_owned()),

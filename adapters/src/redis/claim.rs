@@ -16,7 +16,8 @@
 //! - A consumer whose pending entries were all claimed is deleted and its lease removed.
 
 use super::entries::{self, Entry};
-use super::{RedisState, TopicKeys, redis_crate};
+use super::topics::TopicKeys;
+use ::redis as redis_crate;
 use opkit::protocol::wire::{self, EventKind};
 use parking_lot::Mutex;
 use redis_crate::{RedisError, Script, Value};
@@ -95,8 +96,9 @@ pub(super) struct Held {
 }
 
 impl Held {
-    pub(super) fn new(inner: &RedisState, reader: u64) -> Self {
-        Self::holding(reader, inner.options.retention)
+    /// Entries of `reader`, each held at most `retention` unanswered.
+    pub(super) fn new(retention: Duration, reader: u64) -> Self {
+        Self::holding(reader, retention)
     }
 
     fn holding(reader: u64, hold: Duration) -> Self {

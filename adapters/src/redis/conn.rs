@@ -6,7 +6,8 @@
 //! layout in the [module docs](super)), follows `MOVED`/`ASK` redirections, refreshes its
 //! slot map and reconnects to nodes by itself.
 
-use super::redis_crate;
+use ::redis as redis_crate;
+use opkit::protocol::TransportError;
 use redis_crate::aio::{ConnectionLike, MultiplexedConnection};
 use redis_crate::cluster::{ClusterClient, ClusterClientBuilder};
 use redis_crate::cluster_async::ClusterConnection;
@@ -154,4 +155,32 @@ impl Backend {
             }
         }
     }
+}
+
+/// The node URLs of a `redis+cluster://host:port,host:port/` URL; `None` for other URLs.
+pub(super) fn cluster_nodes(url: &str) -> Result<Option<Vec<String>>, TransportError> {
+    let (scheme, rest) = match (
+        url.strip_prefix("redis+cluster://"),
+        url.strip_prefix("rediss+cluster://"),
+    ) {
+        (Some(rest), _) => ("redis", rest),
+        (None, Some(rest)) => ("rediss", rest),
+        (None, None) => return Ok(None),
+    };
+    let (hosts, tail) = rest.split_once('/').unwrap_or((rest, ""));
+    let (credentials, hosts) = match hosts.rsplit_once('@') {
+        Some((credentials, hosts)) => (format!("{credentials}@"), hosts),
+        None => (String::new(), hosts),
+    };
+    let nodes: Vec<String> = hosts
+        .split(',')
+        .filter(|host| !host.is_empty())
+        .map(|host| format!("{scheme}://{credentials}{host}/{tail}"))
+        .collect();
+    if nodes.is_empty() {
+        return Err(TransportError::new(format!(
+            "redis: invalid URL: `{url}` names no cluster node (redis+cluster://host:port,host:port/)"
+        )));
+    }
+    Ok(Some(nodes))
 }

@@ -3,8 +3,8 @@
 //! moved out of the reply, not copied, and no other field is kept (the `redis` crate's
 //! stream replies build a map of every field of every entry).
 
-use super::redis_crate::{ErrorKind, RedisError, Value};
 use bytes::Bytes;
+use redis::{ErrorKind, RedisError, Value};
 
 /// The field of a stream entry that holds the payload.
 pub(super) const PAYLOAD_FIELD: &[u8] = b"p";

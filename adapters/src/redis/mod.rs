@@ -5,7 +5,8 @@
 //! The manual is `adapters/docs/redis.md`, included below. Reading the code: start at
 //! `RedisPubSub` below; `group/reader.rs` is the consumer-group reader (a state machine),
 //! `claim.rs` what it acknowledges and reclaims, `state.rs` the state the clones share,
-//! `channel.rs` and `shard.rs` the plain subscriptions on a server and on a cluster.
+//! `channel.rs` and `shard.rs` the plain subscriptions on a server and on a cluster,
+//! `topics.rs` the keys a topic maps to, `errors.rs` what a failure says about a call.
 #![doc = "\n"]
 #![doc = include_str!("../../docs/redis.md")]
 
@@ -13,30 +14,34 @@ mod channel;
 mod claim;
 mod conn;
 mod entries;
+mod errors;
 mod group;
 mod options;
 mod replies;
 mod scripts;
 mod shard;
+mod shards;
 mod state;
 mod tls;
+mod topics;
 
 pub use options::RedisOptions;
 pub use tls::RedisTls;
 
 use bytes::Bytes;
-use conn::{Backend, Conn};
+use conn::{Backend, Conn, cluster_nodes};
+use errors::transport_error;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use opkit::protocol::{PubSub, Receipt, Subscription, TransportError};
 use parking_lot::Mutex;
-use redis_crate::{Client, IntoConnectionInfo, RedisError};
-use state::RedisState;
+use redis_crate::{Client, IntoConnectionInfo};
+use state::{RedisState, check_command_connection_every_interval};
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, LazyLock};
-use std::time::Duration;
+use topics::has_no_groups;
 
 // `redis` is both this module's name and the crate's: name the crate unambiguously.
 use ::redis as redis_crate;
@@ -61,62 +66,6 @@ impl fmt::Debug for RedisPubSub {
             .field("prefix", &self.inner.options.prefix)
             .finish_non_exhaustive()
     }
-}
-
-/// Whether an error means the connection is unusable (and a new one must be made). On a
-/// cluster that includes a redirection or `CLUSTERDOWN` left after the client's own retries:
-/// a new connection starts from a fresh slot map.
-fn is_connection_error(error: &RedisError) -> bool {
-    error.is_io_error()
-        || error.is_connection_dropped()
-        || error.is_connection_refusal()
-        || error.is_timeout()
-        || error.is_unrecoverable_error()
-        || error.is_cluster_error()
-}
-
-/// A server's answer that refuses a command before running it (the command had no effect).
-fn is_refusal(error: &RedisError) -> bool {
-    use redis_crate::{ErrorKind, ServerErrorKind};
-    matches!(
-        error.kind(),
-        ErrorKind::AuthenticationFailed
-            | ErrorKind::Server(
-                ServerErrorKind::BusyLoading
-                    | ServerErrorKind::ReadOnly
-                    | ServerErrorKind::NoPerm
-                    | ServerErrorKind::Moved
-                    | ServerErrorKind::Ask
-                    | ServerErrorKind::TryAgain
-                    | ServerErrorKind::ClusterDown
-                    | ServerErrorKind::CrossSlot
-                    | ServerErrorKind::MasterDown
-                    | ServerErrorKind::ExecAbort
-            )
-    )
-}
-
-/// A failure after a command may have been written: whether it ran is unknown.
-fn transport_error(what: &str, error: impl fmt::Display) -> TransportError {
-    TransportError::new(format!("redis: {what}: {error}"))
-}
-
-/// A failure before anything was written (no connection could be had).
-fn transport_not_sent(what: &str, error: impl fmt::Display) -> TransportError {
-    TransportError::not_sent(format!("redis: {what}: {error}"))
-}
-
-/// Milliseconds as a Redis argument.
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// The names a topic maps to.
-#[derive(Debug, Clone)]
-struct TopicKeys {
-    channel: String,
-    stream: String,
-    members: String,
 }
 
 impl RedisPubSub {
@@ -190,7 +139,7 @@ impl RedisPubSub {
                 next_command: AtomicU64::new(1),
                 connecting: tokio::sync::Mutex::new(()),
                 served: Mutex::new(HashMap::new()),
-                shards: shard::Shards::default(),
+                shards: shards::Shards::default(),
                 answers: claim::Answers::default(),
                 replies: replies::Outboxes::default(),
                 published_keys: Mutex::new(HashMap::new()),
@@ -202,7 +151,9 @@ impl RedisPubSub {
                 redis_crate::cmd("PING").query_async::<()>(&mut conn).await
             })
             .await?;
-        tokio::spawn(check_command_connection(Arc::downgrade(&pubsub.inner)));
+        tokio::spawn(check_command_connection_every_interval(Arc::downgrade(
+            &pubsub.inner,
+        )));
         Ok(pubsub)
     }
 
@@ -221,60 +172,26 @@ impl RedisPubSub {
         &self.inner.options
     }
 
-    /// The pub/sub channel of `topic` (a sharded channel on a cluster).
+    /// The pub/sub channel of `topic` (a sharded channel on a cluster); a hook for tests
+    /// (feature `testing`).
+    #[cfg(feature = "testing")]
     pub fn channel_name(&self, topic: &str) -> String {
         self.inner.names(topic).channel
     }
 
-    /// The key of the stream that carries `topic` to its groups.
+    /// The key of the stream that carries `topic` to its groups; a hook for tests (feature
+    /// `testing`).
+    #[cfg(feature = "testing")]
     pub fn stream_key(&self, topic: &str) -> String {
         self.inner.names(topic).stream
     }
 
-    /// The key of the sorted set of `topic`'s live group members.
+    /// The key of the sorted set of `topic`'s live group members; a hook for tests (feature
+    /// `testing`).
+    #[cfg(feature = "testing")]
     pub fn members_key(&self, topic: &str) -> String {
         self.inner.names(topic).members
     }
-}
-
-/// Checks the command connection every ping interval until the transport is dropped.
-async fn check_command_connection(inner: std::sync::Weak<RedisState>) {
-    loop {
-        let Some(interval) = inner.upgrade().map(|inner| inner.options.ping_interval) else {
-            return;
-        };
-        tokio::time::sleep(interval).await;
-        let Some(inner) = inner.upgrade() else { return };
-        inner.check_command_connection().await;
-    }
-}
-
-/// The node URLs of a `redis+cluster://host:port,host:port/` URL; `None` for other URLs.
-fn cluster_nodes(url: &str) -> Result<Option<Vec<String>>, TransportError> {
-    let (scheme, rest) = match (
-        url.strip_prefix("redis+cluster://"),
-        url.strip_prefix("rediss+cluster://"),
-    ) {
-        (Some(rest), _) => ("redis", rest),
-        (None, Some(rest)) => ("rediss", rest),
-        (None, None) => return Ok(None),
-    };
-    let (hosts, tail) = rest.split_once('/').unwrap_or((rest, ""));
-    let (credentials, hosts) = match hosts.rsplit_once('@') {
-        Some((credentials, hosts)) => (format!("{credentials}@"), hosts),
-        None => (String::new(), hosts),
-    };
-    let nodes: Vec<String> = hosts
-        .split(',')
-        .filter(|host| !host.is_empty())
-        .map(|host| format!("{scheme}://{credentials}{host}/{tail}"))
-        .collect();
-    if nodes.is_empty() {
-        return Err(TransportError::new(format!(
-            "redis: invalid URL: `{url}` names no cluster node (redis+cluster://host:port,host:port/)"
-        )));
-    }
-    Ok(Some(nodes))
 }
 
 impl RedisPubSub {
@@ -293,29 +210,6 @@ impl RedisPubSub {
         }
         group::subscribe_group(self.inner.clone(), topic, group, delivery).boxed()
     }
-}
-
-/// The prefix of the protocol's request topics.
-static REQUEST_PREFIX: LazyLock<String> =
-    LazyLock::new(|| opkit::protocol::topics::request_topic(""));
-
-/// The prefix of the protocol's abort topics.
-static ABORT_PREFIX: LazyLock<String> = LazyLock::new(|| opkit::protocol::topics::abort_topic(""));
-
-/// The prefix of the protocol's reply topics (`opkit.reply` itself is one too).
-static REPLY_PREFIX: LazyLock<String> = LazyLock::new(|| opkit::protocol::topics::reply_topic(""));
-
-/// Whether `topic` is one of the call protocol's reply topics.
-fn is_reply_topic(topic: &str) -> bool {
-    topic == opkit::protocol::topics::FALLBACK_REPLY_TOPIC
-        || topic.starts_with(REPLY_PREFIX.as_str())
-}
-
-/// Whether `topic` is one of the call protocol's reply or abort topics: every participant
-/// subscribes to those alone (a caller to its replies, every replica to the aborts), so they
-/// take no groups, and a message on one is a plain `PUBLISH`.
-fn has_no_groups(topic: &str) -> bool {
-    is_reply_topic(topic) || topic.starts_with(ABORT_PREFIX.as_str())
 }
 
 impl PubSub for RedisPubSub {

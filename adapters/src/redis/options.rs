@@ -27,7 +27,7 @@ pub struct RedisOptions {
     pub(super) backoff: Backoff,
     pub(super) rejoin_grace: Duration,
     pub(super) ping_interval: Duration,
-    pub(super) ping_timeout: Duration,
+    pub(super) pong_timeout: Duration,
     pub(super) tls: Option<super::RedisTls>,
 }
 
@@ -44,7 +44,7 @@ impl Default for RedisOptions {
             backoff: Backoff::new(Duration::from_millis(50), Duration::from_secs(1)),
             rejoin_grace: Duration::from_secs(30),
             ping_interval: Duration::from_secs(1),
-            ping_timeout: Duration::from_secs(2),
+            pong_timeout: Duration::from_secs(2),
             tls: None,
         }
     }
@@ -137,7 +137,7 @@ impl RedisOptions {
 
     /// How often a connection that may sit idle is checked with a `PING`: the command
     /// connection and the connection of each plain subscription (1 s unless set; at least
-    /// 10 ms). See [`with_ping_timeout`](Self::with_ping_timeout).
+    /// 10 ms). See [`with_pong_timeout`](Self::with_pong_timeout).
     #[must_use]
     pub fn with_ping_interval(mut self, interval: Duration) -> Self {
         self.ping_interval = interval.max(Duration::from_millis(10));
@@ -151,9 +151,19 @@ impl RedisOptions {
     /// within the ping interval plus this, then re-opened with everything it was
     /// subscribed to (see `docs/limits.md`).
     #[must_use]
-    pub fn with_ping_timeout(mut self, timeout: Duration) -> Self {
-        self.ping_timeout = timeout.max(Duration::from_millis(10));
+    pub fn with_pong_timeout(mut self, timeout: Duration) -> Self {
+        self.pong_timeout = timeout.max(Duration::from_millis(10));
         self
+    }
+
+    /// The old name of [`with_pong_timeout`](Self::with_pong_timeout).
+    #[deprecated(
+        since = "0.1.0",
+        note = "renamed `with_pong_timeout`, like the WebSocket hub's and spoke's option"
+    )]
+    #[must_use]
+    pub fn with_ping_timeout(self, timeout: Duration) -> Self {
+        self.with_pong_timeout(timeout)
     }
 
     /// How often idle connections are checked.
@@ -162,14 +172,20 @@ impl RedisOptions {
     }
 
     /// How long a check may go unanswered.
-    pub fn ping_timeout(&self) -> Duration {
-        self.ping_timeout
+    pub fn pong_timeout(&self) -> Duration {
+        self.pong_timeout
     }
 
-    /// The longest a silent connection goes unnoticed: the ping interval plus the ping
-    /// timeout (group readers: their block time plus the ping timeout, at most the same).
+    /// The old name of [`pong_timeout`](Self::pong_timeout).
+    #[deprecated(since = "0.1.0", note = "renamed `pong_timeout`")]
+    pub fn ping_timeout(&self) -> Duration {
+        self.pong_timeout
+    }
+
+    /// The longest a silent connection goes unnoticed: the ping interval plus the pong
+    /// timeout (group readers: their block time plus the pong timeout, at most the same).
     pub fn silence_bound(&self) -> Duration {
-        self.ping_interval.max(self.block_for()) + self.ping_timeout
+        self.ping_interval.max(self.block_for()) + self.pong_timeout
     }
 
     /// The prefix of every key and channel name.
@@ -208,4 +224,9 @@ impl RedisOptions {
             .min(self.heartbeat())
             .max(Duration::from_millis(1))
     }
+}
+
+/// Milliseconds as a Redis argument.
+pub(super) fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }

@@ -16,9 +16,9 @@
 //! reader's next write, or its publish fails (the reader stopped: its [`Window`] drops the
 //! replies, and each publisher learns that the reply may or may not have left).
 
-use super::redis_crate::RedisError;
 use bytes::Bytes;
 use parking_lot::Mutex;
+use redis::RedisError;
 use std::collections::HashMap;
 use tokio::sync::oneshot;
 

@@ -1,6 +1,6 @@
 //! The Lua scripts the transport runs: publishing, joining a group (lease), leaving it.
 
-use super::redis_crate::Script;
+use redis::Script;
 use std::sync::LazyLock;
 
 /// `PUBLISH` (`SPUBLISH` on a cluster) to the channel, then `XADD` to the stream when the topic

@@ -5,182 +5,17 @@
 //! sharded subscriptions (the cluster client connects to the owner of each channel's slot and
 //! moves the subscriptions when slots move or a replica is promoted); its pushes are routed
 //! here to each subscription by channel.
-//!
-//! Invariants:
-//! - `Shards::conn`'s lock is held across every change of the routes *together with* the
-//!   matching `SSUBSCRIBE`/`SUNSUBSCRIBE`, so a channel with a route is subscribed on the
-//!   cluster (a renewal racing with a removal may leave a channel without routes subscribed:
-//!   its messages are dropped).
-//! - The push callback only reads the routes (a short std mutex, never held across an await).
+//! The connection and the routes are [`Shards`](super::shards::Shards)'.
 
 use super::channel::subscription;
-use super::{RedisState, redis_crate, transport_error};
+use super::errors::transport_error;
+use super::shards::Settings;
+use super::state::RedisState;
 use bytes::Bytes;
 use opkit::protocol::{Subscription, TransportError};
-use parking_lot::Mutex;
-use redis_crate::cluster_async::ClusterConnection;
-use redis_crate::{PushInfo, PushKind, RedisError, Value};
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use tokio::sync::mpsc;
-
-/// Subscribers by channel name: `(subscription id, sender)`.
-type Routes = HashMap<Vec<u8>, Vec<(u64, mpsc::UnboundedSender<Bytes>)>>;
-
-/// The sharded pub/sub connection of one transport and its subscribers.
-#[derive(Default)]
-pub(super) struct Shards {
-    routes: Arc<Mutex<Routes>>,
-    /// The connection (made on the first subscription) and its number; its lock serializes
-    /// (un)subscribing. A failing renewal replaces only the connection it ran on.
-    conn: tokio::sync::Mutex<Option<(u64, ClusterConnection)>>,
-    next_id: AtomicU64,
-    next_conn: AtomicU64,
-}
-
-/// Hands a sharded message to the subscribers of its channel.
-fn route(routes: &Mutex<Routes>, push: &PushInfo) {
-    if push.kind != PushKind::SMessage {
-        return;
-    }
-    let [Value::BulkString(channel), Value::BulkString(payload)] = push.data.as_slice() else {
-        tracing::warn!(data = ?push.data, "dropping a sharded message of an unexpected shape");
-        return;
-    };
-    if let Some(subscribers) = routes.lock().get(channel.as_slice()) {
-        for (_, sender) in subscribers {
-            // A closed sender belongs to a subscription being dropped: its task unroutes it.
-            let _ = sender.send(Bytes::copy_from_slice(payload));
-        }
-    }
-}
-
-impl Shards {
-    /// The sharded pub/sub connection, made if there is none (the caller holds the lock).
-    async fn connection(
-        &self,
-        inner: &RedisState,
-        slot: &mut Option<(u64, ClusterConnection)>,
-    ) -> Result<(u64, ClusterConnection), RedisError> {
-        if let Some(cached) = slot.as_ref() {
-            return Ok(cached.clone());
-        }
-        let client = inner.backend.cluster_resp3().ok_or_else(|| {
-            RedisError::from((
-                redis_crate::ErrorKind::Client,
-                "sharded channels are for a cluster",
-            ))
-        })?;
-        let routes = self.routes.clone();
-        let config = redis_crate::cluster::ClusterConfig::new()
-            .set_connection_timeout(inner.options.connect_timeout)
-            .set_response_timeout(inner.options.command_timeout)
-            .set_push_sender(move |push: PushInfo| {
-                route(&routes, &push);
-                Ok::<(), std::convert::Infallible>(())
-            });
-        let conn = client.get_async_connection_with_config(config).await?;
-        let number = self.next_conn.fetch_add(1, Ordering::Relaxed);
-        *slot = Some((number, conn.clone()));
-        Ok((number, conn))
-    }
-
-    /// Routes `channel` to `sender` and subscribes the channel on the cluster.
-    async fn add(
-        &self,
-        inner: &RedisState,
-        channel: &str,
-        id: u64,
-        sender: mpsc::UnboundedSender<Bytes>,
-    ) -> Result<(), RedisError> {
-        let mut slot = self.conn.lock().await;
-        let (_, mut conn) = self.connection(inner, &mut slot).await?;
-        self.routes
-            .lock()
-            .entry(channel.as_bytes().to_vec())
-            .or_default()
-            .push((id, sender));
-        if let Err(error) = conn.ssubscribe(channel).await {
-            self.unroute(channel, id);
-            return Err(error);
-        }
-        Ok(())
-    }
-
-    /// The shared connection and its number, made if there is none.
-    async fn current(&self, inner: &RedisState) -> Result<(u64, ClusterConnection), RedisError> {
-        let mut slot = self.conn.lock().await;
-        self.connection(inner, &mut slot).await
-    }
-
-    /// Subscribes a routed channel again on `conn` (see [`watch`]); the lock is not held, so
-    /// a renewal may race with the channel's removal and leave it subscribed without routes:
-    /// its messages are then dropped, and nothing else changes.
-    async fn renew(
-        &self,
-        mut conn: ClusterConnection,
-        channel: &str,
-        id: u64,
-    ) -> Result<(), RedisError> {
-        let routed = self
-            .routes
-            .lock()
-            .get(channel.as_bytes())
-            .is_some_and(|subscribers| subscribers.iter().any(|(route, _)| *route == id));
-        if routed {
-            conn.ssubscribe(channel).await?;
-        }
-        Ok(())
-    }
-
-    /// Drops the shared connection `number` if it is still the current one; the next
-    /// (re)subscription makes a fresh one.
-    /// `true` when it dropped it.
-    async fn reset(&self, number: u64) -> bool {
-        let mut slot = self.conn.lock().await;
-        let current = slot.as_ref().is_some_and(|(current, _)| *current == number);
-        if current {
-            *slot = None;
-        }
-        current
-    }
-
-    /// Removes a route; `true` when the channel has none left.
-    fn unroute(&self, channel: &str, id: u64) -> bool {
-        let mut routes = self.routes.lock();
-        let Some(subscribers) = routes.get_mut(channel.as_bytes()) else {
-            return true;
-        };
-        subscribers.retain(|(route, _)| *route != id);
-        if subscribers.is_empty() {
-            routes.remove(channel.as_bytes());
-            true
-        } else {
-            false
-        }
-    }
-
-    /// Unroutes a dropped subscription and, when it was the channel's last, unsubscribes the
-    /// channel (best effort: the cluster client forgets it either way).
-    async fn remove(&self, inner: &RedisState, channel: &str, id: u64) {
-        let slot = self.conn.lock().await;
-        if !self.unroute(channel, id) {
-            return;
-        }
-        let Some((_, mut conn)) = slot.clone() else {
-            return;
-        };
-        match tokio::time::timeout(inner.options.command_timeout, conn.sunsubscribe(channel)).await
-        {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => {
-                tracing::debug!(%error, channel, "could not unsubscribe a sharded channel")
-            }
-            Err(_) => tracing::debug!(channel, "unsubscribing a sharded channel timed out"),
-        }
-    }
-}
 
 pub(super) async fn subscribe(
     inner: Arc<RedisState>,
@@ -192,7 +27,9 @@ pub(super) async fn subscribe(
     let bound = inner.options.connect_timeout * 2 + inner.options.command_timeout;
     let added = tokio::time::timeout(
         bound,
-        inner.shards.add(&inner, &channel, id, sender.clone()),
+        inner
+            .shards
+            .add(settings(&inner), &channel, id, sender.clone()),
     );
     match added.await {
         Ok(Ok(())) => {}
@@ -230,8 +67,8 @@ async fn watch(
         }
         // The number of the connection the renewal runs on, once it has one.
         let mut used = None;
-        let renewed = tokio::time::timeout(inner.options.ping_timeout, async {
-            let (number, conn) = inner.shards.current(&inner).await?;
+        let renewed = tokio::time::timeout(inner.options.pong_timeout, async {
+            let (number, conn) = inner.shards.current(settings(&inner)).await?;
             used = Some(number);
             inner.shards.renew(conn, &channel, id).await
         });
@@ -254,5 +91,13 @@ async fn watch(
             failing_since = None;
         }
     }
-    inner.shards.remove(&inner, &channel, id).await;
+    inner.shards.remove(settings(&inner), &channel, id).await;
+}
+
+/// What the sharded connection of `inner` is made with.
+fn settings(inner: &RedisState) -> Settings<'_> {
+    Settings {
+        backend: &inner.backend,
+        options: &inner.options,
+    }
 }

@@ -3,17 +3,18 @@
 //! leaving groups, and the served-topics memory behind the rejoin grace.
 
 use super::conn::{Backend, Conn};
+use super::errors::{is_connection_error, is_refusal, transport_error, transport_not_sent};
 use super::options::RedisOptions;
-use super::redis_crate::RedisError;
-use super::redis_crate::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
+use super::options::millis;
 use super::scripts::{JOIN_SCRIPT, LEAVE_SCRIPT, PUBLISH_SCRIPT, SPUBLISH_SCRIPT};
-use super::{
-    REQUEST_PREFIX, TopicKeys, claim, has_no_groups, is_connection_error, is_refusal,
-    is_reply_topic, millis, redis_crate, replies, shard, transport_error, transport_not_sent,
-};
+use super::topics::{REQUEST_PREFIX, TopicKeys, has_no_groups, is_reply_topic};
+use super::{claim, replies, shards};
+use ::redis as redis_crate;
 use bytes::Bytes;
 use opkit::protocol::{Receipt, TransportError};
 use parking_lot::Mutex;
+use redis_crate::RedisError;
+use redis_crate::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -39,7 +40,7 @@ pub(super) struct RedisState {
     /// entries older than the rejoin grace whenever it grows past [`SERVED_PRUNE_AT`].
     pub(super) served: Mutex<HashMap<String, Instant>>,
     /// The sharded pub/sub connection and its subscribers (cluster only).
-    pub(super) shards: shard::Shards,
+    pub(super) shards: shards::Shards,
     /// The held requests of this instance's redelivering readers that it answered.
     pub(super) answers: claim::Answers,
     /// The group readers about to write, which take the replies published meanwhile.
@@ -263,7 +264,7 @@ impl RedisState {
             }
         };
         let cluster = self.backend.is_cluster();
-        let failure = match tokio::time::timeout(self.options.ping_timeout, ping).await {
+        let failure = match tokio::time::timeout(self.options.pong_timeout, ping).await {
             Ok(Ok(())) => return,
             Ok(Err(error))
                 if cluster || !(error.is_io_error() || error.is_connection_dropped()) =>
@@ -439,5 +440,17 @@ impl RedisState {
             ))),
             _ => Ok(()),
         }
+    }
+}
+
+/// Checks the command connection every ping interval until the transport is dropped.
+pub(super) async fn check_command_connection_every_interval(inner: std::sync::Weak<RedisState>) {
+    loop {
+        let Some(interval) = inner.upgrade().map(|inner| inner.options.ping_interval) else {
+            return;
+        };
+        tokio::time::sleep(interval).await;
+        let Some(inner) = inner.upgrade() else { return };
+        inner.check_command_connection().await;
     }
 }

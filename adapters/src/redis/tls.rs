@@ -1,6 +1,6 @@
 //! [`RedisTls`]: what a `rediss://` connection trusts and presents.
 
-use super::redis_crate::{ClientTlsConfig, TlsCertificates};
+use redis::{ClientTlsConfig, TlsCertificates};
 use std::fmt;
 
 /// TLS settings for `rediss://` URLs, on one server or a cluster (see

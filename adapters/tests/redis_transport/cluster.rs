@@ -1,7 +1,7 @@
 //! The Redis transport on a real Redis Cluster (3 masters on loopback ports, started by the
 //! harness): sharded fan-out, groups, the call protocol and the key layout, in one process.
 //! The multi-process load and the faults are in `redis_cluster_faults.rs`.
-#![cfg(feature = "redis")]
+#![cfg(all(feature = "redis", feature = "testing"))]
 
 use crate::redis_support;
 

@@ -1,7 +1,7 @@
 //! The Redis transport against a real `redis-server` (started by the harness on a free
 //! loopback port): raw pub/sub semantics, the call protocol on top, load, timeouts, aborts,
 //! access rules, a server restart and bad wire input.
-#![cfg(feature = "redis")]
+#![cfg(all(feature = "redis", feature = "testing"))]
 
 use crate::redis_support;
 

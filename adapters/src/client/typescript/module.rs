@@ -52,8 +52,26 @@ pub(super) fn write(specs: &[&OperationSpec]) -> (String, Vec<String>) {
          /* eslint-disable */\n\n",
     );
     out.push_str(RUNTIME);
+    write_meta(&mut out, &mut writer, &mut unmapped);
 
-    // Where a result came from: among the named types.
+    out.push_str("\n// ----- the operations' types ----------------------------------------------------------------\n");
+    let mut tree = Namespace::default();
+    for (spec, names) in specs.iter().zip(&names) {
+        let entry = write_operation(&mut out, &mut writer, spec, names, &mut unmapped);
+        tree.insert(spec.namespace.split('.').chain([spec.name.as_str()]), entry);
+    }
+
+    out.push_str("\n// ----- named types (the schemas' definitions) ------------------------------------------------\n\n");
+    for (name, doc, ty) in writer.aliases() {
+        let _ = writeln!(out, "{}\n", type_line(name, ty, doc));
+    }
+    write_client(&mut out, &tree);
+    write_operations(&mut out, specs, &names);
+    (out, unmapped)
+}
+
+/// `ResponseMeta` (where a result came from), among the named types.
+fn write_meta(out: &mut String, writer: &mut TypeWriter, unmapped: &mut Vec<String>) {
     let meta = writer.root(
         &opkit::envelope::response_meta_schema(),
         "ResponseMeta",
@@ -68,100 +86,106 @@ pub(super) fn write(specs: &[&OperationSpec]) -> (String, Vec<String>) {
         let _ = writeln!(out, "export type ResponseMeta = {meta};");
     }
     writer.reserve("ResponseMeta");
+}
 
-    out.push_str("\n// ----- the operations' types ----------------------------------------------------------------\n");
-    let mut tree = Namespace::default();
-    for (spec, names) in specs.iter().zip(&names) {
-        let id = spec.id();
-        out.push('\n');
-        let input = writer.root(spec.input_schema.as_value(), &names.input, &names.input);
-        for what in writer.take_unmapped() {
-            unmapped.push(format!("{id} input: {what}"));
-        }
-        let output = writer.root(spec.output_schema.as_value(), &names.output, &names.output);
-        for what in writer.take_unmapped() {
-            unmapped.push(format!("{id} output: {what}"));
-        }
-        let (output_word, kind) = match spec.kind {
-            OperationKind::Query => ("Output", "query"),
-            OperationKind::Mutation => ("Output", "mutation"),
-            OperationKind::Subscription => ("An item", "subscription"),
-        };
-        let mut doc = vec![format!("Input of `{id}`.")];
-        if !writer.is_alias(&input) {
-            doc.extend(doc_lines(spec.input_schema.as_value()));
-        }
-        let _ = writeln!(out, "{}", type_line(&names.input, &input, &comment(&doc)));
-        let mut doc = vec![format!("{output_word} of `{id}`.")];
-        if !writer.is_alias(&output) {
-            doc.extend(doc_lines(spec.output_schema.as_value()));
-        }
-        let _ = writeln!(out, "{}", type_line(&names.output, &output, &comment(&doc)));
-        let kinds: Vec<String> = spec
-            .errors
-            .iter()
-            .map(|kind| format!("\"{}\"", kind.as_str()))
-            .collect();
-        let kinds = if kinds.is_empty() {
-            "never".to_owned()
-        } else {
-            kinds.join(" | ")
-        };
-        let _ = writeln!(
-            out,
-            "/** The error kinds `{id}` declares (documentation: others may still arrive). */\nexport type {} = {kinds};",
-            names.errors
-        );
-        tree.insert(
-            spec.namespace.split('.').chain([spec.name.as_str()]),
-            Entry {
-                id,
-                kind,
-                doc: function_doc(spec),
-                input: names.input.clone(),
-                input_optional: input_is_optional(spec.input_schema.as_value()),
-                output: names.output.clone(),
-            },
-        );
+/// One operation's input, output and error kind types; its entry in the client's tree.
+fn write_operation(
+    out: &mut String,
+    writer: &mut TypeWriter,
+    spec: &OperationSpec,
+    names: &Names,
+    unmapped: &mut Vec<String>,
+) -> Entry {
+    let id = spec.id();
+    out.push('\n');
+    let input = writer.root(spec.input_schema.as_value(), &names.input, &names.input);
+    for what in writer.take_unmapped() {
+        unmapped.push(format!("{id} input: {what}"));
     }
-
-    out.push_str("\n// ----- named types (the schemas' definitions) ------------------------------------------------\n\n");
-    for (name, doc, ty) in writer.aliases() {
-        let _ = writeln!(out, "{}\n", type_line(name, ty, doc));
+    let output = writer.root(spec.output_schema.as_value(), &names.output, &names.output);
+    for what in writer.take_unmapped() {
+        unmapped.push(format!("{id} output: {what}"));
     }
+    let output_word = match spec.kind {
+        OperationKind::Subscription => "An item",
+        OperationKind::Query | OperationKind::Mutation => "Output",
+    };
+    let mut doc = vec![format!("Input of `{id}`.")];
+    if !writer.is_alias(&input) {
+        doc.extend(doc_lines(spec.input_schema.as_value()));
+    }
+    let _ = writeln!(out, "{}", type_line(&names.input, &input, &comment(&doc)));
+    let mut doc = vec![format!("{output_word} of `{id}`.")];
+    if !writer.is_alias(&output) {
+        doc.extend(doc_lines(spec.output_schema.as_value()));
+    }
+    let _ = writeln!(out, "{}", type_line(&names.output, &output, &comment(&doc)));
+    let kinds: Vec<String> = spec
+        .errors
+        .iter()
+        .map(|kind| format!("\"{}\"", kind.as_str()))
+        .collect();
+    let kinds = if kinds.is_empty() {
+        "never".to_owned()
+    } else {
+        kinds.join(" | ")
+    };
+    let _ = writeln!(
+        out,
+        "/** The error kinds `{id}` declares (documentation: others may still arrive). */\nexport type {} = {kinds};",
+        names.errors
+    );
+    Entry {
+        id,
+        kind: kind_word(spec.kind),
+        doc: function_doc(spec),
+        input: names.input.clone(),
+        input_optional: input_is_optional(spec.input_schema.as_value()),
+        output: names.output.clone(),
+    }
+}
 
+/// `query`, `mutation` or `subscription`.
+fn kind_word(kind: OperationKind) -> &'static str {
+    match kind {
+        OperationKind::Query => "query",
+        OperationKind::Mutation => "mutation",
+        OperationKind::Subscription => "subscription",
+    }
+}
+
+/// The `Client` interface and `createClient`, by namespace.
+fn write_client(out: &mut String, tree: &Namespace) {
     out.push_str("\n// ----- the client ---------------------------------------------------------------------------\n\n");
     out.push_str("/** The registry's operations, by namespace. */\nexport interface Client ");
-    tree.write_interface(&mut out, 0);
+    tree.write_interface(out, 0);
     out.push_str(
         "\n\n/** A client of the registry served at `options.baseUrl`. */\n\
          export function createClient(options: ClientOptions): Client {\n  \
          const caller = new Caller(options);\n  return ",
     );
-    tree.write_object(&mut out, 1);
+    tree.write_object(out, 1);
     out.push_str(";\n}\n");
+}
 
+/// The `Operations` map (every operation by id) and `OperationId`.
+fn write_operations(out: &mut String, specs: &[&OperationSpec], names: &[Names]) {
     out.push_str(
         "\n/** Every operation by id: its kind, input, output (a subscription's item) and declared error kinds. */\n\
          export interface Operations {\n",
     );
-    for (spec, names) in specs.iter().zip(&names) {
-        let kind = match spec.kind {
-            OperationKind::Query => "query",
-            OperationKind::Mutation => "mutation",
-            OperationKind::Subscription => "subscription",
-        };
+    for (spec, names) in specs.iter().zip(names) {
         let _ = writeln!(
             out,
-            "  \"{}\": {{ kind: \"{kind}\"; input: {}; output: {}; errors: {} }};",
+            "  \"{}\": {{ kind: \"{}\"; input: {}; output: {}; errors: {} }};",
             spec.id(),
+            kind_word(spec.kind),
             names.input,
             names.output,
             names.errors
         );
     }
     out.push_str("}\n\n/** An operation's id. */\nexport type OperationId = keyof Operations;\n");
-    (out, unmapped)
 }
 
 /// Each operation's type names (`NotesGetInput`, ..), distinct from each other and from the

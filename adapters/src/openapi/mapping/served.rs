@@ -83,7 +83,52 @@ pub(crate) fn map<'a>(
     base_url: String,
     options: &OpenApiOptions,
 ) -> Result<Option<Mapped>, MapError> {
-    // The request: the `POST` operation of the same path and id (this one, or its twin).
+    let Some((post, post_pointer, input)) = request(resolver, defs, site, served)? else {
+        return Ok(None);
+    };
+    let Some(mut output) = output(resolver, defs, site, served)? else {
+        return Ok(None);
+    };
+    let id = format!("{}.{name}", options.namespace);
+    let mut extension = json!({
+        "method": "POST",
+        "path": site.path,
+        "pointer": post_pointer,
+        "baseUrl": base_url,
+        "operationId": post.get("operationId").cloned().unwrap_or(Value::Null),
+        "served": served.id,
+    });
+    if options.normalization != Normalization::On && !opkit::schema::is_unknown(&output) {
+        // The pipeline would cast: the declared schema moves to the extension.
+        extension["outputSchema"] = std::mem::replace(&mut output, Value::Bool(true));
+    }
+    let access = options
+        .access
+        .rule_for(&name, site.operation.get("x-opkit-access"));
+    let mut spec = OperationSpec::new(options.namespace.clone(), name, served.kind)
+        .input_schema(input)
+        .output_schema(output)
+        .access(access)
+        .origin(format!(
+            "OpenAPI POST {} (served by opkit as {})",
+            site.path, served.id
+        ))
+        .extension("openapi", extension);
+    if let Some(description) = site.operation.as_object().and_then(super::describe) {
+        spec = spec.description(description);
+    }
+    let plan = plan(resolver, post, site, served, id, base_url, options);
+    Ok(Some(Mapped { spec, plan }))
+}
+
+/// The request of a served operation: the `POST` operation of the same path and id (this
+/// one, or its twin), its pointer and its input schema (its JSON body's).
+fn request<'a>(
+    resolver: Resolver<'a>,
+    defs: &Definitions<'a>,
+    site: &Found<'a>,
+    served: &Served,
+) -> Result<Option<(&'a Value, String, Value)>, MapError> {
     let (post, post_pointer) = if site.method == "post" {
         (site.operation, site.pointer.clone())
     } else {
@@ -102,12 +147,20 @@ pub(crate) fn map<'a>(
     let Some(input) = body.pointer("/content/application~1json/schema") else {
         return Ok(None);
     };
-    let mut input_bundle = SchemaBundle::new(defs);
+    let mut bundle = SchemaBundle::new(defs);
     let input_pointer = join_pointer(&body_pointer, "content/application~1json/schema");
-    let input = input_bundle.schema(input, &input_pointer)?;
-    let input = input_bundle.finish(input)?;
+    let input = bundle.schema(input, &input_pointer)?;
+    Ok(Some((post, post_pointer, bundle.finish(input)?)))
+}
 
-    // The output: `data` of the envelope the success response (or each item) carries.
+/// The output of a served operation: `data` of the envelope its success response (or each
+/// of its items) carries.
+fn output<'a>(
+    resolver: Resolver<'a>,
+    defs: &Definitions<'a>,
+    site: &Found<'a>,
+    served: &Served,
+) -> Result<Option<Value>, MapError> {
     let Some(success) = site.operation.pointer("/responses/200") else {
         return Ok(None);
     };
@@ -135,42 +188,25 @@ pub(crate) fn map<'a>(
     let Some(data) = envelope.pointer("/properties/data") else {
         return Ok(None);
     };
-    let mut output_bundle = SchemaBundle::new(defs);
-    let output = output_bundle.schema(data, &format!("{envelope_pointer}/properties/data"))?;
-    let mut output = output_bundle.finish(output)?;
+    let mut bundle = SchemaBundle::new(defs);
+    let output = bundle.schema(data, &format!("{envelope_pointer}/properties/data"))?;
+    bundle.finish(output).map(Some)
+}
 
-    let id = format!("{}.{name}", options.namespace);
-    let mut extension = json!({
-        "method": "POST",
-        "path": site.path,
-        "pointer": post_pointer,
-        "baseUrl": base_url,
-        "operationId": post.get("operationId").cloned().unwrap_or(Value::Null),
-        "served": served.id,
-    });
-    if options.normalization != Normalization::On && !opkit::schema::is_unknown(&output) {
-        // The pipeline would cast: the declared schema moves to the extension.
-        extension["outputSchema"] = std::mem::replace(&mut output, Value::Bool(true));
-    }
-    let label = format!("POST {}", site.path);
-    let access = options
-        .access
-        .rule_for(&name, site.operation.get("x-opkit-access"));
-    let mut spec = OperationSpec::new(options.namespace.clone(), name, served.kind)
-        .input_schema(input)
-        .output_schema(output)
-        .access(access)
-        .origin(format!(
-            "OpenAPI {label} (served by opkit as {})",
-            served.id
-        ))
-        .extension("openapi", extension);
-    if let Some(description) = site.operation.as_object().and_then(super::describe) {
-        spec = spec.description(description);
-    }
-    let plan = OperationPlan {
+/// How a served operation is called: `POST` of its input as JSON, its reply JSON (or SSE
+/// for a stream), the data taken as the serving registry cast and checked it.
+fn plan(
+    resolver: Resolver<'_>,
+    post: &Value,
+    site: &Found<'_>,
+    served: &Served,
+    id: String,
+    base_url: String,
+    options: &OpenApiOptions,
+) -> OperationPlan {
+    OperationPlan {
         operation_id: id.clone(),
-        label,
+        label: format!("POST {}", site.path),
         method: reqwest::Method::POST,
         path: site.path.clone(),
         base_url,
@@ -197,8 +233,7 @@ pub(crate) fn map<'a>(
         // The served data was cast and validated by the serving registry.
         normalizer: Arc::new(Normalizer::new(options.normalization, id, None)),
         served: true,
-    };
-    Ok(Some(Mapped { spec, plan }))
+    }
 }
 
 #[cfg(test)]

@@ -5,8 +5,11 @@ use super::{Delivery, Queued};
 use crate::redis::claim::{self, Held};
 use crate::redis::conn::Conn;
 use crate::redis::entries::{self, Entry};
+use crate::redis::options::millis;
 use crate::redis::replies::Reply;
-use crate::redis::{RedisState, TopicKeys, millis, redis_crate};
+use crate::redis::state::RedisState;
+use crate::redis::topics::TopicKeys;
+use ::redis as redis_crate;
 use bytes::Bytes;
 use opkit::envelope::now_millis;
 use redis_crate::{RedisError, Value};
@@ -39,7 +42,7 @@ impl Member {
         let options = &self.inner.options;
         let mut conn = self
             .inner
-            .connect(options.block_for() + options.ping_timeout)
+            .connect(options.block_for() + options.pong_timeout)
             .await?;
         bounded(
             options.command_timeout,

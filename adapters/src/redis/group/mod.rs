@@ -6,7 +6,8 @@
 mod member;
 mod reader;
 
-use super::{RedisState, transport_error};
+use super::errors::transport_error;
+use super::state::RedisState;
 use bytes::Bytes;
 use member::Member;
 use opkit::protocol::{Subscription, TransportError};

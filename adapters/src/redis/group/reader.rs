@@ -17,7 +17,7 @@ use super::member::{Member, bounded};
 use crate::backoff::Backoff;
 use crate::redis::claim::{Due, Held};
 use crate::redis::conn::Conn;
-use crate::redis::is_connection_error;
+use crate::redis::errors::is_connection_error;
 use crate::redis::replies::Reply;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
@@ -51,7 +51,7 @@ impl GroupReader {
     pub(super) fn new(member: Member, sender: mpsc::UnboundedSender<Bytes>) -> Self {
         let options = &member.inner.options;
         Self {
-            held: Held::new(&member.inner, member.reader),
+            held: Held::new(member.inner.options.retention, member.reader),
             backoff: options.backoff.clone(),
             heartbeat: options.heartbeat(),
             member,
@@ -121,7 +121,7 @@ impl GroupReader {
             let beating = self
                 .member
                 .heartbeat(&mut conn, &mut self.held, &self.sender);
-            match bounded(options.command_timeout + options.ping_timeout, beating).await {
+            match bounded(options.command_timeout + options.pong_timeout, beating).await {
                 Ok(true) => beat = Instant::now(),
                 Ok(false) => return Phase::Done,
                 Err(error) => {
@@ -177,7 +177,7 @@ impl GroupReader {
             // Bounded here too, not only by the connection's response timeout: a cluster
             // connection retries and repairs itself and may wait past it.
             outcome = tokio::time::timeout(
-                options.block_for() + options.ping_timeout,
+                options.block_for() + options.pong_timeout,
                 self.member.acknowledge_and_read(&mut conn, acks, replies),
             ) => match outcome {
                 Ok(outcome) => outcome,

@@ -6,20 +6,24 @@ use super::admission::Ticket;
 use super::auth::{bearer_token, refuse, too_many};
 use super::grant::SpokeGrant;
 use super::link::Link;
-use super::outbound::{Out, Outbound};
+use super::outbound::{Out, Outbound, OutboundQueue};
 use super::state::{HubState, SpokeState};
 use crate::websocket::frame::{self, Header, LATE_RECEIPTS, LATE_RECEIPTS_HEADER};
 use bytes::Bytes;
+use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
+use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_util::sync::CancellationToken;
 
 /// Accepts connections until the hub shuts down.
 pub(super) async fn accept(shared: Arc<HubState>, listener: TcpListener) {
@@ -77,18 +81,70 @@ async fn connection(shared: Arc<HubState>, stream: TcpStream, peer: SocketAddr, 
 
 /// Serves one spoke from the WebSocket handshake to disconnection; `ticket` holds its places
 /// (its address's, then its token's) until it is gone.
-// The handshake callback's error type is tungstenite's HTTP response.
-#[allow(clippy::result_large_err)]
 async fn serve_spoke<S>(shared: Arc<HubState>, stream: S, peer: SocketAddr, mut ticket: Ticket)
 where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let Some((socket, grant, late_receipts)) = handshake(&shared, stream, peer, &mut ticket).await
+    else {
+        return;
+    };
+    let grant = Arc::new(grant);
+    let id = shared.next_connection.fetch_add(1, Ordering::Relaxed);
+    let name = format!("{}#{id}", grant.name);
+    let spoke = Arc::new(Mutex::new(SpokeState {
+        name: name.clone(),
+        grant: grant.clone(),
+        subscriptions: HashMap::new(),
+    }));
+    let kick = shared.shutdown.child_token();
+    shared.spokes.lock().insert(id, spoke.clone());
+    shared.kicks.lock().insert(id, kick.clone());
+    tracing::info!(spoke = %name, %peer, "spoke connected");
+
+    let (sink, source) = socket.split();
+    let (outbound, queue) = Outbound::new(&shared.options, name.clone(), kick.clone());
+    let writer = tokio::spawn(write(sink, queue, kick.clone()));
+    let link = Link {
+        shared: shared.clone(),
+        spoke: spoke.clone(),
+        outbound,
+        id,
+        grant,
+        late_receipts,
+    };
+    link.send(frame::encode(
+        &Header::Welcome {
+            spoke: name.clone(),
+        },
+        None,
+    ));
+    read(&link, source, &kick, &name).await;
+    kick.cancel();
+    writer.abort();
+    shared.spoke_gone(id, &spoke);
+    drop(ticket);
+}
+
+/// The WebSocket handshake of a spoke (bounded by the handshake timeout): its socket, its
+/// grant and whether it reads late receipts; `None` when it was refused (logged here).
+// The handshake callback's error type is tungstenite's HTTP response.
+#[allow(clippy::result_large_err)]
+async fn handshake<S>(
+    shared: &HubState,
+    stream: S,
+    peer: SocketAddr,
+    ticket: &mut Ticket,
+) -> Option<(WebSocketStream<S>, SpokeGrant, bool)>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
 {
     let mut grant = None;
     let mut refusal = None;
     let mut late_receipts = false;
     let handshake = tokio_tungstenite::accept_hdr_async_with_config(
         stream,
-        |request: &Request, response: Response| match admit(&shared, peer, request, &mut ticket) {
+        |request: &Request, response: Response| match admit(shared, peer, request, ticket) {
             Ok(granted) => {
                 grant = Some(granted);
                 late_receipts = request
@@ -111,95 +167,84 @@ where
                 let reason = refusal.unwrap_or_else(|| error.to_string());
                 tracing::warn!(%peer, %reason, left_out, "refused a spoke connection");
             }
-            return;
+            return None;
         }
         Err(_) => {
             if let Some(left_out) = shared.door_log.admit() {
                 tracing::warn!(%peer, left_out, "a spoke handshake timed out");
             }
-            return;
+            return None;
         }
     };
-    let Some(grant) = grant else { return };
-    let grant = Arc::new(grant);
-    let id = shared.next_connection.fetch_add(1, Ordering::Relaxed);
-    let name = format!("{}#{id}", grant.name);
-    let spoke = Arc::new(Mutex::new(SpokeState {
-        name: name.clone(),
-        grant: grant.clone(),
-        subscriptions: HashMap::new(),
-    }));
-    let kick = shared.shutdown.child_token();
-    shared.spokes.lock().insert(id, spoke.clone());
-    shared.kicks.lock().insert(id, kick.clone());
-    tracing::info!(spoke = %name, %peer, "spoke connected");
+    Some((socket, grant?, late_receipts))
+}
 
-    let (mut sink, mut source) = socket.split();
-    let (outbound, mut queue) = Outbound::new(&shared.options, name.clone(), kick.clone());
-    let writer_stop = kick.clone();
-    let writer = tokio::spawn(async move {
-        // Frames queued while the socket was busy go out in one batch with one flush, the
-        // receipts held back first (see `receipts.rs`).
-        while let Some(item) = queue.recv().await {
-            let mut receipts = queue.take_receipts();
-            let first = match item {
-                Out::Frame(message) => message,
-                Out::Receipts => match receipts.take() {
-                    Some(receipts) => receipts,
-                    None => continue,
-                },
-            };
-            let (first, mut second) = match receipts {
-                Some(receipts) => (receipts, Some(first)),
-                None => (first, None),
-            };
-            let more = || second.take().or_else(|| queue.try_recv());
-            match frame::write_batch(&mut sink, first, more).await {
-                Ok((size, _)) => queue.written(size),
-                Err(_) => break,
-            }
+/// The spoke's writer: frames queued while the socket was busy go out in one batch with one
+/// flush, the receipts held back first (see `receipts.rs`). A failed write stops the
+/// connection (`stop`).
+async fn write<S>(
+    mut sink: SplitSink<WebSocketStream<S>, Message>,
+    mut queue: OutboundQueue,
+    stop: CancellationToken,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    while let Some(item) = queue.recv().await {
+        let mut receipts = queue.take_receipts();
+        let first = match item {
+            Out::Frame(message) => message,
+            Out::Receipts => match receipts.take() {
+                Some(receipts) => receipts,
+                None => continue,
+            },
+        };
+        let (first, mut second) = match receipts {
+            Some(receipts) => (receipts, Some(first)),
+            None => (first, None),
+        };
+        let more = || second.take().or_else(|| queue.try_recv());
+        match frame::write_batch(&mut sink, first, more).await {
+            Ok((size, _)) => queue.written(size),
+            Err(_) => break,
         }
-        writer_stop.cancel();
-        let _ = sink.close().await;
-    });
-    let link = Link {
-        shared: shared.clone(),
-        spoke: spoke.clone(),
-        outbound,
-        id,
-        grant,
-        late_receipts,
-    };
-    link.send(frame::encode(
-        &Header::Welcome {
-            spoke: name.clone(),
-        },
-        None,
-    ));
+    }
+    stop.cancel();
+    let _ = sink.close().await;
+}
 
-    let ping_interval = shared.options.ping_interval;
-    let pong_timeout = shared.options.pong_timeout;
-    let mut ping = tokio::time::interval(ping_interval);
+/// The spoke's frames, handled as they come, and its pings, until the spoke leaves, fails,
+/// goes silent (no frame for the silent intervals, or no answer to a ping within the pong
+/// timeout) or is kicked.
+async fn read<S>(
+    link: &Link,
+    mut source: SplitStream<WebSocketStream<S>>,
+    kick: &CancellationToken,
+    name: &str,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let options = &link.shared.options;
+    let mut ping = tokio::time::interval(options.ping_interval);
     let mut last_heard = Instant::now();
     // When the ping not yet followed by any frame from the spoke was sent.
     let mut awaiting: Option<Instant> = None;
     loop {
         let silence = async {
             match awaiting {
-                Some(sent) => tokio::time::sleep_until(sent + pong_timeout).await,
+                Some(sent) => tokio::time::sleep_until(sent + options.pong_timeout).await,
                 None => std::future::pending().await,
             }
         };
         tokio::select! {
-            () = kick.cancelled() => break,
+            () = kick.cancelled() => return,
             () = silence => {
                 tracing::warn!(spoke = %name, "a spoke did not answer a ping in time: disconnecting it");
-                break;
+                return;
             }
             _ = ping.tick() => {
-                if last_heard.elapsed() > ping_interval * shared.options.silent_intervals {
+                if last_heard.elapsed() > options.ping_interval * options.silent_intervals {
                     tracing::warn!(spoke = %name, "a spoke went silent: disconnecting it");
-                    break;
+                    return;
                 }
                 awaiting.get_or_insert_with(Instant::now);
                 link.send(Message::Ping(Bytes::new()));
@@ -209,7 +254,7 @@ where
                     last_heard = Instant::now();
                     awaiting = None;
                     if matches!(message, Message::Close(_)) {
-                        break;
+                        return;
                     }
                     if let Some(data) = frame::data_of(message) {
                         link.handle(&data);
@@ -217,16 +262,12 @@ where
                 }
                 Some(Err(error)) => {
                     tracing::debug!(spoke = %name, %error, "a spoke connection failed");
-                    break;
+                    return;
                 }
-                None => break,
+                None => return,
             }
         }
     }
-    kick.cancel();
-    writer.abort();
-    shared.spoke_gone(id, &spoke);
-    drop(ticket);
 }
 
 /// The handshake's decision: the spoke's grant, or the HTTP answer refusing it and why (for

@@ -40,7 +40,9 @@ impl Link {
     /// Answers the spoke's publish `id`, late when the spoke reads late receipts and `late`.
     fn receipt(&self, id: u64, receivers: usize, late: bool) {
         if late && self.late_receipts {
-            self.outbound.hold_receipt(id, receivers, &self.shared.late);
+            if self.outbound.hold_receipt(id, receivers) {
+                self.shared.late.list(self.outbound.clone());
+            }
         } else {
             self.reply(id, Ok(Some(receivers)));
         }

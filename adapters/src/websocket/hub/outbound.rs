@@ -1,9 +1,8 @@
 //! A spoke's outgoing queue at the hub, bounded in frames and in bytes (what keeps a spoke
 //! that stopped reading from growing the hub's memory), and the receipts held back for it
-//! (late receipts: see [`LateReceipts`](super::receipts::LateReceipts)).
+//! (late receipts: see `receipts.rs`).
 
 use super::options::HubOptions;
-use super::receipts::LateReceipts;
 use crate::websocket::frame::{self, Header};
 use parking_lot::Mutex;
 use std::sync::Arc;
@@ -36,9 +35,9 @@ pub(super) enum Out {
 ///   socket's own buffers and [`MAX_HELD_RECEIPTS`] receipts), and nothing after it leaves.
 /// * `held` holds the receipts (`[id, receivers]`) of publishes answered late, in the order
 ///   they were answered. The writer takes all of them before each batch it writes and sends
-///   them first, in one `oks` frame; [`LateReceipts`] asks for them ([`Out::Receipts`])
-///   when they waited its delay. `listed` is `true` from when the queue put itself on the
-///   [`LateReceipts`] list until the sweep took it off ([`Outbound::release_receipts`]).
+///   them first, in one `oks` frame; the late receipts' sweep asks for them ([`Out::Receipts`])
+///   when they waited its delay. `listed` is `true` from when the queue was put on the
+///   sweep's list until the sweep took it off ([`Outbound::release_receipts`]).
 #[derive(Clone)]
 pub(super) struct Outbound {
     sender: mpsc::Sender<Out>,
@@ -158,8 +157,10 @@ impl Outbound {
     }
 
     /// Holds back the receipt of the spoke's publish `id`: it goes out with the next batch of
-    /// frames written to the spoke, or when `late` says it waited long enough.
-    pub(super) fn hold_receipt(&self, id: u64, receivers: usize, late: &LateReceipts) {
+    /// frames written to the spoke, or when the sweep says it waited long enough. `true` when
+    /// the caller is to put this queue on the sweep's list (it was not on it).
+    #[must_use = "a queue that was not listed must be put on the sweep's list"]
+    pub(super) fn hold_receipt(&self, id: u64, receivers: usize) -> bool {
         let count = {
             let mut held = self.shared.held.lock();
             held.push((id, receivers));
@@ -167,12 +168,13 @@ impl Outbound {
         };
         if count >= MAX_HELD_RECEIPTS {
             self.ask_for_receipts();
-        } else if !self.shared.listed.swap(true, Ordering::AcqRel) {
-            late.list(self.clone());
+            false
+        } else {
+            !self.shared.listed.swap(true, Ordering::AcqRel)
         }
     }
 
-    /// Taken off the [`LateReceipts`] list: the receipts held back go out now.
+    /// Taken off the sweep's list: the receipts held back go out now.
     pub(super) fn release_receipts(&self) {
         self.shared.listed.store(false, Ordering::Release);
         if !self.shared.held.lock().is_empty() {

@@ -32,8 +32,9 @@ pub(super) const RECEIPT_DELAY: Duration = Duration::from_millis(5);
 /// The queues holding receipts back, for the sweep.
 ///
 /// Invariant: a queue holding receipts is on `listed` (or its receipts are on their way to
-/// the socket): [`Outbound::hold_receipt`] lists it when it was not listed, and the sweep
-/// takes the whole list, unlisting each queue before it looks at what the queue holds.
+/// the socket): the link lists it when [`Outbound::hold_receipt`] says it was not listed,
+/// and the sweep takes the whole list, unlisting each queue before it looks at what the
+/// queue holds.
 /// `armed` is `true` from the moment a queue is listed while the sweep was not armed until the
 /// sweep, after its delay, takes the list.
 #[derive(Default)]

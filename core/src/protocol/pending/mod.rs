@@ -379,8 +379,8 @@ impl PendingRequestMap {
         call::subscribe(self.inner.clone(), id.to_owned(), input, ctx.clone()).await
     }
 
-    /// The inbound half: delivers `output` to the pending request `request_id` (the reply
-    /// listener calls it for every `call.responded`).
+    /// The inbound half, for tests: delivers `output` to the pending request `request_id` as
+    /// the reply listener does for every `call.responded` (feature `testing`).
     ///
     /// Refuses (with a `VALIDATION_ERROR` naming what is wrong) any `output` that
     /// [`is_response_envelope`](crate::envelope::is_response_envelope) rejects. Returns
@@ -396,6 +396,7 @@ impl PendingRequestMap {
     /// assert!(refused.message.contains("must have a `meta` key"));
     /// # });
     /// ```
+    #[cfg(feature = "testing")]
     pub fn respond(&self, request_id: &str, output: Value) -> Result<bool, CallError> {
         self.inner.table.respond(request_id, output)
     }

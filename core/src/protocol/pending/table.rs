@@ -126,11 +126,13 @@ impl Table {
         self.state.lock().entries.remove(&seq)
     }
 
+    /// Delivers `output` to the pending request `request_id` (a test's hook).
+    #[cfg(feature = "testing")]
     pub(super) fn respond(&self, request_id: &str, output: Value) -> Result<bool, CallError> {
         self.respond_sized(request_id, output, 0)
     }
 
-    /// [`respond`](Self::respond) for a reply of `size` bytes on the wire.
+    /// Delivers a reply of `size` bytes on the wire to the pending request `request_id`.
     pub(super) fn respond_sized(
         &self,
         request_id: &str,
