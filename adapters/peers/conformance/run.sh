@@ -33,15 +33,18 @@ until grep -q "listening on" "$log"; do
     sleep 0.1
 done
 url="http://127.0.0.1:$port/mcp"
+# Every invocation saves its checks here: exercised.mjs then fails a scenario that passed
+# with none of its checks run (all SKIPPED), unless not-exercised.txt lists it with a reason.
+results=$(mktemp -d)
 status=0
 for revision in 2025-11-25 2026-07-28; do
     expected="$expected_dir/expected-failures-$revision.yml"
     echo "=== server scenarios, $revision"
     conformance server --url "$url" --suite all --spec-version "$revision" \
-        --expected-failures "$expected" || status=1
+        -o "$results/server-$revision" --expected-failures "$expected" || status=1
     echo "=== client scenarios, $revision"
     conformance client --command "$client_binary" --suite all --spec-version "$revision" \
-        --timeout 15000 --expected-failures "$expected" || status=1
+        -o "$results/client-$revision" --timeout 15000 --expected-failures "$expected" || status=1
 done
 # Extension scenarios are outside the revisions: each is run by name.
 expected="$expected_dir/expected-failures-extensions.yml"
@@ -50,15 +53,18 @@ for side in server client; do
     for scenario in $(conformance list --"$side" | sed -n 's/^  - \([^ ]*\) \[extension\]$/\1/p'); do
         if [ "$side" = server ]; then
             conformance server --url "$url" --scenario "$scenario" \
-                --expected-failures "$expected" || status=1
+                -o "$results/server-extensions" --expected-failures "$expected" || status=1
         else
             conformance client --command "$client_binary" --scenario "$scenario" \
-                --timeout 15000 --expected-failures "$expected" || status=1
+                -o "$results/client-extensions" --timeout 15000 --expected-failures "$expected" || status=1
         fi
     done
 done
 kill "$server_pid"
 wait "$server_pid" 2>/dev/null
 rm -f "$log"
+echo "=== checks exercised per scenario"
+node "$here/exercised.mjs" "$results" "$expected_dir/not-exercised.txt" || status=1
+rm -rf "$results"
 echo "=== exit $status"
 exit "$status"
