@@ -32,13 +32,10 @@ fn blocks(content: Vec<McpContentBlock>) -> ResponseEnvelope {
         McpContentBlock::Text { text, .. } => Some(text.clone()),
         _ => None,
     });
-    let meta = McpMeta {
-        is_error: false,
-        content,
-        structured_content: None,
-        meta: None,
-    };
-    mcp_envelope(text.map_or(Value::Null, Value::String), meta)
+    mcp_envelope(
+        text.map_or(Value::Null, Value::String),
+        McpMeta::blocks(content),
+    )
 }
 
 fn image() -> McpContentBlock {

@@ -23,7 +23,11 @@ pub(crate) const BODY_TIMEOUT: &str = "bodyTimeout";
 /// within `within` from now (the request timeout, as for a body read before the call; the
 /// call gets that much longer, see [`Shape::body_time`](super::handlers::Shape)). Nothing past
 /// the error is read.
-pub(crate) fn request_stream(body: Body, limit: usize, within: Duration) -> ByteStream {
+pub(crate) fn request_stream(
+    body: Body,
+    limit: super::request_body::BodyLimit,
+    within: Duration,
+) -> ByteStream {
     let deadline = tokio::time::Instant::now() + within;
     struct Reading {
         frames: Option<axum::body::BodyDataStream>,
@@ -47,7 +51,7 @@ pub(crate) fn request_stream(body: Body, limit: usize, within: Duration) -> Byte
                 ErrorCode::ValidationError,
                 format!("the request body could not be read: {error}"),
             )),
-            Ok(Some(Ok(chunk))) if state.seen + chunk.len() > limit => {
+            Ok(Some(Ok(chunk))) if state.seen + chunk.len() > limit.bytes => {
                 Err(super::request_body::body_too_large(limit))
             }
             Ok(Some(Ok(chunk))) => {

@@ -5,7 +5,7 @@ use super::byte_bodies;
 use super::identity::authenticate;
 use super::openapi::document;
 use super::query::QueryShape;
-use super::request_body::{Rejection, body_limit_of, read_json_body};
+use super::request_body::{BodyLimit, Rejection, body_limit_of, read_json_body};
 use super::routes::Route;
 use super::sse::{self, SseEncoding};
 use super::state::{ServerState, error_response, error_with_status, original_uri};
@@ -366,7 +366,7 @@ pub(crate) async fn operation(
         read_json_body(
             &parts.headers,
             body,
-            shared.body_limit,
+            BodyLimit::server(shared.body_limit),
             shared.request_timeout,
         )
         .await

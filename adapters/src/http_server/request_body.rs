@@ -12,8 +12,33 @@ use opkit::{CallError, ErrorCode};
 use serde_json::{Value, json};
 use std::time::Duration;
 
+/// A request body's limit in bytes and the setting that gave it, named in the `413` past it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BodyLimit {
+    pub(crate) bytes: usize,
+    set_by: &'static str,
+}
+
+impl BodyLimit {
+    /// The server's limit ([`HttpServer::body_limit`](super::HttpServer::body_limit)).
+    pub(crate) fn server(bytes: usize) -> Self {
+        Self {
+            bytes,
+            set_by: "HttpServer::body_limit",
+        }
+    }
+
+    /// A REST route's own limit.
+    pub(crate) fn route(bytes: usize) -> Self {
+        Self {
+            bytes,
+            set_by: "the route's body_limit: `#[operation(http(body_limit = ..))]` or `HttpRoute::body_limit`",
+        }
+    }
+}
+
 /// Reads the body up to `limit` bytes.
-async fn read_body(body: Body, limit: usize) -> Result<Vec<u8>, Rejection> {
+async fn read_body(body: Body, limit: BodyLimit) -> Result<Vec<u8>, Rejection> {
     let mut bytes = Vec::new();
     let mut frames = body.into_data_stream();
     while let Some(frame) = frames.next().await {
@@ -23,7 +48,7 @@ async fn read_body(body: Body, limit: usize) -> Result<Vec<u8>, Rejection> {
                 format!("the request body could not be read: {error}"),
             ))
         })?;
-        if bytes.len() + chunk.len() > limit {
+        if bytes.len() + chunk.len() > limit.bytes {
             return Err(too_large(limit));
         }
         bytes.extend_from_slice(&chunk);
@@ -42,7 +67,7 @@ pub(crate) fn body_limit_of(error: &CallError) -> Option<&str> {
     }
 }
 
-fn too_large(limit: usize) -> Rejection {
+fn too_large(limit: BodyLimit) -> Rejection {
     Rejection {
         status: StatusCode::PAYLOAD_TOO_LARGE,
         error: body_too_large(limit),
@@ -50,14 +75,15 @@ fn too_large(limit: usize) -> Rejection {
 }
 
 /// The error of a request body past `limit` bytes, read first or streamed (`413`).
-pub(crate) fn body_too_large(limit: usize) -> CallError {
+pub(crate) fn body_too_large(limit: BodyLimit) -> CallError {
     CallError::new(
         ErrorCode::ValidationError,
         format!(
-            "the request body is larger than the limit of {limit} bytes (HttpServer::body_limit)"
+            "the request body is larger than the limit of {} bytes ({})",
+            limit.bytes, limit.set_by
         ),
     )
-    .with_details(json!({"limit": "bodyLimit", "max": limit}))
+    .with_details(json!({"limit": "bodyLimit", "max": limit.bytes}))
 }
 
 /// A request refused before the registry is called: a status and a `CallError`.
@@ -109,7 +135,7 @@ fn is_json(headers: &HeaderMap) -> bool {
 pub(crate) async fn read_bytes(
     headers: &HeaderMap,
     body: Body,
-    limit: usize,
+    limit: BodyLimit,
     within: Duration,
 ) -> Result<Vec<u8>, Rejection> {
     refuse_declared_length(headers, limit)?;
@@ -123,13 +149,16 @@ pub(crate) async fn read_bytes(
 }
 
 /// `413` for a body whose `Content-Length` is past `limit`, before a byte of it is read.
-pub(crate) fn refuse_declared_length(headers: &HeaderMap, limit: usize) -> Result<(), Rejection> {
+pub(crate) fn refuse_declared_length(
+    headers: &HeaderMap,
+    limit: BodyLimit,
+) -> Result<(), Rejection> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
         .and_then(|text| text.parse::<u64>().ok());
     match declared {
-        Some(length) if length > limit as u64 => Err(too_large(limit)),
+        Some(length) if length > limit.bytes as u64 => Err(too_large(limit)),
         _ => Ok(()),
     }
 }
@@ -139,7 +168,7 @@ pub(crate) fn refuse_declared_length(headers: &HeaderMap, limit: usize) -> Resul
 pub(crate) async fn read_json_body(
     headers: &HeaderMap,
     body: Body,
-    limit: usize,
+    limit: BodyLimit,
     within: Duration,
 ) -> Result<Value, Rejection> {
     let bytes = read_bytes(headers, body, limit, within).await?;

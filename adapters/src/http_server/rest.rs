@@ -9,7 +9,9 @@
 use super::byte_bodies;
 use super::handlers::{Shape, serve_call};
 use super::query::QueryShape;
-use super::request_body::{Rejection, read_bytes, read_json_body, refuse_declared_length};
+use super::request_body::{
+    BodyLimit, Rejection, read_bytes, read_json_body, refuse_declared_length,
+};
 use super::route::{HttpRoute, HttpSpec, template_variables};
 use super::state::{ServerState, error_response};
 use axum::Router;
@@ -306,7 +308,10 @@ impl RestRoute {
                 .collect();
             self.shape.decode(pairs)?
         } else {
-            let limit = self.route.body_limit.unwrap_or(shared.body_limit);
+            let limit = match self.route.body_limit {
+                Some(bytes) => BodyLimit::route(bytes),
+                None => BodyLimit::server(shared.body_limit),
+            };
             let multipart = parts
                 .headers
                 .get(http::header::CONTENT_TYPE)
@@ -359,28 +364,24 @@ impl RestRoute {
         shared: &ServerState,
         boundary: String,
         body: axum::body::Body,
-        limit: usize,
+        limit: BodyLimit,
         path_values: Value,
     ) -> Result<Value, Rejection> {
         use base64::Engine;
         let constraints = multer::Constraints::new()
-            .size_limit(multer::SizeLimit::new().whole_stream(limit as u64));
+            .size_limit(multer::SizeLimit::new().whole_stream(limit.bytes as u64));
         let mut multipart =
             multer::Multipart::with_constraints(body.into_data_stream(), boundary, constraints);
         let unreadable = |error: multer::Error| -> Rejection {
             let too_large = matches!(error, multer::Error::StreamSizeExceeded { .. });
-            let error = CallError::new(
-                ErrorCode::ValidationError,
-                format!("the multipart body cannot be read: {error}"),
-            );
             if too_large {
-                let max = limit;
-                Rejection::from(
-                    error.with_details(serde_json::json!({"limit": "bodyLimit", "max": max})),
-                )
-                .with_status(StatusCode::PAYLOAD_TOO_LARGE)
+                Rejection::from(super::request_body::body_too_large(limit))
+                    .with_status(StatusCode::PAYLOAD_TOO_LARGE)
             } else {
-                Rejection::from(error)
+                Rejection::from(CallError::new(
+                    ErrorCode::ValidationError,
+                    format!("the multipart body cannot be read: {error}"),
+                ))
             }
         };
         let mut binary = serde_json::Map::new();

@@ -56,9 +56,11 @@ async fn bodies_past_the_default_limit_get_413_naming_it() {
     assert_eq!(status, 413, "{error}");
     assert_eq!(error["code"], "VALIDATION_ERROR");
     assert!(
-        error["message"].as_str().is_some_and(
-            |message| message.contains(&format!("limit of {DEFAULT_BODY_LIMIT} bytes"))
-        ),
+        error["message"]
+            .as_str()
+            .is_some_and(|message| message.contains(&format!(
+                "limit of {DEFAULT_BODY_LIMIT} bytes (HttpServer::body_limit)"
+            ))),
         "{error}"
     );
     assert_eq!(

@@ -202,6 +202,14 @@ async fn a_streamed_body_keeps_its_limit_and_its_timeout() {
         .await
         .unwrap();
     assert_eq!(declared.status(), 413);
+    // The error names the limit that applied: the route's own, not the server's.
+    let error: Value = declared.json().await.unwrap();
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("limit of 100000 bytes (the route's body_limit")
+            && !message.contains("HttpServer::body_limit"),
+        "{error}"
+    );
     // Too long as it streams in (no length declared): the operation's read ends with the
     // limit's error, answered 413.
     let chunks = futures::stream::iter(
@@ -216,6 +224,12 @@ async fn a_streamed_body_keeps_its_limit_and_its_timeout() {
     assert_eq!(streamed.status(), 413);
     let error: Value = streamed.json().await.unwrap();
     assert_eq!(error["details"]["limit"], "bodyLimit", "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("the route's body_limit")),
+        "{error}"
+    );
     // A body that stops arriving: 408 once the request timeout passed.
     let (mut sender, chunks) = futures::channel::mpsc::channel::<Result<Bytes, std::io::Error>>(1);
     sender.send(Ok(Bytes::from_static(b"abc"))).await.unwrap();

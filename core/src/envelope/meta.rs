@@ -80,8 +80,9 @@ pub struct SseEventMeta {
     pub retry: Option<u64>,
 }
 
-/// Meta of an MCP tool result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+/// Meta of an MCP tool result. An operation served over MCP that returns an envelope with
+/// this meta answers with its content blocks as they are (see [`McpMeta::text`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct McpMeta {
     /// `true` when the tool reported a failure (`isError: true`); such results are still envelopes.
@@ -96,4 +97,28 @@ pub struct McpMeta {
     /// The result's `_meta` object.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Value>,
+}
+
+impl McpMeta {
+    /// The meta of a plain-text result: one text block, not an error.
+    ///
+    /// ```
+    /// use opkit::envelope::{McpContentBlock, McpMeta, mcp_envelope};
+    /// let envelope = mcp_envelope("Hello", McpMeta::text("Hello"));
+    /// assert_eq!(envelope.data, "Hello");
+    /// let json = serde_json::to_value(&envelope.meta).unwrap();
+    /// assert_eq!(json["content"], serde_json::json!([{"type": "text", "text": "Hello"}]));
+    /// assert_eq!(json["isError"], false);
+    /// ```
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::blocks(vec![McpContentBlock::text(text)])
+    }
+
+    /// The meta of a result made of `content` blocks, not an error.
+    pub fn blocks(content: Vec<McpContentBlock>) -> Self {
+        Self {
+            content,
+            ..Self::default()
+        }
+    }
 }
