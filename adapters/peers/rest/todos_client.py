@@ -77,6 +77,12 @@ check(status == 422, f"a body without text is 422: {status}")
 status, _, _ = call("PATCH", f"/todos/{first['id']}", {"completed": "yes"})
 check(status == 422, f"a completed that is not a bool is 422: {status}")
 
+# Bad query values are 400 (the original's `Query` extractor), bodies' 422 notwithstanding.
+status, _, _ = call("GET", "/todos?offset=abc")
+check(status == 400, f"an offset that is not a number is 400: {status}")
+status, _, _ = call("GET", "/todos?limit=-1")
+check(status == 400, f"a negative limit is 400: {status}")
+
 # Delete: 204, then it is gone.
 status, body, _ = call("DELETE", f"/todos/{first['id']}")
 check(status == 204 and body is None, f"delete answers 204 with no body: {status} {body}")

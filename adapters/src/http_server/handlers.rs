@@ -178,8 +178,15 @@ fn cache_control(hint: opkit::middleware::CacheHint) -> Option<HeaderValue> {
 impl ServerState {
     /// The response of a served call's error: `401` with the challenge for a caller without
     /// an identity refused by an access rule, `Retry-After` on a rate limit, and the
-    /// configured status for an input that parsed but fails the schema.
-    fn call_error_response(&self, id: &str, error: &CallError, ctx: &OperationContext) -> Response {
+    /// configured status for an input that parsed but fails the schema (the parameters' when
+    /// every violation is in a field `from_url`).
+    fn call_error_response(
+        &self,
+        id: &str,
+        error: &CallError,
+        ctx: &OperationContext,
+        from_url: FromUrl<'_>,
+    ) -> Response {
         if error.code == ErrorCode::AccessDenied
             && error.kind.is_none()
             && let Some(identity) = ctx.identity()
@@ -196,7 +203,11 @@ impl ServerState {
                 StatusCode::REQUEST_TIMEOUT
             }
             StatusCode::BAD_REQUEST if error.code == ErrorCode::ValidationError => {
-                self.invalid_input_status
+                if from_url.has_all(error) {
+                    self.invalid_parameter_status
+                } else {
+                    self.invalid_input_status
+                }
             }
             status => status,
         };
@@ -248,6 +259,44 @@ impl ServerState {
 
 /// How a REST route shapes a success into its response (the RPC route sends the envelope as
 /// it is, and a stream as SSE).
+/// Which input fields a request's URL gave (path variables, query values): a call failing
+/// only in them is answered with the server's `invalid_parameter_status`.
+#[derive(Clone, Copy)]
+pub(crate) enum FromUrl<'a> {
+    /// None: the input is the body.
+    Nothing,
+    /// All of them (a `GET`'s or a `DELETE`'s).
+    Everything,
+    /// These (a REST route's path variables beside its body).
+    Fields(&'a [String]),
+}
+
+impl FromUrl<'_> {
+    /// Whether every violation of a `VALIDATION_ERROR` is in a field the URL gave.
+    fn has_all(&self, error: &CallError) -> bool {
+        let fields = match self {
+            FromUrl::Nothing => return false,
+            FromUrl::Everything => return true,
+            FromUrl::Fields(fields) => fields,
+        };
+        let Some(violations) = error.details.as_ref().and_then(Value::as_array) else {
+            return false;
+        };
+        !violations.is_empty()
+            && violations.iter().all(|violation| {
+                let path = violation["path"].as_str().unwrap_or_default();
+                let first = path.strip_prefix('/').map(|rest| {
+                    rest.split('/')
+                        .next()
+                        .unwrap_or_default()
+                        .replace("~1", "/")
+                        .replace("~0", "~")
+                });
+                first.is_some_and(|field| fields.contains(&field))
+            })
+    }
+}
+
 pub(crate) struct Shape<'a> {
     /// The response of a unary success's envelope.
     pub(crate) unary: &'a (dyn Fn(ResponseEnvelope) -> Response + Sync),
@@ -257,6 +306,8 @@ pub(crate) struct Shape<'a> {
     /// Time the call gets on top of the request timeout: the time its body may take to
     /// stream in (a body read before the call had it already).
     pub(crate) body_time: Duration,
+    /// The input fields the URL gave.
+    pub(crate) from_url: FromUrl<'a>,
 }
 
 /// Serves a call whose input was read: the context from the request, the registry's front
@@ -272,6 +323,11 @@ pub(crate) async fn serve_call(
     shape: Option<Shape<'_>>,
 ) -> Response {
     let encoding = SseEncoding::requested(&parts.headers);
+    let from_url = match &shape {
+        Some(shape) => shape.from_url,
+        None if parts.method == Method::GET => FromUrl::Everything,
+        None => FromUrl::Nothing,
+    };
     // A client that disconnects drops this future (or the event stream): the guard then
     // cancels the context; a finished unary call disarms it.
     let token = CancellationToken::new();
@@ -306,7 +362,7 @@ pub(crate) async fn serve_call(
                     }
                     response
                 }
-                Err(error) => shared.call_error_response(id, &error, &ctx),
+                Err(error) => shared.call_error_response(id, &error, &ctx, from_url),
             }
         }
         Ok(Outcome::Stream(items)) if shape.as_ref().is_some_and(|s| s.raw_stream.is_some()) => {
@@ -315,7 +371,7 @@ pub(crate) async fn serve_call(
                 .expect("the guard checked a raw stream");
             match byte_bodies::response_stream(items, guard, status, content_type).await {
                 Ok(response) => response,
-                Err(error) => shared.call_error_response(id, &error, &ctx),
+                Err(error) => shared.call_error_response(id, &error, &ctx, from_url),
             }
         }
         Ok(Outcome::Stream(items)) => {
@@ -336,7 +392,7 @@ pub(crate) async fn serve_call(
         }
         Err(error) => {
             guard.disarm();
-            shared.call_error_response(id, &error, &ctx)
+            shared.call_error_response(id, &error, &ctx, from_url)
         }
     };
     with_request_id(response, &request_id)

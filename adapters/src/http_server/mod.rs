@@ -131,6 +131,7 @@ pub struct HttpServer {
     subscription_timeout: Option<Duration>,
     keep_alive: Duration,
     invalid_input_status: StatusCode,
+    invalid_parameter_status: StatusCode,
     compression: bool,
     title: String,
     version: String,
@@ -167,6 +168,7 @@ impl HttpServer {
             subscription_timeout: None,
             keep_alive: Duration::from_secs(15),
             invalid_input_status: StatusCode::BAD_REQUEST,
+            invalid_parameter_status: StatusCode::BAD_REQUEST,
             compression: true,
             title: "opkit".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -260,12 +262,25 @@ impl HttpServer {
         self
     }
 
-    /// The status of an input that parses but fails the operation's input schema: `400` by
-    /// default (like every other `VALIDATION_ERROR`), or `422 Unprocessable Entity`, what
-    /// FastAPI and axum's `Json` extractor answer. Malformed JSON stays `400`.
+    /// The status of a request body that parses but fails the operation's input schema:
+    /// `400` by default (like every other `VALIDATION_ERROR`), or `422 Unprocessable
+    /// Entity`, what FastAPI and axum's `Json` extractor answer. Malformed JSON stays `400`;
+    /// path variables and query values have their own status
+    /// ([`invalid_parameter_status`](Self::invalid_parameter_status)).
     #[must_use]
     pub fn invalid_input_status(mut self, status: StatusCode) -> Self {
         self.invalid_input_status = status;
+        self
+    }
+
+    /// The status of path variables and query values that fail the operation's input schema
+    /// (every violation in an input field the URL gave): `400` by default, what axum's `Path`
+    /// and `Query` extractors answer, whatever
+    /// [`invalid_input_status`](Self::invalid_input_status) says for bodies. A failure in
+    /// both the URL and the body takes the body's status.
+    #[must_use]
+    pub fn invalid_parameter_status(mut self, status: StatusCode) -> Self {
+        self.invalid_parameter_status = status;
         self
     }
 
@@ -336,6 +351,7 @@ impl HttpServer {
                 .as_ref()
                 .and_then(|authenticator| authenticator.security_scheme()),
             invalid_input: self.invalid_input_status.as_u16(),
+            invalid_parameter: self.invalid_parameter_status.as_u16(),
         }
     }
 
@@ -382,6 +398,7 @@ impl HttpServer {
             routes: Default::default(),
             info: self.document_info(),
             invalid_input_status: self.invalid_input_status,
+            invalid_parameter_status: self.invalid_parameter_status,
         });
         let mut router = Router::new()
             .route("/openapi.json", get(handlers::openapi))

@@ -65,8 +65,10 @@ pub(crate) struct DocumentInfo {
     pub(crate) authenticated: bool,
     /// The security scheme's name and object.
     pub(crate) security: Option<(String, Value)>,
-    /// The status of an input that parses but fails its schema (400 or 422).
+    /// The status of a body that parses but fails its schema (400 or 422).
     pub(crate) invalid_input: u16,
+    /// The status of path variables and query values that fail the schema.
+    pub(crate) invalid_parameter: u16,
 }
 
 fn error_response(description: &str) -> Value {
@@ -416,8 +418,15 @@ impl<'a> OperationDoc<'a> {
         responses.insert("502".to_owned(), response_ref("TransportError"));
         responses.insert("503".to_owned(), response_ref("Aborted"));
         responses.insert("504".to_owned(), response_ref("Timeout"));
-        if info.invalid_input != 400 {
-            responses.insert(info.invalid_input.to_string(), response_ref("InvalidInput"));
+        // A GET's and a DELETE's input is in the URL; the others' in the body (a REST route's
+        // path variables add theirs, see `rest`).
+        let invalid = if method == "get" || method == "delete" {
+            info.invalid_parameter
+        } else {
+            info.invalid_input
+        };
+        if invalid != 400 {
+            responses.insert(invalid.to_string(), response_ref("InvalidInput"));
         }
         for kind in &spec.errors {
             let (status, name, _) = kind_response(*kind);
@@ -508,6 +517,12 @@ impl<'a> OperationDoc<'a> {
         responses.insert(route.status.to_string(), self.rest_success(route));
         if takes_body {
             responses.insert("408".to_owned(), response_ref("RequestTimeout"));
+            if !variables.is_empty() && self.info.invalid_parameter != 400 {
+                responses.insert(
+                    self.info.invalid_parameter.to_string(),
+                    response_ref("InvalidInput"),
+                );
+            }
         }
         (route.path.clone(), method, op)
     }

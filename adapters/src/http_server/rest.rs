@@ -7,7 +7,7 @@
 //! schema like the RPC route's query string (`?limit=5` is the integer 5).
 
 use super::byte_bodies;
-use super::handlers::{Shape, serve_call};
+use super::handlers::{FromUrl, Shape, serve_call};
 use super::query::QueryShape;
 use super::request_body::{
     BodyLimit, Rejection, read_bytes, read_json_body, refuse_declared_length,
@@ -625,6 +625,11 @@ async fn serve_rest(
             shared.request_timeout
         } else {
             std::time::Duration::ZERO
+        },
+        from_url: if matches!(route.method, Method::GET | Method::DELETE) {
+            FromUrl::Everything
+        } else {
+            FromUrl::Fields(&route.variables)
         },
     };
     let mut response = serve_call(

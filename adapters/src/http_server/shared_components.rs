@@ -195,6 +195,7 @@ mod tests {
             authenticated: false,
             security: None,
             invalid_input: 400,
+            invalid_parameter: 400,
         };
         let doc = document(&registry, &info, "");
         let schemas = doc["components"]["schemas"].as_object().unwrap();

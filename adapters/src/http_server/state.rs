@@ -29,8 +29,11 @@ pub(crate) struct ServerState {
     /// Each operation's methods and query shape, derived once per spec.
     pub(crate) routes: Routes,
     pub(crate) info: DocumentInfo,
-    /// The status of an input that parsed but fails its schema (400 unless configured).
+    /// The status of a body that parsed but fails its schema (400 unless configured).
     pub(crate) invalid_input_status: StatusCode,
+    /// The status of path variables and query values that fail the schema (400 unless
+    /// configured).
+    pub(crate) invalid_parameter_status: StatusCode,
 }
 
 /// Where the explorer is served and what it links.

@@ -286,6 +286,68 @@ fn misspelt_routes_and_unknown_location_fields_are_route_errors() {
     );
 }
 
+/// A counter at `/counters/{n}`: its path variable is a number.
+#[operation(
+    namespace = "counters",
+    mutation,
+    http(method = "PUT", path = "/counters/{n}")
+)]
+async fn set_counter(n: u32, value: i64) -> i64 {
+    i64::from(n) + value
+}
+
+/// Path and query values that fail the schema take the parameters' status, bodies the
+/// input's; a failure in both takes the body's.
+#[tokio::test]
+async fn parameters_and_bodies_have_their_own_invalid_statuses() {
+    let registry = todos_registry();
+    registry.register_operation(set_counter).unwrap();
+    let status_of = |server: HttpServer| async move {
+        let served = serve(server.router()).await;
+        let http = reqwest::Client::new();
+        let mut statuses = Vec::new();
+        for (method, path, body) in [
+            ("GET", "/todos?offset=abc", None),
+            ("GET", "/ops/todos.index?limit=-1", None),
+            ("PUT", "/counters/abc", Some(json!({"value": 1}))),
+            ("PUT", "/counters/7", Some(json!({"value": "one"}))),
+            ("PUT", "/counters/abc", Some(json!({"value": "one"}))),
+            ("PUT", "/counters/7", Some(json!({"value": 1}))),
+        ] {
+            let mut request = http.request(method.parse().unwrap(), served.url(path));
+            if let Some(body) = body {
+                request = request.json(&body);
+            }
+            statuses.push(request.send().await.unwrap().status().as_u16());
+        }
+        statuses
+    };
+    let base = || HttpServer::new(registry.clone());
+    assert_eq!(status_of(base()).await, [400, 400, 400, 400, 400, 200]);
+    let unprocessable_bodies = base().invalid_input_status(StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        status_of(unprocessable_bodies).await,
+        [400, 400, 400, 422, 422, 200]
+    );
+    let both = base()
+        .invalid_input_status(StatusCode::UNPROCESSABLE_ENTITY)
+        .invalid_parameter_status(StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(status_of(both).await, [422, 422, 422, 422, 422, 200]);
+    // The document says which: a GET's parameters, a PUT's body and path variable.
+    let document = base()
+        .invalid_parameter_status(StatusCode::UNPROCESSABLE_ENTITY)
+        .openapi();
+    let responses = |path: &str, method: &str| {
+        document["paths"][path][method]["responses"]
+            .as_object()
+            .unwrap()
+            .contains_key("422")
+    };
+    assert!(responses("/todos", "get"));
+    assert!(responses("/counters/{n}", "put"));
+    assert!(!responses("/todos", "post"));
+}
+
 #[tokio::test]
 async fn the_openapi_document_describes_the_rest_routes_and_validates() {
     let document = todos_server().openapi();
