@@ -57,6 +57,13 @@ async fn counter(ctx: &OperationContext) -> Value {
     })
 }
 
+/// The client the MCP server says the call came from.
+#[operation(namespace = "edges")]
+async fn client_name(ctx: &OperationContext) -> Option<String> {
+    let mcp = ctx.edge().and_then(|edge| edge.fact::<McpSession>())?;
+    mcp.client.as_ref().map(|client| client.name.clone())
+}
+
 const BUDGET: u32 = 5;
 
 fn registry(records: &Arc<Mutex<Vec<AuditRecord>>>) -> OperationRegistry {
@@ -278,6 +285,27 @@ async fn an_mcp_session_scopes_state_and_tells_its_id_and_client() {
     assert_eq!(a1["sessionId"], a2["sessionId"]);
     assert_ne!(a1["sessionId"], b1["sessionId"]);
     assert_eq!(a1["client"], "opkit-ts-sdk-test");
+}
+
+/// A 2026-07-28 client sends no `initialize`: the client the operation is told of is the one
+/// its request names in `_meta` (opkit's own MCP client here), not a default.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_client_is_known_by_the_name_its_requests_carry() {
+    use opkit_adapters::mcp::{McpConnection, McpOptions};
+    let registry = OperationRegistry::new();
+    registry.register_operation(client_name).unwrap();
+    let served = serve(axum::Router::new().nest("/mcp", McpServer::new(registry).router())).await;
+    let connection = McpConnection::connect_http(&served.url("/mcp"), McpOptions::new("edges"))
+        .await
+        .unwrap();
+    assert_eq!(connection.protocol_version().as_deref(), Some("2026-07-28"));
+    let envelope = connection
+        .call_tool("edges.client_name", json!({}), &OperationContext::new())
+        .await
+        .unwrap();
+    let seen = &envelope.data;
+    let seen = seen.get("result").unwrap_or(seen);
+    assert_eq!(seen, "opkit", "{envelope:?}");
 }
 
 #[tokio::test]

@@ -136,10 +136,16 @@ impl McpHandler {
             .map(str::to_owned);
         let fact = McpSession {
             session_id: session_id.clone(),
-            client: context
-                .peer
-                .peer_info()
-                .map(|info| info.client_info.clone()),
+            // A 2026-07-28 client names itself in each request's `_meta` (it sends no
+            // `initialize`); an older one in its `initialize`.
+            client: if is_modern(context) {
+                context.meta.client_info()
+            } else {
+                context
+                    .peer
+                    .peer_info()
+                    .map(|info| info.client_info.clone())
+            },
         };
         let mut edge = Edge::new(Edge::MCP).with_fact(fact);
         // One session per MCP session: this handler is made per Streamable HTTP session (and
