@@ -81,7 +81,8 @@ pub struct SseEventMeta {
 }
 
 /// Meta of an MCP tool result. An operation served over MCP that returns an envelope with
-/// this meta answers with its content blocks as they are (see [`McpMeta::text`]).
+/// this meta answers with its content blocks as they are (`McpMeta::text` makes a
+/// plain-text one).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct McpMeta {

@@ -557,7 +557,11 @@ export type McpContentBlock = ({
   uri: string;
 });
 
-/** Meta of an MCP tool result. */
+/**
+ * Meta of an MCP tool result. An operation served over MCP that returns an envelope with
+ * this meta answers with its content blocks as they are (`McpMeta::text` makes a
+ * plain-text one).
+ */
 export type McpMeta = {
   /** The result's `_meta` object. */
   _meta?: unknown;
