@@ -435,20 +435,10 @@ pub(crate) fn suggest_name(text: &str) -> String {
 
 /// `access(scopes = [..], roles = [..])`.
 fn parse_access(meta: &Meta, errors: &Errors) -> Option<(Vec<LitStr>, Vec<LitStr>)> {
-    let Meta::List(list) = meta else {
-        errors.spanned(
-            meta,
-            "`access` takes a list: `access(scopes = [\"users:write\"], roles = [\"admin\"])`",
-        );
-        return None;
-    };
-    let entries = match list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated) {
-        Ok(entries) => entries,
-        Err(error) => {
-            errors.push(error);
-            return None;
-        }
-    };
+    let entries = errors.list_entries(
+        meta,
+        "`access` takes a list: `access(scopes = [\"users:write\"], roles = [\"admin\"])`",
+    )?;
     let mut scopes = Slot::new("scopes");
     let mut roles = Slot::new("roles");
     for entry in &entries {

@@ -11,9 +11,7 @@ use crate::mcp_args::{MCP_KEYS, McpArgs};
 use proc_macro2::Span;
 use serde_json::Value;
 use syn::Meta;
-use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{Token, parse::Parser};
 
 /// The edge groups of one attribute.
 #[derive(Default)]
@@ -73,21 +71,12 @@ impl Edges {
     }
 
     fn take_mcp(&mut self, meta: &Meta, errors: &Errors) {
-        let Meta::List(list) = meta else {
-            errors.spanned(
-                meta,
-                "`mcp` takes a list of the MCP server's options: `mcp(resource = \"notes://{id}\")`",
-            );
+        let Some(entries) = errors.list_entries(
+            meta,
+            "`mcp` takes a list of the MCP server's options: `mcp(resource = \"notes://{id}\")`",
+        ) else {
             return;
         };
-        let entries =
-            match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(list.tokens.clone()) {
-                Ok(entries) => entries,
-                Err(error) => {
-                    errors.push(error);
-                    return;
-                }
-            };
         for entry in &entries {
             let key = entry
                 .path()

@@ -4,6 +4,8 @@ use proc_macro2::TokenStream;
 use quote::ToTokens;
 use std::cell::RefCell;
 use std::fmt::Display;
+use syn::punctuated::Punctuated;
+use syn::{Meta, Token};
 
 /// Collects errors while the macro parses and checks its input, like serde's `Ctxt`.
 ///
@@ -28,6 +30,23 @@ impl Errors {
     /// Records an error at `span`.
     pub(crate) fn at<M: Display>(&self, span: proc_macro2::Span, message: M) {
         self.push(syn::Error::new(span, message));
+    }
+
+    /// The entries of a list attribute (`name(a = 1, b)`), or `None` with the error
+    /// recorded: `not_a_list` spanning `meta` when it is not a list, syn's own when its
+    /// entries do not parse.
+    pub(crate) fn list_entries<M: Display>(
+        &self,
+        meta: &Meta,
+        not_a_list: M,
+    ) -> Option<Punctuated<Meta, Token![,]>> {
+        let Meta::List(list) = meta else {
+            self.spanned(meta, not_a_list);
+            return None;
+        };
+        list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
+            .map_err(|error| self.push(error))
+            .ok()
     }
 
     /// Records a syn error (all its messages).

@@ -8,8 +8,7 @@
 use crate::errors::Errors;
 use proc_macro2::Span;
 use serde_json::{Map, Value};
-use syn::punctuated::Punctuated;
-use syn::{Expr, ExprLit, Lit, LitStr, Meta, Token};
+use syn::{Expr, ExprLit, Lit, LitStr, Meta};
 
 /// The options of `http(..)` the macro checks.
 pub(crate) const HTTP_KEYS: &[&str] =
@@ -69,17 +68,7 @@ pub(crate) fn template_variables(template: &str) -> Vec<String> {
 /// Parses `http(..)`, recording every problem in `errors`.
 pub(crate) fn parse_http(meta: &Meta, errors: &Errors) -> Option<HttpArgs> {
     let example = "`http(method = \"PATCH\", path = \"/todos/{id}\")`";
-    let Meta::List(list) = meta else {
-        errors.spanned(meta, format_args!("`http` takes a list: {example}"));
-        return None;
-    };
-    let entries = match list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated) {
-        Ok(entries) => entries,
-        Err(error) => {
-            errors.push(error);
-            return None;
-        }
-    };
+    let entries = errors.list_entries(meta, format_args!("`http` takes a list: {example}"))?;
     let (mut method, mut path, mut status, mut envelope, mut location, mut limit) =
         (None, None, None, false, None, None);
     let mut other = Map::new();

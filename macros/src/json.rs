@@ -3,26 +3,15 @@
 
 use crate::errors::Errors;
 use serde_json::{Map, Number, Value};
-use syn::punctuated::Punctuated;
-use syn::{Expr, ExprArray, ExprLit, ExprUnary, Lit, Meta, Token, UnOp};
+use syn::{Expr, ExprArray, ExprLit, ExprUnary, Lit, Meta, UnOp};
 
 /// The JSON object of a group's entries (`name(key = .., ..)`), or `None` (recorded) when one
 /// is not a form the group takes.
 pub(crate) fn group(meta: &Meta, errors: &Errors) -> Option<Value> {
-    let Meta::List(list) = meta else {
-        errors.spanned(
-            meta,
-            "an edge's options are a list: `name(key = \"value\", flag, nested(key = 1))`",
-        );
-        return None;
-    };
-    let entries = match list.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated) {
-        Ok(entries) => entries,
-        Err(error) => {
-            errors.push(error);
-            return None;
-        }
-    };
+    let entries = errors.list_entries(
+        meta,
+        "an edge's options are a list: `name(key = \"value\", flag, nested(key = 1))`",
+    )?;
     let mut options = Map::new();
     for entry in &entries {
         let (key, value) = entry_json(entry, errors)?;
