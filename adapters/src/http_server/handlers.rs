@@ -285,14 +285,11 @@ impl FromUrl<'_> {
         !violations.is_empty()
             && violations.iter().all(|violation| {
                 let path = violation["path"].as_str().unwrap_or_default();
-                let first = path.strip_prefix('/').map(|rest| {
-                    rest.split('/')
-                        .next()
-                        .unwrap_or_default()
-                        .replace("~1", "/")
-                        .replace("~0", "~")
-                });
-                first.is_some_and(|field| fields.contains(&field))
+                let first = path
+                    .strip_prefix('/')
+                    .map(|rest| rest.split('/').next().unwrap_or_default())
+                    .map(opkit::schema::pointer::unescape);
+                first.is_some_and(|field| fields.iter().any(|name| *name == field))
             })
     }
 }

@@ -67,7 +67,8 @@ pub(crate) fn body_limit_of(error: &CallError) -> Option<&str> {
     }
 }
 
-fn too_large(limit: BodyLimit) -> Rejection {
+/// `413` with [`body_too_large`]'s error.
+pub(crate) fn too_large(limit: BodyLimit) -> Rejection {
     Rejection {
         status: StatusCode::PAYLOAD_TOO_LARGE,
         error: body_too_large(limit),

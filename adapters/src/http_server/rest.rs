@@ -375,8 +375,7 @@ impl RestRoute {
         let unreadable = |error: multer::Error| -> Rejection {
             let too_large = matches!(error, multer::Error::StreamSizeExceeded { .. });
             if too_large {
-                Rejection::from(super::request_body::body_too_large(limit))
-                    .with_status(StatusCode::PAYLOAD_TOO_LARGE)
+                super::request_body::too_large(limit)
             } else {
                 Rejection::from(CallError::new(
                     ErrorCode::ValidationError,
