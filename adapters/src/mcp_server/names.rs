@@ -6,7 +6,7 @@
 //! form, no two operations on one name) and applied both ways: `tools/list` shows the
 //! names, `tools/call` finds the operation by its name.
 
-use super::naming::{ToolNameError, ToolNaming, tool_name_of};
+use super::naming::{ToolNameError, ToolNaming};
 use opkit::{OperationRegistry, OperationSpec};
 use parking_lot::RwLock;
 use rmcp::model::Tool;
@@ -99,26 +99,15 @@ impl ToolNames {
         naming: ToolNaming,
     ) -> Result<Self, ToolNameError> {
         let mut names = Self::default();
+        let mut tools = Vec::new();
         for spec in specs {
-            if names.catalog.add(spec, naming)? {
-                continue;
+            if !names.catalog.add(spec, naming)? {
+                tools.push(spec);
             }
+        }
+        let assigned = assign(&tools, naming)?;
+        for (spec, tool) in tools.into_iter().zip(assigned) {
             let id = spec.id();
-            let tool = tool_name_of(spec, naming);
-            if let Some(reason) = naming.check(&tool) {
-                return Err(ToolNameError::Invalid {
-                    operation: id,
-                    tool,
-                    reason,
-                });
-            }
-            if let Some(first) = names.by_tool.get(&tool) {
-                return Err(ToolNameError::Collision {
-                    tool,
-                    first: first.id.to_string(),
-                    second: id,
-                });
-            }
             names.by_tool.insert(
                 tool.clone(),
                 Arc::new(Served {
@@ -165,6 +154,81 @@ impl ToolNames {
     pub(crate) fn tool(&self, id: &str) -> Option<&str> {
         self.by_id.get(id).map(String::as_str)
     }
+}
+
+/// The tool name of each of `specs`, in their order. An operation's own name
+/// (`tool_name`) is kept as it is, and refused when it is invalid or another's own name: the
+/// application chose it. A name derived from an id is kept when it is valid and no other
+/// operation's; otherwise (an imported id too long for the limit, or two ids meeting after
+/// [`ToolNaming::ProviderSafe`]) it is [fitted](ToolNaming::fit), with a log line, so a
+/// registry is never refused for the names its ids give. Kept names are reserved first, so a
+/// fitted name never takes one.
+fn assign(specs: &[&Arc<OperationSpec>], naming: ToolNaming) -> Result<Vec<String>, ToolNameError> {
+    let mut taken: BTreeMap<String, String> = BTreeMap::new();
+    let mut derived: BTreeMap<String, usize> = BTreeMap::new();
+    for spec in specs {
+        match super::options::tool_name(spec) {
+            Some(own) => {
+                if let Some(reason) = naming.check(own) {
+                    return Err(ToolNameError::Invalid {
+                        operation: spec.id(),
+                        tool: own.to_owned(),
+                        reason,
+                    });
+                }
+                if let Some(first) = taken.insert(own.to_owned(), spec.id()) {
+                    return Err(ToolNameError::Collision {
+                        tool: own.to_owned(),
+                        first,
+                        second: spec.id(),
+                    });
+                }
+            }
+            None => *derived.entry(naming.name_of(&spec.id())).or_default() += 1,
+        }
+    }
+    // `None`: a derived name to fit once every kept name is reserved.
+    let mut assigned: Vec<Option<String>> = specs
+        .iter()
+        .map(|spec| match super::options::tool_name(spec) {
+            Some(own) => Some(own.to_owned()),
+            None => {
+                let name = naming.name_of(&spec.id());
+                let keep = derived[&name] == 1
+                    && naming.check(&name).is_none()
+                    && !taken.contains_key(&name);
+                keep.then_some(name)
+            }
+        })
+        .collect();
+    for (spec, name) in specs.iter().zip(&assigned) {
+        if let (None, Some(name)) = (super::options::tool_name(spec), name) {
+            taken.insert(name.clone(), spec.id());
+        }
+    }
+    for (spec, name) in specs.iter().zip(&mut assigned) {
+        if name.is_some() {
+            continue;
+        }
+        let id = spec.id();
+        // Ends: `taken` is finite, and each attempt salts the digest anew.
+        let mut attempt = 0;
+        let fitted = loop {
+            let fitted = naming.fit(&id, attempt);
+            if !taken.contains_key(&fitted) {
+                break fitted;
+            }
+            attempt += 1;
+        };
+        tracing::info!(
+            operation = %id,
+            tool = %fitted,
+            "the name this operation's id gives is too long, not allowed or another's: it is served under a shortened name (its id is in the tool's _meta as opkit/operationId; `mcp(tool_name = \"..\")` chooses one)"
+        );
+        taken.insert(fitted.clone(), id);
+        *name = Some(fitted);
+    }
+    Ok(assigned.into_iter().flatten().collect())
 }
 
 #[cfg(test)]
@@ -223,30 +287,58 @@ mod tests {
     }
 
     #[test]
-    fn overrides_win_and_collisions_are_refused() {
+    fn overrides_win_and_only_their_collisions_are_refused() {
         let conformance = named("conformance", "simple", "test_simple_text");
         let names = ToolNames::build(&[conformance], ToolNaming::OperationId).unwrap();
         assert_eq!(
             names.operation("test_simple_text"),
             Some("conformance.simple")
         );
-        let clash = [spec("a", "b_c"), spec("a_b", "c")];
-        let error = ToolNames::build(&clash, ToolNaming::ProviderSafe).unwrap_err();
+        let twice = [named("a", "b", "same"), named("a", "c", "same")];
+        let error = ToolNames::build(&twice, ToolNaming::OperationId).unwrap_err();
         assert_eq!(
             error,
             ToolNameError::Collision {
-                tool: "a_b_c".into(),
-                first: "a.b_c".into(),
-                second: "a_b.c".into()
+                tool: "same".into(),
+                first: "a.b".into(),
+                second: "a.c".into()
             }
         );
         assert!(error.to_string().contains("tool_name"), "{error}");
         let dotted = named("x", "y", "x.y");
         let error = ToolNames::build(&[dotted], ToolNaming::ProviderSafe).unwrap_err();
         assert!(matches!(error, ToolNameError::Invalid { .. }), "{error}");
-        let long = spec("n", &"x".repeat(70));
-        assert!(ToolNames::build(std::slice::from_ref(&long), ToolNaming::ProviderSafe).is_err());
-        assert!(ToolNames::build(&[long], ToolNaming::OperationId).is_ok());
+    }
+
+    #[test]
+    fn derived_names_too_long_or_taken_are_fitted_not_refused() {
+        let clash = [spec("a", "b_c"), spec("a_b", "c"), named("k", "l", "a_b_c_x")];
+        let safe = ToolNames::build(&clash, ToolNaming::ProviderSafe).unwrap();
+        let (first, second) = (safe.tool("a.b_c").unwrap(), safe.tool("a_b.c").unwrap());
+        assert_ne!(first, second);
+        for name in [first, second] {
+            assert!(name.starts_with("a_b_c_"), "{name}");
+            assert_eq!(ToolNaming::ProviderSafe.check(name), None, "{name}");
+        }
+        assert_eq!(safe.tool("k.l"), Some("a_b_c_x"), "an own name is kept");
+        // A derived name another operation chose as its own is fitted.
+        let chosen = [spec("m", "n"), named("p", "q", "m.n")];
+        let names = ToolNames::build(&chosen, ToolNaming::OperationId).unwrap();
+        assert_eq!(names.operation("m.n"), Some("p.q"));
+        assert!(names.tool("m.n").unwrap().starts_with("m.n_"));
+        // Too long for either form: fitted within the limit, the same on every build.
+        let long = spec("n", &"x".repeat(140));
+        for naming in [ToolNaming::OperationId, ToolNaming::ProviderSafe] {
+            let one = ToolNames::build(std::slice::from_ref(&long), naming).unwrap();
+            let name = one.tool(&long.id()).unwrap().to_owned();
+            assert_eq!(naming.check(&name), None, "{name}");
+            let again = ToolNames::build(std::slice::from_ref(&long), naming).unwrap();
+            assert_eq!(again.tool(&long.id()), Some(name.as_str()));
+            assert_eq!(one.operation(&name), Some(long.id().as_str()));
+        }
+        let fits = spec("n", &"x".repeat(70));
+        let kept = ToolNames::build(std::slice::from_ref(&fits), ToolNaming::OperationId).unwrap();
+        assert_eq!(kept.tool(&fits.id()), Some(fits.id().as_str()), "valid: as it is");
     }
 
     #[test]

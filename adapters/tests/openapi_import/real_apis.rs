@@ -187,7 +187,27 @@ fn microsoft_graph_imports_every_operation_and_compiles_every_validator() {
     let registry = OperationRegistry::new();
     let ids = import.register_into(&registry).expect("register");
     assert_eq!(ids.len(), 11_422);
+    served_over_mcp_as_imported(&registry);
 }
+
+/// An import served over MCP as it is, in either naming: the server starts (ids over the
+/// limit, or meeting after provider-safe naming, get shortened names), and every operation
+/// has a tool name of the form.
+#[cfg(feature = "mcp-server")]
+fn served_over_mcp_as_imported(registry: &OperationRegistry) {
+    use opkit_adapters::mcp_server::{McpServer, ToolNaming};
+    let long = registry.specs().iter().filter(|spec| spec.id().len() > 128).count();
+    assert!(long > 0, "the pinned document has ids over 128 characters");
+    for naming in [ToolNaming::OperationId, ToolNaming::ProviderSafe] {
+        McpServer::new(registry.clone())
+            .tool_naming(naming)
+            .check()
+            .unwrap_or_else(|error| panic!("{naming:?}: {error}"));
+    }
+}
+
+#[cfg(not(feature = "mcp-server"))]
+fn served_over_mcp_as_imported(_: &OperationRegistry) {}
 
 /// `schema` with its component references inlined `depth` levels deep and cut (to `{}`)
 /// below: Prism cannot load a graph as large and circular as Stripe's, whose every

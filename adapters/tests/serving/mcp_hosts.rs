@@ -2,7 +2,7 @@
 //! TypeScript SDK client (`@modelcontextprotocol/sdk`, pinned in adapters/peers/conformance):
 //! standard JSON Schema in every tool (no schemars number formats, whose ajv validator
 //! warns about each one on every `listTools`); a `String` result as its plain text; an
-//! operation's own tool `_meta`; provider-safe tool names; no log messages to a 2026-07-28
+//! operation's own tool `_meta`; provider-safe and shortened tool names; no log messages to a 2026-07-28
 //! client that did not ask for them. Also with the official Python SDK
 //! client (`mcp`, adapters/peers/serve/requirements.txt).
 #![cfg(feature = "mcp-server")]
@@ -335,21 +335,42 @@ async fn provider_safe_names_are_listed_called_and_checked() {
     assert_eq!(result.content[0].as_text().unwrap().text, "hello, Ada");
     client.cancel().await.unwrap();
 
-    // `hosts.a_b` and `hosts_a.b` would both be `hosts_a_b`: refused at start.
+    // `hosts.a_b` and `hosts_a.b` would both be `hosts_a_b`, and an imported id may be
+    // longer than 64 characters: each is served under a shortened name, with its id in the
+    // tool's `_meta`, and called by it.
     let registry = OperationRegistry::new();
-    for (namespace, name) in [("hosts", "a_b"), ("hosts_a", "b")] {
+    let long = format!("get_{}", "deeply_nested_".repeat(8));
+    for (namespace, name) in [("hosts", "a_b"), ("hosts_a", "b"), ("graph", long.as_str())] {
+        let id = format!("{namespace}.{name}");
         registry
             .register(
                 OperationSpec::new(namespace, name, OperationKind::Query),
-                Handler::unary(|_input, _ctx| async move { Ok(json!({})) }),
+                Handler::unary(move |_input, _ctx| {
+                    let id = id.clone();
+                    async move { Ok(json!({"operation": id})) }
+                }),
             )
             .unwrap();
     }
-    let error = McpServer::new(registry)
-        .tool_naming(ToolNaming::ProviderSafe)
-        .check()
-        .unwrap_err();
-    assert!(error.to_string().contains("hosts_a_b"), "{error}");
+    let server = || McpServer::new(registry.clone()).tool_naming(ToolNaming::ProviderSafe);
+    server().check().expect("names that ids give are never refused");
+    let tools = list_tools(server()).await;
+    assert_eq!(tools.len(), 3);
+    let client = connect(server()).await;
+    for tool in &tools {
+        assert!(provider_rule(&tool.name), "{}", tool.name);
+        let id = tool.meta.as_ref().unwrap().0["opkit/operationId"].clone();
+        let params = rmcp::model::CallToolRequestParams::new(tool.name.clone())
+            .with_arguments(json!({}).as_object().cloned().unwrap());
+        let result = client.call_tool(params).await.expect("a result");
+        let text = &result.content[0].as_text().expect("a text block").text;
+        let answer: Value = serde_json::from_str(text).expect("JSON text");
+        assert_eq!(answer["result"]["operation"], id, "{}: {text}", tool.name);
+    }
+    client.cancel().await.unwrap();
+    let again: Vec<_> = list_tools(server()).await.into_iter().map(|t| t.name).collect();
+    let first: Vec<_> = tools.into_iter().map(|t| t.name).collect();
+    assert_eq!(first, again, "the same names on every start");
 }
 
 /// The `(level, data)` of every `notifications/message` in `lines`.

@@ -12,7 +12,7 @@
 
 use opkit::{OperationContext, OperationRegistry};
 use opkit_adapters::http_server::HttpServer;
-use opkit_adapters::mcp_server::{EXT_TOOL_NAME, McpServer};
+use opkit_adapters::mcp_server::McpServer;
 use opkit_adapters::openapi::{OpenApiImporter, OpenApiOptions};
 use serde::Deserialize;
 use serde::de::{DeserializeOwned, IgnoredAny};
@@ -87,16 +87,11 @@ pub fn serve(path: &str, baseline_kb: u64, status_kb: fn(&str) -> u64) {
                 .expect("import");
         drop(text);
         let registry = OperationRegistry::new();
-        // MCP tool names have at most 128 characters; some ids of Microsoft Graph have more,
-        // and the MCP server refuses to start with them: those get a shortened tool name
-        // (its head and a number), as an application serving Graph would give them.
+        // Ids over MCP's 128 characters (some of Microsoft Graph's) are served under the
+        // shortened names the MCP server gives them.
         let mut ids = Vec::with_capacity(import.operations.len());
-        for (index, (mut spec, handler)) in import.into_pairs().into_iter().enumerate() {
+        for (spec, handler) in import.into_pairs() {
             let id = spec.id();
-            if id.len() > 128 {
-                let head: String = id.chars().take(100).collect();
-                spec = spec.extension(EXT_TOOL_NAME, json!(format!("{head}_{index}")));
-            }
             registry.register_lazy(spec, handler).expect("register");
             ids.push(id);
         }

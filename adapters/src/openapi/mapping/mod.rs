@@ -8,7 +8,8 @@
 //!
 //! * Kind: `SUBSCRIPTION` when the success response offers `text/event-stream`; else
 //!   `QUERY` for GET, HEAD and the 3.2 `QUERY` method; else `MUTATION`.
-//! * Success response: the lowest `2xx` code, else `2XX`, else `default`.
+//! * Success response: the lowest `2xx` code, else `2XX`, else `default` (a `tracing::warn!`
+//!   when the lowest `2xx` declares no schema and another `2xx` does).
 //! * Input schema: an object whose properties are the parameters (by name; a name used in
 //!   two locations, or a parameter named `body`, becomes `<in>_<name>`) and `body`;
 //!   required ones are listed in `required`; `additionalProperties: false`. Path-item

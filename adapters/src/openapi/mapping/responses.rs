@@ -33,6 +33,9 @@ pub(super) fn success<'a>(
             Some(code) => {
                 let pointer = join_pointer(&responses_pointer, code);
                 let (response, pointer, _) = resolver.deref(&responses[code], &pointer)?;
+                if !declares_schema(response) {
+                    warn_of_a_schema_elsewhere(resolver, op, responses, code, &responses_pointer);
+                }
                 Ok(Some((response, pointer)))
             }
             None => Ok(None),
@@ -45,6 +48,44 @@ pub(super) fn success<'a>(
             ),
         )),
         None => Ok(None),
+    }
+}
+
+/// `true` when a response object declares a schema for any of its media types.
+fn declares_schema(response: &Value) -> bool {
+    response
+        .get("content")
+        .and_then(Value::as_object)
+        .is_some_and(|content| content.values().any(|media| media.get("schema").is_some()))
+}
+
+/// Warns when the chosen success response `code` declares no schema while another `2xx`
+/// response does (an API that answers errors with `200` and puts the real schema under
+/// `201`): the output keeps the chosen response's, Unknown, and the log says which code
+/// would have given one.
+fn warn_of_a_schema_elsewhere(
+    resolver: Resolver<'_>,
+    op: &Found<'_>,
+    responses: &Map<String, Value>,
+    code: &str,
+    responses_pointer: &str,
+) {
+    let with_schema = responses.iter().find(|(other, response)| {
+        other.as_str() != code
+            && other.len() == 3
+            && other.starts_with('2')
+            && resolver
+                .deref(response, &join_pointer(responses_pointer, other))
+                .is_ok_and(|(response, _, _)| declares_schema(response))
+    });
+    if let Some((other, _)) = with_schema {
+        tracing::warn!(
+            operation = %format!("{} {}", op.method.to_uppercase(), op.path),
+            at = %responses_pointer,
+            chosen = code,
+            with_schema = %other,
+            "OpenAPI success response {code} (the lowest 2xx) declares no schema while {other} does: the output is read from {code} and is Unknown; a document that answers errors with {code} should be corrected"
+        );
     }
 }
 
@@ -485,6 +526,29 @@ mod tests {
             json!({"204": {}}),
             json!({"200": {"content": {"image/png": {}}}}),
             json!({"200": {"content": {"application/json": {"schema": {}}}}}),
+        ] {
+            let doc = doc_with(responses);
+            let (_, warnings) = warnings_of(|| output_of(&doc, false, Normalization::On).unwrap());
+            assert!(warnings.is_empty(), "{warnings:?}");
+        }
+    }
+
+    #[test]
+    fn a_lowest_2xx_without_a_schema_beside_one_with_is_a_warning() {
+        let doc = doc_with(json!({
+            "200": {"description": "errors, in fact"},
+            "201": {"content": {"application/json": {"schema": {"type": "object"}}}},
+            "204": {"description": "none"}
+        }));
+        let (out, warnings) = warnings_of(|| output_of(&doc, false, Normalization::On).unwrap());
+        assert_eq!(out.schema, json!(true), "the lowest 2xx is still the one read");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("GET /r"), "{warnings:?}");
+        assert!(warnings[0].contains("with_schema=201"), "{warnings:?}");
+        // Both without a schema, or the lowest with one: nothing to say.
+        for responses in [
+            json!({"200": {}, "201": {"description": "created"}}),
+            json!({"200": {"content": {"application/json": {"schema": {}}}}, "201": {"content": {"application/json": {"schema": {"type": "object"}}}}}),
         ] {
             let doc = doc_with(responses);
             let (_, warnings) = warnings_of(|| output_of(&doc, false, Normalization::On).unwrap());
