@@ -213,7 +213,8 @@ impl RestRoute {
             .map(str::to_owned)
             .collect();
         let takes_fields = !variables.is_empty() || matches!(method, Method::GET | Method::DELETE);
-        let shape = match QueryShape::of(&spec.input_schema) {
+        let shape = match QueryShape::of(&super::shared_components::query_view(&spec.input_schema))
+        {
             Some(shape) => shape,
             None if takes_fields => {
                 return Err(invalid(

@@ -20,7 +20,9 @@ pub(crate) struct Route {
 
 impl Route {
     fn of(spec: Arc<OperationSpec>) -> Self {
-        let query = QueryShape::of(&spec.input_schema);
+        // The view holds only what the query reading needs of a shared schema: reading the
+        // whole self-contained form would keep a copy of its definitions per operation.
+        let query = QueryShape::of(&super::shared_components::query_view(&spec.input_schema));
         let methods = match spec.kind {
             OperationKind::Mutation => vec![Method::POST],
             OperationKind::Query | OperationKind::Subscription if query.is_some() => {

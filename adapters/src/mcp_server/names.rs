@@ -312,7 +312,11 @@ mod tests {
 
     #[test]
     fn derived_names_too_long_or_taken_are_fitted_not_refused() {
-        let clash = [spec("a", "b_c"), spec("a_b", "c"), named("k", "l", "a_b_c_x")];
+        let clash = [
+            spec("a", "b_c"),
+            spec("a_b", "c"),
+            named("k", "l", "a_b_c_x"),
+        ];
         let safe = ToolNames::build(&clash, ToolNaming::ProviderSafe).unwrap();
         let (first, second) = (safe.tool("a.b_c").unwrap(), safe.tool("a_b.c").unwrap());
         assert_ne!(first, second);
@@ -338,7 +342,11 @@ mod tests {
         }
         let fits = spec("n", &"x".repeat(70));
         let kept = ToolNames::build(std::slice::from_ref(&fits), ToolNaming::OperationId).unwrap();
-        assert_eq!(kept.tool(&fits.id()), Some(fits.id().as_str()), "valid: as it is");
+        assert_eq!(
+            kept.tool(&fits.id()),
+            Some(fits.id().as_str()),
+            "valid: as it is"
+        );
     }
 
     #[test]

@@ -137,7 +137,10 @@ mod tests {
 
     #[test]
     fn a_fitted_name_is_valid_stable_and_keeps_both_ends() {
-        let id = format!("graph.users.{}.createUploadSession", "calendar.events".repeat(9));
+        let id = format!(
+            "graph.users.{}.createUploadSession",
+            "calendar.events".repeat(9)
+        );
         for naming in [ToolNaming::OperationId, ToolNaming::ProviderSafe] {
             let name = naming.fit(&id, 0);
             assert_eq!(naming.check(&name), None, "{name}");

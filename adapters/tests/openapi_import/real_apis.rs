@@ -196,7 +196,11 @@ fn microsoft_graph_imports_every_operation_and_compiles_every_validator() {
 #[cfg(feature = "mcp-server")]
 fn served_over_mcp_as_imported(registry: &OperationRegistry) {
     use opkit_adapters::mcp_server::{McpServer, ToolNaming};
-    let long = registry.specs().iter().filter(|spec| spec.id().len() > 128).count();
+    let long = registry
+        .specs()
+        .iter()
+        .filter(|spec| spec.id().len() > 128)
+        .count();
     assert!(long > 0, "the pinned document has ids over 128 characters");
     for naming in [ToolNaming::OperationId, ToolNaming::ProviderSafe] {
         McpServer::new(registry.clone())

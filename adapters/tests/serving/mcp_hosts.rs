@@ -353,7 +353,9 @@ async fn provider_safe_names_are_listed_called_and_checked() {
             .unwrap();
     }
     let server = || McpServer::new(registry.clone()).tool_naming(ToolNaming::ProviderSafe);
-    server().check().expect("names that ids give are never refused");
+    server()
+        .check()
+        .expect("names that ids give are never refused");
     let tools = list_tools(server()).await;
     assert_eq!(tools.len(), 3);
     let client = connect(server()).await;
@@ -368,7 +370,11 @@ async fn provider_safe_names_are_listed_called_and_checked() {
         assert_eq!(answer["result"]["operation"], id, "{}: {text}", tool.name);
     }
     client.cancel().await.unwrap();
-    let again: Vec<_> = list_tools(server()).await.into_iter().map(|t| t.name).collect();
+    let again: Vec<_> = list_tools(server())
+        .await
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
     let first: Vec<_> = tools.into_iter().map(|t| t.name).collect();
     assert_eq!(first, again, "the same names on every start");
 }

@@ -10,7 +10,7 @@
 use super::RegistryError;
 use super::handler::Handler;
 use crate::error::CallError;
-use crate::schema::{CompiledSchema, SchemaError, closed_schema};
+use crate::schema::{CompiledSchema, SchemaError, closed_form};
 use crate::spec::OperationSpec;
 use serde_json::Value;
 use std::sync::{Arc, OnceLock};
@@ -27,7 +27,8 @@ pub(crate) enum Compile {
 /// The output half of an operation with a known output schema.
 pub(crate) struct OutputCheck {
     pub(crate) validator: CompiledSchema,
-    /// The schema closed by [`closed_schema`], when it has a closed form: data
+    /// The schema closed by [`closed_form`] (sharing its import's closed definitions), when it
+    /// has a closed form: data
     /// it accepts (and that holds no integral float) is what `cast` would return unchanged,
     /// and valid against the output schema, so the pipeline skips normalize and validate for
     /// it.
@@ -170,7 +171,7 @@ impl Operation {
             }
             let check = CompiledSchema::compile(schema).map(|validator| OutputCheck {
                 validator,
-                closed: closed_schema(schema)
+                closed: closed_form(schema)
                     .and_then(|closed| CompiledSchema::compile(&closed).ok()),
             });
             self.compiled_or_warn("output", check)

@@ -14,15 +14,19 @@ mod generate;
 pub mod pointer;
 pub mod refs;
 mod shared;
+mod shared_closed;
 mod shared_validate;
 mod standard;
 mod validate;
 
+pub(crate) use cast::cast_schema;
 pub use cast::{CAST_MAX_DEPTH, cast, cast_with_root};
+#[cfg(test)]
 pub(crate) use closed::closed_schema;
 pub use error::SchemaError;
 pub use generate::{input_schema_for, schema_for};
 pub use shared::{Definitions, Schema};
+pub(crate) use shared_closed::closed_form;
 pub use standard::standard_formats;
 pub use validate::{CompileSource, CompiledSchema};
 

@@ -49,6 +49,18 @@ pub struct Definitions {
     /// The definitions compiled for validators, each once, at first use (see
     /// [`super::shared_validate`]).
     compiled: OnceLock<CompiledDefinitions>,
+    /// The closed twin of these definitions, built at first use (see
+    /// [`super::shared_closed`]).
+    closed: OnceLock<ClosedTwin>,
+}
+
+/// The definitions of one import with every closable body closed (see [`super::closed`]),
+/// shared by the closed forms of every output schema that refers into them.
+pub(super) struct ClosedTwin {
+    /// The closed bodies, under the same names; a body with no closed form is `true` here.
+    pub(super) definitions: Arc<Definitions>,
+    /// Per definition (same index as the original): it has a closed form.
+    pub(super) closable: Box<[bool]>,
 }
 
 impl Definitions {
@@ -82,7 +94,18 @@ impl Definitions {
             refs,
             index,
             compiled: OnceLock::new(),
+            closed: OnceLock::new(),
         }
+    }
+
+    /// Where the closed twin is kept.
+    pub(super) fn closed_twin(&self) -> &OnceLock<ClosedTwin> {
+        &self.closed
+    }
+
+    /// The bodies, in name order (the order of indices).
+    pub(super) fn bodies(&self) -> &[Value] {
+        &self.bodies
     }
 
     /// The compiled definitions, created empty at first use.
@@ -112,7 +135,7 @@ impl Definitions {
     }
 
     /// The definitions `root` reaches, directly or through other definitions, sorted by name.
-    fn reached_by(&self, root: &Value) -> BTreeSet<u32> {
+    pub(super) fn reached_by(&self, root: &Value) -> BTreeSet<u32> {
         let mut direct = BTreeSet::new();
         collect_refs(root, &self.index, &mut direct);
         let mut reached = BTreeSet::new();

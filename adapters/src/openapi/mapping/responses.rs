@@ -541,7 +541,11 @@ mod tests {
             "204": {"description": "none"}
         }));
         let (out, warnings) = warnings_of(|| output_of(&doc, false, Normalization::On).unwrap());
-        assert_eq!(out.schema, json!(true), "the lowest 2xx is still the one read");
+        assert_eq!(
+            out.schema,
+            json!(true),
+            "the lowest 2xx is still the one read"
+        );
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].contains("GET /r"), "{warnings:?}");
         assert!(warnings[0].contains("with_schema=201"), "{warnings:?}");

@@ -208,9 +208,22 @@ pub fn cast_with_root(root: &Value, schema: &Value, value: Value) -> Value {
     Caster::new(root).cast(schema, value, 0)
 }
 
+/// Casts `value` to a [`Schema`](crate::schema::Schema) as [`cast`] does to its
+/// self-contained form, without building that form for a shared schema: a
+/// `#/$defs/<name>` reference the root does not hold resolves in its shared definitions.
+pub(crate) fn cast_schema(schema: &crate::schema::Schema, value: Value) -> Value {
+    let root = schema.root();
+    let mut caster = Caster::new(root);
+    caster.definitions = schema.definitions().map(|definitions| &**definitions);
+    caster.cast(root, value, 0)
+}
+
 /// One `cast` call: the root for `$ref`s, compiled patterns, and the budgets.
 struct Caster<'a> {
     root: &'a Value,
+    /// Where `#/$defs/<name>` resolves when the root does not hold it (a shared schema's
+    /// definitions).
+    definitions: Option<&'a crate::schema::Definitions>,
     patterns: RefCell<Vec<(&'a str, Option<jsonschema::Validator>)>>,
     created: Cell<usize>,
     trials: Cell<usize>,
@@ -220,6 +233,7 @@ impl<'a> Caster<'a> {
     fn new(root: &'a Value) -> Self {
         Self {
             root,
+            definitions: None,
             patterns: RefCell::new(Vec::new()),
             created: Cell::new(0),
             trials: Cell::new(0),
@@ -280,6 +294,38 @@ impl<'a> Caster<'a> {
                 self.cast_array(view, items, depth)
             }
             other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{Definitions, Schema};
+    use serde_json::json;
+    use std::sync::Arc;
+
+    #[test]
+    fn a_shared_schema_casts_as_its_self_contained_form() {
+        let defs = Arc::new(Definitions::new([
+            (
+                "Pet".to_owned(),
+                json!({"type": "object", "properties": {"age": {"type": "integer"}, "tag": {"$ref": "#/$defs/Tag"}}, "required": ["age"]}),
+            ),
+            ("Tag".to_owned(), json!({"type": "string"})),
+            ("a/b".to_owned(), json!({"type": "boolean"})),
+        ]));
+        let schema = Schema::with_definitions(
+            json!({"type": "array", "items": {"anyOf": [{"$ref": "#/$defs/Pet"}, {"$ref": "#/$defs/a~1b"}]}}),
+            defs,
+        );
+        for value in [
+            json!([{"age": "3", "tag": 5, "extra": 1}, true]),
+            json!([{"tag": "x"}]),
+            json!("nothing"),
+        ] {
+            let alone = cast(&schema.transient_value(), value.clone());
+            assert_eq!(cast_schema(&schema, value), alone);
         }
     }
 }

@@ -137,10 +137,8 @@ impl<'a> Caster<'a> {
         if fragment.is_empty() {
             return Some(self.root);
         }
-        fragment
-            .strip_prefix('/')?
-            .split('/')
-            .try_fold(self.root, |node, token| {
+        let walk = |from: &'a Value, mut tokens: std::str::Split<'_, char>| {
+            tokens.try_fold(from, |node, token| {
                 let token = pointer::unescape(token);
                 match node {
                     Value::Object(map) => map.get(token.as_ref()),
@@ -148,6 +146,17 @@ impl<'a> Caster<'a> {
                     _ => None,
                 }
             })
+        };
+        let path = fragment.strip_prefix('/')?;
+        walk(self.root, path.split('/')).or_else(|| {
+            // Not in the root: a shared definition, when the schema has them.
+            let mut tokens = path.split('/');
+            if tokens.next() != Some("$defs") {
+                return None;
+            }
+            let name = pointer::unescape(tokens.next()?);
+            walk(self.definitions?.get(&name)?, tokens)
+        })
     }
 
     /// The `patternProperties` schemas whose pattern matches `key`.
