@@ -82,12 +82,15 @@ the operation schemas) and not holding the parsed document after the import.
 
 ### Serving an imported API
 
-`serve-table`: import + register (MCP tool names over 128 characters, which some Graph ids
-have, get a shortened `tool_name`), then every tool listed over MCP (`tools/list` page by page
-on an in-memory pipe, to a client that counts the tools and keeps nothing), then every
-operation called once with `{{}}` through the registry (its input validator compiled and run; a
-call that passes validation fails fast against `http://127.0.0.1:9`). One run each, in a
-fresh process; peak memory as above. Targets: Graph ≤ 30 s and ≤ 2 GB, DocuSign ≤ 200 MB.
+`serve-table`: import + register, then every tool listed over MCP as imported (`tools/list`
+page by page on an in-memory pipe, to a client that counts the tools and keeps nothing; the
+MCP server shortens the tool names of ids over 128 characters, which some Graph ids have),
+then every operation called once with `{{}}` through the registry (its input validator
+compiled and run; a call that passes validation fails fast against `http://127.0.0.1:9`),
+then every validator of every operation compiled (`OperationRegistry::compile_validators`:
+input, output and the output's closed fast-path check, as serving every operation with real
+replies needs). One run each, in a fresh process; peak memory as above. Targets: Graph ≤ 30 s
+and ≤ 2 GB, DocuSign ≤ 200 MB.
 
 {serve_table}
 
@@ -97,9 +100,18 @@ copying the definitions it reaches, and kept afterwards); DocuSign took 3.8 s an
 changed: `tools/list` answers pages of 20 tools whose schemas are built for the page and not
 kept; validators compile only their operation's root and share each definition, compiled
 once per import; the OpenAPI document of the HTTP server places shared definitions once.
+Before (2026-11-28, every validator compiled, on the code before): Graph peaked at 5.09 GB
+(the validators took 9.7 s, 28.5 s in all), DocuSign at 331 MB. Each operation's closed
+output check was compiled from a self-contained copy of everything its output reaches, and
+reading the output schema for that (or for a cast, or the HTTP server's query shape of the
+input) kept that copy with the operation. Now the closed check refers into one closed twin of
+the import's definitions (compiled once per definition, like the others), a cast resolves
+shared `$defs` where they are, and the HTTP server reads a query shape from the few
+definitions it needs.
 Listing is most of the time (Graph's tools are 1 GB of JSON), and moves with the load of the
-machine. Graph beta (47 MB, 22,361 operations, 4.4 GB of tools) imports, lists and calls
-in 41 s within 1.3 GB. The HTTP server's OpenAPI document of Graph (`SERVE_DOCUMENT=1`) is
+machine. Graph beta (47 MB, 22,361 operations, 4.4 GB of tools) imports, lists, calls and
+compiles every validator in 54 s within 1.71 GB (`one serve`, 2026-11-28), served over MCP as
+imported. The HTTP server's OpenAPI document of Graph (`SERVE_DOCUMENT=1`) is
 60 MB, built in 2.3 s; building it raises the peak to 1.9 GB.
 <!-- openapi-import:end -->"""
 text = open(path, encoding="utf-8").read()

@@ -9,7 +9,8 @@
 //! ```text
 //! cargo run --release -- table github=PATH stripe=PATH ...
 //! cargo run --release -- one import PATH      # one measurement
-//! cargo run --release -- one serve PATH       # import, list every tool over MCP, call each once
+//! cargo run --release -- one serve PATH       # import, list every tool over MCP, call each
+//!                                             # once, compile every validator
 //! cargo run --release -- serve-table graph=PATH docusign=PATH ...
 //! ```
 //! `benches/openapi-import/run.sh` runs it on the pinned documents and rewrites the import section of
@@ -191,24 +192,24 @@ fn child_line(mode: &str, path: &str) -> Result<(String, std::process::ExitStatu
 }
 
 /// `serve` on each document, one child each: import + register, every tool listed over MCP,
-/// every operation called once.
+/// every operation called once, every validator (input and output) compiled.
 fn serve_table(documents: &[String]) {
     println!(
-        "| document | size | operations | tools listed (pages) | `tools/list` bytes | import + register | list | calls | total | peak memory |"
+        "| document | size | operations | tools listed (pages) | `tools/list` bytes | import + register | list | calls | every validator | total | peak memory |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for document in documents {
         let (name, path) = document.split_once('=').expect("name=path");
         let size_kb = std::fs::metadata(path).map(|m| m.len() / 1024).unwrap_or(0);
         let row = match child_line("serve", path) {
             Ok((line, status)) => {
                 let parts: Vec<&str> = line.split_whitespace().collect();
-                if parts.first() != Some(&"ok") || parts.len() < 10 {
+                if parts.first() != Some(&"ok") || parts.len() < 11 {
                     format!("exited with {status}")
                 } else {
                     let num = |i: usize| parts[i].parse::<f64>().unwrap_or(0.0);
                     format!(
-                        "{} | {} ({}) | {:.1} MB | {:.0} ms | {:.0} ms | {:.0} ms | {:.0} ms | {}",
+                        "{} | {} ({}) | {:.1} MB | {:.0} ms | {:.0} ms | {:.0} ms | {:.0} ms | {:.0} ms | {}",
                         parts[3],
                         parts[4],
                         parts[5],
@@ -216,12 +217,13 @@ fn serve_table(documents: &[String]) {
                         num(7),
                         num(8),
                         num(9),
+                        num(10),
                         num(1),
                         mb(num(2) as u64)
                     )
                 }
             }
-            Err(message) => format!("— | — | — | — | — | — | {message} | —"),
+            Err(message) => format!("— | — | — | — | — | — | — | {message} | —"),
         };
         println!("| {name} | {} | {row} |", mb(size_kb));
     }
