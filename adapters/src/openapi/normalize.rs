@@ -18,11 +18,13 @@
 //! * [`Normalization::Off`]: the reply is left as it is and not checked; the declared schema
 //!   is kept in `extensions.openapi.outputSchema` the same way.
 //!
-//! The schema the handler casts with (or validates against) is built again from the document
-//! at the operation's first reply, rather than held twice from the import on; the validator
-//! of `ValidateOnly` is compiled then too.
+//! The schema the handler casts with under `On` is the operation's own output schema, which
+//! refers into the import's shared definitions (given by [`Normalizer::share`]). Otherwise
+//! (`ValidateOnly`, or an import without shared definitions) it is built again from the
+//! document at the operation's first reply, rather than held twice from the import on; the
+//! validator of `ValidateOnly` is compiled then too.
 
-use opkit::schema::{CompiledSchema, cast};
+use opkit::schema::{CompiledSchema, Schema};
 use parking_lot::Mutex;
 use serde_json::Value;
 use std::sync::OnceLock;
@@ -57,8 +59,9 @@ pub(crate) struct Normalizer {
     operation: String,
     /// Where the output schema comes from (`None` when Unknown, or not needed).
     source: Option<SchemaSource>,
-    /// The output schema, built at the first reply (not held twice from the import on).
-    schema: OnceLock<Option<Value>>,
+    /// The output schema: shared with the spec, or built at the first reply (not held twice
+    /// from the import on).
+    schema: OnceLock<Option<Schema>>,
     validator: OnceLock<Option<CompiledSchema>>,
     limiter: RateLimit,
 }
@@ -89,8 +92,17 @@ impl Normalizer {
     #[cfg(test)]
     fn with_schema(mode: Normalization, schema: Value) -> Self {
         let normalizer = Self::new(mode, "a.b".into(), None);
-        let _ = normalizer.schema.set(Some(schema));
+        let _ = normalizer.schema.set(Some(Schema::new(schema)));
         normalizer
+    }
+
+    /// Casts with `schema`, the operation's output schema (a cheap clone of one that refers
+    /// into shared definitions), instead of building a copy at the first reply. Only `On`
+    /// casts with the spec's schema; the other modes keep theirs.
+    pub(crate) fn share(&self, schema: &Schema) {
+        if self.mode == Normalization::On && schema.definitions().is_some() {
+            let _ = self.schema.set(Some(schema.clone()));
+        }
     }
 
     /// The data to put in the envelope.
@@ -98,9 +110,12 @@ impl Normalizer {
         if self.mode == Normalization::Off {
             return data;
         }
-        let schema = self
-            .schema
-            .get_or_init(|| self.source.as_ref().and_then(|build| build()));
+        let schema = self.schema.get_or_init(|| {
+            self.source
+                .as_ref()
+                .and_then(|build| build())
+                .map(Schema::new)
+        });
         let Some(schema) = schema else {
             return data;
         };
@@ -130,7 +145,7 @@ impl Normalizer {
                 data
             }
             Normalization::On => {
-                let casted = cast(schema, data.clone());
+                let casted = schema.cast(data.clone());
                 if casted != data
                     && let Some(suppressed) = self.limiter.allow()
                 {
@@ -251,6 +266,35 @@ impl Changes {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn on_casts_with_the_specs_shared_schema_and_builds_nothing() {
+        let defs = std::sync::Arc::new(opkit::schema::Definitions::new([(
+            "Pet".to_owned(),
+            json!({"type": "object", "properties": {"name": {"type": "string"}}}),
+        )]));
+        let shared = Schema::with_definitions(json!({"$ref": "#/$defs/Pet"}), defs);
+        let never = || -> Option<Value> { panic!("the schema is shared, not built") };
+        let on = Normalizer::new(Normalization::On, "a.b".into(), Some(Box::new(never)));
+        on.share(&shared);
+        assert_eq!(
+            on.apply(json!({"name": "Rex", "extra": 1})),
+            json!({"name": "Rex"})
+        );
+        // Other modes keep the schema of their own.
+        let built = || Some(json!({"type": "object"}));
+        let validate = Normalizer::new(
+            Normalization::ValidateOnly,
+            "a.b".into(),
+            Some(Box::new(built)),
+        );
+        validate.share(&shared);
+        assert_eq!(validate.apply(json!({"extra": 1})), json!({"extra": 1}));
+        assert_eq!(
+            validate.schema.get().cloned().flatten(),
+            Some(Schema::new(json!({"type": "object"})))
+        );
+    }
 
     #[test]
     fn diff_names_dropped_replaced_and_invented_pointers() {

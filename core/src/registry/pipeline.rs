@@ -16,7 +16,6 @@ use super::operation::Operation;
 use super::output::{Output, Repr};
 use crate::envelope::{ResponseEnvelope, is_response_envelope, local_envelope};
 use crate::middleware::Reply;
-use crate::schema::cast_schema;
 use serde_json::Value;
 
 /// Turns whatever a handler returned into the reply the caller receives: an `#[operation]`
@@ -59,7 +58,7 @@ fn finish_checked(operation: &Operation, value: Value) -> ResponseEnvelope {
             return envelope;
         }
         let data = std::mem::take(&mut envelope.data);
-        envelope.data = cast_schema(&operation.spec.output_schema, data);
+        envelope.data = operation.spec.output_schema.cast(data);
         if let Err(violations) = output.validator.validate(&envelope.data) {
             tracing::warn!(
                 operation = %operation.id,

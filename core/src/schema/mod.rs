@@ -19,7 +19,6 @@ mod shared_validate;
 mod standard;
 mod validate;
 
-pub(crate) use cast::cast_schema;
 pub use cast::{CAST_MAX_DEPTH, cast, cast_with_root};
 #[cfg(test)]
 pub(crate) use closed::closed_schema;

@@ -176,19 +176,20 @@ pub(crate) fn map_document(
 }
 
 /// Points every operation schema that is not Unknown at the import's one copy of the
-/// definitions its `$ref`s name.
+/// definitions its `$ref`s name, and the normalizer that casts replies at the output schema.
 fn share_definitions(mapped: &mut [Mapped], definitions: opkit::schema::Definitions) {
     if definitions.is_empty() {
         return;
     }
     let definitions = Arc::new(definitions);
-    for Mapped { spec, .. } in mapped {
+    for Mapped { spec, plan } in mapped {
         for schema in [&mut spec.input_schema, &mut spec.output_schema] {
             if !schema.is_unknown() {
                 let root = std::mem::replace(schema, Schema::new(Value::Bool(true)));
                 *schema = Schema::with_definitions(root.into_value(), definitions.clone());
             }
         }
+        plan.normalizer.share(&spec.output_schema);
     }
 }
 

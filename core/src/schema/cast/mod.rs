@@ -208,14 +208,29 @@ pub fn cast_with_root(root: &Value, schema: &Value, value: Value) -> Value {
     Caster::new(root).cast(schema, value, 0)
 }
 
-/// Casts `value` to a [`Schema`](crate::schema::Schema) as [`cast`] does to its
-/// self-contained form, without building that form for a shared schema: a
-/// `#/$defs/<name>` reference the root does not hold resolves in its shared definitions.
-pub(crate) fn cast_schema(schema: &crate::schema::Schema, value: Value) -> Value {
-    let root = schema.root();
-    let mut caster = Caster::new(root);
-    caster.definitions = schema.definitions().map(|definitions| &**definitions);
-    caster.cast(root, value, 0)
+impl crate::schema::Schema {
+    /// Casts `value` to this schema as [`cast`] does to its self-contained form, without
+    /// building that form for a schema with shared definitions: a `#/$defs/<name>`
+    /// reference the root does not hold resolves in the shared definitions.
+    ///
+    /// ```
+    /// use opkit::schema::{Definitions, Schema};
+    /// use serde_json::json;
+    /// use std::sync::Arc;
+    ///
+    /// let defs = Arc::new(Definitions::new([("Age".to_owned(), json!({"type": "integer"}))]));
+    /// let schema = Schema::with_definitions(
+    ///     json!({"type": "object", "properties": {"age": {"$ref": "#/$defs/Age"}}}),
+    ///     defs,
+    /// );
+    /// assert_eq!(schema.cast(json!({"age": 7, "extra": 1})), json!({"age": 7}));
+    /// ```
+    pub fn cast(&self, value: Value) -> Value {
+        let root = self.root();
+        let mut caster = Caster::new(root);
+        caster.definitions = self.definitions().map(|definitions| &**definitions);
+        caster.cast(root, value, 0)
+    }
 }
 
 /// One `cast` call: the root for `$ref`s, compiled patterns, and the budgets.
@@ -325,7 +340,7 @@ mod tests {
             json!("nothing"),
         ] {
             let alone = cast(&schema.transient_value(), value.clone());
-            assert_eq!(cast_schema(&schema, value), alone);
+            assert_eq!(schema.cast(value), alone);
         }
     }
 }
