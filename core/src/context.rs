@@ -128,10 +128,17 @@ pub fn new_request_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
+/// A fresh random request id (as [`new_request_id`]), written straight into the shared
+/// string a context holds: one allocation, no formatting machinery.
+fn fresh_request_id() -> Arc<str> {
+    let mut text = [0_u8; uuid::fmt::Hyphenated::LENGTH];
+    Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut text))
+}
+
 impl OperationContext {
     /// A context with a fresh request id and nothing else.
     pub fn new() -> Self {
-        Self::for_request(new_request_id())
+        Self::for_request(fresh_request_id())
     }
 
     /// A context for an existing request (one that arrived over a transport, say): the given

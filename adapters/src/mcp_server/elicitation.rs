@@ -30,6 +30,7 @@ use rmcp::model::{
 use rmcp::service::{Peer, RoleServer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -52,7 +53,8 @@ fn undeclared() -> CallError {
 
 /// Asks the client of one MCP session.
 pub(crate) struct PeerElicitor {
-    pub(crate) peer: Peer<RoleServer>,
+    /// Shared with the call's reporter: one clone of the peer per call.
+    pub(crate) peer: Arc<Peer<RoleServer>>,
 }
 
 impl Elicitor for PeerElicitor {
@@ -117,7 +119,10 @@ impl PeerElicitor {
 /// `request` for the peer's method: sampling and roots (deprecated from 2026-07-28, served to
 /// older clients in the call).
 #[allow(deprecated)]
-async fn send_in_call(peer: Peer<RoleServer>, request: ClientRequest) -> Result<Value, CallError> {
+async fn send_in_call(
+    peer: Arc<Peer<RoleServer>>,
+    request: ClientRequest,
+) -> Result<Value, CallError> {
     let failed = |error: String| {
         CallError::transport(format!(
             "the MCP client did not answer `{}`: {error}",

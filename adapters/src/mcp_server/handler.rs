@@ -23,6 +23,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 impl McpHandler {
     /// `tools/call`: the tool mapped to its operation and served through the registry's
@@ -39,14 +40,15 @@ impl McpHandler {
             Ok(identity) => identity,
             Err(error) => return Ok(results::failure(&error).into()),
         };
+        let modern = is_modern(&context);
         let rounds = self.rounds(
             &request.name,
             request.request_state.as_deref(),
             request.input_responses,
             &context,
+            modern,
         )?;
         let input = Value::Object(request.arguments.unwrap_or_default());
-        let modern = is_modern(&context);
         match super::tasks::support(&served.spec) {
             // A call of an `after_input` operation that brings no answers runs in the request
             // as a plain call (a question ends it with an input-required result); the call
@@ -56,7 +58,7 @@ impl McpHandler {
                     && rounds.as_ref().is_some_and(|rounds| !rounds.answered()) => {}
             Some(support) if super::tasks::negotiated(&context) => {
                 let answered = rounds.filter(|_| support == super::tasks::Support::AfterInput);
-                let ctx = self.call_context(identity, &context);
+                let ctx = self.call_context_as(identity, &context, modern);
                 return Ok(self.start_task(served, input, ctx, modern, answered).into());
             }
             Some(super::tasks::Support::Required) => return Err(super::tasks::required()),
@@ -74,11 +76,14 @@ impl McpHandler {
         } else {
             report::LogGate::Session(self.log_level.clone())
         };
-        let (reporter, forwarder) = report::start(context.peer.clone(), token, gate);
+        // One clone of the peer, shared by the reporter and (for an older client) the
+        // elicitor.
+        let peer = Arc::new(context.peer.clone());
+        let (reporter, forwarder) = report::start(peer.clone(), token, gate);
         let ctx = self
-            .timed(self.call_context(identity, &context))
+            .timed(self.call_context_as(identity, &context, modern))
             .with_reporter(reporter);
-        let ctx = self.asking(ctx, rounds.as_ref(), &context);
+        let ctx = self.asking(ctx, rounds.as_ref(), || peer);
         // Boxed once: the call's future is large.
         let outcome = Box::pin(self.inner.registry.serve(&served.id, input, ctx)).await;
         if let Some(asked) = rounds

@@ -133,7 +133,7 @@ impl Forwarder {
 
 /// A reporter and its forwarder for one call.
 pub(crate) fn start(
-    peer: Peer<RoleServer>,
+    peer: Arc<Peer<RoleServer>>,
     token: Option<ProgressToken>,
     level: LogGate,
 ) -> (Arc<CallReporter>, Forwarder) {
@@ -149,7 +149,7 @@ pub(crate) fn start(
 }
 
 struct Sender {
-    peer: Peer<RoleServer>,
+    peer: Arc<Peer<RoleServer>>,
     token: Option<ProgressToken>,
     level: LogGate,
     last: Option<f64>,

@@ -121,6 +121,17 @@ impl McpHandler {
         identity: Option<Identity>,
         context: &RequestContext<RoleServer>,
     ) -> OperationContext {
+        self.call_context_as(identity, context, is_modern(context))
+    }
+
+    /// [`call_context`](Self::call_context) for a request whose era (`modern`:
+    /// 2026-07-28 or later, see [`is_modern`]) the caller already read.
+    pub(super) fn call_context_as(
+        &self,
+        identity: Option<Identity>,
+        context: &RequestContext<RoleServer>,
+        modern: bool,
+    ) -> OperationContext {
         let trace = TraceContext::from_parts(
             context.meta.get_traceparent(),
             context.meta.get_tracestate(),
@@ -138,7 +149,7 @@ impl McpHandler {
             session_id: session_id.clone(),
             // A 2026-07-28 client names itself in each request's `_meta` (it sends no
             // `initialize`); an older one in its `initialize`.
-            client: if is_modern(context) {
+            client: if modern {
                 context.meta.client_info()
             } else {
                 context
@@ -182,8 +193,9 @@ impl McpHandler {
         request_state: Option<&str>,
         input_responses: Option<rmcp::model::InputResponses>,
         context: &RequestContext<RoleServer>,
+        modern: bool,
     ) -> Result<Option<Arc<Rounds>>, McpError> {
-        if !is_modern(context) {
+        if !modern {
             return Ok(None);
         }
         let declared = context
@@ -225,9 +237,10 @@ impl McpHandler {
             .identity(context)
             .await
             .map_err(|error| super::replies::rpc_error(&error))?;
-        let rounds = self.rounds(subject, request_state, input_responses, context)?;
-        let ctx = self.timed(self.call_context(identity, context));
-        let ctx = self.asking(ctx, rounds.as_ref(), context);
+        let modern = is_modern(context);
+        let rounds = self.rounds(subject, request_state, input_responses, context, modern)?;
+        let ctx = self.timed(self.call_context_as(identity, context, modern));
+        let ctx = self.asking(ctx, rounds.as_ref(), || Arc::new(context.peer.clone()));
         let outcome = Box::pin(self.inner.registry.serve(id, input, ctx)).await;
         if let Some(asked) = rounds
             .as_ref()
@@ -244,13 +257,11 @@ impl McpHandler {
         &self,
         ctx: OperationContext,
         rounds: Option<&Arc<Rounds>>,
-        context: &RequestContext<RoleServer>,
+        peer: impl FnOnce() -> Arc<rmcp::Peer<RoleServer>>,
     ) -> OperationContext {
         match rounds {
             Some(rounds) => ctx.with_elicitor(Arc::new(RoundElicitor(rounds.clone()))),
-            None => ctx.with_elicitor(Arc::new(PeerElicitor {
-                peer: context.peer.clone(),
-            })),
+            None => ctx.with_elicitor(Arc::new(PeerElicitor { peer: peer() })),
         }
     }
 }
