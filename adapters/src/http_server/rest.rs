@@ -544,6 +544,8 @@ impl RestRoute {
             }
         } else if self.route.envelope {
             (self.status, axum::Json(envelope)).into_response()
+        } else if let Some((content_type, body)) = declared_body(&envelope) {
+            (self.status, [(header::CONTENT_TYPE, content_type)], body).into_response()
         } else {
             (self.status, axum::Json(envelope.data)).into_response()
         };
@@ -551,6 +553,33 @@ impl RestRoute {
             response.headers_mut().insert(header::LOCATION, value);
         }
         response
+    }
+}
+
+/// The body of data an operation returned in an HTTP envelope (`http_envelope`, or an
+/// imported API's reply) with its own content type: text under a type that is not JSON (a
+/// `text/plain` string is sent as it is, not as a JSON string), JSON under its JSON type
+/// (`application/problem+json`). `None` for other envelopes, which go out as JSON.
+fn declared_body(envelope: &ResponseEnvelope) -> Option<(HeaderValue, Vec<u8>)> {
+    let opkit::envelope::ResponseMeta::Http(http) = &envelope.meta else {
+        return None;
+    };
+    let content_type = HeaderValue::from_str(&http.content_type).ok()?;
+    let essence = http
+        .content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    if essence.is_empty() {
+        return None;
+    }
+    let json = essence == "application/json" || essence.ends_with("+json");
+    match &envelope.data {
+        Value::String(text) if !json => Some((content_type, text.clone().into_bytes())),
+        data if json => Some((content_type, serde_json::to_vec(data).ok()?)),
+        _ => None,
     }
 }
 

@@ -286,6 +286,67 @@ fn misspelt_routes_and_unknown_location_fields_are_route_errors() {
     );
 }
 
+/// A greeting as plain text: an HTTP envelope with its own content type.
+#[operation(namespace = "texts", http(method = "GET", path = "/hello/{name}"))]
+async fn hello(name: String) -> ResponseEnvelope<Value> {
+    opkit::envelope::http_envelope(
+        json!(format!("hello, {name}")),
+        200,
+        BTreeMap::new(),
+        "text/plain; charset=utf-8",
+    )
+}
+
+/// A problem report, in its own JSON type.
+#[operation(namespace = "texts", http(method = "GET", path = "/problem"))]
+async fn problem() -> ResponseEnvelope<Value> {
+    opkit::envelope::http_envelope(
+        json!({"title": "out of coffee"}),
+        200,
+        BTreeMap::new(),
+        "application/problem+json",
+    )
+}
+
+#[tokio::test]
+async fn a_returned_http_envelopes_content_type_is_honoured_on_rest_routes() {
+    let registry = OperationRegistry::new();
+    registry.register_operation(hello).unwrap();
+    registry.register_operation(problem).unwrap();
+    let served = serve(HttpServer::new(registry).router()).await;
+    let http = reqwest::Client::new();
+    let response = http.get(served.url("/hello/ada")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let content_type = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(content_type, "text/plain; charset=utf-8");
+    assert_eq!(
+        response.text().await.unwrap(),
+        "hello, ada",
+        "not a JSON string"
+    );
+    let response = http.get(served.url("/problem")).send().await.unwrap();
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/problem+json"
+    );
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body, json!({"title": "out of coffee"}));
+    // The RPC route still answers the envelope as JSON.
+    let rpc: Value = http
+        .get(served.url("/ops/texts.hello?name=ada"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(rpc["data"], "hello, ada");
+    assert_eq!(rpc["meta"]["contentType"], "text/plain; charset=utf-8");
+}
+
 /// A counter at `/counters/{n}`: its path variable is a number.
 #[operation(
     namespace = "counters",
