@@ -35,6 +35,9 @@ async fn whoami(ctx: &OperationContext) -> Value {
         "identity": ctx.identity().map(|identity| identity.id.clone()),
         "edge": edge.map(Edge::name),
         "httpMethod": edge.and_then(|edge| edge.fact::<HttpRequest>()).map(|http| http.method.to_string()),
+        "accept": edge
+            .and_then(|edge| edge.fact::<HttpRequest>())
+            .and_then(|http| http.headers.get("accept")?.to_str().ok().map(str::to_owned)),
         "mcp": edge.and_then(|edge| edge.fact::<McpSession>()).is_some(),
         "caller": edge.and_then(|edge| edge.fact::<CallProtocolRequest>()).and_then(|call| call.caller.clone()),
     })
@@ -176,6 +179,16 @@ async fn one_rate_limit_and_one_audit_serve_every_edge_alike() {
         first["structuredContent"]["result"]["mcp"], true,
         "{report}"
     );
+    // Over Streamable HTTP the tool reads the request's method and headers as an HTTP
+    // operation does.
+    assert_eq!(
+        first["structuredContent"]["result"]["httpMethod"], "POST",
+        "{report}"
+    );
+    let accept = first["structuredContent"]["result"]["accept"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(accept.contains("text/event-stream"), "{report}");
     let over_redis = redis_caller
         .call("edges.whoami", json!({}), &ann())
         .await

@@ -122,6 +122,18 @@ pub struct HttpRequest {
     pub headers: HeaderMap,
 }
 
+impl HttpRequest {
+    /// What `parts` say (for an edge that serves over HTTP without owning the request, as
+    /// the MCP server's Streamable HTTP transport does).
+    pub(crate) fn of(parts: &http::request::Parts) -> Self {
+        Self {
+            method: parts.method.clone(),
+            uri: parts.uri.clone(),
+            headers: parts.headers.clone(),
+        }
+    }
+}
+
 /// The context of a call from `parts`: the identity, the trace context, the request id the
 /// client chose (`x-request-id`, up to 128 bytes), and the [`HttpRequest`] edge.
 fn call_context(

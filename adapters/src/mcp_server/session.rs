@@ -159,6 +159,11 @@ impl McpHandler {
             },
         };
         let mut edge = Edge::new(Edge::MCP).with_fact(fact);
+        // Over Streamable HTTP, the request's method, URI and headers, as the HTTP server
+        // gives its operations.
+        if let Some(parts) = parts {
+            edge = edge.with_fact(crate::http_server::HttpRequest::of(parts));
+        }
         // One session per MCP session: this handler is made per Streamable HTTP session (and
         // per stdio connection); a stateless request has none.
         let key = match (session_id, parts) {
