@@ -38,8 +38,14 @@ pub struct McpEdgeOptions {
     /// prompt), instead of one [`ToolNaming`](super::ToolNaming) derives from its id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_name: Option<String>,
-    /// `tool_meta`: a JSON object added to the tool's `_meta` on `tools/list` (keys opkit
-    /// sets itself, `opkit/…`, keep opkit's values).
+    /// `title`: the human-readable title hosts show for the tool, resource or prompt (the
+    /// name stays what calls use).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// `tool_meta`: a JSON object added to the `_meta` of the operation's entry in
+    /// `tools/list` (keys opkit sets itself, `opkit/…`, keep opkit's values), or in
+    /// `resources/list`, `resources/templates/list` or `prompts/list` when it is served as a
+    /// resource or a prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_meta: Option<Map<String, Value>>,
     /// `resource`: the operation is an MCP *resource* at this URI, or a resource template
@@ -103,6 +109,9 @@ pub trait McpSpec: Sized {
     /// Adds `meta` (a JSON object) to the tool's `_meta`.
     #[must_use]
     fn mcp_tool_meta(self, meta: Map<String, Value>) -> Self;
+    /// Gives the tool, resource or prompt the title `title`.
+    #[must_use]
+    fn mcp_title(self, title: impl Into<String>) -> Self;
     /// Serves the operation as the resource (or template) at `uri`.
     #[must_use]
     fn mcp_resource(self, uri: impl Into<String>) -> Self;
@@ -128,6 +137,10 @@ impl McpSpec for OperationSpec {
 
     fn mcp_tool_meta(self, meta: Map<String, Value>) -> Self {
         self.with_edge_option(MCP_EDGE, "tool_meta", Value::Object(meta))
+    }
+
+    fn mcp_title(self, title: impl Into<String>) -> Self {
+        self.with_edge_option(MCP_EDGE, "title", Value::String(title.into()))
     }
 
     fn mcp_resource(self, uri: impl Into<String>) -> Self {
@@ -158,6 +171,16 @@ impl McpSpec for OperationSpec {
 /// need one option, not the whole group; the group was checked when the server started).
 pub(crate) fn option<'a>(spec: &'a OperationSpec, key: &str) -> Option<&'a Value> {
     spec.edges.get(MCP_EDGE)?.get(key)
+}
+
+/// `spec`'s title, if it gives one.
+pub(crate) fn title(spec: &OperationSpec) -> Option<&str> {
+    option(spec, "title").and_then(Value::as_str)
+}
+
+/// `spec`'s own `_meta` for a listing entry (`tool_meta`), if it gives an object.
+pub(crate) fn own_meta(spec: &OperationSpec) -> Option<&Map<String, Value>> {
+    option(spec, "tool_meta").and_then(Value::as_object)
 }
 
 /// `spec`'s own tool name, if it gives one.

@@ -36,11 +36,18 @@ pub(crate) fn list(catalog: &Catalog, cursor: Option<&str>) -> ListPromptsResult
                     argument
                 })
                 .collect();
-            json!({
+            let mut prompt = json!({
                 "name": name,
                 "description": entry.spec.description.clone().unwrap_or_else(|| format!("prompt {}", entry.id)),
                 "arguments": arguments,
-            })
+            });
+            if let Some(title) = super::options::title(&entry.spec) {
+                prompt["title"] = json!(title);
+            }
+            if let Some(meta) = super::options::own_meta(&entry.spec) {
+                prompt["_meta"] = json!(meta);
+            }
+            prompt
         })
         .collect();
     let mut result = json!({ "prompts": prompts, "resultType": "complete" });

@@ -68,6 +68,12 @@ fn describe(entry: &ResourceEntry, key: &str) -> Value {
     if let Some(mime) = mime_of(entry) {
         item["mimeType"] = json!(mime);
     }
+    if let Some(title) = super::options::title(&entry.spec) {
+        item["title"] = json!(title);
+    }
+    if let Some(meta) = super::options::own_meta(&entry.spec) {
+        item["_meta"] = json!(meta);
+    }
     item
 }
 

@@ -187,6 +187,7 @@ pub(crate) fn tool(spec: &OperationSpec, name: &str, modern: bool) -> Option<Too
         description
     };
     let mut tool = Tool::new(name.to_owned(), description, Arc::new(input));
+    tool.title = super::options::title(spec).map(str::to_owned);
     let (form, schema) = output(spec, modern);
     if let Some(schema) = schema {
         tool = tool.with_raw_output_schema(Arc::new(schema));

@@ -44,7 +44,10 @@ async fn total(small: u8, count: u32, tiny: i16) -> u64 {
 /// Greets someone: a `String` result (and a `_meta` of its own).
 #[operation(
     namespace = "hosts",
-    mcp(tool_meta = r#"{"ui": {"resourceUri": "ui://hosts/greet"}}"#)
+    mcp(
+        title = "Greeter",
+        tool_meta = r#"{"ui": {"resourceUri": "ui://hosts/greet"}}"#
+    )
 )]
 async fn greet(name: String) -> String {
     format!("hello, {name}")
@@ -290,6 +293,11 @@ async fn an_operations_tool_meta_is_listed_and_a_bad_one_refused() {
     // From `#[operation(mcp(tool_meta = ..))]`.
     let meta = &tool(&tools, "hosts.greet").meta.as_ref().expect("_meta").0;
     assert_eq!(meta["ui"], json!({"resourceUri": "ui://hosts/greet"}));
+    assert_eq!(
+        tool(&tools, "hosts.greet").title.as_deref(),
+        Some("Greeter")
+    );
+    assert_eq!(tool(&tools, "hosts.total").title, None);
     // The other tools carry only opkit's keys.
     let meta = &tool(&tools, "hosts.total").meta.as_ref().expect("_meta").0;
     assert!(meta.keys().all(|key| key.starts_with("opkit/")), "{meta:?}");

@@ -35,13 +35,24 @@ async fn on_shelf(shelf: Shelf) -> Vec<String> {
 }
 
 /// What the library is.
-#[operation(namespace = "books", mcp(resource = "books://about"))]
+#[operation(
+    namespace = "books",
+    mcp(resource = "books://about", title = "About the library")
+)]
 async fn about() -> String {
     "A small library.".to_owned()
 }
 
 /// Ask for a recommendation from one shelf, like a book the user names.
-#[operation(namespace = "books", mcp(prompt, complete(like = "books.titles")))]
+#[operation(
+    namespace = "books",
+    mcp(
+        prompt,
+        title = "Recommend a book",
+        tool_meta = r#"{"ui": {"icon": "book"}}"#,
+        complete(like = "books.titles")
+    )
+)]
 async fn recommend(
     /// The shelf to pick from.
     shelf: Shelf,
@@ -140,6 +151,10 @@ fn check(report: &Value, client: &str) {
         .collect();
     assert_eq!(uris, [&json!("books://about")], "{client}");
     assert_eq!(
+        report["resources"]["resources"][0]["title"], "About the library",
+        "{client}: {report}"
+    );
+    assert_eq!(
         report["templates"]["resourceTemplates"][0]["uriTemplate"], "books://{shelf}",
         "{client}: {report}"
     );
@@ -150,6 +165,8 @@ fn check(report: &Value, client: &str) {
     assert_eq!(books, json!(["SPQR", "The Guns of August"]), "{client}");
     let prompt = &report["prompts"]["prompts"][0];
     assert_eq!(prompt["name"], "books.recommend", "{client}: {report}");
+    assert_eq!(prompt["title"], "Recommend a book", "{client}: {prompt}");
+    assert_eq!(prompt["_meta"]["ui"]["icon"], "book", "{client}: {prompt}");
     let arguments: Vec<(&Value, &Value)> = prompt["arguments"]
         .as_array()
         .unwrap_or_else(|| panic!("{client}: no arguments: {prompt}"))
