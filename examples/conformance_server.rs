@@ -2,10 +2,11 @@
 //! written as ordinary opkit operations and served over Streamable HTTP at `/mcp`:
 //! content blocks through [`mcp_envelope`], an error, progress and log messages through the
 //! context, and a tool with a JSON Schema 2020-12 input. `tool_name = ".."` gives each the
-//! exact name the suite asks for.
+//! exact name the suite asks for. With `--skills DIR` it also serves the skills (SEP-2640) of
+//! that directory (the suite's fixture is `adapters/peers/conformance/skills`).
 //!
 //! ```text
-//! cargo run -p opkit-adapters --features mcp-server --example conformance_server -- --port 3001
+//! cargo run -p opkit-adapters --features mcp-server,mcp-skills --example conformance_server -- --port 3001 --skills adapters/peers/conformance/skills
 //! npx @modelcontextprotocol/conformance server --url http://127.0.0.1:3001/mcp
 //! ```
 //!
@@ -17,7 +18,7 @@ use opkit::envelope::{
 };
 use opkit::prelude::*;
 use opkit::report::LogLevel;
-use opkit_adapters::mcp_server::{McpServer, McpSpec};
+use opkit_adapters::mcp_server::{McpServer, McpSpec, SkillCatalog};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -812,13 +813,15 @@ fn registry() -> Result<OperationRegistry, opkit::RegistryError> {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut port = 0_u16;
+    let mut skills = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--port" => port = args.next().ok_or("--port needs a number")?.parse()?,
+            "--skills" => skills = Some(args.next().ok_or("--skills needs a directory")?),
             other => {
                 return Err(format!(
-                    "unknown argument {other:?} (usage: conformance_server [--port N])"
+                    "unknown argument {other:?} (usage: conformance_server [--port N] [--skills DIR])"
                 )
                 .into());
             }
@@ -826,9 +829,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let registry = registry()?;
     let _ = SERVED.set(registry.clone());
-    let server = McpServer::new(registry)
+    let mut server = McpServer::new(registry)
         .name("opkit-conformance")
         .version("1.0.0");
+    if let Some(skills) = skills {
+        server = server.skills(SkillCatalog::from_dir(skills)?);
+    }
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     // The test harness waits for this line.
     println!("listening on http://{}/mcp", listener.local_addr()?);

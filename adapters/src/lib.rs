@@ -6,6 +6,7 @@
 //! | `mcp` | [`mcp`] | imports an MCP server's tools as operations |
 //! | `http-server` | [`http_server`] | serves a registry over HTTP: a route per operation, SSE subscriptions, `/openapi.json` |
 //! | `mcp-server` | [`mcp_server`] | serves a registry as an MCP server over stdio and Streamable HTTP (enables `http-server`) |
+//! | `mcp-skills` | [`mcp_server`] | serves skills (SEP-2640) from a directory beside the operations (`McpServer::skills`; enables `mcp-server`) |
 //! | `oauth` | [`oauth`] | the HTTP and MCP servers as OAuth 2.1 resource servers: JWT access tokens checked against the issuer's keys, Protected Resource Metadata, introspection (enables `http-server`) |
 //! | `oauth-client` | [`oauth`] | the MCP import signs in with client-credentials tokens from an authorization server (enables `mcp`) |
 //! | `typescript-client` | [`client`] | writes a typed TypeScript client (one module) from a registry's operations |

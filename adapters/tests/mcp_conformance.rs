@@ -15,7 +15,12 @@
 //! The suite's scenario servers bind all interfaces, so the suite and the fixture server run
 //! in a private network namespace (`unshare -n`, loopback only) by
 //! adapters/peers/conformance/run.sh.
-#![cfg(all(feature = "mcp", feature = "mcp-server", feature = "oauth-client"))]
+#![cfg(all(
+    feature = "mcp",
+    feature = "mcp-server",
+    feature = "mcp-skills",
+    feature = "oauth-client"
+))]
 
 mod serve_support;
 

@@ -19,7 +19,7 @@ ip link set lo up || exit 2
 # Nothing else listens in this namespace: a fixed port is free.
 port=3001
 log=$(mktemp)
-"$server_binary" --port "$port" >"$log" 2>&1 &
+"$server_binary" --port "$port" --skills "$here/skills" >"$log" 2>&1 &
 server_pid=$!
 tries=0
 until grep -q "listening on" "$log"; do

@@ -176,6 +176,7 @@ impl ServerHandler for McpHandler {
         if let Some(resources) = capabilities.resources.as_mut() {
             resources.subscribe = Some(!catalog.watchers.is_empty() || catalog.has_resources());
         }
+        self.declare_skills(&mut capabilities);
         let mut config = ServerConfig::new(capabilities).with_server_info(Implementation::new(
             self.inner.name.clone(),
             self.inner.version.clone(),
@@ -251,10 +252,49 @@ impl ServerHandler for McpHandler {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
+        let at = cursor(request.as_ref());
+        let page = super::resources::list(&self.catalog()?.catalog, at);
         Ok(super::listing::cached(
-            super::resources::list(&self.catalog()?.catalog, cursor(request.as_ref())),
+            self.with_skill_resources(page, at.is_none()),
             self.inner.list_cache,
         ))
+    }
+
+    #[cfg(feature = "mcp-skills")]
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListSkillsResult, McpError> {
+        let skills = self.skill_catalog::<rmcp::model::ListSkillsRequestMethod>()?;
+        Ok(super::listing::cached(
+            skills.list_skills(),
+            self.inner.list_cache,
+        ))
+    }
+
+    #[cfg(feature = "mcp-skills")]
+    async fn get_skill(
+        &self,
+        request: rmcp::model::GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetSkillResult, McpError> {
+        let skill = self
+            .skill_catalog::<rmcp::model::GetSkillRequestMethod>()?
+            .get_skill(&request.uri)?;
+        Ok(super::listing::cached(skill, self.inner.list_cache))
+    }
+
+    #[cfg(feature = "mcp-skills")]
+    async fn read_resource_directory(
+        &self,
+        request: rmcp::model::ReadResourceDirectoryRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceDirectoryResult, McpError> {
+        let children = self
+            .skill_catalog::<rmcp::model::ReadResourceDirectoryRequestMethod>()?
+            .read_resource_directory(&request.uri)?;
+        Ok(super::listing::cached(children, self.inner.list_cache))
     }
 
     async fn list_resource_templates(
@@ -273,6 +313,9 @@ impl ServerHandler for McpHandler {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        if let Some(file) = self.read_skill_file(&request.uri) {
+            return Ok(file.into());
+        }
         self.read(request, &context).await
     }
 

@@ -76,6 +76,9 @@ list_result!(
     ListPromptsResult
 );
 
+#[cfg(feature = "mcp-skills")]
+list_result!(rmcp::model::ListSkillsResult, rmcp::model::GetSkillResult);
+
 /// A list result with the server's freshness hint, when it has one.
 pub(crate) fn cached<R: ListResult>(mut result: R, hint: Option<CacheHint>) -> R {
     if let Some(hint) = hint {

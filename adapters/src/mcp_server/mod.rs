@@ -28,6 +28,7 @@ mod resources;
 mod results;
 mod session;
 mod sessions;
+mod skills;
 mod tasks;
 mod template;
 mod tools;
@@ -36,6 +37,8 @@ pub use crate::mcp_meta::{META_ENVELOPE, META_ERROR, META_WRAPPED};
 pub use listing::{LIST_PAGE_SIZE, TOOLS_PAGE_SIZE};
 pub use naming::{ToolNameError, ToolNaming};
 pub use options::{MCP_EDGE, McpEdgeOptions, McpSpec, TaskSupport};
+#[cfg(feature = "mcp-skills")]
+pub use rmcp::handler::server::skill_catalog::{SkillCatalog, SkillCatalogError};
 pub use session::{McpHandler, McpSession};
 pub use sessions::{
     DEFAULT_MAX_ANONYMOUS_SESSIONS_PER_ADDRESS, DEFAULT_MAX_SESSIONS,
@@ -98,6 +101,9 @@ pub(crate) struct McpServerState {
     tasks: tasks::Tasks,
     /// How long clients may keep the lists (`ttlMs`, `cacheScope` of 2026-07-28).
     list_cache: Option<opkit::middleware::CacheHint>,
+    /// The skills served beside the registry's operations (SEP-2640).
+    #[cfg(feature = "mcp-skills")]
+    skills: Option<Arc<SkillCatalog>>,
 }
 
 /// Why an [`McpServer`] cannot serve its registry.
@@ -135,6 +141,8 @@ impl McpServer {
                 rounds: Arc::new(elicitation::random_codec()),
                 tasks: tasks::Tasks::new(),
                 list_cache: None,
+                #[cfg(feature = "mcp-skills")]
+                skills: None,
             },
             http_config: None,
             session_limits: SessionLimits::default(),
@@ -159,6 +167,27 @@ impl McpServer {
     #[must_use]
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
         self.handler.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Serves the skills of `catalog` (SEP-2640, feature `mcp-skills`): the server declares
+    /// the `io.modelcontextprotocol/skills` extension with `directoryRead`, answers
+    /// `skills/list`, `skills/get` and `resources/directory/read` from the catalog, lists each
+    /// skill's `SKILL.md` among its resources and reads every skill file as a resource
+    /// (`skill://<path>/<file>`), beside the registry's operations.
+    ///
+    /// ```no_run
+    /// # fn demo(registry: opkit::OperationRegistry) -> Result<(), Box<dyn std::error::Error>> {
+    /// use opkit_adapters::mcp_server::{McpServer, SkillCatalog};
+    /// let server = McpServer::new(registry).skills(SkillCatalog::from_dir("./skills")?);
+    /// # let _ = server;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "mcp-skills")]
+    #[must_use]
+    pub fn skills(mut self, catalog: SkillCatalog) -> Self {
+        self.handler.skills = Some(Arc::new(catalog));
         self
     }
 
