@@ -23,6 +23,9 @@
 //! authorization server, which consents by itself, and reading the redirect it answers with.
 //! In those scenarios it calls every tool the server lists, with no arguments.
 //!
+//! A server that declares skills (SEP-2640) has them listed; the `sep-2640-client-verify-*`
+//! scenarios also load each one (`McpConnection::load_skill`), which refuses a tampered skill.
+//!
 //! `adapters/tests/mcp_conformance.rs` runs the scenarios.
 
 use futures::future::BoxFuture;
@@ -138,6 +141,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .unwrap_or_else(|| spec.input_schema.clone().into_value());
         calls.push(("json_schema_echo".to_owned(), json!({ "schema": schema })));
     }
+    use_skills(&connection, &scenario).await?;
     for (tool, arguments) in calls {
         let tool = tool.as_str();
         let id = connection
@@ -151,6 +155,33 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     connection.close();
+    Ok(())
+}
+
+/// What a host does with the server's skills (SEP-2640): it lists them, and loads one only
+/// when its work needs it; the `sep-2640-client-verify-*` scenarios play that moment, so the
+/// client loads each listed skill there (a tampered one is refused, and nothing of it is
+/// used), and lists without loading everywhere else.
+async fn use_skills(
+    connection: &McpConnection,
+    scenario: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let skills = connection.skills().await?;
+    if skills.is_empty() {
+        return Ok(());
+    }
+    eprintln!(
+        "skills: {:?}",
+        skills.iter().map(|skill| &skill.uri).collect::<Vec<_>>()
+    );
+    if scenario.starts_with("sep-2640-client-verify-") {
+        for skill in &skills {
+            match connection.load_skill(skill).await {
+                Ok(loaded) => eprintln!("loaded {} ({} files)", loaded.uri, loaded.files.len()),
+                Err(error) => eprintln!("not loaded: {error}"),
+            }
+        }
+    }
     Ok(())
 }
 

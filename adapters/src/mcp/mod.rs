@@ -14,7 +14,10 @@ pub mod tools;
 mod connection;
 
 pub use crate::mcp_meta::META_ERROR;
-pub use connection::{McpConnection, McpError, McpLifecycle, McpOptions, RefreshReport};
+pub use connection::{
+    LoadedSkill, McpConnection, McpError, McpLifecycle, McpOptions, RefreshReport, SkillError,
+    SkillFile,
+};
 pub use content::{call_error, map_content_block, result_envelope};
 pub use names::{is_valid_name as is_valid_operation_name, sanitize as sanitize_tool_name};
 pub use opkit::envelope::{McpContentBlock, McpMeta};

@@ -174,7 +174,9 @@ impl McpServer {
     /// the `io.modelcontextprotocol/skills` extension with `directoryRead`, answers
     /// `skills/list`, `skills/get` and `resources/directory/read` from the catalog, lists each
     /// skill's `SKILL.md` among its resources and reads every skill file as a resource
-    /// (`skill://<path>/<file>`), beside the registry's operations.
+    /// (`skill://<path>/<file>`), beside the registry's operations. Give an
+    /// `Arc<SkillCatalog>` and keep a clone to [`reload`](SkillCatalog::reload) it while
+    /// served.
     ///
     /// ```no_run
     /// # fn demo(registry: opkit::OperationRegistry) -> Result<(), Box<dyn std::error::Error>> {
@@ -186,8 +188,8 @@ impl McpServer {
     /// ```
     #[cfg(feature = "mcp-skills")]
     #[must_use]
-    pub fn skills(mut self, catalog: SkillCatalog) -> Self {
-        self.handler.skills = Some(Arc::new(catalog));
+    pub fn skills(mut self, catalog: impl Into<Arc<SkillCatalog>>) -> Self {
+        self.handler.skills = Some(catalog.into());
         self
     }
 

@@ -16,3 +16,4 @@ mod filesystem;
 mod python;
 mod reserve;
 mod scripted;
+mod skills;

@@ -19,12 +19,14 @@ mod oauth;
 mod options;
 mod process;
 mod refresh;
+mod skills;
 mod stderr;
 mod task;
 
 pub use error::McpError;
 pub use options::{McpLifecycle, McpOptions};
 pub use refresh::RefreshReport;
+pub use skills::{LoadedSkill, SkillError, SkillFile};
 
 use crate::mcp::names;
 use client::Client;
