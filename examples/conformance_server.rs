@@ -18,7 +18,7 @@ use opkit::envelope::{
 };
 use opkit::prelude::*;
 use opkit::report::LogLevel;
-use opkit_adapters::mcp_server::{McpServer, McpSpec, SkillCatalog};
+use opkit_adapters::mcp_server::{McpServer, McpSession, McpSpec, SkillCatalog};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -131,6 +131,21 @@ async fn tool_with_progress(ctx: &OperationContext) -> String {
         }
     }
     "Tool with progress executed successfully".to_owned()
+}
+
+/// Closes its own SSE stream mid-call (SEP-1699), then answers: the client gets the answer
+/// by resuming the stream with `Last-Event-ID`.
+#[operation(namespace = "conformance", mcp(tool_name = "test_reconnection"))]
+async fn reconnection(ctx: &OperationContext) -> Result<String, CallError> {
+    let session = ctx
+        .edge()
+        .and_then(|edge| edge.fact::<McpSession>())
+        .ok_or_else(|| CallError::execution("not called over MCP"))?;
+    if !session.close_sse_stream(Duration::from_millis(500)).await {
+        return Err(CallError::execution("this call has no SSE stream to close"));
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    Ok("Reconnection test completed".to_owned())
 }
 
 /// Always fails.
@@ -709,6 +724,7 @@ async fn logging_tool(ctx: &OperationContext) -> String {
 fn registry() -> Result<OperationRegistry, opkit::RegistryError> {
     let registry = OperationRegistry::new();
     registry.register_typed::<simple_text>()?;
+    registry.register_typed::<reconnection>()?;
     registry.register_typed::<image_content>()?;
     registry.register_typed::<audio_content>()?;
     registry.register_typed::<embedded_resource>()?;

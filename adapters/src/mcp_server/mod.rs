@@ -29,6 +29,7 @@ mod results;
 mod session;
 mod sessions;
 mod skills;
+mod streams;
 mod tasks;
 mod template;
 mod tools;
@@ -101,6 +102,9 @@ pub(crate) struct McpServerState {
     tasks: tasks::Tasks,
     /// How long clients may keep the lists (`ttlMs`, `cacheScope` of 2026-07-28).
     list_cache: Option<opkit::middleware::CacheHint>,
+    /// The request streams of [`router`](McpServer::router)'s sessions, which a call may
+    /// close for its client to resume (`None` elsewhere).
+    streams: Option<Arc<streams::StreamBook>>,
     /// The skills served beside the registry's operations (SEP-2640).
     #[cfg(feature = "mcp-skills")]
     skills: Option<Arc<SkillCatalog>>,
@@ -141,6 +145,7 @@ impl McpServer {
                 rounds: Arc::new(elicitation::random_codec()),
                 tasks: tasks::Tasks::new(),
                 list_cache: None,
+                streams: None,
                 #[cfg(feature = "mcp-skills")]
                 skills: None,
             },
@@ -375,13 +380,20 @@ impl McpServer {
         let mut manager = LocalSessionManager::default();
         manager.session_config.keep_alive = Some(self.session_limits.idle());
         let manager = Arc::new(manager);
-        let inner = Arc::new(self.handler.clone());
+        // Request streams are booked, so a call can close its own for the client to resume.
+        let book = Arc::new(streams::StreamBook::default());
+        let mut state = self.handler.clone();
+        state.streams = Some(book.clone());
+        let inner = Arc::new(state);
         let service = StreamableHttpService::new(
             {
                 let inner = inner.clone();
                 move || Ok(McpHandler::new(inner.clone()))
             },
-            manager.clone(),
+            Arc::new(streams::Resumable {
+                inner: manager.clone(),
+                book,
+            }),
             self.http_config.clone().unwrap_or_default(),
         );
         // Sessions are held to their owners and bounds (after the gate has found the caller).

@@ -145,7 +145,16 @@ impl McpHandler {
             .and_then(|parts| parts.headers.get("mcp-session-id"))
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
+        let stream = match (&self.inner.streams, &session_id) {
+            (Some(book), Some(session)) => Some(CallStream {
+                book: book.clone(),
+                session: session.clone(),
+                request: context.id.clone(),
+            }),
+            _ => None,
+        };
         let fact = McpSession {
+            stream,
             session_id: session_id.clone(),
             // A 2026-07-28 client names itself in each request's `_meta` (it sends no
             // `initialize`); an older one in its `initialize`.
@@ -289,6 +298,45 @@ pub struct McpSession {
     pub session_id: Option<String>,
     /// The client's name and version from its `initialize` request, when it sent one.
     pub client: Option<Implementation>,
+    /// The call's own SSE stream, when it has one that can be closed for the client to
+    /// resume.
+    stream: Option<CallStream>,
+}
+
+/// The SSE stream of one call in a session of [`McpServer::router`](super::McpServer::router).
+#[derive(Clone)]
+struct CallStream {
+    book: Arc<super::streams::StreamBook>,
+    session: String,
+    request: rmcp::model::RequestId,
+}
+
+impl std::fmt::Debug for CallStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallStream")
+            .field("request", &self.request)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpSession {
+    /// Closes this call's SSE stream now (SEP-1699), telling the client to reconnect after
+    /// `retry`: the call goes on, and what it sends next (its progress, its result) reaches
+    /// the client when it resumes the stream with `Last-Event-ID`. `false` when there is no
+    /// such stream to close: over stdio, for a stateless request, a response sent as plain
+    /// JSON, a server mounted from [`McpServer::streamable_http_service`](super::McpServer::streamable_http_service)
+    /// instead of [`router`](super::McpServer::router), or a stream already closed.
+    pub async fn close_sse_stream(&self, retry: std::time::Duration) -> bool {
+        match &self.stream {
+            Some(stream) => {
+                stream
+                    .book
+                    .close(&stream.session, &stream.request, retry)
+                    .await
+            }
+            None => false,
+        }
+    }
 }
 
 /// The session's resource subscriptions: URI → the token that stops its subscription.
