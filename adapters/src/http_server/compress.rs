@@ -2,7 +2,8 @@
 //! `Accept-Encoding` header goes through `tower-http`'s compression; one without skips it
 //! (its body wrapper, the response body boxed a second time, the encoding negotiation),
 //! and its response still says `Vary: Accept-Encoding` wherever the compressed one would,
-//! so a cache keeps the two apart.
+//! so a cache keeps the two apart. A response carrying [`Uncompressed`] (a route's
+//! `compress = false`) is never compressed and says no `Vary` for it.
 
 use axum::body::Body;
 use futures::TryFutureExt;
@@ -15,6 +16,21 @@ use tower_http::compression::{Compression, CompressionBody, CompressionLayer, Re
 use tower_layer::Layer;
 use tower_service::Service;
 
+/// Marks a response the compression leaves alone (in its extensions).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Uncompressed;
+
+/// What may be compressed: what tower-http compresses by default, unless marked
+/// [`Uncompressed`].
+#[derive(Clone, Default)]
+pub(crate) struct Allowed(DefaultPredicate);
+
+impl Predicate for Allowed {
+    fn should_compress<B: axum::body::HttpBody>(&self, response: &http::Response<B>) -> bool {
+        response.extensions().get::<Uncompressed>().is_none() && self.0.should_compress(response)
+    }
+}
+
 /// The layer: gzip for the requests that accept an encoding, nothing for the others.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct CompressWhenAsked;
@@ -24,7 +40,9 @@ impl<S: Clone> Layer<S> for CompressWhenAsked {
 
     fn layer(&self, inner: S) -> Self::Service {
         CompressWhenAskedService {
-            compressed: CompressionLayer::new().layer(inner.clone()),
+            compressed: CompressionLayer::new()
+                .compress_when(Allowed::default())
+                .layer(inner.clone()),
             plain: inner,
         }
     }
@@ -34,14 +52,12 @@ impl<S: Clone> Layer<S> for CompressWhenAsked {
 /// compression.
 #[derive(Clone)]
 pub(crate) struct CompressWhenAskedService<S> {
-    compressed: Compression<S>,
+    compressed: Compression<S, Allowed>,
     plain: S,
 }
 
-type Compressed<F> = MapOk<
-    ResponseFuture<F, DefaultPredicate>,
-    fn(Response<CompressionBody<Body>>) -> Response<Body>,
->;
+type Compressed<F> =
+    MapOk<ResponseFuture<F, Allowed>, fn(Response<CompressionBody<Body>>) -> Response<Body>>;
 type Plain<F> = MapOk<F, fn(Response<Body>) -> Response<Body>>;
 
 impl<S> Service<Request<Body>> for CompressWhenAskedService<S>
@@ -79,7 +95,7 @@ fn vary(mut response: Response<Body>) -> Response<Body> {
     let headers = response.headers();
     let compressible = !headers.contains_key(header::CONTENT_ENCODING)
         && !headers.contains_key(header::CONTENT_RANGE)
-        && DefaultPredicate::new().should_compress(&response);
+        && Allowed::default().should_compress(&response);
     let varies = headers
         .get_all(header::VARY)
         .iter()

@@ -674,5 +674,10 @@ async fn serve_rest(
     if let Ok(value) = HeaderValue::from_str(&route.id) {
         response.headers_mut().insert(OPERATION_ID, value);
     }
+    if !route.route.compress {
+        response
+            .extensions_mut()
+            .insert(super::compress::Uncompressed);
+    }
     response
 }

@@ -56,10 +56,25 @@ pub struct HttpRoute {
     /// 5,000,000 bytes), `KiB`, `MiB`, `GiB` powers of 2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body_limit: Option<usize>,
+    /// `false` (`compress = false`): the route's responses are never compressed, even when
+    /// the server compresses and the client asks (bodies that are compressed already, or
+    /// streams a client must see chunk by chunk). `true`, the default, follows the server
+    /// ([`HttpServer::compression`](super::HttpServer::compression)).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub compress: bool,
 }
 
 fn ok() -> u16 {
     200
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_true(value: &bool) -> bool {
+    *value
 }
 
 fn body_form<S: Serializer>(envelope: &bool, serializer: S) -> Result<S::Ok, S::Error> {
@@ -86,6 +101,7 @@ impl HttpRoute {
             envelope: false,
             location: None,
             body_limit: None,
+            compress: true,
         }
     }
 
@@ -114,6 +130,13 @@ impl HttpRoute {
     #[must_use]
     pub fn body_limit(mut self, bytes: usize) -> Self {
         self.body_limit = Some(bytes);
+        self
+    }
+
+    /// Never compresses the route's responses.
+    #[must_use]
+    pub fn uncompressed(mut self) -> Self {
+        self.compress = false;
         self
     }
 

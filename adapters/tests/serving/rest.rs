@@ -652,9 +652,20 @@ async fn importing_the_document_gives_back_the_operations_in_their_rpc_form() {
     );
 }
 
+/// The todos again, at a route that is never compressed.
+#[operation(
+    namespace = "todos",
+    name = "index_plain",
+    http(method = "GET", path = "/plain/todos", compress = false)
+)]
+async fn index_plain(db: State<Db>) -> Vec<Todo> {
+    db.0.0.read().values().cloned().collect()
+}
+
 #[tokio::test]
 async fn responses_are_compressed_for_clients_that_accept_it() {
     let registry = todos_registry();
+    registry.register_operation(index_plain).unwrap();
     let served = serve(HttpServer::new(registry).router()).await;
     let http = reqwest::Client::new();
     for n in 0..20 {
@@ -694,6 +705,17 @@ async fn responses_are_compressed_for_clients_that_accept_it() {
         .await
         .unwrap();
     assert_eq!(document.headers()["content-encoding"], "gzip");
+    // A route with `compress = false` is not, and does not vary on the header.
+    let uncompressed = http
+        .get(served.url("/plain/todos"))
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(uncompressed.status(), 200);
+    assert!(uncompressed.headers().get("content-encoding").is_none());
+    assert!(uncompressed.headers().get("vary").is_none());
+    assert_eq!(uncompressed.bytes().await.unwrap().len(), plain.len());
 }
 
 /// An upload: a file and its caption.
