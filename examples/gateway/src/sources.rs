@@ -18,7 +18,7 @@ pub enum Connected {
         /// The document's URL or file.
         document: String,
         /// The import's options (credentials and access rules included).
-        importer: OpenApiImporter,
+        importer: Box<OpenApiImporter>,
     },
     /// An MCP server, which refreshes itself on `list_changed` and on demand.
     Mcp {
@@ -57,7 +57,7 @@ async fn connect(source: &Source, rules: ImportRules) -> Result<Connected, Gatew
     let namespace = source.namespace.clone();
     match source.location()? {
         Location::OpenApi(document) => Ok(Connected::OpenApi {
-            importer: OpenApiImporter::new(openapi_options(source, rules)?),
+            importer: Box::new(OpenApiImporter::new(openapi_options(source, rules)?)),
             document: document.to_owned(),
             namespace,
         }),

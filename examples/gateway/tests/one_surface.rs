@@ -10,17 +10,8 @@ use opkit_testkit::dir::TempDir;
 use serde_json::json;
 use support::{ANN_KEY, BOB_KEY, GatewayProcess, curl_get, curl_post};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_sources_one_surface() {
-    let dir = TempDir::new("gateway-surface");
-    let fastapi = opkit_testkit::peers::start_fastapi();
-    let (notes, notes_task) = support::serve_notes(&dir).await;
-    let config = support::config(&fastapi.base_url(), &notes);
-    let gateway =
-        tokio::task::spawn_blocking(move || GatewayProcess::start(&config, &support::env()))
-            .await
-            .expect("the gateway starts");
-
+/// One OpenAPI document holds the three sources' operations.
+fn one_document(gateway: &GatewayProcess) {
     // One OpenAPI document with the three namespaces.
     let (status, document) = curl_get(&format!("{}/api/openapi.json", gateway.base), None);
     assert_eq!(status, 200);
@@ -34,7 +25,10 @@ async fn three_sources_one_surface() {
                 .map(|paths| paths.keys().collect::<Vec<_>>())
         );
     }
+}
 
+/// `curl` through the gateway reaches each source.
+fn curl_reaches_every_source(gateway: &GatewayProcess) {
     // curl through the gateway to each source.
     let (status, reply) = curl_post(
         &gateway.op_url("shop.get_item"),
@@ -57,7 +51,11 @@ async fn three_sources_one_surface() {
     );
     assert_eq!(status, 200, "{reply}");
     assert!(reply["data"].to_string().contains("milk"), "{reply}");
+}
 
+/// Callers without a key or scope are refused, imports without a rule are internal, and a
+/// rate limit holds.
+fn refusals_and_limits(gateway: &GatewayProcess) {
     // A public operation answers anyone; the others need a key with the right scope.
     let (status, reply) = curl_post(&gateway.op_url("shop.hello"), None, &json!({"name": "zoe"}));
     assert_eq!(status, 200, "{reply}");
@@ -99,7 +97,10 @@ async fn three_sources_one_surface() {
         statuses[..2].iter().all(|status| *status != 429),
         "{statuses:?}"
     );
+}
 
+/// The official TypeScript SDK client through the MCP endpoint.
+async fn typescript_client(gateway: &GatewayProcess) {
     // The official TypeScript SDK client over MCP: it lists the tools and calls one of
     // each MCP source; bob's key gets ACCESS_DENIED for a tool he has no scope for.
     let calls = json!([
@@ -139,6 +140,23 @@ async fn three_sources_one_surface() {
         "{refused}"
     );
     assert!(refused.to_string().contains("ACCESS_DENIED"), "{refused}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_sources_one_surface() {
+    let dir = TempDir::new("gateway-surface");
+    let fastapi = opkit_testkit::peers::start_fastapi();
+    let (notes, notes_task) = support::serve_notes(&dir).await;
+    let config = support::config(&fastapi.base_url(), &notes);
+    let gateway =
+        tokio::task::spawn_blocking(move || GatewayProcess::start(&config, &support::env()))
+            .await
+            .expect("the gateway starts");
+
+    one_document(&gateway);
+    curl_reaches_every_source(&gateway);
+    refusals_and_limits(&gateway);
+    typescript_client(&gateway).await;
 
     drop(gateway);
     notes_task.abort();
