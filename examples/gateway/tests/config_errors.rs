@@ -174,3 +174,13 @@ fn the_binary_refuses_a_bad_file_with_status_2() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_example_file_parses() {
+    let config = Config::parse(include_str!("../gateway.example.toml")).expect("the example file");
+    assert_eq!(config.sources.len(), 3);
+    assert_eq!(
+        config.listen_addr(None).expect("its address").to_string(),
+        "127.0.0.1:8080"
+    );
+}
