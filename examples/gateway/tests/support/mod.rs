@@ -36,6 +36,11 @@ impl GatewayProcess {
     /// Writes `config` to a file and starts the gateway on it, with `env`; waits (bounded)
     /// for its `listening on` line.
     pub fn start(config: &str, env: &[(&str, &str)]) -> Self {
+        Self::start_at(config, env, "127.0.0.1:0")
+    }
+
+    /// [`start`](Self::start) on the address `addr`.
+    pub fn start_at(config: &str, env: &[(&str, &str)], addr: &str) -> Self {
         let dir = TempDir::new("gateway");
         let path = dir.join("gateway.toml");
         std::fs::write(&path, config).expect("the configuration is written");
@@ -43,7 +48,7 @@ impl GatewayProcess {
         command
             .arg("--config")
             .arg(&path)
-            .args(["--addr", "127.0.0.1:0"])
+            .args(["--addr", addr])
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -121,6 +126,13 @@ impl Drop for GatewayProcess {
 /// `curl -X POST <url>` with a JSON body and an optional API key; returns the status and
 /// the parsed body.
 pub fn curl_post(url: &str, key: Option<&str>, body: &Value) -> (u16, Value) {
+    let header = key.map(|key| format!("x-api-key: {key}"));
+    curl_post_with(url, header.as_deref(), body)
+}
+
+/// `curl -X POST <url>` with a JSON body and an optional header line
+/// (`authorization: Bearer ..`); returns the status and the parsed body.
+pub fn curl_post_with(url: &str, header: Option<&str>, body: &Value) -> (u16, Value) {
     opkit_testkit::peers::require_command("curl", &["--version"]);
     let mut command = Command::new("curl");
     command
@@ -128,8 +140,8 @@ pub fn curl_post(url: &str, key: Option<&str>, body: &Value) -> (u16, Value) {
         .args(["-H", "content-type: application/json"])
         .args(["-d", &body.to_string()])
         .args(["-w", "\n%{http_code}"]);
-    if let Some(key) = key {
-        command.args(["-H", &format!("x-api-key: {key}")]);
+    if let Some(header) = header {
+        command.args(["-H", header]);
     }
     let output = command.arg(url).output().expect("curl runs");
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
