@@ -1,4 +1,4 @@
-//! The FastAPI peer (OpenAPI), server-everything (MCP over stdio) and the notes example (MCP
+//! The FastAPI peer (OpenAPI, by URL and from a file), server-everything (MCP over stdio) and the notes example (MCP
 //! over Streamable HTTP, with its own API key) behind one gateway: one OpenAPI document,
 //! `curl` calling each source through it, the official TypeScript SDK client calling
 //! through its MCP endpoint, callers without the right key or scope refused, operations
@@ -16,7 +16,12 @@ fn one_document(gateway: &GatewayProcess) {
     let (status, document) = curl_get(&format!("{}/api/openapi.json", gateway.base), None);
     assert_eq!(status, 200);
     let text = document.to_string();
-    for id in ["shop.get_item", "tools.echo", "memo.notes_create"] {
+    for id in [
+        "shop.get_item",
+        "shopfile.get_item",
+        "tools.echo",
+        "memo.notes_create",
+    ] {
         assert!(
             text.contains(id),
             "{id} missing from the OpenAPI document: {:?}",
@@ -37,6 +42,13 @@ fn curl_reaches_every_source(gateway: &GatewayProcess) {
     );
     assert_eq!(status, 200, "{reply}");
     assert_eq!(reply["data"]["item_id"], 7, "{reply}");
+    let (status, reply) = curl_post(
+        &gateway.op_url("shopfile.get_item"),
+        Some(ANN_KEY),
+        &json!({"item_id": 8}),
+    );
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["data"]["item_id"], 8, "{reply}");
     let (status, reply) = curl_post(
         &gateway.op_url("tools.echo"),
         Some(ANN_KEY),
@@ -147,7 +159,16 @@ async fn three_sources_one_surface() {
     let dir = TempDir::new("gateway-surface");
     let fastapi = opkit_testkit::peers::start_fastapi();
     let (notes, notes_task) = support::serve_notes(&dir).await;
-    let config = support::config(&fastapi.base_url(), &notes);
+    // The FastAPI document also as a file, imported a second time under its own namespace.
+    let (_, document) = curl_get(&format!("{}/openapi.json", fastapi.base_url()), None);
+    let file = dir.join("shop.json");
+    std::fs::write(&file, document.to_string()).expect("the document is written");
+    let config = format!(
+        "{}\n[[sources]]\nnamespace = \"shopfile\"\nopenapi = \"{}\"\nbase_url = \"{}\"\n\n[[rules]]\nnamespace = \"shopfile\"\nscopes = [\"shop\"]\n",
+        support::config(&fastapi.base_url(), &notes),
+        file.display(),
+        fastapi.base_url()
+    );
     let gateway =
         tokio::task::spawn_blocking(move || GatewayProcess::start(&config, &support::env()))
             .await
