@@ -45,8 +45,8 @@ async fn refresh_on_hangup(gateway: Gateway) -> std::io::Result<()> {
             for (namespace, outcome) in gateway.refresh().await {
                 match outcome {
                     Ok(changes) => say(&format!(
-                        "refreshed {namespace}: {} added, {} removed, {} replaced",
-                        changes.added, changes.removed, changes.replaced
+                        "refreshed {namespace}: {} added, {} removed, {} replaced, {} unchanged",
+                        changes.added, changes.removed, changes.replaced, changes.unchanged
                     )),
                     Err(error) => say(&format!("refresh of {namespace} failed: {error}")),
                 }

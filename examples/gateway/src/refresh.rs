@@ -16,6 +16,8 @@ pub struct Changes {
     pub removed: usize,
     /// Operations replaced by their new definition.
     pub replaced: usize,
+    /// Operations whose definition is the same (left as they were).
+    pub unchanged: usize,
 }
 
 /// Refreshes every source; a source that fails (its server is gone) is reported and the
@@ -48,6 +50,7 @@ pub async fn refresh(
                 added: report.added.len(),
                 removed: report.removed.len(),
                 replaced: report.changed.len(),
+                unchanged: 0,
             })
         }
         Connected::OpenApi {
@@ -66,8 +69,9 @@ pub async fn refresh(
     }
 }
 
-/// Puts `pairs` in place of the operations of `namespace`: each new one registered (after
-/// its old definition is removed), each one no longer imported removed.
+/// Puts `pairs` in place of the operations of `namespace`: each new or changed one
+/// registered (after its old definition is removed), each unchanged one left as it was,
+/// each one no longer imported removed.
 fn replace(
     registry: &OperationRegistry,
     namespace: &str,
@@ -84,6 +88,11 @@ fn replace(
     let mut kept = BTreeSet::new();
     for (spec, handler) in pairs {
         let id = spec.id();
+        if registry.spec(&id).is_some_and(|old| *old == spec) {
+            changes.unchanged += 1;
+            kept.insert(id);
+            continue;
+        }
         if registry.unregister(&id) {
             changes.replaced += 1;
         } else {

@@ -1,5 +1,6 @@
 //! A refresh on `SIGHUP` drops no call in flight: an event stream of the FastAPI peer
-//! (OpenAPI, imported again) keeps sending across the refresh, and a long-running tool of
+//! (OpenAPI from a file, imported again, the streaming operation's definition changed)
+//! keeps sending across the refresh, and a long-running tool of
 //! server-everything (MCP, listed again) started before it completes after it; every
 //! source answers new calls afterwards.
 
@@ -30,7 +31,19 @@ async fn a_refresh_drops_no_call_in_flight() {
     let dir = TempDir::new("gateway-refresh");
     let fastapi = opkit_testkit::peers::start_fastapi();
     let (notes, notes_task) = support::serve_notes(&dir).await;
-    let config = support::config(&fastapi.base_url(), &notes);
+    // The FastAPI document as a file, so that the test can change it before the refresh.
+    let (_, mut document) =
+        support::curl_get(&format!("{}/openapi.json", fastapi.base_url()), None);
+    let file = dir.join("shop.json");
+    std::fs::write(&file, document.to_string()).expect("the document is written");
+    let config = support::config(&fastapi.base_url(), &notes).replace(
+        &format!("openapi = \"{}/openapi.json\"", fastapi.base_url()),
+        &format!(
+            "openapi = \"{}\"\nbase_url = \"{}\"",
+            file.display(),
+            fastapi.base_url()
+        ),
+    );
     let mut gateway =
         tokio::task::spawn_blocking(move || GatewayProcess::start(&config, &support::env()))
             .await
@@ -60,9 +73,12 @@ async fn a_refresh_drops_no_call_in_flight() {
         })
     };
 
+    // The operation whose stream is open changes (its description), the others do not.
+    document["paths"]["/forever"]["get"]["description"] = json!("Streams ticks, version 2.");
+    std::fs::write(&file, document.to_string()).expect("the document is written");
     gateway.signal("-HUP");
     let shop = gateway.wait_line("refreshed shop", Duration::from_secs(60));
-    assert!(shop.contains("replaced"), "{shop}");
+    assert!(shop.contains(": 0 added, 0 removed, 1 replaced"), "{shop}");
     gateway.wait_line("refreshed", Duration::from_secs(60));
 
     // The stream opened before the refresh still sends.
