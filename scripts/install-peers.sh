@@ -17,6 +17,12 @@ if ! command -v redis-server >/dev/null; then
     apt-get install -y redis-server
 fi
 
+# Gateway tests (examples/gateway): `curl` calls the gateway's HTTP API as a user would.
+if ! command -v curl >/dev/null; then
+    apt-get update
+    apt-get install -y curl
+fi
+
 # ----- Redis Cluster tests (adapters/tests/redis_cluster*.rs) -----------------------------------
 # The harness starts its own cluster nodes (redis-server --cluster-enabled yes, loopback only)
 # and joins them with `redis-cli --cluster create`; replies and aborts use sharded pub/sub,

@@ -1,0 +1,174 @@
+//! Connecting the sources: each OpenAPI document imported and each MCP server connected
+//! with its credentials and its import access rules, and their operations registered in
+//! the gateway's one registry.
+
+use crate::access::ImportRules;
+use crate::config::{Config, Location, Source};
+use crate::error::GatewayError;
+use opkit::OperationRegistry;
+use opkit_adapters::mcp::{McpConnection, McpOptions};
+use opkit_adapters::openapi::{OpenApiAuth, OpenApiImport, OpenApiImporter, OpenApiOptions};
+
+/// One connected source.
+pub enum Connected {
+    /// An OpenAPI document, imported again on a refresh.
+    OpenApi {
+        /// The namespace.
+        namespace: String,
+        /// The document's URL or file.
+        document: String,
+        /// The import's options (credentials and access rules included).
+        importer: Box<OpenApiImporter>,
+    },
+    /// An MCP server, which refreshes itself on `list_changed` and on demand.
+    Mcp {
+        /// The namespace.
+        namespace: String,
+        /// The connection.
+        connection: McpConnection,
+    },
+}
+
+impl Connected {
+    /// The source's namespace.
+    pub fn namespace(&self) -> &str {
+        match self {
+            Connected::OpenApi { namespace, .. } | Connected::Mcp { namespace, .. } => namespace,
+        }
+    }
+}
+
+/// Connects every source of `config` and registers its operations into `registry`.
+pub async fn connect_all(
+    config: &Config,
+    registry: &OperationRegistry,
+) -> Result<Vec<Connected>, GatewayError> {
+    let mut connected = Vec::with_capacity(config.sources.len());
+    for source in &config.sources {
+        let rules = ImportRules::of(config, &source.namespace);
+        let source = connect(source, rules).await?;
+        register(&source, registry).await?;
+        connected.push(source);
+    }
+    Ok(connected)
+}
+
+async fn connect(source: &Source, rules: ImportRules) -> Result<Connected, GatewayError> {
+    let namespace = source.namespace.clone();
+    match source.location()? {
+        Location::OpenApi(document) => Ok(Connected::OpenApi {
+            importer: Box::new(OpenApiImporter::new(openapi_options(source, rules)?)),
+            document: document.to_owned(),
+            namespace,
+        }),
+        Location::McpCommand(command) => {
+            let options = mcp_options(source, rules)?;
+            let connection =
+                McpConnection::connect_stdio(&command[0], &command[1..], &source.env, options)
+                    .await
+                    .map_err(|source| GatewayError::Mcp {
+                        namespace: namespace.clone(),
+                        source,
+                    })?;
+            Ok(Connected::Mcp {
+                namespace,
+                connection,
+            })
+        }
+        Location::McpUrl(url) => {
+            let options = mcp_options(source, rules)?;
+            let connection = McpConnection::connect_http(url, options)
+                .await
+                .map_err(|source| GatewayError::Mcp {
+                    namespace: namespace.clone(),
+                    source,
+                })?;
+            Ok(Connected::Mcp {
+                namespace,
+                connection,
+            })
+        }
+    }
+}
+
+fn openapi_options(source: &Source, rules: ImportRules) -> Result<OpenApiOptions, GatewayError> {
+    let mut options = OpenApiOptions::new(&source.namespace);
+    if let Some(base_url) = &source.base_url {
+        options = options.base_url(base_url);
+    }
+    if let Some(bearer) = &source.bearer {
+        let what = format!("the bearer token of source `{}`", source.namespace);
+        options = options.auth(OpenApiAuth::new().bearer(bearer.resolve(&what)?));
+    }
+    for (name, value) in &source.headers {
+        let what = format!("header `{name}` of source `{}`", source.namespace);
+        options = options.header(name, value.resolve(&what)?);
+    }
+    if let Some(rule) = rules.all {
+        options = options.access(rule);
+    }
+    for (name, rule) in rules.by_name {
+        options = options.operation_access(name, rule);
+    }
+    Ok(options)
+}
+
+fn mcp_options(source: &Source, rules: ImportRules) -> Result<McpOptions, GatewayError> {
+    let mut options = McpOptions::new(&source.namespace).auto_refresh(true);
+    if let Some(bearer) = &source.bearer {
+        let what = format!("the bearer token of source `{}`", source.namespace);
+        options = options.bearer_token(bearer.resolve(&what)?);
+    }
+    for (name, value) in &source.headers {
+        let what = format!("header `{name}` of source `{}`", source.namespace);
+        options = options.header(name, value.resolve(&what)?);
+    }
+    if let Some(rule) = rules.all {
+        options = options.access(rule);
+    }
+    for (name, rule) in rules.by_name {
+        options = options.operation_access(name, rule);
+    }
+    Ok(options)
+}
+
+/// Imports an OpenAPI document from its URL or file.
+pub async fn import(
+    importer: &OpenApiImporter,
+    document: &str,
+) -> Result<OpenApiImport, opkit_adapters::openapi::OpenApiError> {
+    if document.starts_with("http://") || document.starts_with("https://") {
+        importer.import_url(document).await
+    } else {
+        importer.import_file(document)
+    }
+}
+
+async fn register(source: &Connected, registry: &OperationRegistry) -> Result<(), GatewayError> {
+    let namespace = source.namespace().to_owned();
+    match source {
+        Connected::OpenApi {
+            importer, document, ..
+        } => {
+            let imported =
+                import(importer, document)
+                    .await
+                    .map_err(|source| GatewayError::OpenApi {
+                        namespace: namespace.clone(),
+                        source,
+                    })?;
+            for skipped in &imported.skipped {
+                tracing::warn!(source = %namespace, "{skipped}");
+            }
+            imported
+                .register_into(registry)
+                .map_err(|source| GatewayError::Registry { namespace, source })?;
+        }
+        Connected::Mcp { connection, .. } => {
+            connection
+                .register_into(registry)
+                .map_err(|source| GatewayError::Mcp { namespace, source })?;
+        }
+    }
+    Ok(())
+}
