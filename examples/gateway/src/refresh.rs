@@ -56,13 +56,7 @@ pub async fn refresh(
         Connected::OpenApi {
             importer, document, ..
         } => {
-            let imported =
-                import(importer, document)
-                    .await
-                    .map_err(|source| GatewayError::OpenApi {
-                        namespace: namespace.clone(),
-                        source,
-                    })?;
+            let imported = import(importer, document, &namespace).await?;
             replace(registry, &namespace, imported.into_pairs())
                 .map_err(|source| GatewayError::Registry { namespace, source })
         }

@@ -91,18 +91,39 @@ async fn connect(source: &Source, rules: ImportRules) -> Result<Connected, Gatew
     }
 }
 
+/// The source's bearer token and headers, their secrets resolved.
+struct Credentials {
+    bearer: Option<String>,
+    headers: Vec<(String, String)>,
+}
+
+fn credentials(source: &Source) -> Result<Credentials, GatewayError> {
+    let bearer = match &source.bearer {
+        Some(bearer) => {
+            let what = format!("the bearer token of source `{}`", source.namespace);
+            Some(bearer.resolve(&what)?)
+        }
+        None => None,
+    };
+    let mut headers = Vec::with_capacity(source.headers.len());
+    for (name, value) in &source.headers {
+        let what = format!("header `{name}` of source `{}`", source.namespace);
+        headers.push((name.clone(), value.resolve(&what)?));
+    }
+    Ok(Credentials { bearer, headers })
+}
+
 fn openapi_options(source: &Source, rules: ImportRules) -> Result<OpenApiOptions, GatewayError> {
     let mut options = OpenApiOptions::new(&source.namespace);
     if let Some(base_url) = &source.base_url {
         options = options.base_url(base_url);
     }
-    if let Some(bearer) = &source.bearer {
-        let what = format!("the bearer token of source `{}`", source.namespace);
-        options = options.auth(OpenApiAuth::new().bearer(bearer.resolve(&what)?));
+    let credentials = credentials(source)?;
+    if let Some(bearer) = credentials.bearer {
+        options = options.auth(OpenApiAuth::new().bearer(bearer));
     }
-    for (name, value) in &source.headers {
-        let what = format!("header `{name}` of source `{}`", source.namespace);
-        options = options.header(name, value.resolve(&what)?);
+    for (name, value) in credentials.headers {
+        options = options.header(name, value);
     }
     if let Some(rule) = rules.all {
         options = options.access(rule);
@@ -115,13 +136,12 @@ fn openapi_options(source: &Source, rules: ImportRules) -> Result<OpenApiOptions
 
 fn mcp_options(source: &Source, rules: ImportRules) -> Result<McpOptions, GatewayError> {
     let mut options = McpOptions::new(&source.namespace).auto_refresh(true);
-    if let Some(bearer) = &source.bearer {
-        let what = format!("the bearer token of source `{}`", source.namespace);
-        options = options.bearer_token(bearer.resolve(&what)?);
+    let credentials = credentials(source)?;
+    if let Some(bearer) = credentials.bearer {
+        options = options.bearer_token(bearer);
     }
-    for (name, value) in &source.headers {
-        let what = format!("header `{name}` of source `{}`", source.namespace);
-        options = options.header(name, value.resolve(&what)?);
+    for (name, value) in credentials.headers {
+        options = options.header(name, value);
     }
     if let Some(rule) = rules.all {
         options = options.access(rule);
@@ -132,16 +152,21 @@ fn mcp_options(source: &Source, rules: ImportRules) -> Result<McpOptions, Gatewa
     Ok(options)
 }
 
-/// Imports an OpenAPI document from its URL or file.
+/// Imports the OpenAPI document of source `namespace` from its URL or file.
 pub async fn import(
     importer: &OpenApiImporter,
     document: &str,
-) -> Result<OpenApiImport, opkit_adapters::openapi::OpenApiError> {
-    if document.starts_with("http://") || document.starts_with("https://") {
+    namespace: &str,
+) -> Result<OpenApiImport, GatewayError> {
+    let imported = if document.starts_with("http://") || document.starts_with("https://") {
         importer.import_url(document).await
     } else {
         importer.import_file(document)
-    }
+    };
+    imported.map_err(|source| GatewayError::OpenApi {
+        namespace: namespace.to_owned(),
+        source,
+    })
 }
 
 async fn register(source: &Connected, registry: &OperationRegistry) -> Result<(), GatewayError> {
@@ -150,13 +175,7 @@ async fn register(source: &Connected, registry: &OperationRegistry) -> Result<()
         Connected::OpenApi {
             importer, document, ..
         } => {
-            let imported =
-                import(importer, document)
-                    .await
-                    .map_err(|source| GatewayError::OpenApi {
-                        namespace: namespace.clone(),
-                        source,
-                    })?;
+            let imported = import(importer, document, &namespace).await?;
             for skipped in &imported.skipped {
                 tracing::warn!(source = %namespace, "{skipped}");
             }
