@@ -689,3 +689,55 @@ async fn a_float_with_a_zero_fraction_is_an_integer_as_json_schema_says() {
         .unwrap_err();
     assert_eq!(error.code, ErrorCode::ValidationError);
 }
+
+/// A replaced operation is never missing: calls made while it is replaced again and again
+/// find the old one or the new one, each answering its own version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_during_a_replace_find_the_old_or_the_new_operation() {
+    let registry = OperationRegistry::new();
+    let version = |n: i64| {
+        (
+            OperationSpec::new("api", "version", OperationKind::Query),
+            Handler::unary(move |_input, _ctx| async move { Ok(json!(n)) }),
+        )
+    };
+    let (spec, handler) = version(0);
+    assert!(!registry.replace_lazy(spec, handler).unwrap(), "added");
+    let done = Arc::new(AtomicBool::new(false));
+    let caller = {
+        let (registry, done) = (registry.clone(), done.clone());
+        tokio::spawn(async move {
+            let mut calls = 0_usize;
+            let ctx = OperationContext::default();
+            // Bounded: at most 200,000 calls, whatever the replacing side does.
+            while !done.load(Ordering::Acquire) && calls < 200_000 {
+                let reply = registry.execute("api.version", json!({}), &ctx).await;
+                let reply = reply.unwrap_or_else(|error| panic!("call {calls}: {error}"));
+                assert!(reply.data.is_i64(), "{}", reply.data);
+                calls += 1;
+                tokio::task::yield_now().await;
+            }
+            calls
+        })
+    };
+    for n in 1..=500 {
+        let (spec, handler) = version(n);
+        assert!(registry.replace(spec, handler).unwrap(), "replaced");
+        tokio::task::yield_now().await;
+    }
+    done.store(true, Ordering::Release);
+    assert!(caller.await.unwrap() > 0);
+    let last = registry
+        .execute("api.version", json!({}), &OperationContext::default())
+        .await
+        .unwrap();
+    assert_eq!(last.data, json!(500));
+    // A replacement that cannot be built changes nothing.
+    let mismatched = OperationSpec::new("api", "version", OperationKind::Subscription);
+    let error = registry.replace(mismatched, Handler::unary(|_, _| async { Ok(json!(0)) }));
+    assert!(error.is_err());
+    assert_eq!(
+        registry.spec("api.version").unwrap().kind,
+        OperationKind::Query
+    );
+}

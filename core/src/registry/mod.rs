@@ -384,22 +384,67 @@ impl OperationRegistry {
         }
     }
 
+    /// Puts `spec` in place of the operation of the same id in one step, or adds it when the
+    /// id is free: a call finds the old operation or the new one, never neither (what
+    /// [`unregister`](Self::unregister) then [`register`](Self::register) would leave for a
+    /// moment). Calls already running on the old one finish on it. Returns whether an
+    /// operation was replaced. Fails like [`register`](Self::register), and then changes
+    /// nothing.
+    ///
+    /// ```
+    /// use opkit::{Handler, OperationKind, OperationRegistry, OperationSpec};
+    /// use serde_json::json;
+    ///
+    /// let registry = OperationRegistry::new();
+    /// let spec = || OperationSpec::new("api", "version", OperationKind::Query);
+    /// let answering = |n: i64| Handler::unary(move |_input, _ctx| async move { Ok(json!(n)) });
+    /// assert!(!registry.replace(spec(), answering(1)).unwrap(), "added");
+    /// assert!(registry.replace(spec(), answering(2)).unwrap(), "replaced");
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let reply = registry.execute("api.version", json!({}), &Default::default()).await.unwrap();
+    /// assert_eq!(reply.data, json!(2));
+    /// # });
+    /// ```
+    pub fn replace(&self, spec: OperationSpec, handler: Handler) -> Result<bool, RegistryError> {
+        self.put(Operation::build(spec, handler, Compile::Eager)?, true)
+    }
+
+    /// [`replace`](Self::replace), with the validators compiled at their first use (as
+    /// [`register_lazy`](Self::register_lazy) adds).
+    pub fn replace_lazy(
+        &self,
+        spec: OperationSpec,
+        handler: Handler,
+    ) -> Result<bool, RegistryError> {
+        self.put(Operation::build(spec, handler, Compile::Lazy)?, true)
+    }
+
     fn insert(&self, operation: Operation) -> Result<(), RegistryError> {
+        self.put(operation, false).map(|_| ())
+    }
+
+    /// Stores `operation` under its id (replacing one there when `replace`, else refusing
+    /// a taken id); returns whether one was replaced.
+    fn put(&self, operation: Operation, replace: bool) -> Result<bool, RegistryError> {
         let _writer = self.inner.writer.lock();
         let current = self.inner.operations.load();
-        if let Some(existing) = current.get(&operation.id) {
+        let existing = current.get(&operation.id);
+        if let Some(existing) = existing
+            && !replace
+        {
             return Err(RegistryError::DuplicateId {
                 id: operation.id.to_string(),
                 existing: existing.describe(),
                 new: operation.describe(),
             });
         }
+        let replaced = existing.is_some();
         let mut next = OperationMap::clone(&current);
         next.insert(operation.id.clone(), Arc::new(operation));
         self.inner.operations.store(Arc::new(next));
         self.inner.revision.fetch_add(1, Ordering::Release);
         self.inner.changed.notify_waiters();
-        Ok(())
+        Ok(replaced)
     }
 
     /// Adds the `#[operation]` fn `operation`, passed as the fn item itself.

@@ -1,6 +1,8 @@
 //! Refreshing the sources: an OpenAPI document imported again and its operations replaced,
 //! an MCP server's lists fetched again. A call in flight keeps the operation it started
-//! with (the registry hands each call its own reference), so a refresh drops none.
+//! with (the registry hands each call its own reference), and a changed operation is replaced
+//! in one step (`OperationRegistry::replace_lazy`), so a call arriving meanwhile finds the
+//! old one or the new one: a refresh drops none.
 
 use crate::error::GatewayError;
 use crate::sources::{Connected, import};
@@ -87,12 +89,12 @@ fn replace(
             kept.insert(id);
             continue;
         }
-        if registry.unregister(&id) {
+        // In one step: a call arriving now finds the old operation or the new one.
+        if registry.replace_lazy(spec, handler)? {
             changes.replaced += 1;
         } else {
             changes.added += 1;
         }
-        registry.register_lazy(spec, handler)?;
         kept.insert(id);
     }
     for gone in before.difference(&kept) {

@@ -106,12 +106,13 @@ pub(super) async fn refresh_state(state: &State) -> Result<RefreshReport, McpErr
     report.changed.sort();
     let registries = state.registries.lock().clone();
     for registry in &registries {
-        for id in report.removed.iter().chain(&report.changed) {
+        for id in &report.removed {
             registry.unregister(id);
         }
+        // A changed operation is replaced in one step: a call finds the old or the new one.
         for id in report.added.iter().chain(&report.changed) {
             let entry = &new_by_id[id];
-            if let Err(error) = registry.register(entry.spec().clone(), entry.handler(state)) {
+            if let Err(error) = registry.replace(entry.spec().clone(), entry.handler(state)) {
                 tracing::warn!(target: "opkit_adapters::mcp", server = %state.client.label, %error,
                     "refresh could not register an operation");
             }
