@@ -54,7 +54,10 @@ impl ToolNaming {
             clean
         } else {
             let tail = room - HEAD - 1;
-            format!("{}_{}", &clean[..HEAD], &clean[clean.len() - tail..])
+            let separator = |c: char| matches!(c, '_' | '.' | '-');
+            let head = clean[..HEAD].trim_end_matches(separator);
+            let tail = clean[clean.len() - tail..].trim_start_matches(separator);
+            format!("{head}_{tail}")
         };
         let hash = match attempt {
             0 => digest(id),
@@ -148,6 +151,10 @@ mod tests {
             assert_ne!(name, naming.fit(&id, 1), "a salted second try");
             assert!(name.starts_with("graph"), "{name}");
             assert!(name.contains("createUploadSession_"), "{name}");
+            assert!(
+                !name.contains("__") && !name.contains("._"),
+                "one separator: {name}"
+            );
         }
         let short = ToolNaming::ProviderSafe.fit("a/b.c", 0);
         assert!(short.starts_with("a_b_c_"), "{short}");
