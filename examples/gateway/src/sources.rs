@@ -2,10 +2,11 @@
 //! with its credentials and its import access rules, and their operations registered in
 //! the gateway's one registry.
 
-use crate::access::ImportRules;
+use crate::access::import_access;
 use crate::config::{Config, Location, Source};
 use crate::error::GatewayError;
 use opkit::OperationRegistry;
+use opkit_adapters::ImportAccess;
 use opkit_adapters::mcp::{McpConnection, McpOptions};
 use opkit_adapters::openapi::{OpenApiAuth, OpenApiImport, OpenApiImporter, OpenApiOptions};
 
@@ -45,24 +46,24 @@ pub async fn connect_all(
 ) -> Result<Vec<Connected>, GatewayError> {
     let mut connected = Vec::with_capacity(config.sources.len());
     for source in &config.sources {
-        let rules = ImportRules::of(config, &source.namespace);
-        let source = connect(source, rules).await?;
+        let access = import_access(config, &source.namespace);
+        let source = connect(source, access).await?;
         register(&source, registry).await?;
         connected.push(source);
     }
     Ok(connected)
 }
 
-async fn connect(source: &Source, rules: ImportRules) -> Result<Connected, GatewayError> {
+async fn connect(source: &Source, access: ImportAccess) -> Result<Connected, GatewayError> {
     let namespace = source.namespace.clone();
     match source.location()? {
         Location::OpenApi(document) => Ok(Connected::OpenApi {
-            importer: Box::new(OpenApiImporter::new(openapi_options(source, rules)?)),
+            importer: Box::new(OpenApiImporter::new(openapi_options(source, access)?)),
             document: document.to_owned(),
             namespace,
         }),
         Location::McpCommand(command) => {
-            let options = mcp_options(source, rules)?;
+            let options = mcp_options(source, access)?;
             let connection =
                 McpConnection::connect_stdio(&command[0], &command[1..], &source.env, options)
                     .await
@@ -76,7 +77,7 @@ async fn connect(source: &Source, rules: ImportRules) -> Result<Connected, Gatew
             })
         }
         Location::McpUrl(url) => {
-            let options = mcp_options(source, rules)?;
+            let options = mcp_options(source, access)?;
             let connection = McpConnection::connect_http(url, options)
                 .await
                 .map_err(|source| GatewayError::Mcp {
@@ -113,7 +114,7 @@ fn credentials(source: &Source) -> Result<Credentials, GatewayError> {
     Ok(Credentials { bearer, headers })
 }
 
-fn openapi_options(source: &Source, rules: ImportRules) -> Result<OpenApiOptions, GatewayError> {
+fn openapi_options(source: &Source, access: ImportAccess) -> Result<OpenApiOptions, GatewayError> {
     let mut options = OpenApiOptions::new(&source.namespace);
     if let Some(base_url) = &source.base_url {
         options = options.base_url(base_url);
@@ -125,16 +126,11 @@ fn openapi_options(source: &Source, rules: ImportRules) -> Result<OpenApiOptions
     for (name, value) in credentials.headers {
         options = options.header(name, value);
     }
-    if let Some(rule) = rules.all {
-        options = options.access(rule);
-    }
-    for (name, rule) in rules.by_name {
-        options = options.operation_access(name, rule);
-    }
+    options.access = access;
     Ok(options)
 }
 
-fn mcp_options(source: &Source, rules: ImportRules) -> Result<McpOptions, GatewayError> {
+fn mcp_options(source: &Source, access: ImportAccess) -> Result<McpOptions, GatewayError> {
     let mut options = McpOptions::new(&source.namespace).auto_refresh(true);
     let credentials = credentials(source)?;
     if let Some(bearer) = credentials.bearer {
@@ -143,12 +139,7 @@ fn mcp_options(source: &Source, rules: ImportRules) -> Result<McpOptions, Gatewa
     for (name, value) in credentials.headers {
         options = options.header(name, value);
     }
-    if let Some(rule) = rules.all {
-        options = options.access(rule);
-    }
-    for (name, rule) in rules.by_name {
-        options = options.operation_access(name, rule);
-    }
+    options.access = access;
     Ok(options)
 }
 
