@@ -164,57 +164,59 @@ impl ToolNames {
 /// registry is never refused for the names its ids give. Kept names are reserved first, so a
 /// fitted name never takes one.
 fn assign(specs: &[&Arc<OperationSpec>], naming: ToolNaming) -> Result<Vec<String>, ToolNameError> {
-    let mut taken: BTreeMap<String, String> = BTreeMap::new();
-    let mut derived: BTreeMap<String, usize> = BTreeMap::new();
-    for spec in specs {
-        match super::options::tool_name(spec) {
-            Some(own) => {
-                if let Some(reason) = naming.check(own) {
-                    return Err(ToolNameError::Invalid {
-                        operation: spec.id(),
-                        tool: own.to_owned(),
-                        reason,
-                    });
-                }
-                if let Some(first) = taken.insert(own.to_owned(), spec.id()) {
-                    return Err(ToolNameError::Collision {
-                        tool: own.to_owned(),
-                        first,
-                        second: spec.id(),
-                    });
-                }
-            }
-            None => *derived.entry(naming.name_of(&spec.id())).or_default() += 1,
-        }
-    }
-    // `None`: a derived name to fit once every kept name is reserved.
-    let mut assigned: Vec<Option<String>> = specs
+    // Each operation's id and its own name, or the name its id gives (read once).
+    let candidates: Vec<(String, Option<&str>, String)> = specs
         .iter()
-        .map(|spec| match super::options::tool_name(spec) {
-            Some(own) => Some(own.to_owned()),
-            None => {
-                let name = naming.name_of(&spec.id());
-                let keep = derived[&name] == 1
-                    && naming.check(&name).is_none()
-                    && !taken.contains_key(&name);
-                keep.then_some(name)
-            }
+        .map(|spec| {
+            let id = spec.id();
+            let own = super::options::tool_name(spec);
+            let name = own.map_or_else(|| naming.name_of(&id), str::to_owned);
+            (id, own, name)
         })
         .collect();
-    for (spec, name) in specs.iter().zip(&assigned) {
-        if let (None, Some(name)) = (super::options::tool_name(spec), name) {
-            taken.insert(name.clone(), spec.id());
+    let mut taken: BTreeMap<String, String> = BTreeMap::new();
+    let mut derived: BTreeMap<&str, usize> = BTreeMap::new();
+    for (id, own, name) in &candidates {
+        if own.is_none() {
+            *derived.entry(name).or_default() += 1;
+            continue;
+        }
+        if let Some(reason) = naming.check(name) {
+            return Err(ToolNameError::Invalid {
+                operation: id.clone(),
+                tool: name.clone(),
+                reason,
+            });
+        }
+        if let Some(first) = taken.insert(name.clone(), id.clone()) {
+            return Err(ToolNameError::Collision {
+                tool: name.clone(),
+                first,
+                second: id.clone(),
+            });
         }
     }
-    for (spec, name) in specs.iter().zip(&mut assigned) {
+    // A derived name is kept when valid, its own (no other id gives it) and no operation
+    // chose it; kept ones are reserved before any is fitted. `None`: to be fitted.
+    let mut assigned: Vec<Option<String>> = Vec::with_capacity(candidates.len());
+    for (id, own, name) in &candidates {
+        let keep = own.is_some()
+            || (derived[name.as_str()] == 1
+                && naming.check(name).is_none()
+                && !taken.contains_key(name));
+        if keep && own.is_none() {
+            taken.insert(name.clone(), id.clone());
+        }
+        assigned.push(keep.then(|| name.clone()));
+    }
+    for ((id, _, _), name) in candidates.iter().zip(&mut assigned) {
         if name.is_some() {
             continue;
         }
-        let id = spec.id();
         // Ends: `taken` is finite, and each attempt salts the digest anew.
         let mut attempt = 0;
         let fitted = loop {
-            let fitted = naming.fit(&id, attempt);
+            let fitted = naming.fit(id, attempt);
             if !taken.contains_key(&fitted) {
                 break fitted;
             }
@@ -225,7 +227,7 @@ fn assign(specs: &[&Arc<OperationSpec>], naming: ToolNaming) -> Result<Vec<Strin
             tool = %fitted,
             "the name this operation's id gives is too long, not allowed or another's: it is served under a shortened name (its id is in the tool's _meta as opkit/operationId; `mcp(tool_name = \"..\")` chooses one)"
         );
-        taken.insert(fitted.clone(), id);
+        taken.insert(fitted.clone(), id.clone());
         *name = Some(fitted);
     }
     Ok(assigned.into_iter().flatten().collect())
