@@ -238,3 +238,41 @@ pub fn answers_http(port: u16, path: &str) -> bool {
         .and_then(|status| status.parse::<u16>().ok())
         .is_some_and(|status| status < 500)
 }
+
+/// Runs `script` of `adapters/peers/conformance` (the official TypeScript SDK's scripts, such
+/// as `ts_client.mjs`) with Node 22 and `args`, within two minutes (the child is killed by its
+/// PID when it overruns or the test ends); returns the JSON report it prints, and what it
+/// wrote to stderr. A script that fails, or prints no report, fails the test with both.
+pub async fn node_report(script: &str, args: &[&str]) -> (serde_json::Value, String) {
+    let peers = peers_dir("conformance");
+    let node = peers.join("node_modules/.bin/node");
+    assert!(
+        node.exists()
+            && peers
+                .join("node_modules/@modelcontextprotocol/sdk")
+                .exists(),
+        "the TypeScript SDK client or Node 22 is missing ({}): {INSTALL}",
+        peers.display()
+    );
+    let output = tokio::process::Command::new(node)
+        .current_dir(&peers)
+        .arg(peers.join(script))
+        .args(args)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(120), output)
+        .await
+        .unwrap_or_else(|_| panic!("`node {script}` did not finish within two minutes"))
+        .unwrap_or_else(|error| panic!("`node {script}` could not run: {error}"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        output.status.success(),
+        "`node {script}` failed:\n{stderr}\n{stdout}"
+    );
+    let report = serde_json::from_str(stdout.trim()).unwrap_or_else(|error| {
+        panic!("no report from `node {script}` ({error}):\n{stdout}\n{stderr}")
+    });
+    (report, stderr)
+}

@@ -174,24 +174,7 @@ pub async fn ts_client_with_stderr(
 
 /// Runs `script` of `peers/conformance` (the official TypeScript SDK's scripts) with Node 22
 /// and `args`; returns the JSON report it prints, and what it wrote to stderr.
-pub async fn node_report(script: &str, args: &[&str]) -> (serde_json::Value, String) {
-    let peers = crate_dir().join("peers/conformance");
-    let node = peers.join("node_modules/.bin/node");
-    assert!(
-        node.exists()
-            && peers
-                .join("node_modules/@modelcontextprotocol/sdk")
-                .exists(),
-        "the TypeScript SDK client or Node 22 is missing ({}): run `bash scripts/install-peers.sh`",
-        peers.display()
-    );
-    let mut command = tokio::process::Command::new(node);
-    command
-        .current_dir(&peers)
-        .arg(peers.join(script))
-        .args(args);
-    report_of(command, "the TypeScript SDK client").await
-}
+pub use opkit_testkit::peers::node_report;
 
 /// Runs `script` of `peers/serve` (the official Python SDK's scripts) with `args`; returns
 /// the JSON report it prints, and what it wrote to stderr.

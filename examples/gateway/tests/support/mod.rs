@@ -196,32 +196,9 @@ pub async fn serve_notes(dir: &TempDir) -> (String, tokio::task::JoinHandle<()>)
 /// `url` with the bearer `token`, making `calls`: its report
 /// `{"tools": [..], "calls": [{"name", "result"} | {"name", "error"}]}`.
 pub async fn ts_client(url: &str, token: &str, calls: &Value) -> Value {
-    let peers = opkit_testkit::workspace_dir().join("adapters/peers/conformance");
-    let node = peers.join("node_modules/.bin/node");
-    assert!(
-        node.exists()
-            && peers
-                .join("node_modules/@modelcontextprotocol/sdk")
-                .exists(),
-        "the TypeScript SDK client is missing: run `bash scripts/install-peers.sh`"
-    );
-    let output = tokio::process::Command::new(node)
-        .current_dir(&peers)
-        .arg(peers.join("ts_client.mjs"))
-        .args([url, token, &calls.to_string()])
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(120), output)
+    opkit_testkit::peers::node_report("ts_client.mjs", &[url, token, &calls.to_string()])
         .await
-        .expect("the TypeScript client finishes")
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|error| {
-        panic!(
-            "the TypeScript client's report ({error}): {stdout}\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    })
+        .0
 }
 
 /// The configuration of the tests: the FastAPI peer as `shop` (OpenAPI), server-everything
