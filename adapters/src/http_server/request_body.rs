@@ -118,10 +118,13 @@ fn is_json(headers: &HeaderMap) -> bool {
     let Some(value) = headers.get(header::CONTENT_TYPE) else {
         return true;
     };
-    let Ok(text) = value.to_str() else {
-        return false;
-    };
-    let essence = text
+    value.to_str().is_ok_and(is_json_media)
+}
+
+/// `true` for a JSON media type (`application/json`, `application/<x>+json`), whatever its
+/// parameters and case.
+pub(crate) fn is_json_media(content_type: &str) -> bool {
+    let essence = content_type
         .split(';')
         .next()
         .unwrap_or_default()

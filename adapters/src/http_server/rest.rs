@@ -564,18 +564,12 @@ fn declared_body(envelope: &ResponseEnvelope) -> Option<(HeaderValue, Vec<u8>)> 
     let opkit::envelope::ResponseMeta::Http(http) = &envelope.meta else {
         return None;
     };
-    let content_type = HeaderValue::from_str(&http.content_type).ok()?;
-    let essence = http
-        .content_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
-    if essence.is_empty() {
+    let essence = http.content_type.split(';').next().unwrap_or_default();
+    if essence.trim().is_empty() {
         return None;
     }
-    let json = essence == "application/json" || essence.ends_with("+json");
+    let content_type = HeaderValue::from_str(&http.content_type).ok()?;
+    let json = super::request_body::is_json_media(&http.content_type);
     match &envelope.data {
         Value::String(text) if !json => Some((content_type, text.clone().into_bytes())),
         data if json => Some((content_type, serde_json::to_vec(data).ok()?)),
