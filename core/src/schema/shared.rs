@@ -59,7 +59,8 @@ pub struct Definitions {
 pub(super) struct ClosedTwin {
     /// The closed bodies, under the same names; a body with no closed form is `true` here.
     pub(super) definitions: Arc<Definitions>,
-    /// Per definition (same index as the original): it has a closed form.
+    /// Per definition (same index as the original): it and every definition it reaches have
+    /// a closed form.
     pub(super) closable: Box<[bool]>,
 }
 
@@ -103,11 +104,6 @@ impl Definitions {
         &self.closed
     }
 
-    /// The bodies, in name order (the order of indices).
-    pub(super) fn bodies(&self) -> &[Value] {
-        &self.bodies
-    }
-
     /// The compiled definitions, created empty at first use.
     pub(super) fn compiled(&self) -> &CompiledDefinitions {
         self.compiled
@@ -135,7 +131,7 @@ impl Definitions {
     }
 
     /// The definitions `root` reaches, directly or through other definitions, sorted by name.
-    pub(super) fn reached_by(&self, root: &Value) -> BTreeSet<u32> {
+    fn reached_by(&self, root: &Value) -> BTreeSet<u32> {
         let mut direct = BTreeSet::new();
         collect_refs(root, &self.index, &mut direct);
         let mut reached = BTreeSet::new();

@@ -4,8 +4,9 @@
 //! instead of a self-contained closed copy of everything each operation reaches.
 
 use super::closed::closed_schema;
-use super::shared::{ClosedTwin, Definitions, Schema};
+use super::shared::{ClosedTwin, Definitions, Schema, collect_refs};
 use serde_json::Value;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// The closed form of `schema`, or `None` when it (or a definition it reaches) has none.
@@ -17,18 +18,19 @@ pub(crate) fn closed_form(schema: &Schema) -> Option<Schema> {
     let twin = definitions
         .closed_twin()
         .get_or_init(|| twin_of(definitions));
-    // The closed root keeps the root's references, so it reaches what the root reaches.
-    if definitions
-        .reached_by(&root)
-        .into_iter()
-        .any(|id| !twin.closable[id as usize])
-    {
+    // The closed root keeps the root's references; each flag covers all a definition
+    // reaches, so the root's own references are enough to look at.
+    let mut direct = BTreeSet::new();
+    collect_refs(&root, &definitions.index, &mut direct);
+    if direct.into_iter().any(|id| !twin.closable[id as usize]) {
         return None;
     }
     Some(Schema::with_definitions(root, twin.definitions.clone()))
 }
 
-/// Every body of `definitions` closed, or `true` (with its mark) where it has no closed form.
+/// Every body of `definitions` closed, or `true` where it has no closed form; marked
+/// closable when it and every definition it reaches have one (computed once here, so a
+/// schema's closed form looks only at its root's references).
 fn twin_of(definitions: &Definitions) -> ClosedTwin {
     let mut closable = Vec::with_capacity(definitions.len());
     let bodies: Vec<(String, Value)> = definitions
@@ -39,7 +41,19 @@ fn twin_of(definitions: &Definitions) -> ClosedTwin {
             (name.to_owned(), closed.unwrap_or(Value::Bool(true)))
         })
         .collect();
-    debug_assert_eq!(bodies.len(), definitions.bodies().len());
+    // Until nothing changes: a definition that refers to one without a closed form (itself,
+    // or through what it reaches) has none either. Each round clears at least one mark or
+    // ends, so there are at most as many rounds as definitions.
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for (id, refs) in definitions.refs.iter().enumerate() {
+            if closable[id] && refs.iter().any(|&next| !closable[next as usize]) {
+                closable[id] = false;
+                changed = true;
+            }
+        }
+    }
     ClosedTwin {
         definitions: Arc::new(Definitions::new(bodies)),
         closable: closable.into_boxed_slice(),
@@ -65,6 +79,10 @@ mod tests {
             (
                 "Either".to_owned(),
                 json!({"anyOf": [{"type": "string"}, {"$ref": "#/$defs/Tag"}]}),
+            ),
+            (
+                "Holder".to_owned(),
+                json!({"type": "object", "properties": {"either": {"$ref": "#/$defs/Either"}}}),
             ),
         ]))
     }
@@ -94,8 +112,14 @@ mod tests {
         let alone = closed_schema(&pets).unwrap();
         assert_eq!(closed.as_value(), &alone);
         // A definition without a closed form, reached: no closed form.
-        let either = Schema::with_definitions(json!({"$ref": "#/$defs/Either"}), defs);
+        let either = Schema::with_definitions(json!({"$ref": "#/$defs/Either"}), defs.clone());
         assert!(closed_form(&either).is_none());
+        // Nor one that reaches it through a definition that has one itself.
+        let holder = Schema::with_definitions(
+            json!({"type": "array", "items": {"$ref": "#/$defs/Holder"}}),
+            defs,
+        );
+        assert!(closed_form(&holder).is_none());
         // Self-contained schemas close as before.
         let owned = Schema::new(json!({"type": "object", "properties": {}}));
         assert_eq!(
