@@ -18,7 +18,7 @@ use opkit::envelope::{
 };
 use opkit::prelude::*;
 use opkit::report::LogLevel;
-use opkit_adapters::mcp_server::{McpServer, McpSession, McpSpec, SkillCatalog};
+use opkit_adapters::mcp_server::{McpServer, McpSession, McpSpec, MemorySkill, Skills};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -849,7 +849,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .name("opkit-conformance")
         .version("1.0.0");
     if let Some(skills) = skills {
-        server = server.skills(SkillCatalog::from_dir(skills)?);
+        // One skill held in memory (listed first, so the suite's reads exercise it) beside
+        // the directory's.
+        let memo = MemorySkill::new(
+            "conformance-memo",
+            "---\nname: conformance-memo\ndescription: How conformance notes are filed.\n---\n\
+             # Filing\n\nFollow references/filing.md.\n",
+        )
+        .file(
+            "references/filing.md",
+            "# Filing\n\nOne note per scenario.\n",
+        );
+        server = server.skills(Skills::new().skill(memo)?.directory(skills)?);
     }
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     // The test harness waits for this line.

@@ -45,6 +45,8 @@ pub use sessions::{
     DEFAULT_MAX_ANONYMOUS_SESSIONS_PER_ADDRESS, DEFAULT_MAX_SESSIONS,
     DEFAULT_MAX_SESSIONS_PER_IDENTITY, DEFAULT_SESSION_IDLE_TIMEOUT, SessionLimits,
 };
+#[cfg(feature = "mcp-skills")]
+pub use skills::{MemorySkill, Skills, SkillsError};
 
 use crate::http_server::{Authenticator, BearerAuth, IdentityResolver};
 use axum::Router;
@@ -107,7 +109,7 @@ pub(crate) struct McpServerState {
     streams: Option<Arc<streams::StreamBook>>,
     /// The skills served beside the registry's operations (SEP-2640).
     #[cfg(feature = "mcp-skills")]
-    skills: Option<Arc<SkillCatalog>>,
+    skills: Option<Arc<Skills>>,
 }
 
 /// Why an [`McpServer`] cannot serve its registry.
@@ -175,13 +177,15 @@ impl McpServer {
         self
     }
 
-    /// Serves the skills of `catalog` (SEP-2640, feature `mcp-skills`): the server declares
-    /// the `io.modelcontextprotocol/skills` extension with `directoryRead`, answers
-    /// `skills/list`, `skills/get` and `resources/directory/read` from the catalog, lists each
-    /// skill's `SKILL.md` among its resources and reads every skill file as a resource
-    /// (`skill://<path>/<file>`), beside the registry's operations. Give an
-    /// `Arc<SkillCatalog>` and keep a clone to [`reload`](SkillCatalog::reload) it while
-    /// served.
+    /// Serves `skills` (SEP-2640, feature `mcp-skills`): a [`Skills`] set (directories and
+    /// skills in memory), or one directory's [`SkillCatalog`] (an `Arc` of it to keep a clone
+    /// and [`reload`](SkillCatalog::reload) it while served). The server declares the
+    /// `io.modelcontextprotocol/skills` extension with `directoryRead`, answers `skills/list`,
+    /// `skills/get` and `resources/directory/read` from the set, lists each skill's `SKILL.md`
+    /// among its resources and reads every skill file as a resource
+    /// (`skill://<path>/<file>`), beside the registry's operations; a
+    /// [dynamic](MemorySkill::dynamic) skill's other files are read from the operations'
+    /// resources.
     ///
     /// ```no_run
     /// # fn demo(registry: opkit::OperationRegistry) -> Result<(), Box<dyn std::error::Error>> {
@@ -193,8 +197,8 @@ impl McpServer {
     /// ```
     #[cfg(feature = "mcp-skills")]
     #[must_use]
-    pub fn skills(mut self, catalog: impl Into<Arc<SkillCatalog>>) -> Self {
-        self.handler.skills = Some(catalog.into());
+    pub fn skills(mut self, skills: impl Into<Skills>) -> Self {
+        self.handler.skills = Some(Arc::new(skills.into()));
         self
     }
 

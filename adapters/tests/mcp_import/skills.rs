@@ -3,13 +3,15 @@
 //! opkit's MCP import lists them without reading a file, then loads one with every file
 //! verified, byte for byte what is on disk. A server whose file on disk changed after it was
 //! listed serves bytes the listing does not vouch for: the load is refused. (The suite's
-//! client scenarios attack digest, size and frontmatter one by one.)
+//! client scenarios attack digest, size and frontmatter one by one.) Skills held in memory
+//! are served beside a directory's, and a dynamic skill's files come from the registry's
+//! resource operations, read one by one.
 #![cfg(all(feature = "mcp", feature = "mcp-skills"))]
 
 use crate::serve_support::{crate_dir, serve};
-use opkit::OperationRegistry;
+use opkit::{OperationRegistry, operation};
 use opkit_adapters::mcp::{McpConnection, McpOptions, SkillError};
-use opkit_adapters::mcp_server::{McpServer, SkillCatalog};
+use opkit_adapters::mcp_server::{McpServer, MemorySkill, SkillCatalog, Skills, SkillsError};
 use opkit_testkit::dir::TempDir;
 
 /// The fixture's skill tree copied to a fresh directory.
@@ -73,4 +75,101 @@ async fn a_server_without_skills_lists_none() {
         .unwrap();
     assert!(connection.skills().await.unwrap().is_empty());
     connection.close();
+}
+
+/// This week's figures of a report, written when read.
+#[operation(namespace = "reports", mcp(resource = "skill://weekly-report/{file}"))]
+async fn report_file(file: String) -> String {
+    format!("{{\"file\": \"{file}\", \"total\": 42}}")
+}
+
+const MEMO: &str = "---\nname: memo\ndescription: Write a memo.\nmetadata:\n  team: ops\n---\nSee templates/memo.md.\n";
+const REPORT: &str =
+    "---\nname: weekly-report\ndescription: The weekly report.\n---\nRead figures.json.\n";
+
+#[tokio::test]
+async fn skills_from_memory_and_operations_are_served_beside_a_directory() {
+    let dir = fixture();
+    let registry = OperationRegistry::new();
+    registry.register_typed::<report_file>().unwrap();
+    let skills = Skills::new()
+        .skill(
+            MemorySkill::new("acme/memo", MEMO)
+                .file("templates/memo.md", "# Memo\n")
+                .file("logo.png", vec![0x89, b'P', b'N', b'G', 0]),
+        )
+        .unwrap()
+        .skill(MemorySkill::new("weekly-report", REPORT).dynamic())
+        .unwrap()
+        .directory(dir.path())
+        .unwrap();
+    let server = McpServer::new(registry).skills(skills);
+    let served = serve(axum::Router::new().nest("/mcp", server.router())).await;
+    let connection = McpConnection::connect_http(&served.url("/mcp"), McpOptions::new("skills"))
+        .await
+        .unwrap();
+    let listed = connection.skills().await.unwrap();
+    let uris: Vec<&str> = listed.iter().map(|skill| skill.uri.as_str()).collect();
+    assert_eq!(
+        uris,
+        [
+            "skill://acme/memo/SKILL.md",
+            "skill://conformance-notes/SKILL.md",
+            "skill://weekly-report/SKILL.md",
+        ]
+    );
+
+    // In memory: every file verified, a binary one too.
+    let memo = connection.load_skill(&listed[0]).await.unwrap();
+    assert_eq!(memo.frontmatter["metadata"]["team"], "ops");
+    let bytes: Vec<&[u8]> = memo
+        .files
+        .iter()
+        .map(|file| file.bytes.as_slice())
+        .collect();
+    assert_eq!(
+        bytes,
+        [MEMO.as_bytes(), &[0x89, b'P', b'N', b'G', 0], b"# Memo\n"]
+    );
+    let template = connection
+        .read_skill_file(&listed[0], "templates/memo.md")
+        .await
+        .unwrap();
+    assert_eq!(template.mime_type.as_deref(), Some("text/markdown"));
+    let unlisted = connection
+        .read_skill_file(&listed[0], "templates/other.md")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(unlisted, SkillError::NotListed { .. }),
+        "{unlisted}"
+    );
+
+    // Dynamic: not loadable as a whole; its SKILL.md is checked, its files are the operation's.
+    let report = &listed[2];
+    let whole = connection.load_skill(report).await.unwrap_err();
+    assert!(matches!(whole, SkillError::Dynamic { .. }), "{whole}");
+    let manifest = connection
+        .read_skill_file(report, "SKILL.md")
+        .await
+        .unwrap();
+    assert_eq!(manifest.bytes, REPORT.as_bytes());
+    let figures = connection
+        .read_skill_file(report, "figures.json")
+        .await
+        .unwrap();
+    let figures: serde_json::Value = serde_json::from_slice(&figures.bytes).unwrap();
+    assert_eq!(figures["total"], 42);
+    connection.close();
+}
+
+#[test]
+fn a_second_skill_at_the_same_uri_is_refused() {
+    let twice = Skills::new()
+        .skill(MemorySkill::new("memo", MEMO))
+        .unwrap()
+        .skill(MemorySkill::new("memo", MEMO));
+    assert!(matches!(twice, Err(SkillsError::Duplicate(_))));
+    let missing = Skills::new().directory("/nonexistent/opkit-skills");
+    assert!(matches!(missing, Err(SkillsError::Catalog(_))));
 }

@@ -31,15 +31,18 @@ struct User {
     confirm: Arc<AtomicBool>,
     asked: Arc<AtomicUsize>,
     last_question: Arc<parking_lot::Mutex<String>>,
+    /// The `_meta.progressToken` of each question asked in a call.
+    tokens: Arc<parking_lot::Mutex<Vec<Option<rmcp::model::ProgressToken>>>>,
 }
 
 impl ClientHandler for User {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         self.asked.fetch_add(1, Ordering::SeqCst);
+        self.tokens.lock().push(context.meta.get_progress_token());
         if let ElicitRequestParams::FormElicitationParams { message, .. } = &request {
             *self.last_question.lock() = message.clone();
         }
@@ -95,6 +98,7 @@ async fn resources_prompts_and_a_confirmed_delete_at_both_revisions() {
             confirm: Arc::new(AtomicBool::new(false)),
             asked: Arc::default(),
             last_question: Arc::default(),
+            tokens: Arc::default(),
         };
         let client = connect(&base, user.clone()).await;
         let era = version.as_str();
@@ -180,6 +184,15 @@ async fn resources_prompts_and_a_confirmed_delete_at_both_revisions() {
         assert_eq!(declined.is_error, Some(true), "{era}: {declined:?}");
         assert_eq!(user.asked.load(Ordering::SeqCst), 1, "{era}: asked once");
         assert!(user.last_question.lock().contains(&format!("for {era}")));
+        // A question asked in the call carries a progress token of the server's own (rmcp
+        // numbers every request it sends), not the call's; input requests carry none.
+        let tokens = user.tokens.lock().clone();
+        if version == ProtocolVersion::V_2026_07_28 {
+            assert_eq!(tokens, [None], "{era}");
+        } else {
+            assert_eq!(tokens.len(), 1, "{era}");
+            assert!(tokens[0].is_some(), "{era}: {tokens:?}");
+        }
         let still = client
             .call_tool(call("notes.get", json!({"id": id})))
             .await

@@ -8,13 +8,23 @@
 //! frontmatter. Only then are the other files read, each checked the same way. The first
 //! failure ends the load with a [`SkillError`] and nothing of the skill is returned: a host
 //! never uses content the server's own listing does not vouch for. A skill whose files are
-//! `"dynamic"` (not listed) cannot be verified and is refused.
+//! `"dynamic"` (not listed) cannot be verified and is refused by `load_skill`; its files are
+//! read one at a time with [`McpConnection::read_skill_file`], as served (its `SKILL.md`'s
+//! frontmatter still checked against the entry's).
 
 use super::McpConnection;
 use super::error::McpError;
 use rmcp::model::{ReadResourceRequestParams, ResourceContents, Skill, SkillResources};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
+
+/// What a skill file's path keeps unencoded in its URI besides letters and digits.
+const SKILL_PATH: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'/');
 
 /// One verified file of a loaded skill.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +66,14 @@ pub enum SkillError {
     #[error("skill {uri}: its entry does not list its own SKILL.md")]
     Unlisted {
         /// The skill's URI.
+        uri: String,
+    },
+    /// The skill lists its files and this is not one of them.
+    #[error("skill {skill} lists no file {uri}")]
+    NotListed {
+        /// The skill's URI.
+        skill: String,
+        /// The file's URI.
         uri: String,
     },
     /// A file could not be read.
@@ -149,12 +167,55 @@ impl McpConnection {
         })
     }
 
+    /// Reads one file of `skill` at `path` below its folder (`"SKILL.md"`,
+    /// `"references/style.md"`), without loading the rest: verified by size and digest when
+    /// the skill lists its files, read as served when they are `"dynamic"`. A `SKILL.md` is
+    /// also checked against the entry's frontmatter.
+    pub async fn read_skill_file(
+        &self,
+        skill: &Skill,
+        path: &str,
+    ) -> Result<SkillFile, SkillError> {
+        let folder = skill
+            .uri
+            .strip_suffix(rmcp::model::SKILL_MD)
+            .unwrap_or(&skill.uri);
+        let encoded: String = percent_encoding::utf8_percent_encode(path, SKILL_PATH).collect();
+        let uri = format!("{folder}{encoded}");
+        let file = match &skill.resources {
+            SkillResources::Files(listed) => {
+                let entry = listed.iter().find(|file| file.uri == uri).ok_or_else(|| {
+                    SkillError::NotListed {
+                        skill: skill.uri.clone(),
+                        uri: uri.clone(),
+                    }
+                })?;
+                self.read_verified(entry).await?
+            }
+            _ => self.read_file(uri).await?,
+        };
+        if file.uri == skill.uri {
+            let frontmatter = serde_json::to_value(&skill.frontmatter)
+                .ok()
+                .and_then(|value| value.as_object().cloned())
+                .unwrap_or_default();
+            compare_frontmatter(&skill.uri, &file.bytes, &frontmatter)?;
+        }
+        Ok(file)
+    }
+
     /// Reads the file `listed` names and checks its size and digest.
     async fn read_verified(
         &self,
         listed: &rmcp::model::SkillResource,
     ) -> Result<SkillFile, SkillError> {
-        let uri = listed.uri.clone();
+        let file = self.read_file(listed.uri.clone()).await?;
+        check_bytes(listed, &file.bytes)?;
+        Ok(file)
+    }
+
+    /// Reads the file at `uri`, as served.
+    async fn read_file(&self, uri: String) -> Result<SkillFile, SkillError> {
         let read_failed = |message: String| SkillError::Read {
             uri: uri.clone(),
             message,
@@ -190,7 +251,6 @@ impl McpConnection {
                 ));
             }
         };
-        check_bytes(listed, &bytes)?;
         Ok(SkillFile {
             uri,
             bytes,

@@ -1,14 +1,51 @@
-//! Skills (SEP-2640) served beside the registry's operations, from the server's
-//! [`SkillCatalog`](super::SkillCatalog) (feature `mcp-skills`): the extension declared with
+//! Skills (SEP-2640) served beside the registry's operations, from the server's [`Skills`]
+//! (feature `mcp-skills`; directories and memory): the extension declared with
 //! `directoryRead`, `skills/list`, `skills/get` and `resources/directory/read` answered by
-//! the catalog, each skill's `SKILL.md` listed first among the resources, and every skill file
-//! read as a resource. Without the feature, or without a catalog, these leave the server as
-//! it was (the skills methods answer `-32601`).
+//! the set, each skill's `SKILL.md` listed first among the resources, and every skill file
+//! read as a resource (a dynamic skill's other files fall through to the operations'
+//! resources). Without the feature, or without skills, these leave the server as it was (the
+//! skills methods answer `-32601`).
 
 use super::session::McpHandler;
 #[cfg(feature = "mcp-skills")]
 use rmcp::ErrorData as McpError;
 use rmcp::model::{ListResourcesResult, ReadResourceResult, ServerCapabilities};
+
+#[cfg(feature = "mcp-skills")]
+mod files;
+#[cfg(feature = "mcp-skills")]
+mod memory;
+#[cfg(feature = "mcp-skills")]
+mod set;
+
+#[cfg(feature = "mcp-skills")]
+pub use memory::MemorySkill;
+#[cfg(feature = "mcp-skills")]
+pub use set::Skills;
+
+#[cfg(feature = "mcp-skills")]
+use rmcp::handler::server::skill_catalog::{SKILL_BYTE_LIMIT, SKILL_FILE_LIMIT};
+
+/// Why skills could not be added to a [`Skills`].
+#[cfg(feature = "mcp-skills")]
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SkillsError {
+    /// A directory of skills could not be read.
+    #[error("skills directory: {0}")]
+    Catalog(#[source] super::SkillCatalogError),
+    /// A skill given in memory is not a valid skill.
+    #[error("skill `{skill}`: {reason}")]
+    Invalid {
+        /// The skill's path, as given.
+        skill: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Another source already serves a skill at this URI.
+    #[error("a skill at {0} is served already")]
+    Duplicate(String),
+}
 
 impl McpHandler {
     /// `capabilities` with the skills extension, when the server serves skills.
@@ -59,11 +96,11 @@ impl McpHandler {
         }
     }
 
-    /// The server's skill catalog, or the error of a method it does not serve.
+    /// The server's skills, or the error of a method it does not serve.
     #[cfg(feature = "mcp-skills")]
     pub(super) fn skill_catalog<M: rmcp::model::ConstString + Default>(
         &self,
-    ) -> Result<&super::SkillCatalog, McpError> {
+    ) -> Result<&Skills, McpError> {
         self.inner
             .skills
             .as_deref()
