@@ -162,12 +162,21 @@ where
     Fut: Future<Output = Result<Produced<O::Output>, CallError>>,
 {
     let ctx = typed_context::<O>(ctx);
-    let plain = match super::layered::layered_unary::<O, F>(&ctx, input, views, layered, run) {
+    let (input, run) = match super::layered::layered_unary::<O, F>(&ctx, input, views, layered, run)
+    {
         Ok(layered) => return layered.left_future(),
         Err(plain) => plain,
     };
+    if !CallSpan::wanted() {
+        // Nothing listens: no span is built.
+        return async move {
+            let produced = crate::registry::guard::call(O::ID, ctx, |ctx| run(input, ctx)).await?;
+            Ok(produced.into_envelope(O::shared_id()))
+        }
+        .left_future()
+        .right_future();
+    }
     async move {
-        let (input, run) = plain;
         let mut span = CallSpan::start(SpanKind::Internal, "typed", O::ID, &ctx);
         if !span.is_active() {
             let produced = crate::registry::guard::call(O::ID, ctx, |ctx| run(input, ctx)).await?;
@@ -182,6 +191,7 @@ where
         span.finish_with(&result);
         result
     }
+    .right_future()
     .right_future()
 }
 
@@ -205,10 +215,16 @@ where
             Ok(layered) => return layered.right_stream(),
             Err(plain) => plain,
         };
-    let mut span = CallSpan::start(SpanKind::Internal, "typed", O::ID, &ctx);
-    let ctx = span.apply(ctx);
+    // Only a span something records is kept (none is built when nothing listens).
+    let mut span = CallSpan::wanted()
+        .then(|| CallSpan::start(SpanKind::Internal, "typed", O::ID, &ctx))
+        .filter(CallSpan::is_active);
+    let ctx = match &span {
+        Some(span) => span.apply(ctx),
+        None => ctx,
+    };
     let started = {
-        let _entered = span.is_active().then(|| span.span().enter());
+        let _entered = span.as_ref().map(|span| span.span().enter());
         // One id for the stream, shared by every item's envelope.
         let id = O::shared_id();
         let items_id = id.clone();
@@ -216,16 +232,18 @@ where
             Box::pin(start(input, ctx).map(move |item| Ok(item?.into_envelope(items_id.clone()))))
         })
     };
-    let plain = match started {
-        Ok(items) if span.is_active() => {
+    let plain = match (started, span.take()) {
+        (Ok(items), Some(span)) => {
             span.record_kind(O::KIND);
             crate::registry::TracedStream::new(items, span)
                 .left_stream()
                 .left_stream()
         }
-        Ok(items) => items.right_stream().left_stream(),
-        Err(error) => {
-            span.finish(Err(&error));
+        (Ok(items), None) => items.right_stream().left_stream(),
+        (Err(error), span) => {
+            if let Some(mut span) = span {
+                span.finish(Err(&error));
+            }
             stream::once(async move { Err(error) }).right_stream()
         }
     };
