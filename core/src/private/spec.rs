@@ -32,6 +32,25 @@ pub struct SpecParts {
     pub edges: &'static [(&'static str, &'static str)],
 }
 
+impl SpecParts {
+    /// The parts an attribute without optional keys gives (no description, access rule,
+    /// errors, states, layers, timeout or edge options): the macro writes only what differs.
+    pub const DEFAULT: SpecParts = SpecParts {
+        namespace: "",
+        name: "",
+        kind: OperationKind::Query,
+        description: None,
+        scopes: &[],
+        roles: &[],
+        errors: &[],
+        states: &[],
+        origin: "",
+        layers: &[],
+        timeout_ms: None,
+        edges: &[],
+    };
+}
+
 /// The spec of an operation, built once and cloned from `cell` afterwards.
 pub fn cached_spec(
     cell: &'static OnceLock<OperationSpec>,

@@ -49,6 +49,18 @@ pub(super) fn input_type(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         .zip(&consts)
         .enumerate()
         .map(|(index, (ident, konst))| quote!(#ident: #fields_var.take(#index, &#konst)?));
+    // Up to `MAX_FIELD_VALUES` fields, one generic call writes them (opkit's
+    // `serialize_fields`); larger inputs are written out field by field.
+    let serialize_body = if (1..=16).contains(&count) {
+        quote!(#private::serialize_fields(#serializer, #schema_name, __OPKIT_FIELDS, (#(&self.#idents,)*)))
+    } else {
+        quote! {
+            #[allow(unused_mut)]
+            let mut #state = #private::serde::Serializer::serialize_struct(#serializer, #schema_name, #count)?;
+            #(#private::serde::ser::SerializeStruct::serialize_field(&mut #state, #names, &self.#idents)?;)*
+            #private::serde::ser::SerializeStruct::end(#state)
+        }
+    };
     quote! {
         #[doc(hidden)]
         #vis struct __OpkitInput {
@@ -74,10 +86,7 @@ pub(super) fn input_type(op: &Operation<'_>, locals: &Locals) -> TokenStream {
             where
                 __D: #private::serde::Deserializer<'de>,
             {
-                let #input_var =
-                    <#private::serde_json::Value as #private::serde::Deserialize<'de>>::deserialize(#deserializer)?;
-                __OpkitInput::__opkit_from_json(#input_var)
-                    .map_err(<#error as #private::serde::de::Error>::custom)
+                #private::deserialize_input(#deserializer, __OpkitInput::__opkit_from_json)
             }
         }
 
@@ -92,10 +101,7 @@ pub(super) fn input_type(op: &Operation<'_>, locals: &Locals) -> TokenStream {
             where
                 __S: #private::serde::Serializer,
             {
-                #[allow(unused_mut)]
-                let mut #state = #private::serde::Serializer::serialize_struct(#serializer, #schema_name, #count)?;
-                #(#private::serde::ser::SerializeStruct::serialize_field(&mut #state, #names, &self.#idents)?;)*
-                #private::serde::ser::SerializeStruct::end(#state)
+                #serialize_body
             }
         }
 

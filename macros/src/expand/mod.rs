@@ -283,6 +283,30 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     };
     let at = respan(private, data_span(op));
     let output_schema = quote_spanned!(data_span(op)=> #at::output_schema::<#data>);
+    // Only the parts the attribute gives; `SpecParts::DEFAULT` has the rest.
+    let mut optional_parts = TokenStream::new();
+    if !op.docs.is_empty() {
+        optional_parts.extend(quote!(description: #description,));
+    }
+    let lists = [
+        (
+            quote!(scopes),
+            scopes.iter().map(|s| quote!(#s)).collect::<Vec<_>>(),
+        ),
+        (quote!(roles), roles.iter().map(|r| quote!(#r)).collect()),
+        (quote!(errors), error_kinds.collect()),
+        (quote!(states), states.collect()),
+        (quote!(layers), layers.iter().map(|l| quote!(#l)).collect()),
+        (quote!(edges), edges.collect()),
+    ];
+    for (field, items) in lists {
+        if !items.is_empty() {
+            optional_parts.extend(quote!(#field: &[#(#items),*],));
+        }
+    }
+    if op.timeout_ms.is_some() {
+        optional_parts.extend(quote!(timeout_ms: #timeout_ms,));
+    }
     let checks = type_checks(op);
     let handler = json_handler(op, locals);
     quote! {
@@ -308,15 +332,9 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
                         namespace: #namespace,
                         name: #name,
                         kind: #kind,
-                        description: #description,
-                        scopes: &[#(#scopes),*],
-                        roles: &[#(#roles),*],
-                        errors: &[#(#error_kinds),*],
-                        states: &[#(#states),*],
-                        layers: &[#(#layers),*],
-                        timeout_ms: #timeout_ms,
-                        edges: &[#(#edges),*],
                         origin: #private::concat!(#private::file!(), ":", #private::line!()),
+                        #optional_parts
+                        ..#private::SpecParts::DEFAULT
                     },
                     #input_schema,
                     #output_schema,

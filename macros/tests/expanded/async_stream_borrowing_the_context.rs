@@ -36,8 +36,7 @@ const _: () = {
         where
             __D: ::opkit::__private::serde::Deserializer<'de>,
         {
-            let __input = < :: opkit :: __private :: serde_json :: Value as :: opkit :: __private :: serde :: Deserialize < 'de >> :: deserialize (__deserializer) ? ;
-            __OpkitInput :: __opkit_from_json (__input) . map_err (< < __D as :: opkit :: __private :: serde :: Deserializer < 'de >> :: Error as :: opkit :: __private :: serde :: de :: Error > :: custom)
+            ::opkit::__private::deserialize_input(__deserializer, __OpkitInput::__opkit_from_json)
         }
     }
     impl ::opkit::__private::serde::Serialize for __OpkitInput
@@ -54,18 +53,12 @@ const _: () = {
         where
             __S: ::opkit::__private::serde::Serializer,
         {
-            #[allow(unused_mut)]
-            let mut __state = ::opkit::__private::serde::Serializer::serialize_struct(
+            ::opkit::__private::serialize_fields(
                 __serializer,
                 "WatchInput",
-                1usize,
-            )?;
-            ::opkit::__private::serde::ser::SerializeStruct::serialize_field(
-                &mut __state,
-                "key",
-                &self.key,
-            )?;
-            ::opkit::__private::serde::ser::SerializeStruct::end(__state)
+                __OPKIT_FIELDS,
+                (&self.key,),
+            )
         }
     }
     impl ::opkit::__private::fmt::Debug for __OpkitInput
@@ -120,19 +113,12 @@ const _: () = {
                     namespace: "kv",
                     name: "watch",
                     kind: ::opkit::__private::OperationKind::Subscription,
-                    description: ::opkit::__private::None,
-                    scopes: &[],
-                    roles: &[],
-                    errors: &[],
-                    states: &[],
-                    layers: &[],
-                    timeout_ms: ::opkit::__private::None,
-                    edges: &[],
                     origin: ::opkit::__private::concat!(
                         ::opkit::__private::file!(),
                         ":",
                         ::opkit::__private::line!()
                     ),
+                    ..::opkit::__private::SpecParts::DEFAULT
                 },
                 || ::opkit::__private::fields_input_schema(__OPKIT_FIELDS),
                 ::opkit::__private::output_schema::<String>,

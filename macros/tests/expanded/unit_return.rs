@@ -28,8 +28,7 @@ const _: () = {
         where
             __D: ::opkit::__private::serde::Deserializer<'de>,
         {
-            let __input = < :: opkit :: __private :: serde_json :: Value as :: opkit :: __private :: serde :: Deserialize < 'de >> :: deserialize (__deserializer) ? ;
-            __OpkitInput :: __opkit_from_json (__input) . map_err (< < __D as :: opkit :: __private :: serde :: Deserializer < 'de >> :: Error as :: opkit :: __private :: serde :: de :: Error > :: custom)
+            ::opkit::__private::deserialize_input(__deserializer, __OpkitInput::__opkit_from_json)
         }
     }
     impl ::opkit::__private::serde::Serialize for __OpkitInput {
@@ -97,19 +96,12 @@ const _: () = {
                     namespace: "health",
                     name: "ping",
                     kind: ::opkit::__private::OperationKind::Mutation,
-                    description: ::opkit::__private::None,
-                    scopes: &[],
-                    roles: &[],
-                    errors: &[],
-                    states: &[],
-                    layers: &[],
-                    timeout_ms: ::opkit::__private::None,
-                    edges: &[],
                     origin: ::opkit::__private::concat!(
                         ::opkit::__private::file!(),
                         ":",
                         ::opkit::__private::line!()
                     ),
+                    ..::opkit::__private::SpecParts::DEFAULT
                 },
                 || ::opkit::__private::fields_input_schema(__OPKIT_FIELDS),
                 ::opkit::__private::output_schema::<()>,

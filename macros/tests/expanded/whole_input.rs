@@ -30,19 +30,13 @@ const _: () = {
                     namespace: "users",
                     name: "create",
                     kind: ::opkit::__private::OperationKind::Mutation,
-                    description: ::opkit::__private::None,
-                    scopes: &["users:write"],
-                    roles: &[],
-                    errors: &[],
-                    states: &[],
-                    layers: &[],
-                    timeout_ms: ::opkit::__private::None,
-                    edges: &[],
                     origin: ::opkit::__private::concat!(
                         ::opkit::__private::file!(),
                         ":",
                         ::opkit::__private::line!()
                     ),
+                    scopes: &["users:write"],
+                    ..::opkit::__private::SpecParts::DEFAULT
                 },
                 ::opkit::__private::whole_input_schema::<NewUser>,
                 ::opkit::__private::output_schema::<User>,
