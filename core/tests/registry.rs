@@ -741,3 +741,119 @@ async fn calls_during_a_replace_find_the_old_or_the_new_operation() {
         OperationKind::Query
     );
 }
+
+/// Sixteen fields: the most one generic call writes.
+#[opkit::operation(namespace = "wide")]
+#[allow(clippy::too_many_arguments)]
+async fn sixteen(
+    a: u8,
+    b: u8,
+    c: u8,
+    d: u8,
+    e: u8,
+    f: u8,
+    g: u8,
+    h: u8,
+    i: u8,
+    j: u8,
+    k: u8,
+    l: u8,
+    m: u8,
+    n: u8,
+    o: u8,
+    p: u8,
+) -> u32 {
+    [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p]
+        .iter()
+        .map(|v| u32::from(*v))
+        .sum()
+}
+
+/// Seventeen fields: written out field by field.
+#[opkit::operation(namespace = "wide")]
+#[allow(clippy::too_many_arguments)]
+async fn seventeen(
+    a: u8,
+    b: u8,
+    c: u8,
+    d: u8,
+    e: u8,
+    f: u8,
+    g: u8,
+    h: u8,
+    i: u8,
+    j: u8,
+    k: u8,
+    l: u8,
+    m: u8,
+    n: u8,
+    o: u8,
+    p: u8,
+    renamed_q: Option<u8>,
+) -> u32 {
+    [
+        a,
+        b,
+        c,
+        d,
+        e,
+        f,
+        g,
+        h,
+        i,
+        j,
+        k,
+        l,
+        m,
+        n,
+        o,
+        p,
+        renamed_q.unwrap_or(0),
+    ]
+    .iter()
+    .map(|v| u32::from(*v))
+    .sum()
+}
+
+#[test]
+fn inputs_of_every_width_serialize_under_their_names_and_read_back() {
+    let wide = serde_json::to_value(sixteen::input(
+        1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+    ))
+    .unwrap();
+    assert_eq!(wide.as_object().unwrap().len(), 16);
+    assert_eq!(
+        (wide["a"].clone(), wide["p"].clone()),
+        (json!(1), json!(16))
+    );
+    let seventeen_input = seventeen::input(
+        1,
+        2,
+        3,
+        4,
+        5,
+        6,
+        7,
+        8,
+        9,
+        10,
+        11,
+        12,
+        13,
+        14,
+        15,
+        16,
+        Some(17),
+    );
+    let wider = serde_json::to_value(&seventeen_input).unwrap();
+    assert_eq!(wider.as_object().unwrap().len(), 17);
+    assert_eq!(wider["renamed_q"], json!(17));
+    // Both read back through their Deserialize impls (the registry's decoder).
+    let back: <sixteen as opkit::TypedOperation>::Input = serde_json::from_value(wide).unwrap();
+    assert_eq!(serde_json::to_value(back).unwrap()["h"], json!(8));
+    let error =
+        serde_json::from_value::<<seventeen as opkit::TypedOperation>::Input>(json!({"a": "x"}))
+            .unwrap_err()
+            .to_string();
+    assert!(error.contains('a'), "{error}");
+}

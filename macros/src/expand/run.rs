@@ -69,6 +69,7 @@ impl<'a> RunParts<'a> {
     ) -> TokenStream {
         let Self { ctx, params, .. } = self;
         quote! {
+            #[allow(clippy::too_many_arguments)]
             fn __opkit_run(#ctx: #private::OperationContext, #(#params),*)
                 -> impl #returns + use<>
             {

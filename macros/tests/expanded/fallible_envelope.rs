@@ -143,6 +143,7 @@ const _: () = {
     fn __opkit_send_cause() {
         ::opkit::__private::assert_send(fetch(::opkit::__private::never()));
     }
+    #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
         __ctx: ::opkit::__private::OperationContext,
         url: String,

@@ -165,6 +165,7 @@ const _: () = {
             ::opkit::__private::never(),
         ));
     }
+    #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
         __ctx: ::opkit::__private::OperationContext,
         a: i64,

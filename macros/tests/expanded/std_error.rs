@@ -150,6 +150,7 @@ const _: () = {
     fn __opkit_send_cause() {
         ::opkit::__private::assert_send(parse(::opkit::__private::never()));
     }
+    #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
         __ctx: ::opkit::__private::OperationContext,
         text: String,

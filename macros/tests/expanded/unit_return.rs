@@ -134,6 +134,7 @@ const _: () = {
     fn __opkit_send_cause() {
         ::opkit::__private::assert_send(ping());
     }
+    #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
         __ctx: ::opkit::__private::OperationContext,
     ) -> impl ::opkit::__private::Future<

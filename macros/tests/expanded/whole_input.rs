@@ -69,6 +69,7 @@ const _: () = {
             ::opkit::__private::never(),
         ));
     }
+    #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
         __ctx: ::opkit::__private::OperationContext,
         __input: Input<NewUser>,
