@@ -81,21 +81,11 @@ impl Skills {
 
     /// Every skill, ordered by URI.
     pub fn skills(&self) -> Vec<Skill> {
-        let mut seen = HashSet::new();
-        let mut skills: Vec<Skill> = Vec::new();
-        for source in &self.sources {
-            let found = match source {
-                Source::Catalog(catalog) => catalog.skills(),
-                Source::Memory(memory) => vec![memory.0.clone()],
-            };
-            skills.extend(
-                found
-                    .into_iter()
-                    .filter(|skill| seen.insert(skill.uri.clone())),
-            );
-        }
-        skills.sort_by(|a, b| a.uri.cmp(&b.uri));
-        skills
+        self.first_by_uri(
+            |catalog| catalog.skills(),
+            |memory| memory.0.clone(),
+            |skill| &skill.uri,
+        )
     }
 
     /// The answer to `skills/list`: every skill on one page.
@@ -114,20 +104,35 @@ impl Skills {
 
     /// Each skill's `SKILL.md` as a resource, for `resources/list`.
     pub fn resources(&self) -> Vec<Resource> {
+        self.first_by_uri(
+            |catalog| catalog.resources(),
+            |memory| memory.1.clone(),
+            |entry| &entry.uri,
+        )
+    }
+
+    /// What each source lists (`of_catalog`, `of_memory`), the first source's entry for each
+    /// URI, ordered by URI.
+    fn first_by_uri<T>(
+        &self,
+        of_catalog: impl Fn(&SkillCatalog) -> Vec<T>,
+        of_memory: impl Fn(&(Skill, Resource, SkillFiles)) -> T,
+        uri: impl Fn(&T) -> &String,
+    ) -> Vec<T> {
         let mut seen = HashSet::new();
-        let mut listed: Vec<Resource> = Vec::new();
+        let mut listed: Vec<T> = Vec::new();
         for source in &self.sources {
             let found = match source {
-                Source::Catalog(catalog) => catalog.resources(),
-                Source::Memory(memory) => vec![memory.1.clone()],
+                Source::Catalog(catalog) => of_catalog(catalog),
+                Source::Memory(memory) => vec![of_memory(memory)],
             };
             listed.extend(
                 found
                     .into_iter()
-                    .filter(|entry| seen.insert(entry.uri.clone())),
+                    .filter(|entry| seen.insert(uri(entry).clone())),
             );
         }
-        listed.sort_by(|a, b| a.uri.cmp(&b.uri));
+        listed.sort_by(|a, b| uri(a).cmp(uri(b)));
         listed
     }
 
