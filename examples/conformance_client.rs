@@ -45,6 +45,8 @@ fn expected_calls(scenario: &str) -> Vec<(&'static str, Value)> {
         // The server lists tools with invalid x-mcp-header annotations beside this one;
         // rmcp's transport drops those from the listing, so only this one is imported.
         "http-invalid-tool-headers" => vec![("valid_tool", json!({"region": "us-west1"}))],
+        // The headers a call carries (`Mcp-Method`, `Mcp-Name`) are checked on this one.
+        "http-standard-headers" => vec![("test_headers", json!({}))],
         "sep-2322-client-request-state" => vec![
             ("test_mrtr_echo_state", json!({})),
             ("test_mrtr_unrelated", json!({})),
