@@ -140,6 +140,14 @@ repeatable on a busy machine) or `perf record`. Commands are in its header.
   Before → after, one session: tiny `execute` 443 → 372–382 ns (2.97× → 2.55–2.61×),
   `subscribe` 184 → 132 ns/item, typed `subscribe` 81 → 35–40 ns/item, typed tiny call
   171 → 142 ns.
+- **The typed call (issue 48).** The typed `call` / `subscribe` built a call span on every
+  call even when nothing listens (`execute` already checked `CallSpan::wanted()` first); the
+  plain path now builds none (`CallSpan::start` was 11% of a tiny typed call under `perf`).
+  The two binaries run interleaved four times, divan's fastest sample: tiny typed call
+  234–259 → 185–212 ns (direct call + envelope 54–72 ns in the same runs). Still over the
+  135 ns goal: the guard (~18%: the bounds check and `catch_unwind` at start and poll), the
+  context the fn gets owned even when it reads none (~11%, a clone and a drop), the shared
+  id and the envelope's `Arc` (~9%).
 - **tiny `execute` (target 2.5×, missed by a hair: 2.55–2.61× across runs).** `perf record`
   of `tiny::opkit_execute` (~375 ns over a ~147 ns floor), self time of what the floor does
   not do: the input `jsonschema` check ~45 ns (the contract; the floor-with-`jsonschema` row
