@@ -19,8 +19,6 @@ pub(super) fn input_type(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     let Locals {
         input: input_var,
         fields: fields_var,
-        state,
-        serializer,
         deserializer,
         ..
     } = locals;
@@ -49,18 +47,7 @@ pub(super) fn input_type(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         .zip(&consts)
         .enumerate()
         .map(|(index, (ident, konst))| quote!(#ident: #fields_var.take(#index, &#konst)?));
-    // Up to `MAX_FIELD_VALUES` fields, one generic call writes them (opkit's
-    // `serialize_fields`); larger inputs are written out field by field.
-    let serialize_body = if (1..=16).contains(&count) {
-        quote!(#private::serialize_fields(#serializer, #schema_name, __OPKIT_FIELDS, (#(&self.#idents,)*)))
-    } else {
-        quote! {
-            #[allow(unused_mut)]
-            let mut #state = #private::serde::Serializer::serialize_struct(#serializer, #schema_name, #count)?;
-            #(#private::serde::ser::SerializeStruct::serialize_field(&mut #state, #names, &self.#idents)?;)*
-            #private::serde::ser::SerializeStruct::end(#state)
-        }
-    };
+    let serialize = serialize_impl(op, locals, &schema_name);
     quote! {
         #[doc(hidden)]
         #vis struct __OpkitInput {
@@ -90,20 +77,7 @@ pub(super) fn input_type(op: &Operation<'_>, locals: &Locals) -> TokenStream {
             }
         }
 
-        impl #private::serde::Serialize for __OpkitInput
-        where
-            #(for<'__opkit> #types: #private::serde::Serialize,)*
-        {
-            fn serialize<__S>(&self, #serializer: __S) -> #private::Result<
-                <__S as #private::serde::Serializer>::Ok,
-                <__S as #private::serde::Serializer>::Error,
-            >
-            where
-                __S: #private::serde::Serializer,
-            {
-                #serialize_body
-            }
-        }
+        #serialize
 
         impl #private::fmt::Debug for __OpkitInput
         where
@@ -128,6 +102,46 @@ pub(super) fn input_type(op: &Operation<'_>, locals: &Locals) -> TokenStream {
 
             fn json_schema(generator: &mut #private::schemars::SchemaGenerator) -> #private::schemars::Schema {
                 #private::fields_schema(generator, __OPKIT_FIELDS)
+            }
+        }
+    }
+}
+
+/// The input object's `Serialize`: up to 16 fields (opkit's `MAX_FIELD_VALUES`), one generic
+/// call writes them (`serialize_fields`); larger inputs are written out field by field.
+fn serialize_impl(op: &Operation<'_>, locals: &Locals, schema_name: &str) -> TokenStream {
+    let private = &op.private;
+    let Locals {
+        state, serializer, ..
+    } = locals;
+    let fields: Vec<_> = op.fields().collect();
+    let idents: Vec<&Ident> = fields.iter().map(|(ident, ..)| *ident).collect();
+    let names: Vec<&str> = fields.iter().map(|(_, name, ..)| *name).collect();
+    let types: Vec<&Type> = fields.iter().map(|(_, _, ty, _)| *ty).collect();
+    let count = fields.len();
+    let body = if (1..=16).contains(&count) {
+        quote!(#private::serialize_fields(#serializer, #schema_name, __OPKIT_FIELDS, (#(&self.#idents,)*)))
+    } else {
+        quote! {
+            #[allow(unused_mut)]
+            let mut #state = #private::serde::Serializer::serialize_struct(#serializer, #schema_name, #count)?;
+            #(#private::serde::ser::SerializeStruct::serialize_field(&mut #state, #names, &self.#idents)?;)*
+            #private::serde::ser::SerializeStruct::end(#state)
+        }
+    };
+    quote! {
+        impl #private::serde::Serialize for __OpkitInput
+        where
+            #(for<'__opkit> #types: #private::serde::Serialize,)*
+        {
+            fn serialize<__S>(&self, #serializer: __S) -> #private::Result<
+                <__S as #private::serde::Serializer>::Ok,
+                <__S as #private::serde::Serializer>::Error,
+            >
+            where
+                __S: #private::serde::Serializer,
+            {
+                #body
             }
         }
     }

@@ -13,7 +13,7 @@ use crate::kind::Kind;
 use crate::model::{Operation, Param};
 use crate::shape::Shape;
 use proc_macro2::{Ident, Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::Expr;
 use syn::spanned::Spanned;
 
@@ -253,27 +253,10 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         .params
         .iter()
         .any(|param| matches!(param, Param::Context { .. } | Param::State { .. }));
-    let description = doc_option(private, &op.docs);
-    let scopes = &op.scopes;
-    let roles = &op.roles;
-    let layers = &op.layers;
     let timeout_ms = match op.timeout_ms {
         Some(ms) => quote!(#private::Some(#ms)),
         None => quote!(#private::None),
     };
-    let edges = op
-        .edges
-        .json()
-        .into_iter()
-        .map(|(name, options)| quote!((#name, #options)));
-    let error_kinds = op
-        .errors
-        .iter()
-        .map(|variant| quote!(#private::ErrorKind::#variant));
-    let states = op.states().map(|inner| {
-        let at = respan(private, inner.span());
-        quote_spanned!(inner.span()=> #at::state_key::<#inner>)
-    });
     let input_schema = match op.whole_input() {
         Some(inner) => {
             let at = respan(private, inner.span());
@@ -283,30 +266,7 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     };
     let at = respan(private, data_span(op));
     let output_schema = quote_spanned!(data_span(op)=> #at::output_schema::<#data>);
-    // Only the parts the attribute gives; `SpecParts::DEFAULT` has the rest.
-    let mut optional_parts = TokenStream::new();
-    if !op.docs.is_empty() {
-        optional_parts.extend(quote!(description: #description,));
-    }
-    let lists = [
-        (
-            quote!(scopes),
-            scopes.iter().map(|s| quote!(#s)).collect::<Vec<_>>(),
-        ),
-        (quote!(roles), roles.iter().map(|r| quote!(#r)).collect()),
-        (quote!(errors), error_kinds.collect()),
-        (quote!(states), states.collect()),
-        (quote!(layers), layers.iter().map(|l| quote!(#l)).collect()),
-        (quote!(edges), edges.collect()),
-    ];
-    for (field, items) in lists {
-        if !items.is_empty() {
-            optional_parts.extend(quote!(#field: &[#(#items),*],));
-        }
-    }
-    if op.timeout_ms.is_some() {
-        optional_parts.extend(quote!(timeout_ms: #timeout_ms,));
-    }
+    let optional_parts = optional_spec_parts(op);
     let checks = type_checks(op);
     let handler = json_handler(op, locals);
     quote! {
@@ -347,6 +307,60 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
             }
         }
     }
+}
+
+/// The fields of `SpecParts` the attribute gives (description, access rule, errors, states,
+/// layers, edge options, timeout); `SpecParts::DEFAULT` has the rest.
+fn optional_spec_parts(op: &Operation<'_>) -> TokenStream {
+    let private = &op.private;
+    let mut parts = TokenStream::new();
+    if !op.docs.is_empty() {
+        let description = doc_option(private, &op.docs);
+        parts.extend(quote!(description: #description,));
+    }
+    let states = op.states().map(|inner| {
+        let at = respan(private, inner.span());
+        quote_spanned!(inner.span()=> #at::state_key::<#inner>)
+    });
+    let lists: [(TokenStream, Vec<TokenStream>); 6] = [
+        (
+            quote!(scopes),
+            op.scopes.iter().map(ToTokens::to_token_stream).collect(),
+        ),
+        (
+            quote!(roles),
+            op.roles.iter().map(ToTokens::to_token_stream).collect(),
+        ),
+        (
+            quote!(errors),
+            op.errors
+                .iter()
+                .map(|variant| quote!(#private::ErrorKind::#variant))
+                .collect(),
+        ),
+        (quote!(states), states.collect()),
+        (
+            quote!(layers),
+            op.layers.iter().map(ToTokens::to_token_stream).collect(),
+        ),
+        (
+            quote!(edges),
+            op.edges
+                .json()
+                .into_iter()
+                .map(|(name, options)| quote!((#name, #options)))
+                .collect(),
+        ),
+    ];
+    for (field, items) in lists {
+        if !items.is_empty() {
+            parts.extend(quote!(#field: &[#(#items),*],));
+        }
+    }
+    if let Some(ms) = op.timeout_ms {
+        parts.extend(quote!(timeout_ms: #private::Some(#ms),));
+    }
+    parts
 }
 
 /// Checks of what the macro read from names: context parameters are opkit's, and a type read
