@@ -23,9 +23,11 @@ pub(super) fn input_type(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         ..
     } = locals;
     let fields: Vec<_> = op.fields().collect();
-    let idents: Vec<&Ident> = fields.iter().map(|(ident, ..)| *ident).collect();
-    let names: Vec<&str> = fields.iter().map(|(_, name, ..)| *name).collect();
-    let types: Vec<&Type> = fields.iter().map(|(_, _, ty, _)| *ty).collect();
+    let Columns {
+        idents,
+        names,
+        types,
+    } = columns(op);
     let count = fields.len();
     let schema_name = format!("{}Input", pascal_case(&op.name));
     let error = quote!(<__D as #private::serde::Deserializer<'de>>::Error);
@@ -107,6 +109,22 @@ pub(super) fn input_type(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     }
 }
 
+/// The input fields' idents, JSON names and types, in order.
+struct Columns<'a> {
+    idents: Vec<&'a Ident>,
+    names: Vec<&'a str>,
+    types: Vec<&'a Type>,
+}
+
+fn columns<'a>(op: &'a Operation<'_>) -> Columns<'a> {
+    let fields: Vec<_> = op.fields().collect();
+    Columns {
+        idents: fields.iter().map(|(ident, ..)| *ident).collect(),
+        names: fields.iter().map(|(_, name, ..)| *name).collect(),
+        types: fields.iter().map(|(_, _, ty, _)| *ty).collect(),
+    }
+}
+
 /// The input object's `Serialize`: up to 16 fields (opkit's `MAX_FIELD_VALUES`), one generic
 /// call writes them (`serialize_fields`); larger inputs are written out field by field.
 fn serialize_impl(op: &Operation<'_>, locals: &Locals, schema_name: &str) -> TokenStream {
@@ -114,11 +132,12 @@ fn serialize_impl(op: &Operation<'_>, locals: &Locals, schema_name: &str) -> Tok
     let Locals {
         state, serializer, ..
     } = locals;
-    let fields: Vec<_> = op.fields().collect();
-    let idents: Vec<&Ident> = fields.iter().map(|(ident, ..)| *ident).collect();
-    let names: Vec<&str> = fields.iter().map(|(_, name, ..)| *name).collect();
-    let types: Vec<&Type> = fields.iter().map(|(_, _, ty, _)| *ty).collect();
-    let count = fields.len();
+    let Columns {
+        idents,
+        names,
+        types,
+    } = columns(op);
+    let count = idents.len();
     let body = if (1..=16).contains(&count) {
         quote!(#private::serialize_fields(#serializer, #schema_name, __OPKIT_FIELDS, (#(&self.#idents,)*)))
     } else {
