@@ -45,5 +45,8 @@ pub use import_access::ImportAccess;
 #[cfg(any(feature = "mcp", feature = "mcp-server"))]
 mod mcp_meta;
 
+#[cfg(any(feature = "mcp", feature = "mcp-skills"))]
+mod skill_text;
+
 #[cfg(feature = "websocket")]
 pub mod websocket;

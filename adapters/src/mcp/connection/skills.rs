@@ -14,17 +14,9 @@
 
 use super::McpConnection;
 use super::error::McpError;
+use crate::skill_text::{encode_path, frontmatter_block};
 use rmcp::model::{ReadResourceRequestParams, ResourceContents, Skill, SkillResources};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
-
-/// What a skill file's path keeps unencoded in its URI besides letters and digits.
-const SKILL_PATH: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~')
-    .remove(b'/');
 
 /// One verified file of a loaded skill.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,8 +172,7 @@ impl McpConnection {
             .uri
             .strip_suffix(rmcp::model::SKILL_MD)
             .unwrap_or(&skill.uri);
-        let encoded: String = percent_encoding::utf8_percent_encode(path, SKILL_PATH).collect();
-        let uri = format!("{folder}{encoded}");
+        let uri = format!("{folder}{}", encode_path(path));
         let file = match &skill.resources {
             SkillResources::Files(listed) => {
                 let entry = listed.iter().find(|file| file.uri == uri).ok_or_else(|| {
@@ -269,7 +260,7 @@ fn check_bytes(listed: &rmcp::model::SkillResource, bytes: &[u8]) -> Result<(), 
             actual,
         });
     }
-    let digest = format!("sha256:{}", hex(&Sha256::digest(bytes)));
+    let digest = rmcp::model::sha256_digest(bytes);
     if !digest.eq_ignore_ascii_case(&listed.digest) {
         return Err(SkillError::Digest {
             uri: listed.uri.clone(),
@@ -277,11 +268,6 @@ fn check_bytes(listed: &rmcp::model::SkillResource, bytes: &[u8]) -> Result<(), 
         });
     }
     Ok(())
-}
-
-/// Lowercase hex of `bytes`.
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// The YAML frontmatter of `manifest` (a `SKILL.md`) against the entry's, field by field.
@@ -296,6 +282,7 @@ fn compare_frontmatter(
     };
     let text = std::str::from_utf8(manifest)
         .map_err(|_| failed("its SKILL.md is not UTF-8".to_owned()))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let block = frontmatter_block(text)
         .ok_or_else(|| failed("its SKILL.md has no leading `---` frontmatter block".to_owned()))?;
     let parsed: Value = serde_norway::from_str(block)
@@ -316,22 +303,6 @@ fn compare_frontmatter(
     Ok(())
 }
 
-/// The text between a leading `---` line and the next `---` line.
-fn frontmatter_block(text: &str) -> Option<&str> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let rest = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))?;
-    let mut offset = 0;
-    for line in rest.split_inclusive('\n') {
-        if line.trim_end() == "---" {
-            return Some(&rest[..offset]);
-        }
-        offset += line.len();
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,7 +314,7 @@ mod tests {
     fn listed(bytes: &[u8]) -> SkillResource {
         SkillResource::new(
             "skill://pdf-processing/SKILL.md",
-            format!("sha256:{}", hex(&Sha256::digest(bytes))),
+            rmcp::model::sha256_digest(bytes),
             bytes.len() as u64,
         )
     }

@@ -3,21 +3,13 @@
 //! else a base64 blob), listed by folder for `resources/directory/read`; and the reading of
 //! a `SKILL.md`'s YAML frontmatter.
 
+use crate::skill_text::{encode_path, frontmatter_block};
 use base64::Engine;
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use rmcp::model::{
     DIRECTORY_MIME_TYPE, ReadResourceResult, Resource, ResourceContents, SkillFrontmatter,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-/// What a `skill://` path keeps unencoded besides letters and digits.
-const PATH: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~')
-    .remove(b'/');
 
 /// One file's bytes and type.
 #[derive(Debug)]
@@ -50,7 +42,7 @@ impl SkillFiles {
         } else {
             format!("{}/{path}", self.dir)
         };
-        format!("skill://{}", utf8_percent_encode(&full, PATH))
+        format!("skill://{}", encode_path(&full))
     }
 
     /// Adds the file at `path`; `false` when one is there already.
@@ -159,19 +151,11 @@ impl SkillFiles {
 /// The YAML block between a `SKILL.md`'s leading `---` lines, as frontmatter.
 pub(super) fn parse_frontmatter(manifest: &[u8]) -> Result<SkillFrontmatter, String> {
     let text = std::str::from_utf8(manifest).map_err(|_| "SKILL.md is not UTF-8".to_owned())?;
-    let body = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-        .ok_or("SKILL.md does not start with a `---` frontmatter block")?;
-    let mut offset = 0;
-    for line in body.split_inclusive('\n') {
-        if line.trim_end() == "---" {
-            return serde_norway::from_str(&body[..offset])
-                .map_err(|error| format!("its SKILL.md frontmatter is not valid: {error}"));
-        }
-        offset += line.len();
-    }
-    Err("SKILL.md's frontmatter has no closing `---`".into())
+    let block = frontmatter_block(text).ok_or(
+        "SKILL.md does not start with a `---` frontmatter block closed by another `---` line",
+    )?;
+    serde_norway::from_str(block)
+        .map_err(|error| format!("its SKILL.md frontmatter is not valid: {error}"))
 }
 
 /// Whether a file of this type goes out as `text` (when its bytes allow).
