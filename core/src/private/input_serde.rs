@@ -49,9 +49,6 @@ field_values!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12
 field_values!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14);
 field_values!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14, P 15);
 
-/// The largest input object [`FieldValues`] covers.
-pub const MAX_FIELD_VALUES: usize = 16;
-
 /// Writes an input object named `name` with `values` under the names of `fields`.
 pub fn serialize_fields<S: Serializer, V: FieldValues>(
     serializer: S,

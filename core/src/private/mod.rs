@@ -72,7 +72,7 @@ pub use crate::__opkit_unary_endpoint as unary_endpoint;
 pub use errors::*;
 pub use handlers::*;
 pub use input::*;
-pub use input_serde::{FieldValues, MAX_FIELD_VALUES, deserialize_input, serialize_fields};
+pub use input_serde::{FieldValues, deserialize_input, serialize_fields};
 pub use layered::{
     DeView, EndpointProbe, MakeEnd, NoDeView, NoEndpoint, NoSerView, SerView, StreamEndpoint,
     TypedEnd, TypedViews, UnaryEndpoint, ViewProbe,

@@ -125,8 +125,9 @@ fn columns<'a>(op: &'a Operation<'_>) -> Columns<'a> {
     }
 }
 
-/// The input object's `Serialize`: up to 16 fields (opkit's `MAX_FIELD_VALUES`), one generic
-/// call writes them (`serialize_fields`); larger inputs are written out field by field.
+/// The input object's `Serialize`: up to 16 fields (the tuples opkit's `FieldValues` covers),
+/// one generic call writes them (`serialize_fields`); larger inputs are written out field by
+/// field.
 fn serialize_impl(op: &Operation<'_>, locals: &Locals, schema_name: &str) -> TokenStream {
     let private = &op.private;
     let Locals {
