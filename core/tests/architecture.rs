@@ -662,6 +662,16 @@ const ADAPTER_EDGES: &[(&str, &str, &str)] = &[
         "the _meta keys the MCP import reads",
     ),
     (
+        "mcp",
+        "skill_text",
+        "a skill path's encoding and a SKILL.md's frontmatter block, as the server writes them",
+    ),
+    (
+        "mcp_server",
+        "skill_text",
+        "a skill path's encoding and a SKILL.md's frontmatter block, as the import reads them",
+    ),
+    (
         "redis",
         "backoff",
         "the reconnection pauses both transports share",
