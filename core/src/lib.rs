@@ -253,7 +253,7 @@ pub use error::{CallError, ErrorCode, ErrorKind, Violation};
 #[doc = include_str!("operation.md")]
 pub use opkit_macros::operation;
 pub use protocol::{CallHandler, MemoryPubSub, PendingRequestMap, PubSub};
-pub use registry::{EnvelopeStream, Handler, OperationRegistry, RegistryError};
+pub use registry::{EnvelopeStream, FoundOperation, Handler, OperationRegistry, RegistryError};
 pub use spec::{OperationKind, OperationSpec};
 pub use state::State;
 pub use typed::{Input, TypedOperation};

@@ -17,7 +17,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use opkit::edge::Edge;
 use opkit::middleware::Outcome;
 use opkit::trace::TraceContext;
-use opkit::{CallError, ErrorCode, OperationContext, ResponseEnvelope};
+use opkit::{CallError, ErrorCode, FoundOperation, OperationContext, ResponseEnvelope};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -194,7 +194,7 @@ impl ServerState {
     /// every violation is in a field `from_url`).
     fn call_error_response(
         &self,
-        id: &str,
+        found: &FoundOperation,
         error: &CallError,
         ctx: &OperationContext,
         from_url: FromUrl<'_>,
@@ -202,7 +202,7 @@ impl ServerState {
         if error.code == ErrorCode::AccessDenied
             && error.kind.is_none()
             && let Some(identity) = ctx.identity()
-            && let Some(response) = self.insufficient_scope(id, identity, error)
+            && let Some(response) = self.insufficient_scope(found, identity, error)
         {
             return response;
         }
@@ -231,16 +231,15 @@ impl ServerState {
     }
 
     /// `403` with the authenticator's `insufficient_scope` challenge, when `identity` lacks
-    /// scopes the operation `id` needs.
+    /// scopes the operation `found` needs.
     fn insufficient_scope(
         &self,
-        id: &str,
+        found: &FoundOperation,
         identity: &opkit::Identity,
         error: &CallError,
     ) -> Option<Response> {
         let authenticator = self.authenticator.as_ref()?;
-        let spec = self.registry.spec(id)?;
-        let needed = &spec.access.scopes;
+        let needed = &found.spec().access.scopes;
         if needed.iter().all(|scope| identity.scopes.contains(scope)) {
             return None;
         }
@@ -319,18 +318,19 @@ pub(crate) struct Shape<'a> {
     pub(crate) from_url: FromUrl<'a>,
 }
 
-/// Serves a call whose input was read: the context from the request, the registry's front
-/// door ([`OperationRegistry::serve`]), and its outcome as a response (the RPC shape, or the
+/// Serves a call of the operation `found` (looked up once, by the route) whose input was
+/// read: the context from the request, the registry's front door
+/// ([`OperationRegistry::serve_found`]), and its outcome as a response (the RPC shape, or the
 /// one `shape` makes).
 pub(crate) async fn serve_call(
     shared: &ServerState,
-    id: &str,
-    stream: bool,
+    found: &FoundOperation,
     parts: http::request::Parts,
     identity: Option<opkit::Identity>,
     input: Value,
     shape: Option<Shape<'_>>,
 ) -> Response {
+    let stream = found.spec().kind.is_stream();
     let encoding = SseEncoding::requested(&parts.headers);
     let from_url = match &shape {
         Some(shape) => shape.from_url,
@@ -351,7 +351,7 @@ pub(crate) async fn serve_call(
     };
     let guard = token.drop_guard();
     let request_id = ctx.request_id().to_owned();
-    let response = match shared.registry.serve(id, input, ctx.clone()).await {
+    let response = match shared.registry.serve_found(found, input, ctx.clone()).await {
         Ok(Outcome::Unary(reply)) => {
             guard.disarm();
             let hint = reply.cache_hint();
@@ -371,7 +371,7 @@ pub(crate) async fn serve_call(
                     }
                     response
                 }
-                Err(error) => shared.call_error_response(id, &error, &ctx, from_url),
+                Err(error) => shared.call_error_response(found, &error, &ctx, from_url),
             }
         }
         Ok(Outcome::Stream(items)) if shape.as_ref().is_some_and(|s| s.raw_stream.is_some()) => {
@@ -380,7 +380,7 @@ pub(crate) async fn serve_call(
                 .expect("the guard checked a raw stream");
             match byte_bodies::response_stream(items, guard, status, content_type).await {
                 Ok(response) => response,
-                Err(error) => shared.call_error_response(id, &error, &ctx, from_url),
+                Err(error) => shared.call_error_response(found, &error, &ctx, from_url),
             }
         }
         Ok(Outcome::Stream(items)) => {
@@ -401,7 +401,7 @@ pub(crate) async fn serve_call(
         }
         Err(error) => {
             guard.disarm();
-            shared.call_error_response(id, &error, &ctx, from_url)
+            shared.call_error_response(found, &error, &ctx, from_url)
         }
     };
     with_request_id(response, &request_id)
@@ -419,9 +419,10 @@ pub(crate) async fn operation(
         Ok(identity) => identity,
         Err(response) => return response,
     };
-    let Some(route) = shared.routes.get(&shared.registry, &id) else {
+    let Some(found) = shared.registry.lookup(&id) else {
         return error_response(&CallError::operation_not_found(&id));
     };
+    let route = shared.routes.get(&shared.registry, &found);
     if !route.methods.contains(&parts.method) {
         return method_not_allowed(&id, &parts.method, &route.methods);
     }
@@ -437,10 +438,7 @@ pub(crate) async fn operation(
         .await
     };
     match input {
-        Ok(input) => {
-            let stream = route.spec.kind.is_stream();
-            serve_call(&shared, &id, stream, parts, identity, input, None).await
-        }
+        Ok(input) => serve_call(&shared, &found, parts, identity, input, None).await,
         Err(rejection) => rejection.into_response(),
     }
 }

@@ -629,6 +629,9 @@ async fn serve_rest(
         Ok(identity) => identity,
         Err(response) => return response,
     };
+    let Some(found) = shared.registry.lookup(&route.id) else {
+        return error_response(&CallError::operation_not_found(&route.id));
+    };
     // The hand-off of a streamed body lives until the call ends: a body the operation never
     // took is dropped with it.
     let (input, hand_off) = match route.input(&shared, params, &parts, body).await {
@@ -655,16 +658,7 @@ async fn serve_rest(
             FromUrl::Fields(&route.variables)
         },
     };
-    let mut response = serve_call(
-        &shared,
-        &route.id,
-        stream,
-        parts,
-        identity,
-        input,
-        Some(shape),
-    )
-    .await;
+    let mut response = serve_call(&shared, &found, parts, identity, input, Some(shape)).await;
     if let Ok(value) = HeaderValue::from_str(&route.id) {
         response.headers_mut().insert(OPERATION_ID, value);
     }

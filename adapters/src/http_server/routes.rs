@@ -3,7 +3,7 @@
 
 use super::query::QueryShape;
 use http::Method;
-use opkit::{OperationKind, OperationRegistry, OperationSpec};
+use opkit::{FoundOperation, OperationKind, OperationRegistry, OperationSpec};
 use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -50,21 +50,21 @@ pub(crate) struct Routes {
 }
 
 impl Routes {
-    /// The route of `id` in `registry`, or `None` when it has no such operation.
-    pub(crate) fn get(&self, registry: &OperationRegistry, id: &str) -> Option<Arc<Route>> {
-        let spec = registry.spec(id)?;
+    /// The route of the operation `found` (looked up in `registry` once, for this request).
+    pub(crate) fn get(&self, registry: &OperationRegistry, found: &FoundOperation) -> Arc<Route> {
+        let (id, spec) = (found.id(), found.spec());
         if let Some(route) = self.by_id.read().get(id)
-            && Arc::ptr_eq(&route.spec, &spec)
+            && Arc::ptr_eq(&route.spec, spec)
         {
-            return Some(route.clone());
+            return route.clone();
         }
-        let route = Arc::new(Route::of(spec));
+        let route = Arc::new(Route::of(spec.clone()));
         let mut by_id = self.by_id.write();
         if by_id.len() >= 2 * registry.len().max(8) {
             by_id.retain(|id, _| registry.contains(id));
         }
         by_id.insert(id.to_owned(), route.clone());
-        Some(route)
+        route
     }
 }
 
@@ -102,22 +102,23 @@ mod tests {
             )
             .unwrap();
         let routes = Routes::default();
-        let first = routes.get(&registry, "test.op").unwrap();
+        let route = |routes: &Routes| {
+            let found = registry.lookup("test.op")?;
+            Some(routes.get(&registry, &found))
+        };
+        let first = route(&routes).unwrap();
         assert_eq!(first.methods, [Method::GET, Method::POST]);
-        assert!(Arc::ptr_eq(
-            &first,
-            &routes.get(&registry, "test.op").unwrap()
-        ));
+        assert!(Arc::ptr_eq(&first, &route(&routes).unwrap()));
 
         assert!(registry.unregister("test.op"));
-        assert!(routes.get(&registry, "test.op").is_none());
+        assert!(route(&routes).is_none());
         registry
             .register(
                 spec(OperationKind::Mutation, object),
                 handler(OperationKind::Mutation),
             )
             .unwrap();
-        let replaced = routes.get(&registry, "test.op").unwrap();
+        let replaced = route(&routes).unwrap();
         assert_eq!(replaced.methods, [Method::POST]);
     }
 }

@@ -2,14 +2,47 @@
 //! (the HTTP server, the MCP server, the call protocol's `CallHandler`, or a server the
 //! application writes) serves a call that came from outside the process.
 
+use super::operation::Operation;
 use super::{OperationRegistry, RegistryInner, TracedStream};
 use crate::context::OperationContext;
 use crate::edge::Edge;
 use crate::error::CallError;
 use crate::middleware::Outcome;
+use crate::spec::OperationSpec;
 use crate::trace::{CallSpan, SpanKind};
 use serde_json::Value;
+use std::fmt;
 use std::future::Future;
+use std::sync::Arc;
+
+/// An operation an edge looked up once ([`OperationRegistry::lookup`]) to read its spec
+/// (the methods a route answers, how a query string maps onto the input) and then serve the
+/// call with ([`OperationRegistry::serve_found`]), without a second lookup by id.
+///
+/// It is the operation as registered when it was looked up: an operation replaced or
+/// unregistered meanwhile is still served as it was by a call already holding it.
+#[derive(Clone)]
+pub struct FoundOperation {
+    operation: Arc<Operation>,
+}
+
+impl FoundOperation {
+    /// The operation's id.
+    pub fn id(&self) -> &str {
+        &self.operation.id
+    }
+
+    /// The operation's spec.
+    pub fn spec(&self) -> &Arc<OperationSpec> {
+        &self.operation.spec
+    }
+}
+
+impl fmt::Debug for FoundOperation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("FoundOperation").field(&self.id()).finish()
+    }
+}
 
 impl OperationRegistry {
     /// Serves a call from outside the process: what an edge calls once it has mapped its
@@ -84,12 +117,62 @@ impl OperationRegistry {
         input: Value,
         ctx: OperationContext,
     ) -> impl Future<Output = Result<Outcome, CallError>> + Send + 'static + use<> {
+        self.serve_operation(id, self.inner.find(id), input, ctx)
+    }
+
+    /// The operation `id` as registered now, for an edge that reads its spec before it serves
+    /// the call ([`serve_found`](Self::serve_found)); `None` when there is none.
+    pub fn lookup(&self, id: &str) -> Option<FoundOperation> {
+        self.inner
+            .find(id)
+            .map(|operation| FoundOperation { operation })
+    }
+
+    /// [`serve`](Self::serve) for an operation the edge looked up already
+    /// ([`lookup`](Self::lookup)): the same steps but the lookup.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use opkit::middleware::Outcome;
+    /// use opkit::prelude::*;
+    /// use serde_json::json;
+    ///
+    /// #[operation(namespace = "math")]
+    /// async fn add(a: i64, b: i64) -> i64 {
+    ///     a + b
+    /// }
+    ///
+    /// let registry = OperationRegistry::new();
+    /// registry.register_operation(add).unwrap();
+    /// let found = registry.lookup("math.add").expect("registered");
+    /// assert_eq!(found.spec().kind, OperationKind::Query);
+    /// let outcome = registry.serve_found(&found, json!({"a": 2, "b": 3}), OperationContext::new()).await;
+    /// let Ok(Outcome::Unary(reply)) = outcome else { panic!("a query answers once") };
+    /// assert_eq!(reply.into_envelope().unwrap().data, json!(5));
+    /// # });
+    /// ```
+    pub fn serve_found(
+        &self,
+        found: &FoundOperation,
+        input: Value,
+        ctx: OperationContext,
+    ) -> impl Future<Output = Result<Outcome, CallError>> + Send + 'static + use<> {
+        self.serve_operation(found.id(), Some(found.operation.clone()), input, ctx)
+    }
+
+    /// The steps of [`serve`](Self::serve) after the lookup (`operation` is `None` when `id`
+    /// names no operation).
+    fn serve_operation(
+        &self,
+        id: &str,
+        operation: Option<Arc<Operation>>,
+        input: Value,
+        ctx: OperationContext,
+    ) -> impl Future<Output = Result<Outcome, CallError>> + Send + 'static + use<> {
         let path = ctx.edge().map_or("serve", Edge::name);
         let mut span = CallSpan::start(SpanKind::Server, path, id, &ctx);
         let ctx = span.apply(ctx);
-        let started = self
-            .inner
-            .find(id)
+        let started = operation
             .ok_or_else(|| CallError::operation_not_found(id))
             .and_then(|operation| {
                 span.record_kind(operation.spec.kind);

@@ -27,6 +27,7 @@ mod pipeline;
 mod subscription;
 mod unary;
 
+pub use door::FoundOperation;
 pub use handler::Handler;
 pub(crate) use handler::HandlerFn;
 pub use linked::{OperationRegistration, registrations};
