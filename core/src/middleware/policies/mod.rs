@@ -4,6 +4,7 @@
 mod audit;
 mod cache;
 mod concurrency;
+mod gcra;
 mod rate_limit;
 mod timeout;
 

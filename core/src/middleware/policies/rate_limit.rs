@@ -1,11 +1,10 @@
-//! [`RateLimit`]: a budget of calls per period, per identity and/or operation (GCRA, by the
-//! `governor` crate).
+//! [`RateLimit`]: a budget of calls per period, per identity and/or operation (GCRA, in
+//! `gcra.rs`).
 
+use super::gcra::KeyedGcra;
 use crate::error::CallError;
 use crate::middleware::{Call, Middleware, Next, Outcome};
 use futures::future::BoxFuture;
-use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota};
 use serde_json::json;
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -46,9 +45,8 @@ pub enum RateLimitKey {
 /// ```
 #[derive(Clone)]
 pub struct RateLimit {
-    /// governor's keyed limiter over its `Mutex<HashMap>` store (the crate's `dashmap`
-    /// feature is off: one short lock per check, and three crates fewer in every build).
-    limiter: Arc<DefaultKeyedRateLimiter<String>>,
+    /// The budgets, by key (one short lock per check).
+    limiter: Arc<KeyedGcra>,
     key: RateLimitKey,
     burst: u32,
     period: Duration,
@@ -71,12 +69,8 @@ impl RateLimit {
     /// a zero period's rate.
     pub fn new(burst: u32, period: Duration) -> Self {
         let burst_nz = NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN);
-        let replenish = (period / burst_nz.get()).max(Duration::from_nanos(1));
-        let quota = Quota::with_period(replenish)
-            .unwrap_or_else(|| unreachable!("the period is at least 1 ns"))
-            .allow_burst(burst_nz);
         Self {
-            limiter: Arc::new(DefaultKeyedRateLimiter::keyed(quota)),
+            limiter: Arc::new(KeyedGcra::new(burst_nz, period)),
             key: RateLimitKey::Identity,
             burst: burst_nz.get(),
             period,
@@ -133,13 +127,12 @@ impl RateLimit {
 impl Middleware for RateLimit {
     fn handle(&self, call: Call, next: Next) -> BoxFuture<'static, Result<Outcome, CallError>> {
         if self.calls.fetch_add(1, Ordering::Relaxed) % 1024 == 1023 {
-            self.limiter.retain_recent();
+            self.limiter.forget_full();
         }
         let key = self.key_of(&call);
-        match self.limiter.check_key(&key) {
+        match self.limiter.check(&key) {
             Ok(()) => next.run(call),
-            Err(not_until) => {
-                let wait = not_until.wait_time_from(DefaultClock::default().now());
+            Err(wait) => {
                 let error = self.refuse(&call, wait);
                 Box::pin(std::future::ready(Err(error)))
             }
