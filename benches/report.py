@@ -346,6 +346,18 @@ repeatable on a busy machine) or `perf record`. Commands are in its header.
   `XACK` (~1–2.5 µs each). Closing the gap: the serving side's reply and acknowledgement in
   one pipeline (fewer writes), and less work in the two scripts (the receipt's live-member
   check, the lease bookkeeping).
+- **Redis: where Redis' own time goes, after the reply became one `PUBLISH`.** `INFO
+  commandstats` over one round of `redis_inflight_1` (5,000 calls, each side alone against a
+  fresh `redis-server` 7.0, `CONFIG RESETSTAT` before): an opkit call costs Redis ~22 µs, the
+  publish script's `EVALSHA` 14.1 µs of it (its four commands 4.9: `PUBLISH` 0.5, `TIME` 0.2,
+  `ZRANGE` 1.2, `XADD` with `MINID` trimming 3.0; the other ~9 µs is the script call itself),
+  `XREADGROUP` 6.8, `XACK` 0.7 and the reply's `PUBLISH` 0.5; a raw call 9.1 µs (`XADD` 1.6,
+  `XREADGROUP` 6.5, `XACK` 0.5, `PUBLISH` 0.6). One call in flight, Redis' time is on every
+  call's path: the script is ~12 µs of the ~40 µs between opkit's p50 (112 µs) and raw's
+  (72 µs) in that run. What it buys is the receipt's promise: a request is queued only while a
+  live member serves its topic, in one atomic step, so a caller told that nobody serves it
+  knows the request cannot run later; an unconditional `XADD` pipelined with a `ZCOUNT` would
+  leave it for a server that joins after the caller gave up.
 - **Noise.** The reference machine has 2 cores shared with other work; a whole group can run
   slow (every row of it), so compare ratios within one run and rerun a group that looks off
   (`BENCH_FILTER=tiny bash benches/run.sh` prints without rewriting this file).
