@@ -19,46 +19,28 @@ import os
 import shutil
 import sys
 
+from shape import output, types
+
 N = 10
 OUT = os.path.abspath(sys.argv[1])
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 
 
-def types(i):
-    return f"""
-/// The input of operation {i}.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
-pub struct In{i} {{
-    /// A name.
-    pub name: String,
-    /// A count.
-    pub count: u32,
-    /// A flag.
-    pub flag: bool,
-    /// Tags.
-    pub tags: Vec<String>,
-}}
-
-/// The output of operation {i}.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
-pub struct Out{i} {{
-    /// An id.
-    pub id: String,
-    /// A total.
-    pub total: u64,
-}}
-"""
-
-
-def body(i):
-    return f"Out{i} {{ id: input.name, total: u64::from(input.count) + input.tags.len() as u64 + u64::from(input.flag) }}"
-
-
 MAIN_ARGS = """
 /// `--check` builds the service and exits (the benchmark only builds it).
 fn only_check() -> bool {
     std::env::args().any(|arg| arg == "--check")
+}
+"""
+
+# The end of both services' `main`: serve `app` (unless only checking).
+MAIN_TAIL = """    if only_check() {
+        return Ok(());
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    axum::serve(listener, app).await?;
+    Ok(())
 }
 """
 
@@ -75,7 +57,7 @@ def opkit_main():
 #[operation(namespace = "svc")]
 pub async fn op{i}(input: Input<In{i}>) -> Out{i} {{
     let input = input.0;
-    {body(i)}
+    {output(i)}
 }}
 """)
     out.append(MAIN_ARGS)
@@ -85,14 +67,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let registry = OperationRegistry::from_inventory();
     let mcp = McpServer::new(registry.clone()).name("svc").version("1.0.0");
     let app = HttpServer::new(registry).info("svc", "1.0.0").router().nest("/mcp", mcp.router());
-    if only_check() {
-        return Ok(());
-    }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    axum::serve(listener, app).await?;
-    Ok(())
-}
 """)
+    out.append(MAIN_TAIL)
     return "".join(out)
 
 
@@ -110,7 +86,7 @@ def peers_main():
         out.append(f"""
 /// Operation {i} over HTTP.
 pub async fn op{i}(Json(input): Json<In{i}>) -> Json<Out{i}> {{
-    Json({body(i)})
+    Json({output(i)})
 }}
 """)
     out.append("""
@@ -137,7 +113,7 @@ impl Server {
     /// Operation {i}.
     #[tool(name = "svc_op{i}", description = "Operation {i}")]
     async fn op{i}(&self, Parameters(input): Parameters<In{i}>) -> McpJson<Out{i}> {{
-        McpJson({body(i)})
+        McpJson({output(i)})
     }}
 """)
     out.append("}\n")
@@ -155,14 +131,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for i in range(N):
         out.append(f"        .route(\"/ops/svc.op{i}\", axum::routing::post(op{i}))\n")
     out.append("""        .nest_service("/mcp", mcp);
-    if only_check() {
-        return Ok(());
-    }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    axum::serve(listener, app).await?;
-    Ok(())
-}
 """)
+    out.append(MAIN_TAIL)
     return "".join(out)
 
 

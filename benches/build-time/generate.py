@@ -14,35 +14,11 @@ The opkit crate depends on this checkout by path; rmcp and axum on the versions 
 import os
 import sys
 
+from shape import output, types
+
 N = int(sys.argv[1])
 OUT = os.path.abspath(sys.argv[2])
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-
-
-def types(i):
-    return f"""
-/// The input of operation {i}.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
-pub struct In{i} {{
-    /// A name.
-    pub name: String,
-    /// A count.
-    pub count: u32,
-    /// A flag.
-    pub flag: bool,
-    /// Tags.
-    pub tags: Vec<String>,
-}}
-
-/// The output of operation {i}.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
-pub struct Out{i} {{
-    /// An id.
-    pub id: String,
-    /// A total.
-    pub total: u64,
-}}
-"""
 
 
 def opkit_crate():
@@ -54,7 +30,7 @@ def opkit_crate():
 #[operation(namespace = "bt")]
 pub async fn op{i}(input: Input<In{i}>) -> Out{i} {{
     let input = input.0;
-    Out{i} {{ id: input.name, total: u64::from(input.count) + input.tags.len() as u64 + u64::from(input.flag) }}
+    {output(i)}
 }}
 """)
     return "".join(body)
@@ -91,7 +67,7 @@ impl Server {
     /// Operation {i}.
     #[tool(name = "bt_op{i}", description = "Operation {i}")]
     async fn op{i}(&self, Parameters(input): Parameters<In{i}>) -> Json<Out{i}> {{
-        Json(Out{i} {{ id: input.name, total: u64::from(input.count) + input.tags.len() as u64 + u64::from(input.flag) }})
+        Json({output(i)})
     }}
 """)
     body.append("}\n")
@@ -105,7 +81,7 @@ def axum_crate():
         body.append(f"""
 /// Operation {i}.
 pub async fn op{i}(Json(input): Json<In{i}>) -> Json<Out{i}> {{
-    Json(Out{i} {{ id: input.name, total: u64::from(input.count) + input.tags.len() as u64 + u64::from(input.flag) }})
+    Json({output(i)})
 }}
 """)
     body.append("\n/// Every operation on its route.\npub fn router() -> axum::Router {\n    axum::Router::new()\n")
