@@ -19,7 +19,7 @@ import os
 import shutil
 import sys
 
-from shape import output, types
+from shape import output, rmcp_server, types
 
 N = 10
 OUT = os.path.abspath(sys.argv[1])
@@ -89,34 +89,7 @@ pub async fn op{i}(Json(input): Json<In{i}>) -> Json<Out{i}> {{
     Json({output(i)})
 }}
 """)
-    out.append("""
-/// The MCP server.
-#[derive(Clone)]
-pub struct Server {
-    tool_router: ToolRouter<Self>,
-}
-
-impl Default for Server {
-    fn default() -> Self {
-        Self { tool_router: Self::tool_router() }
-    }
-}
-
-#[tool_handler(router = self.tool_router)]
-impl ServerHandler for Server {}
-
-#[tool_router]
-impl Server {
-""")
-    for i in range(N):
-        out.append(f"""
-    /// Operation {i}.
-    #[tool(name = "svc_op{i}", description = "Operation {i}")]
-    async fn op{i}(&self, Parameters(input): Parameters<In{i}>) -> McpJson<Out{i}> {{
-        McpJson({output(i)})
-    }}
-""")
-    out.append("}\n")
+    out.append(rmcp_server(N, "svc", "McpJson", "The MCP server.", "#[derive(Clone)]\n"))
     out.append(MAIN_ARGS)
     out.append("""
 #[tokio::main]

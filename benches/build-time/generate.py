@@ -14,7 +14,7 @@ The opkit crate depends on this checkout by path; rmcp and axum on the versions 
 import os
 import sys
 
-from shape import output, types
+from shape import output, rmcp_server, types
 
 N = int(sys.argv[1])
 OUT = os.path.abspath(sys.argv[2])
@@ -44,33 +44,7 @@ def rmcp_crate():
     ]
     for i in range(N):
         body.append(types(i))
-    body.append("""
-/// The server.
-pub struct Server {
-    tool_router: ToolRouter<Self>,
-}
-
-impl Default for Server {
-    fn default() -> Self {
-        Self { tool_router: Self::tool_router() }
-    }
-}
-
-#[tool_handler(router = self.tool_router)]
-impl ServerHandler for Server {}
-
-#[tool_router]
-impl Server {
-""")
-    for i in range(N):
-        body.append(f"""
-    /// Operation {i}.
-    #[tool(name = "bt_op{i}", description = "Operation {i}")]
-    async fn op{i}(&self, Parameters(input): Parameters<In{i}>) -> Json<Out{i}> {{
-        Json({output(i)})
-    }}
-""")
-    body.append("}\n")
+    body.append(rmcp_server(N, "bt", "Json"))
     return "".join(body)
 
 

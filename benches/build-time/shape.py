@@ -32,3 +32,36 @@ pub struct Out{i} {{
 def output(i):
     """The output of operation `i`, computed from `input` (an `In{i}`)."""
     return f"Out{i} {{ id: input.name, total: u64::from(input.count) + input.tags.len() as u64 + u64::from(input.flag) }}"
+
+
+def rmcp_server(n, namespace, json, doc="The server.", derive=""):
+    """An rmcp `Server` with `n` `#[tool]` methods named `<namespace>_op<i>`, each returning
+    its output wrapped in `json` (rmcp's `Json`, under the name the file imports it as)."""
+    out = [f"""
+/// {doc}
+{derive}pub struct Server {{
+    tool_router: ToolRouter<Self>,
+}}
+
+impl Default for Server {{
+    fn default() -> Self {{
+        Self {{ tool_router: Self::tool_router() }}
+    }}
+}}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Server {{}}
+
+#[tool_router]
+impl Server {{
+"""]
+    for i in range(n):
+        out.append(f"""
+    /// Operation {i}.
+    #[tool(name = "{namespace}_op{i}", description = "Operation {i}")]
+    async fn op{i}(&self, Parameters(input): Parameters<In{i}>) -> {json}<Out{i}> {{
+        {json}({output(i)})
+    }}
+""")
+    out.append("}\n")
+    return "".join(out)
