@@ -762,6 +762,34 @@ mod redis_rt {
 /// (`raw_round_trip`, one hop) and the same relayed through a raw hub (`raw_relay_round_trip`,
 /// the two hops of an opkit call: the equal-work peer of issue 36).
 #[divan::bench_group(sample_count = 100, sample_size = 20)]
+/// Reading one reply of the call protocol, as a caller does once per call (issue 49): opkit's
+/// decoder (`CallEvent::from_slice`) against serde_json reading the same bytes into a
+/// `Value`, the JSON floor.
+mod wire_decode {
+    use super::*;
+    use opkit::protocol::CallEvent;
+
+    fn reply() -> Vec<u8> {
+        let envelope = opkit::envelope::local_envelope(json!({"sum": 42}), "bench.add");
+        CallEvent::responded("caller-0123456789abcdef:1", envelope)
+            .to_bytes()
+            .expect("encode")
+            .to_vec()
+    }
+
+    #[divan::bench]
+    fn opkit_reply(bencher: Bencher) {
+        let bytes = reply();
+        bencher.bench(|| CallEvent::from_slice(divan::black_box(&bytes)).expect("decode"));
+    }
+
+    #[divan::bench]
+    fn json_floor_reply(bencher: Bencher) {
+        let bytes = reply();
+        bencher.bench(|| serde_json::from_slice::<Value>(divan::black_box(&bytes)).expect("parse"));
+    }
+}
+
 mod websocket_rt {
     use super::*;
     use futures::SinkExt;

@@ -81,20 +81,23 @@ pub async fn spawn_worker(nodes: &[String], name: &str) -> JoinHandle<()> {
                 continue;
             }
             let ids: Vec<&str> = entries.iter().map(|entry| entry.id.as_str()).collect();
-            let replies = entries.iter().filter_map(|entry| answer(entry)).map(|(channel, reply)| {
-                let mut writes = writes.clone();
-                async move {
-                    redis::cmd("SPUBLISH")
-                        .arg(channel)
-                        .arg(reply)
-                        .query_async::<()>(&mut writes)
-                        .await
-                }
-            });
+            let replies =
+                entries
+                    .iter()
+                    .filter_map(|entry| answer(entry))
+                    .map(|(channel, reply)| {
+                        let mut writes = writes.clone();
+                        async move {
+                            redis::cmd("SPUBLISH")
+                                .arg(channel)
+                                .arg(reply)
+                                .query_async::<()>(&mut writes)
+                                .await
+                        }
+                    });
             let mut acks = writes.clone();
             let ack = acks.xack::<_, _, _, ()>(&stream, GROUP, &ids);
-            let (published, acked) =
-                futures::join!(futures::future::join_all(replies), ack);
+            let (published, acked) = futures::join!(futures::future::join_all(replies), ack);
             if published.iter().any(Result::is_err) || acked.is_err() {
                 return;
             }
