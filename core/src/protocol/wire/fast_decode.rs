@@ -57,7 +57,7 @@ struct RawEvent<'a> {
 struct RawEnvelope {
     #[serde(default, deserialize_with = "present")]
     data: Option<Value>,
-    #[serde(deserialize_with = "meta")]
+    #[serde(deserialize_with = "super::fast_meta::meta")]
     meta: ResponseMeta,
 }
 
@@ -87,11 +87,6 @@ fn identity<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Identit
             .map(Some)
             .map_err(serde::de::Error::custom),
     }
-}
-
-/// An envelope's meta, read from a value without repeated keys (its `headers` are a map).
-fn meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ResponseMeta, D::Error> {
-    serde_json::from_value(unique_value(deserializer)?).map_err(serde::de::Error::custom)
 }
 
 /// The event in `bytes`, or `None` when the fast path declines (the caller then decodes through

@@ -14,6 +14,7 @@
 //! deadline and the `subscription` flag, and [`EventKind::ends_call`] for when a call is over.
 
 mod fast_decode;
+mod fast_meta;
 mod json;
 mod peek;
 
