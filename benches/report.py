@@ -559,6 +559,20 @@ def main():
         w("Not measured in this run.")
     w("")
 
+    w("## Reading a call protocol reply (issue 49; `wire_decode`)\n")
+    floor, decoded = get("wire_decode", "json_floor_reply"), get("wire_decode", "opkit_reply")
+    if floor and decoded:
+        w("What a caller pays per call to read a `call.responded` of a tiny result: opkit's decoder")
+        w("(`CallEvent::from_slice`, its fast path) beside serde_json reading the same bytes into a")
+        w("`Value`.\n")
+        w("| bench | time | × JSON floor |")
+        w("|---|---:|---:|")
+        w(f"| serde_json `Value` (JSON floor) | {fmt_ns(floor)} | 1.00× |")
+        w(f"| **opkit** `CallEvent::from_slice` | {fmt_ns(decoded)} | {ratio(decoded, floor)} |")
+    else:
+        w("Not measured in this run.")
+    w("")
+
     w("## Cost growth (issue 20; `execute` over `n` fields and `n` array items)\n")
     w("| n | JSON floor | opkit `execute` | × JSON floor |")
     w("|---:|---:|---:|---:|")
