@@ -9,7 +9,7 @@
 //! known key of another type than the local meta's, declines (an error here; the slow path
 //! then says what is wrong), so this reader is never more lenient than the slow path.
 
-use super::json::unique_value;
+use super::json::{duplicate_key_error, unique_value};
 use crate::envelope::{LocalMeta, ResponseMeta};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value};
@@ -21,7 +21,7 @@ pub(super) fn meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Respons
     deserializer.deserialize_map(MetaVisitor)
 }
 
-/// A key of the meta object: the local meta's own, borrowed when it can be, or another.
+/// A key of the meta object: one of the local meta's own, or another (kept as written).
 enum Key {
     Source,
     OperationId,
@@ -87,12 +87,11 @@ impl<'de> Visitor<'de> for MetaVisitor {
                 }
                 Key::Timestamp => once(&mut timestamp, "timestamp", || entries.next_value())?,
                 Key::Other(key) => {
-                    let value = entries.next_value_seed(Unique)?;
-                    if others.insert(key.clone(), value).is_some() {
-                        return Err(de::Error::custom(format_args!(
-                            "the key `{key}` appears twice in one object"
-                        )));
+                    if others.contains_key(&key) {
+                        return Err(duplicate_key_error(&key));
                     }
+                    let value = entries.next_value_seed(Unique)?;
+                    others.insert(key, value);
                 }
             }
         }
@@ -125,9 +124,7 @@ fn once<T, E: de::Error>(
     read: impl FnOnce() -> Result<T, E>,
 ) -> Result<(), E> {
     if slot.is_some() {
-        return Err(E::custom(format_args!(
-            "the key `{key}` appears twice in one object"
-        )));
+        return Err(duplicate_key_error(key));
     }
     *slot = Some(read()?);
     Ok(())

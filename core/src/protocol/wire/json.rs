@@ -123,7 +123,8 @@ impl<'de> Visitor<'de> for UniqueKeys<'_> {
     }
 }
 
-fn duplicate_key_error<E: de::Error>(key: &str) -> E {
+/// The error of a key written twice in one object (every reader of the wire says it this way).
+pub(super) fn duplicate_key_error<E: de::Error>(key: &str) -> E {
     E::custom(format_args!("the key `{key}` appears twice in one object"))
 }
 
