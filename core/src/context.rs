@@ -128,11 +128,31 @@ pub fn new_request_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-/// A fresh random request id (as [`new_request_id`]), written straight into the shared
-/// string a context holds: one allocation, no formatting machinery.
+/// A fresh request id for a context, in [`new_request_id`]'s form (a v4 UUID), written
+/// straight into the shared string a context holds: one allocation, no formatting machinery.
+///
+/// Unique, not secret: each thread starts from a random v4 UUID and counts up in its low 62
+/// bits (which hold no version or variant bits), so a call costs an increment rather than a
+/// draw from the random generator. Two threads' ids meet only if their random starts agree
+/// in the other 60 random bits. (A secret, such as a key a client must not guess, is
+/// [`new_request_id`]'s: random every time.)
 fn fresh_request_id() -> Arc<str> {
+    const COUNTED: u128 = (1 << 62) - 1;
+    thread_local! {
+        static NEXT: std::cell::Cell<u128> = std::cell::Cell::new(uuid::Uuid::new_v4().as_u128());
+    }
+    let id = NEXT.with(|next| {
+        let id = next.get();
+        let counted = (id & COUNTED).wrapping_add(1) & COUNTED;
+        next.set((id & !COUNTED) | counted);
+        id
+    });
     let mut text = [0_u8; uuid::fmt::Hyphenated::LENGTH];
-    Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut text))
+    Arc::from(
+        &*uuid::Uuid::from_u128(id)
+            .hyphenated()
+            .encode_lower(&mut text),
+    )
 }
 
 impl OperationContext {
@@ -539,5 +559,33 @@ impl OperationContext {
             Some(own) => Arc::new(StateMap::layered(registry, &own)),
         });
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fresh_request_id;
+    use std::collections::HashSet;
+
+    fn parsed(id: &str) -> uuid::Uuid {
+        let uuid = uuid::Uuid::parse_str(id).expect("a UUID");
+        assert_eq!(uuid.get_version_num(), 4, "{id}");
+        assert_eq!(uuid.get_variant(), uuid::Variant::RFC4122, "{id}");
+        uuid
+    }
+
+    #[test]
+    fn fresh_ids_are_distinct_v4_uuids_on_every_thread() {
+        let mut seen = HashSet::new();
+        for _ in 0..1_000 {
+            assert!(seen.insert(parsed(&fresh_request_id())));
+        }
+        let other: Vec<_> =
+            std::thread::spawn(|| (0..1_000).map(|_| fresh_request_id().to_string()).collect())
+                .join()
+                .expect("thread");
+        for id in other {
+            assert!(seen.insert(parsed(&id)), "{id} was made twice");
+        }
     }
 }

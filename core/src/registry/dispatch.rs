@@ -83,8 +83,7 @@ impl RegistryInner {
 
     /// The context the handler sees: the caller's, with this registry as env when it has
     /// none, and this registry's state over the context's.
-    pub(super) fn handler_context(&self, ctx: &OperationContext) -> OperationContext {
-        let mut ctx = ctx.clone();
+    pub(super) fn handler_context(&self, mut ctx: OperationContext) -> OperationContext {
         if !ctx.has_env()
             && let Some(this) = self.this.upgrade()
         {
@@ -105,13 +104,13 @@ impl RegistryInner {
     pub(super) fn context_for(
         &self,
         operation: &Operation,
-        ctx: &OperationContext,
+        ctx: OperationContext,
         whole: bool,
     ) -> OperationContext {
         let ctx = if whole || operation.reads_context {
             self.handler_context(ctx)
         } else {
-            ctx.clone()
+            ctx
         };
         match operation.spec.timeout {
             Some(timeout) => ctx.with_timeout(timeout),
@@ -155,15 +154,18 @@ impl RegistryInner {
         let started = crate::limits::admit_input(input).and_then(|input| {
             let operation = self.find_kind(id, false)?;
             if let Some(chain) = self.chain_for(&operation) {
-                let ctx = self.context_for(&operation, ctx, true);
+                let ctx = self.context_for(&operation, ctx.clone(), true);
                 let running = Self::run_call(operation, input, ctx, Some(chain));
                 return Ok(Execution::layered(Box::pin(async move {
                     running.await?.into_reply()
                 })));
             }
             operation.check_input(&input)?;
-            let (handler, bounds) =
-                unary::start(&operation, input, self.context_for(&operation, ctx, false))?;
+            let (handler, bounds) = unary::start(
+                &operation,
+                input,
+                self.context_for(&operation, ctx.clone(), false),
+            )?;
             Ok(Execution::new(operation, handler, bounds))
         });
         started.unwrap_or_else(Execution::refused)
@@ -208,7 +210,7 @@ impl RegistryInner {
         let started = crate::limits::admit_input(input).and_then(|input| {
             let operation = self.find_kind(id, true)?;
             if let Some(chain) = self.chain_for(&operation) {
-                let ctx = self.context_for(&operation, ctx, true);
+                let ctx = self.context_for(&operation, ctx.clone(), true);
                 return Ok(Either::Right(Self::run_call(
                     operation,
                     input,
@@ -217,7 +219,7 @@ impl RegistryInner {
                 )));
             }
             operation.check_input(&input)?;
-            let ctx = self.context_for(&operation, ctx, false);
+            let ctx = self.context_for(&operation, ctx.clone(), false);
             Ok(Either::Left(subscription::start(operation, input, ctx)?))
         });
         match started {

@@ -179,7 +179,7 @@ impl OperationRegistry {
                 operation.spec.access.check(ctx.identity())?;
                 let input = crate::limits::admit_input(input)?;
                 let chain = self.inner.chain_for(&operation);
-                let ctx = self.inner.context_for(&operation, &ctx, chain.is_some());
+                let ctx = self.inner.context_for(&operation, ctx, chain.is_some());
                 Ok(RegistryInner::run_call(operation, input, ctx, chain))
             });
         async move {

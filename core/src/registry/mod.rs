@@ -333,7 +333,7 @@ impl OperationRegistry {
     /// as typed calls (`add::call(&registry.context(), ..)`): nested calls go through this
     /// registry and `State<T>` parameters read its state.
     pub fn context(&self) -> OperationContext {
-        self.inner.handler_context(&OperationContext::new())
+        self.inner.handler_context(OperationContext::new())
     }
 
     /// Adds an operation. Fails, naming the id, when the id is taken, the names break the
