@@ -17,10 +17,10 @@ use rmcp::model::{
     CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse,
     GetTaskParams, GetTaskResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
-    SubscribeRequestParams, Tool, UnsubscribeRequestParams, UpdateTaskParams,
+    ProgressToken, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, SubscribeRequestParams, Tool, UnsubscribeRequestParams, UpdateTaskParams,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -76,14 +76,17 @@ impl McpHandler {
         } else {
             report::LogGate::Session(self.log_level.clone())
         };
-        // One clone of the peer, shared by the reporter and (for an older client) the
-        // elicitor.
-        let peer = Arc::new(context.peer.clone());
+        let ctx = self.uncancellable_context(identity, &context, modern);
+        // The request is owned here: its cancellation and its peer move into the call
+        // (the peer shared by the reporter, the elicitor of an older client and a
+        // subscription's progress), not cloned.
+        let RequestContext { ct, peer, meta, .. } = context;
+        let peer = Arc::new(peer);
         let (reporter, forwarder) = report::start(peer.clone(), token, gate);
         let ctx = self
-            .timed(self.call_context_as(identity, &context, modern))
+            .timed(ctx.with_cancellation(ct))
             .with_reporter(reporter);
-        let ctx = self.asking(ctx, rounds.as_ref(), || peer);
+        let ctx = self.asking(ctx, rounds.as_ref(), || peer.clone());
         // Boxed once: the call's future is large.
         let outcome = Box::pin(self.inner.registry.serve(&served.id, input, ctx)).await;
         if let Some(asked) = rounds
@@ -95,7 +98,9 @@ impl McpHandler {
         }
         let result = match outcome {
             Ok(Outcome::Unary(reply)) => replies::unary_result(&served, reply, modern),
-            Ok(Outcome::Stream(items)) => Box::pin(self.collect(items, &context)).await,
+            Ok(Outcome::Stream(items)) => {
+                Box::pin(self.collect(items, &peer, meta.get_progress_token())).await
+            }
             Err(error) => match required_capability(&error) {
                 // The operation needed a client capability the client did not declare.
                 Some(missing) => {
@@ -114,9 +119,9 @@ impl McpHandler {
     async fn collect(
         &self,
         mut stream: ReplyStream,
-        context: &RequestContext<RoleServer>,
+        peer: &Peer<RoleServer>,
+        progress_token: Option<ProgressToken>,
     ) -> CallToolResult {
-        let progress_token = context.meta.get_progress_token();
         let mut items = Vec::new();
         let mut truncated = false;
         while let Some(item) = stream.next().await {
@@ -128,7 +133,7 @@ impl McpHandler {
                 let count = items.len() + 1;
                 let notification = ProgressNotificationParam::new(token.clone(), count as f64)
                     .with_message(envelope.data.to_string());
-                if let Err(error) = context.peer.notify_progress(notification).await {
+                if let Err(error) = peer.notify_progress(notification).await {
                     tracing::debug!(%error, "progress notification not delivered");
                 }
             }

@@ -78,6 +78,9 @@ pub(crate) struct Served {
     pub(crate) takes_arguments: bool,
     /// The [`output_form`](super::tools::output_form) for a legacy and a modern client.
     pub(crate) forms: [super::tools::OutputForm; 2],
+    /// The output is [`Binary`](opkit::binary::Binary) (base64 text): its result carries a
+    /// content block beside the structured content.
+    pub(crate) binary_output: bool,
     /// The tool's definition for a legacy and a modern client, built at first use (a modern
     /// `tools/call` over HTTP asks for it on every request, to check `Mcp-Param-*` headers).
     definitions: [OnceLock<Option<Tool>>; 2],
@@ -118,6 +121,7 @@ impl ToolNames {
                         super::tools::output_form(spec, false),
                         super::tools::output_form(spec, true),
                     ],
+                    binary_output: opkit::binary::is_binary_schema(&spec.output_schema),
                     definitions: Default::default(),
                 }),
             );

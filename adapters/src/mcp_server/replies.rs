@@ -25,7 +25,10 @@ pub(crate) fn unary_result(served: &Served, reply: Reply, modern: bool) -> CallT
         .is_error()
         .then(|| tools::output(&served.spec, modern).1)
         .flatten();
-    let binary = binary_block(&served.spec, &envelope);
+    let binary = served
+        .binary_output
+        .then(|| binary_block(&served.spec, &envelope))
+        .flatten();
     let mut result = results::envelope_result(envelope, form, schema.as_ref(), !modern);
     if let Some(block) = binary {
         result.content.push(block);
@@ -43,12 +46,13 @@ pub(crate) fn unary_result(served: &Served, reply: Reply, modern: bool) -> CallT
 
 /// The content block of a [`Binary`](opkit::binary::Binary) output: an image or audio block
 /// when its media type says so, else an embedded blob resource (`opkit:<id>`), beside the
-/// structured result (the base64 string).
+/// structured result (the base64 string). For an operation whose output is binary
+/// ([`Served::binary_output`]).
 fn binary_block(
     spec: &opkit::OperationSpec,
     envelope: &opkit::ResponseEnvelope,
 ) -> Option<ContentBlock> {
-    if !opkit::binary::is_binary_schema(&spec.output_schema) || envelope.is_error() {
+    if envelope.is_error() {
         return None;
     }
     let data = envelope.data.as_str()?;

@@ -132,13 +132,24 @@ impl McpHandler {
         context: &RequestContext<RoleServer>,
         modern: bool,
     ) -> OperationContext {
+        self.uncancellable_context(identity, context, modern)
+            .with_cancellation(context.ct.clone())
+    }
+
+    /// [`call_context_as`](Self::call_context_as) without the request's cancellation, for a
+    /// caller that owns the request and moves its token in (a clone of a token costs a lock).
+    pub(super) fn uncancellable_context(
+        &self,
+        identity: Option<Identity>,
+        context: &RequestContext<RoleServer>,
+        modern: bool,
+    ) -> OperationContext {
         let trace = TraceContext::from_parts(
             context.meta.get_traceparent(),
             context.meta.get_tracestate(),
         );
         let ctx = OperationContext::new()
             .with_identity_opt(identity)
-            .with_cancellation(context.ct.clone())
             .with_trace_opt(trace);
         let parts = context.extensions.get::<http::request::Parts>();
         let session_id = parts
