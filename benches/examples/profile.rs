@@ -1,6 +1,6 @@
 //! A loop of one bench path for a profiler (callgrind or perf):
 //! `cargo build --release --example profile && valgrind --tool=callgrind target/release/examples/profile tiny 20000`.
-//! Paths: `tiny`, `medium`, `tiny-floor`, `medium-floor` (the JSON floor), (`registry.execute`), `stream` (`registry.subscribe`), `typed-stream` (`items::subscribe`), `typed-middleware` (`add::call` through one no-op middleware), `memory` (call
+//! Paths: `tiny`, `medium`, `tiny-floor`, `medium-floor` (the JSON floor), (`registry.execute`), `typed` (`add::call`), `stream` (`registry.subscribe`), `typed-stream` (`items::subscribe`), `typed-middleware` (`add::call` through one no-op middleware), `memory` (call
 //! protocol round trip over `MemoryPubSub`).
 //!
 //! The transports, each with its raw baseline, `n` calls in flight (the third argument, 1
@@ -38,6 +38,12 @@ fn main() {
                 for _ in 0..rounds {
                     let out = registry.execute(add::ID, tiny_json(), &ctx).await;
                     std::hint::black_box(out.expect("execute"));
+                }
+            }
+            "typed" => {
+                for _ in 0..rounds {
+                    let out = add::call(&ctx, 2, 40).await;
+                    std::hint::black_box(out.expect("typed call"));
                 }
             }
             "typed-middleware" => {
@@ -123,6 +129,8 @@ fn main() {
             "sizes" => {
                 let execute = registry.execute(add::ID, tiny_json(), &ctx);
                 println!("execute future: {} bytes", std::mem::size_of_val(&execute));
+                let typed = add::call(&ctx, 2, 40);
+                println!("typed call future: {} bytes", std::mem::size_of_val(&typed));
             }
             "ws" | "ws-raw" | "redis" | "redis-raw" | "cluster" | "cluster-raw" => {
                 let in_flight: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(1);

@@ -483,7 +483,7 @@ impl OperationContext {
     /// opens becomes a child of this call's.
     pub fn child(&self) -> Self {
         Self {
-            request_id: Arc::from(new_request_id()),
+            request_id: fresh_request_id(),
             parent_request_id: Some(self.request_id.clone()),
             identity: self.identity.clone(),
             deadline: self.deadline,
