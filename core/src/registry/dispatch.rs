@@ -118,25 +118,29 @@ impl RegistryInner {
         }
     }
 
-    fn execute(
-        &self,
-        id: &str,
-        input: Value,
-        ctx: &OperationContext,
-    ) -> impl Future<Output = Result<ResponseEnvelope, CallError>> + Send + 'static + use<> {
+    /// [`OperationRegistry::execute`] with the caller's context borrowed (cloned once, when
+    /// the call starts) or given up (a nested call's is owned already: not cloned again).
+    /// Its future is named ([`Executed`]): it holds nothing of the caller's context's type.
+    fn execute(&self, id: &str, input: Value, ctx: impl Caller) -> Executed {
         if !CallSpan::wanted() {
             // Nothing listens: the plain path, with no span to build.
-            return Either::Left(self.execute_plain(id, input, ctx).map(into_envelope));
+            return Either::Left(
+                self.execute_plain(id, input, ctx)
+                    .map(into_envelope as IntoEnvelope),
+            );
         }
-        let mut span = CallSpan::start(SpanKind::Internal, "execute", id, ctx);
+        let mut span = CallSpan::start(SpanKind::Internal, "execute", id, ctx.get());
         if !span.is_active() {
             // Nothing records this span: the plain path, with nothing to enter or record.
-            return Either::Left(self.execute_plain(id, input, ctx).map(into_envelope));
+            return Either::Left(
+                self.execute_plain(id, input, ctx)
+                    .map(into_envelope as IntoEnvelope),
+            );
         }
-        let ctx = span.apply(ctx.clone());
+        let ctx = span.apply(ctx.owned());
         let running = {
             let _entered = span.span().enter();
-            self.execute_plain(id, input, &ctx)
+            self.execute_plain(id, input, ctx)
         };
         let instrument = span.span().clone();
         // Boxed, so the plain path's future (the common one) does not grow to this one's size.
@@ -150,11 +154,11 @@ impl RegistryInner {
         }))
     }
 
-    fn execute_plain(&self, id: &str, input: Value, ctx: &OperationContext) -> Execution {
+    fn execute_plain(&self, id: &str, input: Value, ctx: impl Caller) -> Execution {
         let started = crate::limits::admit_input(input).and_then(|input| {
             let operation = self.find_kind(id, false)?;
             if let Some(chain) = self.chain_for(&operation) {
-                let ctx = self.context_for(&operation, ctx.clone(), true);
+                let ctx = self.context_for(&operation, ctx.owned(), true);
                 let running = Self::run_call(operation, input, ctx, Some(chain));
                 return Ok(Execution::layered(Box::pin(async move {
                     running.await?.into_reply()
@@ -164,30 +168,32 @@ impl RegistryInner {
             let (handler, bounds) = unary::start(
                 &operation,
                 input,
-                self.context_for(&operation, ctx.clone(), false),
+                self.context_for(&operation, ctx.owned(), false),
             )?;
             Ok(Execution::new(operation, handler, bounds))
         });
         started.unwrap_or_else(Execution::refused)
     }
 
+    /// [`OperationRegistry::subscribe`] with the caller's context borrowed or given up (as
+    /// [`execute`](Self::execute)).
     fn subscribe(
         &self,
         id: &str,
         input: Value,
-        ctx: &OperationContext,
+        ctx: impl Caller,
     ) -> BoxFuture<'static, Result<EnvelopeStream, CallError>> {
         if !CallSpan::wanted() {
             return self.subscribe_plain(id, input, ctx);
         }
-        let mut span = CallSpan::start(SpanKind::Internal, "subscribe", id, ctx);
+        let mut span = CallSpan::start(SpanKind::Internal, "subscribe", id, ctx.get());
         if !span.is_active() {
             return self.subscribe_plain(id, input, ctx);
         }
-        let ctx = span.apply(ctx.clone());
+        let ctx = span.apply(ctx.owned());
         let started = {
             let _entered = span.span().enter();
-            self.subscribe_plain(id, input, &ctx)
+            self.subscribe_plain(id, input, ctx)
         };
         let instrument = span.span().clone();
         Box::pin(async move {
@@ -205,12 +211,12 @@ impl RegistryInner {
         &self,
         id: &str,
         input: Value,
-        ctx: &OperationContext,
+        ctx: impl Caller,
     ) -> BoxFuture<'static, Result<EnvelopeStream, CallError>> {
         let started = crate::limits::admit_input(input).and_then(|input| {
             let operation = self.find_kind(id, true)?;
             if let Some(chain) = self.chain_for(&operation) {
-                let ctx = self.context_for(&operation, ctx.clone(), true);
+                let ctx = self.context_for(&operation, ctx.owned(), true);
                 return Ok(Either::Right(Self::run_call(
                     operation,
                     input,
@@ -219,7 +225,7 @@ impl RegistryInner {
                 )));
             }
             operation.check_input(&input)?;
-            let ctx = self.context_for(&operation, ctx.clone(), false);
+            let ctx = self.context_for(&operation, ctx.owned(), false);
             Ok(Either::Left(subscription::start(operation, input, ctx)?))
         });
         match started {
@@ -233,6 +239,45 @@ impl RegistryInner {
             }),
             Err(error) => futures::future::ready(Err(error)).boxed(),
         }
+    }
+}
+
+/// The future of [`RegistryInner::execute`]: the plain path's, or a traced call's, boxed.
+type Executed = Either<
+    futures::future::Map<Execution, IntoEnvelope>,
+    BoxFuture<'static, Result<ResponseEnvelope, CallError>>,
+>;
+
+/// [`into_envelope`], as [`Executed`] names it.
+type IntoEnvelope = fn(Result<Reply, CallError>) -> Result<ResponseEnvelope, CallError>;
+
+/// The caller's context as `execute` and `subscribe` take it: borrowed from a caller who
+/// keeps it (cloned once, where the handler's context is made) or given up by one who does
+/// not (a nested call's, moved on).
+trait Caller {
+    /// The context, to read.
+    fn get(&self) -> &OperationContext;
+    /// The context, owned.
+    fn owned(self) -> OperationContext;
+}
+
+impl Caller for &OperationContext {
+    fn get(&self) -> &OperationContext {
+        self
+    }
+
+    fn owned(self) -> OperationContext {
+        self.clone()
+    }
+}
+
+impl Caller for OperationContext {
+    fn get(&self) -> &OperationContext {
+        self
+    }
+
+    fn owned(self) -> OperationContext {
+        self
     }
 }
 
@@ -255,7 +300,7 @@ impl EnvBackend for RegistryInner {
         input: Value,
         ctx: OperationContext,
     ) -> BoxFuture<'static, Result<ResponseEnvelope, CallError>> {
-        self.execute(id, input, &ctx).boxed()
+        self.execute(id, input, ctx).boxed()
     }
 
     fn subscribe(
@@ -264,7 +309,7 @@ impl EnvBackend for RegistryInner {
         input: Value,
         ctx: OperationContext,
     ) -> BoxFuture<'static, Result<EnvelopeStream, CallError>> {
-        RegistryInner::subscribe(self, id, input, &ctx)
+        RegistryInner::subscribe(self, id, input, ctx)
     }
 }
 
