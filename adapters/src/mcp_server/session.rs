@@ -32,6 +32,9 @@ pub struct McpHandler {
     pub(super) log_level: LevelCell,
     /// The session's state slot ([`OperationContext::session`]), made at its first call.
     session: Arc<OnceLock<Arc<Session>>>,
+    /// The edge of every call of a stdio connection from a client before 2026-07-28, made at
+    /// its first call (see [`McpHandler::uncancellable_context`]).
+    stdio_edge: Arc<OnceLock<Edge>>,
     /// The session's resource subscriptions (stopped when the last clone is dropped).
     pub(super) watches: Arc<Watches>,
 }
@@ -63,6 +66,7 @@ impl McpHandler {
             inner,
             log_level: LevelCell::default(),
             session: Arc::default(),
+            stdio_edge: Arc::default(),
             watches: Arc::default(),
         }
     }
@@ -151,6 +155,22 @@ impl McpHandler {
         let ctx = OperationContext::new()
             .with_identity_opt(identity)
             .with_trace_opt(trace);
+        let edge = if context.extensions.get::<http::request::Parts>().is_none() && !modern {
+            // Over stdio, a client before 2026-07-28 gets one edge for every call of the
+            // connection: no session id, no HTTP request, the client its `initialize` named
+            // (which precedes every call), the connection's session.
+            self.stdio_edge
+                .get_or_init(|| self.edge(context, modern))
+                .clone()
+        } else {
+            self.edge(context, modern)
+        };
+        ctx.with_edge(edge)
+    }
+
+    /// The [`Edge::MCP`] of a request: its [`McpSession`] fact, its HTTP request's over
+    /// Streamable HTTP, and the MCP session's state slot.
+    fn edge(&self, context: &RequestContext<RoleServer>, modern: bool) -> Edge {
         let parts = context.extensions.get::<http::request::Parts>();
         let session_id = parts
             .and_then(|parts| parts.headers.get("mcp-session-id"))
@@ -198,7 +218,7 @@ impl McpHandler {
                 .clone();
             edge = edge.with_session(session);
         }
-        ctx.with_edge(edge)
+        edge
     }
 
     /// `ctx` with the server's call timeout (a request's; not a task's or a resource
