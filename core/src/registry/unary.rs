@@ -1,10 +1,12 @@
 //! A unary call: its handler started under the guard ([`start`]), and [`Execution`], the
 //! future `execute` returns once the handler has started.
 //!
-//! [`Execution`] is written by hand rather than as an `async` block: a call without a deadline or a
-//! cancellation (the common one) polls its handler's boxed future in place, each poll under
-//! `catch_unwind`, and finishes the result in the pipeline; nothing is moved between states.
-//! A bounded call runs its handler inside the race of [`guard::race`], boxed once.
+//! [`Execution`] is written by hand rather than as an `async` block: a call polls its handler's
+//! boxed future in place, each poll under `catch_unwind`, and finishes the result in the
+//! pipeline; nothing is moved between states. A bounded call (a deadline or a cancellation)
+//! does the same on its first poll, and only when the handler is still pending then runs it
+//! inside the race of [`guard::race`], boxed once: a handler that is done at once (most are)
+//! costs no race, no timer and no box. The order is the guard's: work that is done wins.
 
 use super::handler::HandlerFn;
 use super::operation::Operation;
@@ -33,8 +35,15 @@ enum State {
         operation: Arc<Operation>,
         handler: HandlerFuture,
     },
-    /// A deadline or a cancellation: the handler raced against them ([`guard::race`]).
+    /// A deadline or a cancellation, before the first poll: the handler is polled once in
+    /// place, then raced against them when it is pending.
     Bounded {
+        operation: Arc<Operation>,
+        handler: HandlerFuture,
+        bounds: Bounds,
+    },
+    /// The handler pending after its first poll, raced against its bounds ([`guard::race`]).
+    Raced {
         operation: Arc<Operation>,
         race: HandlerFuture,
     },
@@ -64,18 +73,14 @@ pub(crate) fn start(
 
 impl Execution {
     /// The call of `operation` whose handler made `handler`, guarded by `bounds`.
-    pub(crate) fn new(
-        operation: Arc<Operation>,
-        mut handler: HandlerFuture,
-        bounds: Bounds,
-    ) -> Self {
+    pub(crate) fn new(operation: Arc<Operation>, handler: HandlerFuture, bounds: Bounds) -> Self {
         let state = if bounds.is_unbounded() {
             State::Running { operation, handler }
         } else {
-            let id = operation.id.clone();
             State::Bounded {
                 operation,
-                race: Box::pin(async move { guard::race(id, handler.as_mut(), bounds).await }),
+                handler,
+                bounds,
             }
         };
         Self { state }
@@ -103,17 +108,36 @@ impl Future for Execution {
         // Every field is `Unpin` (the handler's future is boxed), so the state is moved freely.
         let state = &mut self.state;
         let (operation, result) = match state {
-            State::Running { operation, handler } => {
-                let polled =
-                    std::panic::catch_unwind(AssertUnwindSafe(|| handler.as_mut().poll(cx)));
-                let outcome = match polled {
-                    Ok(Poll::Pending) => return Poll::Pending,
-                    Ok(Poll::Ready(result)) => Ok(result),
-                    Err(payload) => Err(payload),
-                };
-                (&*operation, guard::finish(&operation.id, outcome))
-            }
-            State::Bounded { operation, race } => match race.as_mut().poll(cx) {
+            State::Running { operation, handler } => match poll_guarded(handler, cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(outcome) => (&*operation, guard::finish(&operation.id, outcome)),
+            },
+            State::Bounded {
+                operation, handler, ..
+            } => match poll_guarded(handler, cx) {
+                Poll::Ready(outcome) => (&*operation, guard::finish(&operation.id, outcome)),
+                Poll::Pending => {
+                    // Still running: from now on it races its deadline and cancellation (the
+                    // race polls it again first, which registers their timer and listener).
+                    let State::Bounded {
+                        operation,
+                        mut handler,
+                        bounds,
+                    } = std::mem::replace(state, State::Done)
+                    else {
+                        unreachable!("matched above")
+                    };
+                    let id = operation.id.clone();
+                    *state = State::Raced {
+                        operation,
+                        race: Box::pin(
+                            async move { guard::race(id, handler.as_mut(), bounds).await },
+                        ),
+                    };
+                    return self.poll(cx);
+                }
+            },
+            State::Raced { operation, race } => match race.as_mut().poll(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(result) => (&*operation, result),
             },
@@ -133,5 +157,17 @@ impl Future for Execution {
         let output = result.map(|output| pipeline::finish(operation, output));
         self.state = State::Done;
         Poll::Ready(output)
+    }
+}
+
+/// One poll of a handler's future, a panic in it caught.
+fn poll_guarded(
+    handler: &mut HandlerFuture,
+    cx: &mut Context<'_>,
+) -> Poll<std::thread::Result<Result<Output, CallError>>> {
+    match std::panic::catch_unwind(AssertUnwindSafe(|| handler.as_mut().poll(cx))) {
+        Ok(Poll::Pending) => Poll::Pending,
+        Ok(Poll::Ready(result)) => Poll::Ready(Ok(result)),
+        Err(payload) => Poll::Ready(Err(payload)),
     }
 }
