@@ -19,7 +19,7 @@ import os
 import shutil
 import sys
 
-from shape import output, rmcp_server, types
+from shape import axum_handler, opkit_operation, rmcp_server, types
 
 N = 10
 OUT = os.path.abspath(sys.argv[1])
@@ -52,14 +52,7 @@ def opkit_main():
            "use opkit_adapters::mcp_server::McpServer;\n"]
     for i in range(N):
         out.append(types(i))
-        out.append(f"""
-/// Operation {i}.
-#[operation(namespace = "svc")]
-pub async fn op{i}(input: Input<In{i}>) -> Out{i} {{
-    let input = input.0;
-    {output(i)}
-}}
-""")
+        out.append(opkit_operation(i, "svc"))
     out.append(MAIN_ARGS)
     out.append("""
 #[tokio::main]
@@ -83,12 +76,7 @@ def peers_main():
            "use std::sync::Arc;\n"]
     for i in range(N):
         out.append(types(i))
-        out.append(f"""
-/// Operation {i} over HTTP.
-pub async fn op{i}(Json(input): Json<In{i}>) -> Json<Out{i}> {{
-    Json({output(i)})
-}}
-""")
+        out.append(axum_handler(i, f"Operation {i} over HTTP."))
     out.append(rmcp_server(N, "svc", "McpJson", "The MCP server.", "#[derive(Clone)]\n"))
     out.append(MAIN_ARGS)
     out.append("""

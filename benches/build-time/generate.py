@@ -14,7 +14,7 @@ The opkit crate depends on this checkout by path; rmcp and axum on the versions 
 import os
 import sys
 
-from shape import output, rmcp_server, types
+from shape import axum_handler, opkit_operation, rmcp_server, types
 
 N = int(sys.argv[1])
 OUT = os.path.abspath(sys.argv[2])
@@ -25,14 +25,7 @@ def opkit_crate():
     body = ["use opkit::prelude::*;\n"]
     for i in range(N):
         body.append(types(i))
-        body.append(f"""
-/// Operation {i}.
-#[operation(namespace = "bt")]
-pub async fn op{i}(input: Input<In{i}>) -> Out{i} {{
-    let input = input.0;
-    {output(i)}
-}}
-""")
+        body.append(opkit_operation(i, "bt"))
     return "".join(body)
 
 
@@ -52,12 +45,7 @@ def axum_crate():
     body = ["use axum::Json;\n"]
     for i in range(N):
         body.append(types(i))
-        body.append(f"""
-/// Operation {i}.
-pub async fn op{i}(Json(input): Json<In{i}>) -> Json<Out{i}> {{
-    Json({output(i)})
-}}
-""")
+        body.append(axum_handler(i, f"Operation {i}."))
     body.append("\n/// Every operation on its route.\npub fn router() -> axum::Router {\n    axum::Router::new()\n")
     for i in range(N):
         body.append(f"        .route(\"/bt/op{i}\", axum::routing::post(op{i}))\n")

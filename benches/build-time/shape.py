@@ -34,6 +34,28 @@ def output(i):
     return f"Out{i} {{ id: input.name, total: u64::from(input.count) + input.tags.len() as u64 + u64::from(input.flag) }}"
 
 
+def opkit_operation(i, namespace):
+    """Operation `i` as an `#[operation]` fn in `namespace`, taking its input whole."""
+    return f"""
+/// Operation {i}.
+#[operation(namespace = "{namespace}")]
+pub async fn op{i}(input: Input<In{i}>) -> Out{i} {{
+    let input = input.0;
+    {output(i)}
+}}
+"""
+
+
+def axum_handler(i, doc):
+    """Operation `i` as an axum handler taking and returning `Json`, documented as `doc`."""
+    return f"""
+/// {doc}
+pub async fn op{i}(Json(input): Json<In{i}>) -> Json<Out{i}> {{
+    Json({output(i)})
+}}
+"""
+
+
 def rmcp_server(n, namespace, json, doc="The server.", derive=""):
     """An rmcp `Server` with `n` `#[tool]` methods named `<namespace>_op<i>`, each returning
     its output wrapped in `json` (rmcp's `Json`, under the name the file imports it as)."""
