@@ -756,15 +756,10 @@ mod redis_rt {
     }
 }
 
-/// Round trips over WebSocket on loopback, one call at a time on both sides: opkit's call
-/// protocol through a `WsHub` and two `WsSpoke`s (one serving, one calling, all in this
-/// process), vs a raw `tokio-tungstenite` client and server exchanging the add as JSON text
-/// (`raw_round_trip`, one hop) and the same relayed through a raw hub (`raw_relay_round_trip`,
-/// the two hops of an opkit call: the equal-work peer of issue 36).
-#[divan::bench_group(sample_count = 100, sample_size = 20)]
 /// Reading one reply of the call protocol, as a caller does once per call (issue 49): opkit's
 /// decoder (`CallEvent::from_slice`) against serde_json reading the same bytes into a
 /// `Value`, the JSON floor.
+#[divan::bench_group(sample_count = 100, sample_size = 20)]
 mod wire_decode {
     use super::*;
     use opkit::protocol::CallEvent;
@@ -790,6 +785,12 @@ mod wire_decode {
     }
 }
 
+/// Round trips over WebSocket on loopback, one call at a time on both sides: opkit's call
+/// protocol through a `WsHub` and two `WsSpoke`s (one serving, one calling, all in this
+/// process), vs a raw `tokio-tungstenite` client and server exchanging the add as JSON text
+/// (`raw_round_trip`, one hop) and the same relayed through a raw hub (`raw_relay_round_trip`,
+/// the two hops of an opkit call: the equal-work peer of issue 36).
+#[divan::bench_group(sample_count = 100, sample_size = 20)]
 mod websocket_rt {
     use super::*;
     use futures::SinkExt;
