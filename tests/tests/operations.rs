@@ -366,6 +366,31 @@ async fn typed_calls_are_guarded_like_registry_calls() {
     let call = slow::call(&cancellable, 5_000);
     token.cancel();
     assert_eq!(call.await.unwrap_err().code, ErrorCode::Aborted);
+
+    // Cancelled while it runs (pending after its first poll): the listener set up then wakes it.
+    let token = tokio_util::sync::CancellationToken::new();
+    let cancellable = ctx().with_cancellation(token.clone());
+    let running = tokio::spawn(slow::call(&cancellable, 5_000));
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    token.cancel();
+    let stopped = tokio::time::timeout(Duration::from_secs(5), running)
+        .await
+        .expect("the cancellation ends the call")
+        .unwrap();
+    assert_eq!(stopped.unwrap_err().code, ErrorCode::Aborted);
+
+    // Bounded work that finishes first wins: its deadline and listener never fire.
+    let bounded = ctx()
+        .with_timeout(Duration::from_secs(30))
+        .with_cancellation(tokio_util::sync::CancellationToken::new());
+    assert_eq!(slow::call(&bounded, 10).await.unwrap().data, 10);
+    assert_eq!(add::call(&bounded, 2, 3).await.unwrap().data, 5);
+
+    // A call made while its deadline holds but first polled after it passed does not run.
+    let brief = ctx().with_timeout(Duration::from_millis(5));
+    let late = slow::call(&brief, 0);
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    assert_eq!(late.await.unwrap_err().code, ErrorCode::Timeout);
 }
 
 #[tokio::test]

@@ -2,7 +2,6 @@
 //! lets a stream fn borrow its context, and the typed `call` / `subscribe`.
 
 use super::*;
-use futures::FutureExt;
 
 /// The JSON handler of a query or mutation: decode the input, `run` the fn, encode.
 pub fn unary_handler<O, F, Fut>(codec: Codec<O::Input, O::Output>, run: F) -> Handler
@@ -164,35 +163,23 @@ where
     let ctx = typed_context::<O>(ctx);
     let (input, run) = match super::layered::layered_unary::<O, F>(&ctx, input, views, layered, run)
     {
-        Ok(layered) => return layered.left_future(),
+        Ok(layered) => return TypedCall::layered(layered),
         Err(plain) => plain,
     };
-    if !CallSpan::wanted() {
-        // Nothing listens: no span is built.
-        return async move {
-            let produced = crate::registry::guard::call(O::ID, ctx, |ctx| run(input, ctx)).await?;
-            Ok(produced.into_envelope(O::shared_id()))
-        }
-        .left_future()
-        .right_future();
-    }
-    async move {
-        let mut span = CallSpan::start(SpanKind::Internal, "typed", O::ID, &ctx);
-        if !span.is_active() {
-            let produced = crate::registry::guard::call(O::ID, ctx, |ctx| run(input, ctx)).await?;
-            return Ok(produced.into_envelope(O::shared_id()));
-        }
-        span.record_kind(O::KIND);
-        let ctx = span.apply(ctx);
-        let result = crate::registry::guard::call(O::ID, ctx, |ctx| run(input, ctx))
-            .instrument(span.span().clone())
-            .await
-            .map(|produced| produced.into_envelope(O::shared_id()));
-        span.finish_with(&result);
-        result
-    }
-    .right_future()
-    .right_future()
+    // Only a span something records is kept (none is built when nothing listens).
+    let span = CallSpan::wanted()
+        .then(|| CallSpan::start(SpanKind::Internal, "typed", O::ID, &ctx))
+        .filter(CallSpan::is_active)
+        .map(|span| {
+            span.record_kind(O::KIND);
+            Box::new(span)
+        });
+    let ctx = match &span {
+        Some(span) => span.apply(ctx),
+        None => ctx,
+    };
+    let bounds = ctx.bounds();
+    TypedCall::<O, Fut>::start(move || run(input, ctx), bounds, span)
 }
 
 /// The typed subscription: the fn's stream, guarded like a registry subscription, one

@@ -53,7 +53,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use std::marker::PhantomData;
-use tracing::Instrument;
+use typed_call::TypedCall;
 
 mod errors;
 mod handlers;
@@ -64,6 +64,7 @@ mod map;
 mod output;
 mod send;
 mod spec;
+mod typed_call;
 
 // Generated code names every item as `__private::<name>`: each part is re-exported whole.
 pub use crate::__opkit_stream_endpoint as stream_endpoint;

@@ -10,8 +10,10 @@
 //!
 //! [`call`] runs a future under the rule and [`stream`] wraps a stream in it; [`future`] and
 //! [`race`] guard a future already started, and [`finish`] reads the outcome of one poll
-//! under `catch_unwind`. The registry's JSON handlers and the typed calls of `#[operation]`
-//! fns both come through here.
+//! under `catch_unwind`. The registry's JSON handlers come through here; the two futures
+//! written by hand that poll a handler in place (the registry's `Execution` and the typed
+//! call's `TypedCall`) keep the same rule with [`panicked`], [`finish`] and
+//! [`Bounds::watch`](crate::bounds::Bounds::watch) or [`race`].
 
 use crate::bounds::{Bounds, Watch};
 use crate::context::OperationContext;
