@@ -81,36 +81,58 @@ impl McpHandler {
         // (the peer shared by the reporter, the elicitor of an older client and a
         // subscription's progress), not cloned.
         let RequestContext { ct, peer, meta, .. } = context;
-        let peer = Arc::new(peer);
-        let (reporter, forwarder) = report::start(peer.clone(), token, gate);
-        let ctx = self
-            .timed(ctx.with_cancellation(ct))
-            .with_reporter(reporter);
-        let ctx = self.asking(ctx, rounds.as_ref(), || peer.clone());
+        let ctx = self.timed(ctx.with_cancellation(ct));
+        let registry = &self.inner.registry;
+        let found = registry.lookup(&served.id);
+        // A tool whose handler reads nothing from its context but its bounds (and that no
+        // middleware covers) cannot report, log or ask: it gets no reporter, no elicitor and
+        // no share of the client. A subscription's items are its progress: it always has them.
+        let lean = !subscription
+            && found
+                .as_ref()
+                .is_some_and(|found| !registry.reads_context(found));
+        let (ctx, forwarder, peer) = if lean {
+            (ctx, None, None)
+        } else {
+            let peer = Arc::new(peer);
+            let (reporter, forwarder) = report::start(peer.clone(), token, gate);
+            let ctx = self.asking(ctx.with_reporter(reporter), rounds.as_ref(), || {
+                peer.clone()
+            });
+            (ctx, Some(forwarder), Some(peer))
+        };
+        let finish = async move {
+            if let Some(forwarder) = forwarder {
+                forwarder.finish().await;
+            }
+        };
         // Boxed once: the call's future is large.
-        let outcome = Box::pin(self.inner.registry.serve(&served.id, input, ctx)).await;
+        let outcome = match &found {
+            Some(found) => Box::pin(registry.serve_found(found, input, ctx)).await,
+            None => Box::pin(registry.serve(&served.id, input, ctx)).await,
+        };
         if let Some(asked) = rounds
             .as_ref()
             .and_then(|rounds| rounds.input_required(&self.inner.rounds, &request.name))
         {
-            forwarder.finish().await;
+            finish.await;
             return Ok(asked.into());
         }
         let result = match outcome {
             Ok(Outcome::Unary(reply)) => replies::unary_result(&served, reply, modern),
             Ok(Outcome::Stream(items)) => {
-                Box::pin(self.collect(items, &peer, meta.get_progress_token())).await
+                Box::pin(self.collect(items, peer.as_deref(), meta.get_progress_token())).await
             }
             Err(error) => match required_capability(&error) {
                 // The operation needed a client capability the client did not declare.
                 Some(missing) => {
-                    forwarder.finish().await;
+                    finish.await;
                     return Err(missing);
                 }
                 None => results::failure(&error),
             },
         };
-        forwarder.finish().await;
+        finish.await;
         Ok(result.into())
     }
 
@@ -119,7 +141,7 @@ impl McpHandler {
     async fn collect(
         &self,
         mut stream: ReplyStream,
-        peer: &Peer<RoleServer>,
+        peer: Option<&Peer<RoleServer>>,
         progress_token: Option<ProgressToken>,
     ) -> CallToolResult {
         let mut items = Vec::new();
@@ -129,7 +151,7 @@ impl McpHandler {
                 Ok(envelope) => envelope,
                 Err(error) => return results::failure(&error),
             };
-            if let Some(token) = &progress_token {
+            if let (Some(token), Some(peer)) = (&progress_token, peer) {
                 let count = items.len() + 1;
                 let notification = ProgressNotificationParam::new(token.clone(), count as f64)
                     .with_message(envelope.data.to_string());

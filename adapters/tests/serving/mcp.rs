@@ -631,3 +631,71 @@ async fn discover_is_answered_and_unknown_methods_are_method_not_found() {
     .unwrap();
     assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
 }
+
+/// Adds, reading nothing from its context: the server gives its calls no reporter.
+#[operation(namespace = "lean")]
+async fn lean_add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[tokio::test]
+async fn a_tool_that_reads_no_context_still_reports_through_middleware() {
+    let plain = OperationRegistry::new();
+    plain.register_operation(lean_add).unwrap();
+    // Without middleware: the call is answered (no reporter, so no progress can be sent).
+    let client = connect_duplex(McpServer::new(plain.clone())).await;
+    let (result, progress) =
+        call_with_progress(&client, "lean.lean_add", json!({"a": 2, "b": 3})).await;
+    assert_eq!(
+        result.structured_content,
+        Some(json!({"result": 5})),
+        "{result:?}"
+    );
+    assert!(progress.is_empty(), "{progress:?}");
+    client.cancel().await.unwrap();
+
+    // A middleware reads the context the handler does not: it reports through it.
+    let layered = plain.with_middleware(opkit::middleware::from_fn(
+        |call: opkit::middleware::Call, next: opkit::middleware::Next| {
+            call.ctx().progress(1.0, Some(1.0), Some("checked"));
+            next.run(call)
+        },
+    ));
+    let client = connect_duplex(McpServer::new(layered)).await;
+    let params = CallToolRequestParams::new("lean.lean_add".to_owned())
+        .with_arguments(json!({"a": 2, "b": 3}).as_object().cloned().unwrap());
+    let handle = client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(Request::new(params)),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    let token = handle.progress_token.clone();
+    let ServerResult::CallToolResult(result) = handle.await_response().await.unwrap() else {
+        panic!("expected a tool result")
+    };
+    assert_eq!(
+        result.structured_content,
+        Some(json!({"result": 5})),
+        "{result:?}"
+    );
+    let mut messages = Vec::new();
+    for _ in 0..200 {
+        messages = client
+            .service()
+            .progress
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|notification| notification.progress_token == token)
+            .filter_map(|notification| notification.message.clone())
+            .collect();
+        if !messages.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(messages, ["checked"]);
+    client.cancel().await.unwrap();
+}

@@ -128,6 +128,41 @@ impl OperationRegistry {
             .map(|operation| FoundOperation { operation })
     }
 
+    /// `true` when a call of `found` served now may read more of its context than its
+    /// deadline and cancellation: its handler takes the context or application state (an
+    /// `#[operation]` fn that takes neither does not; a hand-written handler always may), or
+    /// the application's middleware covers it (a middleware may read anything).
+    ///
+    /// An edge may leave out of the context what only such a call can use (a reporter for
+    /// progress and logs, an elicitor, a handle on its client) when this is `false`; the MCP
+    /// server does, so a tool that cannot report costs no reporter.
+    ///
+    /// ```
+    /// use opkit::prelude::*;
+    ///
+    /// #[operation(namespace = "math")]
+    /// async fn add(a: i64, b: i64) -> i64 {
+    ///     a + b
+    /// }
+    ///
+    /// #[operation(namespace = "math")]
+    /// async fn noisy(ctx: &OperationContext, n: i64) -> i64 {
+    ///     ctx.progress(1.0, None, None);
+    ///     n
+    /// }
+    ///
+    /// let registry = OperationRegistry::new();
+    /// registry.register_operation(add).unwrap();
+    /// registry.register_operation(noisy).unwrap();
+    /// assert!(!registry.reads_context(&registry.lookup("math.add").unwrap()));
+    /// assert!(registry.reads_context(&registry.lookup("math.noisy").unwrap()));
+    /// let layered = registry.with_middleware(opkit::middleware::from_fn(|call, next: opkit::middleware::Next| next.run(call)));
+    /// assert!(layered.reads_context(&layered.lookup("math.add").unwrap()));
+    /// ```
+    pub fn reads_context(&self, found: &FoundOperation) -> bool {
+        found.operation.reads_context || self.inner.chain_for(&found.operation).is_some()
+    }
+
     /// [`serve`](Self::serve) for an operation the edge looked up already
     /// ([`lookup`](Self::lookup)): the same steps but the lookup.
     ///
