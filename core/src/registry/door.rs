@@ -9,7 +9,7 @@ use crate::edge::Edge;
 use crate::error::CallError;
 use crate::middleware::Outcome;
 use crate::spec::OperationSpec;
-use crate::trace::{CallSpan, SpanKind};
+use crate::trace::CallSpan;
 use serde_json::Value;
 use std::fmt;
 use std::future::Future;
@@ -205,7 +205,13 @@ impl OperationRegistry {
         ctx: OperationContext,
     ) -> impl Future<Output = Result<Outcome, CallError>> + Send + 'static + use<> {
         let path = ctx.edge().map_or("serve", Edge::name);
-        let mut span = CallSpan::start(SpanKind::Server, path, id, &ctx);
+        let chain = operation
+            .as_ref()
+            .and_then(|operation| self.inner.chain_for(operation));
+        // A handler that reads nothing from its context (and no middleware) cannot pass a
+        // trace on: a span nothing records starts none for it.
+        let passes_on = chain.is_some() || operation.as_ref().is_none_or(|op| op.reads_context);
+        let mut span = CallSpan::start_served(path, id, &ctx, passes_on);
         let ctx = span.apply(ctx);
         let started = operation
             .ok_or_else(|| CallError::operation_not_found(id))
@@ -213,7 +219,6 @@ impl OperationRegistry {
                 span.record_kind(operation.spec.kind);
                 operation.spec.access.check(ctx.identity())?;
                 let input = crate::limits::admit_input(input)?;
-                let chain = self.inner.chain_for(&operation);
                 let ctx = self.inner.context_for(&operation, ctx, chain.is_some());
                 Ok(RegistryInner::run_call(operation, input, ctx, chain))
             });

@@ -56,7 +56,9 @@ impl SpanKind {
 /// in-process span costs one disabled-callsite check and leaves the context's trace as
 /// it is; a span at a process edge ([`SpanKind::Server`], [`SpanKind::Client`]) still
 /// carries the trace on (and starts one when the call has none), so a process that does
-/// not record does not break the trace of those that do.
+/// not record does not break the trace of those that do. (The front door leaves it out for
+/// a handler that cannot pass it on: one that reads nothing from its context, with no
+/// middleware around it.)
 ///
 /// ```
 /// use opkit::OperationContext;
@@ -95,6 +97,30 @@ impl CallSpan {
         path: &'static str,
         operation_id: &str,
         ctx: &OperationContext,
+    ) -> Self {
+        Self::begin(kind, path, operation_id, ctx, kind != SpanKind::Internal)
+    }
+
+    /// The [`SpanKind::Server`] span of a call served at a process edge; `passes_on` is
+    /// `false` when the handler cannot pass a trace on (it reads nothing from its context,
+    /// and no middleware covers it): then a span nothing records starts no trace for it.
+    pub(crate) fn start_served(
+        path: &'static str,
+        operation_id: &str,
+        ctx: &OperationContext,
+        passes_on: bool,
+    ) -> Self {
+        Self::begin(SpanKind::Server, path, operation_id, ctx, passes_on)
+    }
+
+    /// [`start`](Self::start); `carries` says whether a span nothing records still carries
+    /// the trace on (starting one when the call has none).
+    fn begin(
+        kind: SpanKind,
+        path: &'static str,
+        operation_id: &str,
+        ctx: &OperationContext,
+        carries: bool,
     ) -> Self {
         let span = tracing::info_span!(
             target: TARGET,
@@ -135,7 +161,7 @@ impl CallSpan {
                 span.record("parent_span_id", parent);
             }
             Some(trace)
-        } else if kind == SpanKind::Internal {
+        } else if !carries {
             None
         } else {
             Some(ctx.trace().cloned().unwrap_or_else(TraceContext::new_root))
