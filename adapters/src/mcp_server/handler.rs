@@ -65,17 +65,6 @@ impl McpHandler {
             _ => {}
         }
         let subscription = served.spec.kind == OperationKind::Subscription;
-        // Item counts are a subscription's progress; its handler's logs still go out.
-        let token = if subscription {
-            None
-        } else {
-            context.meta.get_progress_token()
-        };
-        let gate = if modern {
-            report::LogGate::Request(context.meta.log_level())
-        } else {
-            report::LogGate::Session(self.log_level.clone())
-        };
         let ctx = self.uncancellable_context(identity, &context, modern);
         // The request is owned here: its cancellation and its peer move into the call
         // (the peer shared by the reporter, the elicitor of an older client and a
@@ -85,8 +74,8 @@ impl McpHandler {
         let registry = &self.inner.registry;
         let found = registry.lookup(&served.id);
         // A tool whose handler reads nothing from its context but its bounds (and that no
-        // middleware covers) cannot report, log or ask: it gets no reporter, no elicitor and
-        // no share of the client. A subscription's items are its progress: it always has them.
+        // middleware covers) cannot report, log or ask. A subscription's items are its
+        // progress: it always has them.
         let lean = !subscription
             && found
                 .as_ref()
@@ -94,11 +83,8 @@ impl McpHandler {
         let (ctx, forwarder, peer) = if lean {
             (ctx, None, None)
         } else {
-            let peer = Arc::new(peer);
-            let (reporter, forwarder) = report::start(peer.clone(), token, gate);
-            let ctx = self.asking(ctx.with_reporter(reporter), rounds.as_ref(), || {
-                peer.clone()
-            });
+            let (ctx, forwarder, peer) =
+                self.reporting(ctx, peer, &meta, subscription, modern, rounds.as_ref());
             (ctx, Some(forwarder), Some(peer))
         };
         let finish = async move {
@@ -134,6 +120,38 @@ impl McpHandler {
         };
         finish.await;
         Ok(result.into())
+    }
+
+    /// `ctx` with the reporter that sends the call's progress and logs to the client (a
+    /// subscription's are its items: only its logs go out) and the elicitor that asks its
+    /// user; also the forwarder to finish once the call is done, and the client they share.
+    fn reporting(
+        &self,
+        ctx: opkit::OperationContext,
+        peer: Peer<RoleServer>,
+        meta: &rmcp::model::RequestMetaObject,
+        subscription: bool,
+        modern: bool,
+        rounds: Option<&Arc<super::elicitation::Rounds>>,
+    ) -> (
+        opkit::OperationContext,
+        report::Forwarder,
+        Arc<Peer<RoleServer>>,
+    ) {
+        let token = if subscription {
+            None
+        } else {
+            meta.get_progress_token()
+        };
+        let gate = if modern {
+            report::LogGate::Request(meta.log_level())
+        } else {
+            report::LogGate::Session(self.log_level.clone())
+        };
+        let peer = Arc::new(peer);
+        let (reporter, forwarder) = report::start(peer.clone(), token, gate);
+        let ctx = self.asking(ctx.with_reporter(reporter), rounds, || peer.clone());
+        (ctx, forwarder, peer)
     }
 
     /// Runs a subscription to its end (or the item limit) and returns its items, sending

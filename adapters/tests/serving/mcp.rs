@@ -9,7 +9,7 @@ use serve_support::serve_fixtures;
 use opkit::prelude::*;
 use opkit_adapters::mcp_server::McpServer;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientRequest, ProgressNotificationParam,
+    CallToolRequestParams, CallToolResult, ClientRequest, ProgressNotificationParam, ProgressToken,
     ProtocolVersion, Request, ServerResult, Tool,
 };
 use rmcp::service::{PeerRequestOptions, RunningService};
@@ -228,12 +228,12 @@ async fn stdio_calls_run_as_the_configured_identity() {
     client.cancel().await.unwrap();
 }
 
-/// Calls `name` with a progress token and returns the result and the progress received.
-async fn call_with_progress(
+/// Calls `name` with a progress token; returns the result and the token.
+async fn call_with_token(
     client: &Client,
     name: &str,
     arguments: Value,
-) -> (CallToolResult, Vec<ProgressNotificationParam>) {
+) -> (CallToolResult, ProgressToken) {
     let params = CallToolRequestParams::new(name.to_owned())
         .with_arguments(arguments.as_object().cloned().unwrap());
     let handle = client
@@ -244,17 +244,35 @@ async fn call_with_progress(
         .await
         .unwrap();
     let token = handle.progress_token.clone();
-    let result = match handle.await_response().await.unwrap() {
-        ServerResult::CallToolResult(result) => result,
+    match handle.await_response().await.unwrap() {
+        ServerResult::CallToolResult(result) => (result, token),
         other => panic!("expected a tool result, got {other:?}"),
-    };
+    }
+}
+
+/// Calls `name` with a progress token and returns the result and the progress received.
+async fn call_with_progress(
+    client: &Client,
+    name: &str,
+    arguments: Value,
+) -> (CallToolResult, Vec<ProgressNotificationParam>) {
+    let (result, token) = call_with_token(client, name, arguments).await;
     let expected = result
         .structured_content
         .as_ref()
         .and_then(|content| content.get("items"))
         .and_then(Value::as_array)
         .map_or(0, Vec::len);
-    // Notifications travel ahead of the result; give the client loop a bounded while to file them.
+    (result, progress_for(client, &token, expected).await)
+}
+
+/// The progress notifications `client` got for `token`, once there are `expected` of them:
+/// they travel ahead of the result, so the client loop gets a bounded while to file them.
+async fn progress_for(
+    client: &Client,
+    token: &ProgressToken,
+    expected: usize,
+) -> Vec<ProgressNotificationParam> {
     let mut progress = Vec::new();
     for _ in 0..200 {
         progress = client
@@ -263,7 +281,7 @@ async fn call_with_progress(
             .lock()
             .unwrap()
             .iter()
-            .filter(|notification| notification.progress_token == token)
+            .filter(|notification| notification.progress_token == *token)
             .cloned()
             .collect();
         if progress.len() >= expected {
@@ -271,7 +289,7 @@ async fn call_with_progress(
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    (result, progress)
+    progress
 }
 
 #[tokio::test]
@@ -662,40 +680,17 @@ async fn a_tool_that_reads_no_context_still_reports_through_middleware() {
         },
     ));
     let client = connect_duplex(McpServer::new(layered)).await;
-    let params = CallToolRequestParams::new("lean.lean_add".to_owned())
-        .with_arguments(json!({"a": 2, "b": 3}).as_object().cloned().unwrap());
-    let handle = client
-        .send_cancellable_request(
-            ClientRequest::CallToolRequest(Request::new(params)),
-            PeerRequestOptions::no_options(),
-        )
-        .await
-        .unwrap();
-    let token = handle.progress_token.clone();
-    let ServerResult::CallToolResult(result) = handle.await_response().await.unwrap() else {
-        panic!("expected a tool result")
-    };
+    let (result, token) = call_with_token(&client, "lean.lean_add", json!({"a": 2, "b": 3})).await;
     assert_eq!(
         result.structured_content,
         Some(json!({"result": 5})),
         "{result:?}"
     );
-    let mut messages = Vec::new();
-    for _ in 0..200 {
-        messages = client
-            .service()
-            .progress
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|notification| notification.progress_token == token)
-            .filter_map(|notification| notification.message.clone())
-            .collect();
-        if !messages.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let messages: Vec<_> = progress_for(&client, &token, 1)
+        .await
+        .into_iter()
+        .filter_map(|notification| notification.message)
+        .collect();
     assert_eq!(messages, ["checked"]);
     client.cancel().await.unwrap();
 }
