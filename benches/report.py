@@ -148,6 +148,22 @@ repeatable on a busy machine) or `perf record`. Commands are in its header.
   135 ns goal: the guard (~18%: the bounds check and `catch_unwind` at start and poll), the
   context the fn gets owned even when it reads none (~11%, a clone and a drop), the shared
   id and the envelope's `Arc` (~9%).
+- **The typed call's future and the MCP call's extras (issue 48, later).** `add::call(&ctx, ..)`
+  now returns a future written by hand (`__private::typed_call::TypedCall`): the fn's future
+  is made once where the call starts and polled in place; the span (when recorded), the timer
+  and the cancellation listener are boxed, the last two made only once the fn is pending. Its
+  future went from 592 to 72 bytes (`profile sizes`); `perf` had shown a quarter of the call
+  in moving the context into the guard on the first poll (store-forwarding stalls). An MCP
+  `tools/call` of a tool whose handler reads nothing from its context, with no middleware
+  around it (`OperationRegistry::reads_context`), gets no reporter, no elicitor and no share
+  of rmcp's `Peer`, and its server span, when nothing records it, starts no trace; a deadline
+  of a second or more (the MCP server's 60 s default) is counted from the coarse clock. Two
+  binaries (before: `682577a`, after: these commits), `--bench mcp_call_tool` and `--bench
+  tiny` run alternately twice, medians, ratio within one binary's run: tiny `tools/call` /
+  `tiny_rmcp_jsonschema` 3.42×, 2.63× → 2.12×, 2.16× (2.9/2.1 µs → 1.85/1.76 µs); medium
+  `tools/call` 1.18×, 0.85× → 0.81×, 0.80×; typed tiny call 196 ns (2.9× and 2.6× direct call +
+  envelope) → 146 ns (2.2×; 207 ns in a run where the machine slowed every row by half, still
+  2.2×).
 - **tiny `execute` (target 2.5×, missed by a hair: 2.55–2.61× across runs).** `perf record`
   of `tiny::opkit_execute` (~375 ns over a ~147 ns floor), self time of what the floor does
   not do: the input `jsonschema` check ~45 ns (the contract; the floor-with-`jsonschema` row
