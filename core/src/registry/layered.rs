@@ -1,6 +1,7 @@
 //! Calls through the application's middleware: the registry's end of a chain (validate the
 //! input, start the handler, finish in the pipeline) and the chain an operation's calls pass
-//! through.
+//! through; [`Served`], the future of a call the front door serves, which runs that end in
+//! place (no box) when no middleware covers the operation.
 
 use super::operation::Operation;
 use super::unary::{self, Execution};
@@ -12,8 +13,11 @@ use crate::spec::OperationSpec;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::task::{Context, Poll};
 
 /// The end of a JSON call's chain: the operation's handler.
 struct RegistryEnd {
@@ -26,7 +30,6 @@ impl Endpoint for RegistryEnd {
         input: CallInput,
         ctx: OperationContext,
     ) -> BoxFuture<'static, Result<Outcome, CallError>> {
-        let operation = self.operation;
         let input = match input {
             CallInput::Json(input) => input,
             CallInput::Typed {
@@ -37,19 +40,52 @@ impl Endpoint for RegistryEnd {
                 Err(error) => return futures::future::ready(Err(error)).boxed(),
             },
         };
-        if let Err(error) = operation.check_input(&input) {
-            return futures::future::ready(Err(error)).boxed();
+        Box::pin(end(self.operation, input, ctx))
+    }
+}
+
+/// The future of a call the front door serves: the operation's handler run in place
+/// ([`Execution`], no box of its own), a chain of middleware ending in it (boxed), or an
+/// outcome ready at once (a refused input, a subscription's started stream).
+pub(super) enum Served {
+    Unary(Execution),
+    Chained(BoxFuture<'static, Result<Outcome, CallError>>),
+    /// `None` once returned.
+    Ready(Option<Result<Outcome, CallError>>),
+}
+
+impl Future for Served {
+    type Output = Result<Outcome, CallError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // Every variant is `Unpin` (the execution's handler future is boxed).
+        match &mut *self {
+            Served::Unary(execution) => Pin::new(execution)
+                .poll(cx)
+                .map(|result| result.map(Outcome::Unary)),
+            Served::Chained(running) => running.as_mut().poll(cx),
+            Served::Ready(outcome) => Poll::Ready(
+                outcome
+                    .take()
+                    .expect("a served call was polled after it completed"),
+            ),
         }
-        if operation.spec.kind.is_stream() {
-            let started = subscription::start(operation, input, ctx).map(Outcome::Stream);
-            return futures::future::ready(started).boxed();
-        }
-        match unary::start(&operation, input, ctx) {
-            Ok((handler, bounds)) => Execution::new(operation, handler, bounds)
-                .map(|result| result.map(Outcome::Unary))
-                .boxed(),
-            Err(error) => futures::future::ready(Err(error)).boxed(),
-        }
+    }
+}
+
+/// The registry's end of a call: validate the input, then start the handler (a unary
+/// call's [`Execution`]) or the subscription's stream.
+fn end(operation: Arc<Operation>, input: Value, ctx: OperationContext) -> Served {
+    if let Err(error) = operation.check_input(&input) {
+        return Served::Ready(Some(Err(error)));
+    }
+    if operation.spec.kind.is_stream() {
+        let started = subscription::start(operation, input, ctx).map(Outcome::Stream);
+        return Served::Ready(Some(started));
+    }
+    match unary::start(&operation, input, ctx) {
+        Ok((handler, bounds)) => Served::Unary(Execution::new(operation, handler, bounds)),
+        Err(error) => Served::Ready(Some(Err(error))),
     }
 }
 
@@ -70,10 +106,7 @@ impl RegistryInner {
         input: Value,
         ctx: OperationContext,
         chain: Option<Chain>,
-    ) -> BoxFuture<'static, Result<Outcome, CallError>> {
-        let end = Box::new(RegistryEnd {
-            operation: operation.clone(),
-        });
+    ) -> Served {
         match chain {
             Some(chain) => {
                 let call = Call::new(
@@ -81,11 +114,13 @@ impl RegistryInner {
                     operation.spec.clone(),
                     ctx,
                     CallInput::Json(input),
-                    end,
+                    Box::new(RegistryEnd {
+                        operation: operation.clone(),
+                    }),
                 );
-                Next::start(chain).run(call)
+                Served::Chained(Next::start(chain).run(call))
             }
-            None => end.run(CallInput::Json(input), ctx),
+            None => end(operation, input, ctx),
         }
     }
 
