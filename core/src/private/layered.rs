@@ -37,7 +37,7 @@ pub type JsonView = (Option<ToJson>, Option<FromJson>);
 /// A typed call through middleware, or its input and fn back for the plain path.
 type Layered<T, I, F> = Result<T, (I, F)>;
 /// A typed call's result.
-type TypedResult<O> = Result<ResponseEnvelope<<O as TypedOperation>::Output>, CallError>;
+pub(super) type TypedResult<O> = Result<ResponseEnvelope<<O as TypedOperation>::Output>, CallError>;
 
 /// The value `value` holds, known to be a `T`.
 fn expect<T: 'static>(value: &(dyn Any + Send)) -> &T {

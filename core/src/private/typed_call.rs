@@ -13,7 +13,6 @@
 //! set up once it is pending.
 
 use crate::bounds::{Bounds, Watch};
-use crate::envelope::ResponseEnvelope;
 use crate::error::CallError;
 use crate::registry::guard;
 use crate::trace::CallSpan;
@@ -26,9 +25,8 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use super::layered::TypedResult;
 use super::output::Produced;
-
-type TypedResult<O> = Result<ResponseEnvelope<<O as TypedOperation>::Output>, CallError>;
 
 pin_project! {
     /// The future of a typed call of operation `O` whose fn's future is `Fut`.
@@ -61,7 +59,8 @@ pub(crate) enum Stage {
 }
 
 impl<O: TypedOperation, Fut> TypedCall<O, Fut> {
-    /// The call of the future `start(ctx)` makes, guarded by `bounds` and recorded by `span`.
+    /// The call of the future `start` makes (at once, under `catch_unwind`), guarded by
+    /// `bounds` and recorded by `span`.
     pub(super) fn start(
         start: impl FnOnce() -> Fut,
         bounds: Bounds,
