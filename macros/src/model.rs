@@ -73,6 +73,14 @@ impl Operation<'_> {
         })
     }
 
+    /// Whether the fn reads its context: takes it, or state read from it. One that does not
+    /// gets no context at all (`__opkit_run` takes none, so a typed call copies none).
+    pub(crate) fn reads_context(&self) -> bool {
+        self.params
+            .iter()
+            .any(|param| matches!(param, Param::Context { .. } | Param::State { .. }))
+    }
+
     /// The state parameters' inner types, in order.
     pub(crate) fn states(&self) -> impl Iterator<Item = &Type> {
         self.params.iter().filter_map(|param| match param {

@@ -148,6 +148,10 @@ fn typed_context<O: TypedOperation>(ctx: &OperationContext) -> OperationContext 
 /// `ABORTED`); data is wrapped with `local_envelope`, an envelope passes through. A context
 /// whose registry has middleware covering the operation runs it through that middleware
 /// (see the `layered` module).
+///
+/// `run` makes the fn's future from a borrowed context (the expansion's closure copies it
+/// only for a fn that reads it), so a call that neither changes the caller's context (the
+/// operation's own timeout, a recorded span) nor hands it to its fn copies none.
 pub fn call_unary<O, F, Fut>(
     ctx: &OperationContext,
     input: O::Input,
@@ -157,29 +161,30 @@ pub fn call_unary<O, F, Fut>(
 ) -> impl Future<Output = Result<ResponseEnvelope<O::Output>, CallError>> + use<O, F, Fut>
 where
     O: TypedOperation,
-    F: FnOnce(O::Input, OperationContext) -> Fut,
+    F: FnOnce(O::Input, &OperationContext) -> Fut,
     Fut: Future<Output = Result<Produced<O::Output>, CallError>>,
 {
-    let ctx = typed_context::<O>(ctx);
-    let (input, run) = match super::layered::layered_unary::<O, F>(&ctx, input, views, layered, run)
+    let timed = O::TIMEOUT_MS.map(|ms| {
+        ctx.clone()
+            .with_timeout(std::time::Duration::from_millis(ms))
+    });
+    let ctx = timed.as_ref().unwrap_or(ctx);
+    let (input, run) = match super::layered::layered_unary::<O, F>(ctx, input, views, layered, run)
     {
         Ok(layered) => return TypedCall::layered(layered),
         Err(plain) => plain,
     };
     // Only a span something records is kept (none is built when nothing listens).
     let span = CallSpan::wanted()
-        .then(|| CallSpan::start(SpanKind::Internal, "typed", O::ID, &ctx))
+        .then(|| CallSpan::start(SpanKind::Internal, "typed", O::ID, ctx))
         .filter(CallSpan::is_active)
         .map(|span| {
             span.record_kind(O::KIND);
             Box::new(span)
         });
-    let ctx = match &span {
-        Some(span) => span.apply(ctx),
-        None => ctx,
-    };
-    let bounds = ctx.bounds();
-    TypedCall::<O, Fut>::start(move || run(input, ctx), bounds, span)
+    let traced = span.as_ref().map(|span| span.apply(ctx.clone()));
+    let ctx = traced.as_ref().unwrap_or(ctx);
+    TypedCall::<O, Fut>::start(move || run(input, ctx), ctx.bounds(), span)
 }
 
 /// The typed subscription: the fn's stream, guarded like a registry subscription, one

@@ -23,6 +23,7 @@ pub use core::primitive::{bool, str, u64};
 pub use core::{concat, file, line, unreachable};
 pub use std::any::TypeId;
 pub use std::borrow::Cow;
+pub use std::clone::Clone;
 pub use std::fmt;
 
 use crate::schema::json_type_name;

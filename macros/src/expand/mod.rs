@@ -249,10 +249,7 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     let data = data_type(op);
     let output_ty = quote_spanned!(data_span(op)=> type Output = #data;);
     let output_from_type = Shape::of(&op.output.value).is_data();
-    let reads_context = op
-        .params
-        .iter()
-        .any(|param| matches!(param, Param::Context { .. } | Param::State { .. }));
+    let reads_context = op.reads_context();
     let timeout_ms = match op.timeout_ms {
         Some(ms) => quote!(#private::Some(#ms)),
         None => quote!(#private::None),
@@ -418,10 +415,29 @@ fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     };
     let run = run_fn(op, locals);
     let from_args = args_from_input(op, locals);
-    let from_input = quote! {
-        |#input: <Self as #private::TypedOperation>::Input, #ctx: #private::OperationContext| {
-            __opkit_run(#ctx, #(#from_args),*)
-        }
+    // The typed call lends its context to a query's or mutation's fn (copied only for a fn
+    // that reads it); a subscription's stream keeps the context it is given.
+    let from_input = match (op.reads_context(), op.output.stream) {
+        (true, false) => quote! {
+            |#input: <Self as #private::TypedOperation>::Input, #ctx: &#private::OperationContext| {
+                __opkit_run(<#private::OperationContext as #private::Clone>::clone(#ctx), #(#from_args),*)
+            }
+        },
+        (false, false) => quote! {
+            |#input: <Self as #private::TypedOperation>::Input, _: &#private::OperationContext| {
+                __opkit_run(#(#from_args),*)
+            }
+        },
+        (true, true) => quote! {
+            |#input: <Self as #private::TypedOperation>::Input, #ctx: #private::OperationContext| {
+                __opkit_run(#ctx, #(#from_args),*)
+            }
+        },
+        (false, true) => quote! {
+            |#input: <Self as #private::TypedOperation>::Input, _: #private::OperationContext| {
+                __opkit_run(#(#from_args),*)
+            }
+        },
     };
     let views = quote!(#private::typed_views!(#ident));
     let call_doc = format!(

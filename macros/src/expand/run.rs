@@ -22,7 +22,8 @@ pub(super) fn run_fn(op: &Operation<'_>, locals: &Locals) -> TokenStream {
 
 /// What both kinds of `__opkit_run` are made of.
 struct RunParts<'a> {
-    ctx: &'a Ident,
+    /// The context parameter, for a fn that reads its context only.
+    ctx: Option<&'a Ident>,
     /// `__opkit_run`'s parameters after the context: the input's fields, or the whole input.
     params: Vec<TokenStream>,
     /// The user's fn called with its arguments: `add(a, b)`.
@@ -43,7 +44,7 @@ impl<'a> RunParts<'a> {
         let ident = &op.func.sig.ident;
         let args = fn_args(op, locals);
         Self {
-            ctx: &locals.ctx,
+            ctx: op.reads_context().then_some(&locals.ctx),
             params: input_params(op, locals),
             call: quote!(#ident(#(#args),*)),
             item: quote!(#private::Result<
@@ -60,7 +61,8 @@ impl<'a> RunParts<'a> {
         }
     }
 
-    /// `fn __opkit_run(ctx, ..) -> impl #returns + use<> { #body }`.
+    /// `fn __opkit_run(ctx, ..) -> impl #returns + use<> { #body }` (without `ctx` for a fn
+    /// that does not read it).
     fn function(
         &self,
         private: &TokenStream,
@@ -68,9 +70,10 @@ impl<'a> RunParts<'a> {
         body: TokenStream,
     ) -> TokenStream {
         let Self { ctx, params, .. } = self;
+        let ctx = ctx.map(|ctx| quote!(#ctx: #private::OperationContext,));
         quote! {
             #[allow(clippy::too_many_arguments)]
-            fn __opkit_run(#ctx: #private::OperationContext, #(#params),*)
+            fn __opkit_run(#ctx #(#params),*)
                 -> impl #returns + use<>
             {
                 #body
@@ -235,11 +238,16 @@ pub(super) fn json_handler(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         )
     };
     let verdict = Ident::new("__verdict", Span::mixed_site());
+    let (ctx_param, ctx_arg) = if op.reads_context() {
+        (quote!(#ctx), Some(quote!(#ctx,)))
+    } else {
+        (quote!(_), None)
+    };
     quote! {
         #[allow(unused_imports)]
         use #probes;
-        let #verdict = (&#private::Runner::<Self, _>::new(|#input: <Self as #private::TypedOperation>::Input, #ctx: #private::OperationContext| {
-            __opkit_run(#ctx, #(#args),*)
+        let #verdict = (&#private::Runner::<Self, _>::new(|#input: <Self as #private::TypedOperation>::Input, #ctx_param: #private::OperationContext| {
+            __opkit_run(#ctx_arg #(#args),*)
         }))
         .#build(#private::Codec { decode: #decode, encode: #encode });
         #verdict.#checked()

@@ -135,8 +135,8 @@ const _: () = {
             use ::opkit::__private::{NotSendProbe as _, SendProbe as _};
             let __verdict = (&::opkit::__private::Runner::<Self, _>::new(
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: ::opkit::__private::OperationContext| {
-                    __opkit_run(__ctx, __input.path)
+                 _: ::opkit::__private::OperationContext| {
+                    __opkit_run(__input.path)
                 },
             ))
                 .unary(::opkit::__private::Codec {
@@ -152,7 +152,6 @@ const _: () = {
     }
     #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
-        __ctx: ::opkit::__private::OperationContext,
         path: String,
     ) -> impl ::opkit::__private::Future<
         Output = ::opkit::__private::Result<
@@ -198,8 +197,8 @@ const _: () = {
         > + use<> {
             let __opkit_start =
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: ::opkit::__private::OperationContext| {
-                    __opkit_run(__ctx, __input.path)
+                 _: &::opkit::__private::OperationContext| {
+                    __opkit_run(__input.path)
                 };
             ::opkit::__private::call_unary::<Self, _, _>(
                 __ctx,

@@ -136,8 +136,8 @@ const _: () = {
             use ::opkit::__private::{NotSendProbe as _, SendStreamProbe as _};
             let __verdict = (&::opkit::__private::Runner::<Self, _>::new(
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: ::opkit::__private::OperationContext| {
-                    __opkit_run(__ctx, __input.topic)
+                 _: ::opkit::__private::OperationContext| {
+                    __opkit_run(__input.topic)
                 },
             ))
                 .streaming(::opkit::__private::Codec {
@@ -153,7 +153,6 @@ const _: () = {
     }
     #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
-        __ctx: ::opkit::__private::OperationContext,
         topic: String,
     ) -> impl ::opkit::__private::futures::Stream<
         Item = ::opkit::__private::Result<
@@ -207,8 +206,8 @@ const _: () = {
         > + use<> {
             let __opkit_start =
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: ::opkit::__private::OperationContext| {
-                    __opkit_run(__ctx, __input.topic)
+                 _: ::opkit::__private::OperationContext| {
+                    __opkit_run(__input.topic)
                 };
             ::opkit::__private::subscribe_typed::<Self, _, _>(
                 __ctx,

@@ -179,8 +179,12 @@ const _: () = {
         > + use<> {
             let __opkit_start =
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: ::opkit::__private::OperationContext| {
-                    __opkit_run(__ctx)
+                 __ctx: &::opkit::__private::OperationContext| {
+                    __opkit_run(
+                        <::opkit::__private::OperationContext as ::opkit::__private::Clone>::clone(
+                            __ctx,
+                        ),
+                    )
                 };
             ::opkit::__private::call_unary::<Self, _, _>(
                 __ctx,

@@ -128,8 +128,8 @@ const _: () = {
             use ::opkit::__private::{NotSendProbe as _, SendProbe as _};
             let __verdict = (&::opkit::__private::Runner::<Self, _>::new(
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: ::opkit::__private::OperationContext| {
-                    __opkit_run(__ctx, __input.url)
+                 _: ::opkit::__private::OperationContext| {
+                    __opkit_run(__input.url)
                 },
             ))
                 .unary(::opkit::__private::Codec {
@@ -145,7 +145,6 @@ const _: () = {
     }
     #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
-        __ctx: ::opkit::__private::OperationContext,
         url: String,
     ) -> impl ::opkit::__private::Future<
         Output = ::opkit::__private::Result<
@@ -198,8 +197,8 @@ const _: () = {
         > + use<> {
             let __opkit_start =
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: ::opkit::__private::OperationContext| {
-                    __opkit_run(__ctx, __input.url)
+                 _: &::opkit::__private::OperationContext| {
+                    __opkit_run(__input.url)
                 };
             ::opkit::__private::call_unary::<Self, _, _>(
                 __ctx,

@@ -136,8 +136,8 @@ const _: () = {
             use ::opkit::__private::{NotSendProbe as _, SendStreamProbe as _};
             let __verdict = (&::opkit::__private::Runner::<Self, _>::new(
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: ::opkit::__private::OperationContext| {
-                    __opkit_run(__ctx, __input.count)
+                 _: ::opkit::__private::OperationContext| {
+                    __opkit_run(__input.count)
                 },
             ))
                 .streaming(::opkit::__private::Codec {
@@ -153,7 +153,6 @@ const _: () = {
     }
     #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
-        __ctx: ::opkit::__private::OperationContext,
         count: u32,
     ) -> impl ::opkit::__private::futures::Stream<
         Item = ::opkit::__private::Result<
@@ -193,8 +192,8 @@ const _: () = {
         > + use<> {
             let __opkit_start =
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: ::opkit::__private::OperationContext| {
-                    __opkit_run(__ctx, __input.count)
+                 _: ::opkit::__private::OperationContext| {
+                    __opkit_run(__input.count)
                 };
             ::opkit::__private::subscribe_typed::<Self, _, _>(
                 __ctx,

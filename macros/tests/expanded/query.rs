@@ -147,8 +147,8 @@ const _: () = {
             use ::opkit::__private::{NotSendProbe as _, SendProbe as _};
             let __verdict = (&::opkit::__private::Runner::<Self, _>::new(
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: ::opkit::__private::OperationContext| {
-                    __opkit_run(__ctx, __input.a, __input.b)
+                 _: ::opkit::__private::OperationContext| {
+                    __opkit_run(__input.a, __input.b)
                 },
             ))
                 .unary(::opkit::__private::Codec {
@@ -167,7 +167,6 @@ const _: () = {
     }
     #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
-        __ctx: ::opkit::__private::OperationContext,
         a: i64,
         b: i64,
     ) -> impl ::opkit::__private::Future<
@@ -211,8 +210,8 @@ const _: () = {
         > + use<> {
             let __opkit_start =
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: ::opkit::__private::OperationContext| {
-                    __opkit_run(__ctx, __input.a, __input.b)
+                 _: &::opkit::__private::OperationContext| {
+                    __opkit_run(__input.a, __input.b)
                 };
             ::opkit::__private::call_unary::<Self, _, _>(
                 __ctx,

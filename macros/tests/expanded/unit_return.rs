@@ -119,9 +119,7 @@ const _: () = {
             use ::opkit::__private::{NotSendProbe as _, SendProbe as _};
             let __verdict = (&::opkit::__private::Runner::<Self, _>::new(
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: ::opkit::__private::OperationContext| {
-                    __opkit_run(__ctx)
-                },
+                 _: ::opkit::__private::OperationContext| { __opkit_run() },
             ))
                 .unary(::opkit::__private::Codec {
                     decode: __OpkitInput::__opkit_from_json,
@@ -135,9 +133,7 @@ const _: () = {
         ::opkit::__private::assert_send(ping());
     }
     #[allow(clippy::too_many_arguments)]
-    fn __opkit_run(
-        __ctx: ::opkit::__private::OperationContext,
-    ) -> impl ::opkit::__private::Future<
+    fn __opkit_run() -> impl ::opkit::__private::Future<
         Output = ::opkit::__private::Result<
             ::opkit::__private::Produced<<ping as ::opkit::__private::TypedOperation>::Output>,
             ::opkit::__private::CallError,
@@ -176,9 +172,7 @@ const _: () = {
         > + use<> {
             let __opkit_start =
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: ::opkit::__private::OperationContext| {
-                    __opkit_run(__ctx)
-                };
+                 _: &::opkit::__private::OperationContext| { __opkit_run() };
             ::opkit::__private::call_unary::<Self, _, _>(
                 __ctx,
                 Self::input(),

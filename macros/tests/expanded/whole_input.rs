@@ -113,9 +113,11 @@ const _: () = {
         > + use<> {
             let __opkit_start =
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: ::opkit::__private::OperationContext| {
+                 __ctx: &::opkit::__private::OperationContext| {
                     __opkit_run(
-                        __ctx,
+                        <::opkit::__private::OperationContext as ::opkit::__private::Clone>::clone(
+                            __ctx,
+                        ),
                         ::opkit::__private::wrap_input::<Input<NewUser>>(__input),
                     )
                 };
