@@ -81,13 +81,18 @@ fn random_trace_id() -> [u8; 16] {
 }
 
 fn hex<const N: usize>(bytes: &[u8; N]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(N * 2);
+    push_hex(&mut out, bytes);
+    out
+}
+
+/// Appends `bytes` as lowercase hex digits.
+fn push_hex(out: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     for byte in bytes {
         out.push(DIGITS[usize::from(byte >> 4)] as char);
         out.push(DIGITS[usize::from(byte & 0xf)] as char);
     }
-    out
 }
 
 /// Lowercase hex only (W3C forbids uppercase in `traceparent`).
@@ -214,12 +219,15 @@ impl TraceContext {
 
     /// The `traceparent` value naming this span: `00-<trace id>-<span id>-<flags>`.
     pub fn traceparent(&self) -> String {
-        format!(
-            "00-{}-{}-{}",
-            self.trace_id_hex(),
-            self.span_id_hex(),
-            hex(&[self.flags])
-        )
+        // Written in place (every call protocol request carries one): 55 bytes, one allocation.
+        let mut out = String::with_capacity(55);
+        out.push_str("00-");
+        push_hex(&mut out, &self.trace_id);
+        out.push('-');
+        push_hex(&mut out, &self.span_id);
+        out.push('-');
+        push_hex(&mut out, &[self.flags]);
+        out
     }
 
     /// The vendors' `tracestate`, passed on unchanged.
