@@ -388,6 +388,29 @@ fn type_checks(op: &Operation<'_>) -> TokenStream {
     quote!(#(#contexts)* #plain)
 }
 
+/// The closure the typed `call` / `subscribe` makes the fn's future or stream with. A query's
+/// or mutation's fn is lent the caller's context (copied only for a fn that reads it); a
+/// subscription's stream keeps the context it is given.
+fn typed_start(op: &Operation<'_>, locals: &Locals) -> TokenStream {
+    let private = &op.private;
+    let Locals { input, ctx, .. } = locals;
+    let from_args = args_from_input(op, locals);
+    let input_ty = quote!(<Self as #private::TypedOperation>::Input);
+    let context = quote!(#private::OperationContext);
+    match (op.reads_context(), op.output.stream) {
+        (true, false) => quote! {
+            |#input: #input_ty, #ctx: &#context| {
+                __opkit_run(<#context as #private::Clone>::clone(#ctx), #(#from_args),*)
+            }
+        },
+        (false, false) => quote!(|#input: #input_ty, _: &#context| __opkit_run(#(#from_args),*)),
+        (true, true) => {
+            quote!(|#input: #input_ty, #ctx: #context| __opkit_run(#ctx, #(#from_args),*))
+        }
+        (false, true) => quote!(|#input: #input_ty, _: #context| __opkit_run(#(#from_args),*)),
+    }
+}
+
 /// `add::ID`, `add::spec()`, `add::input(..)` and `add::call(&ctx, ..)` / `subscribe`.
 fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     let private = &op.private;
@@ -414,31 +437,7 @@ fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         }
     };
     let run = run_fn(op, locals);
-    let from_args = args_from_input(op, locals);
-    // The typed call lends its context to a query's or mutation's fn (copied only for a fn
-    // that reads it); a subscription's stream keeps the context it is given.
-    let from_input = match (op.reads_context(), op.output.stream) {
-        (true, false) => quote! {
-            |#input: <Self as #private::TypedOperation>::Input, #ctx: &#private::OperationContext| {
-                __opkit_run(<#private::OperationContext as #private::Clone>::clone(#ctx), #(#from_args),*)
-            }
-        },
-        (false, false) => quote! {
-            |#input: <Self as #private::TypedOperation>::Input, _: &#private::OperationContext| {
-                __opkit_run(#(#from_args),*)
-            }
-        },
-        (true, true) => quote! {
-            |#input: <Self as #private::TypedOperation>::Input, #ctx: #private::OperationContext| {
-                __opkit_run(#ctx, #(#from_args),*)
-            }
-        },
-        (false, true) => quote! {
-            |#input: <Self as #private::TypedOperation>::Input, _: #private::OperationContext| {
-                __opkit_run(#(#from_args),*)
-            }
-        },
-    };
+    let from_input = typed_start(op, locals);
     let views = quote!(#private::typed_views!(#ident));
     let call_doc = format!(
         "Calls the fn directly (no JSON), as the registry would run operation `{id}`: a panic \

@@ -197,9 +197,7 @@ const _: () = {
         > + use<> {
             let __opkit_start =
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 _: &::opkit::__private::OperationContext| {
-                    __opkit_run(__input.url)
-                };
+                 _: &::opkit::__private::OperationContext| __opkit_run(__input.url);
             ::opkit::__private::call_unary::<Self, _, _>(
                 __ctx,
                 Self::input(url),

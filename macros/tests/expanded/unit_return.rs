@@ -172,7 +172,7 @@ const _: () = {
         > + use<> {
             let __opkit_start =
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 _: &::opkit::__private::OperationContext| { __opkit_run() };
+                 _: &::opkit::__private::OperationContext| __opkit_run();
             ::opkit::__private::call_unary::<Self, _, _>(
                 __ctx,
                 Self::input(),
