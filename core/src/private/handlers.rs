@@ -132,15 +132,13 @@ impl<T, Fut: Future<Output = ()>> Stream for Forward<T, Fut> {
 
 impl<T, Fut> Unpin for Forward<T, Fut> {}
 
-/// The context a typed call of `O` runs with: the caller's, with the operation's own
-/// timeout (`#[operation(timeout = "..")]`) when it has one.
-fn typed_context<O: TypedOperation>(ctx: &OperationContext) -> OperationContext {
-    match O::TIMEOUT_MS {
-        Some(ms) => ctx
-            .clone()
-            .with_timeout(std::time::Duration::from_millis(ms)),
-        None => ctx.clone(),
-    }
+/// The caller's context with the operation's own timeout (`#[operation(timeout = "..")]`),
+/// when `O` has one; `None` when the caller's context is the one a typed call runs with.
+fn timed_context<O: TypedOperation>(ctx: &OperationContext) -> Option<OperationContext> {
+    O::TIMEOUT_MS.map(|ms| {
+        ctx.clone()
+            .with_timeout(std::time::Duration::from_millis(ms))
+    })
 }
 
 /// The typed call of a query or mutation: the fn runs directly (no JSON), guarded like a
@@ -164,10 +162,7 @@ where
     F: FnOnce(O::Input, &OperationContext) -> Fut,
     Fut: Future<Output = Result<Produced<O::Output>, CallError>>,
 {
-    let timed = O::TIMEOUT_MS.map(|ms| {
-        ctx.clone()
-            .with_timeout(std::time::Duration::from_millis(ms))
-    });
+    let timed = timed_context::<O>(ctx);
     let ctx = timed.as_ref().unwrap_or(ctx);
     let (input, run) = match super::layered::layered_unary::<O, F>(ctx, input, views, layered, run)
     {
@@ -201,7 +196,7 @@ where
     F: FnOnce(O::Input, OperationContext) -> S,
     S: Stream<Item = Result<Produced<O::Output>, CallError>>,
 {
-    let ctx = typed_context::<O>(ctx);
+    let ctx = timed_context::<O>(ctx).unwrap_or_else(|| ctx.clone());
     let (input, start) =
         match super::layered::layered_stream::<O, F>(&ctx, input, views, layered, start) {
             Ok(layered) => return layered.right_stream(),
