@@ -21,7 +21,7 @@ mod input;
 mod run;
 
 use input::{args_from_input, input_args, input_params, input_type, local};
-use run::{json_handler, run_fn, send_cause};
+use run::{json_handler, owned_start, run_fn, send_cause};
 
 /// Names of the macro's own locals: `mixed_site`, so they never meet the user's names.
 struct Locals {
@@ -390,24 +390,24 @@ fn type_checks(op: &Operation<'_>) -> TokenStream {
 
 /// The closure the typed `call` / `subscribe` makes the fn's future or stream with. A query's
 /// or mutation's fn is lent the caller's context (copied only for a fn that reads it); a
-/// subscription's stream keeps the context it is given.
+/// subscription's stream keeps the context it is given, as the registry's handler does.
 fn typed_start(op: &Operation<'_>, locals: &Locals) -> TokenStream {
+    if op.output.stream {
+        return owned_start(op, locals);
+    }
     let private = &op.private;
     let Locals { input, ctx, .. } = locals;
     let from_args = args_from_input(op, locals);
     let input_ty = quote!(<Self as #private::TypedOperation>::Input);
     let context = quote!(#private::OperationContext);
-    match (op.reads_context(), op.output.stream) {
-        (true, false) => quote! {
+    if op.reads_context() {
+        quote! {
             |#input: #input_ty, #ctx: &#context| {
                 __opkit_run(<#context as #private::Clone>::clone(#ctx), #(#from_args),*)
             }
-        },
-        (false, false) => quote!(|#input: #input_ty, _: &#context| __opkit_run(#(#from_args),*)),
-        (true, true) => {
-            quote!(|#input: #input_ty, #ctx: #context| __opkit_run(#ctx, #(#from_args),*))
         }
-        (false, true) => quote!(|#input: #input_ty, _: #context| __opkit_run(#(#from_args),*)),
+    } else {
+        quote!(|#input: #input_ty, _: &#context| __opkit_run(#(#from_args),*))
     }
 }
 

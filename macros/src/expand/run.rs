@@ -207,11 +207,28 @@ fn error_converter(op: &Operation<'_>) -> TokenStream {
     }
 }
 
-/// The type-erased JSON handler the registry runs.
-pub(super) fn json_handler(op: &Operation<'_>, locals: &Locals) -> TokenStream {
+/// The closure that makes the fn's future or stream from its input and an owned context
+/// (the registry's handler, and a typed subscription): `__opkit_run` gets the context when
+/// the fn reads it.
+pub(super) fn owned_start(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     let private = &op.private;
     let Locals { input, ctx, .. } = locals;
     let args = args_from_input(op, locals);
+    let (param, arg) = if op.reads_context() {
+        (quote!(#ctx), Some(quote!(#ctx,)))
+    } else {
+        (quote!(_), None)
+    };
+    quote! {
+        |#input: <Self as #private::TypedOperation>::Input, #param: #private::OperationContext| {
+            __opkit_run(#arg #(#args),*)
+        }
+    }
+}
+
+/// The type-erased JSON handler the registry runs.
+pub(super) fn json_handler(op: &Operation<'_>, locals: &Locals) -> TokenStream {
+    let private = &op.private;
     let decode = match op.whole_input() {
         Some(inner) => {
             let at = respan(private, inner.span());
@@ -238,17 +255,11 @@ pub(super) fn json_handler(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         )
     };
     let verdict = Ident::new("__verdict", Span::mixed_site());
-    let (ctx_param, ctx_arg) = if op.reads_context() {
-        (quote!(#ctx), Some(quote!(#ctx,)))
-    } else {
-        (quote!(_), None)
-    };
+    let run = owned_start(op, locals);
     quote! {
         #[allow(unused_imports)]
         use #probes;
-        let #verdict = (&#private::Runner::<Self, _>::new(|#input: <Self as #private::TypedOperation>::Input, #ctx_param: #private::OperationContext| {
-            __opkit_run(#ctx_arg #(#args),*)
-        }))
+        let #verdict = (&#private::Runner::<Self, _>::new(#run))
         .#build(#private::Codec { decode: #decode, encode: #encode });
         #verdict.#checked()
     }
