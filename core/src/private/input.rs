@@ -1,5 +1,5 @@
 //! The input side of an `#[operation]`: parameter checks, `Input<T>`, the per-field input
-//! object, and `State<T>` parameters.
+//! object's fields (the object itself is `args`), and `State<T>` parameters.
 
 use super::*;
 
@@ -19,7 +19,7 @@ pub struct Field {
 /// missing impl is reported once, at the parameter's type.
 pub struct TypedField<T> {
     field: Field,
-    read: fn(Option<Value>) -> Result<T, String>,
+    read: Reader<T>,
 }
 
 /// The field `name` of type `T`.
@@ -39,6 +39,11 @@ pub const fn typed_field<T: ParamDeserialize + ParamSchema>(
 }
 
 impl<T> TypedField<T> {
+    /// The field's reader.
+    pub const fn reader(&self) -> Reader<T> {
+        self.read
+    }
+
     /// The type-erased field, for the input schema.
     pub const fn erase(&self) -> Field {
         Field {
@@ -176,68 +181,6 @@ impl IsContext for OperationContext {}
 
 /// Checks a context parameter's type.
 pub fn assert_context<T: IsContext + ?Sized>() {}
-
-/// The fields of a JSON input object, one slot per parameter in parameter order, taken one by
-/// one by the generated decoder.
-///
-/// The object is consumed in one pass (no map is rebuilt); keys that name no parameter are
-/// ignored, as a derived `Deserialize` ignores unknown fields.
-pub struct InputFields<const N: usize>([Option<Value>; N]);
-
-impl<const N: usize> InputFields<N> {
-    /// Sorts the entries of `input` into the slots of `fields`.
-    pub fn from_value(input: Value, fields: &[Field; N]) -> Result<Self, serde_json::Error> {
-        let Value::Object(entries) = input else {
-            return Err(serde::de::Error::custom(format_args!(
-                "the input must be a JSON object, found {}",
-                json_type_name(&input)
-            )));
-        };
-        let mut slots = [const { None }; N];
-        for (key, value) in entries {
-            if let Some(index) = fields.iter().position(|field| field.name == key) {
-                slots[index] = Some(value);
-            }
-        }
-        Ok(Self(slots))
-    }
-
-    /// Takes the field in slot `index`; a missing field reads as `null` (so `Option<T>` fields
-    /// are optional).
-    pub fn take<T>(&mut self, index: usize, field: &TypedField<T>) -> Result<T, serde_json::Error> {
-        let name = field.field.name;
-        let mut value = self.0[index].take();
-        if let Some(Value::Number(number)) = &mut value {
-            integral_float_as_integer(number);
-        }
-        (field.read)(value).map_err(|error| {
-            if error == "missing" {
-                serde::de::Error::custom(format_args!("missing field `{name}`"))
-            } else {
-                serde::de::Error::custom(format_args!("field `{name}`: {error}"))
-            }
-        })
-    }
-}
-
-/// Writes a number with a zero fraction (`5.0`) as an integer: JSON Schema counts `5.0` an
-/// integer, so it passed the input schema's `"type": "integer"`, but serde will not read a
-/// float into an integer type (a float type reads the integer as well, so nothing is lost).
-/// Done for a parameter's own value (one check per field); a float nested inside a
-/// parameter's array or object is read by serde as it is.
-fn integral_float_as_integer(number: &mut serde_json::Number) {
-    let Some(float) = number.as_f64().filter(|_| number.is_f64()) else {
-        return;
-    };
-    if float.fract() != 0.0 {
-        return;
-    }
-    if float >= 0.0 && float < u64::MAX as f64 {
-        *number = serde_json::Number::from(float as u64);
-    } else if float < 0.0 && float >= i64::MIN as f64 {
-        *number = serde_json::Number::from(float as i64);
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Application state

@@ -9,9 +9,9 @@
 //! at the user's type, so a missing impl is reported once, there.
 //!
 //! The parts, in the order an expansion uses them: `spec` (the attribute's facts and the
-//! codec), `input` (parameters, input fields, `State<T>`), `output` (return shapes), `errors`
-//! (error conversion), `send` (the `Send` checks), `handlers` (the registered handlers and
-//! typed calls); the registration is here.
+//! codec), `input` (parameters, input fields, `State<T>`), `args` (the per-field input
+//! object), `output` (return shapes), `errors` (error conversion), `send` (the `Send` checks),
+//! `handlers` (the registered handlers and typed calls); the registration is here.
 
 pub use futures;
 pub use inventory;
@@ -26,7 +26,6 @@ pub use std::borrow::Cow;
 pub use std::clone::Clone;
 pub use std::fmt;
 
-use crate::schema::json_type_name;
 pub use std::future::Future;
 pub use std::option::Option::{self, None, Some};
 pub use std::result::Result::{self, Err, Ok};
@@ -56,10 +55,10 @@ use serde_json::{Map, Value};
 use std::marker::PhantomData;
 use typed_call::TypedCall;
 
+mod args;
 mod errors;
 mod handlers;
 mod input;
-mod input_serde;
 mod layered;
 mod map;
 mod output;
@@ -71,10 +70,10 @@ mod typed_call;
 pub use crate::__opkit_stream_endpoint as stream_endpoint;
 pub use crate::__opkit_typed_views as typed_views;
 pub use crate::__opkit_unary_endpoint as unary_endpoint;
+pub use args::*;
 pub use errors::*;
 pub use handlers::*;
 pub use input::*;
-pub use input_serde::{FieldValues, deserialize_input, serialize_fields};
 pub use layered::{
     DeView, EndpointProbe, MakeEnd, NoDeView, NoEndpoint, NoSerView, SerView, StreamEndpoint,
     TypedEnd, TypedViews, UnaryEndpoint, ViewProbe,

@@ -1,37 +1,25 @@
-//! The input side of the expansion: the typed input struct, and the arguments and state
-//! reads that turn an input (or a JSON object) into the fn's arguments.
+//! The input side of the expansion: the input fields (the input object is opkit's
+//! `Args<handle>`), and the arguments and state reads that turn an input (or a JSON object)
+//! into the fn's arguments.
 
 use super::{Locals, doc_option, respan};
 use crate::model::{Operation, Param};
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
-use syn::Type;
 use syn::spanned::Spanned;
 
-/// The input type: a struct with one field per parameter and its serde and schema impls;
+/// The input fields: one `typed_field` per parameter (at its type: the one place its traits
+/// are required) and the handle's `ArgsShape`, which makes `Args<handle>` the input object;
 /// nothing for `Input<T>`, whose input type is `T`.
-pub(super) fn input_type(op: &Operation<'_>, locals: &Locals) -> TokenStream {
+pub(super) fn input_type(op: &Operation<'_>) -> TokenStream {
     if op.whole_input().is_some() {
         return TokenStream::new();
     }
     let private = &op.private;
-    let vis = &op.func.vis;
-    let Locals {
-        input: input_var,
-        fields: fields_var,
-        deserializer,
-        ..
-    } = locals;
+    let handle = &op.func.sig.ident;
     let fields: Vec<_> = op.fields().collect();
-    let Columns {
-        idents,
-        names,
-        types,
-    } = columns(op);
-    let count = fields.len();
     let schema_name = format!("{}Input", pascal_case(&op.name));
-    let error = quote!(<__D as #private::serde::Deserializer<'de>>::Error);
-    let consts: Vec<Ident> = (0..count)
+    let consts: Vec<Ident> = (0..fields.len())
         .map(|i| format_ident!("__OPKIT_FIELD_{}", i))
         .collect();
     let typed_fields = fields
@@ -39,132 +27,36 @@ pub(super) fn input_type(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         .zip(&consts)
         .map(|((_, name, ty, docs), konst)| {
             let description = doc_option(private, docs);
-            // The one use of the parameter's type that requires its traits.
             let at = respan(private, ty.span());
             let new = quote_spanned!(ty.span()=> #at::typed_field::<#ty>);
             quote!(const #konst: #private::TypedField<#ty> = #new(#name, #description);)
         });
-    let takes = idents
-        .iter()
-        .zip(&consts)
-        .enumerate()
-        .map(|(index, (ident, konst))| quote!(#ident: #fields_var.take(#index, &#konst)?));
-    let serialize = serialize_impl(op, locals, &schema_name);
+    let values = cons(fields.iter().map(|(_, _, ty, _)| ty.to_token_stream()));
+    let readers = cons(consts.iter().map(|konst| quote!(#konst.reader())));
     quote! {
-        #[doc(hidden)]
-        #vis struct __OpkitInput {
-            #(#vis #idents: #types,)*
-        }
-
         #(#typed_fields)*
-        const __OPKIT_FIELDS: &[#private::Field; #count] = &[#(#consts.erase()),*];
-
-        impl __OpkitInput {
-            /// Reads the input from its JSON object in one pass (the registry's decoder).
-            fn __opkit_from_json(
-                #input_var: #private::serde_json::Value,
-            ) -> #private::Result<Self, #private::serde_json::Error> {
-                #[allow(unused_mut)]
-                let mut #fields_var = #private::InputFields::from_value(#input_var, __OPKIT_FIELDS)?;
-                #private::Ok(__OpkitInput { #(#takes,)* })
-            }
-        }
-
-        impl<'de> #private::serde::Deserialize<'de> for __OpkitInput {
-            fn deserialize<__D>(#deserializer: __D) -> #private::Result<Self, #error>
-            where
-                __D: #private::serde::Deserializer<'de>,
-            {
-                #private::deserialize_input(#deserializer, __OpkitInput::__opkit_from_json)
-            }
-        }
-
-        #serialize
-
-        impl #private::fmt::Debug for __OpkitInput
-        where
-            #(for<'__opkit> #types: #private::fmt::Debug,)*
-        {
-            fn fmt(&self, formatter: &mut #private::fmt::Formatter<'_>) -> #private::fmt::Result {
-                formatter
-                    .debug_struct(#schema_name)
-                    #(.field(#names, &self.#idents))*
-                    .finish()
-            }
-        }
-
-        impl #private::schemars::JsonSchema for __OpkitInput {
-            fn schema_name() -> #private::Cow<'static, #private::str> {
-                #private::Cow::Borrowed(#schema_name)
-            }
-
-            fn inline_schema() -> #private::bool {
-                true
-            }
-
-            fn json_schema(generator: &mut #private::schemars::SchemaGenerator) -> #private::schemars::Schema {
-                #private::fields_schema(generator, __OPKIT_FIELDS)
-            }
+        impl #private::ArgsShape for #handle {
+            type Values = #values;
+            const NAME: &'static #private::str = #schema_name;
+            const FIELDS: &'static [#private::Field] = &[#(#consts.erase()),*];
+            const READ: <#values as #private::FieldList>::Readers = #readers;
         }
     }
 }
 
-/// The input fields' idents, JSON names and types, in order.
-struct Columns<'a> {
-    idents: Vec<&'a Ident>,
-    names: Vec<&'a str>,
-    types: Vec<&'a Type>,
+/// `items` as a cons list: `(a, (b, ()))`.
+pub(super) fn cons(items: impl Iterator<Item = TokenStream>) -> TokenStream {
+    let items: Vec<TokenStream> = items.collect();
+    items
+        .into_iter()
+        .rev()
+        .fold(quote!(()), |rest, item| quote!((#item, #rest)))
 }
 
-fn columns<'a>(op: &'a Operation<'_>) -> Columns<'a> {
-    let fields: Vec<_> = op.fields().collect();
-    Columns {
-        idents: fields.iter().map(|(ident, ..)| *ident).collect(),
-        names: fields.iter().map(|(_, name, ..)| *name).collect(),
-        types: fields.iter().map(|(_, _, ty, _)| *ty).collect(),
-    }
-}
-
-/// The input object's `Serialize`: up to 16 fields (the tuples opkit's `FieldValues` covers),
-/// one generic call writes them (`serialize_fields`); larger inputs are written out field by
-/// field.
-fn serialize_impl(op: &Operation<'_>, locals: &Locals, schema_name: &str) -> TokenStream {
-    let private = &op.private;
-    let Locals {
-        state, serializer, ..
-    } = locals;
-    let Columns {
-        idents,
-        names,
-        types,
-    } = columns(op);
-    let count = idents.len();
-    let body = if (1..=16).contains(&count) {
-        quote!(#private::serialize_fields(#serializer, #schema_name, __OPKIT_FIELDS, (#(&self.#idents,)*)))
-    } else {
-        quote! {
-            #[allow(unused_mut)]
-            let mut #state = #private::serde::Serializer::serialize_struct(#serializer, #schema_name, #count)?;
-            #(#private::serde::ser::SerializeStruct::serialize_field(&mut #state, #names, &self.#idents)?;)*
-            #private::serde::ser::SerializeStruct::end(#state)
-        }
-    };
-    quote! {
-        impl #private::serde::Serialize for __OpkitInput
-        where
-            #(for<'__opkit> #types: #private::serde::Serialize,)*
-        {
-            fn serialize<__S>(&self, #serializer: __S) -> #private::Result<
-                <__S as #private::serde::Serializer>::Ok,
-                <__S as #private::serde::Serializer>::Error,
-            >
-            where
-                __S: #private::serde::Serializer,
-            {
-                #body
-            }
-        }
-    }
+/// Where field `index` sits in a cons list of values: `.1` once per field before it, then `.0`.
+fn cons_path(index: usize) -> TokenStream {
+    let rest = (0..index).map(|_| quote!(.1));
+    quote!(#(#rest)*.0)
 }
 
 fn pascal_case(name: &str) -> String {
@@ -222,10 +114,15 @@ pub(super) fn local(ident: &Ident) -> Ident {
 pub(super) fn args_from_input(op: &Operation<'_>, locals: &Locals) -> Vec<TokenStream> {
     let private = &op.private;
     let input = &locals.input;
+    let mut index = 0;
     op.params
         .iter()
         .filter_map(|param| match param {
-            Param::Field { ident, .. } => Some(quote!(#input.#ident)),
+            Param::Field { .. } => {
+                let path = cons_path(index);
+                index += 1;
+                Some(quote!(#input.values #path))
+            }
             Param::Whole { ty, .. } => {
                 let at = respan(private, ty.span());
                 Some(quote_spanned!(ty.span()=> #at::wrap_input::<#ty>(#input)))

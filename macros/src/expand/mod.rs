@@ -20,17 +20,13 @@ use syn::spanned::Spanned;
 mod input;
 mod run;
 
-use input::{args_from_input, input_args, input_params, input_type, local};
+use input::{args_from_input, cons, input_args, input_params, input_type, local};
 use run::{json_handler, owned_start, run_fn, send_cause};
 
 /// Names of the macro's own locals: `mixed_site`, so they never meet the user's names.
 struct Locals {
     input: Ident,
     ctx: Ident,
-    fields: Ident,
-    state: Ident,
-    serializer: Ident,
-    deserializer: Ident,
 }
 
 impl Locals {
@@ -39,10 +35,6 @@ impl Locals {
         Self {
             input: local("__input"),
             ctx: local("__ctx"),
-            fields: local("__fields"),
-            state: local("__state"),
-            serializer: local("__serializer"),
-            deserializer: local("__deserializer"),
         }
     }
 }
@@ -52,7 +44,7 @@ pub(crate) fn expand(op: &Operation<'_>) -> TokenStream {
     let locals = Locals::new();
     let cfgs: Vec<&syn::Attribute> = cfg_attrs(op).collect();
     let handle = handle_struct(op);
-    let input = input_type(op, &locals);
+    let input = input_type(op);
     let typed = typed_operation(op, &locals);
     let send_cause = send_cause(op);
     let inherent = inherent_items(op, &locals);
@@ -242,9 +234,7 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     let kind = kind_tokens(op);
     let input_ty = match op.whole_input() {
         Some(inner) => quote_spanned!(inner.span()=> type Input = #inner;),
-        None => quote!(
-            type Input = __OpkitInput;
-        ),
+        None => quote!(type Input = #private::Args<#ident>;),
     };
     let data = data_type(op);
     let output_ty = quote_spanned!(data_span(op)=> type Output = #data;);
@@ -259,7 +249,7 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
             let at = respan(private, inner.span());
             quote_spanned!(inner.span()=> #at::whole_input_schema::<#inner>)
         }
-        None => quote!(|| #private::fields_input_schema(__OPKIT_FIELDS)),
+        None => quote!(#private::args_schema::<#ident>),
     };
     let at = respan(private, data_span(op));
     let output_schema = quote_spanned!(data_span(op)=> #at::output_schema::<#data>);
@@ -429,11 +419,11 @@ fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
             quote_spanned!(ty.span()=> #at::unwrap_input::<#ty>(#input))
         }
         None => {
-            let fields = op.fields().map(|(ident, ..)| {
-                let local = local(ident);
-                quote!(#ident: #local)
-            });
-            quote!(__OpkitInput { #(#fields),* })
+            let values = cons(
+                op.fields()
+                    .map(|(ident, ..)| local(ident).into_token_stream()),
+            );
+            quote!(#private::Args::new(#values))
         }
     };
     let run = run_fn(op, locals);

@@ -234,7 +234,10 @@ pub(super) fn json_handler(op: &Operation<'_>, locals: &Locals) -> TokenStream {
             let at = respan(private, inner.span());
             quote_spanned!(inner.span()=> #at::decode::<#inner>)
         }
-        None => quote!(__OpkitInput::__opkit_from_json),
+        None => {
+            let handle = &op.func.sig.ident;
+            quote!(#private::decode_args::<#handle>)
+        }
     };
     let data = data_type(op);
     let at = respan(private, data_span(op));

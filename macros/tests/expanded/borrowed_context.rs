@@ -6,73 +6,11 @@ pub async fn whoami(ctx: &OperationContext) -> Option<String> {
 pub struct whoami {}
 #[allow(deprecated)]
 const _: () = {
-    #[doc(hidden)]
-    pub struct __OpkitInput {}
-    const __OPKIT_FIELDS: &[::opkit::__private::Field; 0usize] = &[];
-    impl __OpkitInput {
-        #[doc = r" Reads the input from its JSON object in one pass (the registry's decoder)."]
-        fn __opkit_from_json(
-            __input: ::opkit::__private::serde_json::Value,
-        ) -> ::opkit::__private::Result<Self, ::opkit::__private::serde_json::Error> {
-            #[allow(unused_mut)]
-            let mut __fields =
-                ::opkit::__private::InputFields::from_value(__input, __OPKIT_FIELDS)?;
-            ::opkit::__private::Ok(__OpkitInput {})
-        }
-    }
-    impl<'de> ::opkit::__private::serde::Deserialize<'de> for __OpkitInput {
-        fn deserialize<__D>(
-            __deserializer: __D,
-        ) -> ::opkit::__private::Result<
-            Self,
-            <__D as ::opkit::__private::serde::Deserializer<'de>>::Error,
-        >
-        where
-            __D: ::opkit::__private::serde::Deserializer<'de>,
-        {
-            ::opkit::__private::deserialize_input(__deserializer, __OpkitInput::__opkit_from_json)
-        }
-    }
-    impl ::opkit::__private::serde::Serialize for __OpkitInput {
-        fn serialize<__S>(
-            &self,
-            __serializer: __S,
-        ) -> ::opkit::__private::Result<
-            <__S as ::opkit::__private::serde::Serializer>::Ok,
-            <__S as ::opkit::__private::serde::Serializer>::Error,
-        >
-        where
-            __S: ::opkit::__private::serde::Serializer,
-        {
-            #[allow(unused_mut)]
-            let mut __state = ::opkit::__private::serde::Serializer::serialize_struct(
-                __serializer,
-                "WhoamiInput",
-                0usize,
-            )?;
-            ::opkit::__private::serde::ser::SerializeStruct::end(__state)
-        }
-    }
-    impl ::opkit::__private::fmt::Debug for __OpkitInput {
-        fn fmt(
-            &self,
-            formatter: &mut ::opkit::__private::fmt::Formatter<'_>,
-        ) -> ::opkit::__private::fmt::Result {
-            formatter.debug_struct("WhoamiInput").finish()
-        }
-    }
-    impl ::opkit::__private::schemars::JsonSchema for __OpkitInput {
-        fn schema_name() -> ::opkit::__private::Cow<'static, ::opkit::__private::str> {
-            ::opkit::__private::Cow::Borrowed("WhoamiInput")
-        }
-        fn inline_schema() -> ::opkit::__private::bool {
-            true
-        }
-        fn json_schema(
-            generator: &mut ::opkit::__private::schemars::SchemaGenerator,
-        ) -> ::opkit::__private::schemars::Schema {
-            ::opkit::__private::fields_schema(generator, __OPKIT_FIELDS)
-        }
+    impl ::opkit::__private::ArgsShape for whoami {
+        type Values = ();
+        const NAME: &'static ::opkit::__private::str = "WhoamiInput";
+        const FIELDS: &'static [::opkit::__private::Field] = &[];
+        const READ: <() as ::opkit::__private::FieldList>::Readers = ();
     }
     impl ::opkit::__private::TypedOperation for whoami {
         const ID: &'static ::opkit::__private::str = "auth.whoami";
@@ -81,7 +19,7 @@ const _: () = {
         const READS_CONTEXT: ::opkit::__private::bool = true;
         const TIMEOUT_MS: ::opkit::__private::Option<::opkit::__private::u64> =
             ::opkit::__private::None;
-        type Input = __OpkitInput;
+        type Input = ::opkit::__private::Args<whoami>;
         type Output = Option<String>;
         fn shared_id() -> ::opkit::__private::Arc<::opkit::__private::str> {
             static ID: ::opkit::__private::OnceLock<
@@ -105,7 +43,7 @@ const _: () = {
                     ),
                     ..::opkit::__private::SpecParts::DEFAULT
                 },
-                || ::opkit::__private::fields_input_schema(__OPKIT_FIELDS),
+                ::opkit::__private::args_schema::<whoami>,
                 ::opkit::__private::output_schema::<Option<String>>,
             )
         }
@@ -127,7 +65,7 @@ const _: () = {
                 },
             ))
                 .unary(::opkit::__private::Codec {
-                    decode: __OpkitInput::__opkit_from_json,
+                    decode: ::opkit::__private::decode_args::<whoami>,
                     encode: ::opkit::__private::encode::<Option<String>>,
                 });
             __verdict.future::<Self>()
@@ -163,7 +101,7 @@ const _: () = {
         }
         #[doc = r" The operation's input object, from the fn's arguments (without the context)."]
         pub fn input() -> <Self as ::opkit::__private::TypedOperation>::Input {
-            __OpkitInput {}
+            ::opkit::__private::Args::new(())
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `auth.whoami`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
         #[inline]

@@ -6,87 +6,14 @@ pub async fn fetch(url: String) -> Result<ResponseEnvelope<String>, CallError> {
 pub struct fetch {}
 #[allow(deprecated)]
 const _: () = {
-    #[doc(hidden)]
-    pub struct __OpkitInput {
-        pub url: String,
-    }
     const __OPKIT_FIELD_0: ::opkit::__private::TypedField<String> =
         ::opkit::__private::typed_field::<String>("url", ::opkit::__private::None);
-    const __OPKIT_FIELDS: &[::opkit::__private::Field; 1usize] = &[__OPKIT_FIELD_0.erase()];
-    impl __OpkitInput {
-        #[doc = r" Reads the input from its JSON object in one pass (the registry's decoder)."]
-        fn __opkit_from_json(
-            __input: ::opkit::__private::serde_json::Value,
-        ) -> ::opkit::__private::Result<Self, ::opkit::__private::serde_json::Error> {
-            #[allow(unused_mut)]
-            let mut __fields =
-                ::opkit::__private::InputFields::from_value(__input, __OPKIT_FIELDS)?;
-            ::opkit::__private::Ok(__OpkitInput {
-                url: __fields.take(0usize, &__OPKIT_FIELD_0)?,
-            })
-        }
-    }
-    impl<'de> ::opkit::__private::serde::Deserialize<'de> for __OpkitInput {
-        fn deserialize<__D>(
-            __deserializer: __D,
-        ) -> ::opkit::__private::Result<
-            Self,
-            <__D as ::opkit::__private::serde::Deserializer<'de>>::Error,
-        >
-        where
-            __D: ::opkit::__private::serde::Deserializer<'de>,
-        {
-            ::opkit::__private::deserialize_input(__deserializer, __OpkitInput::__opkit_from_json)
-        }
-    }
-    impl ::opkit::__private::serde::Serialize for __OpkitInput
-    where
-        for<'__opkit> String: ::opkit::__private::serde::Serialize,
-    {
-        fn serialize<__S>(
-            &self,
-            __serializer: __S,
-        ) -> ::opkit::__private::Result<
-            <__S as ::opkit::__private::serde::Serializer>::Ok,
-            <__S as ::opkit::__private::serde::Serializer>::Error,
-        >
-        where
-            __S: ::opkit::__private::serde::Serializer,
-        {
-            ::opkit::__private::serialize_fields(
-                __serializer,
-                "FetchInput",
-                __OPKIT_FIELDS,
-                (&self.url,),
-            )
-        }
-    }
-    impl ::opkit::__private::fmt::Debug for __OpkitInput
-    where
-        for<'__opkit> String: ::opkit::__private::fmt::Debug,
-    {
-        fn fmt(
-            &self,
-            formatter: &mut ::opkit::__private::fmt::Formatter<'_>,
-        ) -> ::opkit::__private::fmt::Result {
-            formatter
-                .debug_struct("FetchInput")
-                .field("url", &self.url)
-                .finish()
-        }
-    }
-    impl ::opkit::__private::schemars::JsonSchema for __OpkitInput {
-        fn schema_name() -> ::opkit::__private::Cow<'static, ::opkit::__private::str> {
-            ::opkit::__private::Cow::Borrowed("FetchInput")
-        }
-        fn inline_schema() -> ::opkit::__private::bool {
-            true
-        }
-        fn json_schema(
-            generator: &mut ::opkit::__private::schemars::SchemaGenerator,
-        ) -> ::opkit::__private::schemars::Schema {
-            ::opkit::__private::fields_schema(generator, __OPKIT_FIELDS)
-        }
+    impl ::opkit::__private::ArgsShape for fetch {
+        type Values = (String, ());
+        const NAME: &'static ::opkit::__private::str = "FetchInput";
+        const FIELDS: &'static [::opkit::__private::Field] = &[__OPKIT_FIELD_0.erase()];
+        const READ: <(String, ()) as ::opkit::__private::FieldList>::Readers =
+            (__OPKIT_FIELD_0.reader(), ());
     }
     impl ::opkit::__private::TypedOperation for fetch {
         const ID: &'static ::opkit::__private::str = "web.fetch";
@@ -95,7 +22,7 @@ const _: () = {
         const READS_CONTEXT: ::opkit::__private::bool = false;
         const TIMEOUT_MS: ::opkit::__private::Option<::opkit::__private::u64> =
             ::opkit::__private::None;
-        type Input = __OpkitInput;
+        type Input = ::opkit::__private::Args<fetch>;
         type Output = String;
         fn shared_id() -> ::opkit::__private::Arc<::opkit::__private::str> {
             static ID: ::opkit::__private::OnceLock<
@@ -119,7 +46,7 @@ const _: () = {
                     ),
                     ..::opkit::__private::SpecParts::DEFAULT
                 },
-                || ::opkit::__private::fields_input_schema(__OPKIT_FIELDS),
+                ::opkit::__private::args_schema::<fetch>,
                 ::opkit::__private::output_schema::<String>,
             )
         }
@@ -129,11 +56,11 @@ const _: () = {
             let __verdict = (&::opkit::__private::Runner::<Self, _>::new(
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
                  _: ::opkit::__private::OperationContext| {
-                    __opkit_run(__input.url)
+                    __opkit_run(__input.values.0)
                 },
             ))
                 .unary(::opkit::__private::Codec {
-                    decode: __OpkitInput::__opkit_from_json,
+                    decode: ::opkit::__private::decode_args::<fetch>,
                     encode: ::opkit::__private::encode::<String>,
                 });
             __verdict.future::<Self>()
@@ -180,7 +107,7 @@ const _: () = {
         }
         #[doc = r" The operation's input object, from the fn's arguments (without the context)."]
         pub fn input(url: String) -> <Self as ::opkit::__private::TypedOperation>::Input {
-            __OpkitInput { url: url }
+            ::opkit::__private::Args::new((url, ()))
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `web.fetch`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
         #[inline]
@@ -197,7 +124,9 @@ const _: () = {
         > + use<> {
             let __opkit_start =
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 _: &::opkit::__private::OperationContext| __opkit_run(__input.url);
+                 _: &::opkit::__private::OperationContext| {
+                    __opkit_run(__input.values.0)
+                };
             ::opkit::__private::call_unary::<Self, _, _>(
                 __ctx,
                 Self::input(url),

@@ -7,95 +7,17 @@ pub async fn add(a: i64, b: i64) -> i64 {
 pub struct add {}
 #[allow(deprecated)]
 const _: () = {
-    #[doc(hidden)]
-    pub struct __OpkitInput {
-        pub a: i64,
-        pub b: i64,
-    }
     const __OPKIT_FIELD_0: ::opkit::__private::TypedField<i64> =
         ::opkit::__private::typed_field::<i64>("a", ::opkit::__private::None);
     const __OPKIT_FIELD_1: ::opkit::__private::TypedField<i64> =
         ::opkit::__private::typed_field::<i64>("b", ::opkit::__private::None);
-    const __OPKIT_FIELDS: &[::opkit::__private::Field; 2usize] =
-        &[__OPKIT_FIELD_0.erase(), __OPKIT_FIELD_1.erase()];
-    impl __OpkitInput {
-        #[doc = r" Reads the input from its JSON object in one pass (the registry's decoder)."]
-        fn __opkit_from_json(
-            __input: ::opkit::__private::serde_json::Value,
-        ) -> ::opkit::__private::Result<Self, ::opkit::__private::serde_json::Error> {
-            #[allow(unused_mut)]
-            let mut __fields =
-                ::opkit::__private::InputFields::from_value(__input, __OPKIT_FIELDS)?;
-            ::opkit::__private::Ok(__OpkitInput {
-                a: __fields.take(0usize, &__OPKIT_FIELD_0)?,
-                b: __fields.take(1usize, &__OPKIT_FIELD_1)?,
-            })
-        }
-    }
-    impl<'de> ::opkit::__private::serde::Deserialize<'de> for __OpkitInput {
-        fn deserialize<__D>(
-            __deserializer: __D,
-        ) -> ::opkit::__private::Result<
-            Self,
-            <__D as ::opkit::__private::serde::Deserializer<'de>>::Error,
-        >
-        where
-            __D: ::opkit::__private::serde::Deserializer<'de>,
-        {
-            ::opkit::__private::deserialize_input(__deserializer, __OpkitInput::__opkit_from_json)
-        }
-    }
-    impl ::opkit::__private::serde::Serialize for __OpkitInput
-    where
-        for<'__opkit> i64: ::opkit::__private::serde::Serialize,
-        for<'__opkit> i64: ::opkit::__private::serde::Serialize,
-    {
-        fn serialize<__S>(
-            &self,
-            __serializer: __S,
-        ) -> ::opkit::__private::Result<
-            <__S as ::opkit::__private::serde::Serializer>::Ok,
-            <__S as ::opkit::__private::serde::Serializer>::Error,
-        >
-        where
-            __S: ::opkit::__private::serde::Serializer,
-        {
-            ::opkit::__private::serialize_fields(
-                __serializer,
-                "AddInput",
-                __OPKIT_FIELDS,
-                (&self.a, &self.b),
-            )
-        }
-    }
-    impl ::opkit::__private::fmt::Debug for __OpkitInput
-    where
-        for<'__opkit> i64: ::opkit::__private::fmt::Debug,
-        for<'__opkit> i64: ::opkit::__private::fmt::Debug,
-    {
-        fn fmt(
-            &self,
-            formatter: &mut ::opkit::__private::fmt::Formatter<'_>,
-        ) -> ::opkit::__private::fmt::Result {
-            formatter
-                .debug_struct("AddInput")
-                .field("a", &self.a)
-                .field("b", &self.b)
-                .finish()
-        }
-    }
-    impl ::opkit::__private::schemars::JsonSchema for __OpkitInput {
-        fn schema_name() -> ::opkit::__private::Cow<'static, ::opkit::__private::str> {
-            ::opkit::__private::Cow::Borrowed("AddInput")
-        }
-        fn inline_schema() -> ::opkit::__private::bool {
-            true
-        }
-        fn json_schema(
-            generator: &mut ::opkit::__private::schemars::SchemaGenerator,
-        ) -> ::opkit::__private::schemars::Schema {
-            ::opkit::__private::fields_schema(generator, __OPKIT_FIELDS)
-        }
+    impl ::opkit::__private::ArgsShape for add {
+        type Values = (i64, (i64, ()));
+        const NAME: &'static ::opkit::__private::str = "AddInput";
+        const FIELDS: &'static [::opkit::__private::Field] =
+            &[__OPKIT_FIELD_0.erase(), __OPKIT_FIELD_1.erase()];
+        const READ: <(i64, (i64, ())) as ::opkit::__private::FieldList>::Readers =
+            (__OPKIT_FIELD_0.reader(), (__OPKIT_FIELD_1.reader(), ()));
     }
     impl ::opkit::__private::TypedOperation for add {
         const ID: &'static ::opkit::__private::str = "math.add";
@@ -104,7 +26,7 @@ const _: () = {
         const READS_CONTEXT: ::opkit::__private::bool = false;
         const TIMEOUT_MS: ::opkit::__private::Option<::opkit::__private::u64> =
             ::opkit::__private::None;
-        type Input = __OpkitInput;
+        type Input = ::opkit::__private::Args<add>;
         type Output = i64;
         fn shared_id() -> ::opkit::__private::Arc<::opkit::__private::str> {
             static ID: ::opkit::__private::OnceLock<
@@ -131,7 +53,7 @@ const _: () = {
                     )),
                     ..::opkit::__private::SpecParts::DEFAULT
                 },
-                || ::opkit::__private::fields_input_schema(__OPKIT_FIELDS),
+                ::opkit::__private::args_schema::<add>,
                 ::opkit::__private::output_schema::<i64>,
             )
         }
@@ -148,11 +70,11 @@ const _: () = {
             let __verdict = (&::opkit::__private::Runner::<Self, _>::new(
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
                  _: ::opkit::__private::OperationContext| {
-                    __opkit_run(__input.a, __input.b)
+                    __opkit_run(__input.values.0, __input.values.1.0)
                 },
             ))
                 .unary(::opkit::__private::Codec {
-                    decode: __OpkitInput::__opkit_from_json,
+                    decode: ::opkit::__private::decode_args::<add>,
                     encode: ::opkit::__private::encode::<i64>,
                 });
             __verdict.future::<Self>()
@@ -192,7 +114,7 @@ const _: () = {
         }
         #[doc = r" The operation's input object, from the fn's arguments (without the context)."]
         pub fn input(a: i64, b: i64) -> <Self as ::opkit::__private::TypedOperation>::Input {
-            __OpkitInput { a: a, b: b }
+            ::opkit::__private::Args::new((a, (b, ())))
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `math.add`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
         #[inline]
@@ -211,7 +133,7 @@ const _: () = {
             let __opkit_start =
                 |__input: <Self as ::opkit::__private::TypedOperation>::Input,
                  _: &::opkit::__private::OperationContext| {
-                    __opkit_run(__input.a, __input.b)
+                    __opkit_run(__input.values.0, __input.values.1.0)
                 };
             ::opkit::__private::call_unary::<Self, _, _>(
                 __ctx,

@@ -4,73 +4,11 @@ pub async fn ping() {}
 pub struct ping {}
 #[allow(deprecated)]
 const _: () = {
-    #[doc(hidden)]
-    pub struct __OpkitInput {}
-    const __OPKIT_FIELDS: &[::opkit::__private::Field; 0usize] = &[];
-    impl __OpkitInput {
-        #[doc = r" Reads the input from its JSON object in one pass (the registry's decoder)."]
-        fn __opkit_from_json(
-            __input: ::opkit::__private::serde_json::Value,
-        ) -> ::opkit::__private::Result<Self, ::opkit::__private::serde_json::Error> {
-            #[allow(unused_mut)]
-            let mut __fields =
-                ::opkit::__private::InputFields::from_value(__input, __OPKIT_FIELDS)?;
-            ::opkit::__private::Ok(__OpkitInput {})
-        }
-    }
-    impl<'de> ::opkit::__private::serde::Deserialize<'de> for __OpkitInput {
-        fn deserialize<__D>(
-            __deserializer: __D,
-        ) -> ::opkit::__private::Result<
-            Self,
-            <__D as ::opkit::__private::serde::Deserializer<'de>>::Error,
-        >
-        where
-            __D: ::opkit::__private::serde::Deserializer<'de>,
-        {
-            ::opkit::__private::deserialize_input(__deserializer, __OpkitInput::__opkit_from_json)
-        }
-    }
-    impl ::opkit::__private::serde::Serialize for __OpkitInput {
-        fn serialize<__S>(
-            &self,
-            __serializer: __S,
-        ) -> ::opkit::__private::Result<
-            <__S as ::opkit::__private::serde::Serializer>::Ok,
-            <__S as ::opkit::__private::serde::Serializer>::Error,
-        >
-        where
-            __S: ::opkit::__private::serde::Serializer,
-        {
-            #[allow(unused_mut)]
-            let mut __state = ::opkit::__private::serde::Serializer::serialize_struct(
-                __serializer,
-                "PingInput",
-                0usize,
-            )?;
-            ::opkit::__private::serde::ser::SerializeStruct::end(__state)
-        }
-    }
-    impl ::opkit::__private::fmt::Debug for __OpkitInput {
-        fn fmt(
-            &self,
-            formatter: &mut ::opkit::__private::fmt::Formatter<'_>,
-        ) -> ::opkit::__private::fmt::Result {
-            formatter.debug_struct("PingInput").finish()
-        }
-    }
-    impl ::opkit::__private::schemars::JsonSchema for __OpkitInput {
-        fn schema_name() -> ::opkit::__private::Cow<'static, ::opkit::__private::str> {
-            ::opkit::__private::Cow::Borrowed("PingInput")
-        }
-        fn inline_schema() -> ::opkit::__private::bool {
-            true
-        }
-        fn json_schema(
-            generator: &mut ::opkit::__private::schemars::SchemaGenerator,
-        ) -> ::opkit::__private::schemars::Schema {
-            ::opkit::__private::fields_schema(generator, __OPKIT_FIELDS)
-        }
+    impl ::opkit::__private::ArgsShape for ping {
+        type Values = ();
+        const NAME: &'static ::opkit::__private::str = "PingInput";
+        const FIELDS: &'static [::opkit::__private::Field] = &[];
+        const READ: <() as ::opkit::__private::FieldList>::Readers = ();
     }
     impl ::opkit::__private::TypedOperation for ping {
         const ID: &'static ::opkit::__private::str = "health.ping";
@@ -79,7 +17,7 @@ const _: () = {
         const READS_CONTEXT: ::opkit::__private::bool = false;
         const TIMEOUT_MS: ::opkit::__private::Option<::opkit::__private::u64> =
             ::opkit::__private::None;
-        type Input = __OpkitInput;
+        type Input = ::opkit::__private::Args<ping>;
         type Output = ();
         fn shared_id() -> ::opkit::__private::Arc<::opkit::__private::str> {
             static ID: ::opkit::__private::OnceLock<
@@ -103,7 +41,7 @@ const _: () = {
                     ),
                     ..::opkit::__private::SpecParts::DEFAULT
                 },
-                || ::opkit::__private::fields_input_schema(__OPKIT_FIELDS),
+                ::opkit::__private::args_schema::<ping>,
                 ::opkit::__private::output_schema::<()>,
             )
         }
@@ -122,7 +60,7 @@ const _: () = {
                  _: ::opkit::__private::OperationContext| { __opkit_run() },
             ))
                 .unary(::opkit::__private::Codec {
-                    decode: __OpkitInput::__opkit_from_json,
+                    decode: ::opkit::__private::decode_args::<ping>,
                     encode: ::opkit::__private::encode::<()>,
                 });
             __verdict.future::<Self>()
@@ -156,7 +94,7 @@ const _: () = {
         }
         #[doc = r" The operation's input object, from the fn's arguments (without the context)."]
         pub fn input() -> <Self as ::opkit::__private::TypedOperation>::Input {
-            __OpkitInput {}
+            ::opkit::__private::Args::new(())
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `health.ping`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
         #[inline]

@@ -1,0 +1,258 @@
+//! The input object of an operation that takes one input field per parameter, written once
+//! here for every operation instead of in each expansion.
+//!
+//! An expansion names its operation's fields ([`ArgsShape`]: the JSON names, the parameters'
+//! types as a list, one reader per field) and its input type is [`Args<Op>`]; the serde,
+//! `Debug` and schema impls below serve every operation. The parameters' types are a cons
+//! list, `(A, (B, ()))`, so one pair of impls covers every width.
+//!
+//! Only the readers require the parameters' traits (`Deserialize`, `JsonSchema`), and each
+//! reader comes from the one `typed_field` the macro writes at the parameter's type, so a
+//! missing impl is reported once, there. `Serialize` and `Debug` hold when every parameter's
+//! type has them, and cost nothing otherwise.
+
+use super::{Field, fields_schema};
+use crate::schema::json_type_name;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::de::Error as _;
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+/// Reads one field's value (`None`: the field was left out).
+pub type Reader<T> = fn(Option<Value>) -> Result<T, String>;
+
+/// What an expansion says about its operation's input fields.
+pub trait ArgsShape: 'static {
+    /// The parameters' types in order, as a cons list: `(A, (B, ()))`.
+    type Values: FieldList;
+    /// The input object's name (`AddInput`), for `Debug`, serializers and the schema.
+    const NAME: &'static str;
+    /// The fields, in parameter order.
+    const FIELDS: &'static [Field];
+    /// One reader per field, in the shape of `Values`.
+    const READ: <Self::Values as FieldList>::Readers;
+}
+
+/// The input object of operation `Op`: its parameters' values, in order.
+pub struct Args<Op: ArgsShape> {
+    /// The values, as a cons list (`(a, (b, ()))`).
+    pub values: Op::Values,
+    op: PhantomData<fn() -> Op>,
+}
+
+impl<Op: ArgsShape> Args<Op> {
+    /// The input object holding `values`.
+    pub fn new(values: Op::Values) -> Self {
+        Self {
+            values,
+            op: PhantomData,
+        }
+    }
+}
+
+/// The parameters' types as a cons list: `()` or `(Head, Tail)`.
+pub trait FieldList: Sized {
+    /// One reader per field.
+    type Readers;
+    /// One slot per field for its JSON value, filled in one pass over the input object.
+    type Slots: Default;
+    /// The slot `index` places below this list's head.
+    fn slot(slots: &mut Self::Slots, index: usize) -> Option<&mut Option<Value>>;
+    /// Reads every slot; `index` is the position of this list's head among the fields.
+    fn read(
+        slots: Self::Slots,
+        readers: &Self::Readers,
+        fields: &[Field],
+        index: usize,
+    ) -> Result<Self, serde_json::Error>;
+}
+
+impl FieldList for () {
+    type Readers = ();
+    type Slots = ();
+    fn slot(_: &mut (), _: usize) -> Option<&mut Option<Value>> {
+        None
+    }
+    fn read(_: (), _: &(), _: &[Field], _: usize) -> Result<(), serde_json::Error> {
+        Ok(())
+    }
+}
+
+impl<H, T: FieldList> FieldList for (H, T) {
+    type Readers = (Reader<H>, T::Readers);
+    type Slots = (Option<Value>, T::Slots);
+    fn slot(slots: &mut Self::Slots, index: usize) -> Option<&mut Option<Value>> {
+        match index {
+            0 => Some(&mut slots.0),
+            _ => T::slot(&mut slots.1, index - 1),
+        }
+    }
+    fn read(
+        slots: Self::Slots,
+        readers: &Self::Readers,
+        fields: &[Field],
+        index: usize,
+    ) -> Result<Self, serde_json::Error> {
+        let head = read_slot(slots.0, readers.0, fields[index].name)?;
+        Ok((head, T::read(slots.1, &readers.1, fields, index + 1)?))
+    }
+}
+
+/// Reads one field; a missing field reads as `null` (so `Option<T>` fields are optional).
+fn read_slot<T>(
+    mut value: Option<Value>,
+    read: Reader<T>,
+    name: &str,
+) -> Result<T, serde_json::Error> {
+    if let Some(Value::Number(number)) = &mut value {
+        integral_float_as_integer(number);
+    }
+    read(value).map_err(|error| {
+        if error == "missing" {
+            serde_json::Error::custom(format_args!("missing field `{name}`"))
+        } else {
+            serde_json::Error::custom(format_args!("field `{name}`: {error}"))
+        }
+    })
+}
+
+/// Writes a number with a zero fraction (`5.0`) as an integer: JSON Schema counts `5.0` an
+/// integer, so it passed the input schema's `"type": "integer"`, but serde will not read a
+/// float into an integer type (a float type reads the integer as well, so nothing is lost).
+/// Done for a parameter's own value (one check per field); a float nested inside a
+/// parameter's array or object is read by serde as it is.
+fn integral_float_as_integer(number: &mut serde_json::Number) {
+    let Some(float) = number.as_f64().filter(|_| number.is_f64()) else {
+        return;
+    };
+    if float.fract() != 0.0 {
+        return;
+    }
+    if float >= 0.0 && float < u64::MAX as f64 {
+        *number = serde_json::Number::from(float as u64);
+    } else if float < 0.0 && float >= i64::MIN as f64 {
+        *number = serde_json::Number::from(float as i64);
+    }
+}
+
+/// Reads `Op`'s input from its JSON object in one pass (the registry's decoder): each entry
+/// goes to its field's slot (keys that name no field are ignored, as a derived `Deserialize`
+/// ignores unknown fields), then each field is read from its slot.
+pub fn decode_args<Op: ArgsShape>(input: Value) -> Result<Args<Op>, serde_json::Error> {
+    let Value::Object(entries) = input else {
+        return Err(serde_json::Error::custom(format_args!(
+            "the input must be a JSON object, found {}",
+            json_type_name(&input)
+        )));
+    };
+    let mut slots = <<Op::Values as FieldList>::Slots>::default();
+    for (key, value) in entries {
+        let index = Op::FIELDS.iter().position(|field| field.name == key);
+        if let Some(slot) = index.and_then(|index| Op::Values::slot(&mut slots, index)) {
+            *slot = Some(value);
+        }
+    }
+    Op::Values::read(slots, &Op::READ, Op::FIELDS, 0).map(Args::new)
+}
+
+/// The input schema (root, with `$defs`) of `Op`'s input object.
+pub fn args_schema<Op: ArgsShape>() -> Value {
+    super::fields_input_schema(Op::FIELDS)
+}
+
+/// The values of a field list whose every type is `Serialize`.
+pub trait SerializeFields {
+    /// Writes each value under the name of its field, from `index` on.
+    fn serialize_into<S: SerializeStruct>(
+        &self,
+        state: &mut S,
+        fields: &[Field],
+        index: usize,
+    ) -> Result<(), S::Error>;
+}
+
+impl SerializeFields for () {
+    fn serialize_into<S: SerializeStruct>(
+        &self,
+        _: &mut S,
+        _: &[Field],
+        _: usize,
+    ) -> Result<(), S::Error> {
+        Ok(())
+    }
+}
+
+impl<H: Serialize, T: SerializeFields> SerializeFields for (H, T) {
+    fn serialize_into<S: SerializeStruct>(
+        &self,
+        state: &mut S,
+        fields: &[Field],
+        index: usize,
+    ) -> Result<(), S::Error> {
+        state.serialize_field(fields[index].name, &self.0)?;
+        self.1.serialize_into(state, fields, index + 1)
+    }
+}
+
+/// The values of a field list whose every type is `Debug`.
+pub trait DebugFields {
+    /// Adds each value under the name of its field, from `index` on.
+    fn debug_into(&self, out: &mut fmt::DebugStruct<'_, '_>, fields: &[Field], index: usize);
+}
+
+impl DebugFields for () {
+    fn debug_into(&self, _: &mut fmt::DebugStruct<'_, '_>, _: &[Field], _: usize) {}
+}
+
+impl<H: fmt::Debug, T: DebugFields> DebugFields for (H, T) {
+    fn debug_into(&self, out: &mut fmt::DebugStruct<'_, '_>, fields: &[Field], index: usize) {
+        out.field(fields[index].name, &self.0);
+        self.1.debug_into(out, fields, index + 1);
+    }
+}
+
+impl<'de, Op: ArgsShape> Deserialize<'de> for Args<Op> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        decode_args::<Op>(Value::deserialize(deserializer)?).map_err(D::Error::custom)
+    }
+}
+
+impl<Op: ArgsShape> Serialize for Args<Op>
+where
+    Op::Values: SerializeFields,
+{
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut state = serializer.serialize_struct(Op::NAME, Op::FIELDS.len())?;
+        self.values.serialize_into(&mut state, Op::FIELDS, 0)?;
+        state.end()
+    }
+}
+
+impl<Op: ArgsShape> fmt::Debug for Args<Op>
+where
+    Op::Values: DebugFields,
+{
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = formatter.debug_struct(Op::NAME);
+        self.values.debug_into(&mut out, Op::FIELDS, 0);
+        out.finish()
+    }
+}
+
+impl<Op: ArgsShape> JsonSchema for Args<Op> {
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed(Op::NAME)
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        fields_schema(generator, Op::FIELDS)
+    }
+}
