@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Generates the build-time benchmark: one cargo workspace with three crates of N operations
+"""Generates the build-time benchmark: one cargo workspace with four crates of N operations
 of the same shape (a 4-field input struct and a 2-field output, schemars derives on both in
-every variant), written three ways:
+every variant), written four ways:
 
-- bt_opkit: `#[operation]` fns;
+- bt_opkit: `#[operation]` fns taking the input whole (`Input<In>`, as rmcp's `Parameters`);
+- bt_opkit_fields: `#[operation]` fns taking the four fields as parameters;
 - bt_rmcp:  `#[tool]` methods in one `#[tool_router]` impl (with `#[tool_handler]`);
 - bt_axum:  axum handlers taking `Json<Input>` and returning `Json<Output>`, on one Router.
 
@@ -14,19 +15,23 @@ The opkit crate depends on this checkout by path; rmcp and axum on the versions 
 import os
 import sys
 
-from shape import axum_handler, opkit_operation, rmcp_server, types
+from shape import axum_handler, opkit_fields_operation, opkit_operation, rmcp_server, types
 
 N = int(sys.argv[1])
 OUT = os.path.abspath(sys.argv[2])
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
-def opkit_crate():
+def opkit_crate(operation=opkit_operation):
     body = ["use opkit::prelude::*;\n"]
     for i in range(N):
         body.append(types(i))
-        body.append(opkit_operation(i, "bt"))
+        body.append(operation(i, "bt"))
     return "".join(body)
+
+
+def opkit_fields_crate():
+    return opkit_crate(opkit_fields_operation)
 
 
 def rmcp_crate():
@@ -55,6 +60,7 @@ def axum_crate():
 
 CRATES = {
     "bt_opkit": (opkit_crate, f'opkit = {{ path = "{ROOT}/core" }}\n'),
+    "bt_opkit_fields": (opkit_fields_crate, f'opkit = {{ path = "{ROOT}/core" }}\n'),
     "bt_rmcp": (rmcp_crate, 'rmcp = { version = "3.9", default-features = false, features = ["server", "macros"] }\n'),
     "bt_axum": (axum_crate, 'axum = { version = "0.8.9", default-features = false, features = ["json"] }\n'),
 }

@@ -21,7 +21,7 @@ for n in ${SIZES:-100 500}; do
     cargo check -q --workspace
     cargo build -q --workspace
     declare -A best=()
-    for crate in bt_opkit bt_rmcp bt_axum; do
+    for crate in bt_opkit bt_opkit_fields bt_rmcp bt_axum; do
         for mode in check build build-noincr; do
             fastest=""
             for _ in $(seq 1 "$runs"); do
@@ -43,7 +43,7 @@ for n in ${SIZES:-100 500}; do
     echo
     echo "| crate | cargo check | build (incremental) | build (CARGO_INCREMENTAL=0) |"
     echo "|---|---|---|---|"
-    for crate in bt_opkit bt_rmcp bt_axum; do
+    for crate in bt_opkit bt_opkit_fields bt_rmcp bt_axum; do
         row="| $crate"
         for mode in check build build-noincr; do
             value=${best[$crate.$mode]}

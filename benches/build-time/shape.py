@@ -46,6 +46,19 @@ pub async fn op{i}(input: Input<In{i}>) -> Out{i} {{
 """
 
 
+def opkit_fields_operation(i, namespace):
+    """Operation `i` as an `#[operation]` fn in `namespace` taking the input's four fields as
+    parameters (the same input schema, one parameter per field)."""
+    return f"""
+/// Operation {i}.
+#[operation(namespace = "{namespace}")]
+pub async fn op{i}(name: String, count: u32, flag: bool, tags: Vec<String>) -> Out{i} {{
+    let input = In{i} {{ name, count, flag, tags }};
+    {output(i)}
+}}
+"""
+
+
 def axum_handler(i, doc):
     """Operation `i` as an axum handler taking and returning `Json`, documented as `doc`."""
     return f"""

@@ -44,8 +44,9 @@ pub trait TypedOperation: Send + Sync + 'static {
     const ID: &'static str;
     /// Query, mutation or subscription.
     const KIND: OperationKind;
-    /// The whole input object: a generated struct with one field per parameter, or `T` for a
-    /// parameter `Input<T>`.
+    /// The whole input object: opkit's input object of the operation's fields (one per
+    /// parameter, made by `add::input(..)`) for an operation taking its input field by field,
+    /// or `T` for a parameter `Input<T>`.
     ///
     /// `#[operation]` makes sure it implements `Deserialize` and `JsonSchema`, and it
     /// implements `Serialize` when every parameter type does (typed calls through an env need
