@@ -8,8 +8,14 @@ use syn::{Expr, ItemFn, LitStr, Type};
 pub(crate) struct Operation<'a> {
     /// The user's function.
     pub func: &'a ItemFn,
-    /// The path of the runtime's hidden module, e.g. `::opkit::__private`.
+    /// The runtime's hidden module as the expansion names it: `__opkit_private`, which the
+    /// expansion's block imports from [`runtime`](Self::runtime) once. One identifier instead
+    /// of a path at each of the ~100 places an expansion names the runtime: every token an
+    /// attribute macro returns crosses the compiler's proc-macro bridge and is parsed again,
+    /// on every `cargo check`.
     pub private: TokenStream,
+    /// The path of the runtime's hidden module, e.g. `::opkit::__private`.
+    pub runtime: TokenStream,
     /// `namespace.name`.
     pub id: String,
     pub namespace: String,

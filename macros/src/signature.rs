@@ -71,10 +71,11 @@ pub(crate) fn analyze<'a>(func: &'a ItemFn, args: Args, errors: &Errors) -> Opti
     if let Some(output) = &output {
         check_no_body_status(&args.edges, output, &func.sig.ident, errors);
     }
-    let private = args.private();
+    let runtime = args.private();
     Some(Operation {
         func,
-        private,
+        private: quote::quote!(__opkit_private),
+        runtime,
         id: format!("{namespace}.{name}"),
         namespace,
         name,

@@ -50,6 +50,7 @@ pub(crate) fn expand(op: &Operation<'_>) -> TokenStream {
     let inherent = inherent_items(op, &locals);
     let registration = registration(op);
     let deprecated = deprecated_keys(op);
+    let runtime = &op.runtime;
     quote! {
         #(#cfgs)*
         #handle
@@ -57,6 +58,7 @@ pub(crate) fn expand(op: &Operation<'_>) -> TokenStream {
         #(#cfgs)*
         #[allow(deprecated)]
         const _: () = {
+            use #runtime as __opkit_private;
             #input
             #typed
             #send_cause

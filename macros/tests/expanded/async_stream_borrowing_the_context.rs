@@ -6,140 +6,136 @@ async fn watch(ctx: &OperationContext, key: String) -> impl Stream<Item = String
 struct watch {}
 #[allow(deprecated)]
 const _: () = {
-    const __OPKIT_FIELD_0: ::opkit::__private::TypedField<String> =
-        ::opkit::__private::typed_field::<String>("key", ::opkit::__private::None);
-    impl ::opkit::__private::ArgsShape for watch {
+    use ::opkit::__private as __opkit_private;
+    const __OPKIT_FIELD_0: __opkit_private::TypedField<String> =
+        __opkit_private::typed_field::<String>("key", __opkit_private::None);
+    impl __opkit_private::ArgsShape for watch {
         type Values = (String, ());
-        const NAME: &'static ::opkit::__private::str = "WatchInput";
-        const FIELDS: &'static [::opkit::__private::Field] = &[__OPKIT_FIELD_0.erase()];
-        const READ: <(String, ()) as ::opkit::__private::FieldList>::Readers =
+        const NAME: &'static __opkit_private::str = "WatchInput";
+        const FIELDS: &'static [__opkit_private::Field] = &[__OPKIT_FIELD_0.erase()];
+        const READ: <(String, ()) as __opkit_private::FieldList>::Readers =
             (__OPKIT_FIELD_0.reader(), ());
     }
-    impl ::opkit::__private::TypedOperation for watch {
-        const ID: &'static ::opkit::__private::str = "kv.watch";
-        const KIND: ::opkit::__private::OperationKind =
-            ::opkit::__private::OperationKind::Subscription;
-        const OUTPUT_FROM_TYPE: ::opkit::__private::bool = true;
-        const READS_CONTEXT: ::opkit::__private::bool = true;
-        const TIMEOUT_MS: ::opkit::__private::Option<::opkit::__private::u64> =
-            ::opkit::__private::None;
-        type Input = ::opkit::__private::Args<watch>;
+    impl __opkit_private::TypedOperation for watch {
+        const ID: &'static __opkit_private::str = "kv.watch";
+        const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Subscription;
+        const OUTPUT_FROM_TYPE: __opkit_private::bool = true;
+        const READS_CONTEXT: __opkit_private::bool = true;
+        const TIMEOUT_MS: __opkit_private::Option<__opkit_private::u64> = __opkit_private::None;
+        type Input = __opkit_private::Args<watch>;
         type Output = String;
-        fn shared_id() -> ::opkit::__private::Arc<::opkit::__private::str> {
-            static ID: ::opkit::__private::OnceLock<
-                ::opkit::__private::Arc<::opkit::__private::str>,
-            > = ::opkit::__private::OnceLock::new();
-            ::opkit::__private::shared_id(&ID, "kv.watch")
+        fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
+            static ID: __opkit_private::OnceLock<__opkit_private::Arc<__opkit_private::str>> =
+                __opkit_private::OnceLock::new();
+            __opkit_private::shared_id(&ID, "kv.watch")
         }
-        fn spec() -> ::opkit::__private::OperationSpec {
-            static SPEC: ::opkit::__private::OnceLock<::opkit::__private::OperationSpec> =
-                ::opkit::__private::OnceLock::new();
-            ::opkit::__private::cached_spec(
+        fn spec() -> __opkit_private::OperationSpec {
+            static SPEC: __opkit_private::OnceLock<__opkit_private::OperationSpec> =
+                __opkit_private::OnceLock::new();
+            __opkit_private::cached_spec(
                 &SPEC,
-                ::opkit::__private::SpecParts {
+                __opkit_private::SpecParts {
                     namespace: "kv",
                     name: "watch",
-                    kind: ::opkit::__private::OperationKind::Subscription,
-                    origin: ::opkit::__private::concat!(
-                        ::opkit::__private::file!(),
+                    kind: __opkit_private::OperationKind::Subscription,
+                    origin: __opkit_private::concat!(
+                        __opkit_private::file!(),
                         ":",
-                        ::opkit::__private::line!()
+                        __opkit_private::line!()
                     ),
-                    ..::opkit::__private::SpecParts::DEFAULT
+                    ..__opkit_private::SpecParts::DEFAULT
                 },
-                ::opkit::__private::args_schema::<watch>,
-                ::opkit::__private::output_schema::<String>,
+                __opkit_private::args_schema::<watch>,
+                __opkit_private::output_schema::<String>,
             )
         }
-        fn handler() -> ::opkit::__private::Handler {
-            ::opkit::__private::assert_context::<OperationContext>();
+        fn handler() -> __opkit_private::Handler {
+            __opkit_private::assert_context::<OperationContext>();
             {
                 #[allow(unused_imports)]
-                use ::opkit::__private::{PlainProbe as _, ShapedProbe as _};
-                ::opkit::__private::assert_plain(
-                    (&::opkit::__private::Probe::<String>::new()).verdict(),
-                );
+                use __opkit_private::{PlainProbe as _, ShapedProbe as _};
+                __opkit_private::assert_plain((&__opkit_private::Probe::<String>::new()).verdict());
             }
             #[allow(unused_imports)]
-            use ::opkit::__private::{NotSendProbe as _, SendStreamProbe as _};
-            let __verdict = (&::opkit::__private::Runner::<Self, _>::new(
-                |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: ::opkit::__private::OperationContext| {
+            use __opkit_private::{NotSendProbe as _, SendStreamProbe as _};
+            let __verdict = (&__opkit_private::Runner::<Self, _>::new(
+                |__input: <Self as __opkit_private::TypedOperation>::Input,
+                 __ctx: __opkit_private::OperationContext| {
                     __opkit_run(__ctx, __input.values.0)
                 },
             ))
-                .streaming(::opkit::__private::Codec {
-                    decode: ::opkit::__private::decode_args::<watch>,
-                    encode: ::opkit::__private::encode::<String>,
+                .streaming(__opkit_private::Codec {
+                    decode: __opkit_private::decode_args::<watch>,
+                    encode: __opkit_private::encode::<String>,
                 });
             __verdict.stream::<Self>()
         }
     }
     #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
     fn __opkit_send_cause() {
-        ::opkit::__private::assert_send_output(watch(
-            ::opkit::__private::never(),
-            ::opkit::__private::never(),
+        __opkit_private::assert_send_output(watch(
+            __opkit_private::never(),
+            __opkit_private::never(),
         ));
     }
     #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
-        __ctx: ::opkit::__private::OperationContext,
+        __ctx: __opkit_private::OperationContext,
         key: String,
-    ) -> impl ::opkit::__private::futures::Stream<
-        Item = ::opkit::__private::Result<
-            ::opkit::__private::Produced<<watch as ::opkit::__private::TypedOperation>::Output>,
-            ::opkit::__private::CallError,
+    ) -> impl __opkit_private::futures::Stream<
+        Item = __opkit_private::Result<
+            __opkit_private::Produced<<watch as __opkit_private::TypedOperation>::Output>,
+            __opkit_private::CallError,
         >,
     > + use<> {
-        ::opkit::__private::produce_stream::<::opkit::__private::Plain, _, _, _>(
-            ::opkit::__private::forward_stream(move |__sink| async move {
-                ::opkit::__private::forward(watch(&__ctx, key).await, __sink).await
+        __opkit_private::produce_stream::<__opkit_private::Plain, _, _, _>(
+            __opkit_private::forward_stream(move |__sink| async move {
+                __opkit_private::forward(watch(&__ctx, key).await, __sink).await
             }),
-            ::opkit::__private::no_error,
+            __opkit_private::no_error,
         )
     }
     #[allow(dead_code, clippy::too_many_arguments)]
     impl watch {
         #[doc = "The operation id: `kv.watch`."]
-        const ID: &'static ::opkit::__private::str = "kv.watch";
+        const ID: &'static __opkit_private::str = "kv.watch";
         #[doc = r" The operation's spec; its schemas are computed once."]
-        fn spec() -> ::opkit::__private::OperationSpec {
-            <Self as ::opkit::__private::TypedOperation>::spec()
+        fn spec() -> __opkit_private::OperationSpec {
+            <Self as __opkit_private::TypedOperation>::spec()
         }
         #[doc = r" The operation's input object, from the fn's arguments (without the context)."]
-        fn input(key: String) -> <Self as ::opkit::__private::TypedOperation>::Input {
-            ::opkit::__private::Args::new((key, ()))
+        fn input(key: String) -> <Self as __opkit_private::TypedOperation>::Input {
+            __opkit_private::Args::new((key, ()))
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `kv.watch`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
         #[inline]
         fn subscribe(
-            __ctx: &::opkit::__private::OperationContext,
+            __ctx: &__opkit_private::OperationContext,
             key: String,
-        ) -> impl ::opkit::__private::futures::Stream<
-            Item = ::opkit::__private::Result<
-                ::opkit::__private::ResponseEnvelope<
-                    <Self as ::opkit::__private::TypedOperation>::Output,
+        ) -> impl __opkit_private::futures::Stream<
+            Item = __opkit_private::Result<
+                __opkit_private::ResponseEnvelope<
+                    <Self as __opkit_private::TypedOperation>::Output,
                 >,
-                ::opkit::__private::CallError,
+                __opkit_private::CallError,
             >,
         > + use<> {
             let __opkit_start =
-                |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: ::opkit::__private::OperationContext| {
+                |__input: <Self as __opkit_private::TypedOperation>::Input,
+                 __ctx: __opkit_private::OperationContext| {
                     __opkit_run(__ctx, __input.values.0)
                 };
-            ::opkit::__private::subscribe_typed::<Self, _, _>(
+            __opkit_private::subscribe_typed::<Self, _, _>(
                 __ctx,
                 Self::input(key),
-                ::opkit::__private::typed_views!(watch),
-                ::opkit::__private::stream_endpoint!(watch, __opkit_start),
+                __opkit_private::typed_views!(watch),
+                __opkit_private::stream_endpoint!(watch, __opkit_start),
                 __opkit_start,
             )
         }
     }
-    fn __opkit_fn_type_id() -> ::opkit::__private::TypeId {
-        ::opkit::__private::type_id_of(&watch)
+    fn __opkit_fn_type_id() -> __opkit_private::TypeId {
+        __opkit_private::type_id_of(&watch)
     }
-    ::opkit::__private::inventory::submit! { :: opkit :: __private :: OperationRegistration { register : :: opkit :: __private :: register_typed :: < watch > , fn_type_id : __opkit_fn_type_id , } }
+    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < watch > , fn_type_id : __opkit_fn_type_id , } }
 };

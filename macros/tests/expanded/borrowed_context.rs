@@ -6,135 +6,130 @@ pub async fn whoami(ctx: &OperationContext) -> Option<String> {
 pub struct whoami {}
 #[allow(deprecated)]
 const _: () = {
-    impl ::opkit::__private::ArgsShape for whoami {
+    use ::opkit::__private as __opkit_private;
+    impl __opkit_private::ArgsShape for whoami {
         type Values = ();
-        const NAME: &'static ::opkit::__private::str = "WhoamiInput";
-        const FIELDS: &'static [::opkit::__private::Field] = &[];
-        const READ: <() as ::opkit::__private::FieldList>::Readers = ();
+        const NAME: &'static __opkit_private::str = "WhoamiInput";
+        const FIELDS: &'static [__opkit_private::Field] = &[];
+        const READ: <() as __opkit_private::FieldList>::Readers = ();
     }
-    impl ::opkit::__private::TypedOperation for whoami {
-        const ID: &'static ::opkit::__private::str = "auth.whoami";
-        const KIND: ::opkit::__private::OperationKind = ::opkit::__private::OperationKind::Query;
-        const OUTPUT_FROM_TYPE: ::opkit::__private::bool = true;
-        const READS_CONTEXT: ::opkit::__private::bool = true;
-        const TIMEOUT_MS: ::opkit::__private::Option<::opkit::__private::u64> =
-            ::opkit::__private::None;
-        type Input = ::opkit::__private::Args<whoami>;
+    impl __opkit_private::TypedOperation for whoami {
+        const ID: &'static __opkit_private::str = "auth.whoami";
+        const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Query;
+        const OUTPUT_FROM_TYPE: __opkit_private::bool = true;
+        const READS_CONTEXT: __opkit_private::bool = true;
+        const TIMEOUT_MS: __opkit_private::Option<__opkit_private::u64> = __opkit_private::None;
+        type Input = __opkit_private::Args<whoami>;
         type Output = Option<String>;
-        fn shared_id() -> ::opkit::__private::Arc<::opkit::__private::str> {
-            static ID: ::opkit::__private::OnceLock<
-                ::opkit::__private::Arc<::opkit::__private::str>,
-            > = ::opkit::__private::OnceLock::new();
-            ::opkit::__private::shared_id(&ID, "auth.whoami")
+        fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
+            static ID: __opkit_private::OnceLock<__opkit_private::Arc<__opkit_private::str>> =
+                __opkit_private::OnceLock::new();
+            __opkit_private::shared_id(&ID, "auth.whoami")
         }
-        fn spec() -> ::opkit::__private::OperationSpec {
-            static SPEC: ::opkit::__private::OnceLock<::opkit::__private::OperationSpec> =
-                ::opkit::__private::OnceLock::new();
-            ::opkit::__private::cached_spec(
+        fn spec() -> __opkit_private::OperationSpec {
+            static SPEC: __opkit_private::OnceLock<__opkit_private::OperationSpec> =
+                __opkit_private::OnceLock::new();
+            __opkit_private::cached_spec(
                 &SPEC,
-                ::opkit::__private::SpecParts {
+                __opkit_private::SpecParts {
                     namespace: "auth",
                     name: "whoami",
-                    kind: ::opkit::__private::OperationKind::Query,
-                    origin: ::opkit::__private::concat!(
-                        ::opkit::__private::file!(),
+                    kind: __opkit_private::OperationKind::Query,
+                    origin: __opkit_private::concat!(
+                        __opkit_private::file!(),
                         ":",
-                        ::opkit::__private::line!()
+                        __opkit_private::line!()
                     ),
-                    ..::opkit::__private::SpecParts::DEFAULT
+                    ..__opkit_private::SpecParts::DEFAULT
                 },
-                ::opkit::__private::args_schema::<whoami>,
-                ::opkit::__private::output_schema::<Option<String>>,
+                __opkit_private::args_schema::<whoami>,
+                __opkit_private::output_schema::<Option<String>>,
             )
         }
-        fn handler() -> ::opkit::__private::Handler {
-            ::opkit::__private::assert_context::<OperationContext>();
+        fn handler() -> __opkit_private::Handler {
+            __opkit_private::assert_context::<OperationContext>();
             {
                 #[allow(unused_imports)]
-                use ::opkit::__private::{PlainProbe as _, ShapedProbe as _};
-                ::opkit::__private::assert_plain(
-                    (&::opkit::__private::Probe::<Option<String>>::new()).verdict(),
+                use __opkit_private::{PlainProbe as _, ShapedProbe as _};
+                __opkit_private::assert_plain(
+                    (&__opkit_private::Probe::<Option<String>>::new()).verdict(),
                 );
             }
             #[allow(unused_imports)]
-            use ::opkit::__private::{NotSendProbe as _, SendProbe as _};
-            let __verdict = (&::opkit::__private::Runner::<Self, _>::new(
-                |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: ::opkit::__private::OperationContext| {
-                    __opkit_run(__ctx)
-                },
+            use __opkit_private::{NotSendProbe as _, SendProbe as _};
+            let __verdict = (&__opkit_private::Runner::<Self, _>::new(
+                |__input: <Self as __opkit_private::TypedOperation>::Input,
+                 __ctx: __opkit_private::OperationContext| { __opkit_run(__ctx) },
             ))
-                .unary(::opkit::__private::Codec {
-                    decode: ::opkit::__private::decode_args::<whoami>,
-                    encode: ::opkit::__private::encode::<Option<String>>,
+                .unary(__opkit_private::Codec {
+                    decode: __opkit_private::decode_args::<whoami>,
+                    encode: __opkit_private::encode::<Option<String>>,
                 });
             __verdict.future::<Self>()
         }
     }
     #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
     fn __opkit_send_cause() {
-        ::opkit::__private::assert_send(whoami(::opkit::__private::never()));
+        __opkit_private::assert_send(whoami(__opkit_private::never()));
     }
     #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
-        __ctx: ::opkit::__private::OperationContext,
-    ) -> impl ::opkit::__private::Future<
-        Output = ::opkit::__private::Result<
-            ::opkit::__private::Produced<<whoami as ::opkit::__private::TypedOperation>::Output>,
-            ::opkit::__private::CallError,
+        __ctx: __opkit_private::OperationContext,
+    ) -> impl __opkit_private::Future<
+        Output = __opkit_private::Result<
+            __opkit_private::Produced<<whoami as __opkit_private::TypedOperation>::Output>,
+            __opkit_private::CallError,
         >,
     > + use<> {
         async move {
-            ::opkit::__private::produce::<::opkit::__private::Plain, _, _, _>(
+            __opkit_private::produce::<__opkit_private::Plain, _, _, _>(
                 whoami(&__ctx).await,
-                ::opkit::__private::no_error,
+                __opkit_private::no_error,
             )
         }
     }
     #[allow(dead_code, clippy::too_many_arguments)]
     impl whoami {
         #[doc = "The operation id: `auth.whoami`."]
-        pub const ID: &'static ::opkit::__private::str = "auth.whoami";
+        pub const ID: &'static __opkit_private::str = "auth.whoami";
         #[doc = r" The operation's spec; its schemas are computed once."]
-        pub fn spec() -> ::opkit::__private::OperationSpec {
-            <Self as ::opkit::__private::TypedOperation>::spec()
+        pub fn spec() -> __opkit_private::OperationSpec {
+            <Self as __opkit_private::TypedOperation>::spec()
         }
         #[doc = r" The operation's input object, from the fn's arguments (without the context)."]
-        pub fn input() -> <Self as ::opkit::__private::TypedOperation>::Input {
-            ::opkit::__private::Args::new(())
+        pub fn input() -> <Self as __opkit_private::TypedOperation>::Input {
+            __opkit_private::Args::new(())
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `auth.whoami`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
         #[inline]
         pub fn call(
-            __ctx: &::opkit::__private::OperationContext,
-        ) -> impl ::opkit::__private::Future<
-            Output = ::opkit::__private::Result<
-                ::opkit::__private::ResponseEnvelope<
-                    <Self as ::opkit::__private::TypedOperation>::Output,
+            __ctx: &__opkit_private::OperationContext,
+        ) -> impl __opkit_private::Future<
+            Output = __opkit_private::Result<
+                __opkit_private::ResponseEnvelope<
+                    <Self as __opkit_private::TypedOperation>::Output,
                 >,
-                ::opkit::__private::CallError,
+                __opkit_private::CallError,
             >,
         > + use<> {
             let __opkit_start =
-                |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: &::opkit::__private::OperationContext| {
+                |__input: <Self as __opkit_private::TypedOperation>::Input,
+                 __ctx: &__opkit_private::OperationContext| {
                     __opkit_run(
-                        <::opkit::__private::OperationContext as ::opkit::__private::Clone>::clone(
-                            __ctx,
-                        ),
+                        <__opkit_private::OperationContext as __opkit_private::Clone>::clone(__ctx),
                     )
                 };
-            ::opkit::__private::call_unary::<Self, _, _>(
+            __opkit_private::call_unary::<Self, _, _>(
                 __ctx,
                 Self::input(),
-                ::opkit::__private::typed_views!(whoami),
-                ::opkit::__private::unary_endpoint!(whoami, __opkit_start),
+                __opkit_private::typed_views!(whoami),
+                __opkit_private::unary_endpoint!(whoami, __opkit_start),
                 __opkit_start,
             )
         }
     }
-    fn __opkit_fn_type_id() -> ::opkit::__private::TypeId {
-        ::opkit::__private::type_id_of(&whoami)
+    fn __opkit_fn_type_id() -> __opkit_private::TypeId {
+        __opkit_private::type_id_of(&whoami)
     }
-    ::opkit::__private::inventory::submit! { :: opkit :: __private :: OperationRegistration { register : :: opkit :: __private :: register_typed :: < whoami > , fn_type_id : __opkit_fn_type_id , } }
+    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < whoami > , fn_type_id : __opkit_fn_type_id , } }
 };

@@ -6,138 +6,135 @@ pub async fn fetch(url: String) -> Result<ResponseEnvelope<String>, CallError> {
 pub struct fetch {}
 #[allow(deprecated)]
 const _: () = {
-    const __OPKIT_FIELD_0: ::opkit::__private::TypedField<String> =
-        ::opkit::__private::typed_field::<String>("url", ::opkit::__private::None);
-    impl ::opkit::__private::ArgsShape for fetch {
+    use ::opkit::__private as __opkit_private;
+    const __OPKIT_FIELD_0: __opkit_private::TypedField<String> =
+        __opkit_private::typed_field::<String>("url", __opkit_private::None);
+    impl __opkit_private::ArgsShape for fetch {
         type Values = (String, ());
-        const NAME: &'static ::opkit::__private::str = "FetchInput";
-        const FIELDS: &'static [::opkit::__private::Field] = &[__OPKIT_FIELD_0.erase()];
-        const READ: <(String, ()) as ::opkit::__private::FieldList>::Readers =
+        const NAME: &'static __opkit_private::str = "FetchInput";
+        const FIELDS: &'static [__opkit_private::Field] = &[__OPKIT_FIELD_0.erase()];
+        const READ: <(String, ()) as __opkit_private::FieldList>::Readers =
             (__OPKIT_FIELD_0.reader(), ());
     }
-    impl ::opkit::__private::TypedOperation for fetch {
-        const ID: &'static ::opkit::__private::str = "web.fetch";
-        const KIND: ::opkit::__private::OperationKind = ::opkit::__private::OperationKind::Query;
-        const OUTPUT_FROM_TYPE: ::opkit::__private::bool = false;
-        const READS_CONTEXT: ::opkit::__private::bool = false;
-        const TIMEOUT_MS: ::opkit::__private::Option<::opkit::__private::u64> =
-            ::opkit::__private::None;
-        type Input = ::opkit::__private::Args<fetch>;
+    impl __opkit_private::TypedOperation for fetch {
+        const ID: &'static __opkit_private::str = "web.fetch";
+        const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Query;
+        const OUTPUT_FROM_TYPE: __opkit_private::bool = false;
+        const READS_CONTEXT: __opkit_private::bool = false;
+        const TIMEOUT_MS: __opkit_private::Option<__opkit_private::u64> = __opkit_private::None;
+        type Input = __opkit_private::Args<fetch>;
         type Output = String;
-        fn shared_id() -> ::opkit::__private::Arc<::opkit::__private::str> {
-            static ID: ::opkit::__private::OnceLock<
-                ::opkit::__private::Arc<::opkit::__private::str>,
-            > = ::opkit::__private::OnceLock::new();
-            ::opkit::__private::shared_id(&ID, "web.fetch")
+        fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
+            static ID: __opkit_private::OnceLock<__opkit_private::Arc<__opkit_private::str>> =
+                __opkit_private::OnceLock::new();
+            __opkit_private::shared_id(&ID, "web.fetch")
         }
-        fn spec() -> ::opkit::__private::OperationSpec {
-            static SPEC: ::opkit::__private::OnceLock<::opkit::__private::OperationSpec> =
-                ::opkit::__private::OnceLock::new();
-            ::opkit::__private::cached_spec(
+        fn spec() -> __opkit_private::OperationSpec {
+            static SPEC: __opkit_private::OnceLock<__opkit_private::OperationSpec> =
+                __opkit_private::OnceLock::new();
+            __opkit_private::cached_spec(
                 &SPEC,
-                ::opkit::__private::SpecParts {
+                __opkit_private::SpecParts {
                     namespace: "web",
                     name: "fetch",
-                    kind: ::opkit::__private::OperationKind::Query,
-                    origin: ::opkit::__private::concat!(
-                        ::opkit::__private::file!(),
+                    kind: __opkit_private::OperationKind::Query,
+                    origin: __opkit_private::concat!(
+                        __opkit_private::file!(),
                         ":",
-                        ::opkit::__private::line!()
+                        __opkit_private::line!()
                     ),
-                    ..::opkit::__private::SpecParts::DEFAULT
+                    ..__opkit_private::SpecParts::DEFAULT
                 },
-                ::opkit::__private::args_schema::<fetch>,
-                ::opkit::__private::output_schema::<String>,
+                __opkit_private::args_schema::<fetch>,
+                __opkit_private::output_schema::<String>,
             )
         }
-        fn handler() -> ::opkit::__private::Handler {
+        fn handler() -> __opkit_private::Handler {
             #[allow(unused_imports)]
-            use ::opkit::__private::{NotSendProbe as _, SendProbe as _};
-            let __verdict = (&::opkit::__private::Runner::<Self, _>::new(
-                |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 _: ::opkit::__private::OperationContext| {
+            use __opkit_private::{NotSendProbe as _, SendProbe as _};
+            let __verdict = (&__opkit_private::Runner::<Self, _>::new(
+                |__input: <Self as __opkit_private::TypedOperation>::Input,
+                 _: __opkit_private::OperationContext| {
                     __opkit_run(__input.values.0)
                 },
             ))
-                .unary(::opkit::__private::Codec {
-                    decode: ::opkit::__private::decode_args::<fetch>,
-                    encode: ::opkit::__private::encode::<String>,
+                .unary(__opkit_private::Codec {
+                    decode: __opkit_private::decode_args::<fetch>,
+                    encode: __opkit_private::encode::<String>,
                 });
             __verdict.future::<Self>()
         }
     }
     #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
     fn __opkit_send_cause() {
-        ::opkit::__private::assert_send(fetch(::opkit::__private::never()));
+        __opkit_private::assert_send(fetch(__opkit_private::never()));
     }
     #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
         url: String,
-    ) -> impl ::opkit::__private::Future<
-        Output = ::opkit::__private::Result<
-            ::opkit::__private::Produced<<fetch as ::opkit::__private::TypedOperation>::Output>,
-            ::opkit::__private::CallError,
+    ) -> impl __opkit_private::Future<
+        Output = __opkit_private::Result<
+            __opkit_private::Produced<<fetch as __opkit_private::TypedOperation>::Output>,
+            __opkit_private::CallError,
         >,
     > + use<> {
-        ::opkit::__private::map_once(fetch(url), move |__opkit_returned| {
-            ::opkit::__private::produce::<
-                ::opkit::__private::Fallible<::opkit::__private::Envelope>,
-                _,
-                _,
-                _,
-            >(__opkit_returned, |__error| {
-                #[allow(unused_imports)]
-                use ::opkit::__private::{
-                    AnyhowErrorKind as _, IntoCallErrorKind as _, OtherErrorKind as _,
-                    StdErrorKind as _,
-                };
-                (&&&&::opkit::__private::ErrorProbe(&__error))
-                    .opkit_error_kind()
-                    .into_call_error(__error)
-            })
+        __opkit_private::map_once(fetch(url), move |__opkit_returned| {
+            __opkit_private::produce::<__opkit_private::Fallible<__opkit_private::Envelope>, _, _, _>(
+                __opkit_returned,
+                |__error| {
+                    #[allow(unused_imports)]
+                    use __opkit_private::{
+                        AnyhowErrorKind as _, IntoCallErrorKind as _, OtherErrorKind as _,
+                        StdErrorKind as _,
+                    };
+                    (&&&&__opkit_private::ErrorProbe(&__error))
+                        .opkit_error_kind()
+                        .into_call_error(__error)
+                },
+            )
         })
     }
     #[allow(dead_code, clippy::too_many_arguments)]
     impl fetch {
         #[doc = "The operation id: `web.fetch`."]
-        pub const ID: &'static ::opkit::__private::str = "web.fetch";
+        pub const ID: &'static __opkit_private::str = "web.fetch";
         #[doc = r" The operation's spec; its schemas are computed once."]
-        pub fn spec() -> ::opkit::__private::OperationSpec {
-            <Self as ::opkit::__private::TypedOperation>::spec()
+        pub fn spec() -> __opkit_private::OperationSpec {
+            <Self as __opkit_private::TypedOperation>::spec()
         }
         #[doc = r" The operation's input object, from the fn's arguments (without the context)."]
-        pub fn input(url: String) -> <Self as ::opkit::__private::TypedOperation>::Input {
-            ::opkit::__private::Args::new((url, ()))
+        pub fn input(url: String) -> <Self as __opkit_private::TypedOperation>::Input {
+            __opkit_private::Args::new((url, ()))
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `web.fetch`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
         #[inline]
         pub fn call(
-            __ctx: &::opkit::__private::OperationContext,
+            __ctx: &__opkit_private::OperationContext,
             url: String,
-        ) -> impl ::opkit::__private::Future<
-            Output = ::opkit::__private::Result<
-                ::opkit::__private::ResponseEnvelope<
-                    <Self as ::opkit::__private::TypedOperation>::Output,
+        ) -> impl __opkit_private::Future<
+            Output = __opkit_private::Result<
+                __opkit_private::ResponseEnvelope<
+                    <Self as __opkit_private::TypedOperation>::Output,
                 >,
-                ::opkit::__private::CallError,
+                __opkit_private::CallError,
             >,
         > + use<> {
             let __opkit_start =
-                |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 _: &::opkit::__private::OperationContext| {
+                |__input: <Self as __opkit_private::TypedOperation>::Input,
+                 _: &__opkit_private::OperationContext| {
                     __opkit_run(__input.values.0)
                 };
-            ::opkit::__private::call_unary::<Self, _, _>(
+            __opkit_private::call_unary::<Self, _, _>(
                 __ctx,
                 Self::input(url),
-                ::opkit::__private::typed_views!(fetch),
-                ::opkit::__private::unary_endpoint!(fetch, __opkit_start),
+                __opkit_private::typed_views!(fetch),
+                __opkit_private::unary_endpoint!(fetch, __opkit_start),
                 __opkit_start,
             )
         }
     }
-    fn __opkit_fn_type_id() -> ::opkit::__private::TypeId {
-        ::opkit::__private::type_id_of(&fetch)
+    fn __opkit_fn_type_id() -> __opkit_private::TypeId {
+        __opkit_private::type_id_of(&fetch)
     }
-    ::opkit::__private::inventory::submit! { :: opkit :: __private :: OperationRegistration { register : :: opkit :: __private :: register_typed :: < fetch > , fn_type_id : __opkit_fn_type_id , } }
+    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < fetch > , fn_type_id : __opkit_fn_type_id , } }
 };

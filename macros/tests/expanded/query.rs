@@ -7,145 +7,139 @@ pub async fn add(a: i64, b: i64) -> i64 {
 pub struct add {}
 #[allow(deprecated)]
 const _: () = {
-    const __OPKIT_FIELD_0: ::opkit::__private::TypedField<i64> =
-        ::opkit::__private::typed_field::<i64>("a", ::opkit::__private::None);
-    const __OPKIT_FIELD_1: ::opkit::__private::TypedField<i64> =
-        ::opkit::__private::typed_field::<i64>("b", ::opkit::__private::None);
-    impl ::opkit::__private::ArgsShape for add {
+    use ::opkit::__private as __opkit_private;
+    const __OPKIT_FIELD_0: __opkit_private::TypedField<i64> =
+        __opkit_private::typed_field::<i64>("a", __opkit_private::None);
+    const __OPKIT_FIELD_1: __opkit_private::TypedField<i64> =
+        __opkit_private::typed_field::<i64>("b", __opkit_private::None);
+    impl __opkit_private::ArgsShape for add {
         type Values = (i64, (i64, ()));
-        const NAME: &'static ::opkit::__private::str = "AddInput";
-        const FIELDS: &'static [::opkit::__private::Field] =
+        const NAME: &'static __opkit_private::str = "AddInput";
+        const FIELDS: &'static [__opkit_private::Field] =
             &[__OPKIT_FIELD_0.erase(), __OPKIT_FIELD_1.erase()];
-        const READ: <(i64, (i64, ())) as ::opkit::__private::FieldList>::Readers =
+        const READ: <(i64, (i64, ())) as __opkit_private::FieldList>::Readers =
             (__OPKIT_FIELD_0.reader(), (__OPKIT_FIELD_1.reader(), ()));
     }
-    impl ::opkit::__private::TypedOperation for add {
-        const ID: &'static ::opkit::__private::str = "math.add";
-        const KIND: ::opkit::__private::OperationKind = ::opkit::__private::OperationKind::Query;
-        const OUTPUT_FROM_TYPE: ::opkit::__private::bool = true;
-        const READS_CONTEXT: ::opkit::__private::bool = false;
-        const TIMEOUT_MS: ::opkit::__private::Option<::opkit::__private::u64> =
-            ::opkit::__private::None;
-        type Input = ::opkit::__private::Args<add>;
+    impl __opkit_private::TypedOperation for add {
+        const ID: &'static __opkit_private::str = "math.add";
+        const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Query;
+        const OUTPUT_FROM_TYPE: __opkit_private::bool = true;
+        const READS_CONTEXT: __opkit_private::bool = false;
+        const TIMEOUT_MS: __opkit_private::Option<__opkit_private::u64> = __opkit_private::None;
+        type Input = __opkit_private::Args<add>;
         type Output = i64;
-        fn shared_id() -> ::opkit::__private::Arc<::opkit::__private::str> {
-            static ID: ::opkit::__private::OnceLock<
-                ::opkit::__private::Arc<::opkit::__private::str>,
-            > = ::opkit::__private::OnceLock::new();
-            ::opkit::__private::shared_id(&ID, "math.add")
+        fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
+            static ID: __opkit_private::OnceLock<__opkit_private::Arc<__opkit_private::str>> =
+                __opkit_private::OnceLock::new();
+            __opkit_private::shared_id(&ID, "math.add")
         }
-        fn spec() -> ::opkit::__private::OperationSpec {
-            static SPEC: ::opkit::__private::OnceLock<::opkit::__private::OperationSpec> =
-                ::opkit::__private::OnceLock::new();
-            ::opkit::__private::cached_spec(
+        fn spec() -> __opkit_private::OperationSpec {
+            static SPEC: __opkit_private::OnceLock<__opkit_private::OperationSpec> =
+                __opkit_private::OnceLock::new();
+            __opkit_private::cached_spec(
                 &SPEC,
-                ::opkit::__private::SpecParts {
+                __opkit_private::SpecParts {
                     namespace: "math",
                     name: "add",
-                    kind: ::opkit::__private::OperationKind::Query,
-                    origin: ::opkit::__private::concat!(
-                        ::opkit::__private::file!(),
+                    kind: __opkit_private::OperationKind::Query,
+                    origin: __opkit_private::concat!(
+                        __opkit_private::file!(),
                         ":",
-                        ::opkit::__private::line!()
+                        __opkit_private::line!()
                     ),
-                    description: ::opkit::__private::Some(::opkit::__private::concat!(
+                    description: __opkit_private::Some(__opkit_private::concat!(
                         r" Adds two integers."
                     )),
-                    ..::opkit::__private::SpecParts::DEFAULT
+                    ..__opkit_private::SpecParts::DEFAULT
                 },
-                ::opkit::__private::args_schema::<add>,
-                ::opkit::__private::output_schema::<i64>,
+                __opkit_private::args_schema::<add>,
+                __opkit_private::output_schema::<i64>,
             )
         }
-        fn handler() -> ::opkit::__private::Handler {
+        fn handler() -> __opkit_private::Handler {
             {
                 #[allow(unused_imports)]
-                use ::opkit::__private::{PlainProbe as _, ShapedProbe as _};
-                ::opkit::__private::assert_plain(
-                    (&::opkit::__private::Probe::<i64>::new()).verdict(),
-                );
+                use __opkit_private::{PlainProbe as _, ShapedProbe as _};
+                __opkit_private::assert_plain((&__opkit_private::Probe::<i64>::new()).verdict());
             }
             #[allow(unused_imports)]
-            use ::opkit::__private::{NotSendProbe as _, SendProbe as _};
-            let __verdict = (&::opkit::__private::Runner::<Self, _>::new(
-                |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 _: ::opkit::__private::OperationContext| {
+            use __opkit_private::{NotSendProbe as _, SendProbe as _};
+            let __verdict = (&__opkit_private::Runner::<Self, _>::new(
+                |__input: <Self as __opkit_private::TypedOperation>::Input,
+                 _: __opkit_private::OperationContext| {
                     __opkit_run(__input.values.0, __input.values.1.0)
                 },
             ))
-                .unary(::opkit::__private::Codec {
-                    decode: ::opkit::__private::decode_args::<add>,
-                    encode: ::opkit::__private::encode::<i64>,
+                .unary(__opkit_private::Codec {
+                    decode: __opkit_private::decode_args::<add>,
+                    encode: __opkit_private::encode::<i64>,
                 });
             __verdict.future::<Self>()
         }
     }
     #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
     fn __opkit_send_cause() {
-        ::opkit::__private::assert_send(add(
-            ::opkit::__private::never(),
-            ::opkit::__private::never(),
-        ));
+        __opkit_private::assert_send(add(__opkit_private::never(), __opkit_private::never()));
     }
     #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
         a: i64,
         b: i64,
-    ) -> impl ::opkit::__private::Future<
-        Output = ::opkit::__private::Result<
-            ::opkit::__private::Produced<<add as ::opkit::__private::TypedOperation>::Output>,
-            ::opkit::__private::CallError,
+    ) -> impl __opkit_private::Future<
+        Output = __opkit_private::Result<
+            __opkit_private::Produced<<add as __opkit_private::TypedOperation>::Output>,
+            __opkit_private::CallError,
         >,
     > + use<> {
-        ::opkit::__private::map_once(add(a, b), move |__opkit_returned| {
-            ::opkit::__private::produce::<::opkit::__private::Plain, _, _, _>(
+        __opkit_private::map_once(add(a, b), move |__opkit_returned| {
+            __opkit_private::produce::<__opkit_private::Plain, _, _, _>(
                 __opkit_returned,
-                ::opkit::__private::no_error,
+                __opkit_private::no_error,
             )
         })
     }
     #[allow(dead_code, clippy::too_many_arguments)]
     impl add {
         #[doc = "The operation id: `math.add`."]
-        pub const ID: &'static ::opkit::__private::str = "math.add";
+        pub const ID: &'static __opkit_private::str = "math.add";
         #[doc = r" The operation's spec; its schemas are computed once."]
-        pub fn spec() -> ::opkit::__private::OperationSpec {
-            <Self as ::opkit::__private::TypedOperation>::spec()
+        pub fn spec() -> __opkit_private::OperationSpec {
+            <Self as __opkit_private::TypedOperation>::spec()
         }
         #[doc = r" The operation's input object, from the fn's arguments (without the context)."]
-        pub fn input(a: i64, b: i64) -> <Self as ::opkit::__private::TypedOperation>::Input {
-            ::opkit::__private::Args::new((a, (b, ())))
+        pub fn input(a: i64, b: i64) -> <Self as __opkit_private::TypedOperation>::Input {
+            __opkit_private::Args::new((a, (b, ())))
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `math.add`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
         #[inline]
         pub fn call(
-            __ctx: &::opkit::__private::OperationContext,
+            __ctx: &__opkit_private::OperationContext,
             a: i64,
             b: i64,
-        ) -> impl ::opkit::__private::Future<
-            Output = ::opkit::__private::Result<
-                ::opkit::__private::ResponseEnvelope<
-                    <Self as ::opkit::__private::TypedOperation>::Output,
+        ) -> impl __opkit_private::Future<
+            Output = __opkit_private::Result<
+                __opkit_private::ResponseEnvelope<
+                    <Self as __opkit_private::TypedOperation>::Output,
                 >,
-                ::opkit::__private::CallError,
+                __opkit_private::CallError,
             >,
         > + use<> {
             let __opkit_start =
-                |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 _: &::opkit::__private::OperationContext| {
+                |__input: <Self as __opkit_private::TypedOperation>::Input,
+                 _: &__opkit_private::OperationContext| {
                     __opkit_run(__input.values.0, __input.values.1.0)
                 };
-            ::opkit::__private::call_unary::<Self, _, _>(
+            __opkit_private::call_unary::<Self, _, _>(
                 __ctx,
                 Self::input(a, b),
-                ::opkit::__private::typed_views!(add),
-                ::opkit::__private::unary_endpoint!(add, __opkit_start),
+                __opkit_private::typed_views!(add),
+                __opkit_private::unary_endpoint!(add, __opkit_start),
                 __opkit_start,
             )
         }
     }
-    fn __opkit_fn_type_id() -> ::opkit::__private::TypeId {
-        ::opkit::__private::type_id_of(&add)
+    fn __opkit_fn_type_id() -> __opkit_private::TypeId {
+        __opkit_private::type_id_of(&add)
     }
-    ::opkit::__private::inventory::submit! { :: opkit :: __private :: OperationRegistration { register : :: opkit :: __private :: register_typed :: < add > , fn_type_id : __opkit_fn_type_id , } }
+    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < add > , fn_type_id : __opkit_fn_type_id , } }
 };

@@ -6,168 +6,159 @@ pub async fn get(State(db): State<Db>, ctx: &OperationContext, id: i64) -> Resul
 pub struct get {}
 #[allow(deprecated)]
 const _: () = {
-    const __OPKIT_FIELD_0: ::opkit::__private::TypedField<i64> =
-        ::opkit::__private::typed_field::<i64>("id", ::opkit::__private::None);
-    impl ::opkit::__private::ArgsShape for get {
+    use ::opkit::__private as __opkit_private;
+    const __OPKIT_FIELD_0: __opkit_private::TypedField<i64> =
+        __opkit_private::typed_field::<i64>("id", __opkit_private::None);
+    impl __opkit_private::ArgsShape for get {
         type Values = (i64, ());
-        const NAME: &'static ::opkit::__private::str = "GetInput";
-        const FIELDS: &'static [::opkit::__private::Field] = &[__OPKIT_FIELD_0.erase()];
-        const READ: <(i64, ()) as ::opkit::__private::FieldList>::Readers =
+        const NAME: &'static __opkit_private::str = "GetInput";
+        const FIELDS: &'static [__opkit_private::Field] = &[__OPKIT_FIELD_0.erase()];
+        const READ: <(i64, ()) as __opkit_private::FieldList>::Readers =
             (__OPKIT_FIELD_0.reader(), ());
     }
-    impl ::opkit::__private::TypedOperation for get {
-        const ID: &'static ::opkit::__private::str = "notes.get";
-        const KIND: ::opkit::__private::OperationKind = ::opkit::__private::OperationKind::Query;
-        const OUTPUT_FROM_TYPE: ::opkit::__private::bool = true;
-        const READS_CONTEXT: ::opkit::__private::bool = true;
-        const TIMEOUT_MS: ::opkit::__private::Option<::opkit::__private::u64> =
-            ::opkit::__private::None;
-        type Input = ::opkit::__private::Args<get>;
+    impl __opkit_private::TypedOperation for get {
+        const ID: &'static __opkit_private::str = "notes.get";
+        const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Query;
+        const OUTPUT_FROM_TYPE: __opkit_private::bool = true;
+        const READS_CONTEXT: __opkit_private::bool = true;
+        const TIMEOUT_MS: __opkit_private::Option<__opkit_private::u64> = __opkit_private::None;
+        type Input = __opkit_private::Args<get>;
         type Output = Note;
-        fn shared_id() -> ::opkit::__private::Arc<::opkit::__private::str> {
-            static ID: ::opkit::__private::OnceLock<
-                ::opkit::__private::Arc<::opkit::__private::str>,
-            > = ::opkit::__private::OnceLock::new();
-            ::opkit::__private::shared_id(&ID, "notes.get")
+        fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
+            static ID: __opkit_private::OnceLock<__opkit_private::Arc<__opkit_private::str>> =
+                __opkit_private::OnceLock::new();
+            __opkit_private::shared_id(&ID, "notes.get")
         }
-        fn spec() -> ::opkit::__private::OperationSpec {
-            static SPEC: ::opkit::__private::OnceLock<::opkit::__private::OperationSpec> =
-                ::opkit::__private::OnceLock::new();
-            ::opkit::__private::cached_spec(
+        fn spec() -> __opkit_private::OperationSpec {
+            static SPEC: __opkit_private::OnceLock<__opkit_private::OperationSpec> =
+                __opkit_private::OnceLock::new();
+            __opkit_private::cached_spec(
                 &SPEC,
-                ::opkit::__private::SpecParts {
+                __opkit_private::SpecParts {
                     namespace: "notes",
                     name: "get",
-                    kind: ::opkit::__private::OperationKind::Query,
-                    origin: ::opkit::__private::concat!(
-                        ::opkit::__private::file!(),
+                    kind: __opkit_private::OperationKind::Query,
+                    origin: __opkit_private::concat!(
+                        __opkit_private::file!(),
                         ":",
-                        ::opkit::__private::line!()
+                        __opkit_private::line!()
                     ),
-                    errors: &[::opkit::__private::ErrorKind::NotFound],
-                    states: &[::opkit::__private::state_key::<Db>],
-                    ..::opkit::__private::SpecParts::DEFAULT
+                    errors: &[__opkit_private::ErrorKind::NotFound],
+                    states: &[__opkit_private::state_key::<Db>],
+                    ..__opkit_private::SpecParts::DEFAULT
                 },
-                ::opkit::__private::args_schema::<get>,
-                ::opkit::__private::output_schema::<Note>,
+                __opkit_private::args_schema::<get>,
+                __opkit_private::output_schema::<Note>,
             )
         }
-        fn handler() -> ::opkit::__private::Handler {
-            ::opkit::__private::assert_state_param::<State<Db>>();
-            ::opkit::__private::assert_context::<OperationContext>();
+        fn handler() -> __opkit_private::Handler {
+            __opkit_private::assert_state_param::<State<Db>>();
+            __opkit_private::assert_context::<OperationContext>();
             {
                 #[allow(unused_imports)]
-                use ::opkit::__private::{PlainProbe as _, ShapedProbe as _};
-                ::opkit::__private::assert_plain(
-                    (&::opkit::__private::Probe::<Note>::new()).verdict(),
-                );
+                use __opkit_private::{PlainProbe as _, ShapedProbe as _};
+                __opkit_private::assert_plain((&__opkit_private::Probe::<Note>::new()).verdict());
             }
             #[allow(unused_imports)]
-            use ::opkit::__private::{NotSendProbe as _, SendProbe as _};
-            let __verdict = (&::opkit::__private::Runner::<Self, _>::new(
-                |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: ::opkit::__private::OperationContext| {
+            use __opkit_private::{NotSendProbe as _, SendProbe as _};
+            let __verdict = (&__opkit_private::Runner::<Self, _>::new(
+                |__input: <Self as __opkit_private::TypedOperation>::Input,
+                 __ctx: __opkit_private::OperationContext| {
                     __opkit_run(__ctx, __input.values.0)
                 },
             ))
-                .unary(::opkit::__private::Codec {
-                    decode: ::opkit::__private::decode_args::<get>,
-                    encode: ::opkit::__private::encode::<Note>,
+                .unary(__opkit_private::Codec {
+                    decode: __opkit_private::decode_args::<get>,
+                    encode: __opkit_private::encode::<Note>,
                 });
             __verdict.future::<Self>()
         }
     }
     #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
     fn __opkit_send_cause() {
-        ::opkit::__private::assert_send(get(
-            ::opkit::__private::never(),
-            ::opkit::__private::never(),
-            ::opkit::__private::never(),
+        __opkit_private::assert_send(get(
+            __opkit_private::never(),
+            __opkit_private::never(),
+            __opkit_private::never(),
         ));
     }
     #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
-        __ctx: ::opkit::__private::OperationContext,
+        __ctx: __opkit_private::OperationContext,
         id: i64,
-    ) -> impl ::opkit::__private::Future<
-        Output = ::opkit::__private::Result<
-            ::opkit::__private::Produced<<get as ::opkit::__private::TypedOperation>::Output>,
-            ::opkit::__private::CallError,
+    ) -> impl __opkit_private::Future<
+        Output = __opkit_private::Result<
+            __opkit_private::Produced<<get as __opkit_private::TypedOperation>::Output>,
+            __opkit_private::CallError,
         >,
     > + use<> {
         let __opkit_states = (|| {
-            ::opkit::__private::Ok::<_, ::opkit::__private::CallError>((
-                ::opkit::__private::state::<Db>(
-                    &__ctx,
-                    <get as ::opkit::__private::TypedOperation>::ID,
-                )?,
-            ))
+            __opkit_private::Ok::<_, __opkit_private::CallError>((__opkit_private::state::<Db>(
+                &__ctx,
+                <get as __opkit_private::TypedOperation>::ID,
+            )?,))
         })();
         async move {
             let (__opkit_state_0,) = __opkit_states?;
-            ::opkit::__private::produce::<
-                ::opkit::__private::Fallible<::opkit::__private::Plain>,
-                _,
-                _,
-                _,
-            >(get(__opkit_state_0, &__ctx, id).await, |__error| {
-                #[allow(unused_imports)]
-                use ::opkit::__private::{
-                    AnyhowErrorKind as _, IntoCallErrorKind as _, OtherErrorKind as _,
-                    StdErrorKind as _,
-                };
-                (&&&&::opkit::__private::ErrorProbe(&__error))
-                    .opkit_error_kind()
-                    .into_call_error(__error)
-            })
+            __opkit_private::produce::<__opkit_private::Fallible<__opkit_private::Plain>, _, _, _>(
+                get(__opkit_state_0, &__ctx, id).await,
+                |__error| {
+                    #[allow(unused_imports)]
+                    use __opkit_private::{
+                        AnyhowErrorKind as _, IntoCallErrorKind as _, OtherErrorKind as _,
+                        StdErrorKind as _,
+                    };
+                    (&&&&__opkit_private::ErrorProbe(&__error))
+                        .opkit_error_kind()
+                        .into_call_error(__error)
+                },
+            )
         }
     }
     #[allow(dead_code, clippy::too_many_arguments)]
     impl get {
         #[doc = "The operation id: `notes.get`."]
-        pub const ID: &'static ::opkit::__private::str = "notes.get";
+        pub const ID: &'static __opkit_private::str = "notes.get";
         #[doc = r" The operation's spec; its schemas are computed once."]
-        pub fn spec() -> ::opkit::__private::OperationSpec {
-            <Self as ::opkit::__private::TypedOperation>::spec()
+        pub fn spec() -> __opkit_private::OperationSpec {
+            <Self as __opkit_private::TypedOperation>::spec()
         }
         #[doc = r" The operation's input object, from the fn's arguments (without the context)."]
-        pub fn input(id: i64) -> <Self as ::opkit::__private::TypedOperation>::Input {
-            ::opkit::__private::Args::new((id, ()))
+        pub fn input(id: i64) -> <Self as __opkit_private::TypedOperation>::Input {
+            __opkit_private::Args::new((id, ()))
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `notes.get`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
         #[inline]
         pub fn call(
-            __ctx: &::opkit::__private::OperationContext,
+            __ctx: &__opkit_private::OperationContext,
             id: i64,
-        ) -> impl ::opkit::__private::Future<
-            Output = ::opkit::__private::Result<
-                ::opkit::__private::ResponseEnvelope<
-                    <Self as ::opkit::__private::TypedOperation>::Output,
+        ) -> impl __opkit_private::Future<
+            Output = __opkit_private::Result<
+                __opkit_private::ResponseEnvelope<
+                    <Self as __opkit_private::TypedOperation>::Output,
                 >,
-                ::opkit::__private::CallError,
+                __opkit_private::CallError,
             >,
         > + use<> {
             let __opkit_start =
-                |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: &::opkit::__private::OperationContext| {
+                |__input: <Self as __opkit_private::TypedOperation>::Input,
+                 __ctx: &__opkit_private::OperationContext| {
                     __opkit_run(
-                        <::opkit::__private::OperationContext as ::opkit::__private::Clone>::clone(
-                            __ctx,
-                        ),
+                        <__opkit_private::OperationContext as __opkit_private::Clone>::clone(__ctx),
                         __input.values.0,
                     )
                 };
-            ::opkit::__private::call_unary::<Self, _, _>(
+            __opkit_private::call_unary::<Self, _, _>(
                 __ctx,
                 Self::input(id),
-                ::opkit::__private::typed_views!(get),
-                ::opkit::__private::unary_endpoint!(get, __opkit_start),
+                __opkit_private::typed_views!(get),
+                __opkit_private::unary_endpoint!(get, __opkit_start),
                 __opkit_start,
             )
         }
     }
-    fn __opkit_fn_type_id() -> ::opkit::__private::TypeId {
-        ::opkit::__private::type_id_of(&get)
+    fn __opkit_fn_type_id() -> __opkit_private::TypeId {
+        __opkit_private::type_id_of(&get)
     }
-    ::opkit::__private::inventory::submit! { :: opkit :: __private :: OperationRegistration { register : :: opkit :: __private :: register_typed :: < get > , fn_type_id : __opkit_fn_type_id , } }
+    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < get > , fn_type_id : __opkit_fn_type_id , } }
 };

@@ -6,145 +6,140 @@ pub async fn parse(text: String) -> Result<u32, std::num::ParseIntError> {
 pub struct parse {}
 #[allow(deprecated)]
 const _: () = {
-    const __OPKIT_FIELD_0: ::opkit::__private::TypedField<String> =
-        ::opkit::__private::typed_field::<String>("text", ::opkit::__private::None);
-    impl ::opkit::__private::ArgsShape for parse {
+    use ::opkit::__private as __opkit_private;
+    const __OPKIT_FIELD_0: __opkit_private::TypedField<String> =
+        __opkit_private::typed_field::<String>("text", __opkit_private::None);
+    impl __opkit_private::ArgsShape for parse {
         type Values = (String, ());
-        const NAME: &'static ::opkit::__private::str = "ParseInput";
-        const FIELDS: &'static [::opkit::__private::Field] = &[__OPKIT_FIELD_0.erase()];
-        const READ: <(String, ()) as ::opkit::__private::FieldList>::Readers =
+        const NAME: &'static __opkit_private::str = "ParseInput";
+        const FIELDS: &'static [__opkit_private::Field] = &[__OPKIT_FIELD_0.erase()];
+        const READ: <(String, ()) as __opkit_private::FieldList>::Readers =
             (__OPKIT_FIELD_0.reader(), ());
     }
-    impl ::opkit::__private::TypedOperation for parse {
-        const ID: &'static ::opkit::__private::str = "text.parse";
-        const KIND: ::opkit::__private::OperationKind = ::opkit::__private::OperationKind::Query;
-        const OUTPUT_FROM_TYPE: ::opkit::__private::bool = true;
-        const READS_CONTEXT: ::opkit::__private::bool = false;
-        const TIMEOUT_MS: ::opkit::__private::Option<::opkit::__private::u64> =
-            ::opkit::__private::None;
-        type Input = ::opkit::__private::Args<parse>;
+    impl __opkit_private::TypedOperation for parse {
+        const ID: &'static __opkit_private::str = "text.parse";
+        const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Query;
+        const OUTPUT_FROM_TYPE: __opkit_private::bool = true;
+        const READS_CONTEXT: __opkit_private::bool = false;
+        const TIMEOUT_MS: __opkit_private::Option<__opkit_private::u64> = __opkit_private::None;
+        type Input = __opkit_private::Args<parse>;
         type Output = u32;
-        fn shared_id() -> ::opkit::__private::Arc<::opkit::__private::str> {
-            static ID: ::opkit::__private::OnceLock<
-                ::opkit::__private::Arc<::opkit::__private::str>,
-            > = ::opkit::__private::OnceLock::new();
-            ::opkit::__private::shared_id(&ID, "text.parse")
+        fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
+            static ID: __opkit_private::OnceLock<__opkit_private::Arc<__opkit_private::str>> =
+                __opkit_private::OnceLock::new();
+            __opkit_private::shared_id(&ID, "text.parse")
         }
-        fn spec() -> ::opkit::__private::OperationSpec {
-            static SPEC: ::opkit::__private::OnceLock<::opkit::__private::OperationSpec> =
-                ::opkit::__private::OnceLock::new();
-            ::opkit::__private::cached_spec(
+        fn spec() -> __opkit_private::OperationSpec {
+            static SPEC: __opkit_private::OnceLock<__opkit_private::OperationSpec> =
+                __opkit_private::OnceLock::new();
+            __opkit_private::cached_spec(
                 &SPEC,
-                ::opkit::__private::SpecParts {
+                __opkit_private::SpecParts {
                     namespace: "text",
                     name: "parse",
-                    kind: ::opkit::__private::OperationKind::Query,
-                    origin: ::opkit::__private::concat!(
-                        ::opkit::__private::file!(),
+                    kind: __opkit_private::OperationKind::Query,
+                    origin: __opkit_private::concat!(
+                        __opkit_private::file!(),
                         ":",
-                        ::opkit::__private::line!()
+                        __opkit_private::line!()
                     ),
-                    ..::opkit::__private::SpecParts::DEFAULT
+                    ..__opkit_private::SpecParts::DEFAULT
                 },
-                ::opkit::__private::args_schema::<parse>,
-                ::opkit::__private::output_schema::<u32>,
+                __opkit_private::args_schema::<parse>,
+                __opkit_private::output_schema::<u32>,
             )
         }
-        fn handler() -> ::opkit::__private::Handler {
+        fn handler() -> __opkit_private::Handler {
             {
                 #[allow(unused_imports)]
-                use ::opkit::__private::{PlainProbe as _, ShapedProbe as _};
-                ::opkit::__private::assert_plain(
-                    (&::opkit::__private::Probe::<u32>::new()).verdict(),
-                );
+                use __opkit_private::{PlainProbe as _, ShapedProbe as _};
+                __opkit_private::assert_plain((&__opkit_private::Probe::<u32>::new()).verdict());
             }
             #[allow(unused_imports)]
-            use ::opkit::__private::{NotSendProbe as _, SendProbe as _};
-            let __verdict = (&::opkit::__private::Runner::<Self, _>::new(
-                |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 _: ::opkit::__private::OperationContext| {
+            use __opkit_private::{NotSendProbe as _, SendProbe as _};
+            let __verdict = (&__opkit_private::Runner::<Self, _>::new(
+                |__input: <Self as __opkit_private::TypedOperation>::Input,
+                 _: __opkit_private::OperationContext| {
                     __opkit_run(__input.values.0)
                 },
             ))
-                .unary(::opkit::__private::Codec {
-                    decode: ::opkit::__private::decode_args::<parse>,
-                    encode: ::opkit::__private::encode::<u32>,
+                .unary(__opkit_private::Codec {
+                    decode: __opkit_private::decode_args::<parse>,
+                    encode: __opkit_private::encode::<u32>,
                 });
             __verdict.future::<Self>()
         }
     }
     #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
     fn __opkit_send_cause() {
-        ::opkit::__private::assert_send(parse(::opkit::__private::never()));
+        __opkit_private::assert_send(parse(__opkit_private::never()));
     }
     #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
         text: String,
-    ) -> impl ::opkit::__private::Future<
-        Output = ::opkit::__private::Result<
-            ::opkit::__private::Produced<<parse as ::opkit::__private::TypedOperation>::Output>,
-            ::opkit::__private::CallError,
+    ) -> impl __opkit_private::Future<
+        Output = __opkit_private::Result<
+            __opkit_private::Produced<<parse as __opkit_private::TypedOperation>::Output>,
+            __opkit_private::CallError,
         >,
     > + use<> {
-        ::opkit::__private::map_once(parse(text), move |__opkit_returned| {
-            ::opkit::__private::produce::<
-                ::opkit::__private::Fallible<::opkit::__private::Plain>,
-                _,
-                _,
-                _,
-            >(__opkit_returned, |__error| {
-                #[allow(unused_imports)]
-                use ::opkit::__private::{
-                    AnyhowErrorKind as _, IntoCallErrorKind as _, OtherErrorKind as _,
-                    StdErrorKind as _,
-                };
-                (&&&&::opkit::__private::ErrorProbe(&__error))
-                    .opkit_error_kind()
-                    .into_call_error(__error)
-            })
+        __opkit_private::map_once(parse(text), move |__opkit_returned| {
+            __opkit_private::produce::<__opkit_private::Fallible<__opkit_private::Plain>, _, _, _>(
+                __opkit_returned,
+                |__error| {
+                    #[allow(unused_imports)]
+                    use __opkit_private::{
+                        AnyhowErrorKind as _, IntoCallErrorKind as _, OtherErrorKind as _,
+                        StdErrorKind as _,
+                    };
+                    (&&&&__opkit_private::ErrorProbe(&__error))
+                        .opkit_error_kind()
+                        .into_call_error(__error)
+                },
+            )
         })
     }
     #[allow(dead_code, clippy::too_many_arguments)]
     impl parse {
         #[doc = "The operation id: `text.parse`."]
-        pub const ID: &'static ::opkit::__private::str = "text.parse";
+        pub const ID: &'static __opkit_private::str = "text.parse";
         #[doc = r" The operation's spec; its schemas are computed once."]
-        pub fn spec() -> ::opkit::__private::OperationSpec {
-            <Self as ::opkit::__private::TypedOperation>::spec()
+        pub fn spec() -> __opkit_private::OperationSpec {
+            <Self as __opkit_private::TypedOperation>::spec()
         }
         #[doc = r" The operation's input object, from the fn's arguments (without the context)."]
-        pub fn input(text: String) -> <Self as ::opkit::__private::TypedOperation>::Input {
-            ::opkit::__private::Args::new((text, ()))
+        pub fn input(text: String) -> <Self as __opkit_private::TypedOperation>::Input {
+            __opkit_private::Args::new((text, ()))
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `text.parse`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
         #[inline]
         pub fn call(
-            __ctx: &::opkit::__private::OperationContext,
+            __ctx: &__opkit_private::OperationContext,
             text: String,
-        ) -> impl ::opkit::__private::Future<
-            Output = ::opkit::__private::Result<
-                ::opkit::__private::ResponseEnvelope<
-                    <Self as ::opkit::__private::TypedOperation>::Output,
+        ) -> impl __opkit_private::Future<
+            Output = __opkit_private::Result<
+                __opkit_private::ResponseEnvelope<
+                    <Self as __opkit_private::TypedOperation>::Output,
                 >,
-                ::opkit::__private::CallError,
+                __opkit_private::CallError,
             >,
         > + use<> {
             let __opkit_start =
-                |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 _: &::opkit::__private::OperationContext| {
+                |__input: <Self as __opkit_private::TypedOperation>::Input,
+                 _: &__opkit_private::OperationContext| {
                     __opkit_run(__input.values.0)
                 };
-            ::opkit::__private::call_unary::<Self, _, _>(
+            __opkit_private::call_unary::<Self, _, _>(
                 __ctx,
                 Self::input(text),
-                ::opkit::__private::typed_views!(parse),
-                ::opkit::__private::unary_endpoint!(parse, __opkit_start),
+                __opkit_private::typed_views!(parse),
+                __opkit_private::unary_endpoint!(parse, __opkit_start),
                 __opkit_start,
             )
         }
     }
-    fn __opkit_fn_type_id() -> ::opkit::__private::TypeId {
-        ::opkit::__private::type_id_of(&parse)
+    fn __opkit_fn_type_id() -> __opkit_private::TypeId {
+        __opkit_private::type_id_of(&parse)
     }
-    ::opkit::__private::inventory::submit! { :: opkit :: __private :: OperationRegistration { register : :: opkit :: __private :: register_typed :: < parse > , fn_type_id : __opkit_fn_type_id , } }
+    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < parse > , fn_type_id : __opkit_fn_type_id , } }
 };

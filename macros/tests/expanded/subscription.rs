@@ -6,108 +6,96 @@ fn ticks(ctx: &OperationContext, count: u32) -> impl Stream<Item = Result<u32, C
 struct ticks {}
 #[allow(deprecated)]
 const _: () = {
-    const __OPKIT_FIELD_0: ::opkit::__private::TypedField<u32> =
-        ::opkit::__private::typed_field::<u32>("count", ::opkit::__private::None);
-    impl ::opkit::__private::ArgsShape for ticks {
+    use ::opkit::__private as __opkit_private;
+    const __OPKIT_FIELD_0: __opkit_private::TypedField<u32> =
+        __opkit_private::typed_field::<u32>("count", __opkit_private::None);
+    impl __opkit_private::ArgsShape for ticks {
         type Values = (u32, ());
-        const NAME: &'static ::opkit::__private::str = "TicksInput";
-        const FIELDS: &'static [::opkit::__private::Field] = &[__OPKIT_FIELD_0.erase()];
-        const READ: <(u32, ()) as ::opkit::__private::FieldList>::Readers =
+        const NAME: &'static __opkit_private::str = "TicksInput";
+        const FIELDS: &'static [__opkit_private::Field] = &[__OPKIT_FIELD_0.erase()];
+        const READ: <(u32, ()) as __opkit_private::FieldList>::Readers =
             (__OPKIT_FIELD_0.reader(), ());
     }
-    impl ::opkit::__private::TypedOperation for ticks {
-        const ID: &'static ::opkit::__private::str = "clock.ticks";
-        const KIND: ::opkit::__private::OperationKind =
-            ::opkit::__private::OperationKind::Subscription;
-        const OUTPUT_FROM_TYPE: ::opkit::__private::bool = true;
-        const READS_CONTEXT: ::opkit::__private::bool = true;
-        const TIMEOUT_MS: ::opkit::__private::Option<::opkit::__private::u64> =
-            ::opkit::__private::None;
-        type Input = ::opkit::__private::Args<ticks>;
+    impl __opkit_private::TypedOperation for ticks {
+        const ID: &'static __opkit_private::str = "clock.ticks";
+        const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Subscription;
+        const OUTPUT_FROM_TYPE: __opkit_private::bool = true;
+        const READS_CONTEXT: __opkit_private::bool = true;
+        const TIMEOUT_MS: __opkit_private::Option<__opkit_private::u64> = __opkit_private::None;
+        type Input = __opkit_private::Args<ticks>;
         type Output = u32;
-        fn shared_id() -> ::opkit::__private::Arc<::opkit::__private::str> {
-            static ID: ::opkit::__private::OnceLock<
-                ::opkit::__private::Arc<::opkit::__private::str>,
-            > = ::opkit::__private::OnceLock::new();
-            ::opkit::__private::shared_id(&ID, "clock.ticks")
+        fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
+            static ID: __opkit_private::OnceLock<__opkit_private::Arc<__opkit_private::str>> =
+                __opkit_private::OnceLock::new();
+            __opkit_private::shared_id(&ID, "clock.ticks")
         }
-        fn spec() -> ::opkit::__private::OperationSpec {
-            static SPEC: ::opkit::__private::OnceLock<::opkit::__private::OperationSpec> =
-                ::opkit::__private::OnceLock::new();
-            ::opkit::__private::cached_spec(
+        fn spec() -> __opkit_private::OperationSpec {
+            static SPEC: __opkit_private::OnceLock<__opkit_private::OperationSpec> =
+                __opkit_private::OnceLock::new();
+            __opkit_private::cached_spec(
                 &SPEC,
-                ::opkit::__private::SpecParts {
+                __opkit_private::SpecParts {
                     namespace: "clock",
                     name: "ticks",
-                    kind: ::opkit::__private::OperationKind::Subscription,
-                    origin: ::opkit::__private::concat!(
-                        ::opkit::__private::file!(),
+                    kind: __opkit_private::OperationKind::Subscription,
+                    origin: __opkit_private::concat!(
+                        __opkit_private::file!(),
                         ":",
-                        ::opkit::__private::line!()
+                        __opkit_private::line!()
                     ),
-                    ..::opkit::__private::SpecParts::DEFAULT
+                    ..__opkit_private::SpecParts::DEFAULT
                 },
-                ::opkit::__private::args_schema::<ticks>,
-                ::opkit::__private::output_schema::<u32>,
+                __opkit_private::args_schema::<ticks>,
+                __opkit_private::output_schema::<u32>,
             )
         }
-        fn handler() -> ::opkit::__private::Handler {
-            ::opkit::__private::assert_context::<OperationContext>();
+        fn handler() -> __opkit_private::Handler {
+            __opkit_private::assert_context::<OperationContext>();
             {
                 #[allow(unused_imports)]
-                use ::opkit::__private::{PlainProbe as _, ShapedProbe as _};
-                ::opkit::__private::assert_plain(
-                    (&::opkit::__private::Probe::<u32>::new()).verdict(),
-                );
+                use __opkit_private::{PlainProbe as _, ShapedProbe as _};
+                __opkit_private::assert_plain((&__opkit_private::Probe::<u32>::new()).verdict());
             }
             #[allow(unused_imports)]
-            use ::opkit::__private::{NotSendProbe as _, SendStreamProbe as _};
-            let __verdict = (&::opkit::__private::Runner::<Self, _>::new(
-                |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: ::opkit::__private::OperationContext| {
+            use __opkit_private::{NotSendProbe as _, SendStreamProbe as _};
+            let __verdict = (&__opkit_private::Runner::<Self, _>::new(
+                |__input: <Self as __opkit_private::TypedOperation>::Input,
+                 __ctx: __opkit_private::OperationContext| {
                     __opkit_run(__ctx, __input.values.0)
                 },
             ))
-                .streaming(::opkit::__private::Codec {
-                    decode: ::opkit::__private::decode_args::<ticks>,
-                    encode: ::opkit::__private::encode::<u32>,
+                .streaming(__opkit_private::Codec {
+                    decode: __opkit_private::decode_args::<ticks>,
+                    encode: __opkit_private::encode::<u32>,
                 });
             __verdict.stream::<Self>()
         }
     }
     #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
     fn __opkit_send_cause() {
-        ::opkit::__private::assert_send(ticks(
-            ::opkit::__private::never(),
-            ::opkit::__private::never(),
-        ));
+        __opkit_private::assert_send(ticks(__opkit_private::never(), __opkit_private::never()));
     }
     #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
-        __ctx: ::opkit::__private::OperationContext,
+        __ctx: __opkit_private::OperationContext,
         count: u32,
-    ) -> impl ::opkit::__private::futures::Stream<
-        Item = ::opkit::__private::Result<
-            ::opkit::__private::Produced<<ticks as ::opkit::__private::TypedOperation>::Output>,
-            ::opkit::__private::CallError,
+    ) -> impl __opkit_private::futures::Stream<
+        Item = __opkit_private::Result<
+            __opkit_private::Produced<<ticks as __opkit_private::TypedOperation>::Output>,
+            __opkit_private::CallError,
         >,
     > + use<> {
-        ::opkit::__private::produce_stream::<
-            ::opkit::__private::Fallible<::opkit::__private::Plain>,
-            _,
-            _,
-            _,
-        >(
-            ::opkit::__private::forward_stream(move |__sink| async move {
-                ::opkit::__private::forward(ticks(&__ctx, count), __sink).await
+        __opkit_private::produce_stream::<__opkit_private::Fallible<__opkit_private::Plain>, _, _, _>(
+            __opkit_private::forward_stream(move |__sink| async move {
+                __opkit_private::forward(ticks(&__ctx, count), __sink).await
             }),
             |__error| {
                 #[allow(unused_imports)]
-                use ::opkit::__private::{
+                use __opkit_private::{
                     AnyhowErrorKind as _, IntoCallErrorKind as _, OtherErrorKind as _,
                     StdErrorKind as _,
                 };
-                (&&&&::opkit::__private::ErrorProbe(&__error))
+                (&&&&__opkit_private::ErrorProbe(&__error))
                     .opkit_error_kind()
                     .into_call_error(__error)
             },
@@ -116,44 +104,44 @@ const _: () = {
     #[allow(dead_code, clippy::too_many_arguments)]
     impl ticks {
         #[doc = "The operation id: `clock.ticks`."]
-        const ID: &'static ::opkit::__private::str = "clock.ticks";
+        const ID: &'static __opkit_private::str = "clock.ticks";
         #[doc = r" The operation's spec; its schemas are computed once."]
-        fn spec() -> ::opkit::__private::OperationSpec {
-            <Self as ::opkit::__private::TypedOperation>::spec()
+        fn spec() -> __opkit_private::OperationSpec {
+            <Self as __opkit_private::TypedOperation>::spec()
         }
         #[doc = r" The operation's input object, from the fn's arguments (without the context)."]
-        fn input(count: u32) -> <Self as ::opkit::__private::TypedOperation>::Input {
-            ::opkit::__private::Args::new((count, ()))
+        fn input(count: u32) -> <Self as __opkit_private::TypedOperation>::Input {
+            __opkit_private::Args::new((count, ()))
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `clock.ticks`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
         #[inline]
         fn subscribe(
-            __ctx: &::opkit::__private::OperationContext,
+            __ctx: &__opkit_private::OperationContext,
             count: u32,
-        ) -> impl ::opkit::__private::futures::Stream<
-            Item = ::opkit::__private::Result<
-                ::opkit::__private::ResponseEnvelope<
-                    <Self as ::opkit::__private::TypedOperation>::Output,
+        ) -> impl __opkit_private::futures::Stream<
+            Item = __opkit_private::Result<
+                __opkit_private::ResponseEnvelope<
+                    <Self as __opkit_private::TypedOperation>::Output,
                 >,
-                ::opkit::__private::CallError,
+                __opkit_private::CallError,
             >,
         > + use<> {
             let __opkit_start =
-                |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: ::opkit::__private::OperationContext| {
+                |__input: <Self as __opkit_private::TypedOperation>::Input,
+                 __ctx: __opkit_private::OperationContext| {
                     __opkit_run(__ctx, __input.values.0)
                 };
-            ::opkit::__private::subscribe_typed::<Self, _, _>(
+            __opkit_private::subscribe_typed::<Self, _, _>(
                 __ctx,
                 Self::input(count),
-                ::opkit::__private::typed_views!(ticks),
-                ::opkit::__private::stream_endpoint!(ticks, __opkit_start),
+                __opkit_private::typed_views!(ticks),
+                __opkit_private::stream_endpoint!(ticks, __opkit_start),
                 __opkit_start,
             )
         }
     }
-    fn __opkit_fn_type_id() -> ::opkit::__private::TypeId {
-        ::opkit::__private::type_id_of(&ticks)
+    fn __opkit_fn_type_id() -> __opkit_private::TypeId {
+        __opkit_private::type_id_of(&ticks)
     }
-    ::opkit::__private::inventory::submit! { :: opkit :: __private :: OperationRegistration { register : :: opkit :: __private :: register_typed :: < ticks > , fn_type_id : __opkit_fn_type_id , } }
+    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < ticks > , fn_type_id : __opkit_fn_type_id , } }
 };

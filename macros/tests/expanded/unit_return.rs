@@ -4,124 +4,121 @@ pub async fn ping() {}
 pub struct ping {}
 #[allow(deprecated)]
 const _: () = {
-    impl ::opkit::__private::ArgsShape for ping {
+    use ::opkit::__private as __opkit_private;
+    impl __opkit_private::ArgsShape for ping {
         type Values = ();
-        const NAME: &'static ::opkit::__private::str = "PingInput";
-        const FIELDS: &'static [::opkit::__private::Field] = &[];
-        const READ: <() as ::opkit::__private::FieldList>::Readers = ();
+        const NAME: &'static __opkit_private::str = "PingInput";
+        const FIELDS: &'static [__opkit_private::Field] = &[];
+        const READ: <() as __opkit_private::FieldList>::Readers = ();
     }
-    impl ::opkit::__private::TypedOperation for ping {
-        const ID: &'static ::opkit::__private::str = "health.ping";
-        const KIND: ::opkit::__private::OperationKind = ::opkit::__private::OperationKind::Mutation;
-        const OUTPUT_FROM_TYPE: ::opkit::__private::bool = true;
-        const READS_CONTEXT: ::opkit::__private::bool = false;
-        const TIMEOUT_MS: ::opkit::__private::Option<::opkit::__private::u64> =
-            ::opkit::__private::None;
-        type Input = ::opkit::__private::Args<ping>;
+    impl __opkit_private::TypedOperation for ping {
+        const ID: &'static __opkit_private::str = "health.ping";
+        const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Mutation;
+        const OUTPUT_FROM_TYPE: __opkit_private::bool = true;
+        const READS_CONTEXT: __opkit_private::bool = false;
+        const TIMEOUT_MS: __opkit_private::Option<__opkit_private::u64> = __opkit_private::None;
+        type Input = __opkit_private::Args<ping>;
         type Output = ();
-        fn shared_id() -> ::opkit::__private::Arc<::opkit::__private::str> {
-            static ID: ::opkit::__private::OnceLock<
-                ::opkit::__private::Arc<::opkit::__private::str>,
-            > = ::opkit::__private::OnceLock::new();
-            ::opkit::__private::shared_id(&ID, "health.ping")
+        fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
+            static ID: __opkit_private::OnceLock<__opkit_private::Arc<__opkit_private::str>> =
+                __opkit_private::OnceLock::new();
+            __opkit_private::shared_id(&ID, "health.ping")
         }
-        fn spec() -> ::opkit::__private::OperationSpec {
-            static SPEC: ::opkit::__private::OnceLock<::opkit::__private::OperationSpec> =
-                ::opkit::__private::OnceLock::new();
-            ::opkit::__private::cached_spec(
+        fn spec() -> __opkit_private::OperationSpec {
+            static SPEC: __opkit_private::OnceLock<__opkit_private::OperationSpec> =
+                __opkit_private::OnceLock::new();
+            __opkit_private::cached_spec(
                 &SPEC,
-                ::opkit::__private::SpecParts {
+                __opkit_private::SpecParts {
                     namespace: "health",
                     name: "ping",
-                    kind: ::opkit::__private::OperationKind::Mutation,
-                    origin: ::opkit::__private::concat!(
-                        ::opkit::__private::file!(),
+                    kind: __opkit_private::OperationKind::Mutation,
+                    origin: __opkit_private::concat!(
+                        __opkit_private::file!(),
                         ":",
-                        ::opkit::__private::line!()
+                        __opkit_private::line!()
                     ),
-                    ..::opkit::__private::SpecParts::DEFAULT
+                    ..__opkit_private::SpecParts::DEFAULT
                 },
-                ::opkit::__private::args_schema::<ping>,
-                ::opkit::__private::output_schema::<()>,
+                __opkit_private::args_schema::<ping>,
+                __opkit_private::output_schema::<()>,
             )
         }
-        fn handler() -> ::opkit::__private::Handler {
+        fn handler() -> __opkit_private::Handler {
             {
                 #[allow(unused_imports)]
-                use ::opkit::__private::{PlainProbe as _, ShapedProbe as _};
-                ::opkit::__private::assert_plain(
-                    (&::opkit::__private::Probe::<()>::new()).verdict(),
-                );
+                use __opkit_private::{PlainProbe as _, ShapedProbe as _};
+                __opkit_private::assert_plain((&__opkit_private::Probe::<()>::new()).verdict());
             }
             #[allow(unused_imports)]
-            use ::opkit::__private::{NotSendProbe as _, SendProbe as _};
-            let __verdict = (&::opkit::__private::Runner::<Self, _>::new(
-                |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 _: ::opkit::__private::OperationContext| { __opkit_run() },
+            use __opkit_private::{NotSendProbe as _, SendProbe as _};
+            let __verdict = (&__opkit_private::Runner::<Self, _>::new(
+                |__input: <Self as __opkit_private::TypedOperation>::Input,
+                 _: __opkit_private::OperationContext| { __opkit_run() },
             ))
-                .unary(::opkit::__private::Codec {
-                    decode: ::opkit::__private::decode_args::<ping>,
-                    encode: ::opkit::__private::encode::<()>,
+                .unary(__opkit_private::Codec {
+                    decode: __opkit_private::decode_args::<ping>,
+                    encode: __opkit_private::encode::<()>,
                 });
             __verdict.future::<Self>()
         }
     }
     #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
     fn __opkit_send_cause() {
-        ::opkit::__private::assert_send(ping());
+        __opkit_private::assert_send(ping());
     }
     #[allow(clippy::too_many_arguments)]
-    fn __opkit_run() -> impl ::opkit::__private::Future<
-        Output = ::opkit::__private::Result<
-            ::opkit::__private::Produced<<ping as ::opkit::__private::TypedOperation>::Output>,
-            ::opkit::__private::CallError,
+    fn __opkit_run() -> impl __opkit_private::Future<
+        Output = __opkit_private::Result<
+            __opkit_private::Produced<<ping as __opkit_private::TypedOperation>::Output>,
+            __opkit_private::CallError,
         >,
     > + use<> {
-        ::opkit::__private::map_once(ping(), move |__opkit_returned| {
-            ::opkit::__private::produce::<::opkit::__private::Plain, _, _, _>(
+        __opkit_private::map_once(ping(), move |__opkit_returned| {
+            __opkit_private::produce::<__opkit_private::Plain, _, _, _>(
                 __opkit_returned,
-                ::opkit::__private::no_error,
+                __opkit_private::no_error,
             )
         })
     }
     #[allow(dead_code, clippy::too_many_arguments)]
     impl ping {
         #[doc = "The operation id: `health.ping`."]
-        pub const ID: &'static ::opkit::__private::str = "health.ping";
+        pub const ID: &'static __opkit_private::str = "health.ping";
         #[doc = r" The operation's spec; its schemas are computed once."]
-        pub fn spec() -> ::opkit::__private::OperationSpec {
-            <Self as ::opkit::__private::TypedOperation>::spec()
+        pub fn spec() -> __opkit_private::OperationSpec {
+            <Self as __opkit_private::TypedOperation>::spec()
         }
         #[doc = r" The operation's input object, from the fn's arguments (without the context)."]
-        pub fn input() -> <Self as ::opkit::__private::TypedOperation>::Input {
-            ::opkit::__private::Args::new(())
+        pub fn input() -> <Self as __opkit_private::TypedOperation>::Input {
+            __opkit_private::Args::new(())
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `health.ping`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
         #[inline]
         pub fn call(
-            __ctx: &::opkit::__private::OperationContext,
-        ) -> impl ::opkit::__private::Future<
-            Output = ::opkit::__private::Result<
-                ::opkit::__private::ResponseEnvelope<
-                    <Self as ::opkit::__private::TypedOperation>::Output,
+            __ctx: &__opkit_private::OperationContext,
+        ) -> impl __opkit_private::Future<
+            Output = __opkit_private::Result<
+                __opkit_private::ResponseEnvelope<
+                    <Self as __opkit_private::TypedOperation>::Output,
                 >,
-                ::opkit::__private::CallError,
+                __opkit_private::CallError,
             >,
         > + use<> {
             let __opkit_start =
-                |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 _: &::opkit::__private::OperationContext| __opkit_run();
-            ::opkit::__private::call_unary::<Self, _, _>(
+                |__input: <Self as __opkit_private::TypedOperation>::Input,
+                 _: &__opkit_private::OperationContext| __opkit_run();
+            __opkit_private::call_unary::<Self, _, _>(
                 __ctx,
                 Self::input(),
-                ::opkit::__private::typed_views!(ping),
-                ::opkit::__private::unary_endpoint!(ping, __opkit_start),
+                __opkit_private::typed_views!(ping),
+                __opkit_private::unary_endpoint!(ping, __opkit_start),
                 __opkit_start,
             )
         }
     }
-    fn __opkit_fn_type_id() -> ::opkit::__private::TypeId {
-        ::opkit::__private::type_id_of(&ping)
+    fn __opkit_fn_type_id() -> __opkit_private::TypeId {
+        __opkit_private::type_id_of(&ping)
     }
-    ::opkit::__private::inventory::submit! { :: opkit :: __private :: OperationRegistration { register : :: opkit :: __private :: register_typed :: < ping > , fn_type_id : __opkit_fn_type_id , } }
+    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < ping > , fn_type_id : __opkit_fn_type_id , } }
 };

@@ -6,132 +6,126 @@ async fn create(ctx: OperationContext, Input(user): Input<NewUser>) -> ResponseE
 struct create {}
 #[allow(deprecated)]
 const _: () = {
-    impl ::opkit::__private::TypedOperation for create {
-        const ID: &'static ::opkit::__private::str = "users.create";
-        const KIND: ::opkit::__private::OperationKind = ::opkit::__private::OperationKind::Mutation;
-        const OUTPUT_FROM_TYPE: ::opkit::__private::bool = false;
-        const READS_CONTEXT: ::opkit::__private::bool = true;
-        const TIMEOUT_MS: ::opkit::__private::Option<::opkit::__private::u64> =
-            ::opkit::__private::None;
+    use ::opkit::__private as __opkit_private;
+    impl __opkit_private::TypedOperation for create {
+        const ID: &'static __opkit_private::str = "users.create";
+        const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Mutation;
+        const OUTPUT_FROM_TYPE: __opkit_private::bool = false;
+        const READS_CONTEXT: __opkit_private::bool = true;
+        const TIMEOUT_MS: __opkit_private::Option<__opkit_private::u64> = __opkit_private::None;
         type Input = NewUser;
         type Output = User;
-        fn shared_id() -> ::opkit::__private::Arc<::opkit::__private::str> {
-            static ID: ::opkit::__private::OnceLock<
-                ::opkit::__private::Arc<::opkit::__private::str>,
-            > = ::opkit::__private::OnceLock::new();
-            ::opkit::__private::shared_id(&ID, "users.create")
+        fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
+            static ID: __opkit_private::OnceLock<__opkit_private::Arc<__opkit_private::str>> =
+                __opkit_private::OnceLock::new();
+            __opkit_private::shared_id(&ID, "users.create")
         }
-        fn spec() -> ::opkit::__private::OperationSpec {
-            static SPEC: ::opkit::__private::OnceLock<::opkit::__private::OperationSpec> =
-                ::opkit::__private::OnceLock::new();
-            ::opkit::__private::cached_spec(
+        fn spec() -> __opkit_private::OperationSpec {
+            static SPEC: __opkit_private::OnceLock<__opkit_private::OperationSpec> =
+                __opkit_private::OnceLock::new();
+            __opkit_private::cached_spec(
                 &SPEC,
-                ::opkit::__private::SpecParts {
+                __opkit_private::SpecParts {
                     namespace: "users",
                     name: "create",
-                    kind: ::opkit::__private::OperationKind::Mutation,
-                    origin: ::opkit::__private::concat!(
-                        ::opkit::__private::file!(),
+                    kind: __opkit_private::OperationKind::Mutation,
+                    origin: __opkit_private::concat!(
+                        __opkit_private::file!(),
                         ":",
-                        ::opkit::__private::line!()
+                        __opkit_private::line!()
                     ),
                     scopes: &["users:write"],
-                    ..::opkit::__private::SpecParts::DEFAULT
+                    ..__opkit_private::SpecParts::DEFAULT
                 },
-                ::opkit::__private::whole_input_schema::<NewUser>,
-                ::opkit::__private::output_schema::<User>,
+                __opkit_private::whole_input_schema::<NewUser>,
+                __opkit_private::output_schema::<User>,
             )
         }
-        fn handler() -> ::opkit::__private::Handler {
-            ::opkit::__private::assert_context::<OperationContext>();
+        fn handler() -> __opkit_private::Handler {
+            __opkit_private::assert_context::<OperationContext>();
             #[allow(unused_imports)]
-            use ::opkit::__private::{NotSendProbe as _, SendProbe as _};
-            let __verdict = (&::opkit::__private::Runner::<Self, _>::new(
-                |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: ::opkit::__private::OperationContext| {
+            use __opkit_private::{NotSendProbe as _, SendProbe as _};
+            let __verdict = (&__opkit_private::Runner::<Self, _>::new(
+                |__input: <Self as __opkit_private::TypedOperation>::Input,
+                 __ctx: __opkit_private::OperationContext| {
                     __opkit_run(
                         __ctx,
-                        ::opkit::__private::wrap_input::<Input<NewUser>>(__input),
+                        __opkit_private::wrap_input::<Input<NewUser>>(__input),
                     )
                 },
             ))
-                .unary(::opkit::__private::Codec {
-                    decode: ::opkit::__private::decode::<NewUser>,
-                    encode: ::opkit::__private::encode::<User>,
+                .unary(__opkit_private::Codec {
+                    decode: __opkit_private::decode::<NewUser>,
+                    encode: __opkit_private::encode::<User>,
                 });
             __verdict.future::<Self>()
         }
     }
     #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
     fn __opkit_send_cause() {
-        ::opkit::__private::assert_send(create(
-            ::opkit::__private::never(),
-            ::opkit::__private::never(),
-        ));
+        __opkit_private::assert_send(create(__opkit_private::never(), __opkit_private::never()));
     }
     #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
-        __ctx: ::opkit::__private::OperationContext,
+        __ctx: __opkit_private::OperationContext,
         __input: Input<NewUser>,
-    ) -> impl ::opkit::__private::Future<
-        Output = ::opkit::__private::Result<
-            ::opkit::__private::Produced<<create as ::opkit::__private::TypedOperation>::Output>,
-            ::opkit::__private::CallError,
+    ) -> impl __opkit_private::Future<
+        Output = __opkit_private::Result<
+            __opkit_private::Produced<<create as __opkit_private::TypedOperation>::Output>,
+            __opkit_private::CallError,
         >,
     > + use<> {
-        ::opkit::__private::map_once(create(__ctx, __input), move |__opkit_returned| {
-            ::opkit::__private::produce::<::opkit::__private::Envelope, _, _, _>(
+        __opkit_private::map_once(create(__ctx, __input), move |__opkit_returned| {
+            __opkit_private::produce::<__opkit_private::Envelope, _, _, _>(
                 __opkit_returned,
-                ::opkit::__private::no_error,
+                __opkit_private::no_error,
             )
         })
     }
     #[allow(dead_code, clippy::too_many_arguments)]
     impl create {
         #[doc = "The operation id: `users.create`."]
-        const ID: &'static ::opkit::__private::str = "users.create";
+        const ID: &'static __opkit_private::str = "users.create";
         #[doc = r" The operation's spec; its schemas are computed once."]
-        fn spec() -> ::opkit::__private::OperationSpec {
-            <Self as ::opkit::__private::TypedOperation>::spec()
+        fn spec() -> __opkit_private::OperationSpec {
+            <Self as __opkit_private::TypedOperation>::spec()
         }
         #[doc = r" The operation's input object, from the fn's arguments (without the context)."]
-        fn input(__input: Input<NewUser>) -> <Self as ::opkit::__private::TypedOperation>::Input {
-            ::opkit::__private::unwrap_input::<Input<NewUser>>(__input)
+        fn input(__input: Input<NewUser>) -> <Self as __opkit_private::TypedOperation>::Input {
+            __opkit_private::unwrap_input::<Input<NewUser>>(__input)
         }
         #[doc = "Calls the fn directly (no JSON), as the registry would run operation `users.create`: a panic becomes `EXECUTION_ERROR`, the context's deadline `TIMEOUT` and its cancellation `ABORTED`; the result comes back in a `ResponseEnvelope` (a local envelope, unless the fn returned its own)."]
         #[inline]
         fn call(
-            __ctx: &::opkit::__private::OperationContext,
+            __ctx: &__opkit_private::OperationContext,
             __input: Input<NewUser>,
-        ) -> impl ::opkit::__private::Future<
-            Output = ::opkit::__private::Result<
-                ::opkit::__private::ResponseEnvelope<
-                    <Self as ::opkit::__private::TypedOperation>::Output,
+        ) -> impl __opkit_private::Future<
+            Output = __opkit_private::Result<
+                __opkit_private::ResponseEnvelope<
+                    <Self as __opkit_private::TypedOperation>::Output,
                 >,
-                ::opkit::__private::CallError,
+                __opkit_private::CallError,
             >,
         > + use<> {
             let __opkit_start =
-                |__input: <Self as ::opkit::__private::TypedOperation>::Input,
-                 __ctx: &::opkit::__private::OperationContext| {
+                |__input: <Self as __opkit_private::TypedOperation>::Input,
+                 __ctx: &__opkit_private::OperationContext| {
                     __opkit_run(
-                        <::opkit::__private::OperationContext as ::opkit::__private::Clone>::clone(
-                            __ctx,
-                        ),
-                        ::opkit::__private::wrap_input::<Input<NewUser>>(__input),
+                        <__opkit_private::OperationContext as __opkit_private::Clone>::clone(__ctx),
+                        __opkit_private::wrap_input::<Input<NewUser>>(__input),
                     )
                 };
-            ::opkit::__private::call_unary::<Self, _, _>(
+            __opkit_private::call_unary::<Self, _, _>(
                 __ctx,
                 Self::input(__input),
-                ::opkit::__private::typed_views!(create),
-                ::opkit::__private::unary_endpoint!(create, __opkit_start),
+                __opkit_private::typed_views!(create),
+                __opkit_private::unary_endpoint!(create, __opkit_start),
                 __opkit_start,
             )
         }
     }
-    fn __opkit_fn_type_id() -> ::opkit::__private::TypeId {
-        ::opkit::__private::type_id_of(&create)
+    fn __opkit_fn_type_id() -> __opkit_private::TypeId {
+        __opkit_private::type_id_of(&create)
     }
-    ::opkit::__private::inventory::submit! { :: opkit :: __private :: OperationRegistration { register : :: opkit :: __private :: register_typed :: < create > , fn_type_id : __opkit_fn_type_id , } }
+    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < create > , fn_type_id : __opkit_fn_type_id , } }
 };
