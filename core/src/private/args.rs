@@ -256,3 +256,78 @@ impl<Op: ArgsShape> JsonSchema for Args<Op> {
         fields_schema(generator, Op::FIELDS)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{TypedField, typed_field};
+    use super::*;
+    use serde_json::json;
+
+    /// An operation of three fields, as an expansion describes it.
+    struct Sample;
+
+    const COUNT: TypedField<u32> = typed_field::<u32>("count", None);
+    const NAME: TypedField<String> = typed_field::<String>("name", Some(" Who."));
+    const NOTE: TypedField<Option<String>> = typed_field::<Option<String>>("note", None);
+
+    impl ArgsShape for Sample {
+        type Values = (u32, (String, (Option<String>, ())));
+        const NAME: &'static str = "SampleInput";
+        const FIELDS: &'static [Field] = &[COUNT.erase(), NAME.erase(), NOTE.erase()];
+        const READ: <Self::Values as FieldList>::Readers =
+            (COUNT.reader(), (NAME.reader(), (NOTE.reader(), ())));
+    }
+
+    fn decode(input: Value) -> Result<Args<Sample>, String> {
+        decode_args::<Sample>(input).map_err(|error| error.to_string())
+    }
+
+    #[test]
+    fn reads_each_field_into_its_place_ignoring_unknown_keys() {
+        let args = decode(json!({"name": "ann", "extra": [1], "count": 2})).unwrap();
+        let (count, (name, (note, ()))) = args.values;
+        assert_eq!((count, name.as_str(), note), (2, "ann", None));
+    }
+
+    #[test]
+    fn an_integral_float_reads_as_an_integer_and_a_fraction_does_not() {
+        assert_eq!(
+            decode(json!({"count": 5.0, "name": "a"})).unwrap().values.0,
+            5
+        );
+        let error = decode(json!({"count": 5.5, "name": "a"})).unwrap_err();
+        assert!(error.starts_with("field `count`: "), "{error}");
+    }
+
+    #[test]
+    fn errors_name_the_field_and_what_is_wrong() {
+        assert_eq!(
+            decode(json!({"count": 1})).unwrap_err(),
+            "missing field `name`"
+        );
+        let error = decode(json!({"count": "x", "name": "a"})).unwrap_err();
+        assert!(error.starts_with("field `count`: invalid type"), "{error}");
+        assert_eq!(
+            decode(json!([1, "a"])).unwrap_err(),
+            "the input must be a JSON object, found an array"
+        );
+    }
+
+    #[test]
+    fn writes_shows_and_describes_itself_under_the_field_names() {
+        let args = Args::<Sample>::new((3, ("bo".to_owned(), (Some("hi".to_owned()), ()))));
+        assert_eq!(
+            serde_json::to_value(&args).unwrap(),
+            json!({"count": 3, "name": "bo", "note": "hi"})
+        );
+        assert_eq!(
+            format!("{args:?}"),
+            r#"SampleInput { count: 3, name: "bo", note: Some("hi") }"#
+        );
+        let schema = args_schema::<Sample>();
+        assert_eq!(schema["required"], json!(["count", "name"]));
+        assert_eq!(schema["properties"]["name"]["description"], "Who.");
+        let back: Args<Sample> = serde_json::from_value(json!({"count": 3, "name": "bo"})).unwrap();
+        assert_eq!(back.values.1.0, "bo");
+    }
+}
