@@ -742,7 +742,7 @@ async fn calls_during_a_replace_find_the_old_or_the_new_operation() {
     );
 }
 
-/// Sixteen fields: the most one generic call writes.
+/// Sixteen fields.
 #[opkit::operation(namespace = "wide")]
 #[allow(clippy::too_many_arguments)]
 async fn sixteen(
@@ -769,7 +769,7 @@ async fn sixteen(
         .sum()
 }
 
-/// Seventeen fields: written out field by field.
+/// Seventeen fields: the input object's impls cover any width (a cons list of the fields).
 #[opkit::operation(namespace = "wide")]
 #[allow(clippy::too_many_arguments)]
 async fn seventeen(
