@@ -50,7 +50,9 @@ pub(crate) fn expand(op: &Operation<'_>) -> TokenStream {
     let inherent = inherent_items(op, &locals);
     let registration = registration(op);
     let deprecated = deprecated_keys(op);
-    let runtime = &op.runtime;
+    let Operation {
+        runtime, private, ..
+    } = op;
     quote! {
         #(#cfgs)*
         #handle
@@ -58,7 +60,7 @@ pub(crate) fn expand(op: &Operation<'_>) -> TokenStream {
         #(#cfgs)*
         #[allow(deprecated)]
         const _: () = {
-            use #runtime as __opkit_private;
+            use #runtime as #private;
             #input
             #typed
             #send_cause
