@@ -3,9 +3,10 @@
 //!
 //! On the call protocol's topics the hub reads every event before it routes it:
 //!
-//! * a request (`opkit.request.<op>`) is decoded in full, by the decoder the handlers use
-//!   ([`CallEvent::from_slice`]); one it cannot read, or that names another operation than its
-//!   topic, is refused. A spoke granted an identity has it stamped by rewriting the request
+//! * a request (`opkit.request.<op>`) is checked as the handlers' decoder
+//!   ([`CallEvent::from_slice`]) would read it, without building it ([`wire::check_request`];
+//!   decoded in full when that check declines); one it cannot read, or that names another
+//!   operation than its topic, is refused. A spoke granted an identity has it stamped by rewriting the request
 //!   (decode, replace `identity`, sign when the hub has keys, encode): what is forwarded is
 //!   exactly what was signed, never the spoke's own bytes.
 //! * an abort (`opkit.abort.<op>`) is accepted from the request's caller only;
@@ -21,7 +22,7 @@ use super::state::HubState;
 use super::topic::{TopicKind, check_name, classify};
 use bytes::Bytes;
 use opkit::Identity;
-use opkit::protocol::wire::{self, EventKind};
+use opkit::protocol::wire::{self, EventKind, RequestHead};
 use opkit::protocol::{CallEvent, CallRequested, TransportError};
 
 /// The spoke a publish comes from.
@@ -128,24 +129,37 @@ impl HubState {
     ) -> Result<Published, TransportError> {
         let (request_id, call, payload) = match from {
             Some(from) => {
-                let request = read_request(&payload, operation_id)?;
-                if request.request_id.len() > self.options.max_topic_len {
+                // A spoke granted an identity has its request decoded in full, to be rewritten.
+                let request = match from.grant.identity {
+                    Some(_) => Some(read_request(&payload, operation_id)?),
+                    None => None,
+                };
+                let head = match &request {
+                    Some(request) => RequestHead {
+                        request_id: request.request_id.as_str().into(),
+                        operation_id: request.operation_id.as_str().into(),
+                        deadline: request.deadline,
+                        subscription: request.subscription,
+                    },
+                    None => read_head(&payload, operation_id)?,
+                };
+                if head.request_id.len() > self.options.max_topic_len {
                     return Err(refused(format!(
                         "the request id is {} bytes long, over the hub's limit of {} (HubOptions::with_max_topic_len)",
-                        request.request_id.len(),
+                        head.request_id.len(),
                         self.options.max_topic_len
                     )));
                 }
                 let call = Call::new(
                     Caller::Spoke(from.id),
                     operation_id,
-                    request.deadline,
-                    request.subscription,
+                    head.deadline,
+                    head.subscription,
                 );
-                let request_id = request.request_id.clone();
-                let payload = match &from.grant.identity {
-                    Some(identity) => self.stamp(request, identity)?,
-                    None => payload,
+                let request_id = head.request_id.into_owned();
+                let payload = match (request, &from.grant.identity) {
+                    (Some(request), Some(identity)) => self.stamp(request, identity)?,
+                    _ => payload,
                 };
                 (request_id, call, payload)
             }
@@ -303,6 +317,17 @@ impl HubState {
         CallEvent::Requested(request)
             .to_bytes()
             .map_err(|error| TransportError::not_sent(error.to_string()))
+    }
+}
+
+/// The head of a spoke's `call.requested` for `operation_id`: checked without building it
+/// ([`wire::check_request`], which accepts only what a handler's decoder reads the same way),
+/// or else decoded in full by [`read_request`], which refuses anything else naming what is
+/// wrong.
+fn read_head<'a>(payload: &'a [u8], operation_id: &str) -> Result<RequestHead<'a>, TransportError> {
+    match wire::check_request(payload) {
+        Some(head) if head.operation_id == operation_id => Ok(head),
+        _ => read_request(payload, operation_id).map(RequestHead::from),
     }
 }
 

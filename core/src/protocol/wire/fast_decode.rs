@@ -54,7 +54,7 @@ struct RawEvent<'a> {
 /// An envelope as the wire carries it: `data` must be present (it may be `null`).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawEnvelope {
+pub(super) struct RawEnvelope {
     #[serde(default, deserialize_with = "present")]
     data: Option<Value>,
     #[serde(deserialize_with = "super::fast_meta::meta")]
@@ -80,7 +80,9 @@ fn lenient_string<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<S
 }
 
 /// An identity, read as the slow path reads it (from a value without repeated keys).
-fn identity<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Identity>, D::Error> {
+pub(super) fn identity<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Identity>, D::Error> {
     match unique_value(deserializer)? {
         Value::Null => Ok(None),
         value => serde_json::from_value(value)
@@ -143,7 +145,7 @@ pub(crate) fn decode_fast(bytes: &[u8]) -> Option<CallEvent> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::{Map, json};
@@ -172,7 +174,7 @@ mod tests {
     }
 
     /// Objects shaped like call events, with every field right, wrong, null or missing.
-    fn event_like() -> impl Strategy<Value = Value> {
+    pub(in crate::protocol::wire) fn event_like() -> impl Strategy<Value = Value> {
         let kinds = vec![
             json!("call.requested"),
             json!("call.responded"),

@@ -9,6 +9,7 @@
 //! ([`parse`]) at every level. What one of them accepts, the others read the same way.
 
 use super::WireError;
+use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 use std::borrow::Cow;
@@ -129,20 +130,138 @@ pub(super) fn duplicate_key_error<E: de::Error>(key: &str) -> E {
 }
 
 /// The keys of one object seen so far, for readers that do not build the object
-/// ([`peek`](super::peek)): a repeated key is an error.
+/// ([`peek`](super::peek), [`check_request`](super::check_request)): a repeated key is an
+/// error. The wire's objects are small: their first [`FEW`] keys are compared one by one
+/// without allocating; a larger object's keys move into a hash set.
 #[derive(Default)]
 pub(super) struct SeenKeys<'a> {
-    keys: HashSet<Cow<'a, str>, foldhash::fast::RandomState>,
+    few: [Cow<'a, str>; FEW],
+    /// How many of `few` hold keys (all of them once `many` is used).
+    len: usize,
+    /// Every key, once the object has more than [`FEW`].
+    many: HashSet<Cow<'a, str>, foldhash::fast::RandomState>,
 }
+
+/// How many keys [`SeenKeys`] compares one by one.
+const FEW: usize = 16;
 
 impl<'a> SeenKeys<'a> {
     /// Records `key`; an error when it was seen before.
     pub(super) fn insert<E: de::Error>(&mut self, key: Cow<'a, str>) -> Result<(), E> {
-        if self.keys.contains(&key) {
+        if self.len < FEW {
+            if self.few[..self.len].contains(&key) {
+                return Err(duplicate_key_error(&key));
+            }
+            self.few[self.len] = key;
+            self.len += 1;
+            return Ok(());
+        }
+        if self.many.is_empty() {
+            self.many.extend(self.few.iter_mut().map(std::mem::take));
+        }
+        if self.many.contains(&key) {
             return Err(duplicate_key_error(&key));
         }
-        self.keys.insert(key);
+        self.many.insert(key);
         Ok(())
+    }
+}
+
+/// Walks a value under the wire's rule without building it: an error on a repeated key at any
+/// depth, exactly where [`unique_value`] fails (the same `deserialize_any` at every level, so
+/// the same nesting limit), and nothing allocated for keys without escapes.
+pub(super) fn unique_check<'de, D: Deserializer<'de>>(deserializer: D) -> Result<(), D::Error> {
+    deserializer.deserialize_any(Check)
+}
+
+/// The visitor of [`unique_check`].
+#[derive(Clone, Copy)]
+struct Check;
+
+impl<'de> DeserializeSeed<'de> for Check {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Check {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        self.deserialize(deserializer)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
+        while items.next_element_seed(self)?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<(), A::Error> {
+        let mut seen = SeenKeys::default();
+        while let Some(CowStr(key)) = entries.next_key()? {
+            seen.insert(key)?;
+            entries.next_value_seed(self)?;
+        }
+        Ok(())
+    }
+}
+
+/// A string, borrowed from the input when it has no escapes.
+pub(super) struct CowStr<'a>(pub(super) Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for CowStr<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Text;
+        impl<'de> Visitor<'de> for Text {
+            type Value = CowStr<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<CowStr<'de>, E> {
+                Ok(CowStr(Cow::Borrowed(text)))
+            }
+            fn visit_str<E>(self, text: &str) -> Result<CowStr<'de>, E> {
+                Ok(CowStr(Cow::Owned(text.to_owned())))
+            }
+            fn visit_string<E>(self, text: String) -> Result<CowStr<'de>, E> {
+                Ok(CowStr(Cow::Owned(text)))
+            }
+        }
+        deserializer.deserialize_str(Text)
     }
 }
 

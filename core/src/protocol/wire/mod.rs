@@ -12,12 +12,16 @@
 //!
 //! A transport that keeps track of calls reads only [`peek`]: the kind, the request id, the
 //! deadline and the `subscription` flag, and [`EventKind::ends_call`] for when a call is over.
+//! A router that must refuse a malformed request before it forwards it reads
+//! [`check_request`]: the checks of a handler's decoder, with nothing built.
 
+mod check;
 mod fast_decode;
 mod fast_meta;
 mod json;
 mod peek;
 
+pub use check::{RequestHead, check_request};
 pub(crate) use fast_decode::decode_fast;
 pub(crate) use json::parse as parse_json;
 pub use peek::{EventKind, Peek, peek};

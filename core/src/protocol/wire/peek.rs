@@ -6,7 +6,7 @@
 //! request once it was answered, or to fail the requests of a peer that went away) read this
 //! one definition rather than the event JSON, so they agree on when a call is over.
 
-use super::json::SeenKeys;
+use super::json::{CowStr, SeenKeys};
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
@@ -124,31 +124,6 @@ impl<'de> Visitor<'de> for RawVisitor {
             deadline,
             subscription,
         })
-    }
-}
-
-/// A string, borrowed from the input when it has no escapes.
-struct CowStr<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for CowStr<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Text;
-        impl<'de> Visitor<'de> for Text {
-            type Value = CowStr<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<CowStr<'de>, E> {
-                Ok(CowStr(Cow::Borrowed(text)))
-            }
-            fn visit_str<E>(self, text: &str) -> Result<CowStr<'de>, E> {
-                Ok(CowStr(Cow::Owned(text.to_owned())))
-            }
-            fn visit_string<E>(self, text: String) -> Result<CowStr<'de>, E> {
-                Ok(CowStr(Cow::Owned(text)))
-            }
-        }
-        deserializer.deserialize_str(Text)
     }
 }
 
