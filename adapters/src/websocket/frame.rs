@@ -1,6 +1,6 @@
 //! Frames: a JSON header, then optionally `\n` and the payload's raw bytes.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes};
 use futures::{Sink, SinkExt};
 use serde::{Deserialize, Serialize};
 use tokio_tungstenite::tungstenite::Message;
@@ -66,14 +66,16 @@ pub(crate) fn encode(header: &Header, payload: Option<&[u8]>) -> Message {
             Message::text(json)
         }
         Some(payload) => {
-            let mut bytes = BytesMut::with_capacity(fast::HEAD_CAPACITY + 1 + payload.len());
+            let mut bytes = Vec::with_capacity(fast::head_len(header) + 1 + payload.len());
             if !fast::encode_head(header, &mut bytes) {
                 let json = serde_json::to_vec(header).expect("frame headers always serialize");
                 bytes.put_slice(&json);
             }
             bytes.put_u8(b'\n');
             bytes.put_slice(payload);
-            Message::Binary(bytes.freeze())
+            // As long as its capacity when `fast` wrote the head: `Bytes` takes the buffer
+            // over as it is (a shorter one would cost a second allocation).
+            Message::Binary(Bytes::from(bytes))
         }
     }
 }
@@ -109,10 +111,7 @@ pub(crate) fn decode(data: &Bytes, max_head: usize) -> Result<(Header, Bytes), S
 /// serde, which decides as before.
 mod fast {
     use super::Header;
-    use bytes::{BufMut, BytesMut};
-
-    /// Room for a `publish` header with a topic of typical length.
-    pub(super) const HEAD_CAPACITY: usize = 96;
+    use bytes::BufMut;
 
     const MESSAGE: &[u8] = br#"{"op":"message","sub":"#;
     const PUBLISH: &[u8] = br#"{"op":"publish","id":"#;
@@ -121,9 +120,21 @@ mod fast {
     const RECEIVERS: &[u8] = br#","receivers":"#;
     const OKS: &[u8] = br#"{"op":"oks","oks":["#;
 
+    /// The length of what [`encode_head`] writes for `header` (0 when it writes nothing).
+    pub(super) fn head_len(header: &Header) -> usize {
+        let digits = |value: u64| itoa::Buffer::new().format(value).len();
+        match header {
+            Header::Message { sub } => MESSAGE.len() + digits(*sub) + 1,
+            Header::Publish { id, topic } if !needs_escape(topic.as_bytes()) => {
+                PUBLISH.len() + digits(*id) + TOPIC.len() + topic.len() + 2
+            }
+            _ => 0,
+        }
+    }
+
     /// Writes the header of a frame with a payload (`message`, `publish`); `false` for
     /// another header, or a topic serde would escape.
-    pub(super) fn encode_head(header: &Header, out: &mut BytesMut) -> bool {
+    pub(super) fn encode_head(header: &Header, out: &mut impl BufMut) -> bool {
         match header {
             Header::Message { sub } => {
                 out.put_slice(MESSAGE);
@@ -407,6 +418,11 @@ mod tests {
             assert_eq!(decode(&data, usize::MAX).unwrap().0, header);
             let escaped = matches!(&header, Header::Publish { topic, .. } if topic.contains('"'));
             assert_eq!(fast::decode_head(&serde).is_some(), !escaped, "{header:?}");
+            // The frame's buffer is allocated at its exact length when `fast` writes the head.
+            let mut head = Vec::new();
+            if fast::encode_head(&header, &mut head) {
+                assert_eq!(fast::head_len(&header), head.len(), "{header:?}");
+            }
         }
         // What the fast path declines, serde decides, as before.
         for (text, decoded) in [
