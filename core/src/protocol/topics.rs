@@ -81,7 +81,63 @@ pub fn reply_topic_for(request_id: &str) -> String {
     }
 }
 
+/// `true` when `topic` is [`reply_topic_for`]`(request_id)`, compared without building it.
+///
+/// ```
+/// use opkit::protocol::topics::is_reply_topic_for;
+/// assert!(is_reply_topic_for("opkit.reply.c0ffee", "c0ffee:42"));
+/// assert!(is_reply_topic_for("opkit.reply", "4d2c-uuid-only"));
+/// assert!(!is_reply_topic_for("opkit.reply", "c0ffee:42"));
+/// ```
+pub fn is_reply_topic_for(topic: &str, request_id: &str) -> bool {
+    match caller_of(request_id) {
+        Some(caller) => {
+            topic
+                .strip_prefix(FALLBACK_REPLY_TOPIC)
+                .and_then(|rest| rest.strip_prefix('.'))
+                == Some(caller)
+        }
+        None => topic == FALLBACK_REPLY_TOPIC,
+    }
+}
+
 /// A fresh random caller id (32 hex digits).
 pub fn new_caller_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reply_topic_check_agrees_with_the_reply_topic() {
+        let ids = [
+            "c0ffee:42",
+            "a:b:1",
+            "no-caller",
+            "bad caller:1",
+            ":1",
+            "x:",
+            "",
+        ];
+        for request_id in ids {
+            let expected = reply_topic_for(request_id);
+            for topic in [
+                expected.as_str(),
+                FALLBACK_REPLY_TOPIC,
+                "opkit.reply.c0ffee",
+                "opkit.replyc0ffee",
+                "opkit.reply.",
+                "opkit.reply.a:b",
+                "opkit.reply.a",
+            ] {
+                assert_eq!(
+                    is_reply_topic_for(topic, request_id),
+                    topic == expected,
+                    "{topic} for {request_id}"
+                );
+            }
+        }
+    }
 }

@@ -144,10 +144,10 @@ impl Calls {
                 "the request `{request_id}` was not routed to this spoke: only the spoke serving it answers it"
             ));
         }
-        let expected = topics::reply_topic_for(request_id);
-        if topic != expected {
+        if !topics::is_reply_topic_for(topic, request_id) {
             return Err(format!(
-                "the replies to `{request_id}` go on `{expected}`, not `{topic}`"
+                "the replies to `{request_id}` go on `{}`, not `{topic}`",
+                topics::reply_topic_for(request_id)
             ));
         }
         let caller = call.caller;
