@@ -22,6 +22,48 @@ use serde::Deserialize;
 use serde_json::json;
 use std::sync::Arc;
 
+/// Counts the heap allocations and their bytes, so the transport paths can print them per call.
+mod counting {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    pub static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+    pub static BYTES: AtomicU64 = AtomicU64::new(0);
+
+    pub struct Counting;
+
+    // SAFETY: every call is passed on to `System` unchanged; the counters are plain atomics.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+            // SAFETY: the caller's contract for `alloc` is passed on.
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: `ptr` was allocated by `System` with `layout`.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
+            // SAFETY: the caller's contract for `realloc` is passed on.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+
+    /// Allocations and bytes allocated so far.
+    pub fn now() -> (u64, u64) {
+        (
+            ALLOCATIONS.load(Ordering::Relaxed),
+            BYTES.load(Ordering::Relaxed),
+        )
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: counting::Counting = counting::Counting;
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let path = args.next().unwrap_or_else(|| "tiny".to_owned());
@@ -131,6 +173,11 @@ fn main() {
                 println!("execute future: {} bytes", std::mem::size_of_val(&execute));
                 let typed = add::call(&ctx, 2, 40);
                 println!("typed call future: {} bytes", std::mem::size_of_val(&typed));
+                let map = PendingRequestMap::connect(Arc::new(MemoryPubSub::new()))
+                    .await
+                    .expect("caller");
+                let call = map.call(add::ID, tiny_json(), &ctx);
+                println!("call protocol call future: {} bytes", std::mem::size_of_val(&call));
             }
             "ws" | "ws-raw" | "redis" | "redis-raw" | "cluster" | "cluster-raw" => {
                 let in_flight: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(1);
@@ -272,14 +319,19 @@ mod transports {
         };
         run(500).await;
         let cpu = thread_cpu_ns();
+        let allocated = crate::counting::now();
         let started = std::time::Instant::now();
         run(rounds).await;
         let elapsed = started.elapsed();
         let cpu = thread_cpu_ns() - cpu;
+        let (allocations, bytes) = crate::counting::now();
+        let (allocations, bytes) = (allocations - allocated.0, bytes - allocated.1);
         println!(
-            "calls={rounds} in_flight={in_flight} calls_per_s={:.0} cpu_us_per_call={:.2}",
+            "calls={rounds} in_flight={in_flight} calls_per_s={:.0} cpu_us_per_call={:.2} allocations_per_call={:.1} bytes_per_call={:.0}",
             rounds as f64 / elapsed.as_secs_f64(),
-            cpu as f64 / rounds as f64 / 1000.0
+            cpu as f64 / rounds as f64 / 1000.0,
+            allocations as f64 / rounds as f64,
+            bytes as f64 / rounds as f64
         );
     }
 
