@@ -188,11 +188,17 @@ impl CallSpan {
     }
 
     /// Runs `work` inside the span when it is active, plainly otherwise.
-    pub(crate) async fn run_in<F: std::future::Future>(&self, work: F) -> F::Output {
+    ///
+    /// A plain fn returning one of two futures, not an `async fn`: an `async fn` keeps its
+    /// argument beside the future it awaits, so `work` would take its room twice.
+    pub(crate) fn run_in<F: std::future::Future>(
+        &self,
+        work: F,
+    ) -> futures::future::Either<tracing::instrument::Instrumented<F>, F> {
         if self.is_active() {
-            tracing::Instrument::instrument(work, self.span.clone()).await
+            futures::future::Either::Left(tracing::Instrument::instrument(work, self.span.clone()))
         } else {
-            work.await
+            futures::future::Either::Right(work)
         }
     }
 
