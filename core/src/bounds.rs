@@ -179,33 +179,13 @@ impl Bounds {
     /// `future`'s output, unless the call is cancelled or its deadline passes first.
     ///
     /// Polled in this order: the future (work that is done wins), the cancellation signal,
-    /// the deadline. Without bounds the future is awaited directly, with no timer.
-    pub async fn run<F: Future>(self, future: F) -> Result<F::Output, Interrupted> {
-        if self.is_unbounded() {
-            return Ok(future.await);
-        }
-        // The timer and the listener live inside this future (no box of their own).
-        let Self {
-            deadline,
-            cancellation,
-        } = self;
-        let cancelled = async {
-            match cancellation {
-                Some(token) => token.cancelled_owned().await,
-                None => std::future::pending().await,
-            }
-        };
-        let passed = async {
-            match deadline {
-                Some(deadline) => tokio::time::sleep(deadline.remaining()).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            biased;
-            output = future => Ok(output),
-            () = cancelled => Err(Interrupted::Cancelled),
-            () = passed => Err(Interrupted::TimedOut),
+    /// the deadline. Without bounds the future is polled directly, with no timer.
+    pub fn run<F: Future>(self, future: F) -> Run<F> {
+        Run {
+            future,
+            bounds: Some(self),
+            cancelled: None,
+            passed: None,
         }
     }
 
@@ -219,6 +199,67 @@ impl Bounds {
                 .cancellation
                 .map(|token| Box::pin(token.cancelled_owned())),
         }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`Bounds::run`]: `future`'s output, or why the bounds stopped it.
+    ///
+    /// Written by hand rather than as an `async fn`, which kept `future` twice (its argument
+    /// and the race it awaited) in a state every caller embeds. The timer and the listener
+    /// live inside it (no box of their own) and start on the first poll, as the bounds are
+    /// read then; a bound that is absent costs nothing.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct Run<F> {
+        #[pin]
+        future: F,
+        // The bounds until the first poll; `None` after.
+        bounds: Option<Bounds>,
+        #[pin]
+        cancelled: Option<WaitForCancellationFutureOwned>,
+        #[pin]
+        passed: Option<tokio::time::Sleep>,
+    }
+}
+
+impl<F: Future> Future for Run<F> {
+    type Output = Result<F::Output, Interrupted>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        if let Poll::Ready(output) = this.future.poll(cx) {
+            return Poll::Ready(Ok(output));
+        }
+        if let Some(Bounds {
+            deadline,
+            cancellation,
+        }) = this.bounds.take()
+        {
+            if let Some(token) = cancellation {
+                this.cancelled.set(Some(token.cancelled_owned()));
+            }
+            if let Some(deadline) = deadline {
+                this.passed
+                    .set(Some(tokio::time::sleep(deadline.remaining())));
+            }
+        }
+        if let Some(cancelled) = this.cancelled.as_pin_mut()
+            && cancelled.poll(cx).is_ready()
+        {
+            return Poll::Ready(Err(Interrupted::Cancelled));
+        }
+        if let Some(passed) = this.passed.as_pin_mut()
+            && passed.poll(cx).is_ready()
+        {
+            return Poll::Ready(Err(Interrupted::TimedOut));
+        }
+        Poll::Pending
+    }
+}
+
+impl<F> std::fmt::Debug for Run<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Run").finish_non_exhaustive()
     }
 }
 
