@@ -10,7 +10,8 @@
 //! (`REDIS_CLUSTER_NODES`, comma-separated; `opkit_benches::redis_cluster`). After 500 calls
 //! to warm up, each prints the CPU time the thread spent per call (user and kernel, from
 //! `/proc/thread-self/schedstat`: every side of the call but Redis itself), which moves much
-//! less with the machine's load than the rate does:
+//! less with the machine's load than the rate does, and the heap allocations and bytes
+//! allocated per call (a counting global allocator: these do not move with the load at all):
 //! `target/release/examples/profile ws 20000 8`. (callgrind does not run the opkit paths
 //! here: rustix's vDSO lookup faults under valgrind.)
 
