@@ -178,7 +178,10 @@ fn main() {
                     .await
                     .expect("caller");
                 let call = map.call(add::ID, tiny_json(), &ctx);
-                println!("call protocol call future: {} bytes", std::mem::size_of_val(&call));
+                println!(
+                    "call protocol call future: {} bytes",
+                    std::mem::size_of_val(&call)
+                );
             }
             "ws" | "ws-raw" | "redis" | "redis-raw" | "cluster" | "cluster-raw" => {
                 let in_flight: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(1);
