@@ -80,6 +80,19 @@ pub(crate) fn encode(header: &Header, payload: Option<&[u8]>) -> Message {
     }
 }
 
+/// A `publish` frame read without copying its topic: the id, the topic borrowed from `data`,
+/// and the payload. `None` for any other frame, a header over `max_head` bytes, or one
+/// [`decode`] reads another way (it decides those, as before): the hub's fast path for the
+/// frame every call sends twice.
+pub(crate) fn decode_publish(data: &Bytes, max_head: usize) -> Option<(u64, &str, Bytes)> {
+    let at = data.iter().position(|&byte| byte == b'\n')?;
+    if at > max_head {
+        return None;
+    }
+    let (id, topic) = fast::publish_head(&data[..at])?;
+    Some((id, topic, data.slice(at + 1..)))
+}
+
 /// Decodes a frame's bytes into its header and payload (empty when absent). A header longer
 /// than `max_head` bytes is refused unread.
 pub(crate) fn decode(data: &Bytes, max_head: usize) -> Result<(Header, Bytes), String> {
@@ -188,6 +201,17 @@ mod fast {
         String::from_utf8(out).ok()
     }
 
+    /// The id and topic of a `publish` header in the exact form [`encode_head`] writes; `None`
+    /// for anything else.
+    pub(super) fn publish_head(head: &[u8]) -> Option<(u64, &str)> {
+        let (id, rest) = take_u64(head.strip_prefix(PUBLISH)?)?;
+        let topic = rest.strip_prefix(TOPIC)?.strip_suffix(b"\"}")?;
+        if needs_escape(topic) {
+            return None;
+        }
+        Some((id, std::str::from_utf8(topic).ok()?))
+    }
+
     /// Reads a `message`, `publish` or `ok` header in the exact form [`encode_head`] and
     /// [`encode_ok`] write; `None` for anything else.
     pub(super) fn decode_head(head: &[u8]) -> Option<Header> {
@@ -195,15 +219,12 @@ mod fast {
             let (sub, rest) = take_u64(rest)?;
             return (rest == b"}").then_some(Header::Message { sub });
         }
-        if let Some(rest) = head.strip_prefix(PUBLISH) {
-            let (id, rest) = take_u64(rest)?;
-            let rest = rest.strip_prefix(TOPIC)?;
-            let topic = rest.strip_suffix(b"\"}")?;
-            if needs_escape(topic) {
-                return None;
-            }
-            let topic = std::str::from_utf8(topic).ok()?.to_owned();
-            return Some(Header::Publish { id, topic });
+        if head.starts_with(PUBLISH) {
+            let (id, topic) = publish_head(head)?;
+            return Some(Header::Publish {
+                id,
+                topic: topic.to_owned(),
+            });
         }
         if let Some(rest) = head.strip_prefix(OK) {
             let (id, rest) = take_u64(rest)?;
@@ -423,6 +444,19 @@ mod tests {
             if fast::encode_head(&header, &mut head) {
                 assert_eq!(fast::head_len(&header), head.len(), "{header:?}");
             }
+            // The hub's borrowed read of a `publish` agrees with `decode`.
+            let borrowed = decode_publish(&data, usize::MAX);
+            match (&header, borrowed) {
+                (Header::Publish { id, topic }, Some((read_id, read_topic, payload))) => {
+                    assert_eq!(
+                        (*id, topic.as_str(), &payload[..]),
+                        (read_id, read_topic, &b"{}"[..])
+                    );
+                }
+                (Header::Publish { .. }, None) => assert!(escaped, "{header:?}"),
+                (_, borrowed) => assert!(borrowed.is_none(), "{header:?}"),
+            }
+            assert!(decode_publish(&data, 3).is_none());
         }
         // What the fast path declines, serde decides, as before.
         for (text, decoded) in [

@@ -66,6 +66,10 @@ impl Link {
     pub(super) fn handle(&self, data: &Bytes) {
         let max_head =
             (self.shared.options.max_topic_len.saturating_mul(2)).saturating_add(HEADER_ROOM);
+        if let Some((id, topic, payload)) = frame::decode_publish(data, max_head) {
+            self.publish(id, topic, payload);
+            return;
+        }
         let (header, payload) = match frame::decode(data, max_head) {
             Ok(decoded) => decoded,
             Err(error) => {
@@ -97,19 +101,7 @@ impl Link {
                         .remove_spoke(&topic, group.as_deref(), reply, self.id, id);
                 }
             }
-            Header::Publish { id, topic } => {
-                let publisher = Publisher {
-                    id: self.id,
-                    grant: &self.grant,
-                };
-                match self.shared.publish(Some(publisher), &topic, payload) {
-                    Ok(published) => self.receipt(id, published.receivers, published.late),
-                    Err(error) => {
-                        let unsent = error.delivery() == Delivery::NotSent;
-                        self.reply(id, Err((error.message().to_owned(), unsent)));
-                    }
-                }
-            }
+            Header::Publish { id, topic } => self.publish(id, &topic, payload),
             other => {
                 tracing::warn!(spoke = %self.spoke.lock().name, frame = ?other, "dropping a frame spokes do not send");
                 self.send(frame::encode(
@@ -120,6 +112,21 @@ impl Link {
                     },
                     None,
                 ));
+            }
+        }
+    }
+
+    /// Publishes for the spoke and answers with the receipt (or the refusal).
+    fn publish(&self, id: u64, topic: &str, payload: Bytes) {
+        let publisher = Publisher {
+            id: self.id,
+            grant: &self.grant,
+        };
+        match self.shared.publish(Some(publisher), topic, payload) {
+            Ok(published) => self.receipt(id, published.receivers, published.late),
+            Err(error) => {
+                let unsent = error.delivery() == Delivery::NotSent;
+                self.reply(id, Err((error.message().to_owned(), unsent)));
             }
         }
     }
