@@ -86,12 +86,39 @@ fn hex<const N: usize>(bytes: &[u8; N]) -> String {
     out
 }
 
+/// The two lowercase hex digits of `byte`.
+fn hex_pair(byte: u8) -> [u8; 2] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    [
+        DIGITS[usize::from(byte >> 4)],
+        DIGITS[usize::from(byte & 0xf)],
+    ]
+}
+
+/// Writes `bytes` as lowercase hex into `out` (two digits per byte).
+fn hex_into(out: &mut [u8], bytes: &[u8]) {
+    for (pair, byte) in out.chunks_exact_mut(2).zip(bytes) {
+        pair.copy_from_slice(&hex_pair(*byte));
+    }
+}
+
+/// A `traceparent` header's 55 bytes, written without allocating
+/// ([`TraceContext::traceparent_text`]).
+pub(crate) struct Traceparent([u8; 55]);
+
+impl Traceparent {
+    /// The header's text (ASCII: digits, lowercase hex and dashes).
+    pub(crate) fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
 /// Appends `bytes` as lowercase hex digits.
 fn push_hex(out: &mut String, bytes: &[u8]) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     for byte in bytes {
-        out.push(DIGITS[usize::from(byte >> 4)] as char);
-        out.push(DIGITS[usize::from(byte & 0xf)] as char);
+        let [high, low] = hex_pair(*byte);
+        out.push(char::from(high));
+        out.push(char::from(low));
     }
 }
 
@@ -219,15 +246,16 @@ impl TraceContext {
 
     /// The `traceparent` value naming this span: `00-<trace id>-<span id>-<flags>`.
     pub fn traceparent(&self) -> String {
-        // Written in place (every call protocol request carries one): 55 bytes, one allocation.
-        let mut out = String::with_capacity(55);
-        out.push_str("00-");
-        push_hex(&mut out, &self.trace_id);
-        out.push('-');
-        push_hex(&mut out, &self.span_id);
-        out.push('-');
-        push_hex(&mut out, &[self.flags]);
-        out
+        self.traceparent_text().as_str().to_owned()
+    }
+
+    /// The `traceparent` header written in place, for encoders that need no `String`.
+    pub(crate) fn traceparent_text(&self) -> Traceparent {
+        let mut out = *b"00-00000000000000000000000000000000-0000000000000000-00";
+        hex_into(&mut out[3..35], &self.trace_id);
+        hex_into(&mut out[36..52], &self.span_id);
+        hex_into(&mut out[53..55], &[self.flags]);
+        Traceparent(out)
     }
 
     /// The vendors' `tracestate`, passed on unchanged.

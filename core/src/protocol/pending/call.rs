@@ -11,7 +11,7 @@ use crate::envelope::ResponseEnvelope;
 use crate::error::{CallError, ErrorCode};
 use crate::protocol::pubsub::{Delivery, TransportError};
 use crate::protocol::topics;
-use crate::protocol::wire::{CallEvent, CallRequested};
+use crate::protocol::wire::RequestOut;
 use crate::trace::{CallSpan, SpanKind};
 use serde_json::Value;
 use std::sync::Arc;
@@ -30,31 +30,23 @@ impl MapInner {
         subscription: bool,
     ) -> Result<(), CallError> {
         let deadline = deadline.map(Deadline::epoch_millis);
-        #[cfg_attr(not(feature = "signing"), allow(unused_mut))]
-        let mut request = CallRequested {
-            request_id: guard.request_id.to_string(),
-            operation_id: guard.operation_id.to_string(),
-            input,
-            parent_request_id: ctx.parent_request_id().map(str::to_owned),
-            identity: ctx.identity().cloned(),
-            identity_token: None,
+        let request = RequestOut {
+            parent_request_id: ctx.parent_request_id(),
+            identity: ctx.identity(),
             deadline,
             subscription,
-            traceparent: None,
-            tracestate: None,
+            ..RequestOut::new(&guard.request_id, &guard.operation_id, &input)
         }
-        .with_trace_context(ctx.trace());
-        // Signed last: the token binds every other field's final value.
+        .with_trace(ctx.trace());
+        // Signed: built whole, the token binding every other field's final value.
         #[cfg(feature = "signing")]
-        if let Some(keys) = &self.identity_keys {
-            request.identity_token = keys
-                .sign_request(&request)
-                .inspect_err(|_| guard.publish_abort = false)?;
-        }
-        let event = CallEvent::Requested(request);
-        let payload = event
-            .to_bytes()
-            .inspect_err(|_| guard.publish_abort = false)?;
+        let payload = match &self.identity_keys {
+            Some(keys) => signed_request(keys, &request),
+            None => request.to_bytes().map_err(CallError::from),
+        };
+        #[cfg(not(feature = "signing"))]
+        let payload = request.to_bytes().map_err(CallError::from);
+        let payload = payload.inspect_err(|_| guard.publish_abort = false)?;
         let topic = topics::request_topic(&guard.operation_id);
         match self.pubsub.publish(&topic, payload).await {
             Ok(receipt) if receipt.reached_nobody() => {
@@ -71,6 +63,29 @@ impl MapInner {
             Err(error) => Err(publish_failed(guard, &error)),
         }
     }
+}
+
+/// `request`, signed with `keys`: the owned event, its `identityToken` set last.
+#[cfg(feature = "signing")]
+fn signed_request(
+    keys: &crate::protocol::signing::IdentityKeys,
+    request: &RequestOut<'_>,
+) -> Result<bytes::Bytes, CallError> {
+    use crate::protocol::wire::{CallEvent, CallRequested};
+    let mut owned = CallRequested {
+        parent_request_id: request.parent_request_id.map(str::to_owned),
+        identity: request.identity.cloned(),
+        deadline: request.deadline,
+        subscription: request.subscription,
+        ..CallRequested::new(
+            request.request_id,
+            request.operation_id,
+            request.input.clone(),
+        )
+    }
+    .with_trace_context(request.trace);
+    owned.identity_token = keys.sign_request(&owned)?;
+    Ok(CallEvent::Requested(owned).to_bytes()?)
 }
 
 /// The error of a failed publish of `call.requested`, telling whether the request may have

@@ -19,11 +19,13 @@ mod check;
 mod fast_decode;
 mod fast_meta;
 mod json;
+mod outgoing;
 mod peek;
 
 pub use check::{RequestHead, check_request};
 pub(crate) use fast_decode::decode_fast;
 pub(crate) use json::parse as parse_json;
+pub(crate) use outgoing::RequestOut;
 pub use peek::{EventKind, Peek, peek};
 
 use crate::access::Identity;
@@ -87,6 +89,30 @@ pub enum WireError {
     /// The event could not be encoded (not expected with opkit's own types).
     #[error("a call event could not be encoded: {0}")]
     Encode(String),
+}
+
+/// `value`'s JSON as bytes: written into this thread's scratch buffer, then copied into one
+/// allocation of the exact length (which [`Bytes`] takes over as it is). Growing a fresh
+/// buffer to an event's size and handing it to `Bytes` cost three allocations per event.
+pub(crate) fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Bytes, WireError> {
+    /// Above this capacity, the scratch buffer is not kept for the next event.
+    const KEPT: usize = 16 * 1024;
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let encoded = SCRATCH.with(|scratch| {
+        // Taken (never borrowed across the serializer), so a `Serialize` impl that itself
+        // encodes an event finds an empty buffer rather than a borrowed one.
+        let mut buffer = scratch.take();
+        buffer.clear();
+        let written =
+            serde_json::to_writer(&mut buffer, value).map(|()| Bytes::copy_from_slice(&buffer));
+        if buffer.capacity() <= KEPT {
+            scratch.replace(buffer);
+        }
+        written
+    });
+    encoded.map_err(|error| WireError::Encode(error.to_string()))
 }
 
 impl From<WireError> for CallError {
@@ -394,29 +420,8 @@ impl CallEvent {
     }
 
     /// The event's wire JSON as bytes.
-    ///
-    /// Written into this thread's scratch buffer, then copied into one allocation of the
-    /// exact length (which [`Bytes`] takes over as it is): growing a fresh buffer to an
-    /// event's size and handing it to `Bytes` cost three allocations per event.
     pub fn to_bytes(&self) -> Result<Bytes, WireError> {
-        /// Above this capacity, the scratch buffer is not kept for the next event.
-        const KEPT: usize = 16 * 1024;
-        thread_local! {
-            static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-        }
-        let encoded = SCRATCH.with(|scratch| {
-            // Taken (never borrowed across the serializer), so a `Serialize` impl that itself
-            // encodes an event finds an empty buffer rather than a borrowed one.
-            let mut buffer = scratch.take();
-            buffer.clear();
-            let written =
-                serde_json::to_writer(&mut buffer, self).map(|()| Bytes::copy_from_slice(&buffer));
-            if buffer.capacity() <= KEPT {
-                scratch.replace(buffer);
-            }
-            written
-        });
-        encoded.map_err(|error| WireError::Encode(error.to_string()))
+        encode(self)
     }
 
     /// The event's wire JSON.

@@ -1,0 +1,125 @@
+//! `call.requested` written from what a caller holds ([`RequestOut`]): the same JSON as
+//! [`CallEvent::Requested`](super::CallEvent::Requested), without owned copies of the ids, the
+//! parent id, the identity or the `traceparent` text a [`CallRequested`](super::CallRequested)
+//! would need (a test below holds the two to the same bytes).
+
+use crate::access::Identity;
+use crate::trace::TraceContext;
+use bytes::Bytes;
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+
+/// A `call.requested` borrowing its parts. Fields in [`CallRequested`](super::CallRequested)'s
+/// order, with its omissions; `identityToken` is never written (a signed request is built
+/// whole, since the signature covers it).
+#[derive(Serialize)]
+#[serde(tag = "type", rename = "call.requested", rename_all = "camelCase")]
+pub(crate) struct RequestOut<'a> {
+    pub(crate) request_id: &'a str,
+    pub(crate) operation_id: &'a str,
+    pub(crate) input: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) parent_request_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) identity: Option<&'a Identity>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) deadline: Option<u64>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) subscription: bool,
+    /// Written as `traceparent` and, when it has one, `tracestate`.
+    #[serde(
+        rename = "traceparent",
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "traceparent"
+    )]
+    pub(crate) trace: Option<&'a TraceContext>,
+    /// `trace`'s `tracestate` ([`with_trace`](Self::with_trace) sets both).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tracestate: Option<&'a str>,
+}
+
+impl<'a> RequestOut<'a> {
+    /// A request with no parent, identity, deadline or trace.
+    pub(crate) fn new(request_id: &'a str, operation_id: &'a str, input: &'a Value) -> Self {
+        Self {
+            request_id,
+            operation_id,
+            input,
+            parent_request_id: None,
+            identity: None,
+            deadline: None,
+            subscription: false,
+            trace: None,
+            tracestate: None,
+        }
+    }
+
+    /// Carries `trace` on (`traceparent`, and `tracestate` when it has one).
+    pub(crate) fn with_trace(mut self, trace: Option<&'a TraceContext>) -> Self {
+        self.trace = trace;
+        self.tracestate = trace.and_then(TraceContext::tracestate);
+        self
+    }
+
+    /// The request's wire bytes.
+    pub(crate) fn to_bytes(&self) -> Result<Bytes, super::WireError> {
+        super::encode(self)
+    }
+}
+
+/// The `traceparent` text, written from a stack buffer.
+fn traceparent<S: Serializer>(
+    trace: &Option<&TraceContext>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match trace {
+        Some(trace) => serializer.serialize_str(trace.traceparent_text().as_str()),
+        None => serializer.serialize_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::wire::{CallEvent, CallRequested};
+    use serde_json::json;
+
+    #[test]
+    fn writes_what_call_requested_writes() {
+        let identity = Identity::new("ann").with_scopes(["a"]);
+        let traced = TraceContext::new_root();
+        let with_state =
+            TraceContext::from_parts(Some(&traced.traceparent()), Some("vendor=1")).unwrap();
+        let input = json!({"a": 1, "nested": {"b": [1, "x"]}});
+        for parent in [None, Some("c:0")] {
+            for identity in [None, Some(&identity)] {
+                for deadline in [None, Some(1_700_000_000_000)] {
+                    for subscription in [false, true] {
+                        for trace in [None, Some(&traced), Some(&with_state)] {
+                            let out = RequestOut {
+                                parent_request_id: parent,
+                                identity,
+                                deadline,
+                                subscription,
+                                ..RequestOut::new("c:1", "math.add", &input)
+                            }
+                            .with_trace(trace);
+                            let owned = CallRequested {
+                                parent_request_id: parent.map(str::to_owned),
+                                identity: identity.cloned(),
+                                deadline,
+                                subscription,
+                                ..CallRequested::new("c:1", "math.add", input.clone())
+                            }
+                            .with_trace_context(trace);
+                            assert_eq!(
+                                out.to_bytes().unwrap(),
+                                CallEvent::Requested(owned).to_bytes().unwrap()
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
