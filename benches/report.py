@@ -361,23 +361,25 @@ repeatable on a busy machine) or `perf record`. Commands are in its header.
   prints the heap allocations and bytes per call (a counting global allocator) beside the CPU
   time; they do not move with the machine's load, where this virtual machine's CPU time varied
   ±20% run to run and did not separate before from after. 64 in flight, every side in one
-  process, before → after: WebSocket 76.5 → 62.5 allocations and 15.5 → 11.5 KB per call
-  (the raw relay: 8.5 and 0.6 KB); Redis 92.9 → 85.9 and 25.9 → 22.6 KB (the raw stream:
+  process, before → after: WebSocket 76.5 → 57.5 allocations and 15.5 → 11.2 KB per call
+  (the raw relay: 8.5 and 0.6 KB); Redis 92.9 → 82.9 and 25.9 → 22.4 KB (the raw stream:
   55.9 and 7.0 KB). What went: the hub reads a spoke's request through
   `wire::check_request` (the fast decoder's checks on every field, nothing built) instead of
   decoding it in full (5 allocations); a frame's buffer is allocated at its exact length, so
   `Bytes` takes it over without a shared header (4, one per data frame);
   `CallEvent::to_bytes` writes into a per-thread scratch buffer and copies the event once
   (2 per event); the hub compares a reply's topic with its request id's without building it
-  (1). The call protocol's call future went from 4,008 to 1,680 bytes: `CallSpan::run_in` and
+  (1) and reads a `publish` frame's topic borrowed from the frame (2); a caller writes its
+  `call.requested` from what it holds (`wire::RequestOut`: ids, identity and trace borrowed,
+  `traceparent` from a stack buffer; the same bytes as `CallRequested`) (3). The call protocol's call future went from 4,008 to 1,680 bytes: `CallSpan::run_in` and
   `Bounds::run` were `async fn`s, which keep their argument beside the future they await, so
   the future they raced was held twice (`-Zprint-type-sizes`); a caller pays that size in
   every buffered or spawned call. What remains, by allocation site (`perf probe` on `malloc`
   with call graphs): a JSON tree per hop (the input at the caller and at the handler, the
   output, the reply's data: each object a 632-byte B-tree node), owned strings for ids and
-  topics (the hub's frame header decode owns its topic), the handler's per-request edge fact
+  topics (the request topic, the reply's request id), the handler's per-request edge fact
   (a state map, its table and the fact), the trace context carried on (an `Arc` of extras on
-  each side, a `traceparent` string), a boxed `PubSub::publish` future per publish and a
+  each side), a boxed `PubSub::publish` future per publish and a
   oneshot per spoke request.
 - **Redis vs a raw stream and consumer group.** The same primitive on both sides (`XADD`,
   `XREADGROUP` in a group, `XACK`, the reply by pub/sub); opkit adds the publish script's
