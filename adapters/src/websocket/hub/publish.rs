@@ -6,9 +6,9 @@
 //! * a request (`opkit.request.<op>`) is checked as the handlers' decoder
 //!   ([`CallEvent::from_slice`]) would read it, without building it ([`wire::check_request`];
 //!   decoded in full when that check declines); one it cannot read, or that names another
-//!   operation than its topic, is refused. A spoke granted an identity has it stamped by rewriting the request
-//!   (decode, replace `identity`, sign when the hub has keys, encode): what is forwarded is
-//!   exactly what was signed, never the spoke's own bytes.
+//!   operation than its topic, is refused. A spoke granted an identity has it stamped by
+//!   rewriting the request (decode, replace `identity`, sign when the hub has keys, encode):
+//!   what is forwarded is exactly what was signed, never the spoke's own bytes.
 //! * an abort (`opkit.abort.<op>`) is accepted from the request's caller only;
 //! * a reply (`opkit.reply*`) from the spoke the request was routed to only, and it reaches
 //!   the caller's connection only.
