@@ -135,12 +135,7 @@ impl HubState {
                     None => None,
                 };
                 let head = match &request {
-                    Some(request) => RequestHead {
-                        request_id: request.request_id.as_str().into(),
-                        operation_id: request.operation_id.as_str().into(),
-                        deadline: request.deadline,
-                        subscription: request.subscription,
-                    },
+                    Some(request) => RequestHead::from(request),
                     None => read_head(&payload, operation_id)?,
                 };
                 if head.request_id.len() > self.options.max_topic_len {

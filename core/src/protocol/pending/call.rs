@@ -30,22 +30,15 @@ impl MapInner {
         subscription: bool,
     ) -> Result<(), CallError> {
         let deadline = deadline.map(Deadline::epoch_millis);
-        let request = RequestOut {
-            parent_request_id: ctx.parent_request_id(),
-            identity: ctx.identity(),
-            deadline,
-            subscription,
-            ..RequestOut::new(&guard.request_id, &guard.operation_id, &input)
-        }
-        .with_trace(ctx.trace());
-        // Signed: built whole, the token binding every other field's final value.
+        // Signed: built whole (the input moved in), the token binding every other field's
+        // final value.
         #[cfg(feature = "signing")]
         let payload = match &self.identity_keys {
-            Some(keys) => signed_request(keys, &request),
-            None => request.to_bytes().map_err(CallError::from),
+            Some(keys) => signed_request(keys, guard, input, ctx, deadline, subscription),
+            None => unsigned_request(guard, &input, ctx, deadline, subscription),
         };
         #[cfg(not(feature = "signing"))]
-        let payload = request.to_bytes().map_err(CallError::from);
+        let payload = unsigned_request(guard, &input, ctx, deadline, subscription);
         let payload = payload.inspect_err(|_| guard.publish_abort = false)?;
         let topic = topics::request_topic(&guard.operation_id);
         match self.pubsub.publish(&topic, payload).await {
@@ -65,27 +58,47 @@ impl MapInner {
     }
 }
 
-/// `request`, signed with `keys`: the owned event, its `identityToken` set last.
+/// The bytes of the `call.requested` a caller publishes, written from what it holds.
+fn unsigned_request(
+    guard: &PendingGuard,
+    input: &Value,
+    ctx: &OperationContext,
+    deadline: Option<u64>,
+    subscription: bool,
+) -> Result<bytes::Bytes, CallError> {
+    let request = RequestOut {
+        parent_request_id: ctx.parent_request_id(),
+        identity: ctx.identity(),
+        deadline,
+        subscription,
+        ..RequestOut::new(&guard.request_id, &guard.operation_id, input)
+    }
+    .with_trace(ctx.trace());
+    Ok(request.to_bytes()?)
+}
+
+/// The bytes of the same request signed with `keys`: the owned event (the same JSON, pinned by
+/// `wire/outgoing.rs`'s test), its `identityToken` set last.
 #[cfg(feature = "signing")]
 fn signed_request(
     keys: &crate::protocol::signing::IdentityKeys,
-    request: &RequestOut<'_>,
+    guard: &PendingGuard,
+    input: Value,
+    ctx: &OperationContext,
+    deadline: Option<u64>,
+    subscription: bool,
 ) -> Result<bytes::Bytes, CallError> {
     use crate::protocol::wire::{CallEvent, CallRequested};
-    let mut owned = CallRequested {
-        parent_request_id: request.parent_request_id.map(str::to_owned),
-        identity: request.identity.cloned(),
-        deadline: request.deadline,
-        subscription: request.subscription,
-        ..CallRequested::new(
-            request.request_id,
-            request.operation_id,
-            request.input.clone(),
-        )
+    let mut request = CallRequested {
+        parent_request_id: ctx.parent_request_id().map(str::to_owned),
+        identity: ctx.identity().cloned(),
+        deadline,
+        subscription,
+        ..CallRequested::new(&*guard.request_id, &*guard.operation_id, input)
     }
-    .with_trace_context(request.trace);
-    owned.identity_token = keys.sign_request(&owned)?;
-    Ok(CallEvent::Requested(owned).to_bytes()?)
+    .with_trace_context(ctx.trace());
+    request.identity_token = keys.sign_request(&request)?;
+    Ok(CallEvent::Requested(request).to_bytes()?)
 }
 
 /// The error of a failed publish of `call.requested`, telling whether the request may have

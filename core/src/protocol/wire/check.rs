@@ -10,7 +10,7 @@
 //! including what the full decoder would accept, it declines, and the caller decodes in full
 //! to learn what the bytes are.
 
-use super::fast_decode::{RawEnvelope, identity};
+use super::fast_decode::{RawEnvelope, identity, is_object};
 use super::json::unique_check;
 use super::{CallRequested, REQUESTED};
 use crate::access::Identity;
@@ -29,6 +29,17 @@ pub struct RequestHead<'a> {
     pub deadline: Option<u64>,
     /// A request for a subscription.
     pub subscription: bool,
+}
+
+impl<'a> From<&'a CallRequested> for RequestHead<'a> {
+    fn from(request: &'a CallRequested) -> Self {
+        Self {
+            request_id: Cow::Borrowed(&request.request_id),
+            operation_id: Cow::Borrowed(&request.operation_id),
+            deadline: request.deadline,
+            subscription: request.subscription,
+        }
+    }
 }
 
 impl From<CallRequested> for RequestHead<'static> {
@@ -89,9 +100,9 @@ fn checked<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<()>, D::
 }
 
 /// The head of the `call.requested` in `bytes`, when it is one that
-/// [`CallEvent::from_slice`](super::CallEvent::from_slice) accepts; `None` when this check declines (another event, a
-/// malformed request, or one only the full decoder reads: decode it with `from_slice` to know
-/// which, and why).
+/// [`CallEvent::from_slice`](super::CallEvent::from_slice) accepts; `None` when this check
+/// declines (another event, a malformed request, or one only the full decoder reads: decode it
+/// with `from_slice` to know which, and why).
 ///
 /// ```
 /// use opkit::protocol::wire::check_request;
@@ -102,8 +113,7 @@ fn checked<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<()>, D::
 /// assert!(check_request(br#"{"type":"call.requested","requestId":"c:1","operationId":"a.b","input":{"x":1,"x":2}}"#).is_none());
 /// ```
 pub fn check_request(bytes: &[u8]) -> Option<RequestHead<'_>> {
-    // Derived structs also read a JSON array (fields in declaration order): events are objects.
-    if bytes.trim_ascii_start().first() != Some(&b'{') {
+    if !is_object(bytes) {
         return None;
     }
     let raw: RawRequest<'_> = serde_json::from_slice(bytes).ok()?;

@@ -91,11 +91,16 @@ pub(super) fn identity<'de, D: Deserializer<'de>>(
     }
 }
 
+/// `true` when `bytes` start a JSON object: derived structs also read a JSON array (fields in
+/// declaration order), and events are objects.
+pub(super) fn is_object(bytes: &[u8]) -> bool {
+    bytes.trim_ascii_start().first() == Some(&b'{')
+}
+
 /// The event in `bytes`, or `None` when the fast path declines (the caller then decodes through
 /// [`CallEvent::from_value`], which names what is wrong or accepts what this path left out).
 pub(crate) fn decode_fast(bytes: &[u8]) -> Option<CallEvent> {
-    // Derived structs also read a JSON array (fields in declaration order): events are objects.
-    if bytes.trim_ascii_start().first() != Some(&b'{') {
+    if !is_object(bytes) {
         return None;
     }
     let raw: RawEvent<'_> = serde_json::from_slice(bytes).ok()?;
