@@ -60,7 +60,7 @@
 //! **An argument of opkit's own** (not an edge's: it changes what every edge sees, like
 //! `timeout` or `layer`): `args.rs` (`KEYS`, the parse and its checks), `model.rs` and
 //! `signature.rs` (into the model), `expand/mod.rs` (into `SpecParts`),
-//! `core/src/private/spec.rs` (`SpecParts` and `cached_spec`), the `OperationSpec` field in
+//! `core/src/private/spec.rs` (`SpecParts` and `build_spec`), the `OperationSpec` field in
 //! `core/src/spec.rs`, the table in `core/src/operation.md`, and `ui-tests` cases. Prefer an
 //! edge option when only one edge reads it.
 

@@ -98,7 +98,37 @@ pub fn type_id_of<T: 'static>(_: &T) -> TypeId {
     TypeId::of::<T>()
 }
 
-/// `id` as a shared string, allocated once into `cell` (a `static` of one operation).
-pub fn shared_id(cell: &'static OnceLock<Arc<str>>, id: &'static str) -> Arc<str> {
-    Arc::clone(cell.get_or_init(|| Arc::from(id)))
+/// What one operation computes once: its id as a shared string and its spec. Each
+/// expansion has one `static` of it, the only per-operation state the generated code keeps.
+pub struct OperationCache {
+    id: OnceLock<Arc<str>>,
+    spec: OnceLock<OperationSpec>,
+}
+
+impl OperationCache {
+    /// An empty cache, for a `static`.
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Self {
+        Self {
+            id: OnceLock::new(),
+            spec: OnceLock::new(),
+        }
+    }
+
+    /// `id` as a shared string, allocated on first use.
+    pub fn shared_id(&'static self, id: &'static str) -> Arc<str> {
+        Arc::clone(self.id.get_or_init(|| Arc::from(id)))
+    }
+
+    /// The spec made of `parts` and the two schemas, built on first use and cloned after.
+    pub fn spec(
+        &'static self,
+        parts: SpecParts,
+        input_schema: fn() -> Value,
+        output_schema: fn() -> Value,
+    ) -> OperationSpec {
+        self.spec
+            .get_or_init(|| build_spec(parts, input_schema, output_schema))
+            .clone()
+    }
 }

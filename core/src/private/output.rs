@@ -29,6 +29,34 @@ impl<T> Produced<T> {
     }
 }
 
+/// What the run function of operation `O` makes for a query or mutation: a future of what
+/// the fn produced. Named once here, so each expansion writes `impl RunFuture<op>` rather
+/// than the whole `Future<Output = ..>` bound.
+pub trait RunFuture<O: TypedOperation>:
+    Future<Output = Result<Produced<O::Output>, CallError>>
+{
+}
+
+impl<O, F> RunFuture<O> for F
+where
+    O: TypedOperation,
+    F: Future<Output = Result<Produced<O::Output>, CallError>>,
+{
+}
+
+/// [`RunFuture`] of a subscription: a stream of what the fn produced.
+pub trait RunStream<O: TypedOperation>:
+    Stream<Item = Result<Produced<O::Output>, CallError>>
+{
+}
+
+impl<O, S> RunStream<O> for S
+where
+    O: TypedOperation,
+    S: Stream<Item = Result<Produced<O::Output>, CallError>>,
+{
+}
+
 /// A function's return type (or stream item type) in one of the shapes opkit understands.
 ///
 /// The macro picks `Shape` from how the type is written: a last path segment `Result<..>` is

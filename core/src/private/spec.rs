@@ -51,42 +51,39 @@ impl SpecParts {
     };
 }
 
-/// The spec of an operation, built once and cloned from `cell` afterwards.
-pub fn cached_spec(
-    cell: &'static OnceLock<OperationSpec>,
+/// The spec of an operation, from its parts and schemas (built once per operation, by
+/// [`OperationCache::spec`]).
+pub(super) fn build_spec(
     parts: SpecParts,
     input_schema: fn() -> Value,
     output_schema: fn() -> Value,
 ) -> OperationSpec {
-    cell.get_or_init(|| {
-        let mut access = AccessRule::scopes(parts.scopes.iter().copied());
-        access = access.with_roles(parts.roles.iter().copied());
-        let mut spec = OperationSpec::new(parts.namespace, parts.name, parts.kind)
-            .input_schema(input_schema())
-            .output_schema(output_schema())
-            .access(access)
-            .origin(parts.origin);
-        for kind in parts.errors {
-            spec = spec.error(*kind);
+    let mut access = AccessRule::scopes(parts.scopes.iter().copied());
+    access = access.with_roles(parts.roles.iter().copied());
+    let mut spec = OperationSpec::new(parts.namespace, parts.name, parts.kind)
+        .input_schema(input_schema())
+        .output_schema(output_schema())
+        .access(access)
+        .origin(parts.origin);
+    for kind in parts.errors {
+        spec = spec.error(*kind);
+    }
+    spec.states = parts.states.iter().map(|key| key()).collect();
+    for layer in parts.layers {
+        spec = spec.layer(*layer);
+    }
+    spec.timeout = parts.timeout_ms.map(std::time::Duration::from_millis);
+    for (edge, options) in parts.edges {
+        // The macro wrote valid JSON; a group that is not is left out rather than guessed.
+        if let Ok(options) = serde_json::from_str(options) {
+            spec = spec.with_edge_options(*edge, options);
         }
-        spec.states = parts.states.iter().map(|key| key()).collect();
-        for layer in parts.layers {
-            spec = spec.layer(*layer);
-        }
-        spec.timeout = parts.timeout_ms.map(std::time::Duration::from_millis);
-        for (edge, options) in parts.edges {
-            // The macro wrote valid JSON; a group that is not is left out rather than guessed.
-            if let Ok(options) = serde_json::from_str(options) {
-                spec = spec.with_edge_options(*edge, options);
-            }
-        }
-        spec.description = parts
-            .description
-            .map(normalize_doc)
-            .filter(|doc| !doc.is_empty());
-        spec
-    })
-    .clone()
+    }
+    spec.description = parts
+        .description
+        .map(normalize_doc)
+        .filter(|doc| !doc.is_empty());
+    spec
 }
 
 /// A doc comment as text: one leading space per line removed (`/// text` gives `" text"`),

@@ -13,7 +13,7 @@ use crate::kind::Kind;
 use crate::model::{Operation, Param};
 use crate::shape::Shape;
 use proc_macro2::{Ident, Span, TokenStream};
-use quote::{ToTokens, format_ident, quote, quote_spanned};
+use quote::{ToTokens, quote, quote_spanned};
 use syn::Expr;
 use syn::spanned::Spanned;
 
@@ -21,7 +21,7 @@ mod input;
 mod run;
 
 use input::{args_from_input, cons, input_args, input_params, input_type, local};
-use run::{json_handler, owned_start, run_fn, send_cause};
+use run::{json_handler, owned_start, run_fn};
 
 /// Names of the macro's own locals: `mixed_site`, so they never meet the user's names.
 struct Locals {
@@ -46,7 +46,6 @@ pub(crate) fn expand(op: &Operation<'_>) -> TokenStream {
     let handle = handle_struct(op);
     let input = input_type(op);
     let typed = typed_operation(op, &locals);
-    let send_cause = send_cause(op);
     let inherent = inherent_items(op, &locals);
     let registration = registration(op);
     let deprecated = deprecated_keys(op);
@@ -63,7 +62,6 @@ pub(crate) fn expand(op: &Operation<'_>) -> TokenStream {
             use #runtime as #private;
             #input
             #typed
-            #send_cause
             #inherent
             #registration
         };
@@ -244,10 +242,20 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     let output_ty = quote_spanned!(data_span(op)=> type Output = #data;);
     let output_from_type = Shape::of(&op.output.value).is_data();
     let reads_context = op.reads_context();
-    let timeout_ms = match op.timeout_ms {
-        Some(ms) => quote!(#private::Some(#ms)),
-        None => quote!(#private::None),
-    };
+    // The trait's defaults (`false`, `true`, `None`) are not repeated: each const written is
+    // one more item the compiler checks, for every operation.
+    let mut facts = TokenStream::new();
+    if output_from_type {
+        facts.extend(quote!(const OUTPUT_FROM_TYPE: #private::bool = true;));
+    }
+    if !reads_context {
+        facts.extend(quote!(const READS_CONTEXT: #private::bool = false;));
+    }
+    if let Some(ms) = op.timeout_ms {
+        facts.extend(
+            quote!(const TIMEOUT_MS: #private::Option<#private::u64> = #private::Some(#ms);),
+        );
+    }
     let input_schema = match op.whole_input() {
         Some(inner) => {
             let at = respan(private, inner.span());
@@ -261,24 +269,21 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     let checks = type_checks(op);
     let handler = json_handler(op, locals);
     quote! {
+        static __OPKIT_CACHE: #private::OperationCache = #private::OperationCache::new();
+
         impl #private::TypedOperation for #ident {
             const ID: &'static #private::str = #id;
             const KIND: #private::OperationKind = #kind;
-            const OUTPUT_FROM_TYPE: #private::bool = #output_from_type;
-            const READS_CONTEXT: #private::bool = #reads_context;
-            const TIMEOUT_MS: #private::Option<#private::u64> = #timeout_ms;
+            #facts
             #input_ty
             #output_ty
 
             fn shared_id() -> #private::Arc<#private::str> {
-                static ID: #private::OnceLock<#private::Arc<#private::str>> = #private::OnceLock::new();
-                #private::shared_id(&ID, #id)
+                __OPKIT_CACHE.shared_id(#id)
             }
 
             fn spec() -> #private::OperationSpec {
-                static SPEC: #private::OnceLock<#private::OperationSpec> = #private::OnceLock::new();
-                #private::cached_spec(
-                    &SPEC,
+                __OPKIT_CACHE.spec(
                     #private::SpecParts {
                         namespace: #namespace,
                         name: #name,
@@ -509,16 +514,11 @@ fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
 fn registration(op: &Operation<'_>) -> TokenStream {
     let private = &op.private;
     let ident = &op.func.sig.ident;
-    let type_id = format_ident!("__opkit_fn_type_id", span = Span::mixed_site());
     quote! {
-        fn #type_id() -> #private::TypeId {
-            #private::type_id_of(&#ident)
-        }
-
         #private::inventory::submit! {
             #private::OperationRegistration {
                 register: #private::register_typed::<#ident>,
-                fn_type_id: #type_id,
+                fn_type_id: || #private::type_id_of(&#ident),
             }
         }
     }

@@ -16,24 +16,18 @@ const _: () = {
         const READ: <(String, ()) as __opkit_private::FieldList>::Readers =
             (__OPKIT_FIELD_0.reader(), ());
     }
+    static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
     impl __opkit_private::TypedOperation for watch {
         const ID: &'static __opkit_private::str = "kv.watch";
         const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Subscription;
         const OUTPUT_FROM_TYPE: __opkit_private::bool = true;
-        const READS_CONTEXT: __opkit_private::bool = true;
-        const TIMEOUT_MS: __opkit_private::Option<__opkit_private::u64> = __opkit_private::None;
         type Input = __opkit_private::Args<watch>;
         type Output = String;
         fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
-            static ID: __opkit_private::OnceLock<__opkit_private::Arc<__opkit_private::str>> =
-                __opkit_private::OnceLock::new();
-            __opkit_private::shared_id(&ID, "kv.watch")
+            __OPKIT_CACHE.shared_id("kv.watch")
         }
         fn spec() -> __opkit_private::OperationSpec {
-            static SPEC: __opkit_private::OnceLock<__opkit_private::OperationSpec> =
-                __opkit_private::OnceLock::new();
-            __opkit_private::cached_spec(
-                &SPEC,
+            __OPKIT_CACHE.spec(
                 __opkit_private::SpecParts {
                     namespace: "kv",
                     name: "watch",
@@ -68,26 +62,22 @@ const _: () = {
                     decode: __opkit_private::decode_args::<watch>,
                     encode: __opkit_private::encode::<String>,
                 });
-            __verdict.stream::<Self>()
+            let __verdict = __verdict.stream::<Self>();
+            #[allow(unreachable_code, clippy::diverging_sub_expression)]
+            if false {
+                __opkit_private::assert_send_output(watch(
+                    __opkit_private::never(),
+                    __opkit_private::never(),
+                ));
+            }
+            __verdict
         }
-    }
-    #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
-    fn __opkit_send_cause() {
-        __opkit_private::assert_send_output(watch(
-            __opkit_private::never(),
-            __opkit_private::never(),
-        ));
     }
     #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
         __ctx: __opkit_private::OperationContext,
         key: String,
-    ) -> impl __opkit_private::futures::Stream<
-        Item = __opkit_private::Result<
-            __opkit_private::Produced<<watch as __opkit_private::TypedOperation>::Output>,
-            __opkit_private::CallError,
-        >,
-    > + use<> {
+    ) -> impl __opkit_private::RunStream<watch> + use<> {
         __opkit_private::produce_stream::<__opkit_private::Plain, _, _, _>(
             __opkit_private::forward_stream(move |__sink| async move {
                 __opkit_private::forward(watch(&__ctx, key).await, __sink).await
@@ -134,8 +124,5 @@ const _: () = {
             )
         }
     }
-    fn __opkit_fn_type_id() -> __opkit_private::TypeId {
-        __opkit_private::type_id_of(&watch)
-    }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < watch > , fn_type_id : __opkit_fn_type_id , } }
+    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < watch > , fn_type_id : || __opkit_private :: type_id_of (& watch) , } }
 };

@@ -13,24 +13,18 @@ const _: () = {
         const FIELDS: &'static [__opkit_private::Field] = &[];
         const READ: <() as __opkit_private::FieldList>::Readers = ();
     }
+    static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
     impl __opkit_private::TypedOperation for whoami {
         const ID: &'static __opkit_private::str = "auth.whoami";
         const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Query;
         const OUTPUT_FROM_TYPE: __opkit_private::bool = true;
-        const READS_CONTEXT: __opkit_private::bool = true;
-        const TIMEOUT_MS: __opkit_private::Option<__opkit_private::u64> = __opkit_private::None;
         type Input = __opkit_private::Args<whoami>;
         type Output = Option<String>;
         fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
-            static ID: __opkit_private::OnceLock<__opkit_private::Arc<__opkit_private::str>> =
-                __opkit_private::OnceLock::new();
-            __opkit_private::shared_id(&ID, "auth.whoami")
+            __OPKIT_CACHE.shared_id("auth.whoami")
         }
         fn spec() -> __opkit_private::OperationSpec {
-            static SPEC: __opkit_private::OnceLock<__opkit_private::OperationSpec> =
-                __opkit_private::OnceLock::new();
-            __opkit_private::cached_spec(
-                &SPEC,
+            __OPKIT_CACHE.spec(
                 __opkit_private::SpecParts {
                     namespace: "auth",
                     name: "whoami",
@@ -65,22 +59,18 @@ const _: () = {
                     decode: __opkit_private::decode_args::<whoami>,
                     encode: __opkit_private::encode::<Option<String>>,
                 });
-            __verdict.future::<Self>()
+            let __verdict = __verdict.future::<Self>();
+            #[allow(unreachable_code, clippy::diverging_sub_expression)]
+            if false {
+                __opkit_private::assert_send(whoami(__opkit_private::never()));
+            }
+            __verdict
         }
-    }
-    #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
-    fn __opkit_send_cause() {
-        __opkit_private::assert_send(whoami(__opkit_private::never()));
     }
     #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
         __ctx: __opkit_private::OperationContext,
-    ) -> impl __opkit_private::Future<
-        Output = __opkit_private::Result<
-            __opkit_private::Produced<<whoami as __opkit_private::TypedOperation>::Output>,
-            __opkit_private::CallError,
-        >,
-    > + use<> {
+    ) -> impl __opkit_private::RunFuture<whoami> + use<> {
         async move {
             __opkit_private::produce::<__opkit_private::Plain, _, _, _>(
                 whoami(&__ctx).await,
@@ -128,8 +118,5 @@ const _: () = {
             )
         }
     }
-    fn __opkit_fn_type_id() -> __opkit_private::TypeId {
-        __opkit_private::type_id_of(&whoami)
-    }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < whoami > , fn_type_id : __opkit_fn_type_id , } }
+    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < whoami > , fn_type_id : || __opkit_private :: type_id_of (& whoami) , } }
 };

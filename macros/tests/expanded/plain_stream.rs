@@ -16,24 +16,19 @@ const _: () = {
         const READ: <(u32, ()) as __opkit_private::FieldList>::Readers =
             (__OPKIT_FIELD_0.reader(), ());
     }
+    static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
     impl __opkit_private::TypedOperation for numbers {
         const ID: &'static __opkit_private::str = "math.numbers";
         const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Subscription;
         const OUTPUT_FROM_TYPE: __opkit_private::bool = true;
         const READS_CONTEXT: __opkit_private::bool = false;
-        const TIMEOUT_MS: __opkit_private::Option<__opkit_private::u64> = __opkit_private::None;
         type Input = __opkit_private::Args<numbers>;
         type Output = u32;
         fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
-            static ID: __opkit_private::OnceLock<__opkit_private::Arc<__opkit_private::str>> =
-                __opkit_private::OnceLock::new();
-            __opkit_private::shared_id(&ID, "math.numbers")
+            __OPKIT_CACHE.shared_id("math.numbers")
         }
         fn spec() -> __opkit_private::OperationSpec {
-            static SPEC: __opkit_private::OnceLock<__opkit_private::OperationSpec> =
-                __opkit_private::OnceLock::new();
-            __opkit_private::cached_spec(
-                &SPEC,
+            __OPKIT_CACHE.spec(
                 __opkit_private::SpecParts {
                     namespace: "math",
                     name: "numbers",
@@ -67,22 +62,16 @@ const _: () = {
                     decode: __opkit_private::decode_args::<numbers>,
                     encode: __opkit_private::encode::<u32>,
                 });
-            __verdict.stream::<Self>()
+            let __verdict = __verdict.stream::<Self>();
+            #[allow(unreachable_code, clippy::diverging_sub_expression)]
+            if false {
+                __opkit_private::assert_send(numbers(__opkit_private::never()));
+            }
+            __verdict
         }
     }
-    #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
-    fn __opkit_send_cause() {
-        __opkit_private::assert_send(numbers(__opkit_private::never()));
-    }
     #[allow(clippy::too_many_arguments)]
-    fn __opkit_run(
-        count: u32,
-    ) -> impl __opkit_private::futures::Stream<
-        Item = __opkit_private::Result<
-            __opkit_private::Produced<<numbers as __opkit_private::TypedOperation>::Output>,
-            __opkit_private::CallError,
-        >,
-    > + use<> {
+    fn __opkit_run(count: u32) -> impl __opkit_private::RunStream<numbers> + use<> {
         __opkit_private::produce_stream::<__opkit_private::Plain, _, _, _>(
             numbers(count),
             __opkit_private::no_error,
@@ -127,8 +116,5 @@ const _: () = {
             )
         }
     }
-    fn __opkit_fn_type_id() -> __opkit_private::TypeId {
-        __opkit_private::type_id_of(&numbers)
-    }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < numbers > , fn_type_id : __opkit_fn_type_id , } }
+    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < numbers > , fn_type_id : || __opkit_private :: type_id_of (& numbers) , } }
 };

@@ -20,24 +20,19 @@ const _: () = {
         const READ: <(i64, (i64, ())) as __opkit_private::FieldList>::Readers =
             (__OPKIT_FIELD_0.reader(), (__OPKIT_FIELD_1.reader(), ()));
     }
+    static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
     impl __opkit_private::TypedOperation for add {
         const ID: &'static __opkit_private::str = "math.add";
         const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Query;
         const OUTPUT_FROM_TYPE: __opkit_private::bool = true;
         const READS_CONTEXT: __opkit_private::bool = false;
-        const TIMEOUT_MS: __opkit_private::Option<__opkit_private::u64> = __opkit_private::None;
         type Input = __opkit_private::Args<add>;
         type Output = i64;
         fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
-            static ID: __opkit_private::OnceLock<__opkit_private::Arc<__opkit_private::str>> =
-                __opkit_private::OnceLock::new();
-            __opkit_private::shared_id(&ID, "math.add")
+            __OPKIT_CACHE.shared_id("math.add")
         }
         fn spec() -> __opkit_private::OperationSpec {
-            static SPEC: __opkit_private::OnceLock<__opkit_private::OperationSpec> =
-                __opkit_private::OnceLock::new();
-            __opkit_private::cached_spec(
-                &SPEC,
+            __OPKIT_CACHE.spec(
                 __opkit_private::SpecParts {
                     namespace: "math",
                     name: "add",
@@ -74,23 +69,19 @@ const _: () = {
                     decode: __opkit_private::decode_args::<add>,
                     encode: __opkit_private::encode::<i64>,
                 });
-            __verdict.future::<Self>()
+            let __verdict = __verdict.future::<Self>();
+            #[allow(unreachable_code, clippy::diverging_sub_expression)]
+            if false {
+                __opkit_private::assert_send(add(
+                    __opkit_private::never(),
+                    __opkit_private::never(),
+                ));
+            }
+            __verdict
         }
     }
-    #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
-    fn __opkit_send_cause() {
-        __opkit_private::assert_send(add(__opkit_private::never(), __opkit_private::never()));
-    }
     #[allow(clippy::too_many_arguments)]
-    fn __opkit_run(
-        a: i64,
-        b: i64,
-    ) -> impl __opkit_private::Future<
-        Output = __opkit_private::Result<
-            __opkit_private::Produced<<add as __opkit_private::TypedOperation>::Output>,
-            __opkit_private::CallError,
-        >,
-    > + use<> {
+    fn __opkit_run(a: i64, b: i64) -> impl __opkit_private::RunFuture<add> + use<> {
         __opkit_private::map_once(add(a, b), move |__opkit_returned| {
             __opkit_private::produce::<__opkit_private::Plain, _, _, _>(
                 __opkit_returned,
@@ -138,8 +129,5 @@ const _: () = {
             )
         }
     }
-    fn __opkit_fn_type_id() -> __opkit_private::TypeId {
-        __opkit_private::type_id_of(&add)
-    }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < add > , fn_type_id : __opkit_fn_type_id , } }
+    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < add > , fn_type_id : || __opkit_private :: type_id_of (& add) , } }
 };

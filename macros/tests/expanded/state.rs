@@ -16,24 +16,18 @@ const _: () = {
         const READ: <(i64, ()) as __opkit_private::FieldList>::Readers =
             (__OPKIT_FIELD_0.reader(), ());
     }
+    static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
     impl __opkit_private::TypedOperation for get {
         const ID: &'static __opkit_private::str = "notes.get";
         const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Query;
         const OUTPUT_FROM_TYPE: __opkit_private::bool = true;
-        const READS_CONTEXT: __opkit_private::bool = true;
-        const TIMEOUT_MS: __opkit_private::Option<__opkit_private::u64> = __opkit_private::None;
         type Input = __opkit_private::Args<get>;
         type Output = Note;
         fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
-            static ID: __opkit_private::OnceLock<__opkit_private::Arc<__opkit_private::str>> =
-                __opkit_private::OnceLock::new();
-            __opkit_private::shared_id(&ID, "notes.get")
+            __OPKIT_CACHE.shared_id("notes.get")
         }
         fn spec() -> __opkit_private::OperationSpec {
-            static SPEC: __opkit_private::OnceLock<__opkit_private::OperationSpec> =
-                __opkit_private::OnceLock::new();
-            __opkit_private::cached_spec(
-                &SPEC,
+            __OPKIT_CACHE.spec(
                 __opkit_private::SpecParts {
                     namespace: "notes",
                     name: "get",
@@ -71,27 +65,23 @@ const _: () = {
                     decode: __opkit_private::decode_args::<get>,
                     encode: __opkit_private::encode::<Note>,
                 });
-            __verdict.future::<Self>()
+            let __verdict = __verdict.future::<Self>();
+            #[allow(unreachable_code, clippy::diverging_sub_expression)]
+            if false {
+                __opkit_private::assert_send(get(
+                    __opkit_private::never(),
+                    __opkit_private::never(),
+                    __opkit_private::never(),
+                ));
+            }
+            __verdict
         }
-    }
-    #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
-    fn __opkit_send_cause() {
-        __opkit_private::assert_send(get(
-            __opkit_private::never(),
-            __opkit_private::never(),
-            __opkit_private::never(),
-        ));
     }
     #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
         __ctx: __opkit_private::OperationContext,
         id: i64,
-    ) -> impl __opkit_private::Future<
-        Output = __opkit_private::Result<
-            __opkit_private::Produced<<get as __opkit_private::TypedOperation>::Output>,
-            __opkit_private::CallError,
-        >,
-    > + use<> {
+    ) -> impl __opkit_private::RunFuture<get> + use<> {
         let __opkit_states = (|| {
             __opkit_private::Ok::<_, __opkit_private::CallError>((__opkit_private::state::<Db>(
                 &__ctx,
@@ -157,8 +147,5 @@ const _: () = {
             )
         }
     }
-    fn __opkit_fn_type_id() -> __opkit_private::TypeId {
-        __opkit_private::type_id_of(&get)
-    }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < get > , fn_type_id : __opkit_fn_type_id , } }
+    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < get > , fn_type_id : || __opkit_private :: type_id_of (& get) , } }
 };

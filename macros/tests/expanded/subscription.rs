@@ -16,24 +16,18 @@ const _: () = {
         const READ: <(u32, ()) as __opkit_private::FieldList>::Readers =
             (__OPKIT_FIELD_0.reader(), ());
     }
+    static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
     impl __opkit_private::TypedOperation for ticks {
         const ID: &'static __opkit_private::str = "clock.ticks";
         const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Subscription;
         const OUTPUT_FROM_TYPE: __opkit_private::bool = true;
-        const READS_CONTEXT: __opkit_private::bool = true;
-        const TIMEOUT_MS: __opkit_private::Option<__opkit_private::u64> = __opkit_private::None;
         type Input = __opkit_private::Args<ticks>;
         type Output = u32;
         fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
-            static ID: __opkit_private::OnceLock<__opkit_private::Arc<__opkit_private::str>> =
-                __opkit_private::OnceLock::new();
-            __opkit_private::shared_id(&ID, "clock.ticks")
+            __OPKIT_CACHE.shared_id("clock.ticks")
         }
         fn spec() -> __opkit_private::OperationSpec {
-            static SPEC: __opkit_private::OnceLock<__opkit_private::OperationSpec> =
-                __opkit_private::OnceLock::new();
-            __opkit_private::cached_spec(
-                &SPEC,
+            __OPKIT_CACHE.spec(
                 __opkit_private::SpecParts {
                     namespace: "clock",
                     name: "ticks",
@@ -68,23 +62,22 @@ const _: () = {
                     decode: __opkit_private::decode_args::<ticks>,
                     encode: __opkit_private::encode::<u32>,
                 });
-            __verdict.stream::<Self>()
+            let __verdict = __verdict.stream::<Self>();
+            #[allow(unreachable_code, clippy::diverging_sub_expression)]
+            if false {
+                __opkit_private::assert_send(ticks(
+                    __opkit_private::never(),
+                    __opkit_private::never(),
+                ));
+            }
+            __verdict
         }
-    }
-    #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
-    fn __opkit_send_cause() {
-        __opkit_private::assert_send(ticks(__opkit_private::never(), __opkit_private::never()));
     }
     #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
         __ctx: __opkit_private::OperationContext,
         count: u32,
-    ) -> impl __opkit_private::futures::Stream<
-        Item = __opkit_private::Result<
-            __opkit_private::Produced<<ticks as __opkit_private::TypedOperation>::Output>,
-            __opkit_private::CallError,
-        >,
-    > + use<> {
+    ) -> impl __opkit_private::RunStream<ticks> + use<> {
         __opkit_private::produce_stream::<__opkit_private::Fallible<__opkit_private::Plain>, _, _, _>(
             __opkit_private::forward_stream(move |__sink| async move {
                 __opkit_private::forward(ticks(&__ctx, count), __sink).await
@@ -140,8 +133,5 @@ const _: () = {
             )
         }
     }
-    fn __opkit_fn_type_id() -> __opkit_private::TypeId {
-        __opkit_private::type_id_of(&ticks)
-    }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < ticks > , fn_type_id : __opkit_fn_type_id , } }
+    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < ticks > , fn_type_id : || __opkit_private :: type_id_of (& ticks) , } }
 };

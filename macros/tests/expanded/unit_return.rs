@@ -11,24 +11,19 @@ const _: () = {
         const FIELDS: &'static [__opkit_private::Field] = &[];
         const READ: <() as __opkit_private::FieldList>::Readers = ();
     }
+    static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
     impl __opkit_private::TypedOperation for ping {
         const ID: &'static __opkit_private::str = "health.ping";
         const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Mutation;
         const OUTPUT_FROM_TYPE: __opkit_private::bool = true;
         const READS_CONTEXT: __opkit_private::bool = false;
-        const TIMEOUT_MS: __opkit_private::Option<__opkit_private::u64> = __opkit_private::None;
         type Input = __opkit_private::Args<ping>;
         type Output = ();
         fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
-            static ID: __opkit_private::OnceLock<__opkit_private::Arc<__opkit_private::str>> =
-                __opkit_private::OnceLock::new();
-            __opkit_private::shared_id(&ID, "health.ping")
+            __OPKIT_CACHE.shared_id("health.ping")
         }
         fn spec() -> __opkit_private::OperationSpec {
-            static SPEC: __opkit_private::OnceLock<__opkit_private::OperationSpec> =
-                __opkit_private::OnceLock::new();
-            __opkit_private::cached_spec(
-                &SPEC,
+            __OPKIT_CACHE.spec(
                 __opkit_private::SpecParts {
                     namespace: "health",
                     name: "ping",
@@ -60,20 +55,16 @@ const _: () = {
                     decode: __opkit_private::decode_args::<ping>,
                     encode: __opkit_private::encode::<()>,
                 });
-            __verdict.future::<Self>()
+            let __verdict = __verdict.future::<Self>();
+            #[allow(unreachable_code, clippy::diverging_sub_expression)]
+            if false {
+                __opkit_private::assert_send(ping());
+            }
+            __verdict
         }
     }
-    #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
-    fn __opkit_send_cause() {
-        __opkit_private::assert_send(ping());
-    }
     #[allow(clippy::too_many_arguments)]
-    fn __opkit_run() -> impl __opkit_private::Future<
-        Output = __opkit_private::Result<
-            __opkit_private::Produced<<ping as __opkit_private::TypedOperation>::Output>,
-            __opkit_private::CallError,
-        >,
-    > + use<> {
+    fn __opkit_run() -> impl __opkit_private::RunFuture<ping> + use<> {
         __opkit_private::map_once(ping(), move |__opkit_returned| {
             __opkit_private::produce::<__opkit_private::Plain, _, _, _>(
                 __opkit_returned,
@@ -117,8 +108,5 @@ const _: () = {
             )
         }
     }
-    fn __opkit_fn_type_id() -> __opkit_private::TypeId {
-        __opkit_private::type_id_of(&ping)
-    }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < ping > , fn_type_id : __opkit_fn_type_id , } }
+    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < ping > , fn_type_id : || __opkit_private :: type_id_of (& ping) , } }
 };

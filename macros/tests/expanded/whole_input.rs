@@ -7,24 +7,17 @@ struct create {}
 #[allow(deprecated)]
 const _: () = {
     use ::opkit::__private as __opkit_private;
+    static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
     impl __opkit_private::TypedOperation for create {
         const ID: &'static __opkit_private::str = "users.create";
         const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Mutation;
-        const OUTPUT_FROM_TYPE: __opkit_private::bool = false;
-        const READS_CONTEXT: __opkit_private::bool = true;
-        const TIMEOUT_MS: __opkit_private::Option<__opkit_private::u64> = __opkit_private::None;
         type Input = NewUser;
         type Output = User;
         fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
-            static ID: __opkit_private::OnceLock<__opkit_private::Arc<__opkit_private::str>> =
-                __opkit_private::OnceLock::new();
-            __opkit_private::shared_id(&ID, "users.create")
+            __OPKIT_CACHE.shared_id("users.create")
         }
         fn spec() -> __opkit_private::OperationSpec {
-            static SPEC: __opkit_private::OnceLock<__opkit_private::OperationSpec> =
-                __opkit_private::OnceLock::new();
-            __opkit_private::cached_spec(
-                &SPEC,
+            __OPKIT_CACHE.spec(
                 __opkit_private::SpecParts {
                     namespace: "users",
                     name: "create",
@@ -58,23 +51,22 @@ const _: () = {
                     decode: __opkit_private::decode::<NewUser>,
                     encode: __opkit_private::encode::<User>,
                 });
-            __verdict.future::<Self>()
+            let __verdict = __verdict.future::<Self>();
+            #[allow(unreachable_code, clippy::diverging_sub_expression)]
+            if false {
+                __opkit_private::assert_send(create(
+                    __opkit_private::never(),
+                    __opkit_private::never(),
+                ));
+            }
+            __verdict
         }
-    }
-    #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
-    fn __opkit_send_cause() {
-        __opkit_private::assert_send(create(__opkit_private::never(), __opkit_private::never()));
     }
     #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
         __ctx: __opkit_private::OperationContext,
         __input: Input<NewUser>,
-    ) -> impl __opkit_private::Future<
-        Output = __opkit_private::Result<
-            __opkit_private::Produced<<create as __opkit_private::TypedOperation>::Output>,
-            __opkit_private::CallError,
-        >,
-    > + use<> {
+    ) -> impl __opkit_private::RunFuture<create> + use<> {
         __opkit_private::map_once(create(__ctx, __input), move |__opkit_returned| {
             __opkit_private::produce::<__opkit_private::Envelope, _, _, _>(
                 __opkit_returned,
@@ -124,8 +116,5 @@ const _: () = {
             )
         }
     }
-    fn __opkit_fn_type_id() -> __opkit_private::TypeId {
-        __opkit_private::type_id_of(&create)
-    }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < create > , fn_type_id : __opkit_fn_type_id , } }
+    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < create > , fn_type_id : || __opkit_private :: type_id_of (& create) , } }
 };
