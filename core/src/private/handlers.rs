@@ -3,11 +3,31 @@
 
 use super::*;
 
+/// The context the run fn of a query or mutation is given: the registry's own, moved in, or
+/// a typed call's caller's, lent (the run fn copies it only when the fn reads it). One run fn
+/// serves both paths, so an expansion has one, not a closure per path.
+pub enum ContextArg<'a> {
+    /// The registry's context for this call.
+    Owned(OperationContext),
+    /// The caller's context of a typed call.
+    Lent(&'a OperationContext),
+}
+
+impl ContextArg<'_> {
+    /// The context, owned: moved out, or copied from the caller's.
+    pub fn into_owned(self) -> OperationContext {
+        match self {
+            Self::Owned(ctx) => ctx,
+            Self::Lent(ctx) => ctx.clone(),
+        }
+    }
+}
+
 /// The JSON handler of a query or mutation: decode the input, `run` the fn, encode.
 pub fn unary_handler<O, F, Fut>(codec: Codec<O::Input, O::Output>, run: F) -> Handler
 where
     O: TypedOperation,
-    F: Fn(O::Input, OperationContext) -> Fut + Send + Sync + 'static,
+    F: Fn(O::Input, ContextArg<'static>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Produced<O::Output>, CallError>> + Send + 'static,
 {
     // A combinator rather than an `async` block: a block holding the fn's future and awaiting
@@ -16,9 +36,10 @@ where
     // type for every operation.
     Handler(HandlerFn::Unary(Arc::new(move |input, ctx| {
         match codec.decode(O::ID, input) {
-            Ok(input) => Box::pin(map_once(run(input, ctx), move |produced| {
-                codec.encode(O::ID, produced?)
-            })),
+            Ok(input) => Box::pin(map_once(
+                run(input, ContextArg::Owned(ctx)),
+                move |produced| codec.encode(O::ID, produced?),
+            )),
             Err(error) => invalid(error),
         }
     })))
@@ -147,9 +168,9 @@ fn timed_context<O: TypedOperation>(ctx: &OperationContext) -> Option<OperationC
 /// whose registry has middleware covering the operation runs it through that middleware
 /// (see the `layered` module).
 ///
-/// `run` makes the fn's future from a borrowed context (the expansion's closure copies it
-/// only for a fn that reads it), so a call that neither changes the caller's context (the
-/// operation's own timeout, a recorded span) nor hands it to its fn copies none.
+/// `run` makes the fn's future from a lent context (the run fn copies it only for a fn that
+/// reads it), so a call that neither changes the caller's context (the operation's own
+/// timeout, a recorded span) nor hands it to its fn copies none.
 pub fn call_unary<O, F, Fut>(
     ctx: &OperationContext,
     input: O::Input,
@@ -159,7 +180,7 @@ pub fn call_unary<O, F, Fut>(
 ) -> impl Future<Output = Result<ResponseEnvelope<O::Output>, CallError>> + use<O, F, Fut>
 where
     O: TypedOperation,
-    F: FnOnce(O::Input, &OperationContext) -> Fut,
+    F: for<'a> FnOnce(O::Input, ContextArg<'a>) -> Fut,
     Fut: Future<Output = Result<Produced<O::Output>, CallError>>,
 {
     let timed = timed_context::<O>(ctx);
@@ -179,7 +200,11 @@ where
         });
     let traced = span.as_ref().map(|span| span.apply(ctx.clone()));
     let ctx = traced.as_ref().unwrap_or(ctx);
-    TypedCall::<O, Fut>::start(move || run(input, ctx), ctx.bounds(), span)
+    TypedCall::<O, Fut>::start(
+        move || run(input, ContextArg::Lent(ctx)),
+        ctx.bounds(),
+        span,
+    )
 }
 
 /// The typed subscription: the fn's stream, guarded like a registry subscription, one

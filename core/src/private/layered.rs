@@ -208,14 +208,17 @@ pub trait UnaryEndpoint<O: TypedOperation, F> {
 impl<O, F, Fut> UnaryEndpoint<O, F> for EndpointProbe<O, F>
 where
     O: TypedOperation,
-    F: FnOnce(O::Input, &OperationContext) -> Fut + Send + 'static,
+    F: for<'a> FnOnce(O::Input, ContextArg<'a>) -> Fut + Send + 'static,
     Fut: Future<Output = Result<Produced<O::Output>, CallError>> + Send + 'static,
 {
     fn unary_endpoint(&self) -> Option<MakeEnd<F>> {
         Some(|run| TypedEnd {
             accepts: holds::<O::Input>,
             run: EndRun::Unary(Box::new(move |input, ctx| {
-                Box::pin(run(take(input), &ctx).map(|produced| produced.map(erase::<O::Output>)))
+                Box::pin(
+                    run(take(input), ContextArg::Owned(ctx))
+                        .map(|produced| produced.map(erase::<O::Output>)),
+                )
             })),
         })
     }

@@ -30,7 +30,7 @@ pub trait SendProbe<I, D> {
 impl<O, F, Fut> SendProbe<O::Input, O::Output> for Runner<O, F>
 where
     O: TypedOperation,
-    F: Fn(O::Input, OperationContext) -> Fut + Clone + Send + Sync + 'static,
+    F: Fn(O::Input, ContextArg<'static>) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Result<Produced<O::Output>, CallError>> + Send + 'static,
 {
     fn unary(&self, codec: Codec<O::Input, O::Output>) -> IsSend {

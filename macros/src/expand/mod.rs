@@ -20,8 +20,8 @@ use syn::spanned::Spanned;
 mod input;
 mod run;
 
-use input::{args_from_input, cons, input_args, input_params, input_type, local};
-use run::{json_handler, owned_start, run_fn};
+use input::{cons, input_args, input_params, input_type, local};
+use run::{json_handler, run_fn};
 
 /// Names of the macro's own locals: `mixed_site`, so they never meet the user's names.
 struct Locals {
@@ -45,7 +45,7 @@ pub(crate) fn expand(op: &Operation<'_>) -> TokenStream {
     let cfgs: Vec<&syn::Attribute> = cfg_attrs(op).collect();
     let handle = handle_struct(op);
     let input = input_type(op);
-    let typed = typed_operation(op, &locals);
+    let typed = typed_operation(op);
     let inherent = inherent_items(op, &locals);
     let registration = registration(op);
     let deprecated = deprecated_keys(op);
@@ -217,6 +217,16 @@ fn kind_tokens(op: &Operation<'_>) -> TokenStream {
     }
 }
 
+/// The input object's type: `T` for a parameter `Input<T>`, opkit's `Args<handle>` otherwise.
+fn object_type(op: &Operation<'_>) -> TokenStream {
+    let private = &op.private;
+    let ident = &op.func.sig.ident;
+    match op.whole_input() {
+        Some(inner) => quote!(#inner),
+        None => quote!(#private::Args<#ident>),
+    }
+}
+
 /// The output data type as written; `serde_json::Value` for a bare `ResponseEnvelope`.
 fn data_type(op: &Operation<'_>) -> TokenStream {
     let private = &op.private;
@@ -227,7 +237,7 @@ fn data_type(op: &Operation<'_>) -> TokenStream {
 }
 
 /// `impl TypedOperation for <handle>`: id, kind, types, cached spec, JSON handler.
-fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
+fn typed_operation(op: &Operation<'_>) -> TokenStream {
     let private = &op.private;
     let ident = &op.func.sig.ident;
     let id = &op.id;
@@ -267,7 +277,7 @@ fn typed_operation(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     let output_schema = quote_spanned!(data_span(op)=> #at::output_schema::<#data>);
     let optional_parts = optional_spec_parts(op);
     let checks = type_checks(op);
-    let handler = json_handler(op, locals);
+    let handler = json_handler(op);
     quote! {
         static __OPKIT_CACHE: #private::OperationCache = #private::OperationCache::new();
 
@@ -387,29 +397,6 @@ fn type_checks(op: &Operation<'_>) -> TokenStream {
     quote!(#(#contexts)* #plain)
 }
 
-/// The closure the typed `call` / `subscribe` makes the fn's future or stream with. A query's
-/// or mutation's fn is lent the caller's context (copied only for a fn that reads it); a
-/// subscription's stream keeps the context it is given, as the registry's handler does.
-fn typed_start(op: &Operation<'_>, locals: &Locals) -> TokenStream {
-    if op.output.stream {
-        return owned_start(op, locals);
-    }
-    let private = &op.private;
-    let Locals { input, ctx, .. } = locals;
-    let from_args = args_from_input(op, locals);
-    let input_ty = quote!(<Self as #private::TypedOperation>::Input);
-    let context = quote!(#private::OperationContext);
-    if op.reads_context() {
-        quote! {
-            |#input: #input_ty, #ctx: &#context| {
-                __opkit_run(<#context as #private::Clone>::clone(#ctx), #(#from_args),*)
-            }
-        }
-    } else {
-        quote!(|#input: #input_ty, _: &#context| __opkit_run(#(#from_args),*))
-    }
-}
-
 /// `add::ID`, `add::spec()`, `add::input(..)` and `add::call(&ctx, ..)` / `subscribe`.
 fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     let private = &op.private;
@@ -436,7 +423,6 @@ fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         }
     };
     let run = run_fn(op, locals);
-    let from_input = typed_start(op, locals);
     let views = quote!(#private::typed_views!(#ident));
     let call_doc = format!(
         "Calls the fn directly (no JSON), as the registry would run operation `{id}`: a panic \
@@ -455,13 +441,12 @@ fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
             #vis fn subscribe(#ctx: &#private::OperationContext, #(#params),*)
                 -> impl #private::futures::Stream<Item = #envelope> + use<>
             {
-                let __opkit_start = #from_input;
                 #private::subscribe_typed::<Self, _, _>(
                     #ctx,
                     Self::input(#(#args),*),
                     #views,
-                    #private::stream_endpoint!(#ident, __opkit_start),
-                    __opkit_start,
+                    #private::stream_endpoint!(#ident, __opkit_run),
+                    __opkit_run,
                 )
             }
         }
@@ -472,13 +457,12 @@ fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
             #vis fn call(#ctx: &#private::OperationContext, #(#params),*)
                 -> impl #private::Future<Output = #envelope> + use<>
             {
-                let __opkit_start = #from_input;
                 #private::call_unary::<Self, _, _>(
                     #ctx,
                     Self::input(#(#args),*),
                     #views,
-                    #private::unary_endpoint!(#ident, __opkit_start),
-                    __opkit_start,
+                    #private::unary_endpoint!(#ident, __opkit_run),
+                    __opkit_run,
                 )
             }
         }

@@ -1,8 +1,8 @@
 //! Running the fn: the `run` function the handler and the typed call share, the error
 //! converter, the JSON handler, and the `Send` checks' spans and causes.
 
-use super::input::{args_from_input, fn_args, input_params, state_reads};
-use super::{Locals, data_span, data_type, respan};
+use super::input::{args_from_input, fn_args, input_args, state_reads};
+use super::{Locals, data_span, data_type, object_type, respan};
 use crate::model::{Operation, Param};
 use crate::shape::Shape;
 use proc_macro2::{Ident, Span, TokenStream};
@@ -24,8 +24,11 @@ pub(super) fn run_fn(op: &Operation<'_>, locals: &Locals) -> TokenStream {
 struct RunParts<'a> {
     /// The context parameter, for a fn that reads its context only.
     ctx: Option<&'a Ident>,
-    /// `__opkit_run`'s parameters after the context: the input's fields, or the whole input.
-    params: Vec<TokenStream>,
+    /// The input parameter and the input object's type.
+    input: (&'a Ident, TokenStream),
+    /// The fn's arguments taken out of the input object: `let a = __input.values.0;` per
+    /// field, or the whole input wrapped back into its `Input<T>`.
+    unpack: TokenStream,
     /// The user's fn called with its arguments: `add(a, b)`.
     call: TokenStream,
     /// The runtime's shape marker of the return type (`Plain`, `Envelope`, `Fallible<..>`).
@@ -41,9 +44,18 @@ impl<'a> RunParts<'a> {
         let private = &op.private;
         let ident = &op.func.sig.ident;
         let args = fn_args(op, locals);
+        let names = input_args(op, locals);
+        let values = args_from_input(op, locals);
         Self {
             ctx: op.reads_context().then_some(&locals.ctx),
-            params: input_params(op, locals),
+            input: (&locals.input, object_type(op)),
+            // One pattern: every value is read before any name is bound (a parameter may
+            // be named like the input itself).
+            unpack: if names.is_empty() {
+                TokenStream::new()
+            } else {
+                quote!(let (#(#names,)*) = (#(#values,)*);)
+            },
             call: quote!(#ident(#(#args),*)),
             marker: Shape::of(&op.output.value).marker(private),
             states: op
@@ -55,21 +67,40 @@ impl<'a> RunParts<'a> {
         }
     }
 
-    /// `fn __opkit_run(ctx, ..) -> impl #returns + use<> { #body }` (without `ctx` for a fn
-    /// that does not read it).
-    fn function(
-        &self,
-        private: &TokenStream,
-        returns: TokenStream,
-        body: TokenStream,
-    ) -> TokenStream {
-        let Self { ctx, params, .. } = self;
-        let ctx = ctx.map(|ctx| quote!(#ctx: #private::OperationContext,));
+    /// `fn __opkit_run(input, ctx) -> impl #returns + use<> { #body }`: the one fn both the
+    /// registry's handler and the typed call run the fn through. A query's or mutation's
+    /// takes a `ContextArg` (the registry's context moved in, or a typed caller's lent) and
+    /// makes it owned only when the fn reads it; a subscription's takes the context owned.
+    fn function(&self, op: &Operation<'_>, returns: TokenStream, body: TokenStream) -> TokenStream {
+        let private = &op.private;
+        let Self {
+            ctx,
+            input: (input, input_ty),
+            unpack,
+            ..
+        } = self;
+        let ctx_ty = if op.output.stream {
+            quote!(#private::OperationContext)
+        } else {
+            quote!(#private::ContextArg<'_>)
+        };
+        let (ctx_param, owned) = match ctx {
+            Some(ctx) if op.output.stream => (quote!(#ctx), None),
+            Some(ctx) => (quote!(#ctx), Some(quote!(let #ctx = #ctx.into_owned();))),
+            None => (quote!(_), None),
+        };
+        // An input object with no fields is not read.
+        let input_param = if unpack.is_empty() {
+            quote!(_)
+        } else {
+            quote!(#input)
+        };
         quote! {
-            #[allow(clippy::too_many_arguments)]
-            fn __opkit_run(#ctx #(#params),*)
+            fn __opkit_run(#input_param: #input_ty, #ctx_param: #ctx_ty)
                 -> impl #returns + use<>
             {
+                #unpack
+                #owned
                 #body
             }
         }
@@ -112,7 +143,7 @@ fn unary_run(op: &Operation<'_>, run: &RunParts<'_>) -> TokenStream {
         }
     };
     let ident = &op.func.sig.ident;
-    run.function(private, quote!(#private::RunFuture<#ident>), body)
+    run.function(op, quote!(#private::RunFuture<#ident>), body)
 }
 
 /// `__opkit_run` of a subscription: a stream of results.
@@ -154,7 +185,7 @@ fn stream_run(op: &Operation<'_>, run: &RunParts<'_>) -> TokenStream {
         quote!(#produce(#items, #convert))
     };
     let ident = &op.func.sig.ident;
-    run.function(private, quote!(#private::RunStream<#ident>), body)
+    run.function(op, quote!(#private::RunStream<#ident>), body)
 }
 
 /// `true` when the fn takes the context by reference: its future borrows the context, which
@@ -197,27 +228,8 @@ fn error_converter(op: &Operation<'_>) -> TokenStream {
     }
 }
 
-/// The closure that makes the fn's future or stream from its input and an owned context
-/// (the registry's handler, and a typed subscription): `__opkit_run` gets the context when
-/// the fn reads it.
-pub(super) fn owned_start(op: &Operation<'_>, locals: &Locals) -> TokenStream {
-    let private = &op.private;
-    let Locals { input, ctx, .. } = locals;
-    let args = args_from_input(op, locals);
-    let (param, arg) = if op.reads_context() {
-        (quote!(#ctx), Some(quote!(#ctx,)))
-    } else {
-        (quote!(_), None)
-    };
-    quote! {
-        |#input: <Self as #private::TypedOperation>::Input, #param: #private::OperationContext| {
-            __opkit_run(#arg #(#args),*)
-        }
-    }
-}
-
 /// The type-erased JSON handler the registry runs, with the `Send` check's explanation.
-pub(super) fn json_handler(op: &Operation<'_>, locals: &Locals) -> TokenStream {
+pub(super) fn json_handler(op: &Operation<'_>) -> TokenStream {
     let private = &op.private;
     let decode = match op.whole_input() {
         Some(inner) => {
@@ -248,12 +260,11 @@ pub(super) fn json_handler(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         )
     };
     let verdict = Ident::new("__verdict", Span::mixed_site());
-    let run = owned_start(op, locals);
     let send_cause = send_cause(op);
     quote! {
         #[allow(unused_imports)]
         use #probes;
-        let #verdict = (&#private::Runner::<Self, _>::new(#run))
+        let #verdict = (&#private::Runner::<Self, _>::new(__opkit_run))
         .#build(#private::Codec { decode: #decode, encode: #encode });
         let #verdict = #verdict.#checked();
         // After the verdict: its error (ours, with the fix) comes first, this one's second.

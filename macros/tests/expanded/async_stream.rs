@@ -52,16 +52,12 @@ const _: () = {
             }
             #[allow(unused_imports)]
             use __opkit_private::{NotSendProbe as _, SendStreamProbe as _};
-            let __verdict = (&__opkit_private::Runner::<Self, _>::new(
-                |__input: <Self as __opkit_private::TypedOperation>::Input,
-                 _: __opkit_private::OperationContext| {
-                    __opkit_run(__input.values.0)
-                },
-            ))
-                .streaming(__opkit_private::Codec {
+            let __verdict = (&__opkit_private::Runner::<Self, _>::new(__opkit_run)).streaming(
+                __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<feed>,
                     encode: __opkit_private::encode::<String>,
-                });
+                },
+            );
             let __verdict = __verdict.stream::<Self>();
             #[allow(unreachable_code, clippy::diverging_sub_expression)]
             if false {
@@ -70,8 +66,11 @@ const _: () = {
             __verdict
         }
     }
-    #[allow(clippy::too_many_arguments)]
-    fn __opkit_run(topic: String) -> impl __opkit_private::RunStream<feed> + use<> {
+    fn __opkit_run(
+        __input: __opkit_private::Args<feed>,
+        _: __opkit_private::OperationContext,
+    ) -> impl __opkit_private::RunStream<feed> + use<> {
+        let (topic,) = (__input.values.0,);
         __opkit_private::produce_stream::<__opkit_private::Fallible<__opkit_private::Plain>, _, _, _>(
             __opkit_private::flatten_stream(async move { feed(topic).await }),
             |__error| {
@@ -111,17 +110,12 @@ const _: () = {
                 __opkit_private::CallError,
             >,
         > + use<> {
-            let __opkit_start =
-                |__input: <Self as __opkit_private::TypedOperation>::Input,
-                 _: __opkit_private::OperationContext| {
-                    __opkit_run(__input.values.0)
-                };
             __opkit_private::subscribe_typed::<Self, _, _>(
                 __ctx,
                 Self::input(topic),
                 __opkit_private::typed_views!(feed),
-                __opkit_private::stream_endpoint!(feed, __opkit_start),
-                __opkit_start,
+                __opkit_private::stream_endpoint!(feed, __opkit_run),
+                __opkit_run,
             )
         }
     }

@@ -52,16 +52,12 @@ const _: () = {
             }
             #[allow(unused_imports)]
             use __opkit_private::{NotSendProbe as _, SendStreamProbe as _};
-            let __verdict = (&__opkit_private::Runner::<Self, _>::new(
-                |__input: <Self as __opkit_private::TypedOperation>::Input,
-                 __ctx: __opkit_private::OperationContext| {
-                    __opkit_run(__ctx, __input.values.0)
-                },
-            ))
-                .streaming(__opkit_private::Codec {
+            let __verdict = (&__opkit_private::Runner::<Self, _>::new(__opkit_run)).streaming(
+                __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<watch>,
                     encode: __opkit_private::encode::<String>,
-                });
+                },
+            );
             let __verdict = __verdict.stream::<Self>();
             #[allow(unreachable_code, clippy::diverging_sub_expression)]
             if false {
@@ -73,11 +69,11 @@ const _: () = {
             __verdict
         }
     }
-    #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
+        __input: __opkit_private::Args<watch>,
         __ctx: __opkit_private::OperationContext,
-        key: String,
     ) -> impl __opkit_private::RunStream<watch> + use<> {
+        let (key,) = (__input.values.0,);
         __opkit_private::produce_stream::<__opkit_private::Plain, _, _, _>(
             __opkit_private::forward_stream(move |__sink| async move {
                 __opkit_private::forward(watch(&__ctx, key).await, __sink).await
@@ -110,17 +106,12 @@ const _: () = {
                 __opkit_private::CallError,
             >,
         > + use<> {
-            let __opkit_start =
-                |__input: <Self as __opkit_private::TypedOperation>::Input,
-                 __ctx: __opkit_private::OperationContext| {
-                    __opkit_run(__ctx, __input.values.0)
-                };
             __opkit_private::subscribe_typed::<Self, _, _>(
                 __ctx,
                 Self::input(key),
                 __opkit_private::typed_views!(watch),
-                __opkit_private::stream_endpoint!(watch, __opkit_start),
-                __opkit_start,
+                __opkit_private::stream_endpoint!(watch, __opkit_run),
+                __opkit_run,
             )
         }
     }

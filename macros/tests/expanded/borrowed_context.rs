@@ -51,14 +51,12 @@ const _: () = {
             }
             #[allow(unused_imports)]
             use __opkit_private::{NotSendProbe as _, SendProbe as _};
-            let __verdict = (&__opkit_private::Runner::<Self, _>::new(
-                |__input: <Self as __opkit_private::TypedOperation>::Input,
-                 __ctx: __opkit_private::OperationContext| { __opkit_run(__ctx) },
-            ))
-                .unary(__opkit_private::Codec {
+            let __verdict = (&__opkit_private::Runner::<Self, _>::new(__opkit_run)).unary(
+                __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<whoami>,
                     encode: __opkit_private::encode::<Option<String>>,
-                });
+                },
+            );
             let __verdict = __verdict.future::<Self>();
             #[allow(unreachable_code, clippy::diverging_sub_expression)]
             if false {
@@ -67,10 +65,11 @@ const _: () = {
             __verdict
         }
     }
-    #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
-        __ctx: __opkit_private::OperationContext,
+        _: __opkit_private::Args<whoami>,
+        __ctx: __opkit_private::ContextArg<'_>,
     ) -> impl __opkit_private::RunFuture<whoami> + use<> {
+        let __ctx = __ctx.into_owned();
         async move {
             __opkit_private::produce::<__opkit_private::Plain, _, _, _>(
                 whoami(&__ctx).await,
@@ -102,19 +101,12 @@ const _: () = {
                 __opkit_private::CallError,
             >,
         > + use<> {
-            let __opkit_start =
-                |__input: <Self as __opkit_private::TypedOperation>::Input,
-                 __ctx: &__opkit_private::OperationContext| {
-                    __opkit_run(
-                        <__opkit_private::OperationContext as __opkit_private::Clone>::clone(__ctx),
-                    )
-                };
             __opkit_private::call_unary::<Self, _, _>(
                 __ctx,
                 Self::input(),
                 __opkit_private::typed_views!(whoami),
-                __opkit_private::unary_endpoint!(whoami, __opkit_start),
-                __opkit_start,
+                __opkit_private::unary_endpoint!(whoami, __opkit_run),
+                __opkit_run,
             )
         }
     }

@@ -46,16 +46,12 @@ const _: () = {
         fn handler() -> __opkit_private::Handler {
             #[allow(unused_imports)]
             use __opkit_private::{NotSendProbe as _, SendProbe as _};
-            let __verdict = (&__opkit_private::Runner::<Self, _>::new(
-                |__input: <Self as __opkit_private::TypedOperation>::Input,
-                 _: __opkit_private::OperationContext| {
-                    __opkit_run(__input.values.0)
-                },
-            ))
-                .unary(__opkit_private::Codec {
+            let __verdict = (&__opkit_private::Runner::<Self, _>::new(__opkit_run)).unary(
+                __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<fetch>,
                     encode: __opkit_private::encode::<String>,
-                });
+                },
+            );
             let __verdict = __verdict.future::<Self>();
             #[allow(unreachable_code, clippy::diverging_sub_expression)]
             if false {
@@ -64,8 +60,11 @@ const _: () = {
             __verdict
         }
     }
-    #[allow(clippy::too_many_arguments)]
-    fn __opkit_run(url: String) -> impl __opkit_private::RunFuture<fetch> + use<> {
+    fn __opkit_run(
+        __input: __opkit_private::Args<fetch>,
+        _: __opkit_private::ContextArg<'_>,
+    ) -> impl __opkit_private::RunFuture<fetch> + use<> {
+        let (url,) = (__input.values.0,);
         __opkit_private::map_once(fetch(url), move |__opkit_returned| {
             __opkit_private::produce::<__opkit_private::Fallible<__opkit_private::Envelope>, _, _, _>(
                 __opkit_returned,
@@ -107,17 +106,12 @@ const _: () = {
                 __opkit_private::CallError,
             >,
         > + use<> {
-            let __opkit_start =
-                |__input: <Self as __opkit_private::TypedOperation>::Input,
-                 _: &__opkit_private::OperationContext| {
-                    __opkit_run(__input.values.0)
-                };
             __opkit_private::call_unary::<Self, _, _>(
                 __ctx,
                 Self::input(url),
                 __opkit_private::typed_views!(fetch),
-                __opkit_private::unary_endpoint!(fetch, __opkit_start),
-                __opkit_start,
+                __opkit_private::unary_endpoint!(fetch, __opkit_run),
+                __opkit_run,
             )
         }
     }

@@ -52,16 +52,12 @@ const _: () = {
             }
             #[allow(unused_imports)]
             use __opkit_private::{NotSendProbe as _, SendStreamProbe as _};
-            let __verdict = (&__opkit_private::Runner::<Self, _>::new(
-                |__input: <Self as __opkit_private::TypedOperation>::Input,
-                 _: __opkit_private::OperationContext| {
-                    __opkit_run(__input.values.0)
-                },
-            ))
-                .streaming(__opkit_private::Codec {
+            let __verdict = (&__opkit_private::Runner::<Self, _>::new(__opkit_run)).streaming(
+                __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<numbers>,
                     encode: __opkit_private::encode::<u32>,
-                });
+                },
+            );
             let __verdict = __verdict.stream::<Self>();
             #[allow(unreachable_code, clippy::diverging_sub_expression)]
             if false {
@@ -70,8 +66,11 @@ const _: () = {
             __verdict
         }
     }
-    #[allow(clippy::too_many_arguments)]
-    fn __opkit_run(count: u32) -> impl __opkit_private::RunStream<numbers> + use<> {
+    fn __opkit_run(
+        __input: __opkit_private::Args<numbers>,
+        _: __opkit_private::OperationContext,
+    ) -> impl __opkit_private::RunStream<numbers> + use<> {
+        let (count,) = (__input.values.0,);
         __opkit_private::produce_stream::<__opkit_private::Plain, _, _, _>(
             numbers(count),
             __opkit_private::no_error,
@@ -102,17 +101,12 @@ const _: () = {
                 __opkit_private::CallError,
             >,
         > + use<> {
-            let __opkit_start =
-                |__input: <Self as __opkit_private::TypedOperation>::Input,
-                 _: __opkit_private::OperationContext| {
-                    __opkit_run(__input.values.0)
-                };
             __opkit_private::subscribe_typed::<Self, _, _>(
                 __ctx,
                 Self::input(count),
                 __opkit_private::typed_views!(numbers),
-                __opkit_private::stream_endpoint!(numbers, __opkit_start),
-                __opkit_start,
+                __opkit_private::stream_endpoint!(numbers, __opkit_run),
+                __opkit_run,
             )
         }
     }

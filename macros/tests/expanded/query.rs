@@ -59,16 +59,12 @@ const _: () = {
             }
             #[allow(unused_imports)]
             use __opkit_private::{NotSendProbe as _, SendProbe as _};
-            let __verdict = (&__opkit_private::Runner::<Self, _>::new(
-                |__input: <Self as __opkit_private::TypedOperation>::Input,
-                 _: __opkit_private::OperationContext| {
-                    __opkit_run(__input.values.0, __input.values.1.0)
-                },
-            ))
-                .unary(__opkit_private::Codec {
+            let __verdict = (&__opkit_private::Runner::<Self, _>::new(__opkit_run)).unary(
+                __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<add>,
                     encode: __opkit_private::encode::<i64>,
-                });
+                },
+            );
             let __verdict = __verdict.future::<Self>();
             #[allow(unreachable_code, clippy::diverging_sub_expression)]
             if false {
@@ -80,8 +76,11 @@ const _: () = {
             __verdict
         }
     }
-    #[allow(clippy::too_many_arguments)]
-    fn __opkit_run(a: i64, b: i64) -> impl __opkit_private::RunFuture<add> + use<> {
+    fn __opkit_run(
+        __input: __opkit_private::Args<add>,
+        _: __opkit_private::ContextArg<'_>,
+    ) -> impl __opkit_private::RunFuture<add> + use<> {
+        let (a, b) = (__input.values.0, __input.values.1.0);
         __opkit_private::map_once(add(a, b), move |__opkit_returned| {
             __opkit_private::produce::<__opkit_private::Plain, _, _, _>(
                 __opkit_returned,
@@ -115,17 +114,12 @@ const _: () = {
                 __opkit_private::CallError,
             >,
         > + use<> {
-            let __opkit_start =
-                |__input: <Self as __opkit_private::TypedOperation>::Input,
-                 _: &__opkit_private::OperationContext| {
-                    __opkit_run(__input.values.0, __input.values.1.0)
-                };
             __opkit_private::call_unary::<Self, _, _>(
                 __ctx,
                 Self::input(a, b),
                 __opkit_private::typed_views!(add),
-                __opkit_private::unary_endpoint!(add, __opkit_start),
-                __opkit_start,
+                __opkit_private::unary_endpoint!(add, __opkit_run),
+                __opkit_run,
             )
         }
     }

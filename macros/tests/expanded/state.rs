@@ -55,16 +55,12 @@ const _: () = {
             }
             #[allow(unused_imports)]
             use __opkit_private::{NotSendProbe as _, SendProbe as _};
-            let __verdict = (&__opkit_private::Runner::<Self, _>::new(
-                |__input: <Self as __opkit_private::TypedOperation>::Input,
-                 __ctx: __opkit_private::OperationContext| {
-                    __opkit_run(__ctx, __input.values.0)
-                },
-            ))
-                .unary(__opkit_private::Codec {
+            let __verdict = (&__opkit_private::Runner::<Self, _>::new(__opkit_run)).unary(
+                __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<get>,
                     encode: __opkit_private::encode::<Note>,
-                });
+                },
+            );
             let __verdict = __verdict.future::<Self>();
             #[allow(unreachable_code, clippy::diverging_sub_expression)]
             if false {
@@ -77,11 +73,12 @@ const _: () = {
             __verdict
         }
     }
-    #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
-        __ctx: __opkit_private::OperationContext,
-        id: i64,
+        __input: __opkit_private::Args<get>,
+        __ctx: __opkit_private::ContextArg<'_>,
     ) -> impl __opkit_private::RunFuture<get> + use<> {
+        let (id,) = (__input.values.0,);
+        let __ctx = __ctx.into_owned();
         let __opkit_states = (|| {
             __opkit_private::Ok::<_, __opkit_private::CallError>((__opkit_private::state::<Db>(
                 &__ctx,
@@ -130,20 +127,12 @@ const _: () = {
                 __opkit_private::CallError,
             >,
         > + use<> {
-            let __opkit_start =
-                |__input: <Self as __opkit_private::TypedOperation>::Input,
-                 __ctx: &__opkit_private::OperationContext| {
-                    __opkit_run(
-                        <__opkit_private::OperationContext as __opkit_private::Clone>::clone(__ctx),
-                        __input.values.0,
-                    )
-                };
             __opkit_private::call_unary::<Self, _, _>(
                 __ctx,
                 Self::input(id),
                 __opkit_private::typed_views!(get),
-                __opkit_private::unary_endpoint!(get, __opkit_start),
-                __opkit_start,
+                __opkit_private::unary_endpoint!(get, __opkit_run),
+                __opkit_run,
             )
         }
     }

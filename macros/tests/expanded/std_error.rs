@@ -52,16 +52,12 @@ const _: () = {
             }
             #[allow(unused_imports)]
             use __opkit_private::{NotSendProbe as _, SendProbe as _};
-            let __verdict = (&__opkit_private::Runner::<Self, _>::new(
-                |__input: <Self as __opkit_private::TypedOperation>::Input,
-                 _: __opkit_private::OperationContext| {
-                    __opkit_run(__input.values.0)
-                },
-            ))
-                .unary(__opkit_private::Codec {
+            let __verdict = (&__opkit_private::Runner::<Self, _>::new(__opkit_run)).unary(
+                __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<parse>,
                     encode: __opkit_private::encode::<u32>,
-                });
+                },
+            );
             let __verdict = __verdict.future::<Self>();
             #[allow(unreachable_code, clippy::diverging_sub_expression)]
             if false {
@@ -70,8 +66,11 @@ const _: () = {
             __verdict
         }
     }
-    #[allow(clippy::too_many_arguments)]
-    fn __opkit_run(text: String) -> impl __opkit_private::RunFuture<parse> + use<> {
+    fn __opkit_run(
+        __input: __opkit_private::Args<parse>,
+        _: __opkit_private::ContextArg<'_>,
+    ) -> impl __opkit_private::RunFuture<parse> + use<> {
+        let (text,) = (__input.values.0,);
         __opkit_private::map_once(parse(text), move |__opkit_returned| {
             __opkit_private::produce::<__opkit_private::Fallible<__opkit_private::Plain>, _, _, _>(
                 __opkit_returned,
@@ -113,17 +112,12 @@ const _: () = {
                 __opkit_private::CallError,
             >,
         > + use<> {
-            let __opkit_start =
-                |__input: <Self as __opkit_private::TypedOperation>::Input,
-                 _: &__opkit_private::OperationContext| {
-                    __opkit_run(__input.values.0)
-                };
             __opkit_private::call_unary::<Self, _, _>(
                 __ctx,
                 Self::input(text),
                 __opkit_private::typed_views!(parse),
-                __opkit_private::unary_endpoint!(parse, __opkit_start),
-                __opkit_start,
+                __opkit_private::unary_endpoint!(parse, __opkit_run),
+                __opkit_run,
             )
         }
     }

@@ -52,16 +52,12 @@ const _: () = {
             }
             #[allow(unused_imports)]
             use __opkit_private::{NotSendProbe as _, SendStreamProbe as _};
-            let __verdict = (&__opkit_private::Runner::<Self, _>::new(
-                |__input: <Self as __opkit_private::TypedOperation>::Input,
-                 __ctx: __opkit_private::OperationContext| {
-                    __opkit_run(__ctx, __input.values.0)
-                },
-            ))
-                .streaming(__opkit_private::Codec {
+            let __verdict = (&__opkit_private::Runner::<Self, _>::new(__opkit_run)).streaming(
+                __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<ticks>,
                     encode: __opkit_private::encode::<u32>,
-                });
+                },
+            );
             let __verdict = __verdict.stream::<Self>();
             #[allow(unreachable_code, clippy::diverging_sub_expression)]
             if false {
@@ -73,11 +69,11 @@ const _: () = {
             __verdict
         }
     }
-    #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
+        __input: __opkit_private::Args<ticks>,
         __ctx: __opkit_private::OperationContext,
-        count: u32,
     ) -> impl __opkit_private::RunStream<ticks> + use<> {
+        let (count,) = (__input.values.0,);
         __opkit_private::produce_stream::<__opkit_private::Fallible<__opkit_private::Plain>, _, _, _>(
             __opkit_private::forward_stream(move |__sink| async move {
                 __opkit_private::forward(ticks(&__ctx, count), __sink).await
@@ -119,17 +115,12 @@ const _: () = {
                 __opkit_private::CallError,
             >,
         > + use<> {
-            let __opkit_start =
-                |__input: <Self as __opkit_private::TypedOperation>::Input,
-                 __ctx: __opkit_private::OperationContext| {
-                    __opkit_run(__ctx, __input.values.0)
-                };
             __opkit_private::subscribe_typed::<Self, _, _>(
                 __ctx,
                 Self::input(count),
                 __opkit_private::typed_views!(ticks),
-                __opkit_private::stream_endpoint!(ticks, __opkit_start),
-                __opkit_start,
+                __opkit_private::stream_endpoint!(ticks, __opkit_run),
+                __opkit_run,
             )
         }
     }

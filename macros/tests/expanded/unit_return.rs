@@ -47,14 +47,12 @@ const _: () = {
             }
             #[allow(unused_imports)]
             use __opkit_private::{NotSendProbe as _, SendProbe as _};
-            let __verdict = (&__opkit_private::Runner::<Self, _>::new(
-                |__input: <Self as __opkit_private::TypedOperation>::Input,
-                 _: __opkit_private::OperationContext| { __opkit_run() },
-            ))
-                .unary(__opkit_private::Codec {
+            let __verdict = (&__opkit_private::Runner::<Self, _>::new(__opkit_run)).unary(
+                __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<ping>,
                     encode: __opkit_private::encode::<()>,
-                });
+                },
+            );
             let __verdict = __verdict.future::<Self>();
             #[allow(unreachable_code, clippy::diverging_sub_expression)]
             if false {
@@ -63,8 +61,10 @@ const _: () = {
             __verdict
         }
     }
-    #[allow(clippy::too_many_arguments)]
-    fn __opkit_run() -> impl __opkit_private::RunFuture<ping> + use<> {
+    fn __opkit_run(
+        _: __opkit_private::Args<ping>,
+        _: __opkit_private::ContextArg<'_>,
+    ) -> impl __opkit_private::RunFuture<ping> + use<> {
         __opkit_private::map_once(ping(), move |__opkit_returned| {
             __opkit_private::produce::<__opkit_private::Plain, _, _, _>(
                 __opkit_returned,
@@ -96,15 +96,12 @@ const _: () = {
                 __opkit_private::CallError,
             >,
         > + use<> {
-            let __opkit_start =
-                |__input: <Self as __opkit_private::TypedOperation>::Input,
-                 _: &__opkit_private::OperationContext| __opkit_run();
             __opkit_private::call_unary::<Self, _, _>(
                 __ctx,
                 Self::input(),
                 __opkit_private::typed_views!(ping),
-                __opkit_private::unary_endpoint!(ping, __opkit_start),
-                __opkit_start,
+                __opkit_private::unary_endpoint!(ping, __opkit_run),
+                __opkit_run,
             )
         }
     }

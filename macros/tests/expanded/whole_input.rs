@@ -38,19 +38,12 @@ const _: () = {
             __opkit_private::assert_context::<OperationContext>();
             #[allow(unused_imports)]
             use __opkit_private::{NotSendProbe as _, SendProbe as _};
-            let __verdict = (&__opkit_private::Runner::<Self, _>::new(
-                |__input: <Self as __opkit_private::TypedOperation>::Input,
-                 __ctx: __opkit_private::OperationContext| {
-                    __opkit_run(
-                        __ctx,
-                        __opkit_private::wrap_input::<Input<NewUser>>(__input),
-                    )
-                },
-            ))
-                .unary(__opkit_private::Codec {
+            let __verdict = (&__opkit_private::Runner::<Self, _>::new(__opkit_run)).unary(
+                __opkit_private::Codec {
                     decode: __opkit_private::decode::<NewUser>,
                     encode: __opkit_private::encode::<User>,
-                });
+                },
+            );
             let __verdict = __verdict.future::<Self>();
             #[allow(unreachable_code, clippy::diverging_sub_expression)]
             if false {
@@ -62,11 +55,12 @@ const _: () = {
             __verdict
         }
     }
-    #[allow(clippy::too_many_arguments)]
     fn __opkit_run(
-        __ctx: __opkit_private::OperationContext,
-        __input: Input<NewUser>,
+        __input: NewUser,
+        __ctx: __opkit_private::ContextArg<'_>,
     ) -> impl __opkit_private::RunFuture<create> + use<> {
+        let (__input,) = (__opkit_private::wrap_input::<Input<NewUser>>(__input),);
+        let __ctx = __ctx.into_owned();
         __opkit_private::map_once(create(__ctx, __input), move |__opkit_returned| {
             __opkit_private::produce::<__opkit_private::Envelope, _, _, _>(
                 __opkit_returned,
@@ -99,20 +93,12 @@ const _: () = {
                 __opkit_private::CallError,
             >,
         > + use<> {
-            let __opkit_start =
-                |__input: <Self as __opkit_private::TypedOperation>::Input,
-                 __ctx: &__opkit_private::OperationContext| {
-                    __opkit_run(
-                        <__opkit_private::OperationContext as __opkit_private::Clone>::clone(__ctx),
-                        __opkit_private::wrap_input::<Input<NewUser>>(__input),
-                    )
-                };
             __opkit_private::call_unary::<Self, _, _>(
                 __ctx,
                 Self::input(__input),
                 __opkit_private::typed_views!(create),
-                __opkit_private::unary_endpoint!(create, __opkit_start),
-                __opkit_start,
+                __opkit_private::unary_endpoint!(create, __opkit_run),
+                __opkit_run,
             )
         }
     }
