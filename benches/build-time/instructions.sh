@@ -20,7 +20,8 @@ if [ -n "${CG_CRATE:-}" ]; then
     rustc="$1"
     shift
     if printf '%s\n' "$@" | grep -qx "$CG_CRATE"; then
-        exec valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file="$CG_OUT" -q "$rustc" "$@"
+        exec valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file="$CG_OUT" \
+            --log-file="$CG_OUT.log" "$rustc" "$@"
     fi
     exec "$rustc" "$@"
 fi

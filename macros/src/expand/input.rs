@@ -71,7 +71,7 @@ fn pascal_case(name: &str) -> String {
         .collect()
 }
 
-/// The parameters of `__opkit_run` and of the typed calls: the fn's, without the context.
+/// The parameters of the typed `input` and `call` / `subscribe`: the fn's, without the context.
 pub(super) fn input_params(op: &Operation<'_>, locals: &Locals) -> Vec<TokenStream> {
     let input = &locals.input;
     op.params
@@ -110,7 +110,7 @@ pub(super) fn local(ident: &Ident) -> Ident {
     local
 }
 
-/// The arguments of `__opkit_run` from a decoded input.
+/// The fn's arguments read from the input object, which `__opkit_run` starts from.
 pub(super) fn args_from_input(op: &Operation<'_>, locals: &Locals) -> Vec<TokenStream> {
     let private = &op.private;
     let input = &locals.input;
