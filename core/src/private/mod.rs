@@ -21,16 +21,14 @@ pub use serde_json;
 
 pub use core::primitive::{bool, str, u64};
 pub use core::{concat, file, line, unreachable};
-pub use std::any::TypeId;
 pub use std::borrow::Cow;
-pub use std::clone::Clone;
 pub use std::fmt;
 
 pub use std::future::Future;
 pub use std::option::Option::{self, None, Some};
 pub use std::result::Result::{self, Err, Ok};
 pub use std::string::String;
-pub use std::sync::{Arc, OnceLock};
+pub use std::sync::Arc;
 
 pub use crate::context::OperationContext;
 pub use crate::envelope::ResponseEnvelope;
@@ -52,7 +50,9 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+use std::any::TypeId;
 use std::marker::PhantomData;
+use std::sync::OnceLock;
 use typed_call::TypedCall;
 
 mod args;

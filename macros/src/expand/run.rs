@@ -79,16 +79,13 @@ impl<'a> RunParts<'a> {
             unpack,
             ..
         } = self;
-        let ctx_ty = if op.output.stream {
-            quote!(#private::OperationContext)
+        let (ctx_ty, owned) = if op.output.stream {
+            (quote!(#private::OperationContext), None)
         } else {
-            quote!(#private::ContextArg<'_>)
+            let owned = ctx.map(|ctx| quote!(let #ctx = #ctx.into_owned();));
+            (quote!(#private::ContextArg<'_>), owned)
         };
-        let (ctx_param, owned) = match ctx {
-            Some(ctx) if op.output.stream => (quote!(#ctx), None),
-            Some(ctx) => (quote!(#ctx), Some(quote!(let #ctx = #ctx.into_owned();))),
-            None => (quote!(_), None),
-        };
+        let ctx_param = ctx.map_or_else(|| quote!(_), |ctx| quote!(#ctx));
         // An input object with no fields is not read.
         let input_param = if unpack.is_empty() {
             quote!(_)
