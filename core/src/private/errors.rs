@@ -4,10 +4,11 @@
 use super::*;
 
 /// Probe choosing how the error `E` of a returned `Result<T, E>` becomes a `CallError`, by
-/// autoref specialization on `(&&&&ErrorProbe(&error)).opkit_error_kind()`: a conversion
-/// into `CallError` the user wrote ([`IntoCallErrorKind`]) wins over reading the error as a
-/// `std::error::Error` ([`StdErrorKind`]), then `anyhow::Error` ([`AnyhowErrorKind`]); any
-/// other type gets [`OtherErrorKind`], whose conversion does not compile.
+/// deref specialization on `ErrorProbe(&error).opkit_error_kind()`: a conversion into
+/// `CallError` the user wrote ([`ConvertInto`]) wins over reading the error as a
+/// `std::error::Error` ([`ConvertStdError`], one deref further), then `anyhow::Error`
+/// ([`ConvertAnyhow`]); any other type gets [`ConvertUnsupported`], whose conversion does not
+/// compile. Each step is an inherent method, so an expansion imports no probe trait.
 pub struct ErrorProbe<'a, E>(pub &'a E);
 
 /// The error converts into `CallError` (`impl From<E> for CallError`, `CallError` itself,
@@ -20,42 +21,64 @@ pub struct ConvertAnyhow;
 /// The error is none of those.
 pub struct ConvertUnsupported;
 
-/// First choice: the error converts into `CallError`.
-pub trait IntoCallErrorKind {
-    /// The verdict.
-    fn opkit_error_kind(&self) -> ConvertInto {
+impl<E: Into<CallError>> ErrorProbe<'_, E> {
+    /// First choice: the error converts into `CallError`.
+    pub fn opkit_error_kind(&self) -> ConvertInto {
         ConvertInto
     }
 }
-impl<E: Into<CallError>> IntoCallErrorKind for &&&ErrorProbe<'_, E> {}
 
-/// Second choice: the error is a `std::error::Error`.
-pub trait StdErrorKind {
-    /// The verdict.
-    fn opkit_error_kind(&self) -> ConvertStdError {
+/// An [`ErrorProbe`] one deref further: the error does not convert into `CallError`.
+pub struct NotInto<E>(PhantomData<E>);
+
+impl<E: std::error::Error + Send + Sync + 'static> NotInto<E> {
+    /// Second choice: the error is a `std::error::Error`.
+    pub fn opkit_error_kind(&self) -> ConvertStdError {
         ConvertStdError
     }
 }
-impl<E: std::error::Error + Send + Sync + 'static> StdErrorKind for &&ErrorProbe<'_, E> {}
 
-/// Third choice: the error is an `anyhow::Error` (with the `anyhow` feature).
-pub trait AnyhowErrorKind {
-    /// The verdict.
-    fn opkit_error_kind(&self) -> ConvertAnyhow {
+/// Two derefs further: nor is it a `std::error::Error`.
+pub struct NotStdError<E>(PhantomData<E>);
+
+#[cfg(feature = "anyhow")]
+impl NotStdError<anyhow::Error> {
+    /// Third choice: the error is an `anyhow::Error` (with the `anyhow` feature).
+    pub fn opkit_error_kind(&self) -> ConvertAnyhow {
         ConvertAnyhow
     }
 }
-#[cfg(feature = "anyhow")]
-impl AnyhowErrorKind for &ErrorProbe<'_, anyhow::Error> {}
 
-/// Last choice: an error opkit cannot convert.
-pub trait OtherErrorKind {
-    /// The verdict.
-    fn opkit_error_kind(&self) -> ConvertUnsupported {
+/// Three derefs further: an error opkit cannot convert.
+pub struct NoConversion;
+
+impl NoConversion {
+    /// Last choice: no conversion.
+    pub fn opkit_error_kind(&self) -> ConvertUnsupported {
         ConvertUnsupported
     }
 }
-impl<E> OtherErrorKind for ErrorProbe<'_, E> {}
+
+impl<'a, E> std::ops::Deref for ErrorProbe<'a, E> {
+    type Target = NotInto<E>;
+    fn deref(&self) -> &NotInto<E> {
+        &NotInto(PhantomData)
+    }
+}
+
+impl<E> std::ops::Deref for NotInto<E> {
+    type Target = NotStdError<E>;
+    fn deref(&self) -> &NotStdError<E> {
+        &NotStdError(PhantomData)
+    }
+}
+
+impl<E> std::ops::Deref for NotStdError<E> {
+    type Target = NoConversion;
+    fn deref(&self) -> &NoConversion {
+        &NoConversion
+    }
+}
 
 impl ConvertInto {
     /// The user's conversion.

@@ -58,8 +58,9 @@ fn take<T: 'static>(value: AnyValue) -> T {
         .unwrap_or_else(|_| unreachable!("opkit: a typed input checked before"))
 }
 
-/// Finds whether a type serializes and deserializes, where the expansion names it:
-/// `(&ViewProbe::<T>::new()).ser_view()` (with `SerView` and `NoSerView` in scope).
+/// Finds whether a type serializes and deserializes, where the expansion names it, by deref
+/// specialization: `ViewProbe::<T>::new().ser_view()` is the inherent method below when `T`
+/// serializes, else [`NoView::ser_view`] through `Deref` (no trait to import).
 pub struct ViewProbe<T>(PhantomData<T>);
 
 impl<T> ViewProbe<T> {
@@ -70,51 +71,39 @@ impl<T> ViewProbe<T> {
     }
 }
 
-/// `T: Serialize`: its JSON encoder.
-pub trait SerView {
-    /// The encoder.
-    fn ser_view(&self) -> Option<ToJson>;
-}
-
-impl<T: Serialize + 'static> SerView for ViewProbe<T> {
-    fn ser_view(&self) -> Option<ToJson> {
+impl<T: Serialize + 'static> ViewProbe<T> {
+    /// `T: Serialize`: its JSON encoder.
+    pub fn ser_view(&self) -> Option<ToJson> {
         Some(|value| serde_json::to_value(expect::<T>(value)))
     }
 }
 
-/// Any other `T`: none.
-pub trait NoSerView {
-    /// No encoder.
-    fn ser_view(&self) -> Option<ToJson>;
-}
-
-impl<T> NoSerView for &ViewProbe<T> {
-    fn ser_view(&self) -> Option<ToJson> {
-        None
-    }
-}
-
-/// `T: DeserializeOwned`: its JSON decoder.
-pub trait DeView {
-    /// The decoder.
-    fn de_view(&self) -> Option<FromJson>;
-}
-
-impl<T: DeserializeOwned + Send + 'static> DeView for ViewProbe<T> {
-    fn de_view(&self) -> Option<FromJson> {
+impl<T: DeserializeOwned + Send + 'static> ViewProbe<T> {
+    /// `T: DeserializeOwned`: its JSON decoder.
+    pub fn de_view(&self) -> Option<FromJson> {
         Some(|value| serde_json::from_value::<T>(value).map(|value| Box::new(value) as AnyValue))
     }
 }
 
-/// Any other `T`: none.
-pub trait NoDeView {
+/// What a [`ViewProbe`] derefs to: no view, for a type without the trait.
+pub struct NoView;
+
+impl NoView {
+    /// No encoder.
+    pub fn ser_view(&self) -> Option<ToJson> {
+        None
+    }
+
     /// No decoder.
-    fn de_view(&self) -> Option<FromJson>;
+    pub fn de_view(&self) -> Option<FromJson> {
+        None
+    }
 }
 
-impl<T> NoDeView for &ViewProbe<T> {
-    fn de_view(&self) -> Option<FromJson> {
-        None
+impl<T> std::ops::Deref for ViewProbe<T> {
+    type Target = NoView;
+    fn deref(&self) -> &NoView {
+        &NoView
     }
 }
 
@@ -124,18 +113,16 @@ impl<T> NoDeView for &ViewProbe<T> {
 #[macro_export]
 macro_rules! __opkit_typed_views {
     ($op:ty) => {{
-        #[allow(unused_imports)]
-        use $crate::__private::{DeView as _, NoDeView as _, NoSerView as _, SerView as _};
         type __I = <$op as $crate::__private::TypedOperation>::Input;
         type __O = <$op as $crate::__private::TypedOperation>::Output;
         $crate::__private::TypedViews::new(
             (
-                (&$crate::__private::ViewProbe::<__I>::new()).ser_view(),
-                (&$crate::__private::ViewProbe::<__I>::new()).de_view(),
+                $crate::__private::ViewProbe::<__I>::new().ser_view(),
+                $crate::__private::ViewProbe::<__I>::new().de_view(),
             ),
             (
-                (&$crate::__private::ViewProbe::<__O>::new()).ser_view(),
-                (&$crate::__private::ViewProbe::<__O>::new()).de_view(),
+                $crate::__private::ViewProbe::<__O>::new().ser_view(),
+                $crate::__private::ViewProbe::<__O>::new().de_view(),
             ),
         )
     }};
@@ -148,22 +135,18 @@ macro_rules! __opkit_typed_views {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __opkit_unary_endpoint {
-    ($op:ty, $run:ident) => {{
-        #[allow(unused_imports)]
-        use $crate::__private::{NoEndpoint as _, UnaryEndpoint as _};
-        (&$crate::__private::EndpointProbe::<$op, _>::new(&$run)).unary_endpoint()
-    }};
+    ($op:ty, $run:ident) => {
+        $crate::__private::EndpointProbe::<$op, _>::new(&$run).unary_endpoint()
+    };
 }
 
 /// [`__opkit_unary_endpoint`] for a subscription: `stream_endpoint!(Op, start)`.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __opkit_stream_endpoint {
-    ($op:ty, $start:ident) => {{
-        #[allow(unused_imports)]
-        use $crate::__private::{NoEndpoint as _, StreamEndpoint as _};
-        (&$crate::__private::EndpointProbe::<$op, _>::new(&$start)).stream_endpoint()
-    }};
+    ($op:ty, $start:ident) => {
+        $crate::__private::EndpointProbe::<$op, _>::new(&$start).stream_endpoint()
+    };
 }
 
 /// The end of a typed call's chain, made from its fn (see [`EndpointProbe`]): the fn with
@@ -186,7 +169,9 @@ type AnyStream = BoxStream<'static, Result<AnyProduced, CallError>>;
 /// Makes a typed call's [`TypedEnd`] from its fn.
 pub type MakeEnd<F> = fn(F) -> TypedEnd;
 
-/// Finds whether the fn `F` of operation `O` can run behind middleware.
+/// Finds whether the fn `F` of operation `O` can run behind middleware, by deref
+/// specialization (as [`ViewProbe`]): the inherent makers below when the fn's future or
+/// stream is `Send`, else [`NoEndpoint`]'s.
 pub struct EndpointProbe<O, F>(PhantomData<Marker<O, F>>);
 
 /// What [`EndpointProbe`] is about, without owning either.
@@ -199,19 +184,14 @@ impl<O, F> EndpointProbe<O, F> {
     }
 }
 
-/// A fn whose future is `Send`: its endpoint maker.
-pub trait UnaryEndpoint<O: TypedOperation, F> {
-    /// The maker.
-    fn unary_endpoint(&self) -> Option<MakeEnd<F>>;
-}
-
-impl<O, F, Fut> UnaryEndpoint<O, F> for EndpointProbe<O, F>
+impl<O, F, Fut> EndpointProbe<O, F>
 where
     O: TypedOperation,
     F: for<'a> FnOnce(O::Input, ContextArg<'a>) -> Fut + Send + 'static,
     Fut: Future<Output = Result<Produced<O::Output>, CallError>> + Send + 'static,
 {
-    fn unary_endpoint(&self) -> Option<MakeEnd<F>> {
+    /// A fn whose future is `Send`: its endpoint maker.
+    pub fn unary_endpoint(&self) -> Option<MakeEnd<F>> {
         Some(|run| TypedEnd {
             accepts: holds::<O::Input>,
             run: EndRun::Unary(Box::new(move |input, ctx| {
@@ -224,19 +204,14 @@ where
     }
 }
 
-/// A fn whose stream is `Send`: its endpoint maker.
-pub trait StreamEndpoint<O: TypedOperation, F> {
-    /// The maker.
-    fn stream_endpoint(&self) -> Option<MakeEnd<F>>;
-}
-
-impl<O, F, S> StreamEndpoint<O, F> for EndpointProbe<O, F>
+impl<O, F, S> EndpointProbe<O, F>
 where
     O: TypedOperation,
     F: FnOnce(O::Input, OperationContext) -> S + Send + 'static,
     S: Stream<Item = Result<Produced<O::Output>, CallError>> + Send + 'static,
 {
-    fn stream_endpoint(&self) -> Option<MakeEnd<F>> {
+    /// A fn whose stream is `Send`: its endpoint maker.
+    pub fn stream_endpoint(&self) -> Option<MakeEnd<F>> {
         Some(|start| TypedEnd {
             accepts: holds::<O::Input>,
             run: EndRun::Stream(Box::new(move |input, ctx| {
@@ -246,19 +221,28 @@ where
     }
 }
 
-/// Any other fn: none (its operation does not compile; the handler's check says why).
-pub trait NoEndpoint<O: TypedOperation, F> {
+/// What an [`EndpointProbe`] derefs to: any other fn has no maker (its operation does not
+/// compile; the handler's check says why).
+pub struct NoEndpoint<F>(PhantomData<fn() -> F>);
+
+impl<F> NoEndpoint<F> {
     /// No maker.
-    fn unary_endpoint(&self) -> Option<MakeEnd<F>> {
+    pub fn unary_endpoint(&self) -> Option<MakeEnd<F>> {
         None
     }
+
     /// No maker.
-    fn stream_endpoint(&self) -> Option<MakeEnd<F>> {
+    pub fn stream_endpoint(&self) -> Option<MakeEnd<F>> {
         None
     }
 }
 
-impl<O: TypedOperation, F> NoEndpoint<O, F> for &EndpointProbe<O, F> {}
+impl<O, F> std::ops::Deref for EndpointProbe<O, F> {
+    type Target = NoEndpoint<F>;
+    fn deref(&self) -> &NoEndpoint<F> {
+        &NoEndpoint(PhantomData)
+    }
+}
 
 /// What a typed fn produced, its data erased.
 fn erase<D: Send + 'static>(produced: Produced<D>) -> AnyProduced {

@@ -74,10 +74,7 @@ pub use args::*;
 pub use errors::*;
 pub use handlers::*;
 pub use input::*;
-pub use layered::{
-    DeView, EndpointProbe, MakeEnd, NoDeView, NoEndpoint, NoSerView, SerView, StreamEndpoint,
-    TypedEnd, TypedViews, UnaryEndpoint, ViewProbe,
-};
+pub use layered::{EndpointProbe, MakeEnd, NoEndpoint, NoView, TypedEnd, TypedViews, ViewProbe};
 pub use map::{MapOnce, map_once};
 pub use output::*;
 pub use send::*;

@@ -135,7 +135,9 @@ pub trait OutputSchema: JsonSchema {}
 impl<T: JsonSchema> OutputSchema for T {}
 
 /// Probe for output types written as plain data that are really `Result` or `ResponseEnvelope`
-/// behind an alias (autoref specialization: [`ShapedProbe`] applies first when it can).
+/// behind an alias, by deref specialization: `Probe::<T>::new().verdict()` is the inherent
+/// method below when `T` is [`Shaped`], else [`NotShaped::verdict`] through `Deref` (no trait to
+/// import, so an expansion names no probe trait).
 pub struct Probe<T>(PhantomData<T>);
 
 impl<T> Probe<T> {
@@ -161,23 +163,29 @@ pub struct IsPlain;
 /// The probe's verdict: a `Result` or `ResponseEnvelope` under another name.
 pub struct HiddenShape;
 
-/// Chosen by method resolution when the probed type is a `Result` or `ResponseEnvelope`.
-pub trait ShapedProbe {
-    /// The verdict.
-    fn verdict(&self) -> HiddenShape {
+impl<T: Shaped> Probe<T> {
+    /// Chosen by method resolution when the probed type is a `Result` or `ResponseEnvelope`.
+    pub fn verdict(&self) -> HiddenShape {
         HiddenShape
     }
 }
-impl<T: Shaped> ShapedProbe for Probe<T> {}
 
-/// Chosen by method resolution otherwise (one autoref further).
-pub trait PlainProbe {
-    /// The verdict.
-    fn verdict(&self) -> IsPlain {
+/// What a [`Probe`] derefs to: its verdict when the inherent one does not apply.
+pub struct NotShaped;
+
+impl NotShaped {
+    /// Chosen otherwise (one deref further): plain data.
+    pub fn verdict(&self) -> IsPlain {
         IsPlain
     }
 }
-impl<T> PlainProbe for &Probe<T> {}
+
+impl<T> std::ops::Deref for Probe<T> {
+    type Target = NotShaped;
+    fn deref(&self) -> &NotShaped {
+        &NotShaped
+    }
+}
 
 /// The probe must find plain data.
 #[diagnostic::on_unimplemented(

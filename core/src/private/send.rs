@@ -4,10 +4,11 @@
 use super::*;
 
 /// Probe telling whether what the fn makes (the future of a query or mutation, the stream of
-/// a subscription) is `Send`, by autoref specialization: [`SendProbe`] applies first when it
-/// can, [`NotSendProbe`] otherwise. Only a `Send` run function is handed to
-/// [`unary_handler`] or [`stream_handler`], so a future or stream that is not `Send` is
-/// reported once, by [`SendFuture`] or [`SendStream`], at the user's fn.
+/// a subscription) is `Send`, by deref specialization: `Runner::new(run).unary(codec)` is the
+/// inherent method below when its bounds hold, else [`NotSendRunner::unary`] through `Deref`
+/// (no trait to import). Only a `Send` run function is handed to [`unary_handler`] or
+/// [`stream_handler`], so a future or stream that is not `Send` is reported once, by
+/// [`SendFuture`] or [`SendStream`], at the user's fn.
 pub struct Runner<O, F>(F, PhantomData<O>);
 
 impl<O, F> Runner<O, F> {
@@ -22,50 +23,52 @@ pub struct IsSend(Handler);
 /// The verdict: it is not.
 pub struct NotSend;
 
-/// Chosen by method resolution when the run function's future is `Send`.
-pub trait SendProbe<I, D> {
-    /// The JSON handler of a query or mutation.
-    fn unary(&self, codec: Codec<I, D>) -> IsSend;
-}
-impl<O, F, Fut> SendProbe<O::Input, O::Output> for Runner<O, F>
+impl<O, F, Fut> Runner<O, F>
 where
     O: TypedOperation,
     F: Fn(O::Input, ContextArg<'static>) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Result<Produced<O::Output>, CallError>> + Send + 'static,
 {
-    fn unary(&self, codec: Codec<O::Input, O::Output>) -> IsSend {
+    /// Chosen when the run function's future is `Send`: the JSON handler of a query or
+    /// mutation.
+    pub fn unary(&self, codec: Codec<O::Input, O::Output>) -> IsSend {
         IsSend(unary_handler::<O, F, Fut>(codec, self.0.clone()))
     }
 }
 
-/// Chosen by method resolution when the run function's stream is `Send`.
-pub trait SendStreamProbe<I, D> {
-    /// The JSON handler of a subscription.
-    fn streaming(&self, codec: Codec<I, D>) -> IsSend;
-}
-impl<O, F, S> SendStreamProbe<O::Input, O::Output> for Runner<O, F>
+impl<O, F, S> Runner<O, F>
 where
     O: TypedOperation,
     F: Fn(O::Input, OperationContext) -> S + Clone + Send + Sync + 'static,
     S: Stream<Item = Result<Produced<O::Output>, CallError>> + Send + 'static,
 {
-    fn streaming(&self, codec: Codec<O::Input, O::Output>) -> IsSend {
+    /// Chosen when the run function's stream is `Send`: the JSON handler of a subscription.
+    pub fn streaming(&self, codec: Codec<O::Input, O::Output>) -> IsSend {
         IsSend(stream_handler::<O, F, S>(codec, self.0.clone()))
     }
 }
 
-/// Chosen by method resolution otherwise (one autoref further).
-pub trait NotSendProbe<I, D> {
+/// What a [`Runner`] derefs to: its verdict when the inherent methods' bounds do not hold.
+pub struct NotSendRunner;
+
+impl NotSendRunner {
     /// No handler: the future is not `Send`.
-    fn unary(&self, _: Codec<I, D>) -> NotSend {
+    pub fn unary<I, D>(&self, _: Codec<I, D>) -> NotSend {
         NotSend
     }
+
     /// No handler: the stream is not `Send`.
-    fn streaming(&self, _: Codec<I, D>) -> NotSend {
+    pub fn streaming<I, D>(&self, _: Codec<I, D>) -> NotSend {
         NotSend
     }
 }
-impl<O: TypedOperation, F> NotSendProbe<O::Input, O::Output> for &Runner<O, F> {}
+
+impl<O, F> std::ops::Deref for Runner<O, F> {
+    type Target = NotSendRunner;
+    fn deref(&self) -> &NotSendRunner {
+        &NotSendRunner
+    }
+}
 
 impl IsSend {
     /// The handler of a query or mutation.

@@ -387,11 +387,7 @@ fn type_checks(op: &Operation<'_>) -> TokenStream {
     let plain = Shape::of(&op.output.value).plain().map(|ty| {
         let at = respan(private, ty.span());
         quote_spanned! {ty.span()=>
-            {
-                #[allow(unused_imports)]
-                use #at::{PlainProbe as _, ShapedProbe as _};
-                #at::assert_plain((&#at::Probe::<#ty>::new()).verdict());
-            }
+            #at::assert_plain(#at::Probe::<#ty>::new().verdict());
         }
     });
     quote!(#(#contexts)* #plain)

@@ -217,11 +217,7 @@ fn error_converter(op: &Operation<'_>) -> TokenStream {
         };
     }
     quote_spanned! {span=>
-        |#error| {
-            #[allow(unused_imports)]
-            use #at::{AnyhowErrorKind as _, IntoCallErrorKind as _, OtherErrorKind as _, StdErrorKind as _};
-            (&&&&#at::ErrorProbe(&#error)).opkit_error_kind().into_call_error(#error)
-        }
+        |#error| #at::ErrorProbe(&#error).opkit_error_kind().into_call_error(#error)
     }
 }
 
@@ -242,16 +238,13 @@ pub(super) fn json_handler(op: &Operation<'_>) -> TokenStream {
     let at = respan(private, data_span(op));
     let encode = quote_spanned!(data_span(op)=> #at::encode::<#data>);
     let span = send_span(op);
-    let at = respan(private, span);
-    let (probes, build, checked) = if op.output.stream {
+    let (build, checked) = if op.output.stream {
         (
-            quote_spanned!(span=> #at::{NotSendProbe as _, SendStreamProbe as _}),
             quote_spanned!(span=> streaming),
             quote_spanned!(span=> stream::<Self>),
         )
     } else {
         (
-            quote_spanned!(span=> #at::{NotSendProbe as _, SendProbe as _}),
             quote_spanned!(span=> unary),
             quote_spanned!(span=> future::<Self>),
         )
@@ -259,9 +252,7 @@ pub(super) fn json_handler(op: &Operation<'_>) -> TokenStream {
     let verdict = Ident::new("__verdict", Span::mixed_site());
     let send_cause = send_cause(op);
     quote! {
-        #[allow(unused_imports)]
-        use #probes;
-        let #verdict = (&#private::Runner::<Self, _>::new(__opkit_run))
+        let #verdict = #private::Runner::<Self, _>::new(__opkit_run)
         .#build(#private::Codec { decode: #decode, encode: #encode });
         let #verdict = #verdict.#checked();
         // After the verdict: its error (ours, with the fix) comes first, this one's second.

@@ -45,14 +45,8 @@ const _: () = {
         }
         fn handler() -> __opkit_private::Handler {
             __opkit_private::assert_context::<OperationContext>();
-            {
-                #[allow(unused_imports)]
-                use __opkit_private::{PlainProbe as _, ShapedProbe as _};
-                __opkit_private::assert_plain((&__opkit_private::Probe::<String>::new()).verdict());
-            }
-            #[allow(unused_imports)]
-            use __opkit_private::{NotSendProbe as _, SendStreamProbe as _};
-            let __verdict = (&__opkit_private::Runner::<Self, _>::new(__opkit_run)).streaming(
+            __opkit_private::assert_plain(__opkit_private::Probe::<String>::new().verdict());
+            let __verdict = __opkit_private::Runner::<Self, _>::new(__opkit_run).streaming(
                 __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<watch>,
                     encode: __opkit_private::encode::<String>,

@@ -42,16 +42,10 @@ const _: () = {
         }
         fn handler() -> __opkit_private::Handler {
             __opkit_private::assert_context::<OperationContext>();
-            {
-                #[allow(unused_imports)]
-                use __opkit_private::{PlainProbe as _, ShapedProbe as _};
-                __opkit_private::assert_plain(
-                    (&__opkit_private::Probe::<Option<String>>::new()).verdict(),
-                );
-            }
-            #[allow(unused_imports)]
-            use __opkit_private::{NotSendProbe as _, SendProbe as _};
-            let __verdict = (&__opkit_private::Runner::<Self, _>::new(__opkit_run)).unary(
+            __opkit_private::assert_plain(
+                __opkit_private::Probe::<Option<String>>::new().verdict(),
+            );
+            let __verdict = __opkit_private::Runner::<Self, _>::new(__opkit_run).unary(
                 __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<whoami>,
                     encode: __opkit_private::encode::<Option<String>>,

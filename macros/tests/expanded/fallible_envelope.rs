@@ -44,9 +44,7 @@ const _: () = {
             )
         }
         fn handler() -> __opkit_private::Handler {
-            #[allow(unused_imports)]
-            use __opkit_private::{NotSendProbe as _, SendProbe as _};
-            let __verdict = (&__opkit_private::Runner::<Self, _>::new(__opkit_run)).unary(
+            let __verdict = __opkit_private::Runner::<Self, _>::new(__opkit_run).unary(
                 __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<fetch>,
                     encode: __opkit_private::encode::<String>,
@@ -69,12 +67,7 @@ const _: () = {
             __opkit_private::produce::<__opkit_private::Fallible<__opkit_private::Envelope>, _, _, _>(
                 __opkit_returned,
                 |__error| {
-                    #[allow(unused_imports)]
-                    use __opkit_private::{
-                        AnyhowErrorKind as _, IntoCallErrorKind as _, OtherErrorKind as _,
-                        StdErrorKind as _,
-                    };
-                    (&&&&__opkit_private::ErrorProbe(&__error))
+                    __opkit_private::ErrorProbe(&__error)
                         .opkit_error_kind()
                         .into_call_error(__error)
                 },

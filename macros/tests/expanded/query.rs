@@ -52,14 +52,8 @@ const _: () = {
             )
         }
         fn handler() -> __opkit_private::Handler {
-            {
-                #[allow(unused_imports)]
-                use __opkit_private::{PlainProbe as _, ShapedProbe as _};
-                __opkit_private::assert_plain((&__opkit_private::Probe::<i64>::new()).verdict());
-            }
-            #[allow(unused_imports)]
-            use __opkit_private::{NotSendProbe as _, SendProbe as _};
-            let __verdict = (&__opkit_private::Runner::<Self, _>::new(__opkit_run)).unary(
+            __opkit_private::assert_plain(__opkit_private::Probe::<i64>::new().verdict());
+            let __verdict = __opkit_private::Runner::<Self, _>::new(__opkit_run).unary(
                 __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<add>,
                     encode: __opkit_private::encode::<i64>,

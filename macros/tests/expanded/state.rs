@@ -48,14 +48,8 @@ const _: () = {
         fn handler() -> __opkit_private::Handler {
             __opkit_private::assert_state_param::<State<Db>>();
             __opkit_private::assert_context::<OperationContext>();
-            {
-                #[allow(unused_imports)]
-                use __opkit_private::{PlainProbe as _, ShapedProbe as _};
-                __opkit_private::assert_plain((&__opkit_private::Probe::<Note>::new()).verdict());
-            }
-            #[allow(unused_imports)]
-            use __opkit_private::{NotSendProbe as _, SendProbe as _};
-            let __verdict = (&__opkit_private::Runner::<Self, _>::new(__opkit_run)).unary(
+            __opkit_private::assert_plain(__opkit_private::Probe::<Note>::new().verdict());
+            let __verdict = __opkit_private::Runner::<Self, _>::new(__opkit_run).unary(
                 __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<get>,
                     encode: __opkit_private::encode::<Note>,
@@ -90,12 +84,7 @@ const _: () = {
             __opkit_private::produce::<__opkit_private::Fallible<__opkit_private::Plain>, _, _, _>(
                 get(__opkit_state_0, &__ctx, id).await,
                 |__error| {
-                    #[allow(unused_imports)]
-                    use __opkit_private::{
-                        AnyhowErrorKind as _, IntoCallErrorKind as _, OtherErrorKind as _,
-                        StdErrorKind as _,
-                    };
-                    (&&&&__opkit_private::ErrorProbe(&__error))
+                    __opkit_private::ErrorProbe(&__error)
                         .opkit_error_kind()
                         .into_call_error(__error)
                 },

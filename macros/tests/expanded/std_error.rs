@@ -45,14 +45,8 @@ const _: () = {
             )
         }
         fn handler() -> __opkit_private::Handler {
-            {
-                #[allow(unused_imports)]
-                use __opkit_private::{PlainProbe as _, ShapedProbe as _};
-                __opkit_private::assert_plain((&__opkit_private::Probe::<u32>::new()).verdict());
-            }
-            #[allow(unused_imports)]
-            use __opkit_private::{NotSendProbe as _, SendProbe as _};
-            let __verdict = (&__opkit_private::Runner::<Self, _>::new(__opkit_run)).unary(
+            __opkit_private::assert_plain(__opkit_private::Probe::<u32>::new().verdict());
+            let __verdict = __opkit_private::Runner::<Self, _>::new(__opkit_run).unary(
                 __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<parse>,
                     encode: __opkit_private::encode::<u32>,
@@ -75,12 +69,7 @@ const _: () = {
             __opkit_private::produce::<__opkit_private::Fallible<__opkit_private::Plain>, _, _, _>(
                 __opkit_returned,
                 |__error| {
-                    #[allow(unused_imports)]
-                    use __opkit_private::{
-                        AnyhowErrorKind as _, IntoCallErrorKind as _, OtherErrorKind as _,
-                        StdErrorKind as _,
-                    };
-                    (&&&&__opkit_private::ErrorProbe(&__error))
+                    __opkit_private::ErrorProbe(&__error)
                         .opkit_error_kind()
                         .into_call_error(__error)
                 },

@@ -36,9 +36,7 @@ const _: () = {
         }
         fn handler() -> __opkit_private::Handler {
             __opkit_private::assert_context::<OperationContext>();
-            #[allow(unused_imports)]
-            use __opkit_private::{NotSendProbe as _, SendProbe as _};
-            let __verdict = (&__opkit_private::Runner::<Self, _>::new(__opkit_run)).unary(
+            let __verdict = __opkit_private::Runner::<Self, _>::new(__opkit_run).unary(
                 __opkit_private::Codec {
                     decode: __opkit_private::decode::<NewUser>,
                     encode: __opkit_private::encode::<User>,
