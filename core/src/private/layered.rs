@@ -112,20 +112,18 @@ impl<T> std::ops::Deref for ViewProbe<T> {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __opkit_typed_views {
-    ($op:ty) => {{
-        type __I = <$op as $crate::__private::TypedOperation>::Input;
-        type __O = <$op as $crate::__private::TypedOperation>::Output;
+    ($op:ty) => {
         $crate::__private::TypedViews::new(
             (
-                $crate::__private::ViewProbe::<__I>::new().ser_view(),
-                $crate::__private::ViewProbe::<__I>::new().de_view(),
+                $crate::__private::ViewProbe::<<$op as $crate::__private::TypedOperation>::Input>::new().ser_view(),
+                $crate::__private::ViewProbe::<<$op as $crate::__private::TypedOperation>::Input>::new().de_view(),
             ),
             (
-                $crate::__private::ViewProbe::<__O>::new().ser_view(),
-                $crate::__private::ViewProbe::<__O>::new().de_view(),
+                $crate::__private::ViewProbe::<<$op as $crate::__private::TypedOperation>::Output>::new().ser_view(),
+                $crate::__private::ViewProbe::<<$op as $crate::__private::TypedOperation>::Output>::new().de_view(),
             ),
         )
-    }};
+    };
 }
 
 /// Whether a typed call's fn can run behind middleware, found where the expansion names it:

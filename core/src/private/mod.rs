@@ -90,9 +90,10 @@ pub fn register_typed<O: TypedOperation>(
     registry.register_typed::<O>()
 }
 
-/// The `TypeId` of a value's type; used on fn items, whose type cannot be named.
-pub fn type_id_of<T: 'static>(_: &T) -> TypeId {
-    TypeId::of::<T>()
+/// The fn giving the `TypeId` of a value's type; used on fn items, whose type cannot be
+/// named (a generic fn rather than a closure: no body of its own per operation).
+pub const fn type_id_fn<T: 'static>(_: &T) -> fn() -> TypeId {
+    TypeId::of::<T>
 }
 
 /// What one operation computes once: its id as a shared string and its spec. Each

@@ -19,26 +19,30 @@ pub(super) fn input_type(op: &Operation<'_>) -> TokenStream {
     let handle = &op.func.sig.ident;
     let fields: Vec<_> = op.fields().collect();
     let schema_name = format!("{}Input", pascal_case(&op.name));
-    let consts: Vec<Ident> = (0..fields.len())
-        .map(|i| format_ident!("__OPKIT_FIELD_{}", i))
+    // One `const` for all the fields (one item, whatever their number), a flat tuple.
+    let all = Ident::new("__OPKIT_FIELDS", Span::mixed_site());
+    let mut types = Vec::new();
+    let mut typed_fields = Vec::new();
+    for (_, name, ty, docs) in &fields {
+        let description = doc_option(private, docs);
+        let at = respan(private, ty.span());
+        types.push(quote!(#private::TypedField<#ty>));
+        typed_fields.push(quote_spanned!(ty.span()=> #at::typed_field::<#ty>(#name, #description)));
+    }
+    let each: Vec<TokenStream> = (0..fields.len())
+        .map(|i| {
+            let i = syn::Index::from(i);
+            quote!(#all.#i)
+        })
         .collect();
-    let typed_fields = fields
-        .iter()
-        .zip(&consts)
-        .map(|((_, name, ty, docs), konst)| {
-            let description = doc_option(private, docs);
-            let at = respan(private, ty.span());
-            let new = quote_spanned!(ty.span()=> #at::typed_field::<#ty>);
-            quote!(const #konst: #private::TypedField<#ty> = #new(#name, #description);)
-        });
     let values = cons(fields.iter().map(|(_, _, ty, _)| ty.to_token_stream()));
-    let readers = cons(consts.iter().map(|konst| quote!(#konst.reader())));
+    let readers = cons(each.iter().map(|field| quote!(#field.reader())));
     quote! {
-        #(#typed_fields)*
+        const #all: (#(#types,)*) = (#(#typed_fields,)*);
         impl #private::ArgsShape for #handle {
             type Values = #values;
             const NAME: &'static #private::str = #schema_name;
-            const FIELDS: &'static [#private::Field] = &[#(#consts.erase()),*];
+            const FIELDS: &'static [#private::Field] = &[#(#each.erase()),*];
             const READ: <#values as #private::FieldList>::Readers = #readers;
         }
     }

@@ -498,7 +498,7 @@ fn registration(op: &Operation<'_>) -> TokenStream {
         #private::inventory::submit! {
             #private::OperationRegistration {
                 register: #private::register_typed::<#ident>,
-                fn_type_id: || #private::type_id_of(&#ident),
+                fn_type_id: #private::type_id_fn(&#ident),
             }
         }
     }

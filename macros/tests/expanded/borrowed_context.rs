@@ -7,6 +7,7 @@ pub struct whoami {}
 #[allow(deprecated)]
 const _: () = {
     use ::opkit::__private as __opkit_private;
+    const __OPKIT_FIELDS: () = ();
     impl __opkit_private::ArgsShape for whoami {
         type Values = ();
         const NAME: &'static __opkit_private::str = "WhoamiInput";
@@ -104,5 +105,5 @@ const _: () = {
             )
         }
     }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < whoami > , fn_type_id : || __opkit_private :: type_id_of (& whoami) , } }
+    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < whoami > , fn_type_id : __opkit_private :: type_id_fn (& whoami) , } }
 };

@@ -8,17 +8,20 @@ pub struct add {}
 #[allow(deprecated)]
 const _: () = {
     use ::opkit::__private as __opkit_private;
-    const __OPKIT_FIELD_0: __opkit_private::TypedField<i64> =
-        __opkit_private::typed_field::<i64>("a", __opkit_private::None);
-    const __OPKIT_FIELD_1: __opkit_private::TypedField<i64> =
-        __opkit_private::typed_field::<i64>("b", __opkit_private::None);
+    const __OPKIT_FIELDS: (
+        __opkit_private::TypedField<i64>,
+        __opkit_private::TypedField<i64>,
+    ) = (
+        __opkit_private::typed_field::<i64>("a", __opkit_private::None),
+        __opkit_private::typed_field::<i64>("b", __opkit_private::None),
+    );
     impl __opkit_private::ArgsShape for add {
         type Values = (i64, (i64, ()));
         const NAME: &'static __opkit_private::str = "AddInput";
         const FIELDS: &'static [__opkit_private::Field] =
-            &[__OPKIT_FIELD_0.erase(), __OPKIT_FIELD_1.erase()];
+            &[__OPKIT_FIELDS.0.erase(), __OPKIT_FIELDS.1.erase()];
         const READ: <(i64, (i64, ())) as __opkit_private::FieldList>::Readers =
-            (__OPKIT_FIELD_0.reader(), (__OPKIT_FIELD_1.reader(), ()));
+            (__OPKIT_FIELDS.0.reader(), (__OPKIT_FIELDS.1.reader(), ()));
     }
     static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
     impl __opkit_private::TypedOperation for add {
@@ -117,5 +120,5 @@ const _: () = {
             )
         }
     }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < add > , fn_type_id : || __opkit_private :: type_id_of (& add) , } }
+    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < add > , fn_type_id : __opkit_private :: type_id_fn (& add) , } }
 };

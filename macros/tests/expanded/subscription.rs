@@ -7,14 +7,15 @@ struct ticks {}
 #[allow(deprecated)]
 const _: () = {
     use ::opkit::__private as __opkit_private;
-    const __OPKIT_FIELD_0: __opkit_private::TypedField<u32> =
-        __opkit_private::typed_field::<u32>("count", __opkit_private::None);
+    const __OPKIT_FIELDS: (__opkit_private::TypedField<u32>,) = (
+        __opkit_private::typed_field::<u32>("count", __opkit_private::None),
+    );
     impl __opkit_private::ArgsShape for ticks {
         type Values = (u32, ());
         const NAME: &'static __opkit_private::str = "TicksInput";
-        const FIELDS: &'static [__opkit_private::Field] = &[__OPKIT_FIELD_0.erase()];
+        const FIELDS: &'static [__opkit_private::Field] = &[__OPKIT_FIELDS.0.erase()];
         const READ: <(u32, ()) as __opkit_private::FieldList>::Readers =
-            (__OPKIT_FIELD_0.reader(), ());
+            (__OPKIT_FIELDS.0.reader(), ());
     }
     static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
     impl __opkit_private::TypedOperation for ticks {
@@ -113,5 +114,5 @@ const _: () = {
             )
         }
     }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < ticks > , fn_type_id : || __opkit_private :: type_id_of (& ticks) , } }
+    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < ticks > , fn_type_id : __opkit_private :: type_id_fn (& ticks) , } }
 };

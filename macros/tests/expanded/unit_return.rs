@@ -5,6 +5,7 @@ pub struct ping {}
 #[allow(deprecated)]
 const _: () = {
     use ::opkit::__private as __opkit_private;
+    const __OPKIT_FIELDS: () = ();
     impl __opkit_private::ArgsShape for ping {
         type Values = ();
         const NAME: &'static __opkit_private::str = "PingInput";
@@ -99,5 +100,5 @@ const _: () = {
             )
         }
     }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < ping > , fn_type_id : || __opkit_private :: type_id_of (& ping) , } }
+    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < ping > , fn_type_id : __opkit_private :: type_id_fn (& ping) , } }
 };

@@ -100,5 +100,5 @@ const _: () = {
             )
         }
     }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < create > , fn_type_id : || __opkit_private :: type_id_of (& create) , } }
+    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < create > , fn_type_id : __opkit_private :: type_id_fn (& create) , } }
 };
