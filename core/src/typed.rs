@@ -60,21 +60,6 @@ pub trait TypedOperation: Send + Sync + 'static {
     /// `Serialize` and `JsonSchema` (checked where written, like `Input`).
     type Output: Send + 'static;
 
-    /// `true` when the JSON handler's results are serialized from [`Output`](Self::Output)
-    /// itself (the fn returns `T` or `Result<T, E>`, not an envelope). The output schema is
-    /// derived from the same type, so the registry's pipeline wraps such results without
-    /// normalizing or validating them again; `#[operation]` sets it. Leave it `false` for a
-    /// hand-written handler that builds its JSON any other way.
-    #[doc(hidden)]
-    const OUTPUT_FROM_TYPE: bool = false;
-
-    /// `false` when the handler reads nothing from its context but the call's deadline and
-    /// cancellation (the fn takes no context and no application state), so the registry
-    /// need not make it one with the registry as env and the registry's state;
-    /// `#[operation]` sets it. Leave it `true` for a hand-written handler.
-    #[doc(hidden)]
-    const READS_CONTEXT: bool = true;
-
     /// The operation's own timeout in milliseconds (`#[operation(timeout = "..")]`), which
     /// typed calls apply without reading the spec; `#[operation]` sets it.
     #[doc(hidden)]
@@ -187,12 +172,7 @@ impl OperationRegistry {
     /// assert_eq!(registry.specs()[0].id(), "math.double");
     /// ```
     pub fn register_typed<O: TypedOperation>(&self) -> Result<(), RegistryError> {
-        self.register_typed_parts(
-            O::spec(),
-            O::handler(),
-            O::OUTPUT_FROM_TYPE,
-            O::READS_CONTEXT,
-        )
+        self.register_typed_parts(O::spec(), O::handler())
     }
 }
 

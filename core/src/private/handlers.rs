@@ -34,7 +34,8 @@ where
     // it keeps two copies of it in its state, and the boxed handler future would be twice
     // as large. Each branch is boxed on its own, so the one for an invalid input is the same
     // type for every operation.
-    Handler(HandlerFn::Unary(Arc::new(move |input, ctx| {
+    let facts = codec.facts();
+    let run = HandlerFn::Unary(Arc::new(move |input, ctx| {
         match codec.decode(O::ID, input) {
             Ok(input) => Box::pin(map_once(
                 run(input, ContextArg::Owned(ctx)),
@@ -42,7 +43,8 @@ where
             )),
             Err(error) => invalid(error),
         }
-    })))
+    }));
+    Handler(run, facts)
 }
 
 /// The handler future of a call whose input did not decode.
@@ -57,14 +59,16 @@ where
     F: Fn(O::Input, OperationContext) -> S + Send + Sync + 'static,
     S: Stream<Item = Result<Produced<O::Output>, CallError>> + Send + 'static,
 {
-    Handler(HandlerFn::Stream(Arc::new(move |input, ctx| {
+    let facts = codec.facts();
+    let start = HandlerFn::Stream(Arc::new(move |input, ctx| {
         match codec.decode(O::ID, input) {
             Ok(input) => start(input, ctx)
                 .map(move |item| codec.encode(O::ID, item?))
                 .boxed(),
             Err(error) => stream::once(async move { Err(error) }).boxed(),
         }
-    })))
+    }));
+    Handler(start, facts)
 }
 
 /// A stream made by an `async fn` returning `impl Stream`: the future, then its items.

@@ -209,6 +209,24 @@ where
     returned.into_produced(convert)
 }
 
+/// [`produce`] on the output of the fn's future, once it is ready. The future is mapped
+/// rather than awaited in an `async` block, whose state would hold the fn's arguments twice
+/// (as captured, and inside the fn's future); the mapping closure is this fn's, so an
+/// expansion has none of its own.
+pub fn produce_future<M, Fut, D, C>(
+    future: Fut,
+    convert: C,
+) -> impl Future<Output = Result<Produced<D>, CallError>>
+where
+    Fut: Future,
+    Fut::Output: OperationOutput<M, Data = D>,
+    C: FnOnce(<Fut::Output as OperationOutput<M>>::Error) -> CallError,
+{
+    map_once(future, move |returned: Fut::Output| {
+        returned.into_produced(convert)
+    })
+}
+
 /// [`produce`] for each item of a stream.
 pub fn produce_stream<M, S, D, C>(
     items: S,

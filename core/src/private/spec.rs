@@ -138,6 +138,13 @@ pub struct Codec<I, D> {
     pub decode: fn(Value) -> Result<I, serde_json::Error>,
     /// Writes one result.
     pub encode: fn(Produced<D>) -> Result<Output, serde_json::Error>,
+    /// The results are serialized from the output type (the fn returns `T` or `Result<T, E>`,
+    /// not an envelope), the type the output schema is derived from: the registry's pipeline
+    /// wraps them without normalizing or validating them again.
+    pub from_type: bool,
+    /// The fn takes a context or application state, so the registry makes it a context with
+    /// itself as env and its state; without, it hands on the caller's as is.
+    pub reads_context: bool,
 }
 
 impl<I, D> Codec<I, D> {
@@ -147,6 +154,14 @@ impl<I, D> Codec<I, D> {
 
     pub(super) fn encode(&self, id: &str, produced: Produced<D>) -> Result<Output, CallError> {
         (self.encode)(produced).map_err(|error| unserializable_output(id, error))
+    }
+
+    /// What the handler built on this codec says of itself.
+    pub(super) fn facts(&self) -> HandlerFacts {
+        HandlerFacts {
+            output_from_type: self.from_type,
+            reads_context: self.reads_context,
+        }
     }
 }
 

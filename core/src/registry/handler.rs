@@ -34,7 +34,26 @@ pub(crate) type StreamFn =
 /// assert!(!double.is_stream() && count.is_stream());
 /// ```
 #[derive(Clone)]
-pub struct Handler(pub(crate) HandlerFn);
+pub struct Handler(pub(crate) HandlerFn, pub(crate) HandlerFacts);
+
+/// What an `#[operation]`'s handler says of itself, read by `register_typed` only (a handler
+/// registered with a spec of the caller's gets the defaults: the spec may describe another
+/// output, and the registry then validates what the handler returns).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HandlerFacts {
+    /// Its results are serialized from the type its output schema is derived from.
+    pub(crate) output_from_type: bool,
+    /// It reads its context beyond the call's deadline and cancellation.
+    pub(crate) reads_context: bool,
+}
+
+impl HandlerFacts {
+    /// A handler written by hand: its JSON is checked, and it gets the registry's context.
+    pub(crate) const DYNAMIC: Self = Self {
+        output_from_type: false,
+        reads_context: true,
+    };
+}
 
 /// The function behind a [`Handler`]: its results are [`Output`]s, JSON or the typed data of
 /// an `#[operation]` fn.
@@ -62,9 +81,12 @@ impl Handler {
         F: Fn(Value, OperationContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Value, CallError>> + Send + 'static,
     {
-        Self(HandlerFn::Unary(Arc::new(move |input, ctx| {
-            f(input, ctx).map(|result| result.map(Output::json)).boxed()
-        })))
+        Self(
+            HandlerFn::Unary(Arc::new(move |input, ctx| {
+                f(input, ctx).map(|result| result.map(Output::json)).boxed()
+            })),
+            HandlerFacts::DYNAMIC,
+        )
     }
 
     /// A handler for a subscription.
@@ -73,9 +95,12 @@ impl Handler {
         F: Fn(Value, OperationContext) -> S + Send + Sync + 'static,
         S: Stream<Item = Result<Value, CallError>> + Send + 'static,
     {
-        Self(HandlerFn::Stream(Arc::new(move |input, ctx| {
-            f(input, ctx).map(|item| item.map(Output::json)).boxed()
-        })))
+        Self(
+            HandlerFn::Stream(Arc::new(move |input, ctx| {
+                f(input, ctx).map(|item| item.map(Output::json)).boxed()
+            })),
+            HandlerFacts::DYNAMIC,
+        )
     }
 
     /// `true` for stream handlers.

@@ -29,7 +29,7 @@ mod unary;
 
 pub use door::FoundOperation;
 pub use handler::Handler;
-pub(crate) use handler::HandlerFn;
+pub(crate) use handler::{HandlerFacts, HandlerFn};
 pub use linked::{OperationRegistration, registrations};
 pub use output::Output;
 pub use subscription::EnvelopeStream;
@@ -479,18 +479,18 @@ impl OperationRegistry {
     }
 
     /// Adds an operation built from a typed handle's parts (`register_typed`, in `typed`,
-    /// which knows the handle's trait): its spec, its handler, whether its JSON results
-    /// come from its output type and whether its handler reads its context.
+    /// which knows the handle's trait): its spec and its handler, whose facts (whether its
+    /// JSON results come from its output type, whether it reads its context) hold for that
+    /// spec, the handle's own.
     pub(crate) fn register_typed_parts(
         &self,
         spec: OperationSpec,
         handler: Handler,
-        output_from_type: bool,
-        reads_context: bool,
     ) -> Result<(), RegistryError> {
+        let facts = handler.1;
         let mut operation = Operation::build(spec, handler, Compile::Eager)?;
-        operation.output_from_type = output_from_type;
-        operation.reads_context = reads_context;
+        operation.output_from_type = facts.output_from_type;
+        operation.reads_context = facts.reads_context;
         self.insert(operation)
     }
 

@@ -250,17 +250,9 @@ fn typed_operation(op: &Operation<'_>) -> TokenStream {
     };
     let data = data_type(op);
     let output_ty = quote_spanned!(data_span(op)=> type Output = #data;);
-    let output_from_type = Shape::of(&op.output.value).is_data();
-    let reads_context = op.reads_context();
-    // The trait's defaults (`false`, `true`, `None`) are not repeated: each const written is
-    // one more item the compiler checks, for every operation.
+    // The trait's default (`None`) is not repeated: each const written is one more item the
+    // compiler checks, for every operation. (The handler's facts are fields of its codec.)
     let mut facts = TokenStream::new();
-    if output_from_type {
-        facts.extend(quote!(const OUTPUT_FROM_TYPE: #private::bool = true;));
-    }
-    if !reads_context {
-        facts.extend(quote!(const READS_CONTEXT: #private::bool = false;));
-    }
     if let Some(ms) = op.timeout_ms {
         facts.extend(
             quote!(const TIMEOUT_MS: #private::Option<#private::u64> = #private::Some(#ms);),

@@ -128,16 +128,10 @@ fn unary_run(op: &Operation<'_>, run: &RunParts<'_>) -> TokenStream {
     } else if borrows_ctx(op) {
         quote!(async move { #produce(#call.await, #convert) })
     } else {
-        // Nothing to keep alive beside the fn's future: map it rather than await it in an
-        // `async` block, whose state would hold the arguments twice (as captured, and
-        // inside the fn's future). Calling an `async fn` runs none of its body.
-        let returned = Ident::new("__opkit_returned", Span::mixed_site());
-        quote! {
-            #private::map_once(
-                #call,
-                move |#returned| #produce(#returned, #convert),
-            )
-        }
+        // Nothing to keep alive beside the fn's future: it is mapped (calling an `async fn`
+        // runs none of its body).
+        let produce = quote_spanned!(value_span=> #at::produce_future::<#marker, _, _, _>);
+        quote!(#produce(#call, #convert))
     };
     let ident = &op.func.sig.ident;
     run.function(op, quote!(#private::RunFuture<#ident>), body)
@@ -249,11 +243,18 @@ pub(super) fn json_handler(op: &Operation<'_>) -> TokenStream {
             quote_spanned!(span=> future::<Self>),
         )
     };
+    let from_type = Shape::of(&op.output.value).is_data();
+    let reads_context = op.reads_context();
     let verdict = Ident::new("__verdict", Span::mixed_site());
     let send_cause = send_cause(op);
     quote! {
         let #verdict = #private::Runner::<Self, _>::new(__opkit_run)
-        .#build(#private::Codec { decode: #decode, encode: #encode });
+        .#build(#private::Codec {
+            decode: #decode,
+            encode: #encode,
+            from_type: #from_type,
+            reads_context: #reads_context,
+        });
         let #verdict = #verdict.#checked();
         // After the verdict: its error (ours, with the fix) comes first, this one's second.
         #send_cause

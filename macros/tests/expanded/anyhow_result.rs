@@ -21,8 +21,6 @@ const _: () = {
     impl __opkit_private::TypedOperation for load {
         const ID: &'static __opkit_private::str = "files.load";
         const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Query;
-        const OUTPUT_FROM_TYPE: __opkit_private::bool = true;
-        const READS_CONTEXT: __opkit_private::bool = false;
         type Input = __opkit_private::Args<load>;
         type Output = String;
         fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
@@ -51,6 +49,8 @@ const _: () = {
                 __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<load>,
                     encode: __opkit_private::encode::<String>,
+                    from_type: true,
+                    reads_context: false,
                 },
             );
             let __verdict = __verdict.future::<Self>();
@@ -66,12 +66,10 @@ const _: () = {
         _: __opkit_private::ContextArg<'_>,
     ) -> impl __opkit_private::RunFuture<load> + use<> {
         let (path,) = (__input.values.0,);
-        __opkit_private::map_once(load(path), move |__opkit_returned| {
-            __opkit_private::produce::<__opkit_private::Fallible<__opkit_private::Plain>, _, _, _>(
-                __opkit_returned,
-                |__error| __opkit_private::anyhow_error(__error),
-            )
-        })
+        __opkit_private::produce_future::<__opkit_private::Fallible<__opkit_private::Plain>, _, _, _>(
+            load(path),
+            |__error| __opkit_private::anyhow_error(__error),
+        )
     }
     #[allow(dead_code, clippy::too_many_arguments)]
     impl load {

@@ -21,8 +21,6 @@ const _: () = {
     impl __opkit_private::TypedOperation for feed {
         const ID: &'static __opkit_private::str = "news.feed";
         const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Subscription;
-        const OUTPUT_FROM_TYPE: __opkit_private::bool = true;
-        const READS_CONTEXT: __opkit_private::bool = false;
         type Input = __opkit_private::Args<feed>;
         type Output = String;
         fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
@@ -51,6 +49,8 @@ const _: () = {
                 __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<feed>,
                     encode: __opkit_private::encode::<String>,
+                    from_type: true,
+                    reads_context: false,
                 },
             );
             let __verdict = __verdict.stream::<Self>();

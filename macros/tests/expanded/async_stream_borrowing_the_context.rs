@@ -21,7 +21,6 @@ const _: () = {
     impl __opkit_private::TypedOperation for watch {
         const ID: &'static __opkit_private::str = "kv.watch";
         const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Subscription;
-        const OUTPUT_FROM_TYPE: __opkit_private::bool = true;
         type Input = __opkit_private::Args<watch>;
         type Output = String;
         fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
@@ -51,6 +50,8 @@ const _: () = {
                 __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<watch>,
                     encode: __opkit_private::encode::<String>,
+                    from_type: true,
+                    reads_context: true,
                 },
             );
             let __verdict = __verdict.stream::<Self>();

@@ -18,7 +18,6 @@ const _: () = {
     impl __opkit_private::TypedOperation for whoami {
         const ID: &'static __opkit_private::str = "auth.whoami";
         const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Query;
-        const OUTPUT_FROM_TYPE: __opkit_private::bool = true;
         type Input = __opkit_private::Args<whoami>;
         type Output = Option<String>;
         fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
@@ -50,6 +49,8 @@ const _: () = {
                 __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<whoami>,
                     encode: __opkit_private::encode::<Option<String>>,
+                    from_type: true,
+                    reads_context: true,
                 },
             );
             let __verdict = __verdict.future::<Self>();

@@ -21,7 +21,6 @@ const _: () = {
     impl __opkit_private::TypedOperation for fetch {
         const ID: &'static __opkit_private::str = "web.fetch";
         const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Query;
-        const READS_CONTEXT: __opkit_private::bool = false;
         type Input = __opkit_private::Args<fetch>;
         type Output = String;
         fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
@@ -49,6 +48,8 @@ const _: () = {
                 __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<fetch>,
                     encode: __opkit_private::encode::<String>,
+                    from_type: false,
+                    reads_context: false,
                 },
             );
             let __verdict = __verdict.future::<Self>();
@@ -64,15 +65,15 @@ const _: () = {
         _: __opkit_private::ContextArg<'_>,
     ) -> impl __opkit_private::RunFuture<fetch> + use<> {
         let (url,) = (__input.values.0,);
-        __opkit_private::map_once(fetch(url), move |__opkit_returned| {
-            __opkit_private::produce::<__opkit_private::Fallible<__opkit_private::Envelope>, _, _, _>(
-                __opkit_returned,
-                |__error| {
-                    __opkit_private::ErrorProbe(&__error)
-                        .opkit_error_kind()
-                        .into_call_error(__error)
-                },
-            )
+        __opkit_private::produce_future::<
+            __opkit_private::Fallible<__opkit_private::Envelope>,
+            _,
+            _,
+            _,
+        >(fetch(url), |__error| {
+            __opkit_private::ErrorProbe(&__error)
+                .opkit_error_kind()
+                .into_call_error(__error)
         })
     }
     #[allow(dead_code, clippy::too_many_arguments)]

@@ -27,8 +27,6 @@ const _: () = {
     impl __opkit_private::TypedOperation for add {
         const ID: &'static __opkit_private::str = "math.add";
         const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Query;
-        const OUTPUT_FROM_TYPE: __opkit_private::bool = true;
-        const READS_CONTEXT: __opkit_private::bool = false;
         type Input = __opkit_private::Args<add>;
         type Output = i64;
         fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
@@ -60,6 +58,8 @@ const _: () = {
                 __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<add>,
                     encode: __opkit_private::encode::<i64>,
+                    from_type: true,
+                    reads_context: false,
                 },
             );
             let __verdict = __verdict.future::<Self>();
@@ -78,12 +78,10 @@ const _: () = {
         _: __opkit_private::ContextArg<'_>,
     ) -> impl __opkit_private::RunFuture<add> + use<> {
         let (a, b) = (__input.values.0, __input.values.1.0);
-        __opkit_private::map_once(add(a, b), move |__opkit_returned| {
-            __opkit_private::produce::<__opkit_private::Plain, _, _, _>(
-                __opkit_returned,
-                __opkit_private::no_error,
-            )
-        })
+        __opkit_private::produce_future::<__opkit_private::Plain, _, _, _>(
+            add(a, b),
+            __opkit_private::no_error,
+        )
     }
     #[allow(dead_code, clippy::too_many_arguments)]
     impl add {

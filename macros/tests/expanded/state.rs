@@ -21,7 +21,6 @@ const _: () = {
     impl __opkit_private::TypedOperation for get {
         const ID: &'static __opkit_private::str = "notes.get";
         const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Query;
-        const OUTPUT_FROM_TYPE: __opkit_private::bool = true;
         type Input = __opkit_private::Args<get>;
         type Output = Note;
         fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
@@ -54,6 +53,8 @@ const _: () = {
                 __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<get>,
                     encode: __opkit_private::encode::<Note>,
+                    from_type: true,
+                    reads_context: true,
                 },
             );
             let __verdict = __verdict.future::<Self>();

@@ -21,7 +21,6 @@ const _: () = {
     impl __opkit_private::TypedOperation for ticks {
         const ID: &'static __opkit_private::str = "clock.ticks";
         const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Subscription;
-        const OUTPUT_FROM_TYPE: __opkit_private::bool = true;
         type Input = __opkit_private::Args<ticks>;
         type Output = u32;
         fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
@@ -51,6 +50,8 @@ const _: () = {
                 __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<ticks>,
                     encode: __opkit_private::encode::<u32>,
+                    from_type: true,
+                    reads_context: true,
                 },
             );
             let __verdict = __verdict.stream::<Self>();

@@ -16,8 +16,6 @@ const _: () = {
     impl __opkit_private::TypedOperation for ping {
         const ID: &'static __opkit_private::str = "health.ping";
         const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Mutation;
-        const OUTPUT_FROM_TYPE: __opkit_private::bool = true;
-        const READS_CONTEXT: __opkit_private::bool = false;
         type Input = __opkit_private::Args<ping>;
         type Output = ();
         fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
@@ -46,6 +44,8 @@ const _: () = {
                 __opkit_private::Codec {
                     decode: __opkit_private::decode_args::<ping>,
                     encode: __opkit_private::encode::<()>,
+                    from_type: true,
+                    reads_context: false,
                 },
             );
             let __verdict = __verdict.future::<Self>();
@@ -60,12 +60,10 @@ const _: () = {
         _: __opkit_private::Args<ping>,
         _: __opkit_private::ContextArg<'_>,
     ) -> impl __opkit_private::RunFuture<ping> + use<> {
-        __opkit_private::map_once(ping(), move |__opkit_returned| {
-            __opkit_private::produce::<__opkit_private::Plain, _, _, _>(
-                __opkit_returned,
-                __opkit_private::no_error,
-            )
-        })
+        __opkit_private::produce_future::<__opkit_private::Plain, _, _, _>(
+            ping(),
+            __opkit_private::no_error,
+        )
     }
     #[allow(dead_code, clippy::too_many_arguments)]
     impl ping {

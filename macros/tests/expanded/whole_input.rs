@@ -40,6 +40,8 @@ const _: () = {
                 __opkit_private::Codec {
                     decode: __opkit_private::decode::<NewUser>,
                     encode: __opkit_private::encode::<User>,
+                    from_type: false,
+                    reads_context: true,
                 },
             );
             let __verdict = __verdict.future::<Self>();
@@ -59,12 +61,10 @@ const _: () = {
     ) -> impl __opkit_private::RunFuture<create> + use<> {
         let (__input,) = (__opkit_private::wrap_input::<Input<NewUser>>(__input),);
         let __ctx = __ctx.into_owned();
-        __opkit_private::map_once(create(__ctx, __input), move |__opkit_returned| {
-            __opkit_private::produce::<__opkit_private::Envelope, _, _, _>(
-                __opkit_returned,
-                __opkit_private::no_error,
-            )
-        })
+        __opkit_private::produce_future::<__opkit_private::Envelope, _, _, _>(
+            create(__ctx, __input),
+            __opkit_private::no_error,
+        )
     }
     #[allow(dead_code, clippy::too_many_arguments)]
     impl create {
