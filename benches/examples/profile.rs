@@ -1,7 +1,8 @@
 //! A loop of one bench path for a profiler (callgrind or perf):
 //! `cargo build --release --example profile && valgrind --tool=callgrind target/release/examples/profile tiny 20000`.
 //! Paths: `tiny`, `medium`, `tiny-floor`, `medium-floor` (the JSON floor), (`registry.execute`), `typed` (`add::call`), `stream` (`registry.subscribe`), `typed-stream` (`items::subscribe`), `typed-middleware` (`add::call` through one no-op middleware), `memory` (call
-//! protocol round trip over `MemoryPubSub`).
+//! protocol round trip over `MemoryPubSub`), `mcp` and `mcp-rmcp` (`tools/call` in process:
+//! opkit's handler and the equal-work rmcp server, with CPU and allocations per call).
 //!
 //! The transports, each with its raw baseline, `n` calls in flight (the third argument, 1
 //! unless given), every side on this one thread: `ws`, `ws-raw` (a `WsHub` with a serving and
@@ -149,26 +150,7 @@ fn main() {
                     std::hint::black_box(out.expect("call"));
                 }
             }
-            "mcp" => {
-                use rmcp::ServerHandler;
-                use rmcp::model::{CallToolRequestParams, JsonObject, NumberOrString};
-                use rmcp::service::{RequestContext, serve_directly};
-                let handler =
-                    opkit_adapters::mcp_server::McpServer::new(registry.clone()).handler();
-                let (server, _client) = tokio::io::duplex(1 << 16);
-                let running = serve_directly(handler, server, None);
-                let peer = running.peer().clone();
-                for _ in 0..rounds {
-                    let serde_json::Value::Object(arguments) = tiny_json() else {
-                        panic!("object input")
-                    };
-                    let params = CallToolRequestParams::new("bench.add")
-                        .with_arguments(JsonObject::from_iter(arguments));
-                    let context = RequestContext::new(NumberOrString::Number(1), peer.clone());
-                    let out = running.service().call_tool(params, context).await;
-                    std::hint::black_box(out.expect("call"));
-                }
-            }
+            "mcp" | "mcp-rmcp" => mcp::run(&path, rounds, registry).await,
             "sizes" => {
                 let execute = registry.execute(add::ID, tiny_json(), &ctx);
                 println!("execute future: {} bytes", std::mem::size_of_val(&execute));
@@ -310,7 +292,7 @@ mod transports {
         .await;
     }
 
-    async fn calls<F, Fut>(rounds: usize, in_flight: usize, call: F)
+    pub async fn calls<F, Fut>(rounds: usize, in_flight: usize, call: F)
     where
         F: Fn() -> Fut,
         Fut: Future<Output = ()>,
@@ -345,5 +327,47 @@ mod transports {
             .ok()
             .and_then(|stat| stat.split_whitespace().next()?.parse().ok())
             .unwrap_or(0)
+    }
+}
+
+/// `tools/call` in process, one at a time, as `compare`'s `mcp_call_tool` rows: `mcp`
+/// (opkit's `McpHandler` serving the registry) and `mcp-rmcp` (the equal-work rmcp server,
+/// checking the arguments against the input schema), with the CPU time and allocations per
+/// call of the transport paths.
+mod mcp {
+    use opkit::prelude::*;
+    use opkit_benches::*;
+    use rmcp::ServerHandler;
+    use rmcp::model::{CallToolRequestParams, JsonObject, NumberOrString};
+    use rmcp::service::{RequestContext, serve_directly};
+
+    pub async fn run(path: &str, rounds: usize, registry: OperationRegistry) {
+        match path {
+            "mcp" => {
+                let handler = opkit_adapters::mcp_server::McpServer::new(registry).handler();
+                bench(handler, rounds).await;
+            }
+            _ => bench(rmcp_checked::RmcpChecked::default(), rounds).await,
+        }
+    }
+
+    async fn bench<S: ServerHandler>(service: S, rounds: usize) {
+        let (server, _client) = tokio::io::duplex(1 << 16);
+        let running = serve_directly(service, server, None);
+        let peer = running.peer().clone();
+        let handler = running.service();
+        super::transports::calls(rounds, 1, || {
+            let serde_json::Value::Object(arguments) = tiny_json() else {
+                panic!("object input")
+            };
+            let params = CallToolRequestParams::new("bench.add")
+                .with_arguments(JsonObject::from_iter(arguments));
+            let context = RequestContext::new(NumberOrString::Number(1), peer.clone());
+            async move {
+                let response = handler.call_tool(params, context).await.expect("call");
+                std::hint::black_box(response);
+            }
+        })
+        .await;
     }
 }

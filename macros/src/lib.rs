@@ -22,7 +22,7 @@
 //!    `expand/run.rs` (`__opkit_run`: the one call of the user's fn; `unary_run` and
 //!    `stream_run`), which name a shape marker of the runtime.
 //! 4. `core/src/private/`: the marker and its impls — `output.rs` (`Plain`, `Envelope`,
-//!    `Fallible` and `produce`), `errors.rs` (which error types convert, by autoref),
+//!    `Fallible` and `produce`), `errors.rs` (which error types convert, by deref probes),
 //!    `send.rs` (the `Send` checks and their messages).
 //! 5. Pin it: an expansion snapshot in `src/tests.rs` (one per accepted shape, in
 //!    `tests/expanded/`), a `ui-tests/pass/` case that runs it, and a `ui-tests/fail/` case for

@@ -29,12 +29,18 @@ pub type Reader<T> = fn(Option<Value>) -> Result<T, String>;
 pub trait ArgsShape: 'static {
     /// The parameters' types in order, as a cons list: `(A, (B, ()))`.
     type Values: FieldList;
+    /// The input object's name, fields and readers (one const: one item per operation).
+    const LAYOUT: ArgsLayout<Self::Values>;
+}
+
+/// The input object of an operation whose parameters' types are `V`.
+pub struct ArgsLayout<V: FieldList> {
     /// The input object's name (`AddInput`), for `Debug`, serializers and the schema.
-    const NAME: &'static str;
+    pub name: &'static str,
     /// The fields, in parameter order.
-    const FIELDS: &'static [Field];
-    /// One reader per field, in the shape of `Values`.
-    const READ: <Self::Values as FieldList>::Readers;
+    pub fields: &'static [Field],
+    /// One reader per field, in the shape of `V`.
+    pub read: V::Readers,
 }
 
 /// The input object of operation `Op`: its parameters' values, in order.
@@ -151,17 +157,17 @@ pub fn decode_args<Op: ArgsShape>(input: Value) -> Result<Args<Op>, serde_json::
     };
     let mut slots = <<Op::Values as FieldList>::Slots>::default();
     for (key, value) in entries {
-        let index = Op::FIELDS.iter().position(|field| field.name == key);
+        let index = Op::LAYOUT.fields.iter().position(|field| field.name == key);
         if let Some(slot) = index.and_then(|index| Op::Values::slot(&mut slots, index)) {
             *slot = Some(value);
         }
     }
-    Op::Values::read(slots, &Op::READ, Op::FIELDS, 0).map(Args::new)
+    Op::Values::read(slots, &Op::LAYOUT.read, Op::LAYOUT.fields, 0).map(Args::new)
 }
 
 /// The input schema (root, with `$defs`) of `Op`'s input object.
 pub fn args_schema<Op: ArgsShape>() -> Value {
-    super::fields_input_schema(Op::FIELDS)
+    super::fields_input_schema(Op::LAYOUT.fields)
 }
 
 /// The values of a field list whose every type is `Serialize`.
@@ -226,8 +232,9 @@ where
     Op::Values: SerializeFields,
 {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut state = serializer.serialize_struct(Op::NAME, Op::FIELDS.len())?;
-        self.values.serialize_into(&mut state, Op::FIELDS, 0)?;
+        let mut state = serializer.serialize_struct(Op::LAYOUT.name, Op::LAYOUT.fields.len())?;
+        self.values
+            .serialize_into(&mut state, Op::LAYOUT.fields, 0)?;
         state.end()
     }
 }
@@ -237,15 +244,15 @@ where
     Op::Values: DebugFields,
 {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut out = formatter.debug_struct(Op::NAME);
-        self.values.debug_into(&mut out, Op::FIELDS, 0);
+        let mut out = formatter.debug_struct(Op::LAYOUT.name);
+        self.values.debug_into(&mut out, Op::LAYOUT.fields, 0);
         out.finish()
     }
 }
 
 impl<Op: ArgsShape> JsonSchema for Args<Op> {
     fn schema_name() -> Cow<'static, str> {
-        Cow::Borrowed(Op::NAME)
+        Cow::Borrowed(Op::LAYOUT.name)
     }
 
     fn inline_schema() -> bool {
@@ -253,7 +260,7 @@ impl<Op: ArgsShape> JsonSchema for Args<Op> {
     }
 
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        fields_schema(generator, Op::FIELDS)
+        fields_schema(generator, Op::LAYOUT.fields)
     }
 }
 
@@ -272,10 +279,11 @@ mod tests {
 
     impl ArgsShape for Sample {
         type Values = (u32, (String, (Option<String>, ())));
-        const NAME: &'static str = "SampleInput";
-        const FIELDS: &'static [Field] = &[COUNT.erase(), NAME.erase(), NOTE.erase()];
-        const READ: <Self::Values as FieldList>::Readers =
-            (COUNT.reader(), (NAME.reader(), (NOTE.reader(), ())));
+        const LAYOUT: ArgsLayout<Self::Values> = ArgsLayout {
+            name: "SampleInput",
+            fields: &[COUNT.erase(), NAME.erase(), NOTE.erase()],
+            read: (COUNT.reader(), (NAME.reader(), (NOTE.reader(), ()))),
+        };
     }
 
     fn decode(input: Value) -> Result<Args<Sample>, String> {

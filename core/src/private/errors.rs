@@ -1,5 +1,5 @@
 //! The error side of an `#[operation]`: turning the fn's error type into a `CallError`
-//! (`Into<CallError>`, `std::error::Error`, `anyhow`), chosen by autoref probes.
+//! (`Into<CallError>`, `std::error::Error`, `anyhow`), chosen by deref probes.
 
 use super::*;
 

@@ -1,5 +1,5 @@
 //! Typed calls through the registry's middleware: the JSON views of a typed input and output
-//! (found by autoref probes where the expansion names the concrete types), and the endpoints
+//! (found by deref probes where the expansion names the concrete types), and the endpoints
 //! that run the fn once the chain is through.
 //!
 //! A typed call made with a context whose env is a registry with middleware covering the

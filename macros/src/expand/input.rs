@@ -41,9 +41,11 @@ pub(super) fn input_type(op: &Operation<'_>) -> TokenStream {
         const #all: (#(#types,)*) = (#(#typed_fields,)*);
         impl #private::ArgsShape for #handle {
             type Values = #values;
-            const NAME: &'static #private::str = #schema_name;
-            const FIELDS: &'static [#private::Field] = &[#(#each.erase()),*];
-            const READ: <#values as #private::FieldList>::Readers = #readers;
+            const LAYOUT: #private::ArgsLayout<#values> = #private::ArgsLayout {
+                name: #schema_name,
+                fields: &[#(#each.erase()),*],
+                read: #readers,
+            };
         }
     }
 }

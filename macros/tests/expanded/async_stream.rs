@@ -12,10 +12,11 @@ const _: () = {
     );
     impl __opkit_private::ArgsShape for feed {
         type Values = (String, ());
-        const NAME: &'static __opkit_private::str = "FeedInput";
-        const FIELDS: &'static [__opkit_private::Field] = &[__OPKIT_FIELDS.0.erase()];
-        const READ: <(String, ()) as __opkit_private::FieldList>::Readers =
-            (__OPKIT_FIELDS.0.reader(), ());
+        const LAYOUT: __opkit_private::ArgsLayout<(String, ())> = __opkit_private::ArgsLayout {
+            name: "FeedInput",
+            fields: &[__OPKIT_FIELDS.0.erase()],
+            read: (__OPKIT_FIELDS.0.reader(), ()),
+        };
     }
     static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
     impl __opkit_private::TypedOperation for feed {

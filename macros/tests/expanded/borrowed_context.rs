@@ -10,9 +10,11 @@ const _: () = {
     const __OPKIT_FIELDS: () = ();
     impl __opkit_private::ArgsShape for whoami {
         type Values = ();
-        const NAME: &'static __opkit_private::str = "WhoamiInput";
-        const FIELDS: &'static [__opkit_private::Field] = &[];
-        const READ: <() as __opkit_private::FieldList>::Readers = ();
+        const LAYOUT: __opkit_private::ArgsLayout<()> = __opkit_private::ArgsLayout {
+            name: "WhoamiInput",
+            fields: &[],
+            read: (),
+        };
     }
     static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
     impl __opkit_private::TypedOperation for whoami {

@@ -17,11 +17,11 @@ const _: () = {
     );
     impl __opkit_private::ArgsShape for add {
         type Values = (i64, (i64, ()));
-        const NAME: &'static __opkit_private::str = "AddInput";
-        const FIELDS: &'static [__opkit_private::Field] =
-            &[__OPKIT_FIELDS.0.erase(), __OPKIT_FIELDS.1.erase()];
-        const READ: <(i64, (i64, ())) as __opkit_private::FieldList>::Readers =
-            (__OPKIT_FIELDS.0.reader(), (__OPKIT_FIELDS.1.reader(), ()));
+        const LAYOUT: __opkit_private::ArgsLayout<(i64, (i64, ()))> = __opkit_private::ArgsLayout {
+            name: "AddInput",
+            fields: &[__OPKIT_FIELDS.0.erase(), __OPKIT_FIELDS.1.erase()],
+            read: (__OPKIT_FIELDS.0.reader(), (__OPKIT_FIELDS.1.reader(), ())),
+        };
     }
     static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
     impl __opkit_private::TypedOperation for add {

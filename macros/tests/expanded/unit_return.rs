@@ -8,9 +8,11 @@ const _: () = {
     const __OPKIT_FIELDS: () = ();
     impl __opkit_private::ArgsShape for ping {
         type Values = ();
-        const NAME: &'static __opkit_private::str = "PingInput";
-        const FIELDS: &'static [__opkit_private::Field] = &[];
-        const READ: <() as __opkit_private::FieldList>::Readers = ();
+        const LAYOUT: __opkit_private::ArgsLayout<()> = __opkit_private::ArgsLayout {
+            name: "PingInput",
+            fields: &[],
+            read: (),
+        };
     }
     static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
     impl __opkit_private::TypedOperation for ping {
