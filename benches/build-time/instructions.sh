@@ -5,6 +5,12 @@
 #
 #   bash benches/build-time/instructions.sh          # N = 20 and 40
 #   SIZES="20 60" bash benches/build-time/instructions.sh
+#   CRATES="bt_opkit bt_rmcp" bash benches/build-time/instructions.sh   # a subset
+#
+# For an A/B of opkit alone, `CRATES=bt_opkit SIZES="2 3"` takes ~1.5 minutes and gives the
+# same per-operation counts as 20 and 40 (142.0 M / 55.0 M against 141.5 M / 55.0 M at
+# `52c39a8`); rmcp's grow faster than linearly (one `#[tool_router]` fn holds every tool:
+# 139.2 M / 50.2 M at 2 and 3, 140.7 M / 52.2 M at 20 and 40), so ratios need the default.
 #
 # For each crate and size, after its dependencies are checked: `touch src/lib.rs`, then a
 # non-incremental `cargo check` (everything the front end does) and an incremental one after a
@@ -29,7 +35,7 @@ command -v valgrind > /dev/null || { echo "instructions.sh needs valgrind" >&2; 
 work="${BUILD_TIME_DIR:-$here/target}/instructions"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$work/target}"
 sizes=(${SIZES:-20 40})
-crates=(bt_opkit bt_opkit_fields bt_rmcp)
+crates=(${CRATES:-bt_opkit bt_opkit_fields bt_rmcp})
 declare -A count=()
 # One run of `cargo check -p $2` in workspace $1 under cachegrind; mode `full` or `incr`.
 measure() {
@@ -49,7 +55,7 @@ measure() {
 for n in "${sizes[@]}"; do
     dir="$work/n$n"
     python3 "$here/generate.py" "$n" "$dir"
-    (cd "$dir" && cargo check -q -p bt_opkit -p bt_opkit_fields -p bt_rmcp)
+    (cd "$dir" && cargo check -q $(printf -- '-p %s ' "${crates[@]}"))
     for crate in "${crates[@]}"; do
         for mode in full incr; do
             count[$crate.$mode.$n]=$(measure "$dir" "$crate" "$mode")
@@ -64,14 +70,19 @@ echo
 echo "| crate | mode | $first operations | $last operations | per operation | ratio to rmcp |"
 echo "|---|---|---:|---:|---:|---:|"
 for mode in full incr; do
-    rmcp=$(echo "(${count[bt_rmcp.$mode.$last]} - ${count[bt_rmcp.$mode.$first]}) / ($last - $first)" | bc)
+    rmcp=
+    if [ -n "${count[bt_rmcp.$mode.$last]:-}" ]; then
+        rmcp=$(echo "(${count[bt_rmcp.$mode.$last]} - ${count[bt_rmcp.$mode.$first]}) / ($last - $first)" | bc)
+    fi
     for crate in "${crates[@]}"; do
         a=${count[$crate.$mode.$first]}
         b=${count[$crate.$mode.$last]}
         per=$(echo "($b - $a) / ($last - $first)" | bc)
-        printf '| %s | %s | %.3f G | %.3f G | %.1f M | %.3f× |\n' "$crate" \
+        ratio="—"
+        [ -n "$rmcp" ] && ratio=$(printf '%.3f×' "$(echo "$per / $rmcp" | bc -l)")
+        printf '| %s | %s | %.3f G | %.3f G | %.1f M | %s |\n' "$crate" \
             "$([ "$mode" = full ] && echo "non-incremental" || echo "incremental, after a touch")" \
             "$(echo "$a / 10^9" | bc -l)" "$(echo "$b / 10^9" | bc -l)" \
-            "$(echo "$per / 10^6" | bc -l)" "$(echo "$per / $rmcp" | bc -l)"
+            "$(echo "$per / 10^6" | bc -l)" "$ratio"
     done
 done
