@@ -90,10 +90,13 @@ pub fn register_typed<O: TypedOperation>(
     registry.register_typed::<O>()
 }
 
-/// The fn giving the `TypeId` of a value's type; used on fn items, whose type cannot be
-/// named (a generic fn rather than a closure: no body of its own per operation).
-pub const fn type_id_fn<T: 'static>(_: &T) -> fn() -> TypeId {
-    TypeId::of::<T>
+/// The inventory entry of the typed operation `O`, whose fn item is `f` (its type cannot be
+/// named, so its `TypeId` comes from the value; one call per expansion, no closure).
+pub const fn registration<O: TypedOperation, F: 'static>(_f: &F) -> OperationRegistration {
+    OperationRegistration {
+        register: register_typed::<O>,
+        fn_type_id: TypeId::of::<F>,
+    }
 }
 
 /// What one operation computes once: its id as a shared string and its spec. Each

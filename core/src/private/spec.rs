@@ -21,8 +21,10 @@ pub struct SpecParts {
     pub errors: &'static [ErrorKind],
     /// The keys of the fn's `State<T>` parameters.
     pub states: &'static [fn() -> StateKey],
-    /// `file:line` of the definition.
+    /// The file of the definition (`file!()`).
     pub origin: &'static str,
+    /// Its line (`line!()`): the spec's origin is `file:line`.
+    pub line: u32,
     /// `layer = ".."` (one per key): the named middleware layers it asks for.
     pub layers: &'static [&'static str],
     /// `timeout = ".."`, in milliseconds.
@@ -45,6 +47,7 @@ impl SpecParts {
         errors: &[],
         states: &[],
         origin: "",
+        line: 0,
         layers: &[],
         timeout_ms: None,
         edges: &[],
@@ -64,7 +67,7 @@ pub(super) fn build_spec(
         .input_schema(input_schema())
         .output_schema(output_schema())
         .access(access)
-        .origin(parts.origin);
+        .origin(format!("{}:{}", parts.origin, parts.line));
     for kind in parts.errors {
         spec = spec.error(*kind);
     }

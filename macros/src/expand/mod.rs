@@ -290,7 +290,8 @@ fn typed_operation(op: &Operation<'_>) -> TokenStream {
                         namespace: #namespace,
                         name: #name,
                         kind: #kind,
-                        origin: #private::concat!(#private::file!(), ":", #private::line!()),
+                        origin: #private::file!(),
+                        line: #private::line!(),
                         #optional_parts
                         ..#private::SpecParts::DEFAULT
                     },
@@ -488,10 +489,7 @@ fn registration(op: &Operation<'_>) -> TokenStream {
     let ident = &op.func.sig.ident;
     quote! {
         #private::inventory::submit! {
-            #private::OperationRegistration {
-                register: #private::register_typed::<#ident>,
-                fn_type_id: #private::type_id_fn(&#ident),
-            }
+            #private::registration::<#ident, _>(&#ident)
         }
     }
 }

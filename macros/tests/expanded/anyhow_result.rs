@@ -33,11 +33,8 @@ const _: () = {
                     namespace: "files",
                     name: "load",
                     kind: __opkit_private::OperationKind::Query,
-                    origin: __opkit_private::concat!(
-                        __opkit_private::file!(),
-                        ":",
-                        __opkit_private::line!()
-                    ),
+                    origin: __opkit_private::file!(),
+                    line: __opkit_private::line!(),
                     ..__opkit_private::SpecParts::DEFAULT
                 },
                 __opkit_private::args_schema::<load>,
@@ -106,5 +103,5 @@ const _: () = {
             )
         }
     }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < load > , fn_type_id : __opkit_private :: type_id_fn (& load) , } }
+    __opkit_private::inventory::submit! { __opkit_private :: registration :: < load , _ > (& load) }
 };

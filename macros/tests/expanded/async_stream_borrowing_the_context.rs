@@ -33,11 +33,8 @@ const _: () = {
                     namespace: "kv",
                     name: "watch",
                     kind: __opkit_private::OperationKind::Subscription,
-                    origin: __opkit_private::concat!(
-                        __opkit_private::file!(),
-                        ":",
-                        __opkit_private::line!()
-                    ),
+                    origin: __opkit_private::file!(),
+                    line: __opkit_private::line!(),
                     ..__opkit_private::SpecParts::DEFAULT
                 },
                 __opkit_private::args_schema::<watch>,
@@ -112,5 +109,5 @@ const _: () = {
             )
         }
     }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < watch > , fn_type_id : __opkit_private :: type_id_fn (& watch) , } }
+    __opkit_private::inventory::submit! { __opkit_private :: registration :: < watch , _ > (& watch) }
 };

@@ -31,11 +31,8 @@ const _: () = {
                     namespace: "auth",
                     name: "whoami",
                     kind: __opkit_private::OperationKind::Query,
-                    origin: __opkit_private::concat!(
-                        __opkit_private::file!(),
-                        ":",
-                        __opkit_private::line!()
-                    ),
+                    origin: __opkit_private::file!(),
+                    line: __opkit_private::line!(),
                     ..__opkit_private::SpecParts::DEFAULT
                 },
                 __opkit_private::args_schema::<whoami>,
@@ -108,5 +105,5 @@ const _: () = {
             )
         }
     }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < whoami > , fn_type_id : __opkit_private :: type_id_fn (& whoami) , } }
+    __opkit_private::inventory::submit! { __opkit_private :: registration :: < whoami , _ > (& whoami) }
 };

@@ -33,11 +33,8 @@ const _: () = {
                     namespace: "web",
                     name: "fetch",
                     kind: __opkit_private::OperationKind::Query,
-                    origin: __opkit_private::concat!(
-                        __opkit_private::file!(),
-                        ":",
-                        __opkit_private::line!()
-                    ),
+                    origin: __opkit_private::file!(),
+                    line: __opkit_private::line!(),
                     ..__opkit_private::SpecParts::DEFAULT
                 },
                 __opkit_private::args_schema::<fetch>,
@@ -111,5 +108,5 @@ const _: () = {
             )
         }
     }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < fetch > , fn_type_id : __opkit_private :: type_id_fn (& fetch) , } }
+    __opkit_private::inventory::submit! { __opkit_private :: registration :: < fetch , _ > (& fetch) }
 };

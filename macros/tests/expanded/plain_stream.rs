@@ -33,11 +33,8 @@ const _: () = {
                     namespace: "math",
                     name: "numbers",
                     kind: __opkit_private::OperationKind::Subscription,
-                    origin: __opkit_private::concat!(
-                        __opkit_private::file!(),
-                        ":",
-                        __opkit_private::line!()
-                    ),
+                    origin: __opkit_private::file!(),
+                    line: __opkit_private::line!(),
                     ..__opkit_private::SpecParts::DEFAULT
                 },
                 __opkit_private::args_schema::<numbers>,
@@ -106,5 +103,5 @@ const _: () = {
             )
         }
     }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < numbers > , fn_type_id : __opkit_private :: type_id_fn (& numbers) , } }
+    __opkit_private::inventory::submit! { __opkit_private :: registration :: < numbers , _ > (& numbers) }
 };

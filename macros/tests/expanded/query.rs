@@ -38,11 +38,8 @@ const _: () = {
                     namespace: "math",
                     name: "add",
                     kind: __opkit_private::OperationKind::Query,
-                    origin: __opkit_private::concat!(
-                        __opkit_private::file!(),
-                        ":",
-                        __opkit_private::line!()
-                    ),
+                    origin: __opkit_private::file!(),
+                    line: __opkit_private::line!(),
                     description: __opkit_private::Some(__opkit_private::concat!(
                         r" Adds two integers."
                     )),
@@ -118,5 +115,5 @@ const _: () = {
             )
         }
     }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < add > , fn_type_id : __opkit_private :: type_id_fn (& add) , } }
+    __opkit_private::inventory::submit! { __opkit_private :: registration :: < add , _ > (& add) }
 };

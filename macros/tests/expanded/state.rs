@@ -33,11 +33,8 @@ const _: () = {
                     namespace: "notes",
                     name: "get",
                     kind: __opkit_private::OperationKind::Query,
-                    origin: __opkit_private::concat!(
-                        __opkit_private::file!(),
-                        ":",
-                        __opkit_private::line!()
-                    ),
+                    origin: __opkit_private::file!(),
+                    line: __opkit_private::line!(),
                     errors: &[__opkit_private::ErrorKind::NotFound],
                     states: &[__opkit_private::state_key::<Db>],
                     ..__opkit_private::SpecParts::DEFAULT
@@ -128,5 +125,5 @@ const _: () = {
             )
         }
     }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < get > , fn_type_id : __opkit_private :: type_id_fn (& get) , } }
+    __opkit_private::inventory::submit! { __opkit_private :: registration :: < get , _ > (& get) }
 };

@@ -33,11 +33,8 @@ const _: () = {
                     namespace: "clock",
                     name: "ticks",
                     kind: __opkit_private::OperationKind::Subscription,
-                    origin: __opkit_private::concat!(
-                        __opkit_private::file!(),
-                        ":",
-                        __opkit_private::line!()
-                    ),
+                    origin: __opkit_private::file!(),
+                    line: __opkit_private::line!(),
                     ..__opkit_private::SpecParts::DEFAULT
                 },
                 __opkit_private::args_schema::<ticks>,
@@ -116,5 +113,5 @@ const _: () = {
             )
         }
     }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < ticks > , fn_type_id : __opkit_private :: type_id_fn (& ticks) , } }
+    __opkit_private::inventory::submit! { __opkit_private :: registration :: < ticks , _ > (& ticks) }
 };

@@ -29,11 +29,8 @@ const _: () = {
                     namespace: "health",
                     name: "ping",
                     kind: __opkit_private::OperationKind::Mutation,
-                    origin: __opkit_private::concat!(
-                        __opkit_private::file!(),
-                        ":",
-                        __opkit_private::line!()
-                    ),
+                    origin: __opkit_private::file!(),
+                    line: __opkit_private::line!(),
                     ..__opkit_private::SpecParts::DEFAULT
                 },
                 __opkit_private::args_schema::<ping>,
@@ -100,5 +97,5 @@ const _: () = {
             )
         }
     }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < ping > , fn_type_id : __opkit_private :: type_id_fn (& ping) , } }
+    __opkit_private::inventory::submit! { __opkit_private :: registration :: < ping , _ > (& ping) }
 };

@@ -22,11 +22,8 @@ const _: () = {
                     namespace: "users",
                     name: "create",
                     kind: __opkit_private::OperationKind::Mutation,
-                    origin: __opkit_private::concat!(
-                        __opkit_private::file!(),
-                        ":",
-                        __opkit_private::line!()
-                    ),
+                    origin: __opkit_private::file!(),
+                    line: __opkit_private::line!(),
                     scopes: &["users:write"],
                     ..__opkit_private::SpecParts::DEFAULT
                 },
@@ -100,5 +97,5 @@ const _: () = {
             )
         }
     }
-    __opkit_private::inventory::submit! { __opkit_private :: OperationRegistration { register : __opkit_private :: register_typed :: < create > , fn_type_id : __opkit_private :: type_id_fn (& create) , } }
+    __opkit_private::inventory::submit! { __opkit_private :: registration :: < create , _ > (& create) }
 };
