@@ -75,7 +75,7 @@ pub use errors::*;
 pub use handlers::*;
 pub use input::*;
 pub use layered::{EndpointProbe, MakeEnd, NoEndpoint, NoView, TypedEnd, TypedViews, ViewProbe};
-pub use map::{MapOnce, map_once};
+use map::map_once;
 pub use output::*;
 pub use send::*;
 pub use spec::*;
