@@ -183,6 +183,24 @@ impl OperationContext {
         }
     }
 
+    /// Gives the context a fresh request id, in [`new`](Self::new)'s form: for a context made
+    /// once and cloned for each request of a connection (cloning shares what it holds, where
+    /// building it again would allocate).
+    ///
+    /// ```
+    /// use opkit::OperationContext;
+    /// use opkit::edge::Edge;
+    /// let base = OperationContext::new().with_edge(Edge::new(Edge::MCP));
+    /// let ctx = base.clone().with_fresh_request_id();
+    /// assert_ne!(ctx.request_id(), base.request_id());
+    /// assert_eq!(ctx.edge().map(Edge::name), Some("mcp_server"));
+    /// ```
+    #[must_use]
+    pub fn with_fresh_request_id(mut self) -> Self {
+        self.request_id = fresh_request_id();
+        self
+    }
+
     /// Sets the request id.
     #[must_use]
     pub fn with_request_id(mut self, request_id: impl Into<Arc<str>>) -> Self {
@@ -292,7 +310,11 @@ impl OperationContext {
         match trace {
             Some(trace) => self.with_trace(trace),
             None => {
-                if let Some(extras) = &mut self.extras {
+                // Extras shared with other contexts are copied only when there is a trace
+                // to clear.
+                if let Some(extras) = &mut self.extras
+                    && extras.trace.is_some()
+                {
                     Arc::make_mut(extras).trace = None;
                 }
                 self

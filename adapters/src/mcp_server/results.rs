@@ -96,7 +96,7 @@ fn meta_value(meta: ResponseMeta) -> Option<Value> {
             map.insert("source".to_owned(), Value::String("local".to_owned()));
             map.insert(
                 "operationId".to_owned(),
-                Value::String(local.operation_id.to_string()),
+                Value::String(String::from(&*local.operation_id)),
             );
             map.insert("timestamp".to_owned(), Value::from(local.timestamp));
             Some(Value::Object(map))

@@ -32,9 +32,10 @@ pub struct McpHandler {
     pub(super) log_level: LevelCell,
     /// The session's state slot ([`OperationContext::session`]), made at its first call.
     session: Arc<OnceLock<Arc<Session>>>,
-    /// The edge of every call of a stdio connection from a client before 2026-07-28, made at
-    /// its first call (see [`McpHandler::uncancellable_context`]).
-    stdio_edge: Arc<OnceLock<Edge>>,
+    /// The context every call of a stdio connection from a client before 2026-07-28 starts
+    /// from (its edge, nothing else), made at its first call (see
+    /// [`McpHandler::uncancellable_context`]).
+    stdio_base: Arc<OnceLock<OperationContext>>,
     /// The session's resource subscriptions (stopped when the last clone is dropped).
     pub(super) watches: Arc<Watches>,
 }
@@ -66,7 +67,7 @@ impl McpHandler {
             inner,
             log_level: LevelCell::default(),
             session: Arc::default(),
-            stdio_edge: Arc::default(),
+            stdio_base: Arc::default(),
             watches: Arc::default(),
         }
     }
@@ -152,20 +153,20 @@ impl McpHandler {
             context.meta.get_traceparent(),
             context.meta.get_tracestate(),
         );
-        let ctx = OperationContext::new()
-            .with_identity_opt(identity)
-            .with_trace_opt(trace);
-        let edge = if context.extensions.get::<http::request::Parts>().is_none() && !modern {
+        let ctx = if context.extensions.get::<http::request::Parts>().is_none() && !modern {
             // Over stdio, a client before 2026-07-28 gets one edge for every call of the
             // connection: no session id, no HTTP request, the client its `initialize` named
-            // (which precedes every call), the connection's session.
-            self.stdio_edge
-                .get_or_init(|| self.edge(context, modern))
+            // (which precedes every call), the connection's session. Each call starts from
+            // a clone of one context holding it (reference counts, not a new allocation for
+            // the edge) with a fresh request id.
+            self.stdio_base
+                .get_or_init(|| OperationContext::new().with_edge(self.edge(context, modern)))
                 .clone()
+                .with_fresh_request_id()
         } else {
-            self.edge(context, modern)
+            OperationContext::new().with_edge(self.edge(context, modern))
         };
-        ctx.with_edge(edge)
+        ctx.with_identity_opt(identity).with_trace_opt(trace)
     }
 
     /// The [`Edge::MCP`] of a request: its [`McpSession`] fact, its HTTP request's over
