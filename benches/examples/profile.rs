@@ -13,8 +13,14 @@
 //! `/proc/thread-self/schedstat`: every side of the call but Redis itself), which moves much
 //! less with the machine's load than the rate does, and the heap allocations and bytes
 //! allocated per call (a counting global allocator: these do not move with the load at all):
-//! `target/release/examples/profile ws 20000 8`. (callgrind does not run the opkit paths
-//! here: rustix's vDSO lookup faults under valgrind.)
+//! `target/release/examples/profile ws 20000 8`.
+//!
+//! Under valgrind, rustix's vDSO lookup faults; built with its libc backend, in a target
+//! directory of its own (the flag rebuilds everything), callgrind runs every path, and the
+//! difference of two runs of different lengths is the instructions per call, a figure the
+//! machine's load does not move: `RUSTFLAGS="--cfg rustix_use_libc"
+//! CARGO_TARGET_DIR=<dir> cargo build --release --example profile`, then
+//! `valgrind --tool=callgrind <dir>/release/examples/profile mcp 2000` and `... mcp 4000`.
 
 use futures::StreamExt;
 use opkit::prelude::*;

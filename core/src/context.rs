@@ -8,6 +8,7 @@ use crate::elicit::{ClientRequest, ElicitRequest, ElicitResponse, Elicited, Elic
 use crate::envelope::ResponseEnvelope;
 use crate::error::CallError;
 use crate::report::{LogLevel, LogRecord, Progress, Reporter};
+use crate::request_id::RequestId;
 use crate::state::StateMap;
 use crate::trace_context::TraceContext;
 use futures::Stream;
@@ -64,7 +65,10 @@ pub trait EnvBackend: std::any::Any + Send + Sync + 'static {
 /// ```
 #[derive(Clone)]
 pub struct OperationContext {
-    request_id: Arc<str>,
+    // Kept within 128 bytes, which the compiler moves inline rather than by a call to
+    // `memcpy` (a context is moved into every handler future and several times before):
+    // the test below pins it.
+    request_id: RequestId,
     parent_request_id: Option<Arc<str>>,
     identity: Option<Arc<Identity>>,
     deadline: Option<Deadline>,
@@ -128,37 +132,10 @@ pub fn new_request_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-/// A fresh request id for a context, in [`new_request_id`]'s form (a v4 UUID), written
-/// straight into the shared string a context holds: one allocation, no formatting machinery.
-///
-/// Unique, not secret: each thread starts from a random v4 UUID and counts up in its low 62
-/// bits (which hold no version or variant bits), so a call costs an increment rather than a
-/// draw from the random generator. Two threads' ids meet only if their random starts agree
-/// in the other 60 random bits. (A secret, such as a key a client must not guess, is
-/// [`new_request_id`]'s: random every time.)
-fn fresh_request_id() -> Arc<str> {
-    const COUNTED: u128 = (1 << 62) - 1;
-    thread_local! {
-        static NEXT: std::cell::Cell<u128> = std::cell::Cell::new(uuid::Uuid::new_v4().as_u128());
-    }
-    let id = NEXT.with(|next| {
-        let id = next.get();
-        let counted = (id & COUNTED).wrapping_add(1) & COUNTED;
-        next.set((id & !COUNTED) | counted);
-        id
-    });
-    let mut text = [0_u8; uuid::fmt::Hyphenated::LENGTH];
-    Arc::from(
-        &*uuid::Uuid::from_u128(id)
-            .hyphenated()
-            .encode_lower(&mut text),
-    )
-}
-
 impl OperationContext {
     /// A context with a fresh request id and nothing else.
     pub fn new() -> Self {
-        Self::for_request(fresh_request_id())
+        Self::with_id(RequestId::fresh())
     }
 
     /// A context for an existing request (one that arrived over a transport, say): the given
@@ -170,8 +147,13 @@ impl OperationContext {
     /// assert_eq!(ctx.request_id(), "caller:7");
     /// ```
     pub fn for_request(request_id: impl Into<Arc<str>>) -> Self {
+        Self::with_id(RequestId::given(request_id.into()))
+    }
+
+    /// A context with this request id and nothing else.
+    fn with_id(request_id: RequestId) -> Self {
         Self {
-            request_id: request_id.into(),
+            request_id,
             parent_request_id: None,
             identity: None,
             deadline: None,
@@ -197,14 +179,14 @@ impl OperationContext {
     /// ```
     #[must_use]
     pub fn with_fresh_request_id(mut self) -> Self {
-        self.request_id = fresh_request_id();
+        self.request_id = RequestId::fresh();
         self
     }
 
     /// Sets the request id.
     #[must_use]
     pub fn with_request_id(mut self, request_id: impl Into<Arc<str>>) -> Self {
-        self.request_id = request_id.into();
+        self.request_id = RequestId::given(request_id.into());
         self
     }
 
@@ -448,6 +430,12 @@ impl OperationContext {
 
     /// This request's id.
     pub fn request_id(&self) -> &str {
+        self.request_id.as_str()
+    }
+
+    /// The request id as a value that writes its text only when displayed (a fresh id's is
+    /// not written out until read): for a span field that nothing may record.
+    pub(crate) fn request_id_display(&self) -> &impl std::fmt::Display {
         &self.request_id
     }
 
@@ -505,8 +493,8 @@ impl OperationContext {
     /// opens becomes a child of this call's.
     pub fn child(&self) -> Self {
         Self {
-            request_id: fresh_request_id(),
-            parent_request_id: Some(self.request_id.clone()),
+            request_id: RequestId::fresh(),
+            parent_request_id: Some(self.request_id.shared().clone()),
             identity: self.identity.clone(),
             deadline: self.deadline,
             cancellation: self
@@ -586,28 +574,8 @@ impl OperationContext {
 
 #[cfg(test)]
 mod tests {
-    use super::fresh_request_id;
-    use std::collections::HashSet;
-
-    fn parsed(id: &str) -> uuid::Uuid {
-        let uuid = uuid::Uuid::parse_str(id).expect("a UUID");
-        assert_eq!(uuid.get_version_num(), 4, "{id}");
-        assert_eq!(uuid.get_variant(), uuid::Variant::RFC4122, "{id}");
-        uuid
-    }
-
     #[test]
-    fn fresh_ids_are_distinct_v4_uuids_on_every_thread() {
-        let mut seen = HashSet::new();
-        for _ in 0..1_000 {
-            assert!(seen.insert(parsed(&fresh_request_id())));
-        }
-        let other: Vec<_> =
-            std::thread::spawn(|| (0..1_000).map(|_| fresh_request_id().to_string()).collect())
-                .join()
-                .expect("thread");
-        for id in other {
-            assert!(seen.insert(parsed(&id)), "{id} was made twice");
-        }
+    fn a_context_fits_in_128_bytes() {
+        assert!(std::mem::size_of::<super::OperationContext>() <= 128);
     }
 }

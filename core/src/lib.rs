@@ -206,16 +206,17 @@
 //! 12. [`bounds`]: [`Deadline`] and [`Bounds`], the one deadline/cancellation race.
 //! 13. [`elicit`]: asking the caller's user (and client) from inside an operation: the
 //!     [`Elicitor`](elicit::Elicitor) an edge sets, typed answers.
-//! 14. `context`: [`OperationContext`], and the [`EnvBackend`] nested calls go to.
-//! 15. `env`: [`OperationEnv`], nested calls by id through the context's backend.
-//! 16. [`trace`]: the [`CallSpan`](trace::CallSpan) of each call, metrics and OpenTelemetry.
-//! 17. [`middleware`]: the application's policy around every call ([`Middleware`](middleware::Middleware)),
+//! 14. `request_id`: a context's request id (a fresh one written out when first read).
+//! 15. `context`: [`OperationContext`], and the [`EnvBackend`] nested calls go to.
+//! 16. `env`: [`OperationEnv`], nested calls by id through the context's backend.
+//! 17. [`trace`]: the [`CallSpan`](trace::CallSpan) of each call, metrics and OpenTelemetry.
+//! 18. [`middleware`]: the application's policy around every call ([`Middleware`](middleware::Middleware)),
 //!     the ready-made policies, and tower layers as middleware.
-//! 18. `registry`: [`OperationRegistry`], [`Handler`], the result pipeline and the
+//! 19. `registry`: [`OperationRegistry`], [`Handler`], the result pipeline and the
 //!     `#[operation]` inventory (a local [`OperationEnv`] is made here).
-//! 19. `typed`: [`TypedOperation`] and [`Input`], typed handles over the registry.
-//! 20. [`protocol`]: the call protocol over [`PubSub`] (a remote [`OperationEnv`] is made here).
-//! 21. `__private`: what the `#[operation]` expansion names; the top, nothing uses it.
+//! 20. `typed`: [`TypedOperation`] and [`Input`], typed handles over the registry.
+//! 21. [`protocol`]: the call protocol over [`PubSub`] (a remote [`OperationEnv`] is made here).
+//! 22. `__private`: what the `#[operation]` expansion names; the top, nothing uses it.
 
 pub mod binary;
 pub mod bounds;
@@ -233,6 +234,7 @@ mod env;
 mod error;
 mod registry;
 pub mod report;
+mod request_id;
 mod spec;
 pub mod state;
 pub mod trace;

@@ -133,7 +133,7 @@ impl CallSpan {
             rpc.service = operation_id.rsplit_once('.').map_or("", |(namespace, _)| namespace),
             opkit.path = path,
             opkit.kind = Empty,
-            opkit.request_id = ctx.request_id(),
+            opkit.request_id = tracing::field::display(ctx.request_id_display()),
             opkit.parent_request_id = ctx.parent_request_id(),
             opkit.outcome = Empty,
             error.type = Empty,
