@@ -465,6 +465,14 @@ impl OperationContext {
         Bounds::new(self.deadline, self.cancellation.clone())
     }
 
+    /// [`bounds`](Self::bounds), the cancellation moved into them rather than shared: for a
+    /// handler that reads nothing from its context (sharing a token costs a lock to clone
+    /// and another to drop). The context keeps its deadline.
+    pub(crate) fn split_bounds(mut self) -> (Self, Bounds) {
+        let bounds = Bounds::new(self.deadline, self.cancellation.take());
+        (self, bounds)
+    }
+
     /// `true` once the call was cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.cancellation

@@ -388,6 +388,60 @@ async fn cancellation_aborts_the_call_and_drops_the_handler_future() {
     assert!(dropped.load(Ordering::SeqCst));
 }
 
+/// Set when [`forever`]'s future is dropped.
+static FOREVER_DROPPED: AtomicBool = AtomicBool::new(false);
+
+/// Never finishes, and reads nothing from its context: the registry hands it the context
+/// without the call's cancellation, which only the guard holds.
+#[opkit::operation(namespace = "slow")]
+async fn forever() -> u32 {
+    let _guard = StaticDropGuard(&FOREVER_DROPPED);
+    std::future::pending::<()>().await;
+    0
+}
+
+struct StaticDropGuard(&'static AtomicBool);
+
+impl Drop for StaticDropGuard {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test]
+async fn a_handler_that_reads_no_context_is_still_cancelled_and_timed_out() {
+    let registry = OperationRegistry::new();
+    registry.register_typed::<forever>().unwrap();
+    let token = tokio_util_token();
+    let ctx = OperationContext::new().with_cancellation(token.clone());
+    let call = tokio::spawn({
+        let registry = registry.clone();
+        async move { registry.execute(forever::ID, json!({}), &ctx).await }
+    });
+    tokio::task::yield_now().await;
+    token.cancel();
+    let error = call.await.unwrap().unwrap_err();
+    assert_eq!(error.code, ErrorCode::Aborted);
+    assert!(FOREVER_DROPPED.load(Ordering::SeqCst));
+
+    let ctx = OperationContext::new().with_timeout(Duration::from_millis(20));
+    let error = registry
+        .execute(forever::ID, json!({}), &ctx)
+        .await
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::Timeout);
+
+    // Cancelled before it starts: refused, as for any handler.
+    let token = tokio_util_token();
+    token.cancel();
+    let ctx = OperationContext::new().with_cancellation(token);
+    let error = registry
+        .execute(forever::ID, json!({}), &ctx)
+        .await
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::Aborted);
+}
+
 fn tokio_util_token() -> tokio_util::sync::CancellationToken {
     tokio_util::sync::CancellationToken::new()
 }

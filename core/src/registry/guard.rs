@@ -58,6 +58,35 @@ where
     F: FnOnce(OperationContext) -> Started,
 {
     let bounds = ctx.bounds();
+    start_within(id, ctx, bounds, start)
+}
+
+/// [`start`] for a handler that reads nothing from its context (see
+/// [`Operation::reads_context`](super::operation::Operation)): the call's cancellation moves
+/// into the bounds the guard races it against, and the handler gets the context without it.
+pub(crate) fn start_unread<F, Started>(
+    id: &str,
+    ctx: OperationContext,
+    start: F,
+) -> Result<(Started, Bounds), CallError>
+where
+    F: FnOnce(OperationContext) -> Started,
+{
+    let (ctx, bounds) = ctx.split_bounds();
+    start_within(id, ctx, bounds, start)
+}
+
+/// [`start`] with the bounds already taken.
+#[inline]
+fn start_within<F, Started>(
+    id: &str,
+    ctx: OperationContext,
+    bounds: Bounds,
+    start: F,
+) -> Result<(Started, Bounds), CallError>
+where
+    F: FnOnce(OperationContext) -> Started,
+{
     bounds.check().map_err(|stop| stop.error_for(id))?;
     let started = std::panic::catch_unwind(AssertUnwindSafe(|| start(ctx)))
         .map_err(|payload| panicked(id, &*payload))?;

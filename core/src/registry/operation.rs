@@ -70,12 +70,12 @@ pub(crate) struct Operation {
     /// compile, an eager one is refused with it.
     compile: Compile,
     /// The handler's results are serialized from the type the output schema is derived from
-    /// ([`TypedOperation::OUTPUT_FROM_TYPE`](crate::TypedOperation::OUTPUT_FROM_TYPE)).
+    /// (the codec's `from_type`, see `HandlerFacts`).
     pub(crate) output_from_type: bool,
-    /// The handler may read its context beyond the call's bounds
-    /// ([`TypedOperation::READS_CONTEXT`](crate::TypedOperation::READS_CONTEXT)); when it
-    /// does not, the registry hands it the caller's context as is, without adding itself as
-    /// env or its application state.
+    /// The handler may read its context beyond the call's bounds (the codec's
+    /// `reads_context`); when it does not, the registry hands it the caller's context as is,
+    /// without adding itself as env or its application state, and without the call's
+    /// cancellation, which only the guard then holds.
     pub(crate) reads_context: bool,
 }
 

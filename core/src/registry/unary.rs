@@ -68,7 +68,11 @@ pub(crate) fn start(
     let HandlerFn::Unary(handler) = &operation.handler.0 else {
         unreachable!("kinds are checked at registration")
     };
-    guard::start(&operation.id, ctx, |ctx| handler(input, ctx))
+    if operation.reads_context {
+        guard::start(&operation.id, ctx, |ctx| handler(input, ctx))
+    } else {
+        guard::start_unread(&operation.id, ctx, |ctx| handler(input, ctx))
+    }
 }
 
 impl Execution {

@@ -219,7 +219,10 @@ impl CallSpan {
 
     /// Records the operation's kind, once known.
     pub fn record_kind(&self, kind: OperationKind) {
-        self.span.record("opkit.kind", kind.as_str());
+        // As at the end (`record_end`): a span nothing records is not written to.
+        if !self.span.is_disabled() {
+            self.span.record("opkit.kind", kind.as_str());
+        }
     }
 
     /// Records the request id, when it is minted after the span starts (the
