@@ -92,10 +92,10 @@ impl McpHandler {
                 forwarder.finish().await;
             }
         };
-        // Boxed once: the call's future is large.
+        // Awaited in place: the whole call's future is boxed once by rmcp's service.
         let outcome = match &found {
-            Some(found) => Box::pin(registry.serve_found(found, input, ctx)).await,
-            None => Box::pin(registry.serve(&served.id, input, ctx)).await,
+            Some(found) => registry.serve_found(found, input, ctx).await,
+            None => registry.serve(&served.id, input, ctx).await,
         };
         if let Some(asked) = rounds
             .as_ref()
