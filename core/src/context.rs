@@ -465,12 +465,11 @@ impl OperationContext {
         Bounds::new(self.deadline, self.cancellation.clone())
     }
 
-    /// [`bounds`](Self::bounds), the cancellation moved into them rather than shared: for a
-    /// handler that reads nothing from its context (sharing a token costs a lock to clone
-    /// and another to drop). The context keeps its deadline.
-    pub(crate) fn split_bounds(mut self) -> (Self, Bounds) {
-        let bounds = Bounds::new(self.deadline, self.cancellation.take());
-        (self, bounds)
+    /// [`bounds`](Self::bounds), the cancellation moved out of the context into them rather
+    /// than shared: for a handler that reads nothing from its context (sharing a token costs
+    /// a lock to clone and another to drop). The context keeps its deadline.
+    pub(crate) fn take_bounds(&mut self) -> Bounds {
+        Bounds::new(self.deadline, self.cancellation.take())
     }
 
     /// `true` once the call was cancelled.

@@ -5,51 +5,65 @@
 //! id; for them a fresh id costs a counter increment, not a formatted string and its
 //! allocation.
 
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// A request id: see the [module docs](self).
 ///
-/// Invariant: `text` is set, or `bits` holds the fresh id it stands for (a v4 UUID's 128
-/// bits, as two halves so the id keeps the context's 8-byte alignment). Clones made before
-/// the first read each write the same text from the same bits.
+/// A fresh id is its number (see [`RequestId::fresh`]) and the text written from it on the
+/// first read; clones made before that read each write the same text from the same number.
 #[derive(Clone)]
-pub(crate) struct RequestId {
-    bits: (u64, u64),
-    text: OnceLock<Arc<str>>,
+pub(crate) enum RequestId {
+    /// An id given as text (one that came over a transport, say).
+    Given(Arc<str>),
+    /// A fresh id: its number, and its text once read.
+    Fresh {
+        number: u64,
+        text: OnceLock<Arc<str>>,
+    },
 }
+
+/// The low bits of a fresh id that count (the rest are the process's random v4 UUID; these
+/// hold no version or variant bits).
+const COUNTED: u128 = (1 << 62) - 1;
+
+/// How many numbers a thread takes from the process's counter at a time.
+const BLOCK: u64 = 1 << 16;
 
 impl RequestId {
     /// A fresh id, in [`new_request_id`](crate::new_request_id)'s form (a v4 UUID).
     ///
-    /// Unique, not secret: each thread starts from a random v4 UUID and counts up in its low
-    /// 62 bits (which hold no version or variant bits), so an id costs an increment rather
-    /// than a draw from the random generator. Two threads' ids meet only if their random
-    /// starts agree in the other 60 random bits. (A secret, such as a key a client must not
-    /// guess, is `new_request_id`'s: random every time.)
+    /// Unique, not secret: a process draws one random v4 UUID and counts up in its low 62
+    /// bits, each thread taking numbers in blocks from one process-wide counter, so an id
+    /// costs a thread-local increment rather than a draw from the random generator. Ids of one
+    /// process never meet; two processes' meet only if their random UUIDs agree in the other
+    /// 60 random bits. (A secret, such as a key a client must not guess, is
+    /// `new_request_id`'s: random every time.)
     pub(crate) fn fresh() -> Self {
-        const COUNTED: u128 = (1 << 62) - 1;
+        static NEXT_BLOCK: AtomicU64 = AtomicU64::new(0);
         thread_local! {
-            static NEXT: std::cell::Cell<u128> =
-                std::cell::Cell::new(uuid::Uuid::new_v4().as_u128());
+            /// The thread's next number and the end of its block.
+            static NUMBERS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
         }
-        let id = NEXT.with(|next| {
-            let id = next.get();
-            let counted = (id & COUNTED).wrapping_add(1) & COUNTED;
-            next.set((id & !COUNTED) | counted);
-            id
+        let number = NUMBERS.with(|numbers| {
+            let (mut next, mut end) = numbers.get();
+            if next == end {
+                next = NEXT_BLOCK.fetch_add(BLOCK, Ordering::Relaxed);
+                end = next + BLOCK;
+            }
+            numbers.set((next + 1, end));
+            next
         });
-        Self {
-            bits: ((id >> 64) as u64, id as u64),
+        Self::Fresh {
+            number,
             text: OnceLock::new(),
         }
     }
 
     /// The id `text`, as given.
     pub(crate) fn given(text: Arc<str>) -> Self {
-        Self {
-            bits: (0, 0),
-            text: OnceLock::from(text),
-        }
+        Self::Given(text)
     }
 
     /// The id's text, written on the first read of a fresh id.
@@ -59,36 +73,37 @@ impl RequestId {
 
     /// The id's text as the shared string (written on the first read of a fresh id).
     pub(crate) fn shared(&self) -> &Arc<str> {
-        self.text.get_or_init(|| {
-            let mut text = [0_u8; uuid::fmt::Hyphenated::LENGTH];
-            Arc::from(
-                &*uuid::Uuid::from_u128(self.bits())
-                    .hyphenated()
-                    .encode_lower(&mut text),
-            )
-        })
+        match self {
+            Self::Given(text) => text,
+            Self::Fresh { number, text } => text.get_or_init(|| {
+                let mut buffer = [0_u8; uuid::fmt::Hyphenated::LENGTH];
+                Arc::from(&*fresh_uuid(*number).encode_lower(&mut buffer))
+            }),
+        }
     }
+}
 
-    /// A fresh id's 128 bits.
-    fn bits(&self) -> u128 {
-        (u128::from(self.bits.0) << 64) | u128::from(self.bits.1)
-    }
+/// The UUID of fresh id `number`: the process's random v4 UUID with `number` in its counted
+/// bits.
+fn fresh_uuid(number: u64) -> uuid::fmt::Hyphenated {
+    static BASE: OnceLock<u128> = OnceLock::new();
+    let base = *BASE.get_or_init(|| uuid::Uuid::new_v4().as_u128());
+    uuid::Uuid::from_u128((base & !COUNTED) | (u128::from(number) & COUNTED)).hyphenated()
 }
 
 /// The id's text, written without keeping it (a span's field: read by a subscriber that
 /// records it, never formatted when nothing does).
 impl std::fmt::Display for RequestId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.text.get() {
-            Some(text) => f.write_str(text),
-            None => {
-                let mut text = [0_u8; uuid::fmt::Hyphenated::LENGTH];
-                f.write_str(
-                    uuid::Uuid::from_u128(self.bits())
-                        .hyphenated()
-                        .encode_lower(&mut text),
-                )
-            }
+        match self {
+            Self::Given(text) => f.write_str(text),
+            Self::Fresh { number, text } => match text.get() {
+                Some(text) => f.write_str(text),
+                None => {
+                    let mut buffer = [0_u8; uuid::fmt::Hyphenated::LENGTH];
+                    f.write_str(fresh_uuid(*number).encode_lower(&mut buffer))
+                }
+            },
         }
     }
 }
@@ -115,18 +130,23 @@ mod tests {
     #[test]
     fn fresh_ids_are_distinct_v4_uuids_on_every_thread() {
         let mut seen = HashSet::new();
-        for _ in 0..1_000 {
+        // More than a block, so a thread takes a second one.
+        for _ in 0..(super::BLOCK + 10) {
             assert!(seen.insert(parsed(RequestId::fresh().as_str())));
         }
-        let other: Vec<_> = std::thread::spawn(|| {
-            (0..1_000)
-                .map(|_| RequestId::fresh().as_str().to_owned())
-                .collect()
-        })
-        .join()
-        .expect("thread");
-        for id in other {
-            assert!(seen.insert(parsed(&id)), "{id} was made twice");
+        let threads: Vec<_> = (0..3)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    (0..1_000)
+                        .map(|_| RequestId::fresh().as_str().to_owned())
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for thread in threads {
+            for id in thread.join().expect("thread") {
+                assert!(seen.insert(parsed(&id)), "{id} was made twice");
+            }
         }
     }
 
@@ -137,17 +157,20 @@ mod tests {
         let text = id.as_str().to_owned();
         let late = id.clone();
         assert_eq!(early.as_str(), text);
-        assert_eq!(RequestId::fresh().to_string().len(), text.len());
+        assert!(
+            Arc::ptr_eq(late.shared(), id.shared()),
+            "shared once written"
+        );
         let unread = RequestId::fresh();
         assert_eq!(
             unread.clone().to_string(),
             unread.as_str(),
             "displayed as it is read"
         );
-        assert!(
-            Arc::ptr_eq(late.shared(), id.shared()),
-            "shared once written"
+        let given = RequestId::given("caller:7".into());
+        assert_eq!(
+            (given.as_str(), given.to_string()),
+            ("caller:7", "caller:7".to_owned())
         );
-        assert_eq!(RequestId::given("caller:7".into()).as_str(), "caller:7");
     }
 }

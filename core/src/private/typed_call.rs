@@ -61,6 +61,7 @@ pub(crate) enum Stage {
 impl<O: TypedOperation, Fut> TypedCall<O, Fut> {
     /// The call of the future `start` makes (at once, under `catch_unwind`), guarded by
     /// `bounds` and recorded by `span`.
+    #[inline]
     pub(super) fn start(
         start: impl FnOnce() -> Fut,
         bounds: Bounds,

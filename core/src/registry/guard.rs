@@ -61,24 +61,11 @@ where
     start_within(id, ctx, bounds, start)
 }
 
-/// [`start`] for a handler that reads nothing from its context (see
-/// [`Operation::reads_context`](super::operation::Operation)): the call's cancellation moves
-/// into the bounds the guard races it against, and the handler gets the context without it.
-pub(crate) fn start_unread<F, Started>(
-    id: &str,
-    ctx: OperationContext,
-    start: F,
-) -> Result<(Started, Bounds), CallError>
-where
-    F: FnOnce(OperationContext) -> Started,
-{
-    let (ctx, bounds) = ctx.split_bounds();
-    start_within(id, ctx, bounds, start)
-}
-
-/// [`start`] with the bounds already taken.
+/// [`start`] with the bounds already taken (for a handler that reads nothing from its
+/// context, the unary path moves the call's cancellation into them rather than sharing it:
+/// see [`OperationContext::take_bounds`]).
 #[inline]
-fn start_within<F, Started>(
+pub(crate) fn start_within<F, Started>(
     id: &str,
     ctx: OperationContext,
     bounds: Bounds,

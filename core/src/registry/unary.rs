@@ -63,16 +63,20 @@ pub(crate) type HandlerFuture = BoxFuture<'static, Result<Output, CallError>>;
 pub(crate) fn start(
     operation: &Operation,
     input: Value,
-    ctx: OperationContext,
+    mut ctx: OperationContext,
 ) -> Result<(HandlerFuture, Bounds), CallError> {
     let HandlerFn::Unary(handler) = &operation.handler.0 else {
         unreachable!("kinds are checked at registration")
     };
-    if operation.reads_context {
-        guard::start(&operation.id, ctx, |ctx| handler(input, ctx))
+    // A handler that reads nothing from its context gets it without the call's
+    // cancellation, which moves into the bounds the guard races it against (sharing a token
+    // costs a lock to clone and another to drop).
+    let bounds = if operation.reads_context {
+        ctx.bounds()
     } else {
-        guard::start_unread(&operation.id, ctx, |ctx| handler(input, ctx))
-    }
+        ctx.take_bounds()
+    };
+    guard::start_within(&operation.id, ctx, bounds, |ctx| handler(input, ctx))
 }
 
 impl Execution {
