@@ -723,10 +723,12 @@ do not move with the machine's load, where the times above move by 10–20% betw
 | `4a41582`: a fresh request id written out only when read; `Option<Deadline>` in 8 bytes, so the context stays within the 128 bytes moved inline | 13,747 | 22 / 6,872 | 1.55× |
 | `e7a5ad8`: a handler that reads no context runs without the call's cancellation token (the guard holds it: no clone and drop, each a lock); an unrecorded span not written to | 13,417 | 22 / 6,872 | 1.52× |
 | `899af64`: the registry's serve future awaited in place, not boxed | 13,435 | 21 / 6,536 | 1.52× |
+| `4701efd`: fresh ids numbered from one process-wide counter; a given id an `Arc<str>` again | 13,477 | 21 / 6,536 | 1.52× |
 
-The other paths, same method, before and after: `tiny` (`registry.execute`) 4,209 → 4,221,
-`typed` (`add::call`) 534 → 518, `memory` (a call protocol round trip) 47,034 → 47,128 (a given
-request id's clone now sets a `OnceLock`).
+The other paths, same method, before (`63ef78a`) and after (`4701efd`): `tiny`
+(`registry.execute` with one context reused) 4,209 → 4,275 (+1.6%: the context's clone and drop,
+which this path does per call, and where the compiler now inlines), `typed` (`add::call`) 534 → 524, `memory` (a call protocol round
+trip) 47,034 → 46,757.
 
 Where the remaining ~4,600 instructions go: the result's `_meta["opkit/meta"]` (two
 `serde_json` maps and six strings: ~900 to build, ~1,200 more for rmcp to drop than its own
