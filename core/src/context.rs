@@ -147,7 +147,7 @@ impl OperationContext {
     /// assert_eq!(ctx.request_id(), "caller:7");
     /// ```
     pub fn for_request(request_id: impl Into<Arc<str>>) -> Self {
-        Self::with_id(RequestId::given(request_id.into()))
+        Self::with_id(RequestId::Given(request_id.into()))
     }
 
     /// A context with this request id and nothing else.
@@ -186,7 +186,7 @@ impl OperationContext {
     /// Sets the request id.
     #[must_use]
     pub fn with_request_id(mut self, request_id: impl Into<Arc<str>>) -> Self {
-        self.request_id = RequestId::given(request_id.into());
+        self.request_id = RequestId::Given(request_id.into());
         self
     }
 

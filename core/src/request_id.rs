@@ -61,11 +61,6 @@ impl RequestId {
         }
     }
 
-    /// The id `text`, as given.
-    pub(crate) fn given(text: Arc<str>) -> Self {
-        Self::Given(text)
-    }
-
     /// The id's text, written on the first read of a fresh id.
     pub(crate) fn as_str(&self) -> &str {
         self.shared()
@@ -167,7 +162,7 @@ mod tests {
             unread.as_str(),
             "displayed as it is read"
         );
-        let given = RequestId::given("caller:7".into());
+        let given = RequestId::Given("caller:7".into());
         assert_eq!(
             (given.as_str(), given.to_string()),
             ("caller:7", "caller:7".to_owned())

@@ -61,9 +61,7 @@ where
     start_within(id, ctx, bounds, start)
 }
 
-/// [`start`] with the bounds already taken (for a handler that reads nothing from its
-/// context, the unary path moves the call's cancellation into them rather than sharing it:
-/// see [`OperationContext::take_bounds`]).
+/// [`start`] with the bounds already taken (see [`OperationContext::take_bounds`]).
 #[inline]
 pub(crate) fn start_within<F, Started>(
     id: &str,
