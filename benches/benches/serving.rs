@@ -302,69 +302,6 @@ async fn axum_serve(listener: TcpListener, router: axum::Router) {
 // ---------------------------------------------------------------------------------------------
 // HTTP
 
-fn axum_router() -> axum::Router {
-    use axum::Json;
-    use axum::routing::post;
-    axum::Router::new()
-        .route(
-            "/add",
-            post(|Json(input): Json<AddIn>| async move {
-                Json(Sum {
-                    sum: input.a + input.b,
-                })
-            }),
-        )
-        .route(
-            "/medium",
-            post(|Json(input): Json<MediumIn>| async move { Json(compute(input)) }),
-        )
-}
-
-/// The axum handlers a user writes to answer invalid inputs as opkit does (issue 36): the body
-/// as a `Value`, checked against the operation's input schema with a compiled `jsonschema`
-/// validator (400 naming the violations), then deserialized into the input type.
-fn axum_checked_router() -> axum::Router {
-    use axum::routing::post;
-    let add_schema = Arc::new(input_validator(&add::spec()));
-    let medium_schema = Arc::new(input_validator(&opkit_benches::medium::spec()));
-    axum::Router::new()
-        .route(
-            "/add",
-            post(move |body: axum::Json<serde_json::Value>| {
-                let schema = add_schema.clone();
-                async move {
-                    let input: AddIn = checked_body(&schema, body)?;
-                    Ok::<_, Rejection>(axum::Json(Sum {
-                        sum: input.a + input.b,
-                    }))
-                }
-            }),
-        )
-        .route(
-            "/medium",
-            post(move |body: axum::Json<serde_json::Value>| {
-                let schema = medium_schema.clone();
-                async move {
-                    let input: MediumIn = checked_body(&schema, body)?;
-                    Ok::<_, Rejection>(axum::Json(compute(input)))
-                }
-            }),
-        )
-}
-
-/// A 400 and its reason.
-type Rejection = (axum::http::StatusCode, String);
-
-/// The JSON body, checked by `schema`, as a `T`.
-fn checked_body<T: serde::de::DeserializeOwned>(
-    schema: &jsonschema::Validator,
-    axum::Json(body): axum::Json<serde_json::Value>,
-) -> Result<T, Rejection> {
-    let bad_request = |reason: String| (axum::http::StatusCode::BAD_REQUEST, reason);
-    check_input(schema, &body).map_err(bad_request)?;
-    serde_json::from_value(body).map_err(|error| bad_request(error.to_string()))
-}
-
 fn http_sides(rt: &Runtime, opkit: Variant, axum: Variant) -> Vec<Side> {
     let served = spawn_server(rt, |listener| async move {
         HttpServer::new(registry())
@@ -372,8 +309,8 @@ fn http_sides(rt: &Runtime, opkit: Variant, axum: Variant) -> Vec<Side> {
             .await
             .expect("opkit serve");
     });
-    let hand_written = spawn_server(rt, |listener| axum_serve(listener, axum_router()));
-    let checked = spawn_server(rt, |listener| axum_serve(listener, axum_checked_router()));
+    let hand_written = spawn_server(rt, |listener| axum_serve(listener, axum_peer::router()));
+    let checked = spawn_server(rt, |listener| axum_serve(listener, axum_peer::checked_router()));
     vec![
         Side {
             name: "opkit",

@@ -2,7 +2,10 @@
 //! `cargo build --release --example profile && valgrind --tool=callgrind target/release/examples/profile tiny 20000`.
 //! Paths: `tiny`, `medium`, `tiny-floor`, `medium-floor` (the JSON floor), (`registry.execute`), `typed` (`add::call`), `stream` (`registry.subscribe`), `typed-stream` (`items::subscribe`), `typed-middleware` (`add::call` through one no-op middleware), `memory` (call
 //! protocol round trip over `MemoryPubSub`), `mcp` and `mcp-rmcp` (`tools/call` in process:
-//! opkit's handler and the equal-work rmcp server, with CPU and allocations per call).
+//! opkit's handler and the equal-work rmcp server, with CPU and allocations per call), `http`,
+//! `http-axum`, `http-medium`, `http-axum-medium` (`POST` of the tiny or medium input through
+//! `HttpServer::router` and the equal-work axum + `jsonschema` router, in process: everything
+//! the server does per request but hyper's connection work, which both share).
 //!
 //! The transports, each with its raw baseline, `n` calls in flight (the third argument, 1
 //! unless given), every side on this one thread: `ws`, `ws-raw` (a `WsHub` with a serving and
@@ -157,6 +160,9 @@ fn main() {
                 }
             }
             "mcp" | "mcp-rmcp" => mcp::run(&path, rounds, registry).await,
+            "http" | "http-axum" | "http-medium" | "http-axum-medium" => {
+                http::run(&path, rounds, registry).await
+            }
             "sizes" => {
                 let execute = registry.execute(add::ID, tiny_json(), &ctx);
                 println!("execute future: {} bytes", std::mem::size_of_val(&execute));
@@ -375,5 +381,42 @@ mod mcp {
             }
         })
         .await;
+    }
+}
+
+/// The HTTP paths: one `POST` at a time through the router, no sockets.
+mod http {
+    use axum::body::Body;
+    use axum::http::Request;
+    use opkit::prelude::*;
+    use opkit_benches::*;
+    use tower::ServiceExt;
+
+    pub async fn run(path: &str, rounds: usize, registry: OperationRegistry) {
+        let (router, uri, body) = match path {
+            "http" => (opkit_router(registry), "/ops/bench.add", tiny_json()),
+            "http-medium" => (opkit_router(registry), "/ops/bench.medium", medium_json()),
+            "http-axum" => (axum_peer::checked_router(), "/add", tiny_json()),
+            _ => (axum_peer::checked_router(), "/medium", medium_json()),
+        };
+        let body = bytes::Bytes::from(serde_json::to_vec(&body).expect("body"));
+        super::transports::calls(rounds, 1, || {
+            let request = Request::post(uri)
+                .header("content-type", "application/json")
+                .body(Body::from(body.clone()))
+                .expect("request");
+            let router = router.clone();
+            async move {
+                let response = router.oneshot(request).await.expect("infallible");
+                assert!(response.status().is_success(), "{}", response.status());
+                let body = axum::body::to_bytes(response.into_body(), usize::MAX).await;
+                std::hint::black_box(body.expect("body"));
+            }
+        })
+        .await;
+    }
+
+    fn opkit_router(registry: OperationRegistry) -> axum::Router {
+        opkit_adapters::http_server::HttpServer::new(registry).router()
     }
 }

@@ -3,6 +3,7 @@
 //! equal-work peers of issue 36 (an input check with a compiled `jsonschema` validator, a raw
 //! WebSocket relay through a hub, a raw Redis stream request/reply).
 
+pub mod axum_peer;
 pub mod redis_cluster;
 pub mod redis_stream;
 pub mod ws_relay;
