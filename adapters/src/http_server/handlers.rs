@@ -102,8 +102,8 @@ pub(crate) fn trace_from_headers(headers: &HeaderMap) -> Option<TraceContext> {
     TraceContext::from_parts(Some(traceparent), tracestate.as_deref())
 }
 
-fn with_request_id(mut response: Response, request_id: &str) -> Response {
-    if let Ok(value) = HeaderValue::from_str(request_id) {
+fn with_request_id(mut response: Response, request_id: Option<HeaderValue>) -> Response {
+    if let Some(value) = request_id {
         response.headers_mut().insert(REQUEST_ID, value);
     }
     response
@@ -350,7 +350,7 @@ pub(crate) async fn serve_call(
         (true, None) => ctx,
     };
     let guard = token.drop_guard();
-    let request_id = ctx.request_id().to_owned();
+    let request_id = HeaderValue::from_str(ctx.request_id()).ok();
     let response = match shared.registry.serve_found(found, input, ctx.clone()).await {
         Ok(Outcome::Unary(reply)) => {
             guard.disarm();
@@ -384,7 +384,8 @@ pub(crate) async fn serve_call(
             }
         }
         Ok(Outcome::Stream(items)) => {
-            let events = sse::events(items, encoding, guard, request_id.clone());
+            let id = ctx.request_id().to_owned();
+            let events = sse::events(items, encoding, guard, id);
             let mut response = Sse::new(events)
                 .keep_alive(KeepAlive::new().interval(shared.keep_alive))
                 .into_response();
@@ -404,7 +405,7 @@ pub(crate) async fn serve_call(
             shared.call_error_response(found, &error, &ctx, from_url)
         }
     };
-    with_request_id(response, &request_id)
+    with_request_id(response, request_id)
 }
 
 /// `/ops/{id}`, any method: the wire mapped to the registry's front door

@@ -124,14 +124,19 @@ fn is_json(headers: &HeaderMap) -> bool {
 /// `true` for a JSON media type (`application/json`, `application/<x>+json`), whatever its
 /// parameters and case.
 pub(crate) fn is_json_media(content_type: &str) -> bool {
-    let essence = content_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
-    essence == "application/json"
-        || (essence.starts_with("application/") && essence.ends_with("+json"))
+    let essence = content_type.split(';').next().unwrap_or_default().trim();
+    // Compared without lower-casing a copy: this runs on every request with a body.
+    let ends_with = |suffix: &str| {
+        essence.len() >= suffix.len()
+            && essence.as_bytes()[essence.len() - suffix.len()..]
+                .eq_ignore_ascii_case(suffix.as_bytes())
+    };
+    let starts_with = |prefix: &str| {
+        essence.len() >= prefix.len()
+            && essence.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+    };
+    (essence.len() == "application/json".len() && starts_with("application/json"))
+        || (starts_with("application/") && ends_with("+json"))
 }
 
 /// The request body's bytes, at most `limit` of them (`413` past it, by `Content-Length`
@@ -194,4 +199,36 @@ pub(crate) async fn read_json_body(
             format!("the request body is not valid JSON: {error}"),
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_json_media;
+
+    #[test]
+    fn json_media_types_are_told_apart_whatever_their_case_and_parameters() {
+        for json in [
+            "application/json",
+            "Application/JSON; charset=utf-8",
+            " application/json ;q=1",
+            "application/problem+json",
+            "APPLICATION/VND.API+JSON",
+            "application/+json",
+        ] {
+            assert!(is_json_media(json), "{json}");
+        }
+        for other in [
+            "",
+            "text/plain",
+            "application/jsonl",
+            "application/json-seq",
+            "application/xml",
+            "text/json",
+            "application/ünï+jsön",
+            "application",
+            "+json",
+        ] {
+            assert!(!is_json_media(other), "{other}");
+        }
+    }
 }

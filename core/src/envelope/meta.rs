@@ -48,6 +48,20 @@ pub struct LocalMeta {
     pub timestamp: u64,
 }
 
+impl LocalMeta {
+    /// Appends the JSON of `ResponseMeta::Local(self)` (`{"source":"local","operationId":..,
+    /// "timestamp":..}`, what serde writes for it) to `out`, without serde's tagged-enum
+    /// machinery: every reply an edge writes carries one.
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        out.extend_from_slice(b"{\"source\":\"local\",\"operationId\":");
+        serde_json::to_writer(&mut *out, &*self.operation_id)?;
+        out.extend_from_slice(b",\"timestamp\":");
+        out.extend_from_slice(itoa::Buffer::new().format(self.timestamp).as_bytes());
+        out.push(b'}');
+        Ok(())
+    }
+}
+
 /// Meta of an HTTP response.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -120,6 +134,32 @@ impl McpMeta {
         Self {
             content,
             ..Self::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_local_meta_is_written_as_serde_writes_it() {
+        for (id, timestamp) in [
+            ("math.add", 0),
+            ("quote\"and\\back.slash\u{1}", u64::MAX),
+            ("ünï.cödé", 1_764_000_000_000),
+        ] {
+            let meta = LocalMeta {
+                operation_id: id.into(),
+                timestamp,
+            };
+            let mut direct = Vec::new();
+            meta.write_json(&mut direct).unwrap();
+            let serde = serde_json::to_vec(&ResponseMeta::Local(meta)).unwrap();
+            assert_eq!(
+                String::from_utf8(direct).unwrap(),
+                String::from_utf8(serde).unwrap()
+            );
         }
     }
 }

@@ -296,11 +296,11 @@ impl Reply {
                 out.extend_from_slice(b"{\"data\":");
                 data.write_json(&mut out).map_err(unserializable)?;
                 out.extend_from_slice(b",\"meta\":");
-                let meta = ResponseMeta::Local(LocalMeta {
+                let meta = LocalMeta {
                     operation_id,
                     timestamp,
-                });
-                serde_json::to_writer(&mut out, &meta).map_err(unserializable)?;
+                };
+                meta.write_json(&mut out).map_err(unserializable)?;
                 out.push(b'}');
             }
             value => {
