@@ -155,6 +155,16 @@ impl StateMap {
         );
     }
 
+    /// Adds (or replaces) a value already shared, of the type named `type_name`.
+    pub(crate) fn insert_shared(
+        &mut self,
+        value: Arc<dyn Any + Send + Sync>,
+        type_name: &'static str,
+    ) {
+        self.entries
+            .insert((*value).type_id(), Entry { value, type_name });
+    }
+
     /// The value of type `T`.
     pub(crate) fn get<T: 'static>(&self) -> Option<&T> {
         self.entries

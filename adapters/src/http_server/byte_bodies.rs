@@ -83,7 +83,7 @@ fn chunk_of(reply: Reply) -> Result<Bytes, CallError> {
 /// cut, not a complete body). The guard (the call's cancellation) lives as long as the body.
 pub(crate) async fn response_stream(
     mut items: ReplyStream,
-    guard: DropGuard,
+    guard: Option<DropGuard>,
     status: StatusCode,
     content_type: HeaderValue,
 ) -> Result<Response, CallError> {
@@ -106,7 +106,7 @@ pub(crate) async fn response_stream(
 /// away) cancels the call.
 struct Guarded<S> {
     chunks: std::pin::Pin<Box<S>>,
-    _guard: DropGuard,
+    _guard: Option<DropGuard>,
 }
 
 impl<S: Stream> Stream for Guarded<S> {

@@ -21,7 +21,7 @@ use opkit::{CallError, ErrorCode, FoundOperation, OperationContext, ResponseEnve
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 /// The response header carrying the request id of the call.
 pub(crate) const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -100,6 +100,13 @@ pub(crate) fn trace_from_headers(headers: &HeaderMap) -> Option<TraceContext> {
         .collect();
     let tracestate = (!states.is_empty()).then(|| states.join(","));
     TraceContext::from_parts(Some(traceparent), tracestate.as_deref())
+}
+
+/// Disarms the call's cancellation guard, if it has one: the call finished.
+fn disarm(guard: Option<DropGuard>) {
+    if let Some(guard) = guard {
+        guard.disarm();
+    }
 }
 
 fn with_request_id(mut response: Response, request_id: Option<HeaderValue>) -> Response {
@@ -338,9 +345,16 @@ pub(crate) async fn serve_call(
         None => FromUrl::Nothing,
     };
     // A client that disconnects drops this future (or the event stream): the guard then
-    // cancels the context; a finished unary call disarms it.
-    let token = CancellationToken::new();
-    let mut ctx = call_context(parts, identity).with_cancellation(token.clone());
+    // cancels the context; a finished unary call disarms it. A query or mutation whose
+    // handler reads nothing of its context needs no token: dropping this future drops its
+    // handler's, and nothing else could see the cancellation.
+    let mut ctx = call_context(parts, identity);
+    let mut guard = None;
+    if stream || shared.registry.reads_context(found) {
+        let token = CancellationToken::new();
+        ctx = ctx.with_cancellation(token.clone());
+        guard = Some(token.drop_guard());
+    }
     let body_time = shape
         .as_ref()
         .map_or(Duration::ZERO, |shape| shape.body_time);
@@ -349,11 +363,10 @@ pub(crate) async fn serve_call(
         (true, Some(timeout)) => ctx.with_timeout(timeout),
         (true, None) => ctx,
     };
-    let guard = token.drop_guard();
     let request_id = HeaderValue::from_str(ctx.request_id()).ok();
     let response = match shared.registry.serve_found(found, input, ctx.clone()).await {
         Ok(Outcome::Unary(reply)) => {
-            guard.disarm();
+            disarm(guard);
             let hint = reply.cache_hint();
             // The RPC route sends the envelope's JSON as the reply writes it (an
             // `#[operation]` fn's data serialized once, into these bytes); a REST route
@@ -401,7 +414,7 @@ pub(crate) async fn serve_call(
             response
         }
         Err(error) => {
-            guard.disarm();
+            disarm(guard);
             shared.call_error_response(found, &error, &ctx, from_url)
         }
     };

@@ -61,7 +61,7 @@ struct EventState {
     next_id: u64,
     request_id: String,
     /// Cancels the handler's context when the response body is dropped (client gone).
-    _guard: DropGuard,
+    _guard: Option<DropGuard>,
 }
 
 fn json_event(name: Option<&'static str>, value: &impl serde::Serialize) -> Event {
@@ -94,7 +94,7 @@ fn bytes_event(json: Vec<u8>) -> Event {
 pub(crate) fn events(
     items: ReplyStream,
     encoding: SseEncoding,
-    guard: DropGuard,
+    guard: Option<DropGuard>,
     request_id: String,
 ) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static {
     let state = EventState {

@@ -47,6 +47,7 @@ pub use options::EdgeOptionsError;
 pub use session::{Session, Sessions};
 
 use crate::state::StateMap;
+use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
@@ -56,8 +57,59 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Edge {
     name: &'static str,
-    facts: Arc<StateMap>,
+    facts: Facts,
     session: Option<Arc<Session>>,
+}
+
+/// An edge's facts. Most edges know one (the HTTP server its request, the call protocol its
+/// message): that one is kept on its own, so building the edge of a call allocates the fact
+/// and nothing else; a second makes them a map.
+#[derive(Clone, Default)]
+enum Facts {
+    #[default]
+    None,
+    /// One fact, and the name of its type (for `Debug`).
+    One(Arc<dyn Any + Send + Sync>, &'static str),
+    Many(Arc<StateMap>),
+}
+
+impl Facts {
+    fn with<T: Send + Sync + 'static>(self, fact: T) -> Self {
+        match self {
+            Self::None => Self::One(Arc::new(fact), std::any::type_name::<T>()),
+            Self::One(value, _) if value.is::<T>() => {
+                Self::One(Arc::new(fact), std::any::type_name::<T>())
+            }
+            Self::One(value, type_name) => {
+                let mut map = StateMap::default();
+                map.insert_shared(value, type_name);
+                map.insert(fact);
+                Self::Many(Arc::new(map))
+            }
+            Self::Many(mut map) => {
+                Arc::make_mut(&mut map).insert(fact);
+                Self::Many(map)
+            }
+        }
+    }
+
+    fn get<T: 'static>(&self) -> Option<&T> {
+        match self {
+            Self::None => None,
+            Self::One(value, _) => value.downcast_ref::<T>(),
+            Self::Many(map) => map.get::<T>(),
+        }
+    }
+}
+
+impl fmt::Debug for Facts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::None => f.debug_set().finish(),
+            Self::One(_, type_name) => f.debug_set().entry(type_name).finish(),
+            Self::Many(map) => map.fmt(f),
+        }
+    }
 }
 
 impl fmt::Debug for Edge {
@@ -85,7 +137,7 @@ impl Edge {
     pub fn new(name: &'static str) -> Self {
         Self {
             name,
-            facts: Arc::default(),
+            facts: Facts::None,
             session: None,
         }
     }
@@ -93,7 +145,7 @@ impl Edge {
     /// Adds a fact of type `T` (replacing one of the same type).
     #[must_use]
     pub fn with_fact<T: Send + Sync + 'static>(mut self, fact: T) -> Self {
-        Arc::make_mut(&mut self.facts).insert(fact);
+        self.facts = self.facts.with(fact);
         self
     }
 
@@ -118,5 +170,58 @@ impl Edge {
     /// The session the call belongs to, when the edge (or a middleware) scoped it to one.
     pub fn session(&self) -> Option<&Arc<Session>> {
         self.session.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq)]
+    struct Method(&'static str);
+    #[derive(Debug, PartialEq)]
+    struct Peer(u32);
+
+    #[test]
+    fn one_fact_two_facts_and_a_replaced_fact_read_back() {
+        let none = Edge::new("test");
+        assert_eq!(none.fact::<Method>(), None);
+
+        let one = Edge::new("test").with_fact(Method("GET"));
+        assert_eq!(one.fact::<Method>(), Some(&Method("GET")));
+        assert_eq!(one.fact::<Peer>(), None);
+        let replaced = one.clone().with_fact(Method("POST"));
+        assert_eq!(replaced.fact::<Method>(), Some(&Method("POST")));
+        assert_eq!(
+            one.fact::<Method>(),
+            Some(&Method("GET")),
+            "a clone is its own"
+        );
+
+        let two = one.with_fact(Peer(7));
+        assert_eq!(two.fact::<Method>(), Some(&Method("GET")));
+        assert_eq!(two.fact::<Peer>(), Some(&Peer(7)));
+        let three = two.clone().with_fact(Peer(8)).with_fact(Method("PUT"));
+        assert_eq!(three.fact::<Peer>(), Some(&Peer(8)));
+        assert_eq!(three.fact::<Method>(), Some(&Method("PUT")));
+        assert_eq!(two.fact::<Peer>(), Some(&Peer(7)), "a clone is its own");
+    }
+
+    #[test]
+    fn debug_names_the_types_of_the_facts() {
+        let one = format!("{:?}", Edge::new("test").with_fact(Method("GET")));
+        assert!(
+            one.contains("facts: {\"opkit::edge::tests::Method\"}"),
+            "{one}"
+        );
+        let two = format!(
+            "{:?}",
+            Edge::new("test")
+                .with_fact(Method("GET"))
+                .with_fact(Peer(1))
+        );
+        assert!(two.contains("Method") && two.contains("Peer"), "{two}");
+        let none = format!("{:?}", Edge::new("test"));
+        assert!(none.contains("facts: {}"), "{none}");
     }
 }
