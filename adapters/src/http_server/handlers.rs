@@ -13,6 +13,7 @@ use super::status_of;
 use axum::extract::{OriginalUri, Path, Request, State};
 use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, any};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use opkit::edge::Edge;
 use opkit::middleware::Outcome;
@@ -428,17 +429,36 @@ pub(crate) async fn operation(
     Path(id): Path<String>,
     request: Request,
 ) -> Response {
+    serve_operation(&shared, &id, request).await
+}
+
+/// The route `/ops/<id>` of the operation `id`, any method: what [`operation`] serves, for
+/// an operation the registry had when the router was built, without matching, decoding and
+/// allocating the path's variable on every request. The id is still looked up per request:
+/// the operation may have been replaced or removed since.
+pub(crate) fn operation_at(id: &str) -> MethodRouter<Arc<ServerState>> {
+    let id: Arc<str> = id.into();
+    any(
+        move |State(shared): State<Arc<ServerState>>, request: Request| {
+            let id = id.clone();
+            async move { serve_operation(&shared, &id, request).await }
+        },
+    )
+}
+
+/// Serves a request to `/ops/<id>`.
+async fn serve_operation(shared: &ServerState, id: &str, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let identity = match shared.identify(&parts).await {
         Ok(identity) => identity,
         Err(response) => return response,
     };
-    let Some(found) = shared.registry.lookup(&id) else {
-        return error_response(&CallError::operation_not_found(&id));
+    let Some(found) = shared.registry.lookup(id) else {
+        return error_response(&CallError::operation_not_found(id));
     };
     let route = shared.routes.get(&shared.registry, &found);
     if !route.methods.contains(&parts.method) {
-        return method_not_allowed(&id, &parts.method, &route.methods);
+        return method_not_allowed(id, &parts.method, &route.methods);
     }
     let input = if parts.method == Method::GET {
         query_input(&route, &parts.uri)
@@ -452,7 +472,7 @@ pub(crate) async fn operation(
         .await
     };
     match input {
-        Ok(input) => serve_call(&shared, &found, parts, identity, input, None).await,
+        Ok(input) => serve_call(shared, &found, parts, identity, input, None).await,
         Err(rejection) => rejection.into_response(),
     }
 }

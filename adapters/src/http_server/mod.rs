@@ -406,6 +406,18 @@ impl HttpServer {
         if let Some(explorer) = &self.explorer {
             router = router.route(&explorer.path, get(explorer::explorer));
         }
+        // The operations registered by now each get their own route (a static path, matched
+        // before `{id}`); one registered later is served by `/ops/{id}`, the same way.
+        for spec in self.registry.specs() {
+            let path = format!("/ops/{}", spec.id());
+            if self
+                .explorer
+                .as_ref()
+                .is_none_or(|explorer| explorer.path != path)
+            {
+                router = router.route(&path, handlers::operation_at(&spec.id()));
+            }
+        }
         let mut router = rest::add(router, &rest_routes)
             .fallback(handlers::fallback)
             .with_state(shared);

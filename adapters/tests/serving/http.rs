@@ -399,6 +399,41 @@ async fn unknown_operations_and_routes_are_404() {
     );
 }
 
+/// Operations registered before the router was built have routes of their own; the ones
+/// registered after are served at `/ops/{id}`: both answer alike, and a replaced or removed
+/// operation is served as the registry holds it now.
+#[tokio::test]
+async fn operations_registered_before_and_after_the_router_are_served_alike() {
+    let registry = OperationRegistry::new();
+    let constant = |value: i64| Handler::unary(move |_input, _ctx| async move { Ok(json!(value)) });
+    let spec = |name: &str| OperationSpec::new("late", name, OperationKind::Query);
+    registry.register(spec("early"), constant(1)).unwrap();
+    let served = start(registry.clone()).await;
+    registry.register(spec("later"), constant(2)).unwrap();
+    let client = reqwest::Client::new();
+    let data = |path: &'static str| {
+        let request = client.post(served.url(path)).json(&json!({}));
+        async move {
+            let (status, body) = json_of(request.send().await.unwrap()).await;
+            (status, body["data"].clone(), body["code"].clone())
+        }
+    };
+    assert_eq!(data("/ops/late.early").await, (200, json!(1), Value::Null));
+    assert_eq!(data("/ops/late.later").await, (200, json!(2), Value::Null));
+    // A percent-encoded id is not the static path: `/ops/{id}` decodes it.
+    assert_eq!(
+        data("/ops/late%2Eearly").await,
+        (200, json!(1), Value::Null)
+    );
+    registry.replace(spec("early"), constant(3)).unwrap();
+    assert_eq!(data("/ops/late.early").await, (200, json!(3), Value::Null));
+    assert!(registry.unregister("late.early"));
+    let gone = (404, Value::Null, json!("OPERATION_NOT_FOUND"));
+    assert_eq!(data("/ops/late.early").await, gone);
+    assert!(registry.unregister("late.later"));
+    assert_eq!(data("/ops/late.later").await, gone);
+}
+
 #[tokio::test]
 async fn call_errors_map_to_statuses() {
     let served = serve(
