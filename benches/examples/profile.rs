@@ -3,7 +3,8 @@
 //! Paths: `tiny`, `medium`, `tiny-floor`, `medium-floor` (the JSON floor), (`registry.execute`), `typed` (`add::call`), `stream` (`registry.subscribe`), `typed-stream` (`items::subscribe`), `typed-middleware` (`add::call` through one no-op middleware), `memory` (call
 //! protocol round trip over `MemoryPubSub`), `mcp` and `mcp-rmcp` (`tools/call` in process:
 //! opkit's handler and the equal-work rmcp server, with CPU and allocations per call), `http`,
-//! `http-axum`, `http-medium`, `http-axum-medium` (`POST` of the tiny or medium input through
+//! `http-plain` (`http` without the compression layer), `http-axum`, `http-medium`,
+//! `http-axum-medium` (`POST` of the tiny or medium input through
 //! `HttpServer::router` and the equal-work axum + `jsonschema` router, in process: everything
 //! the server does per request but hyper's connection work, which both share).
 //!
@@ -160,7 +161,7 @@ fn main() {
                 }
             }
             "mcp" | "mcp-rmcp" => mcp::run(&path, rounds, registry).await,
-            "http" | "http-axum" | "http-medium" | "http-axum-medium" => {
+            "http" | "http-plain" | "http-axum" | "http-medium" | "http-axum-medium" => {
                 http::run(&path, rounds, registry).await
             }
             "sizes" => {
@@ -394,8 +395,9 @@ mod http {
 
     pub async fn run(path: &str, rounds: usize, registry: OperationRegistry) {
         let (router, uri, body) = match path {
-            "http" => (opkit_router(registry), "/ops/bench.add", tiny_json()),
-            "http-medium" => (opkit_router(registry), "/ops/bench.medium", medium_json()),
+            "http" => (opkit_router(registry, true), "/ops/bench.add", tiny_json()),
+            "http-plain" => (opkit_router(registry, false), "/ops/bench.add", tiny_json()),
+            "http-medium" => (opkit_router(registry, true), "/ops/bench.medium", medium_json()),
             "http-axum" => (axum_peer::checked_router(), "/add", tiny_json()),
             _ => (axum_peer::checked_router(), "/medium", medium_json()),
         };
@@ -416,7 +418,9 @@ mod http {
         .await;
     }
 
-    fn opkit_router(registry: OperationRegistry) -> axum::Router {
-        opkit_adapters::http_server::HttpServer::new(registry).router()
+    fn opkit_router(registry: OperationRegistry, compression: bool) -> axum::Router {
+        opkit_adapters::http_server::HttpServer::new(registry)
+            .compression(compression)
+            .router()
     }
 }

@@ -61,6 +61,7 @@ use state::ServerState;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
+use tower_layer::Layer;
 
 /// The HTTP status of a [`CallError`] code.
 ///
@@ -384,6 +385,18 @@ impl HttpServer {
     /// registry lacks, or a [`RouteError`] (a REST route whose path variable names no input
     /// field, two routes on one method and path).
     pub fn try_router(&self) -> Result<Router, HttpServerError> {
+        let router = self.routes()?;
+        Ok(if self.compression {
+            router.layer(compress::CompressWhenAsked)
+        } else {
+            router
+        })
+    }
+
+    /// The routes without the compression layer, which [`serve`](Self::serve) puts around
+    /// the whole router once (`Router::layer` wraps every route in it, two boxed services
+    /// and two boxed futures more per request).
+    fn routes(&self) -> Result<Router, HttpServerError> {
         self.registry.check_states()?;
         let rest_routes = rest::collect(&self.registry)?;
         let shared = Arc::new(ServerState {
@@ -428,11 +441,7 @@ impl HttpServer {
         {
             router = router.merge(well_known::protected_resource_router(document, true));
         }
-        Ok(if self.compression {
-            router.layer(compress::CompressWhenAsked)
-        } else {
-            router
-        })
+        Ok(router)
     }
 
     /// Serves on `listener` until the process ends (an error, before serving, when an
@@ -448,7 +457,12 @@ impl HttpServer {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let router = self.try_router().map_err(std::io::Error::other)?;
-        serve_router(listener, router, self.connections, shutdown).await
+        let router = self.routes().map_err(std::io::Error::other)?;
+        if self.compression {
+            let service = compress::CompressWhenAsked.layer(router);
+            serve::serve_service(listener, service, self.connections, shutdown).await
+        } else {
+            serve_router(listener, router, self.connections, shutdown).await
+        }
     }
 }

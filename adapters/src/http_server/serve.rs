@@ -2,10 +2,13 @@
 //! header-read timeout and a connection limit (what `axum::serve` does not offer).
 
 use axum::Router;
+use axum::body::Body;
+use axum::response::Response;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -78,6 +81,24 @@ pub async fn serve_router(
     limits: ConnectionLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_service(listener, router, limits, shutdown).await
+}
+
+/// [`serve_router`] of any service of axum requests (a router wrapped in a layer once, rather
+/// than in every route as `Router::layer` does).
+pub(crate) async fn serve_service<S>(
+    listener: TcpListener,
+    service: S,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()>
+where
+    S: tower_service::Service<http::Request<Body>, Response = Response, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
     let permits = Arc::new(Semaphore::new(limits.max_connections));
     let graceful = GracefulShutdown::new();
     let mut builder = Builder::new(TokioExecutor::new());
@@ -112,7 +133,7 @@ pub async fn serve_router(
         // The peer's address reaches handlers as axum's `ConnectInfo` (the MCP server bounds
         // anonymous sessions per address with it).
         let service = TowerToHyperService::new(WithPeer {
-            router: router.clone(),
+            service: service.clone(),
             peer,
         });
         let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
@@ -129,29 +150,30 @@ pub async fn serve_router(
     Ok(())
 }
 
-/// A connection's router, giving every request the peer's address as `ConnectInfo`.
+/// A connection's service, giving every request the peer's address as `ConnectInfo`.
 #[derive(Clone)]
-struct WithPeer {
-    router: Router,
+struct WithPeer<S> {
+    service: S,
     peer: SocketAddr,
 }
 
-impl tower_service::Service<http::Request<hyper::body::Incoming>> for WithPeer {
-    type Response = axum::response::Response;
-    type Error = std::convert::Infallible;
-    type Future = axum::routing::future::RouteFuture<std::convert::Infallible>;
+impl<S> tower_service::Service<http::Request<hyper::body::Incoming>> for WithPeer<S>
+where
+    S: tower_service::Service<http::Request<Body>, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = S::Future;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        tower_service::Service::<http::Request<hyper::body::Incoming>>::poll_ready(
-            &mut self.router,
-            cx,
-        )
+        self.service.poll_ready(cx)
     }
 
-    fn call(&mut self, mut request: http::Request<hyper::body::Incoming>) -> Self::Future {
+    fn call(&mut self, request: http::Request<hyper::body::Incoming>) -> Self::Future {
+        let mut request = request.map(Body::new);
         request
             .extensions_mut()
             .insert(axum::extract::ConnectInfo(self.peer));
-        self.router.call(request)
+        self.service.call(request)
     }
 }

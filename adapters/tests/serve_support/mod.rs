@@ -36,6 +36,27 @@ pub async fn serve(router: axum::Router) -> Served {
     }
 }
 
+/// Serves with `serve` (given a listener on 127.0.0.1 with a free port): for a server's own
+/// serve loop, such as `HttpServer::serve`.
+pub async fn serve_with<F, Fut>(serve: F) -> Served
+where
+    F: FnOnce(tokio::net::TcpListener) -> Fut,
+    Fut: std::future::Future<Output = std::io::Result<()>> + Send + 'static,
+{
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1:0");
+    let addr = listener.local_addr().expect("local addr");
+    let serving = serve(listener);
+    let task = tokio::spawn(async move {
+        serving.await.expect("server runs");
+    });
+    Served {
+        addr,
+        _task: TaskGuard(task),
+    }
+}
+
 /// The adapters crate's folder.
 pub fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -18,7 +18,7 @@ use opkit_testkit::dir::TempDir;
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use serve_support::{Finished, crate_dir, peer_python, run, serve};
+use serve_support::{Finished, crate_dir, peer_python, run, serve, serve_with};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -666,7 +666,14 @@ async fn index_plain(db: State<Db>) -> Vec<Todo> {
 async fn responses_are_compressed_for_clients_that_accept_it() {
     let registry = todos_registry();
     registry.register_operation(index_plain).unwrap();
-    let served = serve(HttpServer::new(registry).router()).await;
+    // `router()` has the compression in every route; `serve` puts it around the router once.
+    let routed = serve(HttpServer::new(registry.clone()).router()).await;
+    assert_compressed_for_clients_that_accept_it(routed).await;
+    let served = serve_with(|listener| HttpServer::new(registry).serve(listener)).await;
+    assert_compressed_for_clients_that_accept_it(served).await;
+}
+
+async fn assert_compressed_for_clients_that_accept_it(served: serve_support::Served) {
     let http = reqwest::Client::new();
     for n in 0..20 {
         let text = format!("a todo long enough to be worth compressing, number {n}");
