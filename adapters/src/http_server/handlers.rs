@@ -339,7 +339,6 @@ pub(crate) async fn serve_call(
     shape: Option<Shape<'_>>,
 ) -> Response {
     let stream = found.spec().kind.is_stream();
-    let encoding = SseEncoding::requested(&parts.headers);
     let from_url = match &shape {
         Some(shape) => shape.from_url,
         None if parts.method == Method::GET => FromUrl::Everything,
@@ -398,6 +397,13 @@ pub(crate) async fn serve_call(
             }
         }
         Ok(Outcome::Stream(items)) => {
+            // Read here, not for every call: the request's headers are in the edge by now.
+            let encoding = ctx
+                .edge()
+                .and_then(|edge| edge.fact::<HttpRequest>())
+                .map_or(SseEncoding::Envelope, |http| {
+                    SseEncoding::requested(&http.headers)
+                });
             let id = ctx.request_id().to_owned();
             let events = sse::events(items, encoding, guard, id);
             let mut response = Sse::new(events)

@@ -122,6 +122,18 @@ impl CallSpan {
         ctx: &OperationContext,
         carries: bool,
     ) -> Self {
+        if !Self::wanted() {
+            // Nothing can record or measure it: no span at all (`info_span!` would still
+            // build its fields for `tracing`'s `log` fallback, which many trees turn on).
+            return Self {
+                span: Span::none(),
+                trace: carries.then(|| ctx.trace().cloned().unwrap_or_else(TraceContext::new_root)),
+                started: None,
+                #[cfg(feature = "metrics")]
+                metrics: None,
+                finished: false,
+            };
+        }
         let span = tracing::info_span!(
             target: TARGET,
             "opkit.call",
