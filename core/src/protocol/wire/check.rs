@@ -66,26 +66,26 @@ struct RawRequest<'a> {
     #[serde(borrow)]
     request_id: Cow<'a, str>,
     #[serde(borrow)]
-    operation_id: Option<Cow<'a, str>>,
+    operation_id: Option<Text<'a>>,
     /// `Some(())` when present (even `null`), as the decoder tells them apart.
     #[serde(default, deserialize_with = "checked")]
     input: Option<()>,
     #[serde(borrow)]
-    parent_request_id: Option<Cow<'a, str>>,
+    parent_request_id: Option<Text<'a>>,
     #[serde(default, deserialize_with = "identity")]
     identity: Option<Identity>,
     #[serde(borrow)]
-    identity_token: Option<Cow<'a, str>>,
+    identity_token: Option<Text<'a>>,
     deadline: Option<u64>,
     subscription: Option<bool>,
     #[serde(borrow)]
-    traceparent: Option<Cow<'a, str>>,
+    traceparent: Option<Text<'a>>,
     #[serde(borrow)]
-    tracestate: Option<Cow<'a, str>>,
+    tracestate: Option<Text<'a>>,
     output: Option<RawEnvelope>,
     code: Option<ErrorCode>,
     #[serde(borrow)]
-    message: Option<Cow<'a, str>>,
+    message: Option<Text<'a>>,
     #[serde(default, deserialize_with = "checked")]
     details: Option<()>,
     #[serde(rename = "kind", default, deserialize_with = "checked")]
@@ -93,6 +93,11 @@ struct RawRequest<'a> {
     #[serde(default, deserialize_with = "checked")]
     signature: Option<()>,
 }
+
+/// A string, borrowed from the bytes when it has no escapes. (Serde borrows a `Cow<str>`
+/// field marked `borrow`, but not one inside an `Option`: that one it copies.)
+#[derive(Deserialize)]
+pub(super) struct Text<'a>(#[serde(borrow)] pub(super) Cow<'a, str>);
 
 /// A present value of any kind, walked under the wire's rule.
 fn checked<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<()>, D::Error> {
@@ -123,7 +128,7 @@ pub fn check_request(bytes: &[u8]) -> Option<RequestHead<'_>> {
     raw.input?;
     Some(RequestHead {
         request_id: raw.request_id,
-        operation_id: raw.operation_id?,
+        operation_id: raw.operation_id?.0,
         deadline: raw.deadline,
         subscription: raw.subscription.unwrap_or(false),
     })
@@ -200,6 +205,11 @@ mod tests {
         assert!(matches!(head.request_id, Cow::Borrowed("c:1")));
         assert!(matches!(head.operation_id, Cow::Owned(ref id) if id == "a.b"));
         assert!(head.subscription);
+        let bytes =
+            br#"{"type":"call.requested","requestId":"c:\u0031","operationId":"a.b","input":null}"#;
+        let head = check_request(bytes).unwrap();
+        assert!(matches!(head.request_id, Cow::Owned(ref id) if id == "c:1"));
+        assert!(matches!(head.operation_id, Cow::Borrowed("a.b")));
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! known key of another type than the local meta's, declines (an error here; the slow path
 //! then says what is wrong), so this reader is never more lenient than the slow path.
 
+use super::check::Text;
 use super::json::{duplicate_key_error, unique_value};
 use crate::envelope::{LocalMeta, ResponseMeta};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
@@ -75,8 +76,9 @@ impl<'de> Visitor<'de> for MetaVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<ResponseMeta, A::Error> {
-        let mut source: Option<String> = None;
-        let mut operation_id: Option<Arc<str>> = None;
+        // Borrowed from the bytes when they hold no escapes: every reply has both.
+        let mut source: Option<Text<'de>> = None;
+        let mut operation_id: Option<Text<'de>> = None;
         let mut timestamp: Option<u64> = None;
         let mut others = Map::new();
         while let Some(key) = entries.next_key::<Key>()? {
@@ -96,19 +98,19 @@ impl<'de> Visitor<'de> for MetaVisitor {
             }
         }
         if others.is_empty()
-            && source.as_deref() == Some("local")
+            && source.as_ref().is_some_and(|source| source.0 == "local")
             && let (Some(operation_id), Some(timestamp)) = (&operation_id, timestamp)
         {
             return Ok(ResponseMeta::Local(LocalMeta {
-                operation_id: operation_id.clone(),
+                operation_id: Arc::from(&*operation_id.0),
                 timestamp,
             }));
         }
         if let Some(source) = source {
-            others.insert("source".to_owned(), Value::String(source));
+            others.insert("source".to_owned(), Value::String(source.0.into_owned()));
         }
         if let Some(operation_id) = operation_id {
-            others.insert("operationId".to_owned(), Value::from(&*operation_id));
+            others.insert("operationId".to_owned(), Value::from(&*operation_id.0));
         }
         if let Some(timestamp) = timestamp {
             others.insert("timestamp".to_owned(), Value::from(timestamp));
