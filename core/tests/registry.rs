@@ -442,6 +442,50 @@ async fn a_handler_that_reads_no_context_is_still_cancelled_and_timed_out() {
     assert_eq!(error.code, ErrorCode::Aborted);
 }
 
+/// One item, then nothing ever; reads nothing from its context (the registry hands it the
+/// context without the call's cancellation, which only the guard holds).
+#[opkit::operation(namespace = "slow", subscription)]
+fn one_then_silence() -> impl futures::Stream<Item = u32> + Send + 'static {
+    futures::stream::iter([1]).chain(futures::stream::pending())
+}
+
+#[tokio::test]
+async fn a_stream_that_reads_no_context_is_still_cancelled_and_timed_out() {
+    let registry = OperationRegistry::new();
+    registry.register_typed::<one_then_silence>().unwrap();
+    let token = tokio_util_token();
+    let ctx = OperationContext::new().with_cancellation(token.clone());
+    let mut items = registry
+        .subscribe(one_then_silence::ID, json!({}), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(items.next().await.unwrap().unwrap().data, json!(1));
+    token.cancel();
+    let error = items.next().await.unwrap().unwrap_err();
+    assert_eq!(error.code, ErrorCode::Aborted);
+    assert!(items.next().await.is_none());
+
+    let ctx = OperationContext::new().with_timeout(Duration::from_millis(20));
+    let mut items = registry
+        .subscribe(one_then_silence::ID, json!({}), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(items.next().await.unwrap().unwrap().data, json!(1));
+    let error = items.next().await.unwrap().unwrap_err();
+    assert_eq!(error.code, ErrorCode::Timeout);
+
+    let token = tokio_util_token();
+    token.cancel();
+    let ctx = OperationContext::new().with_cancellation(token);
+    let refused = registry
+        .subscribe(one_then_silence::ID, json!({}), &ctx)
+        .await;
+    assert_eq!(
+        refused.err().map(|error| error.code),
+        Some(ErrorCode::Aborted)
+    );
+}
+
 fn tokio_util_token() -> tokio_util::sync::CancellationToken {
     tokio_util::sync::CancellationToken::new()
 }

@@ -61,7 +61,7 @@ where
     start_within(id, ctx, bounds, start)
 }
 
-/// [`start`] with the bounds already taken (see [`OperationContext::take_bounds`]).
+/// [`start`] with the bounds already taken (see `Operation::bounds`).
 #[inline]
 pub(crate) fn start_within<F, Started>(
     id: &str,
@@ -103,7 +103,21 @@ pub(crate) fn stream<S, F>(
 where
     F: FnOnce(OperationContext) -> S,
 {
-    let (items, bounds) = self::start(&id, ctx, start)?;
+    let bounds = ctx.bounds();
+    stream_within(id, ctx, bounds, start)
+}
+
+/// [`stream`] with the bounds already taken (see `Operation::bounds`).
+pub(crate) fn stream_within<S, F>(
+    id: Arc<str>,
+    ctx: OperationContext,
+    bounds: Bounds,
+    start: F,
+) -> Result<GuardedStream<S>, CallError>
+where
+    F: FnOnce(OperationContext) -> S,
+{
+    let (items, bounds) = start_within(&id, ctx, bounds, start)?;
     Ok(GuardedStream::new(id, items, bounds))
 }
 

@@ -9,6 +9,8 @@
 
 use super::RegistryError;
 use super::handler::Handler;
+use crate::Bounds;
+use crate::context::OperationContext;
 use crate::error::CallError;
 use crate::schema::{CompiledSchema, SchemaError, closed_form};
 use crate::spec::OperationSpec;
@@ -80,6 +82,18 @@ pub(crate) struct Operation {
 }
 
 impl Operation {
+    /// The bounds the guard runs a call of this operation under, from `ctx`. A handler that
+    /// reads nothing from its context gets it without the call's cancellation, which moves
+    /// into the bounds the guard races it against (sharing a token costs a lock to clone and
+    /// another to drop); one that reads it shares it.
+    pub(crate) fn bounds(&self, ctx: &mut OperationContext) -> Bounds {
+        if self.reads_context {
+            ctx.bounds()
+        } else {
+            ctx.take_bounds()
+        }
+    }
+
     pub(crate) fn build(
         spec: OperationSpec,
         handler: Handler,

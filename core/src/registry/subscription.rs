@@ -24,12 +24,13 @@ pub use crate::context::EnvelopeStream;
 pub(crate) fn start(
     operation: Arc<Operation>,
     input: Value,
-    ctx: OperationContext,
+    mut ctx: OperationContext,
 ) -> Result<ReplyStream, CallError> {
     let HandlerFn::Stream(handler) = &operation.handler.0 else {
         unreachable!("kinds are checked at registration")
     };
-    let items = guard::stream(operation.id.clone(), ctx, |ctx| handler(input, ctx))?;
+    let bounds = operation.bounds(&mut ctx);
+    let items = guard::stream_within(operation.id.clone(), ctx, bounds, |ctx| handler(input, ctx))?;
     Ok(Box::pin(PipelineStream::new(operation, items)))
 }
 

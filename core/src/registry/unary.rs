@@ -68,14 +68,7 @@ pub(crate) fn start(
     let HandlerFn::Unary(handler) = &operation.handler.0 else {
         unreachable!("kinds are checked at registration")
     };
-    // A handler that reads nothing from its context gets it without the call's
-    // cancellation, which moves into the bounds the guard races it against (sharing a token
-    // costs a lock to clone and another to drop).
-    let bounds = if operation.reads_context {
-        ctx.bounds()
-    } else {
-        ctx.take_bounds()
-    };
+    let bounds = operation.bounds(&mut ctx);
     guard::start_within(&operation.id, ctx, bounds, |ctx| handler(input, ctx))
 }
 
