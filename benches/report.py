@@ -724,6 +724,7 @@ do not move with the machine's load, where the times above move by 10–20% betw
 | `e7a5ad8`: a handler that reads no context runs without the call's cancellation token (the guard holds it: no clone and drop, each a lock); an unrecorded span not written to | 13,417 | 22 / 6,872 | 1.52× |
 | `899af64`: the registry's serve future awaited in place, not boxed | 13,435 | 21 / 6,536 | 1.52× |
 | `4701efd`: fresh ids numbered from one process-wide counter; a given id an `Arc<str>` again | 13,477 | 21 / 6,536 | 1.52× |
+| `af277d7`: a call span nothing can record is not built (`tracing`'s `log` fallback built its fields) | 13,184 | 21 / 6,536 | 1.49× |
 
 The other paths, same method, before (`63ef78a`) and after (`4701efd`): `tiny`
 (`registry.execute` with one context reused) 4,209 → 4,275 (+1.6%: the context's clone and drop,
@@ -738,6 +739,33 @@ result (`Served`, `Execution`, the span's `Either`: ~800 with their moves). The 
 (~600) and decode (~740) cost what rmcp's check and `Deserialize` cost.
 """
 
+HTTP_INSTRUCTIONS_48 = """#### What one tiny HTTP call costs, counted (issue 48)
+
+Instructions per `POST /ops/bench.add` through the router in process (`tower::ServiceExt::oneshot`,
+no sockets: everything the server does per request but hyper's connection work, which both sides
+share), counted as for MCP below: `benches/examples/profile.rs`'s `http` (`HttpServer::router()`),
+`http-plain` (the same routes without the compression layer: what `HttpServer::serve` runs, but
+for its one compression check per request) and `http-axum` (the equal-work axum + `jsonschema`
+router of `src/axum_peer.rs`: 17,681 instructions, 33 allocations, 4,664 bytes).
+
+| commit | `router()` | allocations / bytes | × axum + check | `serve`'s routes (`http-plain`) |
+|---|---:|---:|---:|---:|
+| `53219c7` (before) | 29,727 | 45 / 7,833 | 1.68× | — |
+| `77b45be`: the reply's local meta written directly; no allocation to tell a JSON media type; the request id a header value from the start; `Vary` decided reading the content type once | 28,078 | 43 / 7,797 | 1.59× | — |
+| `9b93890`: an edge's one fact kept without a map; no cancellation token for a handler that reads no context | 26,853 | 40 / 7,449 | 1.52× | — |
+| `2e34b9e`: each operation registered when the router is built has a static route (no path variable matched, decoded, allocated) | 25,860 | 37 / 7,696 | 1.46× | — |
+| `006d119`: `serve` puts the compression around the router once, not in every route | 25,860 | 37 / 7,696 | 1.46× | 23,741 (33 allocations: axum's count) |
+| `af277d7`: a call span nothing can record not built; the SSE encoding read only for a stream | 25,535 | 37 / 7,696 | 1.44× | 23,312 (1.32×) |
+
+The medium call (`http-medium`, `http-axum-medium`): 70,455 → 66,079 instructions against axum's
+70,061 (0.94×), 77 → 69 allocations (axum 88). Where the tiny call's remaining ~5,600 go
+(`http-plain` against axum): the context and its edge (~1,000 to build and drop, with the
+request's headers moved into the edge's `HttpRequest`), the envelope's meta and the
+`x-request-id` header (~900), the registry's front door and guard (~1,100 beyond the check and
+decode both do), the larger future (2,648 bytes against axum's 1,152, moved and copied: ~1,500),
+the header lookups opkit's contract adds (`traceparent`, `x-request-id`, `Accept`): ~500.
+"""
+
 def equal_work_section(w, get, serving):
     """Issue 36: opkit against peers doing the same input check, and raw transports doing the
     same hops."""
@@ -747,7 +775,7 @@ def equal_work_section(w, get, serving):
     w("### HTTP, real loopback servers (`serving.rs`, 32 concurrent callers)\n")
     w("opkit `HttpServer` `POST /ops/<id>` vs an axum handler taking `Json<Value>`, checking it with")
     w("the compiled validator (400 with the violations), then `serde_json::from_value` into the input")
-    w("type and `Json<Out>` back (`axum_checked_router` in `serving.rs`). Same serve loop")
+    w("type and `Json<Out>` back (`axum_peer::checked_router` in `src/axum_peer.rs`). Same serve loop")
     w("(`TCP_NODELAY`), same requests. Targets: opkit ≥ 1.0× its requests/s, p99 ≤ 1.05×. The last")
     w("columns are the CPU time the server's thread spent per call (user + system, from `/proc`, in")
     w("10 ms ticks over a round): rates on this 2-core machine move with whatever else runs, the")
@@ -757,6 +785,7 @@ def equal_work_section(w, get, serving):
     for path, size in [("http_tiny", "tiny"), ("http_medium", "medium")]:
         serving_pair_row(w, serving, path, size, "opkit", "axum_jsonschema", cpu=True)
     w("")
+    w(HTTP_INSTRUCTIONS_48)
 
     w("### MCP `tools/call` in process (`compare.rs`)\n")
     w("`ServerHandler::call_tool` with a `RequestContext` on a live peer: opkit's `McpHandler` vs an")
