@@ -396,36 +396,44 @@ pub(crate) async fn serve_call(
                 Err(error) => shared.call_error_response(found, &error, &ctx, from_url),
             }
         }
-        Ok(Outcome::Stream(items)) => {
-            // Read here, not for every call: the request's headers are in the edge by now.
-            let encoding = ctx
-                .edge()
-                .and_then(|edge| edge.fact::<HttpRequest>())
-                .map_or(SseEncoding::Envelope, |http| {
-                    SseEncoding::requested(&http.headers)
-                });
-            let id = ctx.request_id().to_owned();
-            let events = sse::events(items, encoding, guard, id);
-            let mut response = Sse::new(events)
-                .keep_alive(KeepAlive::new().interval(shared.keep_alive))
-                .into_response();
-            response.headers_mut().insert(
-                HeaderName::from_static("x-accel-buffering"),
-                HeaderValue::from_static("no"),
-            );
-            if encoding == SseEncoding::Data {
-                response
-                    .headers_mut()
-                    .insert(header::CONTENT_TYPE, sse::DATA_CONTENT_TYPE);
-            }
-            response
-        }
+        Ok(Outcome::Stream(items)) => sse_response(shared, &ctx, items, guard),
         Err(error) => {
             disarm(guard);
             shared.call_error_response(found, &error, &ctx, from_url)
         }
     };
     with_request_id(response, request_id)
+}
+
+/// The SSE response of a stream of replies, one event each, holding the call's cancellation
+/// `guard` as long as the stream lives; the encoding is the one the request asked for.
+fn sse_response(
+    shared: &ServerState,
+    ctx: &OperationContext,
+    items: opkit::middleware::ReplyStream,
+    guard: Option<DropGuard>,
+) -> Response {
+    // Read here, not for every call: the request's headers are in the edge by now.
+    let encoding = ctx
+        .edge()
+        .and_then(|edge| edge.fact::<HttpRequest>())
+        .map_or(SseEncoding::Envelope, |http| {
+            SseEncoding::requested(&http.headers)
+        });
+    let events = sse::events(items, encoding, guard, ctx.request_id().to_owned());
+    let mut response = Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(shared.keep_alive))
+        .into_response();
+    response.headers_mut().insert(
+        HeaderName::from_static("x-accel-buffering"),
+        HeaderValue::from_static("no"),
+    );
+    if encoding == SseEncoding::Data {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, sse::DATA_CONTENT_TYPE);
+    }
+    response
 }
 
 /// `/ops/{id}`, any method: the wire mapped to the registry's front door
