@@ -287,6 +287,13 @@ impl Reply {
     /// data is serialized from its own type straight into these bytes.
     pub fn to_json_bytes(self) -> Result<Vec<u8>, CallError> {
         let mut out = Vec::with_capacity(128);
+        self.write_json(&mut out)?;
+        Ok(out)
+    }
+
+    /// [`to_json_bytes`](Self::to_json_bytes), appended to `out` (an event that carries the
+    /// envelope writes it in place).
+    pub(crate) fn write_json(self, out: &mut Vec<u8>) -> Result<(), CallError> {
         match self.value {
             ReplyValue::Data {
                 data,
@@ -294,20 +301,20 @@ impl Reply {
                 timestamp,
             } => {
                 out.extend_from_slice(b"{\"data\":");
-                data.write_json(&mut out).map_err(unserializable)?;
+                data.write_json(out).map_err(unserializable)?;
                 out.extend_from_slice(b",\"meta\":");
                 let meta = LocalMeta {
                     operation_id,
                     timestamp,
                 };
-                meta.write_json(&mut out).map_err(unserializable)?;
+                meta.write_json(out).map_err(unserializable)?;
                 out.push(b'}');
             }
             value => {
-                serde_json::to_writer(&mut out, &value.into_envelope()?).map_err(unserializable)?;
+                serde_json::to_writer(out, &value.into_envelope()?).map_err(unserializable)?;
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The data's JSON alone (what a client that asked for the data without its meta gets),

@@ -311,6 +311,11 @@ impl HandlerState {
         };
         let ctx = ctx.with_edge(Edge::new(Edge::CALL_PROTOCOL).with_fact(fact));
         match self.registry.serve(&operation_id, input, ctx).await? {
+            Outcome::Unary(reply) if self.replies_unsigned() => {
+                // Written around the reply's own JSON: no envelope `Value` in between.
+                let payload = wire::responded(&request_id, reply)?;
+                self.publish(reply_topic, payload, wire::RESPONDED).await;
+            }
             Outcome::Unary(reply) => {
                 let envelope = reply.into_envelope()?;
                 self.send(
@@ -323,14 +328,14 @@ impl HandlerState {
             Outcome::Stream(mut items) => {
                 let mut index = 0;
                 while let Some(item) = items.next().await {
-                    let envelope = item?.into_envelope()?;
-                    let receipt = self
-                        .send(
-                            reply_topic,
-                            CallEvent::responded(&**request_id, envelope),
-                            Some(index),
-                        )
-                        .await;
+                    let receipt = if self.replies_unsigned() {
+                        let payload = wire::responded(&request_id, item?)?;
+                        self.publish(reply_topic, payload, wire::RESPONDED).await
+                    } else {
+                        let envelope = item?.into_envelope()?;
+                        let event = CallEvent::responded(&**request_id, envelope);
+                        self.send(reply_topic, event, Some(index)).await
+                    };
                     index += 1;
                     if receipt.is_none_or(Receipt::reached_nobody) {
                         tracing::debug!(
@@ -366,10 +371,28 @@ impl HandlerState {
                 return None;
             }
         };
+        self.publish(topic, payload, event.type_name()).await
+    }
+
+    /// Whether replies go out unsigned (then one can be written without building its event).
+    #[cfg(feature = "signing")]
+    fn replies_unsigned(&self) -> bool {
+        !self.signs_replies()
+    }
+
+    /// Whether replies go out unsigned: always, without the `signing` feature.
+    #[cfg(not(feature = "signing"))]
+    fn replies_unsigned(&self) -> bool {
+        true
+    }
+
+    /// Publishes a reply's `payload` (an event of type `event`); `None` (logged) when it could
+    /// not be sent.
+    async fn publish(&self, topic: &str, payload: Bytes, event: &'static str) -> Option<Receipt> {
         match self.pubsub.publish(topic, payload).await {
             Ok(receipt) => Some(receipt),
             Err(error) => {
-                tracing::warn!(%error, topic, event = event.type_name(), "could not publish a reply");
+                tracing::warn!(%error, topic, event, "could not publish a reply");
                 None
             }
         }

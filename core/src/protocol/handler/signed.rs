@@ -48,15 +48,18 @@ impl HandlerState {
         }
     }
 
+    /// Whether this handler's keys sign its replies.
+    pub(super) fn signs_replies(&self) -> bool {
+        self.identity_keys
+            .as_ref()
+            .is_some_and(|keys| keys.signs_replies())
+    }
+
     /// Signs `event`, a reply (`index`: a subscription item's), when this handler's keys
     /// sign replies. A reply that cannot be signed goes unsigned (logged): its caller, if it
     /// takes only signed replies, drops it and ends by its deadline.
     pub(super) fn sign_reply(&self, event: &mut CallEvent, index: Option<u64>) {
-        let Some(keys) = self
-            .identity_keys
-            .as_ref()
-            .filter(|keys| keys.signs_replies())
-        else {
+        let Some(keys) = self.identity_keys.as_ref().filter(|_| self.signs_replies()) else {
             return;
         };
         let kind = match event {

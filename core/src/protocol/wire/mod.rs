@@ -25,7 +25,7 @@ mod peek;
 pub use check::{RequestHead, check_request};
 pub(crate) use fast_decode::decode_fast;
 pub(crate) use json::parse as parse_json;
-pub(crate) use outgoing::RequestOut;
+pub(crate) use outgoing::{RequestOut, responded};
 pub use peek::{EventKind, Peek, peek};
 
 use crate::access::Identity;
@@ -95,24 +95,30 @@ pub enum WireError {
 /// allocation of the exact length (which [`Bytes`] takes over as it is). Growing a fresh
 /// buffer to an event's size and handing it to `Bytes` cost three allocations per event.
 pub(crate) fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Bytes, WireError> {
+    encode_with(|buffer| serde_json::to_writer(buffer, value))
+        .map_err(|error| WireError::Encode(error.to_string()))
+}
+
+/// [`encode`] of the bytes `write` appends to an empty buffer (an event written by hand).
+pub(crate) fn encode_with<E>(
+    write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+) -> Result<Bytes, E> {
     /// Above this capacity, the scratch buffer is not kept for the next event.
     const KEPT: usize = 16 * 1024;
     thread_local! {
         static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    let encoded = SCRATCH.with(|scratch| {
-        // Taken (never borrowed across the serializer), so a `Serialize` impl that itself
-        // encodes an event finds an empty buffer rather than a borrowed one.
+    SCRATCH.with(|scratch| {
+        // Taken (never borrowed across the writer), so a writer that itself encodes an event
+        // finds an empty buffer rather than a borrowed one.
         let mut buffer = scratch.take();
         buffer.clear();
-        let written =
-            serde_json::to_writer(&mut buffer, value).map(|()| Bytes::copy_from_slice(&buffer));
+        let written = write(&mut buffer).map(|()| Bytes::copy_from_slice(&buffer));
         if buffer.capacity() <= KEPT {
             scratch.replace(buffer);
         }
         written
-    });
-    encoded.map_err(|error| WireError::Encode(error.to_string()))
+    })
 }
 
 impl From<WireError> for CallError {
@@ -338,7 +344,7 @@ pub enum CallEvent {
 }
 
 const REQUESTED: &str = "call.requested";
-const RESPONDED: &str = "call.responded";
+pub(crate) const RESPONDED: &str = "call.responded";
 const COMPLETED: &str = "call.completed";
 const ERROR: &str = "call.error";
 const ABORTED: &str = "call.aborted";

@@ -1,9 +1,13 @@
 //! `call.requested` written from what a caller holds ([`RequestOut`]): the same JSON as
 //! [`CallEvent::Requested`](super::CallEvent::Requested), without owned copies of the ids, the
 //! parent id, the identity or the `traceparent` text a [`CallRequested`](super::CallRequested)
-//! would need (a test below holds the two to the same bytes).
+//! would need; and an unsigned `call.responded` written around a reply's own JSON
+//! ([`responded`]), without the envelope as a `Value` first (tests below hold each to the
+//! bytes of its `CallEvent`).
 
 use crate::access::Identity;
+use crate::error::CallError;
+use crate::middleware::Reply;
 use crate::trace::TraceContext;
 use bytes::Bytes;
 use serde::{Serialize, Serializer};
@@ -67,6 +71,23 @@ impl<'a> RequestOut<'a> {
     }
 }
 
+/// The unsigned `call.responded` of `reply` to `request_id`: the bytes
+/// `CallEvent::responded(request_id, reply.into_envelope()?)` encodes, with an `#[operation]`
+/// fn's data serialized from its own type straight into them. An error is the reply's (an
+/// output that would not serialize).
+pub(crate) fn responded(request_id: &str, reply: Reply) -> Result<Bytes, CallError> {
+    super::encode_with(|out| {
+        out.extend_from_slice(br#"{"type":"call.responded","requestId":"#);
+        serde_json::to_writer(&mut *out, request_id).map_err(|error| {
+            CallError::execution(format!("a reply could not be encoded: {error}"))
+        })?;
+        out.extend_from_slice(br#","output":"#);
+        reply.write_json(out)?;
+        out.push(b'}');
+        Ok(())
+    })
+}
+
 /// The `traceparent` text, written from a stack buffer.
 fn traceparent<S: Serializer>(
     trace: &Option<&TraceContext>,
@@ -81,8 +102,34 @@ fn traceparent<S: Serializer>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::envelope::local_envelope;
     use crate::protocol::wire::{CallEvent, CallRequested};
     use serde_json::json;
+
+    #[test]
+    fn writes_what_call_responded_writes() {
+        let id = "caller\"1:2";
+        let data = json!({"sum": 3, "text": "ünï \"quoted\""});
+        // An `#[operation]` fn's data, and a JSON envelope (a middleware's, an import's).
+        let typed = Reply::data(
+            crate::middleware::typed_data(data.clone()),
+            "math.add".into(),
+        );
+        let mut copy = Reply::data(
+            crate::middleware::typed_data(data.clone()),
+            "math.add".into(),
+        );
+        let envelope = copy.envelope().unwrap().clone();
+        assert_eq!(
+            responded(id, typed).unwrap(),
+            CallEvent::responded(id, envelope).to_bytes().unwrap()
+        );
+        let json = local_envelope(data, "math.add");
+        assert_eq!(
+            responded(id, Reply::new(json.clone())).unwrap(),
+            CallEvent::responded(id, json).to_bytes().unwrap()
+        );
+    }
 
     #[test]
     fn writes_what_call_requested_writes() {
