@@ -313,7 +313,7 @@ impl HandlerState {
         match self.registry.serve(&operation_id, input, ctx).await? {
             Outcome::Unary(reply) if self.replies_unsigned() => {
                 // Written around the reply's own JSON: no envelope `Value` in between.
-                let payload = wire::responded(&request_id, reply)?;
+                let payload = wire::responded(request_id, reply)?;
                 self.publish(reply_topic, payload, wire::RESPONDED).await;
             }
             Outcome::Unary(reply) => {
@@ -329,7 +329,7 @@ impl HandlerState {
                 let mut index = 0;
                 while let Some(item) = items.next().await {
                     let receipt = if self.replies_unsigned() {
-                        let payload = wire::responded(&request_id, item?)?;
+                        let payload = wire::responded(request_id, item?)?;
                         self.publish(reply_topic, payload, wire::RESPONDED).await
                     } else {
                         let envelope = item?.into_envelope()?;
