@@ -422,13 +422,14 @@ impl HttpServer {
         // The operations registered by now each get their own route (a static path, matched
         // before `{id}`); one registered later is served by `/ops/{id}`, the same way.
         for spec in self.registry.specs() {
-            let path = format!("/ops/{}", spec.id());
+            let id = spec.id();
+            let path = format!("/ops/{id}");
             if self
                 .explorer
                 .as_ref()
                 .is_none_or(|explorer| explorer.path != path)
             {
-                router = router.route(&path, handlers::operation_at(&spec.id()));
+                router = router.route(&path, handlers::operation_at(&id));
             }
         }
         let mut router = rest::add(router, &rest_routes)

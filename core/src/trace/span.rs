@@ -34,6 +34,12 @@ impl SpanKind {
     }
 }
 
+/// The trace a span nothing records passes on: the call's own, or a new root when it has
+/// none; nothing when it does not carry one (see [`CallSpan::begin`]).
+fn carried(ctx: &OperationContext, carries: bool) -> Option<TraceContext> {
+    carries.then(|| ctx.trace().cloned().unwrap_or_else(TraceContext::new_root))
+}
+
 /// The span of one call: a `tracing` span named `opkit.call` (target [`TARGET`], level
 /// INFO) with the OpenTelemetry RPC fields, the call's [`TraceContext`], and — with the
 /// `metrics` feature — the call's metrics.
@@ -127,7 +133,7 @@ impl CallSpan {
             // build its fields for `tracing`'s `log` fallback, which many trees turn on).
             return Self {
                 span: Span::none(),
-                trace: carries.then(|| ctx.trace().cloned().unwrap_or_else(TraceContext::new_root)),
+                trace: carried(ctx, carries),
                 started: None,
                 #[cfg(feature = "metrics")]
                 metrics: None,
@@ -173,10 +179,8 @@ impl CallSpan {
                 span.record("parent_span_id", parent);
             }
             Some(trace)
-        } else if !carries {
-            None
         } else {
-            Some(ctx.trace().cloned().unwrap_or_else(TraceContext::new_root))
+            carried(ctx, carries)
         };
         Self {
             span,

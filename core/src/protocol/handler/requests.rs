@@ -6,7 +6,7 @@ use crate::bounds::Deadline;
 use crate::context::OperationContext;
 use crate::edge::Edge;
 use crate::error::{CallError, ErrorCode};
-use crate::middleware::Outcome;
+use crate::middleware::{Outcome, Reply};
 use crate::protocol::pubsub::Receipt;
 use crate::protocol::topics;
 use crate::protocol::wire::{self, CallEvent, CallRequested};
@@ -311,31 +311,15 @@ impl HandlerState {
         };
         let ctx = ctx.with_edge(Edge::new(Edge::CALL_PROTOCOL).with_fact(fact));
         match self.registry.serve(&operation_id, input, ctx).await? {
-            Outcome::Unary(reply) if self.replies_unsigned() => {
-                // Written around the reply's own JSON: no envelope `Value` in between.
-                let payload = wire::responded(request_id, reply)?;
-                self.publish(reply_topic, payload, wire::RESPONDED).await;
-            }
             Outcome::Unary(reply) => {
-                let envelope = reply.into_envelope()?;
-                self.send(
-                    reply_topic,
-                    CallEvent::responded(&**request_id, envelope),
-                    None,
-                )
-                .await;
+                self.respond(reply_topic, request_id, reply, None).await?;
             }
             Outcome::Stream(mut items) => {
                 let mut index = 0;
                 while let Some(item) = items.next().await {
-                    let receipt = if self.replies_unsigned() {
-                        let payload = wire::responded(request_id, item?)?;
-                        self.publish(reply_topic, payload, wire::RESPONDED).await
-                    } else {
-                        let envelope = item?.into_envelope()?;
-                        let event = CallEvent::responded(&**request_id, envelope);
-                        self.send(reply_topic, event, Some(index)).await
-                    };
+                    let receipt = self
+                        .respond(reply_topic, request_id, item?, Some(index))
+                        .await?;
                     index += 1;
                     if receipt.is_none_or(Receipt::reached_nobody) {
                         tracing::debug!(
@@ -372,6 +356,25 @@ impl HandlerState {
             }
         };
         self.publish(topic, payload, event.type_name()).await
+    }
+
+    /// Publishes `reply` to `request_id` (`index`: a subscription item's) as `call.responded`:
+    /// unsigned, written around the reply's own JSON (no envelope `Value` in between); signed,
+    /// built as the event the signature covers. `Ok(None)` (logged) when it could not be
+    /// sent; an error is the reply's (an output that would not serialize).
+    async fn respond(
+        &self,
+        topic: &str,
+        request_id: &str,
+        reply: Reply,
+        index: Option<u64>,
+    ) -> Result<Option<Receipt>, CallError> {
+        if self.replies_unsigned() {
+            let payload = wire::responded(request_id, reply)?;
+            return Ok(self.publish(topic, payload, wire::RESPONDED).await);
+        }
+        let event = CallEvent::responded(request_id, reply.into_envelope()?);
+        Ok(self.send(topic, event, index).await)
     }
 
     /// Whether replies go out unsigned (then one can be written without building its event).

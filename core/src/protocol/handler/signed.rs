@@ -6,7 +6,7 @@
 
 use super::HandlerState;
 use crate::error::CallError;
-use crate::protocol::signing::{Refusal, Reply, ReplyKind, now_secs, reply_body};
+use crate::protocol::signing::{IdentityKeys, Refusal, Reply, ReplyKind, now_secs, reply_body};
 use crate::protocol::wire::{CallAborted, CallEvent, CallRequested};
 use serde_json::Value;
 use std::sync::Arc;
@@ -48,18 +48,23 @@ impl HandlerState {
         }
     }
 
-    /// Whether this handler's keys sign its replies.
-    pub(super) fn signs_replies(&self) -> bool {
+    /// This handler's keys, when they sign its replies.
+    fn reply_keys(&self) -> Option<&IdentityKeys> {
         self.identity_keys
             .as_ref()
-            .is_some_and(|keys| keys.signs_replies())
+            .filter(|keys| keys.signs_replies())
+    }
+
+    /// Whether this handler's keys sign its replies.
+    pub(super) fn signs_replies(&self) -> bool {
+        self.reply_keys().is_some()
     }
 
     /// Signs `event`, a reply (`index`: a subscription item's), when this handler's keys
     /// sign replies. A reply that cannot be signed goes unsigned (logged): its caller, if it
     /// takes only signed replies, drops it and ends by its deadline.
     pub(super) fn sign_reply(&self, event: &mut CallEvent, index: Option<u64>) {
-        let Some(keys) = self.identity_keys.as_ref().filter(|_| self.signs_replies()) else {
+        let Some(keys) = self.reply_keys() else {
             return;
         };
         let kind = match event {
