@@ -27,6 +27,11 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 /// The response header carrying the request id of the call.
 pub(crate) const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
+/// The W3C trace context headers, named once (a header looked up by its text is parsed on
+/// every lookup).
+const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+const TRACESTATE: HeaderName = HeaderName::from_static("tracestate");
+
 fn method_not_allowed(id: &str, method: &Method, allowed: &[Method]) -> Response {
     let names: Vec<&str> = allowed.iter().map(Method::as_str).collect();
     let error = CallError::new(
@@ -93,9 +98,9 @@ fn query_input(route: &Route, uri: &Uri) -> Result<Value, Rejection> {
 /// The caller's W3C trace context from the `traceparent` and `tracestate` headers (several
 /// `tracestate` headers are one list); absent or invalid gives `None`.
 pub(crate) fn trace_from_headers(headers: &HeaderMap) -> Option<TraceContext> {
-    let traceparent = headers.get("traceparent")?.to_str().ok()?;
+    let traceparent = headers.get(&TRACEPARENT)?.to_str().ok()?;
     let states: Vec<&str> = headers
-        .get_all("tracestate")
+        .get_all(&TRACESTATE)
         .iter()
         .filter_map(|value| value.to_str().ok())
         .collect();
@@ -204,18 +209,18 @@ impl ServerState {
         &self,
         found: &FoundOperation,
         error: &CallError,
-        ctx: &OperationContext,
+        identity: Option<&opkit::Identity>,
         from_url: FromUrl<'_>,
     ) -> Response {
         if error.code == ErrorCode::AccessDenied
             && error.kind.is_none()
-            && let Some(identity) = ctx.identity()
+            && let Some(identity) = identity
             && let Some(response) = self.insufficient_scope(found, identity, error)
         {
             return response;
         }
         let status = match status_of(error) {
-            StatusCode::FORBIDDEN if ctx.identity().is_none() && self.authenticator.is_some() => {
+            StatusCode::FORBIDDEN if identity.is_none() && self.authenticator.is_some() => {
                 StatusCode::UNAUTHORIZED
             }
             _ if body_limit_of(error) == Some("bodyLimit") => StatusCode::PAYLOAD_TOO_LARGE,
@@ -330,20 +335,28 @@ pub(crate) struct Shape<'a> {
 /// read: the context from the request, the registry's front door
 /// ([`OperationRegistry::serve_found`]), and its outcome as a response (the RPC shape, or the
 /// one `shape` makes).
-pub(crate) async fn serve_call(
-    shared: &ServerState,
-    found: &FoundOperation,
+///
+/// The call is prepared here and only its outcome awaited: the returned future holds what
+/// the response needs (not the request's parts, identity and input, which an `async fn`
+/// would keep beside the call it awaits), and is moved the fewer bytes.
+///
+/// [`OperationRegistry::serve_found`]: opkit::OperationRegistry::serve_found
+pub(crate) fn serve_call<'a>(
+    shared: &'a ServerState,
+    found: &'a FoundOperation,
     parts: http::request::Parts,
     identity: Option<opkit::Identity>,
     input: Value,
-    shape: Option<Shape<'_>>,
-) -> Response {
+    shape: Option<Shape<'a>>,
+) -> impl Future<Output = Response> + Send + 'a {
     let stream = found.spec().kind.is_stream();
     let from_url = match &shape {
         Some(shape) => shape.from_url,
         None if parts.method == Method::GET => FromUrl::Everything,
         None => FromUrl::Nothing,
     };
+    // Read here, not for every call: only a stream is answered in an SSE encoding.
+    let encoding = stream.then(|| SseEncoding::requested(&parts.headers));
     // A client that disconnects drops this future (or the event stream): the guard then
     // cancels the context; a finished unary call disarms it. A query or mutation whose
     // handler reads nothing of its context needs no token: dropping this future drops its
@@ -364,63 +377,72 @@ pub(crate) async fn serve_call(
         (true, None) => ctx,
     };
     let request_id = HeaderValue::from_str(ctx.request_id()).ok();
-    let response = match shared.registry.serve_found(found, input, ctx.clone()).await {
-        Ok(Outcome::Unary(reply)) => {
-            disarm(guard);
-            let hint = reply.cache_hint();
-            // The RPC route sends the envelope's JSON as the reply writes it (an
-            // `#[operation]` fn's data serialized once, into these bytes); a REST route
-            // shapes the envelope.
-            let response = match &shape {
-                Some(shape) => reply
-                    .into_envelope()
-                    .map(|envelope| (shape.unary)(envelope)),
-                None => reply.to_json_bytes().map(json_response),
-            };
-            match response {
-                Ok(mut response) => {
-                    if let Some(value) = hint.and_then(cache_control) {
-                        response.headers_mut().insert(header::CACHE_CONTROL, value);
+    let events = encoding.map(|encoding| (encoding, ctx.request_id().to_owned()));
+    // An error response reads the caller's identity only when the server authenticates
+    // (`insufficient_scope`, 401 for a call without one): the context is kept for it then.
+    let caller = shared.authenticator.is_some().then(|| ctx.clone());
+    async move {
+        let identity = caller.as_ref().and_then(OperationContext::identity);
+        // The front door's future made where it is awaited: made outside, it would be held
+        // twice (captured, then moved to be awaited).
+        let response = match shared.registry.serve_found(found, input, ctx).await {
+            Ok(Outcome::Unary(reply)) => {
+                disarm(guard);
+                let hint = reply.cache_hint();
+                // The RPC route sends the envelope's JSON as the reply writes it (an
+                // `#[operation]` fn's data serialized once, into these bytes); a REST route
+                // shapes the envelope.
+                let response = match &shape {
+                    Some(shape) => reply
+                        .into_envelope()
+                        .map(|envelope| (shape.unary)(envelope)),
+                    None => reply.to_json_bytes().map(json_response),
+                };
+                match response {
+                    Ok(mut response) => {
+                        if let Some(value) = hint.and_then(cache_control) {
+                            response.headers_mut().insert(header::CACHE_CONTROL, value);
+                        }
+                        response
                     }
-                    response
+                    Err(error) => shared.call_error_response(found, &error, identity, from_url),
                 }
-                Err(error) => shared.call_error_response(found, &error, &ctx, from_url),
             }
-        }
-        Ok(Outcome::Stream(items)) if shape.as_ref().is_some_and(|s| s.raw_stream.is_some()) => {
-            let (status, content_type) = shape
-                .and_then(|shape| shape.raw_stream)
-                .expect("the guard checked a raw stream");
-            match byte_bodies::response_stream(items, guard, status, content_type).await {
-                Ok(response) => response,
-                Err(error) => shared.call_error_response(found, &error, &ctx, from_url),
+            Ok(Outcome::Stream(items))
+                if shape.as_ref().is_some_and(|s| s.raw_stream.is_some()) =>
+            {
+                let (status, content_type) = shape
+                    .and_then(|shape| shape.raw_stream)
+                    .expect("the guard checked a raw stream");
+                match byte_bodies::response_stream(items, guard, status, content_type).await {
+                    Ok(response) => response,
+                    Err(error) => shared.call_error_response(found, &error, identity, from_url),
+                }
             }
-        }
-        Ok(Outcome::Stream(items)) => sse_response(shared, &ctx, items, guard),
-        Err(error) => {
-            disarm(guard);
-            shared.call_error_response(found, &error, &ctx, from_url)
-        }
-    };
-    with_request_id(response, request_id)
+            Ok(Outcome::Stream(items)) => {
+                let (encoding, request_id) =
+                    events.expect("a stream's encoding and request id were read before the call");
+                sse_response(shared, encoding, request_id, items, guard)
+            }
+            Err(error) => {
+                disarm(guard);
+                shared.call_error_response(found, &error, identity, from_url)
+            }
+        };
+        with_request_id(response, request_id)
+    }
 }
 
-/// The SSE response of a stream of replies, one event each, holding the call's cancellation
-/// `guard` as long as the stream lives; the encoding is the one the request asked for.
+/// The SSE response of a stream of replies, one event each in `encoding` (the one the
+/// request asked for), holding the call's cancellation `guard` as long as the stream lives.
 fn sse_response(
     shared: &ServerState,
-    ctx: &OperationContext,
+    encoding: SseEncoding,
+    request_id: String,
     items: opkit::middleware::ReplyStream,
     guard: Option<DropGuard>,
 ) -> Response {
-    // Read here, not for every call: the request's headers are in the edge by now.
-    let encoding = ctx
-        .edge()
-        .and_then(|edge| edge.fact::<HttpRequest>())
-        .map_or(SseEncoding::Envelope, |http| {
-            SseEncoding::requested(&http.headers)
-        });
-    let events = sse::events(items, encoding, guard, ctx.request_id().to_owned());
+    let events = sse::events(items, encoding, guard, request_id);
     let mut response = Sse::new(events)
         .keep_alive(KeepAlive::new().interval(shared.keep_alive))
         .into_response();
@@ -460,33 +482,40 @@ pub(crate) fn operation_at(id: &str) -> MethodRouter<Arc<ServerState>> {
     )
 }
 
-/// Serves a request to `/ops/<id>`.
-async fn serve_operation(shared: &ServerState, id: &str, request: Request) -> Response {
+/// Serves a request to `/ops/<id>`. The request is split before the future is made, so the
+/// future holds its parts once (an `async fn` would keep the request beside them).
+fn serve_operation<'a>(
+    shared: &'a ServerState,
+    id: &'a str,
+    request: Request,
+) -> impl Future<Output = Response> + Send + 'a {
     let (parts, body) = request.into_parts();
-    let identity = match shared.identify(&parts).await {
-        Ok(identity) => identity,
-        Err(response) => return response,
-    };
-    let Some(found) = shared.registry.lookup(id) else {
-        return error_response(&CallError::operation_not_found(id));
-    };
-    let route = shared.routes.get(&shared.registry, &found);
-    if !route.methods.contains(&parts.method) {
-        return method_not_allowed(id, &parts.method, &route.methods);
-    }
-    let input = if parts.method == Method::GET {
-        query_input(&route, &parts.uri)
-    } else {
-        read_json_body(
-            &parts.headers,
-            body,
-            BodyLimit::server(shared.body_limit),
-            shared.request_timeout,
-        )
-        .await
-    };
-    match input {
-        Ok(input) => serve_call(shared, &found, parts, identity, input, None).await,
-        Err(rejection) => rejection.into_response(),
+    async move {
+        let identity = match shared.identify(&parts).await {
+            Ok(identity) => identity,
+            Err(response) => return response,
+        };
+        let Some(found) = shared.registry.lookup(id) else {
+            return error_response(&CallError::operation_not_found(id));
+        };
+        let route = shared.routes.get(&shared.registry, &found);
+        if !route.methods.contains(&parts.method) {
+            return method_not_allowed(id, &parts.method, &route.methods);
+        }
+        let input = if parts.method == Method::GET {
+            query_input(&route, &parts.uri)
+        } else {
+            read_json_body(
+                &parts.headers,
+                body,
+                BodyLimit::server(shared.body_limit),
+                shared.request_timeout,
+            )
+            .await
+        };
+        match input {
+            Ok(input) => serve_call(shared, &found, parts, identity, input, None).await,
+            Err(rejection) => rejection.into_response(),
+        }
     }
 }

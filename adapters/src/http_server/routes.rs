@@ -46,7 +46,9 @@ impl Route {
 /// operations (ids the registry no longer has are dropped when it outgrows that).
 #[derive(Default)]
 pub(crate) struct Routes {
-    by_id: RwLock<HashMap<String, Arc<Route>>>,
+    /// Keyed by ids the registry found (a request's path reaches it only then), hashed with
+    /// a fast hash: this is read on every request.
+    by_id: RwLock<HashMap<String, Arc<Route>, foldhash::fast::RandomState>>,
 }
 
 impl Routes {

@@ -10,6 +10,7 @@ use crate::error::CallError;
 use crate::middleware::Outcome;
 use crate::spec::OperationSpec;
 use crate::trace::CallSpan;
+use futures::future::Either;
 use serde_json::Value;
 use std::fmt;
 use std::future::Future;
@@ -222,11 +223,14 @@ impl OperationRegistry {
                 let ctx = self.inner.context_for(&operation, ctx, chain.is_some());
                 Ok(RegistryInner::run_call(operation, input, ctx, chain))
             });
+        // One future made here and polled in place below (it is `Unpin`): awaiting a
+        // captured future would move it into a second slot of this one.
+        let mut running = match started {
+            Ok(running) => Either::Left(span.run_in(running)),
+            Err(error) => Either::Right(std::future::ready(Err(error))),
+        };
         async move {
-            let result = match started {
-                Ok(running) => span.run_in(running).await,
-                Err(error) => Err(error),
-            };
+            let result = (&mut running).await;
             match result {
                 Ok(Outcome::Stream(items)) => {
                     Ok(Outcome::Stream(Box::pin(TracedStream::new(items, span))))
