@@ -136,7 +136,7 @@ fn stopped_sending(operation_id: &str, stop: Interrupted) -> CallError {
 
 pub(super) async fn call(
     inner: Arc<MapInner>,
-    operation_id: String,
+    operation_id: Arc<str>,
     input: Value,
     ctx: OperationContext,
 ) -> Result<ResponseEnvelope, CallError> {
@@ -150,7 +150,7 @@ pub(super) async fn call(
 
 async fn call_in(
     inner: Arc<MapInner>,
-    operation_id: String,
+    operation_id: Arc<str>,
     input: Value,
     ctx: OperationContext,
     span: &CallSpan,
@@ -163,7 +163,7 @@ async fn call_in(
         .check()
         .map_err(|stop| stop.caller_error(&operation_id))?;
     let (sender, receiver) = oneshot::channel();
-    let mut guard = inner.register(&operation_id, Entry::Call(sender))?;
+    let mut guard = inner.register(operation_id.clone(), Entry::Call(sender))?;
     span.record_request_id(&guard.request_id);
     // One bound over the publish and the wait for the reply: the call ends by its deadline
     // whatever the transport does. `sending` tells which of the two a stop interrupted.
@@ -193,7 +193,7 @@ async fn call_in(
 
 pub(super) async fn subscribe(
     inner: Arc<MapInner>,
-    operation_id: String,
+    operation_id: Arc<str>,
     input: Value,
     ctx: OperationContext,
 ) -> Result<EnvelopeStream, CallError> {
@@ -215,7 +215,7 @@ pub(super) async fn subscribe(
 
 async fn subscribe_in(
     inner: Arc<MapInner>,
-    operation_id: String,
+    operation_id: Arc<str>,
     input: Value,
     ctx: OperationContext,
     span: &mut Option<CallSpan>,
@@ -231,9 +231,9 @@ async fn subscribe_in(
     let entry = Entry::Stream(StreamSender::new(
         sender,
         queued.clone(),
-        Arc::from(operation_id.as_str()),
+        operation_id.clone(),
     ));
-    let mut guard = inner.register(&operation_id, entry)?;
+    let mut guard = inner.register(operation_id.clone(), entry)?;
     if let Some(span) = span {
         span.record_request_id(&guard.request_id);
     }

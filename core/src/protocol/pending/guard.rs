@@ -55,7 +55,7 @@ impl MapInner {
     /// Registers a new request and returns its guard.
     pub(super) fn register(
         self: &Arc<Self>,
-        operation_id: &str,
+        operation_id: Arc<str>,
         entry: Entry,
     ) -> Result<PendingGuard, CallError> {
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
@@ -64,7 +64,7 @@ impl MapInner {
             inner: self.clone(),
             seq,
             request_id: request_id(&self.caller_id, seq),
-            operation_id: Arc::from(operation_id),
+            operation_id,
             publish_abort: true,
         })
     }
@@ -91,15 +91,26 @@ pub(super) fn abort_payload(
     event.to_bytes().ok()
 }
 
-/// `<callerId>:<seq>`, written without the formatting machinery (once per call).
+/// `<callerId>:<seq>`, written without the formatting machinery (once per call) into a
+/// buffer on the stack, then copied into its one allocation. A caller id is at most
+/// [`MAX_CALLER_ID_LEN`](topics::MAX_CALLER_ID_LEN) ASCII characters (checked where the map
+/// is built), so the buffer always holds it; a longer one would be written through a
+/// `String`.
 fn request_id(caller_id: &str, seq: u64) -> Arc<str> {
     let mut digits = itoa::Buffer::new();
     let digits = digits.format(seq);
-    let mut id = String::with_capacity(caller_id.len() + 1 + digits.len());
-    id.push_str(caller_id);
-    id.push(':');
-    id.push_str(digits);
-    Arc::from(id)
+    let len = caller_id.len() + 1 + digits.len();
+    let mut text = [0u8; topics::MAX_CALLER_ID_LEN + 1 + 20];
+    if let Some(out) = text.get_mut(..len) {
+        let (caller, rest) = out.split_at_mut(caller_id.len());
+        caller.copy_from_slice(caller_id.as_bytes());
+        rest[0] = b':';
+        rest[1..].copy_from_slice(digits.as_bytes());
+        if let Ok(id) = std::str::from_utf8(out) {
+            return Arc::from(id);
+        }
+    }
+    Arc::from([caller_id, ":", digits].concat())
 }
 
 #[cfg(test)]
@@ -111,6 +122,17 @@ mod request_id_tests {
         assert_eq!(
             &*super::request_id("x", u64::MAX),
             format!("x:{}", u64::MAX).as_str()
+        );
+        let longest = "c".repeat(crate::protocol::topics::MAX_CALLER_ID_LEN);
+        assert_eq!(
+            &*super::request_id(&longest, u64::MAX),
+            format!("{longest}:{}", u64::MAX).as_str()
+        );
+        // Longer than any caller id the map takes: written through a `String`.
+        let longer = "c".repeat(300);
+        assert_eq!(
+            &*super::request_id(&longer, 7),
+            format!("{longer}:7").as_str()
         );
     }
 }

@@ -362,7 +362,7 @@ impl PendingRequestMap {
         input: Value,
         ctx: &OperationContext,
     ) -> Result<ResponseEnvelope, CallError> {
-        call::call(self.inner.clone(), id.to_owned(), input, ctx.clone()).await
+        call::call(self.inner.clone(), Arc::from(id), input, ctx.clone()).await
     }
 
     /// Starts a subscription: resolves once the request is published (errors of the handler,
@@ -376,7 +376,7 @@ impl PendingRequestMap {
         input: Value,
         ctx: &OperationContext,
     ) -> Result<EnvelopeStream, CallError> {
-        call::subscribe(self.inner.clone(), id.to_owned(), input, ctx.clone()).await
+        call::subscribe(self.inner.clone(), Arc::from(id), input, ctx.clone()).await
     }
 
     /// The inbound half, for tests: delivers `output` to the pending request `request_id` as
@@ -437,7 +437,7 @@ impl EnvBackend for PendingRequestMap {
         input: Value,
         ctx: OperationContext,
     ) -> BoxFuture<'static, Result<ResponseEnvelope, CallError>> {
-        call::call(self.inner.clone(), id.to_owned(), input, ctx).boxed()
+        call::call(self.inner.clone(), Arc::from(id), input, ctx).boxed()
     }
 
     fn subscribe(
@@ -446,6 +446,6 @@ impl EnvBackend for PendingRequestMap {
         input: Value,
         ctx: OperationContext,
     ) -> BoxFuture<'static, Result<EnvelopeStream, CallError>> {
-        call::subscribe(self.inner.clone(), id.to_owned(), input, ctx).boxed()
+        call::subscribe(self.inner.clone(), Arc::from(id), input, ctx).boxed()
     }
 }
