@@ -193,7 +193,17 @@ pub(crate) async fn read_json_body(
             ),
         });
     }
-    serde_json::from_slice(&bytes).map_err(|error| {
+    parse_json(&bytes)
+}
+
+/// The JSON of a body, its UTF-8 checked once, as a whole, rather than by `from_slice` string
+/// by string; a body that is not UTF-8 is read by `from_slice`, for the error it always gave.
+fn parse_json(bytes: &[u8]) -> Result<Value, Rejection> {
+    let parsed = match std::str::from_utf8(bytes) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(bytes),
+    };
+    parsed.map_err(|error| {
         Rejection::from(CallError::new(
             ErrorCode::ValidationError,
             format!("the request body is not valid JSON: {error}"),
@@ -203,7 +213,37 @@ pub(crate) async fn read_json_body(
 
 #[cfg(test)]
 mod tests {
-    use super::is_json_media;
+    use super::{is_json_media, parse_json};
+
+    #[test]
+    fn a_body_reads_as_from_slice_reads_it_and_text_that_is_not_utf8_is_named() {
+        for body in [
+            "{\"a\":\"caf\u{e9}\",\"b\":[1,2.5,null]}".as_bytes(),
+            br#"{"a":"\u00e9"}"#,
+        ] {
+            let expected: serde_json::Value = serde_json::from_slice(body).unwrap();
+            assert_eq!(parse_json(body).ok(), Some(expected));
+        }
+        for body in [
+            &b"{\"a\":\"\xff\"}"[..],
+            b"{\"a\":1}\xff",
+            b"{\"a\":",
+            b"{\"\xc3\":1}",
+        ] {
+            let error = parse_json(body).unwrap_err().error;
+            let theirs = serde_json::from_slice::<serde_json::Value>(body).unwrap_err();
+            assert_eq!(
+                error.message,
+                format!("the request body is not valid JSON: {theirs}")
+            );
+        }
+        let error = parse_json(b"{\"a\":\"\xff\"}").unwrap_err().error;
+        assert!(
+            error.message.contains("invalid unicode code point"),
+            "{}",
+            error.message
+        );
+    }
 
     #[test]
     fn json_media_types_are_told_apart_whatever_their_case_and_parameters() {

@@ -121,7 +121,7 @@ pub fn check_request(bytes: &[u8]) -> Option<RequestHead<'_>> {
     if !is_object(bytes) {
         return None;
     }
-    let raw: RawRequest<'_> = serde_json::from_slice(bytes).ok()?;
+    let raw: RawRequest<'_> = super::json::from_bytes(bytes).ok()?;
     if raw.kind != REQUESTED {
         return None;
     }

@@ -103,7 +103,7 @@ pub(crate) fn decode_fast(bytes: &[u8]) -> Option<CallEvent> {
     if !is_object(bytes) {
         return None;
     }
-    let raw: RawEvent<'_> = serde_json::from_slice(bytes).ok()?;
+    let raw: RawEvent<'_> = super::json::from_bytes(bytes).ok()?;
     let request_id = raw.request_id;
     Some(match &*raw.kind {
         "call.requested" => CallEvent::Requested(CallRequested {

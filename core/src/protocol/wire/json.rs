@@ -21,16 +21,35 @@ use std::fmt;
 /// ([`WireError::DuplicateKey`]) and anything that is not JSON ([`WireError::NotJson`]).
 pub(crate) fn parse(bytes: &[u8]) -> Result<Value, WireError> {
     let duplicate = RefCell::new(None);
-    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let parsed = UniqueKeys {
-        duplicate: &duplicate,
-    }
-    .deserialize(&mut deserializer)
-    .and_then(|value| deserializer.end().map(|()| value));
+    let parsed = match std::str::from_utf8(bytes) {
+        Ok(text) => parse_from(serde_json::de::StrRead::new(text), &duplicate),
+        Err(_) => parse_from(serde_json::de::SliceRead::new(bytes), &duplicate),
+    };
     parsed.map_err(|error| match duplicate.into_inner() {
         Some(key) => WireError::DuplicateKey { key },
         None => WireError::NotJson(error.to_string()),
     })
+}
+
+fn parse_from<'de, R: serde_json::de::Read<'de>>(
+    read: R,
+    duplicate: &RefCell<Option<String>>,
+) -> Result<Value, serde_json::Error> {
+    let mut deserializer = serde_json::Deserializer::new(read);
+    UniqueKeys { duplicate }
+        .deserialize(&mut deserializer)
+        .and_then(|value| deserializer.end().map(|()| value))
+}
+
+/// `T` from the JSON in `bytes`, as `serde_json::from_slice` reads it, with the text's UTF-8
+/// checked once, as a whole, rather than string by string (`from_slice` checks each string
+/// it reads, at a call per string: most of a small event's strings are short keys). Text that
+/// is not UTF-8 is read by `from_slice` itself, so its error is the one it always gave.
+pub(crate) fn from_bytes<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> serde_json::Result<T> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(bytes),
+    }
 }
 
 /// A field the fast decoder reads as a [`Value`] under the same rule (any error declines the
@@ -305,5 +324,33 @@ mod tests {
             matches!(parse(deep.as_bytes()), Err(WireError::NotJson(message)) if message.contains("recursion limit"))
         );
         assert_eq!(parse(b" 7 ").unwrap(), json!(7));
+    }
+
+    /// UTF-8 checked once for the whole text reads what `from_slice` reads, and text that is
+    /// not UTF-8 gets `from_slice`'s own error: the same outcome, byte for byte.
+    #[test]
+    fn reading_checked_text_is_reading_the_slice() {
+        let cases: [&[u8]; 9] = [
+            br#"{"type":"call.requested","requestId":"c:1","input":{"a":"\u00e9","b":[1,2.5]}}"#,
+            "{\"caf\u{e9}\":\"\u{1f600}\"}".as_bytes(),
+            b"{\"a\":\"\xff\"}",
+            b"{\"\xc3\":1}",
+            b"{\"a\":1}\xff",
+            br#"{"a":"\ud800"}"#,
+            br#"{"a":1,"a":2}"#,
+            b"[1, 2",
+            b"",
+        ];
+        for bytes in cases {
+            let ours = from_bytes::<Value>(bytes).map_err(|error| error.to_string());
+            let theirs = serde_json::from_slice::<Value>(bytes).map_err(|error| error.to_string());
+            assert_eq!(ours, theirs, "{}", String::from_utf8_lossy(bytes));
+            let parsed = parse(bytes).map_err(|error| error.to_string());
+            match theirs {
+                Ok(value) if parsed.is_ok() => assert_eq!(parsed, Ok(value)),
+                Ok(_) => assert_eq!(bytes, br#"{"a":1,"a":2}"#),
+                Err(error) => assert_eq!(parsed, Err(WireError::NotJson(error).to_string())),
+            }
+        }
     }
 }

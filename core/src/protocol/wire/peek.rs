@@ -194,7 +194,7 @@ impl<'de> Deserialize<'de> for Scalar {
 /// assert!(EventKind::Responded.ends_call(false));
 /// ```
 pub fn peek(payload: &[u8]) -> Option<Peek<'_>> {
-    let raw: Raw<'_> = serde_json::from_slice(payload).ok()?;
+    let raw: Raw<'_> = super::json::from_bytes(payload).ok()?;
     Some(Peek {
         kind: EventKind::of(&raw.kind)?,
         request_id: raw.request_id,
