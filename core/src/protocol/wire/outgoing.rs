@@ -10,35 +10,22 @@ use crate::error::CallError;
 use crate::middleware::Reply;
 use crate::trace::TraceContext;
 use bytes::Bytes;
-use serde::{Serialize, Serializer};
 use serde_json::Value;
 
-/// A `call.requested` borrowing its parts. Fields in [`CallRequested`](super::CallRequested)'s
-/// order, with its omissions; `identityToken` is never written (a signed request is built
-/// whole, since the signature covers it).
-#[derive(Serialize)]
-#[serde(tag = "type", rename = "call.requested", rename_all = "camelCase")]
+/// A `call.requested` borrowing its parts. Written in [`CallRequested`](super::CallRequested)'s
+/// field order, with its omissions; `identityToken` is never written (a signed request is
+/// built whole, since the signature covers it).
 pub(crate) struct RequestOut<'a> {
     pub(crate) request_id: &'a str,
     pub(crate) operation_id: &'a str,
     pub(crate) input: &'a Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) parent_request_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) identity: Option<&'a Identity>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) deadline: Option<u64>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub(crate) subscription: bool,
     /// Written as `traceparent` and, when it has one, `tracestate`.
-    #[serde(
-        rename = "traceparent",
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "traceparent"
-    )]
     pub(crate) trace: Option<&'a TraceContext>,
     /// `trace`'s `tracestate` ([`with_trace`](Self::with_trace) sets both).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tracestate: Option<&'a str>,
 }
 
@@ -67,7 +54,47 @@ impl<'a> RequestOut<'a> {
 
     /// The request's wire bytes.
     pub(crate) fn to_bytes(&self) -> Result<Bytes, super::WireError> {
-        super::encode(self)
+        super::encode_with(|out| self.write_json(out))
+            .map_err(|error| super::WireError::Encode(error.to_string()))
+    }
+
+    /// Appends the request's JSON to `out`, by hand: the keys are fixed text (through serde
+    /// each would be escaped byte by byte on every request), the strings and the input are
+    /// written by `serde_json`.
+    fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        out.extend_from_slice(br#"{"type":"call.requested","requestId":"#);
+        serde_json::to_writer(&mut *out, self.request_id)?;
+        out.extend_from_slice(br#","operationId":"#);
+        serde_json::to_writer(&mut *out, self.operation_id)?;
+        out.extend_from_slice(br#","input":"#);
+        serde_json::to_writer(&mut *out, self.input)?;
+        if let Some(parent) = self.parent_request_id {
+            out.extend_from_slice(br#","parentRequestId":"#);
+            serde_json::to_writer(&mut *out, parent)?;
+        }
+        if let Some(identity) = self.identity {
+            out.extend_from_slice(br#","identity":"#);
+            serde_json::to_writer(&mut *out, identity)?;
+        }
+        if let Some(deadline) = self.deadline {
+            out.extend_from_slice(br#","deadline":"#);
+            out.extend_from_slice(itoa::Buffer::new().format(deadline).as_bytes());
+        }
+        if self.subscription {
+            out.extend_from_slice(br#","subscription":true"#);
+        }
+        if let Some(trace) = self.trace {
+            // Hex digits and dashes: nothing to escape.
+            out.extend_from_slice(br#","traceparent":""#);
+            out.extend_from_slice(trace.traceparent_text().as_str().as_bytes());
+            out.push(b'"');
+        }
+        if let Some(state) = self.tracestate {
+            out.extend_from_slice(br#","tracestate":"#);
+            serde_json::to_writer(&mut *out, state)?;
+        }
+        out.push(b'}');
+        Ok(())
     }
 }
 
@@ -86,17 +113,6 @@ pub(crate) fn responded(request_id: &str, reply: Reply) -> Result<Bytes, CallErr
         out.push(b'}');
         Ok(())
     })
-}
-
-/// The `traceparent` text, written from a stack buffer.
-fn traceparent<S: Serializer>(
-    trace: &Option<&TraceContext>,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    match trace {
-        Some(trace) => serializer.serialize_str(trace.traceparent_text().as_str()),
-        None => serializer.serialize_none(),
-    }
 }
 
 #[cfg(test)]
@@ -137,32 +153,37 @@ mod tests {
         let traced = TraceContext::new_root();
         let with_state =
             TraceContext::from_parts(Some(&traced.traceparent()), Some("vendor=1")).unwrap();
-        let input = json!({"a": 1, "nested": {"b": [1, "x"]}});
-        for parent in [None, Some("c:0")] {
-            for identity in [None, Some(&identity)] {
-                for deadline in [None, Some(1_700_000_000_000)] {
-                    for subscription in [false, true] {
-                        for trace in [None, Some(&traced), Some(&with_state)] {
-                            let out = RequestOut {
-                                parent_request_id: parent,
-                                identity,
-                                deadline,
-                                subscription,
-                                ..RequestOut::new("c:1", "math.add", &input)
+        let input = json!({"a": 1, "nested": {"b": [1, "x\"ü"]}});
+        // Ids a writer must escape (a caller's are never such, but the writer must not rely
+        // on it).
+        let (odd_id, odd_op) = ("c\"\\\u{1}:1", "math.\u{e9}\n");
+        for (request_id, operation_id) in [("c:1", "math.add"), (odd_id, odd_op)] {
+            for parent in [None, Some("c:0"), Some(odd_id)] {
+                for identity in [None, Some(&identity)] {
+                    for deadline in [None, Some(1_700_000_000_000)] {
+                        for subscription in [false, true] {
+                            for trace in [None, Some(&traced), Some(&with_state)] {
+                                let out = RequestOut {
+                                    parent_request_id: parent,
+                                    identity,
+                                    deadline,
+                                    subscription,
+                                    ..RequestOut::new(request_id, operation_id, &input)
+                                }
+                                .with_trace(trace);
+                                let owned = CallRequested {
+                                    parent_request_id: parent.map(str::to_owned),
+                                    identity: identity.cloned(),
+                                    deadline,
+                                    subscription,
+                                    ..CallRequested::new(request_id, operation_id, input.clone())
+                                }
+                                .with_trace_context(trace);
+                                assert_eq!(
+                                    out.to_bytes().unwrap(),
+                                    CallEvent::Requested(owned).to_bytes().unwrap()
+                                );
                             }
-                            .with_trace(trace);
-                            let owned = CallRequested {
-                                parent_request_id: parent.map(str::to_owned),
-                                identity: identity.cloned(),
-                                deadline,
-                                subscription,
-                                ..CallRequested::new("c:1", "math.add", input.clone())
-                            }
-                            .with_trace_context(trace);
-                            assert_eq!(
-                                out.to_bytes().unwrap(),
-                                CallEvent::Requested(owned).to_bytes().unwrap()
-                            );
                         }
                     }
                 }
