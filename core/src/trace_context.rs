@@ -128,17 +128,31 @@ fn unhex<const N: usize>(text: &str) -> Option<[u8; N]> {
     if digits.len() != N * 2 {
         return None;
     }
-    let value = |digit: u8| match digit {
-        b'0'..=b'9' => Some(digit - b'0'),
-        b'a'..=b'f' => Some(digit - b'a' + 10),
-        _ => None,
-    };
     let mut out = [0; N];
+    // Every digit looked up, one check at the end: a byte that is not a digit has high bits.
+    let mut seen = 0;
     for (slot, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
-        *slot = (value(pair[0])? << 4) | value(pair[1])?;
+        let (high, low) = (
+            HEX_VALUE[usize::from(pair[0])],
+            HEX_VALUE[usize::from(pair[1])],
+        );
+        seen |= high | low;
+        *slot = (high << 4) | (low & 0xf);
     }
-    Some(out)
+    (seen & 0xf0 == 0).then_some(out)
 }
+
+/// The value of each lowercase hex digit; `0xff` for every other byte. (A `traceparent`
+/// comes with every call over the wire, and these are its 55 bytes.)
+static HEX_VALUE: [u8; 256] = {
+    let mut table = [0xff; 256];
+    let mut digit = 0;
+    while digit < 16 {
+        table[b"0123456789abcdef"[digit] as usize] = digit as u8;
+        digit += 1;
+    }
+    table
+};
 
 /// A `tracestate` worth passing on: printable ASCII within [`MAX_TRACESTATE_LEN`].
 fn valid_tracestate(text: &str) -> Option<Arc<str>> {
@@ -310,6 +324,22 @@ mod tests {
     use super::*;
 
     const VALID: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    #[test]
+    fn hex_digits_are_lowercase_hex_only() {
+        for byte in 0..=255u8 {
+            let text = [b'0', byte];
+            let text = std::str::from_utf8(&text);
+            let expected = byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte);
+            let parsed = text.ok().and_then(unhex::<1>);
+            assert_eq!(parsed.is_some(), expected, "{byte}");
+            if let Some([value]) = parsed {
+                assert_eq!(Some(u32::from(value)), char::from(byte).to_digit(16));
+            }
+        }
+        assert_eq!(unhex::<2>("ff00"), Some([0xff, 0]));
+        assert_eq!(unhex::<2>("ff0"), None);
+    }
 
     #[test]
     fn round_trips_a_valid_traceparent() {

@@ -54,16 +54,19 @@ struct MemoryBus {
     state: Mutex<State>,
 }
 
+/// Topics and groups by name, hashed with a fast hash: every publish looks its topic up.
+type ByName<T> = HashMap<String, T, foldhash::fast::RandomState>;
+
 #[derive(Default)]
 struct State {
-    topics: HashMap<String, Topic>,
+    topics: ByName<Topic>,
     next_id: u64,
 }
 
 #[derive(Default)]
 struct Topic {
     subscribers: Vec<Member>,
-    groups: HashMap<String, Group>,
+    groups: ByName<Group>,
 }
 
 struct Member {
