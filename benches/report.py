@@ -725,6 +725,7 @@ do not move with the machine's load, where the times above move by 10–20% betw
 | `899af64`: the registry's serve future awaited in place, not boxed | 13,435 | 21 / 6,536 | 1.52× |
 | `4701efd`: fresh ids numbered from one process-wide counter; a given id an `Arc<str>` again | 13,477 | 21 / 6,536 | 1.52× |
 | `af277d7`: a call span nothing can record is not built (`tracing`'s `log` fallback built its fields) | 13,184 | 21 / 6,536 | 1.49× |
+| `1badff6`: the front door polls its running call in place (awaiting it moved it into a second slot of the door's future) | 12,937 | 21 / 6,352 | 1.46× (rmcp 8,828 in this build) |
 
 The other paths, same method, before (`63ef78a`) and after (`4701efd`): `tiny`
 (`registry.execute` with one context reused) 4,209 → 4,275 (+1.6%: the context's clone and drop,
@@ -756,14 +757,17 @@ router of `src/axum_peer.rs`: 17,681 instructions, 33 allocations, 4,664 bytes).
 | `2e34b9e`: each operation registered when the router is built has a static route (no path variable matched, decoded, allocated) | 25,860 | 37 / 7,696 | 1.46× | — |
 | `006d119`: `serve` puts the compression around the router once, not in every route | 25,860 | 37 / 7,696 | 1.46× | 23,741 (33 allocations: axum's count) |
 | `af277d7`: a call span nothing can record not built; the SSE encoding read only for a stream | 25,535 | 37 / 7,696 | 1.44× | 23,312 (1.32×) |
+| `1badff6`: the served call's future holds the request's parts once (the call is prepared, then only its outcome awaited) and the front door polls its running call in place; `traceparent` and `tracestate` looked up by a `HeaderName` (by text, each lookup parsed the name); the route table hashed with foldhash | 25,452 | 37 / 6,776 | 1.44× | 22,928 (1.29×) |
+| `81f8cff`: a JSON body's UTF-8 checked once, as a whole, then read with `from_str` (`from_slice` checks every string it reads, at a call each) | — | — | — | 22,906 (1.29× axum's 17,715 in the same build) |
 
-The medium call (`http-medium`, `http-axum-medium`): 70,455 → 66,079 instructions against axum's
-70,061 (0.94×), 77 → 69 allocations (axum 88). Where the tiny call's remaining ~5,600 go
-(`http-plain` against axum): the context and its edge (~1,000 to build and drop, with the
-request's headers moved into the edge's `HttpRequest`), the envelope's meta and the
-`x-request-id` header (~900), the registry's front door and guard (~1,100 beyond the check and
-decode both do), the larger future (2,648 bytes against axum's 1,152, moved and copied: ~1,500),
-the header lookups opkit's contract adds (`traceparent`, `x-request-id`, `Accept`): ~500.
+The medium call (`http-medium`, `http-axum-medium`): 70,455 → 66,079 → 65,031 (`81f8cff`)
+instructions against axum's 70,117 (0.93×), 77 → 69 allocations (axum 88). Where the tiny call's
+remaining ~5,200 go (`http-plain` against axum, by source in callgrind): `memcpy` ~1,000 more (the
+served call's future, boxed by axum and moved at each `.await`, still larger than axum's), the
+`http` crate's header work ~700 (the response's `x-request-id`, the lookups of `x-request-id`
+and `traceparent` opkit's contract adds), the context and its edge and the envelope's meta
+(~1,000), the registry's front door and guard (~700 beyond the check and decode both do), the
+fresh request id written as a UUID for `x-request-id` (~120).
 
 The changes in shared code (the edge's one fact, the span, the wire decoder borrowing its
 strings, and `4941148`: an unsigned `call.responded` written around the reply's own JSON rather
@@ -772,6 +776,18 @@ than through an envelope `Value`) cut the call protocol too, same method: a roun
 189,287 (64.0 → 55.0 allocations); one Redis call 154,301 → 148,601 (111.6 → 104.6). With 64
 calls in flight (`profile ws 20000 64`, `profile redis 5000 64`): 56.5 → 47.5 allocations per
 WebSocket call (the raw relay: 8.5), 81.9 → 74.9 per Redis call (raw: 55.9).
+
+Then (`809f3bc`..`871ecd7`), in the call protocol's own code, same method: the caller's operation
+id one `Arc` from the start and its request id written on the stack (two allocations fewer per
+call); every wire reader (the fast decoder, the hub's check, `peek`, the full parse) checks an
+event's UTF-8 once for the whole text and reads it with `from_str` (`81f8cff`: `from_slice`
+called `from_utf8` for each of ~25 strings per round trip, ~2,300 instructions); `call.requested`
+written by hand, its fixed keys as bytes (`71d66ca`); a caller id's and a `traceparent`'s bytes
+checked by tables, `MemoryPubSub`'s topics hashed with foldhash (`871ecd7`). A round trip over
+`MemoryPubSub` 42,405 → 42,379 → 40,495 (`81f8cff`) → 37,911 instructions; one Redis call
+148,978 → 144,149 (104.6 → 102.6 allocations); one WebSocket call 187,316 → 185,032 (55 → 53
+allocations; this path's count moves by ±3,000 between runs: its polls and wake-ups vary). With
+64 calls in flight: 47.5 → 45.5 allocations per WebSocket call, 74.9 → 72.9 per Redis call.
 """
 
 def equal_work_section(w, get, serving):
