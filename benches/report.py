@@ -740,6 +740,25 @@ result (`Served`, `Execution`, the span's `Either`: ~800 with their moves). The 
 (~600) and decode (~740) cost what rmcp's check and `Deserialize` cost.
 """
 
+TRANSPORTS_RERUN_49 = """A re-run of these rows alone (2026-11-29: `SERVING_FILTER=inflight ROUNDS=3`, three runs of each
+build alternated, one `redis-server`, no Redis Cluster), medians of 9 rounds, opkit % of raw and
+server CPU per call (opkit / raw). `678d3a6` is the last commit before this session's cuts,
+`b228757` after them:
+
+| in flight | WebSocket, `678d3a6` | WebSocket, `b228757` | Redis, `678d3a6` | Redis, `b228757` |
+|---:|---:|---:|---:|---:|
+| 1 | 73% (58 / 40 µs) | 74% (56 / 42 µs) | 70% (58 / 48 µs) | 69% (70 / 52 µs) |
+| 8 | 45% (24 / 12 µs) | 51% (22 / 12 µs) | 83% (24 / 16 µs) | 68% (24 / 16 µs) |
+| 64 | 35% (16 / 6 µs) | 36% (16 / 6 µs) | 62% (16 / 10 µs) | 47% (22 / 10 µs) |
+
+The two builds differ by ~3% of the instructions per call (counted above), which this bench
+cannot see: the raw sides' own rates moved by up to 20% between runs (Redis raw at 1 in flight:
+9,365 to 11,149 calls/s), and a first run of `b228757` alone read WebSocket 87% / 51% / 36% and
+Redis 77% / 70% / 42%. What the re-run does show against the table above (taken before the last
+three sessions' work on the hub and the call protocol): WebSocket at 64 in flight from ~20% to
+~36% of raw, and nowhere near 85-90% at 8 and 64 in flight on either transport.
+"""
+
 HTTP_INSTRUCTIONS_48 = """#### What one tiny HTTP call costs, counted (issue 48)
 
 Instructions per `POST /ops/bench.add` through the router in process (`tower::ServiceExt::oneshot`,
@@ -952,6 +971,7 @@ def concurrency_section(w, serving):
             cells.append(f"{BEFORE_49[key][n]}% → {after}")
         w(f"| {name} | {' | '.join(cells)} | ≥ {TARGETS_49[key] * 100:.0f}% |")
     w("")
+    w(TRANSPORTS_RERUN_49)
 
 
 def serving_pair_row(w, serving, path, label, ours, theirs, cpu=False):
