@@ -13,6 +13,7 @@ use super::{CallAborted, CallCompleted, CallEvent, CallFailed, CallRequested, Ca
 use crate::access::Identity;
 use crate::envelope::{ResponseEnvelope, ResponseMeta};
 use crate::error::ErrorCode;
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -49,6 +50,80 @@ struct RawEvent<'a> {
     /// is not a string is dropped.
     #[serde(default, deserialize_with = "lenient_string")]
     signature: Option<String>,
+}
+
+/// A `call.requested` that starts with its `type` (as every opkit caller writes it): a
+/// request's fields only, read into a struct half the size of [`RawEvent`] (moved the fewer
+/// bytes). Any other field, or a field missing, declines this reader, and [`RawEvent`] reads
+/// the event as it reads any other.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawRequested {
+    /// `call.requested`: the event's first bytes said so (a second `type` key is refused).
+    #[serde(rename = "type")]
+    _kind: IgnoredAny,
+    request_id: String,
+    operation_id: String,
+    #[serde(default, deserialize_with = "present")]
+    input: Option<Value>,
+    parent_request_id: Option<String>,
+    #[serde(default, deserialize_with = "identity")]
+    identity: Option<Identity>,
+    identity_token: Option<String>,
+    deadline: Option<u64>,
+    subscription: Option<bool>,
+    traceparent: Option<String>,
+    tracestate: Option<String>,
+}
+
+/// A `call.responded` that starts with its `type` (as every opkit handler writes it), read
+/// as [`RawRequested`] reads a request.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawResponded {
+    /// `call.responded`: the event's first bytes said so.
+    #[serde(rename = "type")]
+    _kind: IgnoredAny,
+    request_id: String,
+    output: RawEnvelope,
+    #[serde(default, deserialize_with = "lenient_string")]
+    signature: Option<String>,
+}
+
+/// The first bytes of the two events every call carries, as opkit writes them.
+const REQUESTED_HEAD: &[u8] = br#"{"type":"call.requested","#;
+const RESPONDED_HEAD: &[u8] = br#"{"type":"call.responded","#;
+
+/// The event in `bytes` when it is a request or a reply that starts with its `type`; `None`
+/// leaves it to [`RawEvent`].
+fn decode_common(bytes: &[u8]) -> Option<CallEvent> {
+    if bytes.starts_with(REQUESTED_HEAD) {
+        let raw: RawRequested = super::json::from_bytes(bytes).ok()?;
+        Some(CallEvent::Requested(CallRequested {
+            request_id: raw.request_id,
+            operation_id: raw.operation_id,
+            input: raw.input?,
+            parent_request_id: raw.parent_request_id,
+            identity: raw.identity,
+            identity_token: raw.identity_token,
+            deadline: raw.deadline,
+            subscription: raw.subscription.unwrap_or(false),
+            traceparent: raw.traceparent,
+            tracestate: raw.tracestate,
+        }))
+    } else if bytes.starts_with(RESPONDED_HEAD) {
+        let raw: RawResponded = super::json::from_bytes(bytes).ok()?;
+        Some(CallEvent::Responded(CallResponded {
+            request_id: raw.request_id,
+            output: ResponseEnvelope {
+                data: raw.output.data?,
+                meta: raw.output.meta,
+            },
+            signature: raw.signature,
+        }))
+    } else {
+        None
+    }
 }
 
 /// An envelope as the wire carries it: `data` must be present (it may be `null`).
@@ -102,6 +177,9 @@ pub(super) fn is_object(bytes: &[u8]) -> bool {
 pub(crate) fn decode_fast(bytes: &[u8]) -> Option<CallEvent> {
     if !is_object(bytes) {
         return None;
+    }
+    if let Some(event) = decode_common(bytes) {
+        return Some(event);
     }
     let raw: RawEvent<'_> = super::json::from_bytes(bytes).ok()?;
     let request_id = raw.request_id;
@@ -259,8 +337,29 @@ pub(super) mod tests {
         /// Whatever the fast path accepts, the slow path accepts and decodes the same way; a
         /// repeated key is refused by both.
         #[test]
-        fn the_fast_path_agrees_with_from_value(event in event_like(), duplicate in any::<bool>()) {
-            let mut bytes = serde_json::to_vec(&event).unwrap();
+        fn the_fast_path_agrees_with_from_value(
+            event in event_like(),
+            duplicate in any::<bool>(),
+            type_first in any::<bool>(),
+        ) {
+            let mut bytes = match (type_first, event.get("type")) {
+                // As opkit writes its events (the readers of a request's or a reply's own
+                // fields take those): `type` first, then the rest.
+                (true, Some(kind)) => {
+                    let mut rest = event.as_object().unwrap().clone();
+                    rest.remove("type");
+                    let mut bytes = format!("{{\"type\":{kind}").into_bytes();
+                    let rest = serde_json::to_vec(&rest).unwrap();
+                    if rest.len() > 2 {
+                        bytes.push(b',');
+                        bytes.extend_from_slice(&rest[1..]);
+                    } else {
+                        bytes.push(b'}');
+                    }
+                    bytes
+                }
+                _ => serde_json::to_vec(&event).unwrap(),
+            };
             let repeats = duplicate && event.get("type").is_some();
             if repeats {
                 // A repeated key: which one counts would depend on the parser.
@@ -274,6 +373,94 @@ pub(super) mod tests {
                 prop_assert_eq!(slow, Ok(fast));
             } else if repeats {
                 prop_assert_eq!(slow, Err(super::super::WireError::DuplicateKey { key: "type".into() }));
+            }
+        }
+    }
+
+    /// A request's or a reply's fields only, right, wrong, null or missing, `type` first (as
+    /// opkit writes them: what the readers of [`decode_common`] take).
+    fn request_or_reply() -> impl Strategy<Value = Vec<u8>> {
+        let strings = vec![json!("c:1"), json!("é\"x"), Value::Null, json!(3)];
+        let inputs = vec![Value::Null, json!({"a": 1}), json!([1, "x"])];
+        let identities = vec![
+            Value::Null,
+            json!({"id": "ann", "scopes": ["a"]}),
+            json!({"id": 5}),
+        ];
+        let deadlines = vec![Value::Null, json!(5), json!(-1)];
+        let flags = vec![json!(true), json!(false), Value::Null, json!("yes")];
+        let request = (
+            (
+                field(strings.clone()),
+                field(strings.clone()),
+                field(inputs),
+                field(strings.clone()),
+                field(identities),
+            ),
+            (
+                field(strings.clone()),
+                field(deadlines),
+                field(flags),
+                field(strings.clone()),
+                field(strings.clone()),
+            ),
+        )
+            .prop_map(|(head, tail)| {
+                let (request_id, operation_id, input, parent, identity) = head;
+                let (token, deadline, subscription, traceparent, tracestate) = tail;
+                (
+                    "call.requested",
+                    vec![
+                        ("requestId", request_id),
+                        ("operationId", operation_id),
+                        ("input", input),
+                        ("parentRequestId", parent),
+                        ("identity", identity),
+                        ("identityToken", token),
+                        ("deadline", deadline),
+                        ("subscription", subscription),
+                        ("traceparent", traceparent),
+                        ("tracestate", tracestate),
+                    ],
+                )
+            });
+        let reply = (
+            field(strings.clone()),
+            field(envelope_candidates()),
+            field(strings),
+        )
+            .prop_map(|(request_id, output, signature)| {
+                (
+                    "call.responded",
+                    vec![
+                        ("requestId", request_id),
+                        ("output", output),
+                        ("signature", signature),
+                    ],
+                )
+            });
+        prop_oneof![request, reply].prop_map(|(kind, fields)| {
+            let mut bytes = format!("{{\"type\":\"{kind}\"").into_bytes();
+            for (key, value) in fields {
+                if let Some(value) = value {
+                    bytes.extend_from_slice(format!(",\"{key}\":{value}").as_bytes());
+                }
+            }
+            bytes.push(b'}');
+            bytes
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        /// A request or a reply written as opkit writes it is read by its own reader exactly
+        /// as the slow path reads it (the fast path may only decline more).
+        #[test]
+        fn requests_and_replies_read_as_from_value_reads_them(bytes in request_or_reply()) {
+            let slow = super::super::json::parse(&bytes).and_then(CallEvent::from_value);
+            if let Some(fast) = decode_fast(&bytes) {
+                prop_assert_eq!(slow, Ok(fast));
             }
         }
     }
@@ -292,6 +479,8 @@ pub(super) mod tests {
         ];
         for event in events {
             let bytes = event.to_bytes().unwrap();
+            let common = matches!(event, CallEvent::Requested(_) | CallEvent::Responded(_));
+            assert_eq!(decode_common(&bytes).is_some(), common, "{event:?}");
             assert_eq!(decode_fast(&bytes), Some(event));
         }
     }
