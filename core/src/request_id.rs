@@ -70,58 +70,20 @@ impl RequestId {
     pub(crate) fn shared(&self) -> &Arc<str> {
         match self {
             Self::Given(text) => text,
-            Self::Fresh { number, text } => {
-                text.get_or_init(|| Arc::from(FreshText::of(*number).as_str()))
-            }
+            Self::Fresh { number, text } => text.get_or_init(|| {
+                let mut buffer = [0_u8; uuid::fmt::Hyphenated::LENGTH];
+                Arc::from(&*fresh_uuid(*number).encode_lower(&mut buffer))
+            }),
         }
     }
-}
-
-/// The process's random v4 UUID, which fresh ids count up from.
-fn base() -> u128 {
-    static BASE: OnceLock<u128> = OnceLock::new();
-    *BASE.get_or_init(|| uuid::Uuid::new_v4().as_u128())
 }
 
 /// The UUID of fresh id `number`: the process's random v4 UUID with `number` in its counted
 /// bits.
-#[cfg(test)]
-fn fresh_uuid(number: u64) -> uuid::Uuid {
-    uuid::Uuid::from_u128((base() & !COUNTED) | (u128::from(number) & COUNTED))
-}
-
-/// The hyphenated text of fresh id `number` (the form `uuid` writes, lowercase), on the stack.
-///
-/// Only the last 16 hex digits depend on the number (the counted bits and the variant bits
-/// above them are the low 64 bits: digits 16 to 31, after the fourth hyphen's group starts);
-/// the rest is the process's base, written once.
-struct FreshText([u8; uuid::fmt::Hyphenated::LENGTH]);
-
-impl FreshText {
-    fn of(number: u64) -> Self {
-        static BASE_TEXT: OnceLock<[u8; uuid::fmt::Hyphenated::LENGTH]> = OnceLock::new();
-        let mut text = *BASE_TEXT.get_or_init(|| {
-            let mut text = [0; uuid::fmt::Hyphenated::LENGTH];
-            uuid::Uuid::from_u128(base())
-                .hyphenated()
-                .encode_lower(&mut text);
-            text
-        });
-        // `COUNTED` is within the low 64 bits: the cast keeps the variant bits and the count.
-        let low = ((base() & !COUNTED) as u64) | (number & COUNTED as u64);
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        // Digits 16..=19 sit at 19..=22, digits 20..=31 at 24..=35 (after a hyphen).
-        let slots = (19..23).chain(24..36);
-        for (nibble, slot) in (0..16).rev().zip(slots) {
-            text[slot] = DIGITS[((low >> (nibble * 4)) & 0xf) as usize];
-        }
-        Self(text)
-    }
-
-    fn as_str(&self) -> &str {
-        // Hex digits and hyphens only.
-        std::str::from_utf8(&self.0).unwrap_or_default()
-    }
+fn fresh_uuid(number: u64) -> uuid::fmt::Hyphenated {
+    static BASE: OnceLock<u128> = OnceLock::new();
+    let base = *BASE.get_or_init(|| uuid::Uuid::new_v4().as_u128());
+    uuid::Uuid::from_u128((base & !COUNTED) | (u128::from(number) & COUNTED)).hyphenated()
 }
 
 /// The id's text, written without keeping it (a span's field: read by a subscriber that
@@ -132,7 +94,10 @@ impl std::fmt::Display for RequestId {
             Self::Given(text) => f.write_str(text),
             Self::Fresh { number, text } => match text.get() {
                 Some(text) => f.write_str(text),
-                None => f.write_str(FreshText::of(*number).as_str()),
+                None => {
+                    let mut buffer = [0_u8; uuid::fmt::Hyphenated::LENGTH];
+                    f.write_str(fresh_uuid(*number).encode_lower(&mut buffer))
+                }
             },
         }
     }
@@ -147,17 +112,6 @@ impl std::fmt::Debug for RequestId {
 #[cfg(test)]
 mod tests {
     use super::RequestId;
-
-    #[test]
-    fn a_fresh_ids_text_is_its_uuid_hyphenated() {
-        for number in [0, 1, 0xabc, 1 << 40, (1 << 62) - 1, 1 << 62, u64::MAX] {
-            assert_eq!(
-                super::FreshText::of(number).as_str(),
-                super::fresh_uuid(number).hyphenated().to_string(),
-                "{number}"
-            );
-        }
-    }
     use std::collections::HashSet;
     use std::sync::Arc;
 
