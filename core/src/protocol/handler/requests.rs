@@ -175,11 +175,7 @@ impl HandlerState {
             request_id,
             _permit: permit,
         };
-        let mut serving = Box::pin(async move {
-            let shared = guard.shared.clone();
-            shared.serve(&guard.request_id, request, &token).await;
-            drop(guard);
-        });
+        let mut serving = Box::pin(self.clone().serve(guard, request, token));
         // Most requests finish without waiting (the handler answers at once and the transport
         // takes the reply): poll once here, and only a request that has to wait gets a task of
         // its own. Its first poll there registers the real wakers (futures re-register on
@@ -244,43 +240,59 @@ impl HandlerState {
         }
     }
 
-    /// Runs one request and publishes its outcome.
-    async fn serve(
-        &self,
-        request_id: &Arc<str>,
+    /// Runs one request and publishes its outcome; `guard` is dropped when it is done.
+    ///
+    /// The request is taken apart here, before the future is made: the future holds what
+    /// the call needs once (an `async fn` taking the request would keep it, and each `async
+    /// fn` it awaits its own copy, beside the call).
+    fn serve(
+        self: Arc<Self>,
+        guard: RunningGuard,
         request: CallRequested,
-        token: &CancellationToken,
-    ) {
-        let reply_topic = topics::reply_topic_for(request_id);
-        let Err(error) = self.run(request_id, request, token, &reply_topic).await else {
-            return;
-        };
-        let error = if token.is_cancelled() {
-            if !self.shutdown.is_cancelled() {
-                // The caller aborted: it listens no more.
+        token: CancellationToken,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let reply_topic = topics::reply_topic_for(&guard.request_id);
+        let call = self.call(&guard.request_id, request, &token);
+        async move {
+            let request_id = &guard.request_id;
+            let outcome = match call {
+                // Made where it is awaited: the front door's future is held once.
+                Ok(Some((operation_id, input, ctx))) => {
+                    self.registry.serve(&operation_id, input, ctx).await
+                }
+                Ok(None) => return,
+                Err(error) => Err(error),
+            };
+            let Err(error) = self.deliver(outcome, request_id, &reply_topic).await else {
                 return;
-            }
-            CallError::aborted("the call handler serving this request stopped")
-        } else {
-            error
-        };
-        self.send(&reply_topic, CallEvent::error(&**request_id, error), None)
-            .await;
+            };
+            let error = if token.is_cancelled() {
+                if !self.shutdown.is_cancelled() {
+                    // The caller aborted: it listens no more.
+                    return;
+                }
+                CallError::aborted("the call handler serving this request stopped")
+            } else {
+                error
+            };
+            self.send(&reply_topic, CallEvent::error(&**request_id, error), None)
+                .await;
+        }
     }
 
-    /// The request mapped to the registry's front door
-    /// ([`OperationRegistry::serve`](crate::OperationRegistry::serve)) and its outcome
-    /// published back.
-    async fn run(
+    /// What a request asks of the registry's front door
+    /// ([`OperationRegistry::serve`](crate::OperationRegistry::serve)): the operation, its
+    /// input and the call's context. `None` when it is not to run (a signed request seen
+    /// before).
+    fn call(
         &self,
         request_id: &Arc<str>,
         request: CallRequested,
         token: &CancellationToken,
-        reply_topic: &str,
-    ) -> Result<(), CallError> {
+    ) -> Result<Option<(String, Value, OperationContext)>, CallError> {
         #[cfg(feature = "signing")]
         if !self.take_signed(request_id, &request)? {
-            return Ok(());
+            return Ok(None);
         }
         let trace = request.trace_context();
         let CallRequested {
@@ -310,7 +322,19 @@ impl HandlerState {
                 .map(|(caller, _)| caller.to_owned()),
         };
         let ctx = ctx.with_edge(Edge::new(Edge::CALL_PROTOCOL).with_fact(fact));
-        match self.registry.serve(&operation_id, input, ctx).await? {
+        Ok(Some((operation_id, input, ctx)))
+    }
+
+    /// Publishes a call's outcome: a unary reply, or a stream's items and then
+    /// `call.completed`. An error is the call's (or its reply's), for [`serve`](Self::serve)
+    /// to answer.
+    async fn deliver(
+        &self,
+        outcome: Result<Outcome, CallError>,
+        request_id: &Arc<str>,
+        reply_topic: &str,
+    ) -> Result<(), CallError> {
+        match outcome? {
             Outcome::Unary(reply) => {
                 self.respond(reply_topic, request_id, reply, None).await?;
             }
