@@ -796,7 +796,7 @@ than through an envelope `Value`) cut the call protocol too, same method: a roun
 calls in flight (`profile ws 20000 64`, `profile redis 5000 64`): 56.5 → 47.5 allocations per
 WebSocket call (the raw relay: 8.5), 81.9 → 74.9 per Redis call (raw: 55.9).
 
-Then (`809f3bc`..`c4fadff`), in the call protocol's own code, same method: the caller's operation
+Then (`809f3bc`..`79b1ab3`), in the call protocol's own code, same method: the caller's operation
 id one `Arc` from the start and its request id written on the stack (two allocations fewer per
 call); every wire reader (the fast decoder, the hub's check, `peek`, the full parse) checks an
 event's UTF-8 once for the whole text and reads it with `from_str` (`81f8cff`: `from_slice`
@@ -805,10 +805,12 @@ written by hand, its fixed keys as bytes (`71d66ca`); a caller id's and a `trace
 checked by tables, `MemoryPubSub`'s topics hashed with foldhash (`871ecd7`); a request and a
 reply that start with their `type` (as opkit writes both) read by readers of their own fields,
 half the size of the every-field one, which reads anything else (`c4fadff`). A round trip over
-`MemoryPubSub` 42,405 → 42,379 → 40,495 (`81f8cff`) → 37,911 (`871ecd7`) → 36,894 instructions;
+`MemoryPubSub` 42,405 → 42,379 → 40,495 (`81f8cff`) → 37,911 (`871ecd7`) → 36,894 → 36,793
+(`79b1ab3`: the handler's per-request future holds the request once) instructions;
 one Redis call 148,978 → 141,549 (104.6 → 102.6 allocations); one WebSocket call 187,316 → 185,032 (55 → 53
 allocations; this path's count moves by ±3,000 between runs: its polls and wake-ups vary). With
-64 calls in flight: 47.5 → 45.5 allocations per WebSocket call, 74.9 → 72.9 per Redis call.
+64 calls in flight: 47.5 → 45.5 allocations per WebSocket call (10,283 → 9,820 bytes), 74.9 →
+72.9 per Redis call.
 """
 
 def equal_work_section(w, get, serving):
