@@ -388,25 +388,9 @@ pub(crate) fn serve_call<'a>(
         let response = match shared.registry.serve_found(found, input, ctx).await {
             Ok(Outcome::Unary(reply)) => {
                 disarm(guard);
-                let hint = reply.cache_hint();
-                // The RPC route sends the envelope's JSON as the reply writes it (an
-                // `#[operation]` fn's data serialized once, into these bytes); a REST route
-                // shapes the envelope.
-                let response = match &shape {
-                    Some(shape) => reply
-                        .into_envelope()
-                        .map(|envelope| (shape.unary)(envelope)),
-                    None => reply.to_json_bytes().map(json_response),
-                };
-                match response {
-                    Ok(mut response) => {
-                        if let Some(value) = hint.and_then(cache_control) {
-                            response.headers_mut().insert(header::CACHE_CONTROL, value);
-                        }
-                        response
-                    }
-                    Err(error) => shared.call_error_response(found, &error, identity, from_url),
-                }
+                unary_response(reply, shape.as_ref()).unwrap_or_else(|error| {
+                    shared.call_error_response(found, &error, identity, from_url)
+                })
             }
             Ok(Outcome::Stream(items))
                 if shape.as_ref().is_some_and(|s| s.raw_stream.is_some()) =>
@@ -431,6 +415,25 @@ pub(crate) fn serve_call<'a>(
         };
         with_request_id(response, request_id)
     }
+}
+
+/// The response of a unary call's reply, with its cache hint: the RPC route sends the
+/// envelope's JSON as the reply writes it (an `#[operation]` fn's data serialized once, into
+/// these bytes); a REST route (`shape`) shapes the envelope. An error is the reply's (an
+/// output that would not serialize).
+fn unary_response(
+    reply: opkit::middleware::Reply,
+    shape: Option<&Shape<'_>>,
+) -> Result<Response, CallError> {
+    let hint = reply.cache_hint();
+    let mut response = match shape {
+        Some(shape) => (shape.unary)(reply.into_envelope()?),
+        None => json_response(reply.to_json_bytes()?),
+    };
+    if let Some(value) = hint.and_then(cache_control) {
+        response.headers_mut().insert(header::CACHE_CONTROL, value);
+    }
+    Ok(response)
 }
 
 /// The SSE response of a stream of replies, one event each in `encoding` (the one the
