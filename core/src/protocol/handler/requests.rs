@@ -175,7 +175,7 @@ impl HandlerState {
             request_id,
             _permit: permit,
         };
-        let mut serving = Box::pin(self.clone().serve(guard, request, token));
+        let mut serving = Box::pin(Self::serve(guard, request, token));
         // Most requests finish without waiting (the handler answers at once and the transport
         // takes the reply): poll once here, and only a request that has to wait gets a task of
         // its own. Its first poll there registers the real wakers (futures re-register on
@@ -240,34 +240,34 @@ impl HandlerState {
         }
     }
 
-    /// Runs one request and publishes its outcome; `guard` is dropped when it is done.
+    /// Runs one request and publishes its outcome, on the handler `guard` holds; `guard` is
+    /// dropped when it is done.
     ///
     /// The request is taken apart here, before the future is made: the future holds what
     /// the call needs once (an `async fn` taking the request would keep it, and each `async
     /// fn` it awaits its own copy, beside the call).
     fn serve(
-        self: Arc<Self>,
         guard: RunningGuard,
         request: CallRequested,
         token: CancellationToken,
     ) -> impl Future<Output = ()> + Send + 'static {
         let reply_topic = topics::reply_topic_for(&guard.request_id);
-        let call = self.call(&guard.request_id, request, &token);
+        let call = guard.shared.call(&guard.request_id, request, &token);
         async move {
-            let request_id = &guard.request_id;
+            let (shared, request_id) = (&guard.shared, &guard.request_id);
             let outcome = match call {
                 // Made where it is awaited: the front door's future is held once.
                 Ok(Some((operation_id, input, ctx))) => {
-                    self.registry.serve(&operation_id, input, ctx).await
+                    shared.registry.serve(&operation_id, input, ctx).await
                 }
                 Ok(None) => return,
                 Err(error) => Err(error),
             };
-            let Err(error) = self.deliver(outcome, request_id, &reply_topic).await else {
+            let Err(error) = shared.deliver(outcome, request_id, &reply_topic).await else {
                 return;
             };
             let error = if token.is_cancelled() {
-                if !self.shutdown.is_cancelled() {
+                if !shared.shutdown.is_cancelled() {
                     // The caller aborted: it listens no more.
                     return;
                 }
@@ -275,7 +275,8 @@ impl HandlerState {
             } else {
                 error
             };
-            self.send(&reply_topic, CallEvent::error(&**request_id, error), None)
+            shared
+                .send(&reply_topic, CallEvent::error(&**request_id, error), None)
                 .await;
         }
     }
