@@ -14,7 +14,6 @@
 //! `handlers` (the registered handlers and typed calls); the registration is here.
 
 pub use futures;
-pub use inventory;
 pub use schemars;
 pub use serde;
 pub use serde_json;
@@ -90,13 +89,19 @@ pub fn register_typed<O: TypedOperation>(
     registry.register_typed::<O>()
 }
 
-/// The inventory entry of the typed operation `O`, whose fn item is `f` (its type cannot be
-/// named, so its `TypeId` comes from the value; one call per expansion, no closure).
-pub const fn registration<O: TypedOperation, F: 'static>(_f: &F) -> OperationRegistration {
-    OperationRegistration {
+/// The constructor of the typed operation `O`, whose fn item is `f` (its type cannot be
+/// named, so it is inferred from the value): the one value an expansion puts in its
+/// constructor `static` (see `registry/linked.rs`).
+pub const fn constructor<O: TypedOperation, F: 'static>(_f: &F) -> extern "C" fn() {
+    link::<O, F>
+}
+
+/// Adds `O`'s registration to the linked operations; run by the loader, before `main`.
+extern "C" fn link<O: TypedOperation, F: 'static>() {
+    crate::registry::join(OperationRegistration {
         register: register_typed::<O>,
         fn_type_id: TypeId::of::<F>,
-    }
+    });
 }
 
 /// What one operation computes once: its id as a shared string and its spec. Each

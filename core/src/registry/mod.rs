@@ -30,7 +30,7 @@ mod unary;
 pub use door::FoundOperation;
 pub use handler::Handler;
 pub(crate) use handler::{HandlerFacts, HandlerFn};
-pub use linked::{OperationRegistration, registrations};
+pub use linked::{OperationRegistration, join, registrations};
 pub use output::Output;
 pub use subscription::EnvelopeStream;
 

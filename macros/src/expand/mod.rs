@@ -1,5 +1,5 @@
-//! Expansion: the typed handle, the input type, the `TypedOperation` impl and the inventory
-//! entry generated beside the user's function.
+//! Expansion: the typed handle, the input type, the `TypedOperation` impl and the constructor
+//! that registers it, generated beside the user's function.
 //!
 //! Every path to the runtime goes through `__private` (see `Operation::private`). Every trait
 //! requirement on a user type is checked by a helper whose tokens carry that type's span, so
@@ -483,13 +483,18 @@ fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     }
 }
 
-/// The inventory entry `OperationRegistry::from_inventory` finds.
+/// The constructor `static` that adds the operation to the list
+/// `OperationRegistry::from_inventory` reads: in the platform's constructor section, so the
+/// loader runs it before `main` (opkit's `registry/linked.rs`; opkit itself does not build for
+/// a target outside these three).
 fn registration(op: &Operation<'_>) -> TokenStream {
     let private = &op.private;
     let ident = &op.func.sig.ident;
     quote! {
-        #private::inventory::submit! {
-            #private::registration::<#ident, _>(&#ident)
-        }
+        #[used]
+        #[cfg_attr(all(unix, not(target_vendor = "apple")), unsafe(link_section = ".init_array"))]
+        #[cfg_attr(target_vendor = "apple", unsafe(link_section = "__DATA,__mod_init_func,mod_init_funcs"))]
+        #[cfg_attr(windows, unsafe(link_section = ".CRT$XCU"))]
+        static __OPKIT_LINK: extern "C" fn() = #private::constructor::<#ident, _>(&#ident);
     }
 }
