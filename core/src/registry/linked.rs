@@ -57,3 +57,29 @@ pub fn registrations() -> impl Iterator<Item = OperationRegistration> {
         .clone();
     linked.into_iter()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a library loaded while the program runs does: its constructors join the list
+    /// then, and the next snapshot has the new entry, once.
+    #[test]
+    fn a_registration_joined_later_is_in_the_next_snapshot() {
+        struct Marker;
+        let marker = || TypeId::of::<Marker>();
+        let before: Vec<_> = registrations().collect();
+        assert!(!before.iter().any(|entry| (entry.fn_type_id)() == marker()));
+        // Registers nothing: other tests of this binary that read the list are unaffected.
+        join(OperationRegistration {
+            register: |_| Ok(()),
+            fn_type_id: marker,
+        });
+        let after: Vec<_> = registrations().collect();
+        assert_eq!(after.len(), before.len() + 1);
+        let joined = after
+            .iter()
+            .filter(|entry| (entry.fn_type_id)() == marker());
+        assert_eq!(joined.count(), 1);
+    }
+}
