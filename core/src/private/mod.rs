@@ -41,7 +41,7 @@ pub use crate::typed::{Input, TypedOperation};
 use crate::access::AccessRule;
 use crate::envelope::local_envelope;
 use crate::error::ErrorCode;
-use crate::registry::{OperationRegistry, RegistryError};
+use crate::registry::OperationRegistry;
 use crate::trace::{CallSpan, SpanKind};
 use futures::stream::{self, Stream, StreamExt};
 use schemars::generate::{Contract, SchemaSettings};
@@ -82,13 +82,6 @@ pub use spec::*;
 // ---------------------------------------------------------------------------------------------
 // Registration
 
-/// Registers a typed operation (the `register` of its registration).
-pub fn register_typed<O: TypedOperation>(
-    registry: &OperationRegistry,
-) -> Result<(), RegistryError> {
-    registry.register_typed::<O>()
-}
-
 /// The constructor of the typed operation `O`, whose fn item is `f` (its type cannot be
 /// named, so it is inferred from the value): the one value an expansion puts in its
 /// constructor `static` (see `registry/linked.rs`).
@@ -99,7 +92,7 @@ pub const fn constructor<O: TypedOperation, F: 'static>(_f: &F) -> extern "C" fn
 /// Adds `O`'s registration to the linked operations; run by the loader, before `main`.
 extern "C" fn link<O: TypedOperation, F: 'static>() {
     crate::registry::join(OperationRegistration {
-        register: register_typed::<O>,
+        register: OperationRegistry::register_typed::<O>,
         fn_type_id: TypeId::of::<F>,
     });
 }
