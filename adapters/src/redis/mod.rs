@@ -5,6 +5,8 @@
 //! The manual is `adapters/docs/redis.md`, included below. Reading the code: start at
 //! `RedisPubSub` below; `group/reader.rs` is the consumer-group reader (a state machine),
 //! `claim.rs` what it acknowledges and reclaims, `state.rs` the state the clones share,
+//! `publish.rs` publishing on a topic groups may read (a script, or a transaction once the
+//! topic is seen served), `scripts.rs` the Lua scripts,
 //! `channel.rs` and `shard.rs` the plain subscriptions on a server and on a cluster,
 //! `topics.rs` the keys a topic maps to, `errors.rs` what a failure says about a call.
 #![doc = "\n"]
@@ -17,6 +19,7 @@ mod entries;
 mod errors;
 mod group;
 mod options;
+mod publish;
 mod replies;
 mod scripts;
 mod shard;
@@ -142,7 +145,7 @@ impl RedisPubSub {
                 shards: shards::Shards::default(),
                 answers: claim::Answers::default(),
                 replies: replies::Outboxes::default(),
-                published_keys: Mutex::new(HashMap::new()),
+                published: publish::Published::default(),
             }),
         };
         pubsub
@@ -191,6 +194,13 @@ impl RedisPubSub {
     #[cfg(feature = "testing")]
     pub fn members_key(&self, topic: &str) -> String {
         self.inner.names(topic).members
+    }
+
+    /// The key that exists while a group member of `topic` holds a lease; a hook for tests
+    /// (feature `testing`).
+    #[cfg(feature = "testing")]
+    pub fn live_key(&self, topic: &str) -> String {
+        self.inner.names(topic).live
     }
 }
 

@@ -6,7 +6,8 @@ use super::conn::{Backend, Conn};
 use super::errors::{is_connection_error, is_refusal, transport_error, transport_not_sent};
 use super::options::RedisOptions;
 use super::options::millis;
-use super::scripts::{JOIN_SCRIPT, LEAVE_SCRIPT, PUBLISH_SCRIPT, SPUBLISH_SCRIPT};
+use super::publish::Published;
+use super::scripts::{JOIN_SCRIPT, LEAVE_SCRIPT};
 use super::topics::{REQUEST_PREFIX, TopicKeys, has_no_groups, is_reply_topic};
 use super::{claim, replies, shards};
 use ::redis as redis_crate;
@@ -17,7 +18,6 @@ use redis_crate::RedisError;
 use redis_crate::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -45,15 +45,10 @@ pub(super) struct RedisState {
     pub(super) answers: claim::Answers,
     /// The group readers about to write, which take the replies published meanwhile.
     pub(super) replies: replies::Outboxes,
-    /// The names of the topics published on by the script (see [`publish_keys`]), at most
-    /// [`KEYS_KEPT`]: the whole map is dropped when it is full.
-    ///
-    /// [`publish_keys`]: Self::publish_keys
-    pub(super) published_keys: Mutex<HashMap<String, Arc<TopicKeys>>>,
+    /// The topics published on with groups possible: their names and whether each was seen
+    /// served (see [`publish`](super::publish)).
+    pub(super) published: Published,
 }
-
-/// How many topics' names [`RedisState::published_keys`] keeps.
-const KEYS_KEPT: usize = 1024;
 
 /// How many served topics are remembered before the stale ones are pruned.
 const SERVED_PRUNE_AT: usize = 4096;
@@ -68,12 +63,14 @@ impl RedisState {
                 channel: format!("{prefix}{{{topic}}}"),
                 stream: format!("{prefix}stream:{{{topic}}}"),
                 members: format!("{prefix}members:{{{topic}}}"),
+                live: format!("{prefix}live:{{{topic}}}"),
             }
         } else {
             TopicKeys {
                 channel: format!("{prefix}{topic}"),
                 stream: format!("{prefix}stream:{topic}"),
                 members: format!("{prefix}members:{topic}"),
+                live: format!("{prefix}live:{topic}"),
             }
         }
     }
@@ -101,20 +98,6 @@ impl RedisState {
             )));
         }
         Ok(self.names(topic))
-    }
-
-    /// The names of `topic` for publishing, made once per topic (within [`KEYS_KEPT`]).
-    fn publish_keys(&self, topic: &str) -> Result<Arc<TopicKeys>, TransportError> {
-        if let Some(keys) = self.published_keys.lock().get(topic) {
-            return Ok(keys.clone());
-        }
-        let keys = Arc::new(self.keys(topic)?);
-        let mut kept = self.published_keys.lock();
-        if kept.len() >= KEYS_KEPT {
-            kept.clear();
-        }
-        kept.insert(topic.to_owned(), keys.clone());
-        Ok(keys)
     }
 
     /// A new connection (bounded by the connect timeout).
@@ -290,6 +273,7 @@ impl RedisState {
         JOIN_SCRIPT
             .key(&keys.stream)
             .key(&keys.members)
+            .key(&keys.live)
             .arg(group)
             .arg(member)
             .arg(millis(self.options.lease))
@@ -305,6 +289,7 @@ impl RedisState {
                 LEAVE_SCRIPT
                     .key(&keys.stream)
                     .key(&keys.members)
+                    .key(&keys.live)
                     .arg(group)
                     .arg(member)
                     .arg(consumer)
@@ -318,7 +303,7 @@ impl RedisState {
     }
 
     /// Publishes `payload` on `topic`: by a plain `PUBLISH` on a reply or abort topic (which
-    /// has no groups), else by the publish script.
+    /// has no groups), else as [`publish`](super::publish) says.
     pub(super) async fn publish(
         &self,
         topic: &str,
@@ -327,23 +312,11 @@ impl RedisState {
         if has_no_groups(topic) {
             return self.publish_plain(topic, payload).await;
         }
-        let keys = self.publish_keys(topic)?;
+        let published = self.published.topic(topic, || self.keys(topic))?;
         let retention = millis(self.options.retention);
-        let script = if self.backend.is_cluster() {
-            &*SPUBLISH_SCRIPT
-        } else {
-            &*PUBLISH_SCRIPT
-        };
         let receivers: i64 = self
-            .command("publishing", |mut conn| async move {
-                script
-                    .key(&keys.stream)
-                    .key(&keys.members)
-                    .key(&keys.channel)
-                    .arg(payload.as_ref())
-                    .arg(retention)
-                    .invoke_async(&mut conn)
-                    .await
+            .command("publishing", |conn| {
+                self.published.publish(conn, &published, payload, retention)
             })
             .await?;
         let receivers = usize::try_from(receivers).unwrap_or(0);

@@ -9,6 +9,8 @@ pub(super) struct TopicKeys {
     pub(super) channel: String,
     pub(super) stream: String,
     pub(super) members: String,
+    /// Exists while a group member's lease runs (see `scripts.rs`).
+    pub(super) live: String,
 }
 
 /// The prefix of the protocol's request topics.

@@ -12,6 +12,7 @@ mod redis_support;
 mod tls_support;
 
 mod cluster;
+mod publish_path;
 mod replica_kill;
 mod tls;
 mod transport;

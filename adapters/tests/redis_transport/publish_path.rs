@@ -1,0 +1,162 @@
+//! How a publish on a topic with groups reaches Redis: the script until the publisher has seen
+//! the topic served, then a transaction without a script; the live key that transaction reads
+//! follows the members set; an entry added after the last member left is taken back, so a
+//! member joining later never runs a request its caller was told reached nobody.
+#![cfg(all(feature = "redis", feature = "testing"))]
+
+use crate::redis_support;
+
+use futures::StreamExt;
+use opkit::protocol::PubSub;
+use opkit_adapters::redis::{RedisOptions, RedisPubSub};
+use redis::AsyncCommands;
+use redis_support::RedisServer;
+use redis_support::ops::{init_logs, within};
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// Calls per command name so far (`INFO commandstats`).
+async fn command_calls(raw: &mut redis::aio::MultiplexedConnection) -> HashMap<String, u64> {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(raw)
+        .await
+        .unwrap();
+    info.lines()
+        .filter_map(|line| {
+            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(":calls=")?;
+            let calls = rest.split(',').next()?.parse().ok()?;
+            Some((name.to_owned(), calls))
+        })
+        .collect()
+}
+
+fn delta(after: &HashMap<String, u64>, before: &HashMap<String, u64>, name: &str) -> u64 {
+    after.get(name).copied().unwrap_or(0) - before.get(name).copied().unwrap_or(0)
+}
+
+/// A transport whose members renew their lease rarely, so that no renewal script runs while a
+/// test counts commands.
+async fn slow_renewing_bus(server: &RedisServer, prefix: &str) -> RedisPubSub {
+    RedisPubSub::connect_with(
+        &server.url(),
+        RedisOptions::default()
+            .with_prefix(prefix)
+            .with_lease(Duration::from_secs(60)),
+    )
+    .await
+    .unwrap()
+}
+
+async fn next(subscription: &mut opkit::protocol::Subscription) -> String {
+    let payload = within("waiting for a message", subscription.next())
+        .await
+        .expect("the subscription ended");
+    String::from_utf8(payload.to_vec()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_served_topic_is_published_by_a_transaction_after_one_script() {
+    init_logs();
+    let server = RedisServer::start();
+    let serving = slow_renewing_bus(&server, "tx:").await;
+    let publishing = slow_renewing_bus(&server, "tx:").await;
+    let mut worker = serving.subscribe_group("jobs", "workers").await.unwrap();
+    let mut raw = server.raw().await;
+
+    // The live key mirrors the members set: it expires when the latest lease ends.
+    let live_key = serving.live_key("jobs");
+    let members_key = serving.members_key("jobs");
+    let groups: i64 = raw.get(&live_key).await.unwrap();
+    assert_eq!(groups, 1);
+    let lease_end: Vec<(String, i64)> = raw.zrange_withscores(&members_key, 0, -1).await.unwrap();
+    let expires: i64 = redis::cmd("PEXPIRETIME")
+        .arg(&live_key)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(expires, lease_end[0].1, "the live key ends with the lease");
+
+    let before = command_calls(&mut raw).await;
+    for n in 0..50 {
+        let receipt = publishing
+            .publish("jobs", format!("job-{n}").into())
+            .await
+            .unwrap();
+        assert_eq!(receipt.receivers(), Some(1), "one group");
+    }
+    for n in 0..50 {
+        assert_eq!(next(&mut worker).await, format!("job-{n}"));
+    }
+    let after = command_calls(&mut raw).await;
+    // The first publish runs the script: one `EVALSHA`, or two when Redis did not hold the
+    // script yet (refused with `NOSCRIPT`, loaded, sent again).
+    let scripts = delta(&after, &before, "evalsha") - delta(&after, &before, "script|load");
+    assert_eq!(
+        scripts, 1,
+        "only the first publish runs the script: {after:?}"
+    );
+    assert_eq!(delta(&after, &before, "exec"), 49);
+    assert_eq!(delta(&after, &before, "xadd"), 50);
+
+    // A members set kept by something that does not write the live key (an older opkit's
+    // join) leaves it missing while a member is live: the transaction that finds it missing
+    // is settled as the script would have (the entry kept, the key written again).
+    let _: () = raw.del(&live_key).await.unwrap();
+    let receipt = publishing.publish("jobs", "kept".into()).await.unwrap();
+    assert_eq!(receipt.receivers(), Some(1));
+    let groups: i64 = raw.get(&live_key).await.unwrap();
+    assert_eq!(groups, 1, "the settle script wrote the live key again");
+    assert_eq!(next(&mut worker).await, "kept");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_published_after_the_last_member_left_is_never_read() {
+    init_logs();
+    let server = RedisServer::start();
+    let serving = slow_renewing_bus(&server, "left:").await;
+    let publishing = slow_renewing_bus(&server, "left:").await;
+    let mut raw = server.raw().await;
+    let live_key = serving.live_key("jobs");
+    let stream_key = serving.stream_key("jobs");
+
+    let mut worker = serving.subscribe_group("jobs", "workers").await.unwrap();
+    for message in ["one", "two"] {
+        let receipt = publishing.publish("jobs", message.into()).await.unwrap();
+        assert_eq!(receipt.receivers(), Some(1));
+        assert_eq!(next(&mut worker).await, message);
+    }
+
+    // The only member leaves: its leave deletes the live key. The publisher still believes
+    // the topic served, so its next publish adds the entry in its transaction, finds no live
+    // key, and takes the entry back: the receipt says nobody, and the stream does not keep it.
+    drop(worker);
+    within("the member leaves", async {
+        loop {
+            let exists: bool = raw.exists(&live_key).await.unwrap();
+            if !exists {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    let length_before: usize = raw.xlen(&stream_key).await.unwrap();
+    let receipt = publishing.publish("jobs", "orphan".into()).await.unwrap();
+    assert!(receipt.reached_nobody(), "{receipt:?}");
+    let length_after: usize = raw.xlen(&stream_key).await.unwrap();
+    assert_eq!(length_after, length_before, "the entry was taken back");
+
+    // A member of the same group joining later reads what is published after it joined, and
+    // never the entry its caller was told reached nobody.
+    let mut rejoined = serving.subscribe_group("jobs", "workers").await.unwrap();
+    let receipt = publishing.publish("jobs", "three".into()).await.unwrap();
+    assert_eq!(receipt.receivers(), Some(1));
+    assert_eq!(next(&mut rejoined).await, "three");
+
+    // A topic nobody ever served: no stream is left behind by the script.
+    let receipt = publishing.publish("nobody", "x".into()).await.unwrap();
+    assert!(receipt.reached_nobody());
+    let exists: bool = raw.exists(serving.stream_key("nobody")).await.unwrap();
+    assert!(!exists);
+}
