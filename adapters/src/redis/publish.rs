@@ -24,8 +24,8 @@
 //! The `MINID` bound of the transaction is Redis' clock (the script's last answer) carried
 //! forward by this process' clock: trimming is approximate (`~`) in any case.
 //!
-//! On a cluster every publish runs the script: transactions on the cluster client's connection
-//! were not tried here.
+//! On a cluster the same transaction (with `SPUBLISH`) goes to the topic's shard: its keys
+//! share the topic's hash slot.
 
 use super::conn::Conn;
 use super::errors::is_refusal;
@@ -101,9 +101,9 @@ impl Published {
         retention_ms: u64,
     ) -> Result<i64, RedisError> {
         let cluster = matches!(conn, Conn::Cluster(_));
-        if !cluster && topic.served.load(Ordering::Acquire) {
+        if topic.served.load(Ordering::Acquire) {
             return self
-                .by_transaction(&mut conn, topic, &payload, retention_ms)
+                .by_transaction(&mut conn, topic, &payload, retention_ms, cluster)
                 .await;
         }
         let script = if cluster {
@@ -134,8 +134,10 @@ impl Published {
         topic: &PublishTopic,
         payload: &[u8],
         retention_ms: u64,
+        cluster: bool,
     ) -> Result<i64, RedisError> {
         let keys = &topic.keys;
+        let publish: &[u8] = if cluster { b"SPUBLISH" } else { b"PUBLISH" };
         let retention = i64::try_from(retention_ms).unwrap_or(i64::MAX);
         let redis_now = local_now() + self.clock.load(Ordering::Relaxed);
         let min_id = redis_now.saturating_sub(retention).max(0);
@@ -149,7 +151,7 @@ impl Published {
         transaction
             .atomic()
             .add_command(sized(&[b"GET", keys.live.as_bytes()], 0))
-            .add_command(sized(&[b"PUBLISH", keys.channel.as_bytes(), payload], 0))
+            .add_command(sized(&[publish, keys.channel.as_bytes(), payload], 0))
             .add_command(add);
         let sent: Result<(Option<i64>, i64, String), RedisError> =
             transaction.query_async(conn).await;

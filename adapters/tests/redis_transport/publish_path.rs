@@ -160,3 +160,51 @@ async fn a_request_published_after_the_last_member_left_is_never_read() {
     let exists: bool = raw.exists(serving.stream_key("nobody")).await.unwrap();
     assert!(!exists);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_cluster_the_transaction_runs_on_the_topics_shard() {
+    init_logs();
+    let cluster = redis_support::cluster::RedisCluster::start(3, 0);
+    let connect = || async {
+        RedisPubSub::connect_cluster_with(
+            &cluster.urls(),
+            RedisOptions::default()
+                .with_prefix("ctx:")
+                .with_lease(Duration::from_secs(60)),
+        )
+        .await
+        .unwrap()
+    };
+    let serving = connect().await;
+    let publishing = connect().await;
+    let mut worker = serving.subscribe_group("jobs", "workers").await.unwrap();
+    let mut masters = Vec::new();
+    for port in cluster.masters() {
+        masters.push(redis_support::connect_raw(&format!("redis://127.0.0.1:{port}")).await);
+    }
+    let mut before = HashMap::new();
+    for (n, master) in masters.iter_mut().enumerate() {
+        before.insert(n, command_calls(master).await);
+    }
+    for n in 0..20 {
+        let receipt = publishing
+            .publish("jobs", format!("job-{n}").into())
+            .await
+            .unwrap();
+        assert_eq!(receipt.receivers(), Some(1));
+    }
+    for n in 0..20 {
+        assert_eq!(next(&mut worker).await, format!("job-{n}"));
+    }
+    let (mut transactions, mut added) = (0, 0);
+    for (n, master) in masters.iter_mut().enumerate() {
+        let after = command_calls(master).await;
+        transactions += delta(&after, &before[&n], "exec");
+        added += delta(&after, &before[&n], "xadd");
+    }
+    assert_eq!(added, 20);
+    assert_eq!(
+        transactions, 19,
+        "every publish but the first is a transaction"
+    );
+}
