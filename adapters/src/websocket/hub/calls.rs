@@ -6,6 +6,9 @@ use opkit::protocol::topics;
 use opkit::protocol::wire::EventKind;
 use std::collections::HashMap;
 
+/// A table hashed with foldhash, seeded per table (see the router's `Seeded`).
+type Seeded<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 /// Who published a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Caller {
@@ -66,8 +69,8 @@ impl Call {
 ///   ([`take_called_by`](Self::take_called_by), [`take_served_by`](Self::take_served_by)).
 #[derive(Default)]
 pub(super) struct Calls {
-    calls: HashMap<String, Call>,
-    per_caller: HashMap<u64, usize>,
+    calls: Seeded<String, Call>,
+    per_caller: Seeded<u64, usize>,
 }
 
 impl Calls {

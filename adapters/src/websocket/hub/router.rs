@@ -27,6 +27,11 @@ use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use tokio::sync::mpsc;
 
+/// The tables here are hashed with foldhash, seeded per table (as the protocol's own tables
+/// in `opkit`): keys a peer chooses (topics, request ids) cannot be aimed at one bucket
+/// without the seed, and a lookup costs a fraction of SipHash's.
+type Seeded<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 /// Where one subscription's messages go.
 pub(super) enum Target {
     /// A spoke's subscription `sub` on the connection `connection`.
@@ -81,7 +86,7 @@ enum Key {
 #[derive(Default)]
 struct Topic {
     subscribers: Vec<Target>,
-    groups: HashMap<String, Group>,
+    groups: Seeded<String, Group>,
 }
 
 impl Topic {
@@ -112,9 +117,9 @@ struct Group {
 
 #[derive(Default)]
 struct Table {
-    topics: HashMap<String, Topic>,
+    topics: Seeded<String, Topic>,
     /// The reply topics spokes subscribed to: connection → topic → its subscriptions.
-    replies: HashMap<u64, HashMap<String, Vec<Target>>>,
+    replies: Seeded<u64, Seeded<String, Vec<Target>>>,
     next_local: u64,
 }
 

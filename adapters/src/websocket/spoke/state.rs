@@ -15,6 +15,9 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use tokio_util::sync::CancellationToken;
 
+/// A table hashed with foldhash, seeded per table (see the hub router's `Seeded`).
+type Seeded<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 pub(super) type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// The hub's answer to a publish or a subscribe, or why none will come.
@@ -75,10 +78,10 @@ pub(super) struct State {
     pub(super) connection: u64,
     pub(super) kick: Option<CancellationToken>,
     /// Publishes and subscribes waiting for the hub's answer, by id.
-    pub(super) pending: HashMap<u64, Pending>,
+    pub(super) pending: Seeded<u64, Pending>,
     /// How many times the connections' sweeps ran.
     pub(super) sweeps: u64,
-    pub(super) subscriptions: HashMap<u64, Sub>,
+    pub(super) subscriptions: Seeded<u64, Sub>,
 }
 
 pub(super) struct SpokeShared {
