@@ -16,12 +16,12 @@
 //! - A consumer whose pending entries were all claimed is deleted and its lease removed.
 
 use super::entries::{self, Entry};
-use super::topics::TopicKeys;
+use super::topics::{Seeded, TopicKeys};
 use ::redis as redis_crate;
 use opkit::protocol::wire::{self, EventKind};
 use parking_lot::Mutex;
 use redis_crate::{RedisError, Script, Value};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::sync::LazyLock;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -203,9 +203,9 @@ pub(super) struct Answers {
 #[derive(Default)]
 struct Book {
     /// Request id → who holds its entry, until the call ends.
-    expected: HashMap<String, Expected>,
+    expected: Seeded<String, Expected>,
     /// Reader → entry ids answered and not yet acknowledged.
-    answered: HashMap<u64, Vec<String>>,
+    answered: Seeded<u64, Vec<String>>,
 }
 
 /// A held request a published reply ends: the reader holding its entry, and its id.

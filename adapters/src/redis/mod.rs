@@ -40,7 +40,6 @@ use opkit::protocol::{PubSub, Receipt, Subscription, TransportError};
 use parking_lot::Mutex;
 use redis_crate::{Client, IntoConnectionInfo};
 use state::{RedisState, check_command_connection_every_interval};
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -141,7 +140,7 @@ impl RedisPubSub {
                 command: Mutex::new(None),
                 next_command: AtomicU64::new(1),
                 connecting: tokio::sync::Mutex::new(()),
-                served: Mutex::new(HashMap::new()),
+                served: Mutex::new(topics::Seeded::default()),
                 shards: shards::Shards::default(),
                 answers: claim::Answers::default(),
                 replies: replies::Outboxes::default(),

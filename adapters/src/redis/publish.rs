@@ -30,13 +30,12 @@
 use super::conn::Conn;
 use super::errors::is_refusal;
 use super::scripts::{PUBLISH_SCRIPT, SETTLE_SCRIPT, SPUBLISH_SCRIPT};
-use super::topics::TopicKeys;
+use super::topics::{Seeded, TopicKeys};
 use ::redis as redis_crate;
 use bytes::Bytes;
 use opkit::envelope::now_millis;
 use parking_lot::Mutex;
 use redis_crate::RedisError;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
@@ -47,7 +46,7 @@ const TOPICS_KEPT: usize = 1024;
 /// served, and Redis' clock against this process' own.
 pub(super) struct Published {
     /// At most [`TOPICS_KEPT`]: the whole map is dropped when it is full.
-    topics: Mutex<HashMap<String, Arc<PublishTopic>>>,
+    topics: Mutex<Seeded<String, Arc<PublishTopic>>>,
     /// Redis' clock minus this process' (ms), from the script's last answer.
     clock: AtomicI64,
 }
@@ -63,7 +62,7 @@ pub(super) struct PublishTopic {
 impl Default for Published {
     fn default() -> Self {
         Self {
-            topics: Mutex::new(HashMap::new()),
+            topics: Mutex::new(Seeded::default()),
             clock: AtomicI64::new(0),
         }
     }

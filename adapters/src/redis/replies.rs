@@ -16,10 +16,10 @@
 //! reader's next write, or its publish fails (the reader stopped: its [`Window`] drops the
 //! replies, and each publisher learns that the reply may or may not have left).
 
+use super::topics::Seeded;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use redis::RedisError;
-use std::collections::HashMap;
 use tokio::sync::oneshot;
 
 /// A reply handed to a reader: the channel and payload of its `PUBLISH`, and where its
@@ -36,7 +36,7 @@ pub(super) type Answer = oneshot::Receiver<Result<i64, RedisError>>;
 /// The open outboxes of this instance's group readers, by reader.
 #[derive(Default)]
 pub(super) struct Outboxes {
-    open: Mutex<HashMap<u64, Vec<Reply>>>,
+    open: Mutex<Seeded<u64, Vec<Reply>>>,
 }
 
 /// A reader's open outbox; [`close`](Window::close) takes what was handed to it. Dropped

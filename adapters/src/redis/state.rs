@@ -8,7 +8,7 @@ use super::options::RedisOptions;
 use super::options::millis;
 use super::publish::Published;
 use super::scripts::{JOIN_SCRIPT, LEAVE_SCRIPT};
-use super::topics::{REQUEST_PREFIX, TopicKeys, has_no_groups, is_reply_topic};
+use super::topics::{REQUEST_PREFIX, Seeded, TopicKeys, has_no_groups, is_reply_topic};
 use super::{claim, replies, shards};
 use ::redis as redis_crate;
 use bytes::Bytes;
@@ -16,7 +16,6 @@ use opkit::protocol::{Receipt, TransportError};
 use parking_lot::Mutex;
 use redis_crate::RedisError;
 use redis_crate::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -38,7 +37,7 @@ pub(super) struct RedisState {
     pub(super) connecting: tokio::sync::Mutex<()>,
     /// When each request topic this instance published on last reached a replica; pruned of
     /// entries older than the rejoin grace whenever it grows past [`SERVED_PRUNE_AT`].
-    pub(super) served: Mutex<HashMap<String, Instant>>,
+    pub(super) served: Mutex<Seeded<String, Instant>>,
     /// The sharded pub/sub connection and its subscribers (cluster only).
     pub(super) shards: shards::Shards,
     /// The held requests of this instance's redelivering readers that it answered.
