@@ -759,6 +759,34 @@ three sessions' work on the hub and the call protocol): WebSocket at 64 in fligh
 ~36% of raw, and nowhere near 85-90% at 8 and 64 in flight on either transport.
 """
 
+TRANSPORTS_REDIS_TX_49 = """#### Redis without the publish script (issue 49, 2026-11-30)
+
+A request on a served topic is now one transaction of plain commands (`MULTI`, `GET` of the
+topic's live key, `PUBLISH`, `XADD`, `EXEC`) instead of the publish script, whose four
+`redis.call`s cost Redis ~9 µs beyond the commands themselves; `adapters/docs/redis.md` says
+how a request reported as reaching nobody still never stays in a stream. Redis' own CPU per
+request (`INFO cpu` around `SERVING_FILTER=redis_inflight_64 SERVING_SIDE=opkit ROUNDS=3`,
+three runs of each build alternated, divided by the runs' `XADD` count): 28.0, 28.3 and
+30.8 µs at `f92e304`, 17.0, 18.9 and 19.0 µs at `5b73481`. The serving rows, the two builds
+alternated five times (`SERVING_FILTER=inflight ROUNDS=3`, one `redis-server`, no Redis
+Cluster), medians of 15 rounds, opkit % of raw and server CPU per call (opkit / raw):
+
+| in flight | WebSocket, `f92e304` | WebSocket, `5b73481` | Redis, `f92e304` | Redis, `5b73481` |
+|---:|---:|---:|---:|---:|
+| 1 | 78% (52 / 40 µs) | 72% (60 / 40 µs) | 65% (66 / 54 µs) | 76% (72 / 62 µs) |
+| 8 | 48% (24 / 12 µs) | 56% (24 / 12 µs) | 61% (28 / 18 µs) | 68% (30 / 18 µs) |
+| 64 | 37% (16 / 6 µs) | 37% (16 / 6 µs) | 55% (20 / 10 µs) | 61% (20 / 10 µs) |
+
+The WebSocket change of the same round (the hub's and spoke's tables hashed with foldhash:
+86,164 → 82,806 instructions per call at 64 in flight, `profile ws 4000` and `8000` under
+callgrind) is under this bench's noise. The client pays for the transaction: 146,582 →
+156,810 instructions per Redis call at 1 in flight (redis-rs builds and parses five commands
+where the script was one), against ~11 µs less of Redis' time. What Redis still spends over the
+raw stream (~18 against ~9 µs per call): the transaction's five commands (~5 µs with the
+`EXEC`, where raw sends one `XADD`), `XADD` with `MINID` trimming over 60 s of entries (~3 µs
+against raw's `MAXLEN ~ 100000` at ~1.5), and reads and acknowledgements as raw's (~3 µs).
+"""
+
 HTTP_INSTRUCTIONS_48 = """#### What one tiny HTTP call costs, counted (issue 48)
 
 Instructions per `POST /ops/bench.add` through the router in process (`tower::ServiceExt::oneshot`,
@@ -976,6 +1004,7 @@ def concurrency_section(w, serving):
         w(f"| {name} | {' | '.join(cells)} | ≥ {TARGETS_49[key] * 100:.0f}% |")
     w("")
     w(TRANSPORTS_RERUN_49)
+    w(TRANSPORTS_REDIS_TX_49)
 
 
 def serving_pair_row(w, serving, path, label, ours, theirs, cpu=False):
