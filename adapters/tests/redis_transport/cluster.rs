@@ -10,17 +10,11 @@ use opkit::prelude::*;
 use opkit::protocol::{CallHandler, PendingRequestMap, PubSub};
 use opkit_adapters::redis::{RedisOptions, RedisPubSub};
 use redis_support::cluster::{RedisCluster, cli};
-use redis_support::ops::{Probes, collect_items, init_logs, registry, within};
+use redis_support::ops::next_text as next;
+use redis_support::ops::{Probes, collect_items, init_logs, registry};
 use serde_json::json;
 use std::collections::HashSet;
 use std::sync::Arc;
-
-async fn next(subscription: &mut opkit::protocol::Subscription) -> String {
-    let payload = within("waiting for a message", subscription.next())
-        .await
-        .expect("the subscription ended");
-    String::from_utf8(payload.to_vec()).unwrap()
-}
 
 async fn bus(cluster: &RedisCluster, prefix: &str) -> Arc<RedisPubSub> {
     Arc::new(

@@ -6,11 +6,11 @@
 
 use crate::redis_support;
 
-use futures::StreamExt;
 use opkit::protocol::PubSub;
 use opkit_adapters::redis::{RedisOptions, RedisPubSub};
 use redis::AsyncCommands;
 use redis_support::RedisServer;
+use redis_support::ops::next_text as next;
 use redis_support::ops::{init_logs, within};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -46,13 +46,6 @@ async fn slow_renewing_bus(server: &RedisServer, prefix: &str) -> RedisPubSub {
     )
     .await
     .unwrap()
-}
-
-async fn next(subscription: &mut opkit::protocol::Subscription) -> String {
-    let payload = within("waiting for a message", subscription.next())
-        .await
-        .expect("the subscription ended");
-    String::from_utf8(payload.to_vec()).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

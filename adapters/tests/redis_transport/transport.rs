@@ -10,18 +10,12 @@ use opkit::prelude::*;
 use opkit::protocol::{CallHandler, PendingOptions, PendingRequestMap, PubSub, topics};
 use redis::AsyncCommands;
 use redis_support::RedisServer;
+use redis_support::ops::next_text as next;
 use redis_support::ops::{
     CapturedWarnings, PATIENCE, Probes, collect_items, eventually, init_logs, registry, within,
 };
 use serde_json::json;
 use std::time::Duration;
-
-async fn next(subscription: &mut opkit::protocol::Subscription) -> String {
-    let payload = within("waiting for a message", subscription.next())
-        .await
-        .expect("the subscription ended");
-    String::from_utf8(payload.to_vec()).unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_subscribers_get_everything_and_group_members_share() {
