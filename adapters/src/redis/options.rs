@@ -102,7 +102,7 @@ impl RedisOptions {
     }
 
     /// How long group entries are kept (60 s unless set): older entries are trimmed on publish
-    /// (`XADD .. MINID ~`) and dropped unread by readers.
+    /// (`XADD .. MINID ~`, at most once a second per topic) and dropped unread by readers.
     #[must_use]
     pub fn with_retention(mut self, retention: Duration) -> Self {
         self.retention = retention;

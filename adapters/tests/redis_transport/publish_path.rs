@@ -203,3 +203,41 @@ async fn on_a_cluster_the_transaction_runs_on_the_topics_shard() {
         "every publish but the first is a transaction"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_transaction_trims_entries_older_than_the_retention() {
+    init_logs();
+    let server = RedisServer::start();
+    let options = || {
+        RedisOptions::default()
+            .with_prefix("trim:")
+            .with_lease(Duration::from_secs(60))
+            .with_retention(Duration::from_millis(100))
+    };
+    let serving = RedisPubSub::connect_with(&server.url(), options())
+        .await
+        .unwrap();
+    let publishing = RedisPubSub::connect_with(&server.url(), options())
+        .await
+        .unwrap();
+    let _worker = serving.subscribe_group("jobs", "workers").await.unwrap();
+    let mut raw = server.raw().await;
+    let stream_key = serving.stream_key("jobs");
+
+    // 300 entries fill three of the stream's nodes (100 entries each by default); trimming
+    // (`MINID ~`) drops whole nodes once every entry in them is older than the retention.
+    for n in 0..300 {
+        let receipt = publishing
+            .publish("jobs", format!("{n}").into())
+            .await
+            .unwrap();
+        assert_eq!(receipt.receivers(), Some(1));
+    }
+    let length: usize = raw.xlen(&stream_key).await.unwrap();
+    assert_eq!(length, 300);
+    // Past the retention and the trimming interval (a second), the next publish trims.
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    publishing.publish("jobs", "last".into()).await.unwrap();
+    let length: usize = raw.xlen(&stream_key).await.unwrap();
+    assert!(length <= 101, "old entries trimmed: {length} left");
+}
