@@ -764,27 +764,33 @@ TRANSPORTS_REDIS_TX_49 = """#### Redis without the publish script (issue 49, 202
 A request on a served topic is now one transaction of plain commands (`MULTI`, `GET` of the
 topic's live key, `PUBLISH`, `XADD`, `EXEC`) instead of the publish script, whose four
 `redis.call`s cost Redis ~9 µs beyond the commands themselves; `adapters/docs/redis.md` says
-how a request reported as reaching nobody still never stays in a stream. Redis' own CPU per
-request (`INFO cpu` around `SERVING_FILTER=redis_inflight_64 SERVING_SIDE=opkit ROUNDS=3`,
-three runs of each build alternated, divided by the runs' `XADD` count): 28.0, 28.3 and
-30.8 µs at `f92e304`, 17.0, 18.9 and 19.0 µs at `5b73481`. The serving rows, the two builds
-alternated five times (`SERVING_FILTER=inflight ROUNDS=3`, one `redis-server`, no Redis
-Cluster), medians of 15 rounds, opkit % of raw and server CPU per call (opkit / raw):
+how a request reported as reaching nobody still never stays in a stream. The transaction
+trims the stream at most once a second (`XADD` with `MINID ~` costs ~1.2 µs more than without,
+even when nothing goes: `XADD` 3.0–3.6 → 1.75–1.95 µs per request in `INFO commandstats`).
+Redis' own CPU per request (`INFO cpu` around `SERVING_FILTER=redis_inflight_64
+SERVING_SIDE=opkit ROUNDS=3`, the two builds alternated three times, divided by the runs'
+`XADD` count): `f92e304` 28.0, 28.3, 30.8 µs against 17.0, 18.9, 19.0 µs at `5b73481` (the
+transaction); `f92e304` 21.2, 22.3, 27.5 µs against 14.3, 19.6, 17.2 µs at `a807a22` (with the
+trimming), a second pair of runs. The serving rows, `f92e304` and `a807a22` alternated five
+times (`SERVING_FILTER=inflight ROUNDS=3`, one `redis-server`, no Redis Cluster), medians of
+15 rounds, opkit % of raw and server CPU per call (opkit / raw):
 
-| in flight | WebSocket, `f92e304` | WebSocket, `5b73481` | Redis, `f92e304` | Redis, `5b73481` |
+| in flight | WebSocket, `f92e304` | WebSocket, `a807a22` | Redis, `f92e304` | Redis, `a807a22` |
 |---:|---:|---:|---:|---:|
-| 1 | 78% (52 / 40 µs) | 72% (60 / 40 µs) | 65% (66 / 54 µs) | 76% (72 / 62 µs) |
-| 8 | 48% (24 / 12 µs) | 56% (24 / 12 µs) | 61% (28 / 18 µs) | 68% (30 / 18 µs) |
-| 64 | 37% (16 / 6 µs) | 37% (16 / 6 µs) | 55% (20 / 10 µs) | 61% (20 / 10 µs) |
+| 1 | 74% (58 / 38 µs) | 72% (60 / 40 µs) | 70% (68 / 52 µs) | 77% (64 / 50 µs) |
+| 8 | 52% (22 / 12 µs) | 54% (22 / 12 µs) | 59% (26 / 18 µs) | 73% (24 / 16 µs) |
+| 64 | 37% (14 / 6 µs) | 37% (14 / 4 µs) | 52% (20 / 10 µs) | 63% (20 / 10 µs) |
 
-The WebSocket change of the same round (the hub's and spoke's tables hashed with foldhash:
-86,164 → 82,806 instructions per call at 64 in flight, `profile ws 4000` and `8000` under
-callgrind) is under this bench's noise. The client pays for the transaction: 146,582 →
-156,810 instructions per Redis call at 1 in flight (redis-rs builds and parses five commands
-where the script was one), against ~11 µs less of Redis' time. What Redis still spends over the
-raw stream (~18 against ~9 µs per call): the transaction's five commands (~5 µs with the
-`EXEC`, where raw sends one `XADD`), `XADD` with `MINID` trimming over 60 s of entries (~3 µs
-against raw's `MAXLEN ~ 100000` at ~1.5), and reads and acknowledgements as raw's (~3 µs).
+(The same comparison with `5b73481`, before the trimming change: Redis 65 / 61 / 55% →
+76 / 68 / 61%.) The WebSocket change of the same round (the hub's and spoke's tables hashed
+with foldhash: 86,164 → 82,806 instructions per call at 64 in flight, `profile ws 4000` and
+`8000` under callgrind) is under this bench's noise. The client pays for the transaction:
+146,582 → 156,810 instructions per Redis call at 1 in flight (redis-rs builds and parses five
+commands where the script was one), against ~11 µs less of Redis' time. What Redis still spends
+over the raw stream (~15 against ~9 µs per call): the transaction's five commands (~3.5 µs
+with the `EXEC`, where raw sends one `XADD` at ~1.5), the reply's `PUBLISH`, and reads and
+acknowledgements as raw's (~3 µs); the rest is Redis reading and answering more commands per
+call.
 """
 
 HTTP_INSTRUCTIONS_48 = """#### What one tiny HTTP call costs, counted (issue 48)
