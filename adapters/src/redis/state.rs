@@ -16,6 +16,7 @@ use opkit::protocol::{Receipt, TransportError};
 use parking_lot::Mutex;
 use redis_crate::RedisError;
 use redis_crate::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
+use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -49,53 +50,68 @@ pub(super) struct RedisState {
     pub(super) published: Published,
 }
 
+/// A topic as it stands in its names: itself, or on a cluster its hash tag `{T}`.
+struct Tag<'a> {
+    topic: &'a str,
+    cluster: bool,
+}
+
+impl fmt::Display for Tag<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.cluster {
+            write!(f, "{{{}}}", self.topic)
+        } else {
+            f.write_str(self.topic)
+        }
+    }
+}
+
 /// How many served topics are remembered before the stale ones are pruned.
 const SERVED_PRUNE_AT: usize = 4096;
 
 impl RedisState {
-    /// The names of `topic`; on a cluster, hash-tagged by the topic (`{T}`), so that the three
-    /// names share one hash slot.
+    /// The names of `topic`; on a cluster, hash-tagged by the topic (`{T}`), so that all of
+    /// them share one hash slot.
     pub(super) fn names(&self, topic: &str) -> TopicKeys {
         let prefix = &self.options.prefix;
-        if self.backend.is_cluster() {
-            TopicKeys {
-                channel: format!("{prefix}{{{topic}}}"),
-                stream: format!("{prefix}stream:{{{topic}}}"),
-                members: format!("{prefix}members:{{{topic}}}"),
-                live: format!("{prefix}live:{{{topic}}}"),
-            }
-        } else {
-            TopicKeys {
-                channel: format!("{prefix}{topic}"),
-                stream: format!("{prefix}stream:{topic}"),
-                members: format!("{prefix}members:{topic}"),
-                live: format!("{prefix}live:{topic}"),
-            }
+        let tag = self.tag(topic);
+        TopicKeys {
+            channel: format!("{prefix}{tag}"),
+            stream: format!("{prefix}stream:{tag}"),
+            members: format!("{prefix}members:{tag}"),
+            live: format!("{prefix}live:{tag}"),
         }
     }
 
-    /// The pub/sub channel of `topic` (see [`names`](Self::names)).
-    pub(super) fn channel(&self, topic: &str) -> Result<String, TransportError> {
-        let prefix = &self.options.prefix;
-        if !self.backend.is_cluster() {
-            return Ok(format!("{prefix}{topic}"));
+    /// `topic` as it stands in its names (written where it is formatted, no string of its own).
+    fn tag<'a>(&self, topic: &'a str) -> Tag<'a> {
+        Tag {
+            topic,
+            cluster: self.backend.is_cluster(),
         }
-        if topic.is_empty() || topic.starts_with('}') {
-            return Err(TransportError::not_sent(format!(
-                "redis: the topic `{topic}` cannot be a cluster hash tag (it is empty or starts with `}}`)"
-            )));
-        }
-        Ok(format!("{prefix}{{{topic}}}"))
     }
 
-    /// [`names`](Self::names), refusing on a cluster a topic that cannot be a hash tag (empty,
-    /// or starting with `}`: its names would hash to different slots).
-    pub(super) fn keys(&self, topic: &str) -> Result<TopicKeys, TransportError> {
+    /// Refuses on a cluster a topic that cannot be a hash tag (empty, or starting with `}`: its
+    /// names would hash to different slots).
+    fn check_tag(&self, topic: &str) -> Result<(), TransportError> {
         if self.backend.is_cluster() && (topic.is_empty() || topic.starts_with('}')) {
             return Err(TransportError::not_sent(format!(
                 "redis: the topic `{topic}` cannot be a cluster hash tag (it is empty or starts with `}}`)"
             )));
         }
+        Ok(())
+    }
+
+    /// The pub/sub channel of `topic` (see [`names`](Self::names)), refused as
+    /// [`keys`](Self::keys) are.
+    pub(super) fn channel(&self, topic: &str) -> Result<String, TransportError> {
+        self.check_tag(topic)?;
+        Ok(format!("{}{}", self.options.prefix, self.tag(topic)))
+    }
+
+    /// [`names`](Self::names), refusing on a cluster a topic that cannot be a hash tag.
+    pub(super) fn keys(&self, topic: &str) -> Result<TopicKeys, TransportError> {
+        self.check_tag(topic)?;
         Ok(self.names(topic))
     }
 
