@@ -130,9 +130,15 @@ impl Published {
             .arg(retention_ms)
             .invoke_async(&mut conn)
             .await?;
-        self.clock.store(now - local_now(), Ordering::Relaxed);
-        topic.served.store(groups > 0, Ordering::Release);
+        self.learn(topic, groups, now);
         Ok(receivers)
+    }
+
+    /// What a script's answer tells: Redis' clock, and whether `topic` is served (`groups`
+    /// with a live member), so whether its next publish may go without the script.
+    fn learn(&self, topic: &PublishTopic, groups: i64, redis_now: i64) {
+        self.clock.store(redis_now - local_now(), Ordering::Relaxed);
+        topic.served.store(groups > 0, Ordering::Release);
     }
 
     /// The transaction (see the module docs), and the settle script when it found the topic
@@ -192,8 +198,7 @@ impl Published {
                     error
                 }
             })?;
-        self.clock.store(now - local_now(), Ordering::Relaxed);
-        topic.served.store(groups > 0, Ordering::Release);
+        self.learn(topic, groups, now);
         Ok(subscribers + groups)
     }
 }
