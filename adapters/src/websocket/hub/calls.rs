@@ -2,12 +2,9 @@
 //! spoke it was routed to; and so who may answer it, who may abort it, and who receives its
 //! replies.
 
+use crate::websocket::Seeded;
 use opkit::protocol::topics;
 use opkit::protocol::wire::EventKind;
-use std::collections::HashMap;
-
-/// A table hashed with foldhash, seeded per table (see the router's `Seeded`).
-type Seeded<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Who published a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,21 +16,16 @@
 //! on one topic reach each target in publish order.
 
 use super::outbound::Outbound;
+use crate::websocket::Seeded;
 use crate::websocket::frame::{self, Header};
 use bytes::Bytes;
 use futures::Stream;
 use opkit::protocol::Subscription;
 use parking_lot::Mutex;
-use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use tokio::sync::mpsc;
-
-/// The tables here are hashed with foldhash, seeded per table (as the protocol's own tables
-/// in `opkit`): keys a peer chooses (topics, request ids) cannot be aimed at one bucket
-/// without the seed, and a lookup costs a fraction of SipHash's.
-type Seeded<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Where one subscription's messages go.
 pub(super) enum Target {

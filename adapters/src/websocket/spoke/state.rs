@@ -2,10 +2,10 @@
 //! kinds of transport error it reports.
 
 use super::options::SpokeOptions;
+use crate::websocket::Seeded;
 use bytes::Bytes;
 use opkit::protocol::TransportError;
 use parking_lot::Mutex;
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
@@ -14,9 +14,6 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use tokio_util::sync::CancellationToken;
-
-/// A table hashed with foldhash, seeded per table (see the hub router's `Seeded`).
-type Seeded<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 pub(super) type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
