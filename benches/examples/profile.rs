@@ -6,7 +6,9 @@
 //! `http-plain` (`http` without the compression layer), `http-axum`, `http-medium`,
 //! `http-axum-medium` (`POST` of the tiny or medium input through
 //! `HttpServer::router` and the equal-work axum + `jsonschema` router, in process: everything
-//! the server does per request but hyper's connection work, which both share).
+//! the server does per request but hyper's connection work, which both share), `mcp-http` and
+//! `mcp-http-rmcp` (`tools/call` on one legacy Streamable HTTP session, through opkit's
+//! `McpServer::try_router` and the equal-work rmcp server's `StreamableHttpService`).
 //!
 //! The transports, each with its raw baseline, `n` calls in flight (the third argument, 1
 //! unless given), every side on this one thread: `ws`, `ws-raw` (a `WsHub` with a serving and
@@ -161,6 +163,7 @@ fn main() {
                 }
             }
             "mcp" | "mcp-rmcp" => mcp::run(&path, rounds, registry).await,
+            "mcp-http" | "mcp-http-rmcp" => mcp_http::run(&path, rounds, registry).await,
             "http" | "http-plain" | "http-axum" | "http-medium" | "http-axum-medium" => {
                 http::run(&path, rounds, registry).await
             }
@@ -382,6 +385,94 @@ mod mcp {
             }
         })
         .await;
+    }
+}
+
+/// `tools/call` over Streamable HTTP on one legacy (2025-11-25) session, one `POST` at a time
+/// through the router, no sockets, as `serving`'s `mcp_legacy` rows: `mcp-http` (opkit's
+/// `McpServer::try_router`) and `mcp-http-rmcp` (the equal-work rmcp server on rmcp's
+/// `StreamableHttpService`).
+mod mcp_http {
+    use axum::body::Body;
+    use axum::http::Request;
+    use opkit::prelude::*;
+    use opkit_benches::*;
+    use serde_json::json;
+    use std::sync::Arc;
+    use tower::ServiceExt;
+
+    const VERSION: &str = "2025-11-25";
+
+    pub async fn run(path: &str, rounds: usize, registry: OperationRegistry) {
+        let mut config = rmcp::transport::StreamableHttpServerConfig::default();
+        config.legacy_session_mode = true;
+        let router = if path == "mcp-http" {
+            opkit_adapters::mcp_server::McpServer::new(registry)
+                .http_config(config)
+                .try_router()
+                .expect("router")
+        } else {
+            use rmcp::transport::streamable_http_server::StreamableHttpService;
+            use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+            let service = StreamableHttpService::new(
+                || Ok(rmcp_checked::RmcpChecked::default()),
+                Arc::new(LocalSessionManager::default()),
+                config,
+            );
+            axum::Router::new().route_service("/", service)
+        };
+        let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": VERSION, "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "0"}}});
+        let response = post(&router, &initialize, None).await;
+        let session = response.headers()["mcp-session-id"]
+            .to_str()
+            .expect("session id")
+            .to_owned();
+        body(response).await;
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        body(post(&router, &initialized, Some(&session)).await).await;
+        let ids = std::cell::Cell::new(0);
+        super::transports::calls(rounds, 1, || {
+            ids.set(ids.get() + 1);
+            let call = json!({"jsonrpc": "2.0", "id": ids.get(), "method": "tools/call",
+                "params": {"name": "bench.add", "arguments": tiny_json()}});
+            let router = router.clone();
+            let session = session.clone();
+            async move {
+                let body = body(post(&router, &call, Some(&session)).await).await;
+                assert!(body.windows(2).any(|w| w == b"42"), "{body:?}");
+                std::hint::black_box(body);
+            }
+        })
+        .await;
+    }
+
+    async fn post(
+        router: &axum::Router,
+        message: &serde_json::Value,
+        session: Option<&str>,
+    ) -> axum::response::Response {
+        let mut request = Request::post("/")
+            .header("host", "127.0.0.1")
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", VERSION);
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        let request = request
+            .body(Body::from(message.to_string()))
+            .expect("request");
+        let response = router.clone().oneshot(request).await.expect("infallible");
+        assert!(response.status().is_success(), "{}", response.status());
+        response
+    }
+
+    async fn body(response: axum::response::Response) -> bytes::Bytes {
+        axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("body")
     }
 }
 
