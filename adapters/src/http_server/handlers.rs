@@ -136,13 +136,22 @@ pub struct HttpRequest {
 }
 
 impl HttpRequest {
-    /// What `parts` say (for an edge that serves over HTTP without owning the request, as
+    /// What `parts` say, copied (for an edge that serves over HTTP through another server, as
     /// the MCP server's Streamable HTTP transport does).
     pub(crate) fn of(parts: &http::request::Parts) -> Self {
         Self {
             method: parts.method.clone(),
             uri: parts.uri.clone(),
             headers: parts.headers.clone(),
+        }
+    }
+
+    /// [`of`](Self::of), the parts moved in (their extensions are dropped).
+    pub(crate) fn from_parts(parts: http::request::Parts) -> Self {
+        Self {
+            method: parts.method,
+            uri: parts.uri,
+            headers: parts.headers,
         }
     }
 }

@@ -33,7 +33,7 @@ impl McpHandler {
     async fn call(
         &self,
         request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
+        mut context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let served = self.resolve(&request.name)?;
         let identity = match self.identity(&context).await {
@@ -65,21 +65,21 @@ impl McpHandler {
             _ => {}
         }
         let subscription = served.spec.kind == OperationKind::Subscription;
-        let ctx = self.uncancellable_context(identity, &context, modern);
+        let registry = &self.inner.registry;
+        let found = registry.lookup(&served.id);
+        // A tool whose handler reads nothing from its context but its bounds (and that no
+        // middleware covers) cannot report, log or ask, nor read its edge. A subscription's
+        // items are its progress: it always has them.
+        let lean = !subscription
+            && found
+                .as_ref()
+                .is_some_and(|found| !registry.reads_context(found));
+        let ctx = self.tool_context(identity, &mut context, modern, lean);
         // The request is owned here: its cancellation and its peer move into the call
         // (the peer shared by the reporter, the elicitor of an older client and a
         // subscription's progress), not cloned.
         let RequestContext { ct, peer, meta, .. } = context;
         let ctx = self.timed(ctx.with_cancellation(ct));
-        let registry = &self.inner.registry;
-        let found = registry.lookup(&served.id);
-        // A tool whose handler reads nothing from its context but its bounds (and that no
-        // middleware covers) cannot report, log or ask. A subscription's items are its
-        // progress: it always has them.
-        let lean = !subscription
-            && found
-                .as_ref()
-                .is_some_and(|found| !registry.reads_context(found));
         let (ctx, forwarder, peer) = if lean {
             (ctx, None, None)
         } else {

@@ -9,7 +9,7 @@ use super::elicitation::{PeerElicitor, RoundElicitor, Rounds};
 use super::names::{Served, ToolNames};
 use super::report::LevelCell;
 use super::{McpServerState, RequestIdentity};
-use crate::http_server::authenticate;
+use crate::http_server::{HttpRequest, authenticate};
 use opkit::edge::{Edge, Session};
 use opkit::trace::TraceContext;
 use opkit::{CallError, Identity, OperationContext};
@@ -34,7 +34,7 @@ pub struct McpHandler {
     session: Arc<OnceLock<Arc<Session>>>,
     /// The context every call of a stdio connection from a client before 2026-07-28 starts
     /// from (its edge, nothing else), made at its first call (see
-    /// [`McpHandler::uncancellable_context`]).
+    /// [`McpHandler::context_on`]).
     stdio_base: Arc<OnceLock<OperationContext>>,
     /// The session's resource subscriptions (stopped when the last clone is dropped).
     pub(super) watches: Arc<Watches>,
@@ -137,44 +137,80 @@ impl McpHandler {
         context: &RequestContext<RoleServer>,
         modern: bool,
     ) -> OperationContext {
-        self.uncancellable_context(identity, context, modern)
+        let parts = context.extensions.get::<http::request::Parts>();
+        let edge = if parts.is_none() && !modern {
+            None
+        } else {
+            Some(self.edge(context, modern, parts.map(HttpRequest::of)))
+        };
+        self.context_on(identity, context, edge)
             .with_cancellation(context.ct.clone())
     }
 
-    /// [`call_context_as`](Self::call_context_as) without the request's cancellation, for a
-    /// caller that owns the request and moves its token in (a clone of a token costs a lock).
-    pub(super) fn uncancellable_context(
+    /// The context of a tool call whose request `context` it owns, without the request's
+    /// cancellation (the caller moves its token in: a clone of a token costs a lock): as
+    /// [`call_context_as`](Self::call_context_as), but the HTTP request moves
+    /// into the edge (it is not copied), and a `lean` call (its handler reads nothing of its
+    /// context and no middleware covers it, so nothing can read the edge but its name, which
+    /// names the call's span) gets the bare [`Edge::MCP`]: no copy of the request's headers,
+    /// no session fact, no session state, each made and dropped for every call otherwise.
+    pub(super) fn tool_context(
+        &self,
+        identity: Option<Identity>,
+        context: &mut RequestContext<RoleServer>,
+        modern: bool,
+        lean: bool,
+    ) -> OperationContext {
+        let over_http = context.extensions.get::<http::request::Parts>().is_some();
+        let edge = if !over_http && !modern {
+            None
+        } else if lean {
+            Some(Edge::new(Edge::MCP))
+        } else {
+            let parts = context.extensions.remove::<http::request::Parts>();
+            Some(self.edge(context, modern, parts.map(HttpRequest::from_parts)))
+        };
+        self.context_on(identity, context, edge)
+    }
+
+    /// A call's context on `edge`, with the caller's identity and the request's trace;
+    /// `None` for a stdio connection of a client before 2026-07-28, whose calls share one
+    /// edge: no session id, no HTTP request, the client its `initialize` named (which
+    /// precedes every call), the connection's session. Each of those calls starts from a
+    /// clone of one context holding it (reference counts, not a new allocation for the
+    /// edge) with a fresh request id.
+    fn context_on(
         &self,
         identity: Option<Identity>,
         context: &RequestContext<RoleServer>,
-        modern: bool,
+        edge: Option<Edge>,
     ) -> OperationContext {
         let trace = TraceContext::from_parts(
             context.meta.get_traceparent(),
             context.meta.get_tracestate(),
         );
-        let ctx = if context.extensions.get::<http::request::Parts>().is_none() && !modern {
-            // Over stdio, a client before 2026-07-28 gets one edge for every call of the
-            // connection: no session id, no HTTP request, the client its `initialize` named
-            // (which precedes every call), the connection's session. Each call starts from
-            // a clone of one context holding it (reference counts, not a new allocation for
-            // the edge) with a fresh request id.
-            self.stdio_base
-                .get_or_init(|| OperationContext::new().with_edge(self.edge(context, modern)))
+        let ctx = match edge {
+            Some(edge) => OperationContext::new().with_edge(edge),
+            None => self
+                .stdio_base
+                .get_or_init(|| OperationContext::new().with_edge(self.edge(context, false, None)))
                 .clone()
-                .with_fresh_request_id()
-        } else {
-            OperationContext::new().with_edge(self.edge(context, modern))
+                .with_fresh_request_id(),
         };
         ctx.with_identity_opt(identity).with_trace_opt(trace)
     }
 
     /// The [`Edge::MCP`] of a request: its [`McpSession`] fact, its HTTP request's over
-    /// Streamable HTTP, and the MCP session's state slot.
-    fn edge(&self, context: &RequestContext<RoleServer>, modern: bool) -> Edge {
-        let parts = context.extensions.get::<http::request::Parts>();
-        let session_id = parts
-            .and_then(|parts| parts.headers.get("mcp-session-id"))
+    /// Streamable HTTP (`request`), and the MCP session's state slot.
+    fn edge(
+        &self,
+        context: &RequestContext<RoleServer>,
+        modern: bool,
+        request: Option<HttpRequest>,
+    ) -> Edge {
+        let session_id = request
+            .as_ref()
+            .and_then(|request| request.headers.get("mcp-session-id"))
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
         let stream = match (&self.inner.streams, &session_id) {
@@ -202,15 +238,16 @@ impl McpHandler {
         let mut edge = Edge::new(Edge::MCP).with_fact(fact);
         // Over Streamable HTTP, the request's method, URI and headers, as the HTTP server
         // gives its operations.
-        if let Some(parts) = parts {
-            edge = edge.with_fact(crate::http_server::HttpRequest::of(parts));
+        let over_http = request.is_some();
+        if let Some(request) = request {
+            edge = edge.with_fact(request);
         }
         // One session per MCP session: this handler is made per Streamable HTTP session (and
         // per stdio connection); a stateless request has none.
-        let key = match (session_id, parts) {
+        let key = match (session_id, over_http) {
             (Some(id), _) => Some(id),
-            (None, None) => Some("stdio".to_owned()),
-            (None, Some(_)) => None,
+            (None, false) => Some("stdio".to_owned()),
+            (None, true) => None,
         };
         if let Some(key) = key {
             let session = self
