@@ -402,13 +402,13 @@ impl McpServer {
         );
         // Sessions are held to their owners and bounds (after the gate has found the caller).
         let sessions = sessions::Sessions::new(self.session_limits, manager);
-        let service = Router::new()
-            .route_service("/", service)
-            .layer(axum::middleware::from_fn(
-                move |request: Request, next: Next| {
-                    sessions::guard(sessions.clone(), request, next)
-                },
-            ));
+        let service = Router::new().route_service(
+            "/",
+            sessions::Guarded {
+                sessions,
+                inner: service,
+            },
+        );
         if self.handler.authenticator.is_none() {
             // Without an authenticator nothing is refused, and each call finds its caller
             // (an `Identity` in the extensions, else none) by itself.

@@ -3,8 +3,8 @@
 //! as for an unknown session, and how many sessions exist — in all, per identity, per
 //! anonymous address — and how long an idle one lives are bounded ([`SessionLimits`]).
 //!
-//! rmcp creates sessions on `initialize` and knows nothing of callers, so this is an axum
-//! middleware in front of its service sharing a [`Sessions`] book with a sweeper task:
+//! rmcp creates sessions on `initialize` and knows nothing of callers, so this is a service
+//! ([`Guarded`]) in front of its service sharing a [`Sessions`] book with a sweeper task:
 //!
 //! - a request naming a session (`mcp-session-id`) passes only when its caller owns it;
 //!   a session this book does not know goes through, for rmcp to answer `404` itself;
@@ -23,20 +23,25 @@
 //! when rmcp no longer knows it.
 
 use super::RequestIdentity;
-use axum::body::Body;
+use axum::BoxError;
+use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{ConnectInfo, Request};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
+use futures::future::BoxFuture;
 use http::{Method, StatusCode, header};
+use hyper::body::{Frame, SizeHint};
 use opkit::Identity;
 use parking_lot::Mutex;
 use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::{Arc, Weak};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+use tower_service::Service;
 
 /// How many Streamable HTTP sessions may exist at once unless [`SessionLimits`] says
 /// otherwise: 4,096 (an idle session holds about 55 KB).
@@ -139,6 +144,8 @@ enum Counted {
 }
 
 struct Session {
+    /// Its id, shared with the book's key and its streaming responses' guards.
+    id: Arc<str>,
     owner: Owner,
     counted: Counted,
     last_seen: Instant,
@@ -146,9 +153,11 @@ struct Session {
     streaming: usize,
 }
 
+/// The sessions by id, hashed with foldhash: looked up on every request of a session and
+/// again when its streaming response ends.
 #[derive(Default)]
 struct Book {
-    sessions: HashMap<String, Session>,
+    sessions: HashMap<Arc<str>, Session, foldhash::fast::RandomState>,
     counts: HashMap<Counted, usize>,
     total: usize,
 }
@@ -190,13 +199,15 @@ impl Drop for Slot {
 /// Decrements a session's streaming count when the response it guards ends.
 struct Streaming {
     sessions: Weak<Sessions>,
-    id: String,
+    /// `None` for a session the book does not know.
+    id: Option<Arc<str>>,
 }
 
 impl Drop for Streaming {
     fn drop(&mut self) {
-        if let Some(sessions) = self.sessions.upgrade()
-            && let Some(session) = sessions.book.lock().sessions.get_mut(&self.id)
+        if let Some(id) = &self.id
+            && let Some(sessions) = self.sessions.upgrade()
+            && let Some(session) = sessions.book.lock().sessions.get_mut(id)
         {
             session.streaming -= 1;
             session.last_seen = Instant::now();
@@ -254,7 +265,9 @@ impl Sessions {
         let Some(counted) = slot.counted.take() else {
             return;
         };
+        let id: Arc<str> = Arc::from(id);
         let session = Session {
+            id: id.clone(),
             owner,
             counted,
             last_seen: Instant::now(),
@@ -291,20 +304,21 @@ impl Sessions {
 
     /// Counts a streaming response of session `id` until the returned guard drops.
     fn streaming(self: &Arc<Self>, id: &str) -> Streaming {
-        if let Some(session) = self.book.lock().sessions.get_mut(id) {
+        let id = self.book.lock().sessions.get_mut(id).map(|session| {
             session.streaming += 1;
-        }
+            session.id.clone()
+        });
         Streaming {
             sessions: Arc::downgrade(self),
-            id: id.to_owned(),
+            id,
         }
     }
 
     /// The sessions idle past the timeout, taken out of the book.
-    fn expired(&self, now: Instant) -> Vec<String> {
+    fn expired(&self, now: Instant) -> Vec<Arc<str>> {
         let idle = self.limits.idle_timeout;
         let mut book = self.book.lock();
-        let expired: Vec<String> = book
+        let expired: Vec<Arc<str>> = book
             .sessions
             .iter()
             .filter(|(_, session)| {
@@ -346,7 +360,7 @@ fn spawn_sweeper(sessions: Weak<Sessions>) {
             };
             for id in sessions.expired(Instant::now()) {
                 tracing::debug!(session = %id, "closing an idle MCP session");
-                if let Err(error) = sessions.manager.close_session(&id.into()).await {
+                if let Err(error) = sessions.manager.close_session(&id).await {
                     tracing::debug!(%error, "an idle MCP session could not be closed");
                 }
             }
@@ -354,57 +368,94 @@ fn spawn_sweeper(sessions: Weak<Sessions>) {
     });
 }
 
-/// The middleware (see the module docs).
-pub(super) async fn guard(sessions: Arc<Sessions>, request: Request, next: Next) -> Response {
-    // The gate's identity when there is an authenticator, else the application's own.
-    let identity = match request.extensions().get::<RequestIdentity>() {
-        Some(RequestIdentity(identity)) => identity.as_ref(),
-        None => request.extensions().get::<Identity>(),
-    };
-    let owner = owner_of(identity);
-    let session = request
-        .headers()
-        .get(SESSION_HEADER)
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned);
-    match session {
-        Some(id) => match sessions.check(&id, &owner) {
-            Some(false) => not_found(),
-            Some(true) => {
+/// The guard in front of rmcp's service (see the module docs): a tower [`Service`] wrapping
+/// it, not an axum `from_fn` middleware, so a request that passes costs one boxed future
+/// (no boxed `Next`, no clone of the inner service, no second future around it).
+#[derive(Clone)]
+pub(super) struct Guarded<S> {
+    pub(super) sessions: Arc<Sessions>,
+    pub(super) inner: S,
+}
+
+impl<S, B> Service<Request> for Guarded<S>
+where
+    S: Service<Request, Response = http::Response<B>, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    B: HttpBody<Data = Bytes> + Unpin + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let sessions = self.sessions.clone();
+        // The gate's identity when there is an authenticator, else the application's own.
+        let identity = match request.extensions().get::<RequestIdentity>() {
+            Some(RequestIdentity(identity)) => identity.as_ref(),
+            None => request.extensions().get::<Identity>(),
+        };
+        let owner = owner_of(identity);
+        // The header's value is shared, not copied: the id is read from it again below.
+        let session = request.headers().get(SESSION_HEADER).cloned();
+        let id = session.as_ref().and_then(|value| value.to_str().ok());
+        match id.map(|id| sessions.check(id, &owner)) {
+            Some(Some(false)) => Box::pin(std::future::ready(Ok(not_found()))),
+            Some(Some(true)) => {
                 let delete = request.method() == Method::DELETE;
-                let response = next.run(request).await;
-                if delete && response.status().is_success() {
-                    sessions.forget(&id);
-                    return response;
-                }
-                if response.status() == StatusCode::NOT_FOUND {
-                    // rmcp no longer knows it (it closed it itself).
-                    sessions.forget(&id);
-                    return response;
-                }
-                track_stream(&sessions, &id, response)
+                let response = self.inner.call(request);
+                Box::pin(async move {
+                    let response = response.await?;
+                    let id = session
+                        .as_ref()
+                        .and_then(|value| value.to_str().ok())
+                        .unwrap_or_default();
+                    if (delete && response.status().is_success())
+                        || response.status() == StatusCode::NOT_FOUND
+                    {
+                        // Closed by the client, or rmcp no longer knows it (it closed it
+                        // itself).
+                        sessions.forget(id);
+                        return Ok(response.map(Body::new));
+                    }
+                    Ok(track_stream(&sessions, id, response))
+                })
             }
-            None => next.run(request).await,
-        },
-        None if request.method() == Method::POST => {
-            let address = request
-                .extensions()
-                .get::<ConnectInfo<SocketAddr>>()
-                .map(|ConnectInfo(address)| address.ip());
-            open(sessions, owner, address, request, next).await
+            None if request.method() == Method::POST => {
+                let address = request
+                    .extensions()
+                    .get::<ConnectInfo<SocketAddr>>()
+                    .map(|ConnectInfo(address)| address.ip());
+                // Opening may read the body first: the call goes to a clone of the service.
+                let inner = self.inner.clone();
+                Box::pin(async move { Ok(open(sessions, owner, address, request, inner).await) })
+            }
+            // A session this book does not know goes through, for rmcp to answer `404` itself.
+            Some(None) | None => {
+                let response = self.inner.call(request);
+                Box::pin(async move { Ok(response.await?.map(Body::new)) })
+            }
         }
-        None => next.run(request).await,
     }
 }
 
 /// A request without a session that may open one.
-async fn open(
+async fn open<S, B>(
     sessions: Arc<Sessions>,
     owner: Owner,
     address: Option<IpAddr>,
     request: Request,
-    next: Next,
-) -> Response {
+    mut inner: S,
+) -> Response
+where
+    S: Service<Request, Response = http::Response<B>, Error = Infallible>,
+    B: HttpBody<Data = Bytes> + Unpin + Send + 'static,
+    B::Error: Into<BoxError>,
+{
     let (slot, request) = match sessions.reserve(&owner, address) {
         Ok(slot) => (Some(slot), request),
         Err(bound) => {
@@ -423,7 +474,8 @@ async fn open(
             (None, Request::from_parts(parts, Body::from(bytes)))
         }
     };
-    let response = next.run(request).await;
+    let Ok(()) = std::future::poll_fn(|cx| inner.poll_ready(cx)).await;
+    let Ok(response) = inner.call(request).await;
     let opened = response
         .headers()
         .get(SESSION_HEADER)
@@ -434,27 +486,58 @@ async fn open(
             sessions.open(slot, id.clone(), owner);
             track_stream(&sessions, &id, response)
         }
-        _ => response,
+        _ => response.map(Body::new),
     }
 }
 
 /// Keeps the session of a streaming (SSE) response alive while it streams.
-fn track_stream(sessions: &Arc<Sessions>, id: &str, response: Response) -> Response {
+fn track_stream<B>(sessions: &Arc<Sessions>, id: &str, response: http::Response<B>) -> Response
+where
+    B: HttpBody<Data = Bytes> + Unpin + Send + 'static,
+    B::Error: Into<BoxError>,
+{
     let streams = response
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value.starts_with("text/event-stream"));
     if !streams {
-        return response;
+        return response.map(Body::new);
     }
-    let guard = sessions.streaming(id);
-    let (parts, body) = response.into_parts();
-    let body = body.into_data_stream().map(move |chunk| {
-        let _alive = &guard;
-        chunk
-    });
-    Response::from_parts(parts, Body::from_stream(body))
+    let alive = sessions.streaming(id);
+    response.map(|body| {
+        Body::new(Tracked {
+            body,
+            _alive: alive,
+        })
+    })
+}
+
+/// A streaming response's body, holding its session's [`Streaming`] guard until it is
+/// dropped (its frames passed on as they are).
+struct Tracked<B> {
+    body: B,
+    _alive: Streaming,
+}
+
+impl<B: HttpBody + Unpin> HttpBody for Tracked<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
 }
 
 fn owner_of(identity: Option<&Identity>) -> Owner {
@@ -559,14 +642,17 @@ mod tests {
         sessions.open(slot, "s2".into(), Owner::Anonymous);
         let streaming = sessions.streaming("s2");
         let later = Instant::now() + Duration::from_secs(11);
-        assert_eq!(sessions.expired(later), ["s1"]);
+        assert_eq!(sessions.expired(later), [Arc::from("s1")]);
         drop(streaming);
         let soon = Instant::now() + Duration::from_secs(5);
         assert!(
             sessions.expired(soon).is_empty(),
             "touched when its stream ended"
         );
-        assert_eq!(sessions.expired(soon + Duration::from_secs(11)), ["s2"]);
+        assert_eq!(
+            sessions.expired(soon + Duration::from_secs(11)),
+            [Arc::from("s2")]
+        );
         assert_eq!(sessions.book.lock().total, 0);
     }
 }
