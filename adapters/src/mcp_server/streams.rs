@@ -30,10 +30,17 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// Which HTTP request id serves each open request stream, by session and JSON-RPC id.
+///
+/// Keyed by rmcp's shared session id (a clone is a reference count, where a `String` key
+/// was an allocation per request) and hashed with foldhash: the book is written twice per
+/// call (the stream opens and ends) and read only to close a stream.
 #[derive(Default)]
 pub(crate) struct StreamBook {
-    open: Mutex<HashMap<(String, RequestId), (LocalSessionHandle, u64)>>,
+    open: Mutex<Book>,
 }
+
+/// The open request streams: their session's handle and HTTP request id.
+type Book = HashMap<(SessionId, RequestId), (LocalSessionHandle, u64), foldhash::fast::RandomState>;
 
 impl StreamBook {
     /// Closes the stream of request `request` of session `session`, after a priming event
@@ -42,7 +49,7 @@ impl StreamBook {
         let found = self
             .open
             .lock()
-            .get(&(session.to_owned(), request.clone()))
+            .get(&(SessionId::from(session), request.clone()))
             .cloned();
         let Some((handle, http_request_id)) = found else {
             return false;
@@ -64,7 +71,7 @@ pub(crate) struct Resumable {
 struct Booked {
     messages: tokio::sync::mpsc::Receiver<ServerSseMessage>,
     book: Arc<StreamBook>,
-    key: Option<(String, RequestId)>,
+    key: Option<(SessionId, RequestId)>,
 }
 
 impl Stream for Booked {
@@ -125,7 +132,7 @@ impl SessionManager for Resumable {
         let http_request_id = receiver.http_request_id;
         let key = match (&message, http_request_id) {
             (rmcp::model::JsonRpcMessage::Request(request), Some(http_request_id)) => {
-                let key = (id.to_string(), request.id.clone());
+                let key = (id.clone(), request.id.clone());
                 self.book
                     .open
                     .lock()
