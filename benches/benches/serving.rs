@@ -310,7 +310,9 @@ fn http_sides(rt: &Runtime, opkit: Variant, axum: Variant) -> Vec<Side> {
             .expect("opkit serve");
     });
     let hand_written = spawn_server(rt, |listener| axum_serve(listener, axum_peer::router()));
-    let checked = spawn_server(rt, |listener| axum_serve(listener, axum_peer::checked_router()));
+    let checked = spawn_server(rt, |listener| {
+        axum_serve(listener, axum_peer::checked_router())
+    });
     vec![
         Side {
             name: "opkit",

@@ -488,7 +488,11 @@ mod http {
         let (router, uri, body) = match path {
             "http" => (opkit_router(registry, true), "/ops/bench.add", tiny_json()),
             "http-plain" => (opkit_router(registry, false), "/ops/bench.add", tiny_json()),
-            "http-medium" => (opkit_router(registry, true), "/ops/bench.medium", medium_json()),
+            "http-medium" => (
+                opkit_router(registry, true),
+                "/ops/bench.medium",
+                medium_json(),
+            ),
             "http-axum" => (axum_peer::checked_router(), "/add", tiny_json()),
             _ => (axum_peer::checked_router(), "/medium", medium_json()),
         };

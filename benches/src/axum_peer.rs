@@ -70,4 +70,3 @@ fn checked_body<T: serde::de::DeserializeOwned>(
     check_input(schema, &body).map_err(bad_request)?;
     serde_json::from_value(body).map_err(|error| bad_request(error.to_string()))
 }
-
