@@ -390,8 +390,8 @@ mod mcp {
 
 /// `tools/call` over Streamable HTTP on one legacy (2025-11-25) session, one `POST` at a time
 /// through the router, no sockets, as `serving`'s `mcp_legacy` rows: `mcp-http` (opkit's
-/// `McpServer::try_router`) and `mcp-http-rmcp` (the equal-work rmcp server on rmcp's
-/// `StreamableHttpService`).
+/// `McpServer` routes, mounted as `serve_http` mounts them) and `mcp-http-rmcp` (the
+/// equal-work rmcp server on rmcp's `StreamableHttpService`, mounted at `/mcp`).
 mod mcp_http {
     use axum::body::Body;
     use axum::http::Request;
@@ -406,11 +406,13 @@ mod mcp_http {
     pub async fn run(path: &str, rounds: usize, registry: OperationRegistry) {
         let mut config = rmcp::transport::StreamableHttpServerConfig::default();
         config.legacy_session_mode = true;
+        // Mounted as `serve_http` and the serving bench's rmcp side mount them.
         let router = if path == "mcp-http" {
-            opkit_adapters::mcp_server::McpServer::new(registry)
-                .http_config(config)
-                .try_router()
+            let server = opkit_adapters::mcp_server::McpServer::new(registry).http_config(config);
+            server
+                .try_router_at("/mcp")
                 .expect("router")
+                .merge(server.well_known_router())
         } else {
             use rmcp::transport::streamable_http_server::StreamableHttpService;
             use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -419,7 +421,7 @@ mod mcp_http {
                 Arc::new(LocalSessionManager::default()),
                 config,
             );
-            axum::Router::new().route_service("/", service)
+            axum::Router::new().nest_service("/mcp", service)
         };
         let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": VERSION, "capabilities": {},
@@ -453,7 +455,7 @@ mod mcp_http {
         message: &serde_json::Value,
         session: Option<&str>,
     ) -> axum::response::Response {
-        let mut request = Request::post("/")
+        let mut request = Request::post("/mcp")
             .header("host", "127.0.0.1")
             .header("accept", "application/json, text/event-stream")
             .header("content-type", "application/json")

@@ -380,6 +380,23 @@ impl McpServer {
     /// [`RegistryError::MissingState`] naming each operation whose application state the
     /// registry lacks, or a [`ToolNameError`].
     pub fn try_router(&self) -> Result<Router, McpServerError> {
+        self.try_router_at("/")
+    }
+
+    /// [`try_router`](Self::try_router) with the endpoint at `path` rather than `/`, for an
+    /// application to [`merge`](Router::merge) into its own router: what
+    /// [`serve_http`](Self::serve_http) does with `/mcp`. Nesting the router of
+    /// [`try_router`](Self::try_router) instead costs every request a prefix strip and a
+    /// second route lookup.
+    ///
+    /// ```
+    /// # use opkit::prelude::*;
+    /// use opkit_adapters::mcp_server::McpServer;
+    /// let app = axum::Router::new()
+    ///     .merge(McpServer::new(OperationRegistry::new()).try_router_at("/mcp").unwrap());
+    /// # let _ = app;
+    /// ```
+    pub fn try_router_at(&self, path: &str) -> Result<Router, McpServerError> {
         self.check()?;
         let mut manager = LocalSessionManager::default();
         manager.session_config.keep_alive = Some(self.session_limits.idle());
@@ -403,7 +420,7 @@ impl McpServer {
         // Sessions are held to their owners and bounds (after the gate has found the caller).
         let sessions = sessions::Sessions::new(self.session_limits, manager);
         let service = Router::new().route_service(
-            "/",
+            path,
             sessions::Guarded {
                 sessions,
                 inner: service,
@@ -442,12 +459,10 @@ impl McpServer {
     /// before serving, when an operation lacks its application state or tool names
     /// collide).
     pub async fn serve_http(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-        let router = self.try_router().map_err(std::io::Error::other)?;
+        let router = self.try_router_at("/mcp").map_err(std::io::Error::other)?;
         crate::http_server::serve_router(
             listener,
-            Router::new()
-                .nest("/mcp", router)
-                .merge(self.well_known_router()),
+            router.merge(self.well_known_router()),
             crate::http_server::ConnectionLimits::default(),
             std::future::pending(),
         )
