@@ -759,6 +759,40 @@ three sessions' work on the hub and the call protocol): WebSocket at 64 in fligh
 ~36% of raw, and nowhere near 85-90% at 8 and 64 in flight on either transport.
 """
 
+MCP_HTTP_48 = """#### MCP over Streamable HTTP, counted (issue 48, 2026-11-30)
+
+`benches/examples/profile.rs`'s `mcp-http` and `mcp-http-rmcp` paths send the legacy rows'
+`tools/call` on one 2025-11-25 session through the servers' routers in process (no sockets;
+callgrind at 2,000 and 4,000 calls, the difference divided by 2,000; allocations from the
+path's counting allocator). At the start of this round opkit's router took 185,543
+instructions and 236.5 allocations per call against the rmcp server's 158,827 and 191.5
+(1.17×), where the in-process call (`mcp` against `mcp-rmcp`) differs by ~4,000: the rest
+was the HTTP side of opkit's MCP server, each commit below measured on its own:
+
+| commit | instructions per call | allocations |
+|---|---:|---:|
+| before (`c98ecfe`) | 185,543 | 236.5 |
+| `d677b57`: a tool whose handler reads nothing of its context (and that no middleware covers) gets the bare MCP edge (nothing could read the rest); any other takes the HTTP request out of the request's extensions instead of copying its headers | 178,273 | 218.5 |
+| `924e2bc`: the session guard a tower service around rmcp's instead of an axum `from_fn` middleware (no boxed `Next`, no clone of the inner service), a streaming body kept alive by a wrapper rather than re-streamed, session ids shared | 170,641 | 203.5 |
+| `c5e5569`: the stream book keyed by rmcp's shared session id, hashed with foldhash | 168,520 | 200.5 |
+| rmcp `StreamableHttpService` + check | 158,827 | 191.5 |
+
+Mounted as the servers are mounted in `serving.rs` (opkit's `serve_http`, rmcp's
+`nest_service("/mcp", ..)`): `serve_http` nested the router (a prefix strip and a second
+route lookup per request, 175,011 instructions and 212.5 allocations); `21d1d6c` routes `/mcp`
+directly (`McpServer::try_router_at`, for applications that merge the endpoint into their
+own router): 169,129 and 201.5, against rmcp's 161,917 and 196.5 (1.045×). What is left:
+`_meta["opkit/meta"]` written and dropped (~2,700 with rmcp's serializer) and a larger body
+to send, the session guard (~3,200: the caller's identity, the book's lock), and the
+in-process call.
+
+The serving rows, before (`c98ecfe`) and after (`21d1d6c`), `SERVING_FILTER=mcp ROUNDS=3`,
+opkit against rmcp + `jsonschema` in the same run: legacy 0.87× (29,723–29,936 against
+31,743–34,546 calls/s; server CPU 33–34 against 29–31 µs per call) → 0.94–1.04×, median 0.95×
+over six rounds (CPU 31–35 against 30–32 µs); stateless 0.96× → 1.02× (CPU 33–37 against
+34–38 µs).
+"""
+
 TRANSPORTS_REDIS_TX_49 = """#### Redis without the publish script (issue 49, 2026-11-30)
 
 A request on a served topic is now one transaction of plain commands (`MULTI`, `GET` of the
@@ -892,6 +926,7 @@ def equal_work_section(w, get, serving):
     for path, era in [("mcp_modern", "stateless 2026-07-28"), ("mcp_legacy", "legacy 2025-11-25, one session")]:
         serving_pair_row(w, serving, path, era, "opkit", "rmcp_jsonschema")
     w("")
+    w(MCP_HTTP_48)
 
     raw, ours = get("websocket_rt", "raw_relay_round_trip"), get("websocket_rt", "opkit_round_trip")
     w("### WebSocket through a hub, one call at a time (`compare.rs`)\n")
