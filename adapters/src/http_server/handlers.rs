@@ -157,10 +157,14 @@ impl HttpRequest {
 }
 
 /// The context of a call from `parts`: the identity, the trace context, the request id the
-/// client chose (`x-request-id`, up to 128 bytes), and the [`HttpRequest`] edge.
+/// client chose (`x-request-id`, up to 128 bytes), and the [`HttpRequest`] edge; a `lean`
+/// call's edge (its handler reads nothing of its context and no middleware covers it, so
+/// nothing can read the edge but its name, which names the call's span) is the bare
+/// [`Edge::HTTP`], without the request moved into a fact of its own.
 fn call_context(
     parts: http::request::Parts,
     identity: Option<opkit::Identity>,
+    lean: bool,
 ) -> OperationContext {
     let headers = &parts.headers;
     let mut ctx = OperationContext::new()
@@ -173,12 +177,11 @@ fn call_context(
     {
         ctx = ctx.with_request_id(request_id);
     }
+    if lean {
+        return ctx.with_edge(Edge::new(Edge::HTTP));
+    }
     // The request's parts move into the edge: the server needs nothing of them afterwards.
-    ctx.with_edge(Edge::new(Edge::HTTP).with_fact(HttpRequest {
-        method: parts.method,
-        uri: parts.uri,
-        headers: parts.headers,
-    }))
+    ctx.with_edge(Edge::new(Edge::HTTP).with_fact(HttpRequest::from_parts(parts)))
 }
 
 /// `Retry-After` (whole seconds, rounded up) for an error whose details say when to retry.
@@ -370,9 +373,10 @@ pub(crate) fn serve_call<'a>(
     // cancels the context; a finished unary call disarms it. A query or mutation whose
     // handler reads nothing of its context needs no token: dropping this future drops its
     // handler's, and nothing else could see the cancellation.
-    let mut ctx = call_context(parts, identity);
+    let lean = !stream && !shared.registry.reads_context(found);
+    let mut ctx = call_context(parts, identity, lean);
     let mut guard = None;
-    if stream || shared.registry.reads_context(found) {
+    if !lean {
         let token = CancellationToken::new();
         ctx = ctx.with_cancellation(token.clone());
         guard = Some(token.drop_guard());
