@@ -8,7 +8,8 @@
 //! `HttpServer::router` and the equal-work axum + `jsonschema` router, in process: everything
 //! the server does per request but hyper's connection work, which both share), `mcp-http` and
 //! `mcp-http-rmcp` (`tools/call` on one legacy Streamable HTTP session, through opkit's
-//! `McpServer::try_router` and the equal-work rmcp server's `StreamableHttpService`).
+//! `McpServer::try_router` and the equal-work rmcp server's `StreamableHttpService`),
+//! `mcp-http-modern` and `mcp-http-modern-rmcp` (the same in the stateless 2026-07-28 era).
 //!
 //! The transports, each with its raw baseline, `n` calls in flight (the third argument, 1
 //! unless given), every side on this one thread: `ws`, `ws-raw` (a `WsHub` with a serving and
@@ -163,7 +164,9 @@ fn main() {
                 }
             }
             "mcp" | "mcp-rmcp" => mcp::run(&path, rounds, registry).await,
-            "mcp-http" | "mcp-http-rmcp" => mcp_http::run(&path, rounds, registry).await,
+            "mcp-http" | "mcp-http-rmcp" | "mcp-http-modern" | "mcp-http-modern-rmcp" => {
+                mcp_http::run(&path, rounds, registry).await
+            }
             "http" | "http-plain" | "http-axum" | "http-medium" | "http-axum-medium" => {
                 http::run(&path, rounds, registry).await
             }
@@ -401,13 +404,18 @@ mod mcp_http {
     use std::sync::Arc;
     use tower::ServiceExt;
 
-    const VERSION: &str = "2025-11-25";
+    /// The legacy era's protocol revision (one session).
+    const LEGACY: &str = "2025-11-25";
+    /// The stateless era's (each request carries its version and capabilities).
+    const MODERN: &str = "2026-07-28";
 
     pub async fn run(path: &str, rounds: usize, registry: OperationRegistry) {
+        let modern = path.starts_with("mcp-http-modern");
+        let version = if modern { MODERN } else { LEGACY };
         let mut config = rmcp::transport::StreamableHttpServerConfig::default();
-        config.legacy_session_mode = true;
+        config.legacy_session_mode = !modern;
         // Mounted as `serve_http` and the serving bench's rmcp side mount them.
-        let router = if path == "mcp-http" {
+        let router = if !path.ends_with("-rmcp") {
             let server = opkit_adapters::mcp_server::McpServer::new(registry).http_config(config);
             server
                 .try_router_at("/mcp")
@@ -423,26 +431,38 @@ mod mcp_http {
             );
             axum::Router::new().nest_service("/mcp", service)
         };
-        let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": VERSION, "capabilities": {},
-            "clientInfo": {"name": "bench", "version": "0"}}});
-        let response = post(&router, &initialize, None).await;
-        let session = response.headers()["mcp-session-id"]
-            .to_str()
-            .expect("session id")
-            .to_owned();
-        body(response).await;
-        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        body(post(&router, &initialized, Some(&session)).await).await;
+        let session = if modern {
+            None
+        } else {
+            let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": LEGACY, "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "0"}}});
+            let response = post(&router, &initialize, None, LEGACY).await;
+            let session = response.headers()["mcp-session-id"]
+                .to_str()
+                .expect("session id")
+                .to_owned();
+            body(response).await;
+            let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+            body(post(&router, &initialized, Some(&session), LEGACY).await).await;
+            Some(session)
+        };
+        let mut params = json!({"name": "bench.add", "arguments": tiny_json()});
+        if modern {
+            params["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientCapabilities": {},
+            });
+        }
         let ids = std::cell::Cell::new(0);
         super::transports::calls(rounds, 1, || {
             ids.set(ids.get() + 1);
             let call = json!({"jsonrpc": "2.0", "id": ids.get(), "method": "tools/call",
-                "params": {"name": "bench.add", "arguments": tiny_json()}});
+                "params": params});
             let router = router.clone();
             let session = session.clone();
             async move {
-                let body = body(post(&router, &call, Some(&session)).await).await;
+                let body = body(post(&router, &call, session.as_deref(), version).await).await;
                 assert!(body.windows(2).any(|w| w == b"42"), "{body:?}");
                 std::hint::black_box(body);
             }
@@ -454,14 +474,20 @@ mod mcp_http {
         router: &axum::Router,
         message: &serde_json::Value,
         session: Option<&str>,
+        version: &str,
     ) -> axum::response::Response {
         let mut request = Request::post("/mcp")
             .header("host", "127.0.0.1")
             .header("accept", "application/json, text/event-stream")
             .header("content-type", "application/json")
-            .header("mcp-protocol-version", VERSION);
+            .header("mcp-protocol-version", version);
         if let Some(session) = session {
             request = request.header("mcp-session-id", session);
+        }
+        if version == MODERN {
+            request = request
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", "bench.add");
         }
         let request = request
             .body(Body::from(message.to_string()))
