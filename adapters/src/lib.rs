@@ -37,6 +37,9 @@ pub mod redis;
 #[cfg(any(feature = "redis", feature = "websocket"))]
 mod backoff;
 
+#[cfg(any(feature = "http-server", feature = "redis", feature = "websocket"))]
+mod seeded;
+
 #[cfg(any(feature = "openapi", feature = "mcp"))]
 mod import_access;
 #[cfg(any(feature = "openapi", feature = "mcp"))]

@@ -681,6 +681,26 @@ const ADAPTER_EDGES: &[(&str, &str, &str)] = &[
         "backoff",
         "the reconnection pauses both transports share",
     ),
+    (
+        "http_server",
+        "seeded",
+        "the seeded tables of the serving and call paths",
+    ),
+    (
+        "mcp_server",
+        "seeded",
+        "the seeded tables of the serving and call paths",
+    ),
+    (
+        "redis",
+        "seeded",
+        "the seeded tables of the serving and call paths",
+    ),
+    (
+        "websocket",
+        "seeded",
+        "the seeded tables of the serving and call paths",
+    ),
 ];
 
 #[test]

@@ -138,6 +138,7 @@ pub struct HttpRequest {
 impl HttpRequest {
     /// What `parts` say, copied (for an edge that serves over HTTP through another server, as
     /// the MCP server's Streamable HTTP transport does).
+    #[cfg(feature = "mcp-server")]
     pub(crate) fn of(parts: &http::request::Parts) -> Self {
         Self {
             method: parts.method.clone(),

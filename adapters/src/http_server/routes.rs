@@ -2,10 +2,10 @@
 //! it answers and how its input spreads over a query string.
 
 use super::query::QueryShape;
+use crate::seeded::Seeded;
 use http::Method;
 use opkit::{FoundOperation, OperationKind, OperationRegistry, OperationSpec};
 use parking_lot::RwLock;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// One operation as served at `/ops/<id>`.
@@ -48,7 +48,7 @@ impl Route {
 pub(crate) struct Routes {
     /// Keyed by ids the registry found (a request's path reaches it only then), hashed with
     /// a fast hash: this is read on every request.
-    by_id: RwLock<HashMap<String, Arc<Route>, foldhash::fast::RandomState>>,
+    by_id: RwLock<Seeded<String, Arc<Route>>>,
 }
 
 impl Routes {

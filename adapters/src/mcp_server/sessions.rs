@@ -23,6 +23,7 @@
 //! when rmcp no longer knows it.
 
 use super::RequestIdentity;
+use crate::seeded::Seeded;
 use axum::BoxError;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{ConnectInfo, Request};
@@ -157,7 +158,7 @@ struct Session {
 /// again when its streaming response ends.
 #[derive(Default)]
 struct Book {
-    sessions: HashMap<Arc<str>, Session, foldhash::fast::RandomState>,
+    sessions: Seeded<Arc<str>, Session>,
     counts: HashMap<Counted, usize>,
     total: usize,
 }

@@ -13,6 +13,7 @@
 //! Invariant: an entry of the book lives exactly as long as its stream (the stream removes
 //! it when dropped), so the book holds at most one entry per open request stream.
 
+use crate::seeded::Seeded;
 use futures::Stream;
 use parking_lot::Mutex;
 use rmcp::model::{ClientJsonRpcMessage, RequestId, ServerJsonRpcMessage};
@@ -23,7 +24,6 @@ use rmcp::transport::streamable_http_server::session::local::{
 use rmcp::transport::streamable_http_server::session::{
     EventStore, RestoreOutcome, ServerSseMessage, SessionId,
 };
-use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -40,7 +40,7 @@ pub(crate) struct StreamBook {
 }
 
 /// The open request streams: their session's handle and HTTP request id.
-type Book = HashMap<(SessionId, RequestId), (LocalSessionHandle, u64), foldhash::fast::RandomState>;
+type Book = Seeded<(SessionId, RequestId), (LocalSessionHandle, u64)>;
 
 impl StreamBook {
     /// Closes the stream of request `request` of session `session`, after a priming event

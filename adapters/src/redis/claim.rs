@@ -16,7 +16,8 @@
 //! - A consumer whose pending entries were all claimed is deleted and its lease removed.
 
 use super::entries::{self, Entry};
-use super::topics::{Seeded, TopicKeys};
+use super::topics::TopicKeys;
+use crate::seeded::Seeded;
 use ::redis as redis_crate;
 use opkit::protocol::wire::{self, EventKind};
 use parking_lot::Mutex;

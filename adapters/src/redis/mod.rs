@@ -140,7 +140,7 @@ impl RedisPubSub {
                 command: Mutex::new(None),
                 next_command: AtomicU64::new(1),
                 connecting: tokio::sync::Mutex::new(()),
-                served: Mutex::new(topics::Seeded::default()),
+                served: Mutex::new(crate::seeded::Seeded::default()),
                 shards: shards::Shards::default(),
                 answers: claim::Answers::default(),
                 replies: replies::Outboxes::default(),

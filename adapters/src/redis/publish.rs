@@ -34,7 +34,8 @@
 use super::conn::Conn;
 use super::errors::is_refusal;
 use super::scripts::{PUBLISH_SCRIPT, SETTLE_SCRIPT, SPUBLISH_SCRIPT};
-use super::topics::{Seeded, TopicKeys};
+use super::topics::TopicKeys;
+use crate::seeded::Seeded;
 use ::redis as redis_crate;
 use bytes::Bytes;
 use opkit::envelope::now_millis;

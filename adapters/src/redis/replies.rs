@@ -16,7 +16,7 @@
 //! reader's next write, or its publish fails (the reader stopped: its [`Window`] drops the
 //! replies, and each publisher learns that the reply may or may not have left).
 
-use super::topics::Seeded;
+use crate::seeded::Seeded;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use redis::RedisError;

@@ -3,9 +3,6 @@
 
 use std::sync::LazyLock;
 
-/// A table hashed with foldhash, seeded per table (keys here are topics and request ids).
-pub(super) type Seeded<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-
 /// The names a topic maps to.
 #[derive(Debug, Clone)]
 pub(super) struct TopicKeys {

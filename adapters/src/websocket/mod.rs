@@ -12,11 +12,6 @@ mod hub;
 mod spoke;
 mod tls;
 
-/// The hub's and spokes' tables on the call path, hashed with foldhash, seeded per table (as
-/// the protocol's own tables in `opkit`): keys a peer chooses (topics, request ids) cannot be
-/// aimed at one bucket without the seed, and a lookup costs a fraction of SipHash's.
-type Seeded<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-
 pub use hub::{
     DEFAULT_FAILED_TOKEN_WINDOW, DEFAULT_MAX_CALLS_PER_SPOKE, DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
     DEFAULT_MAX_CONNECTIONS_PER_TOKEN, DEFAULT_MAX_FAILED_TOKENS, DEFAULT_MAX_QUEUED_BYTES,

@@ -2,7 +2,7 @@
 //! spoke it was routed to; and so who may answer it, who may abort it, and who receives its
 //! replies.
 
-use crate::websocket::Seeded;
+use crate::seeded::Seeded;
 use opkit::protocol::topics;
 use opkit::protocol::wire::EventKind;
 

@@ -16,7 +16,7 @@
 //! on one topic reach each target in publish order.
 
 use super::outbound::Outbound;
-use crate::websocket::Seeded;
+use crate::seeded::Seeded;
 use crate::websocket::frame::{self, Header};
 use bytes::Bytes;
 use futures::Stream;

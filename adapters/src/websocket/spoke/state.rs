@@ -2,7 +2,7 @@
 //! kinds of transport error it reports.
 
 use super::options::SpokeOptions;
-use crate::websocket::Seeded;
+use crate::seeded::Seeded;
 use bytes::Bytes;
 use opkit::protocol::TransportError;
 use parking_lot::Mutex;
