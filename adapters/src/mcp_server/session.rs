@@ -55,6 +55,14 @@ pub(super) fn is_modern(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
+/// `true` for a call whose edge is its stdio connection's, one for every call: a client
+/// before 2026-07-28 not over Streamable HTTP, whose edge has no session id, no HTTP request,
+/// the client its `initialize` named (which precedes every call) and the connection's
+/// session.
+fn shares_stdio_edge(context: &RequestContext<RoleServer>, modern: bool) -> bool {
+    !modern && context.extensions.get::<http::request::Parts>().is_none()
+}
+
 /// The JSON-RPC error of tool names that cannot be served (the registry changed after the
 /// server started).
 fn names_error(error: &super::ToolNameError) -> McpError {
@@ -137,12 +145,10 @@ impl McpHandler {
         context: &RequestContext<RoleServer>,
         modern: bool,
     ) -> OperationContext {
-        let parts = context.extensions.get::<http::request::Parts>();
-        let edge = if parts.is_none() && !modern {
-            None
-        } else {
-            Some(self.edge(context, modern, parts.map(HttpRequest::of)))
-        };
+        let edge = (!shares_stdio_edge(context, modern)).then(|| {
+            let parts = context.extensions.get::<http::request::Parts>();
+            self.edge(context, modern, parts.map(HttpRequest::of))
+        });
         self.context_on(identity, context, edge)
             .with_cancellation(context.ct.clone())
     }
@@ -161,8 +167,7 @@ impl McpHandler {
         modern: bool,
         lean: bool,
     ) -> OperationContext {
-        let over_http = context.extensions.get::<http::request::Parts>().is_some();
-        let edge = if !over_http && !modern {
+        let edge = if shares_stdio_edge(context, modern) {
             None
         } else if lean {
             Some(Edge::new(Edge::MCP))
@@ -174,11 +179,9 @@ impl McpHandler {
     }
 
     /// A call's context on `edge`, with the caller's identity and the request's trace;
-    /// `None` for a stdio connection of a client before 2026-07-28, whose calls share one
-    /// edge: no session id, no HTTP request, the client its `initialize` named (which
-    /// precedes every call), the connection's session. Each of those calls starts from a
-    /// clone of one context holding it (reference counts, not a new allocation for the
-    /// edge) with a fresh request id.
+    /// `None` for a call on the stdio connection's shared edge (see [`shares_stdio_edge`]),
+    /// which starts from a clone of one context holding it (reference counts, not a new
+    /// allocation for the edge) with a fresh request id.
     fn context_on(
         &self,
         identity: Option<Identity>,
