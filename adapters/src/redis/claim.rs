@@ -22,6 +22,7 @@ use ::redis as redis_crate;
 use opkit::protocol::wire::{self, EventKind};
 use parking_lot::Mutex;
 use redis_crate::{RedisError, Script, Value};
+use std::borrow::Cow;
 use std::collections::{HashSet, VecDeque};
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -113,16 +114,11 @@ impl Held {
     /// Remembers an entry handed to the subscriber (read or claimed just now); a call request
     /// is registered in `answers`, to be acknowledged as soon as this process answers it.
     pub(super) fn push(&mut self, answers: &Answers, id: String, payload: &[u8]) {
-        let request = wire::peek(payload).filter(|peeked| peeked.kind == EventKind::Requested);
-        let request_id = request.as_ref().map(|peeked| peeked.request_id.to_string());
-        if let Some(peeked) = &request {
-            answers.expect(
-                self.reader,
-                &peeked.request_id,
-                peeked.subscription,
-                id.clone(),
-            );
-        }
+        let request_id = held_request(payload).map(|(request_id, subscription)| {
+            let request_id = request_id.into_owned();
+            answers.expect(self.reader, &request_id, subscription, id.clone());
+            request_id
+        });
         self.entries.push_back((id, request_id, Instant::now()));
     }
 
@@ -163,6 +159,29 @@ impl Held {
         self.entries
             .retain(|(id, _, _)| !answered.contains(id.as_str()));
     }
+}
+
+/// The request id and `subscription` flag of a held entry, when it is a `call.requested`.
+///
+/// Read from the event's first bytes ([`wire::peek_head`]) when nothing further on can set the
+/// flag: no escape anywhere and no `"subscription"` in the bytes (then no key of the event is
+/// `subscription`, however it is written); else by [`wire::peek`]. The two agree on every
+/// request `peek` accepts. One `peek` refuses (a key written twice, invalid JSON further on)
+/// may be held under the id its head names: its handler refuses it too, so it is answered
+/// with `call.error` or not at all, and its entry is acknowledged then or when it ages out,
+/// as any entry.
+fn held_request(payload: &[u8]) -> Option<(Cow<'_, str>, bool)> {
+    /// The key's bytes, searched for with a searcher built once.
+    static SUBSCRIPTION_KEY: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new(br#""subscription""#));
+    if let Some((EventKind::Requested, request_id)) = wire::peek_head(payload)
+        && memchr::memchr(b'\\', payload).is_none()
+        && SUBSCRIPTION_KEY.find(payload).is_none()
+    {
+        return Some((Cow::Borrowed(request_id), false));
+    }
+    let peeked = wire::peek(payload).filter(|peeked| peeked.kind == EventKind::Requested)?;
+    Some((peeked.request_id, peeked.subscription))
 }
 
 /// The entry ids [`Held::due`] found to acknowledge: the answered ones first.
@@ -265,12 +284,19 @@ impl Answers {
         if self.book.lock().expected.is_empty() {
             return None;
         }
-        let reply = wire::peek(payload)?;
+        // A reply this process publishes: its head names its call (see `wire::peek_head`).
+        let (kind, request_id) = match wire::peek_head(payload) {
+            Some((kind, request_id)) => (kind, Cow::Borrowed(request_id)),
+            None => {
+                let reply = wire::peek(payload)?;
+                (reply.kind, reply.request_id)
+            }
+        };
         let book = self.book.lock();
-        let held = book.expected.get(&*reply.request_id)?;
-        reply.kind.ends_call(held.subscription).then(|| Ending {
+        let held = book.expected.get(&*request_id)?;
+        kind.ends_call(held.subscription).then(|| Ending {
             reader: held.reader,
-            request_id: reply.request_id.into_owned(),
+            request_id: request_id.into_owned(),
         })
     }
 
@@ -350,10 +376,14 @@ mod tests {
         let subscription = br#"{"type":"call.requested","requestId":"c0ffee:2","operationId":"q.watch","input":{"deep":[1,2,{"x":3}]},"subscription":true}"#;
         held.push(&answers, "2-0".to_owned(), subscription);
         held.push(&answers, "3-0".to_owned(), b"not json");
-        for reply in [
-            r#"{"type":"call.responded","requestId":"c0ffee:1","output":{}}"#,
-            r#"{"type":"call.responded","requestId":"c0ffee:2","output":{}}"#,
-        ] {
+        // The flag written with an escape, and a request whose id is not its second key.
+        let escaped = br#"{"type":"call.requested","requestId":"c0ffee:4","operationId":"q.watch","input":{},"subscription":true}"#;
+        held.push(&answers, "4-0".to_owned(), escaped);
+        let reordered = br#"{"subscription":true,"type":"call.requested","operationId":"q.watch","input":{},"requestId":"c0ffee:5"}"#;
+        held.push(&answers, "5-0".to_owned(), reordered);
+        for n in [1, 2, 4, 5] {
+            let reply =
+                format!(r#"{{"type":"call.responded","requestId":"c0ffee:{n}","output":{{}}}}"#);
             answers.note_published("opkit.reply.c0ffee", reply.as_bytes());
         }
         assert_eq!(
@@ -361,11 +391,11 @@ mod tests {
             ["1-0"],
             "an item does not end the subscription"
         );
-        answers.note_published(
-            "opkit.reply.c0ffee",
-            br#"{"type":"call.completed","requestId":"c0ffee:2"}"#,
-        );
-        assert_eq!(answers.take(1), ["2-0"]);
+        for n in [2, 4, 5] {
+            let end = format!(r#"{{"type":"call.completed","requestId":"c0ffee:{n}"}}"#);
+            answers.note_published("opkit.reply.c0ffee", end.as_bytes());
+        }
+        assert_eq!(answers.take(1), ["2-0", "4-0", "5-0"]);
     }
 
     #[test]

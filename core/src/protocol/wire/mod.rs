@@ -11,7 +11,9 @@
 //! it.
 //!
 //! A transport that keeps track of calls reads only [`peek`]: the kind, the request id, the
-//! deadline and the `subscription` flag, and [`EventKind::ends_call`] for when a call is over.
+//! deadline and the `subscription` flag, and [`EventKind::ends_call`] for when a call is over
+//! ([`peek_head`]: the kind and request id from an event's first bytes, where nothing further
+//! on decides what the transport does).
 //! A router that must refuse a malformed request before it forwards it reads
 //! [`check_request`]: the checks of a handler's decoder, with nothing built.
 
@@ -26,7 +28,7 @@ pub use check::{RequestHead, check_request};
 pub(crate) use fast_decode::decode_fast;
 pub(crate) use json::parse as parse_json;
 pub(crate) use outgoing::{RequestOut, responded};
-pub use peek::{EventKind, Peek, peek};
+pub use peek::{EventKind, Peek, peek, peek_head};
 
 use crate::access::Identity;
 use crate::bounds::Deadline;

@@ -206,6 +206,50 @@ pub fn peek(payload: &[u8]) -> Option<Peek<'_>> {
     })
 }
 
+/// The kind and request id of a call event, read from its first bytes only, when they are
+/// what opkit writes first in every event: `{"type":"<kind>","requestId":"<id>"`, with no
+/// escape in the id (a [`PendingRequestMap`](crate::protocol::PendingRequestMap)'s ids have
+/// none). `None` for anything written otherwise: [`peek`] reads it.
+///
+/// Nothing after the id is read. For an event [`peek`] accepts, the two agree; unlike
+/// [`peek`], this does not refuse an event that is malformed further on (invalid JSON, a key
+/// written twice), and it reads no deadline or `subscription` flag. It is for a transport
+/// that must know which call an event is about where what follows decides nothing it does
+/// (the Redis transport noting the replies its own process publishes, and the requests it
+/// holds for redelivery), never for one that routes or refuses events by what they say.
+///
+/// ```
+/// use opkit::protocol::wire::{EventKind, peek_head};
+/// let reply = br#"{"type":"call.responded","requestId":"c:1","output":{"data":1,"meta":{}}}"#;
+/// assert_eq!(peek_head(reply), Some((EventKind::Responded, "c:1")));
+/// // Written otherwise: left to `peek`.
+/// assert_eq!(peek_head(br#"{ "type":"call.responded","requestId":"c:1"}"#), None);
+/// assert_eq!(peek_head(br#"{"type":"call.responded","requestId":"c:\u0031"}"#), None);
+/// ```
+pub fn peek_head(payload: &[u8]) -> Option<(EventKind, &str)> {
+    let rest = payload.strip_prefix(br#"{"type":""#)?;
+    let (kind, rest) = EVENT_KINDS.iter().find_map(|&kind| {
+        let rest = rest.strip_prefix(kind.as_str().as_bytes())?;
+        Some((kind, rest.strip_prefix(br#"","requestId":""#)?))
+    })?;
+    let id = &rest[..memchr::memchr(b'"', rest)?];
+    // An id with an escape ends elsewhere, or reads otherwise, than these bytes say. (A raw
+    // control byte makes the event invalid JSON, which `peek` refuses: no agreement needed.)
+    if memchr::memchr(b'\\', id).is_some() {
+        return None;
+    }
+    Some((kind, std::str::from_utf8(id).ok()?))
+}
+
+/// Every [`EventKind`].
+const EVENT_KINDS: [EventKind; 5] = [
+    EventKind::Requested,
+    EventKind::Responded,
+    EventKind::Completed,
+    EventKind::Error,
+    EventKind::Aborted,
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,6 +318,57 @@ mod tests {
         // Escaped strings are read (owned), like plain ones.
         let escaped = peek(br#"{"type":"call.aborted","requestId":"c:\u0031"}"#).unwrap();
         assert_eq!(escaped.request_id, "c:1");
+    }
+
+    /// Every event as opkit writes it is read by its head, as `peek` reads it; anything
+    /// written otherwise is left to `peek`.
+    #[test]
+    fn the_head_agrees_with_peek() {
+        use crate::envelope::local_envelope;
+        let mut request = CallRequested::new("c:7", "a.b", json!({"requestId": "x"}));
+        request.deadline = Some(5);
+        let events = [
+            CallEvent::Requested(request),
+            CallEvent::responded("c:7", local_envelope(json!({"requestId": "y"}), "a.b")),
+            CallEvent::completed("c:7"),
+            CallEvent::error("c:7", crate::error::CallError::execution("no")),
+            CallEvent::aborted("c:7"),
+        ];
+        for mut event in events {
+            // Signed or not.
+            if matches!(event, CallEvent::Completed(_)) {
+                event.set_signature(Some("sig".into()));
+            }
+            let bytes = event.to_bytes().unwrap();
+            let peeked = peek(&bytes).unwrap();
+            assert_eq!(
+                peek_head(&bytes),
+                Some((peeked.kind, &*peeked.request_id)),
+                "{}",
+                String::from_utf8_lossy(&bytes)
+            );
+        }
+        for other in [
+            &br#"{"requestId":"c:1","type":"call.aborted"}"#[..],
+            br#"{"type":"call.other","requestId":"c:1"}"#,
+            br#"{"type":"call.aborted","requestId":"c:\u0031"}"#,
+            br#"{"type":"call.aborted","requestId":"c:1"#,
+            br#"{"type":"call.aborted","requestId":1}"#,
+            br#"{"type":"call.abo\"rted","requestId":"c:1"}"#,
+            b"",
+        ] {
+            assert_eq!(peek_head(other), None, "{}", String::from_utf8_lossy(other));
+        }
+        // Malformed further on, or in a way only a full read sees: `peek` refuses it, the
+        // head does not read that far.
+        for malformed in [
+            &br#"{"type":"call.aborted","requestId":"c:1","requestId":"c:2"}"#[..],
+            br#"{"type":"call.aborted","requestId":"c:1",}"#,
+            b"{\"type\":\"call.aborted\",\"requestId\":\"c:\n\"}",
+        ] {
+            assert_eq!(peek(malformed), None);
+            assert!(peek_head(malformed).is_some());
+        }
     }
 
     #[test]
