@@ -416,12 +416,12 @@ repeatable on a busy machine) or `perf record`. Commands are in its header.
 PEERS = ["json_floor_jsonschema", "jsonrpsee_raw_json_request", "tarpc_channel", "async_graphql_execute"]
 
 
-SERVING = re.compile(r"^serving (?P<path>\S+) (?P<side>\S+) rps=(?P<rate>[0-9.]+) p50_us=(?P<p50>[0-9.]+) p99_us=(?P<p99>[0-9.]+) bytes=(?P<bytes>[0-9.]+)(?: server_cpu_us=(?P<cpu>[0-9.]+))?")
+SERVING = re.compile(r"^serving (?P<path>\S+) (?P<side>\S+) rps=(?P<rate>[0-9.]+) p50_us=(?P<p50>[0-9.]+) p99_us=(?P<p99>[0-9.]+) bytes=(?P<bytes>[0-9.]+)(?: server_cpu_us=(?P<cpu>[0-9.]+))?(?: client_cpu_us=(?P<client>[0-9.]+))?")
 
 
 def parse_serving(paths):
-    """{(path, side): [(rate, p50_us, p99_us, bytes, server_cpu_us or None), ...]}: every round of
-    benches/benches/serving.rs."""
+    """{(path, side): [(rate, p50_us, p99_us, bytes, server_cpu_us or None, client_cpu_us or
+    None), ...]}: every round of benches/benches/serving.rs."""
     rounds = {}
     for path in paths:
         with open(path, encoding="utf-8") as handle:
@@ -429,10 +429,10 @@ def parse_serving(paths):
                 match = SERVING.match(line.strip())
                 if match:
                     key = (match.group("path"), match.group("side"))
-                    cpu = match.group("cpu")
+                    cpus = (match.group("cpu"), match.group("client"))
                     rounds.setdefault(key, []).append(
                         tuple(float(match.group(k)) for k in ("rate", "p50", "p99", "bytes"))
-                        + (None if cpu is None else float(cpu),))
+                        + tuple(None if cpu is None else float(cpu) for cpu in cpus))
     return rounds
 
 
@@ -692,7 +692,7 @@ def main():
 
 def serving_median(serving, path, side, column):
     """The median over the rounds of one column (0 rate, 1 p50, 2 p99, 3 bytes, 4 server CPU
-    per call), or None."""
+    per call, 5 the load generator's CPU per call), or None."""
     got = [r[column] for r in serving.get((path, side), []) if r[column] is not None]
     return median(got) if got else None
 
@@ -1001,9 +1001,11 @@ def concurrency_section(w, serving):
     w("per call); on the cluster the raw side is `opkit_benches::redis_cluster`: the stream and group")
     w("in one slot, each caller's reply channel in another (`SSUBSCRIBE`), the worker's `SPUBLISH`es")
     w("and `XACK` sent at once (they go to different masters). Medians of the rounds; the CPU columns")
-    w("are the server runtime's CPU per call (10 ms ticks over a round: ±2 µs).\n")
-    w("| transport | in flight | raw calls/s | raw p50 | raw p99 | opkit calls/s | opkit p50 | opkit p99 | opkit % of raw | server CPU per call, opkit | raw |")
-    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    w("are the server runtime's CPU per call and the load generator's (its runtime and the thread")
+    w("driving it), 10 ms ticks over a round: ±2 µs. A side whose CPU per call is near the time")
+    w("between two calls (1 / the rate) is what bounds the rate.\n")
+    w("| transport | in flight | raw calls/s | raw p50 | raw p99 | opkit calls/s | opkit p50 | opkit p99 | opkit % of raw | server CPU per call, opkit | raw | caller CPU per call, opkit | raw |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     curves = []
     for key, name, _ in TRANSPORTS:
         rates = []
@@ -1014,7 +1016,8 @@ def concurrency_section(w, serving):
             if raw[0] is None or ours[0] is None:
                 continue
             rates.append((n, raw[0], ours[0]))
-            cpu = [serving_median(serving, path, side, 4) for side in ("opkit", "raw")]
+            cpu = [serving_median(serving, path, side, column)
+                   for column in (4, 5) for side in ("opkit", "raw")]
             cpu = " | ".join("—" if c is None else f"{c:.0f} µs" for c in cpu)
             w(f"| {name} | {n} | {raw[0]:,.0f} | {raw[1] / 1e3:.2f} ms | {raw[2] / 1e3:.2f} ms | "
               f"{ours[0]:,.0f} | {ours[1] / 1e3:.2f} ms | {ours[2] / 1e3:.2f} ms | {percent(ours[0], raw[0])} | {cpu} |")

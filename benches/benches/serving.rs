@@ -74,14 +74,15 @@ fn main() {
                 }
                 let sample = client.block_on((path.drive)(side.address, side.variant));
                 println!(
-                    "serving {} {} rps={:.1} p50_us={:.1} p99_us={:.1} bytes={:.1} server_cpu_us={:.2}",
+                    "serving {} {} rps={:.1} p50_us={:.1} p99_us={:.1} bytes={:.1} server_cpu_us={:.2} client_cpu_us={:.2}",
                     path.name,
                     side.name,
                     sample.rate,
                     micros(sample.p50),
                     micros(sample.p99),
                     sample.bytes_per_item,
-                    micros(sample.server_cpu)
+                    micros(sample.server_cpu),
+                    micros(sample.client_cpu)
                 );
             }
         }
@@ -159,10 +160,24 @@ struct Sample {
     /// CPU time the server runtime's threads spent per call (user + system, from
     /// `/proc`, 10 ms ticks): what the side costs whatever else runs on the machine.
     server_cpu: Duration,
+    /// The same for the load generator's threads: a caller whose own cost per call bounds
+    /// the rate shows here (its thread near one call's worth of CPU per call at the rate).
+    client_cpu: Duration,
 }
 
 /// CPU time so far of this process's threads named `server` (the server runtime's).
 fn server_cpu() -> Duration {
+    cpu_of(|name| name == "server")
+}
+
+/// CPU time so far of this process's other threads: the load generator (the runtime named
+/// `client` and the main thread driving it).
+fn client_cpu() -> Duration {
+    cpu_of(|name| name != "server")
+}
+
+/// CPU time so far (user + system, 10 ms ticks) of this process's threads whose name `pick`s.
+fn cpu_of(pick: impl Fn(&str) -> bool) -> Duration {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return Duration::ZERO;
     };
@@ -172,8 +187,9 @@ fn server_cpu() -> Duration {
         .filter_map(|stat| {
             // `pid (comm) state ppid ...`: utime and stime are the 12th and 13th fields
             // after the command name.
-            let (name, rest) = stat.split_once(") ")?;
-            name.ends_with("(server").then_some(())?;
+            let (head, rest) = stat.split_once(") ")?;
+            let (_, name) = head.split_once(" (")?;
+            pick(name).then_some(())?;
             let fields: Vec<&str> = rest.split_whitespace().collect();
             Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
         })
@@ -611,7 +627,7 @@ async fn sse_load(address: SocketAddr, variant: Variant) -> Sample {
         Variant::AxumSse => client.get(format!("http://{address}/items")),
         _ => unreachable!("an SSE variant"),
     };
-    let cpu_before = server_cpu();
+    let (cpu_before, client_before) = (server_cpu(), client_cpu());
     let started = Instant::now();
     let response = request.send().await.expect("subscribe");
     assert!(response.status().is_success(), "{}", response.status());
@@ -641,6 +657,7 @@ async fn sse_load(address: SocketAddr, variant: Variant) -> Sample {
         p99: elapsed,
         bytes_per_item: bytes as f64 / items as f64,
         server_cpu: server_cpu().saturating_sub(cpu_before) / items.max(1) as u32,
+        client_cpu: client_cpu().saturating_sub(client_before) / items.max(1) as u32,
     }
 }
 
@@ -922,7 +939,7 @@ where
         call().await;
     }
     let next = Arc::new(AtomicUsize::new(0));
-    let cpu_before = server_cpu();
+    let (cpu_before, client_before) = (server_cpu(), client_cpu());
     let started = Instant::now();
     let tasks: Vec<_> = (0..callers)
         .map(|_| {
@@ -945,6 +962,7 @@ where
     }
     let elapsed = started.elapsed();
     let cpu = server_cpu().saturating_sub(cpu_before);
+    let client = client_cpu().saturating_sub(client_before);
     latencies.sort_unstable();
     let at = |quantile: f64| {
         latencies[((latencies.len() as f64 * quantile) as usize).min(latencies.len() - 1)]
@@ -955,5 +973,6 @@ where
         p99: at(0.99),
         bytes_per_item: 0.0,
         server_cpu: cpu / latencies.len().max(1) as u32,
+        client_cpu: client / latencies.len().max(1) as u32,
     }
 }
