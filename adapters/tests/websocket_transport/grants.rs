@@ -248,6 +248,55 @@ async fn forged_replies_and_aborts_do_not_reach_the_caller() {
     }
 }
 
+/// The spoke a request was routed to answers it with a reply only its head is right in (a key
+/// written twice, JSON broken after the head): the hub routes replies by their head, so the
+/// caller reads the rest, drops what it cannot read and never takes the forged data; its call
+/// ends by its deadline, as with a server that never answers, and the hub no longer tracks it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_malformed_after_its_head_is_not_taken() {
+    init_logs();
+    let hub = WsHub::bind("127.0.0.1:0", tokens()).await.unwrap();
+    let mut server = RawSpoke::connect(&hub.url(), "math-token").await;
+    let joined = server
+        .subscribe(
+            &topics::request_topic("math.add"),
+            Some(topics::HANDLER_GROUP),
+        )
+        .await;
+    assert!(joined.contains(r#""op":"ok""#), "{joined}");
+    let (_victim, victim) = caller(&hub.url(), "victim-token").await;
+    for (n, tail) in [
+        r#","output":{"data":"forged","meta":{"source":"local","operationId":"math.add","timestamp":1}},"requestId":"ID"}"#,
+        r#","output":{"data":"forged","meta":{"source":"local","operationId":"math.add","timestamp":1}}"#,
+        r#","output":{"data":"forged","meta":{"source":"local","operationId":"math.add","timestamp":1}},"type":"call.error"}"#,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let call = {
+            let victim = victim.clone();
+            let soon = OperationContext::default().with_timeout(Duration::from_millis(800));
+            tokio::spawn(async move { victim.call("math.add", json!({"a": 1, "b": 2}), &soon).await })
+        };
+        let request_id = format!("{}:{}", victim.caller_id(), n + 1);
+        within("the request reaches the server", async {
+            while !server.messages.iter().any(|frame| frame.contains(&request_id)) {
+                server.listen(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        let reply = format!(
+            r#"{{"type":"call.responded","requestId":"{request_id}"{}"#,
+            tail.replace("ID", &request_id)
+        );
+        server.publish(victim.reply_topic(), reply.as_bytes()).await;
+        let ended = within("the call ends by its deadline", call).await.unwrap();
+        let error = ended.expect_err("a malformed reply was taken");
+        assert_eq!(error.code, ErrorCode::Timeout, "{error:?}");
+        eventually("the hub forgets the call", || hub.calls_in_flight() == 0).await;
+    }
+}
+
 /// A `call.aborted` someone else publishes for a call — on its abort topic, another
 /// operation's, or a plain topic — does not make the hub forget the call: when its serving
 /// spoke drops, the caller still gets `TRANSPORT_ERROR` at once, not a wait until its

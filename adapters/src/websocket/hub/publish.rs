@@ -11,7 +11,12 @@
 //!   what is forwarded is exactly what was signed, never the spoke's own bytes.
 //! * an abort (`opkit.abort.<op>`) is accepted from the request's caller only;
 //! * a reply (`opkit.reply*`) from the spoke the request was routed to only, and it reaches
-//!   the caller's connection only.
+//!   the caller's connection only. The hub reads its kind and request id, from its first bytes
+//!   when they are written as opkit writes them ([`wire::peek_head`]), else by [`wire::peek`]
+//!   (one it cannot read is refused); the rest is the caller's to read: its decoder drops a
+//!   reply it cannot read (a key written twice, invalid JSON), as a handler refuses such a
+//!   request. A serving spoke that sends one ends its call as one that never answers would:
+//!   the caller's deadline ends it.
 //!
 //! Code in the hub's process ([`HubPubSub`](super::HubPubSub)) is trusted: its requests are
 //! recorded (so replies find it) but not rewritten, and it may abort any call.
@@ -24,6 +29,7 @@ use bytes::Bytes;
 use opkit::Identity;
 use opkit::protocol::wire::{self, EventKind, RequestHead};
 use opkit::protocol::{CallEvent, CallRequested, TransportError};
+use std::borrow::Cow;
 
 /// The spoke a publish comes from.
 #[derive(Clone, Copy)]
@@ -259,9 +265,15 @@ impl HubState {
         topic: &str,
         payload: &Bytes,
     ) -> Result<Published, TransportError> {
-        let peeked = wire::peek(payload)
-            .filter(|peeked| !matches!(peeked.kind, EventKind::Requested | EventKind::Aborted));
-        let Some(peeked) = peeked else {
+        // Routed by its head when written as opkit writes it (`wire::peek_head`): the rest is
+        // the caller's to read, whose decoder drops what it cannot (see the module docs).
+        let head = match wire::peek_head(payload) {
+            Some((kind, request_id)) => Some((kind, Cow::Borrowed(request_id))),
+            None => wire::peek(payload).map(|peeked| (peeked.kind, peeked.request_id)),
+        };
+        let head =
+            head.filter(|(kind, _)| !matches!(kind, EventKind::Requested | EventKind::Aborted));
+        let Some((kind, request_id)) = head else {
             if from.is_none() {
                 return Ok(Published::now(self.router.publish(topic, payload, |_| {})));
             }
@@ -269,12 +281,10 @@ impl HubState {
                 "only call.responded, call.completed and call.error are published on `{topic}`, and the hub cannot read this as one"
             )));
         };
-        let answered = self.calls.lock().answer(
-            &peeked.request_id,
-            peeked.kind,
-            topic,
-            from.map(|from| from.id),
-        );
+        let answered = self
+            .calls
+            .lock()
+            .answer(&request_id, kind, topic, from.map(|from| from.id));
         match answered.map_err(refused)? {
             Some((caller, ends)) => {
                 let receivers = self.deliver(caller, topic, payload);

@@ -12,8 +12,8 @@
 //!
 //! A transport that keeps track of calls reads only [`peek`]: the kind, the request id, the
 //! deadline and the `subscription` flag, and [`EventKind::ends_call`] for when a call is over
-//! ([`peek_head`]: the kind and request id from an event's first bytes, where nothing further
-//! on decides what the transport does).
+//! ([`peek_head`]: the kind and request id from an event's first bytes, where the event's
+//! receiver reads the rest).
 //! A router that must refuse a malformed request before it forwards it reads
 //! [`check_request`]: the checks of a handler's decoder, with nothing built.
 

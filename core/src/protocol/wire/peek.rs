@@ -214,9 +214,11 @@ pub fn peek(payload: &[u8]) -> Option<Peek<'_>> {
 /// Nothing after the id is read. For an event [`peek`] accepts, the two agree; unlike
 /// [`peek`], this does not refuse an event that is malformed further on (invalid JSON, a key
 /// written twice), and it reads no deadline or `subscription` flag. It is for a transport
-/// that must know which call an event is about where what follows decides nothing it does
-/// (the Redis transport noting the replies its own process publishes, and the requests it
-/// holds for redelivery), never for one that routes or refuses events by what they say.
+/// that must know which call an event is about and leaves the rest to the event's receiver,
+/// which reads it whole and drops what it cannot read (the Redis transport noting the replies
+/// its own process publishes and the requests it holds for redelivery, the WebSocket hub
+/// routing a reply to its caller); never for deciding on anything after the head (a
+/// request's operation, identity or deadline: see [`check_request`](super::check_request)).
 ///
 /// ```
 /// use opkit::protocol::wire::{EventKind, peek_head};
