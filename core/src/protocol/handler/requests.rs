@@ -10,6 +10,8 @@ use crate::middleware::{Outcome, Reply};
 use crate::protocol::pubsub::Receipt;
 use crate::protocol::topics;
 use crate::protocol::wire::{self, CallEvent, CallRequested};
+use crate::registry::FoundOperation;
+use crate::trace::CallSpan;
 use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
@@ -63,6 +65,15 @@ impl Tombstones {
             false
         }
     }
+}
+
+/// A request ready to run: its operation (when the registry has it), its input and the
+/// context it runs with.
+struct Prepared {
+    found: Option<FoundOperation>,
+    operation_id: String,
+    input: Value,
+    ctx: OperationContext,
 }
 
 /// Removes a request from the running map when its task ends, however it ends, and gives
@@ -257,9 +268,18 @@ impl HandlerState {
             let (shared, request_id) = (&guard.shared, &guard.request_id);
             let outcome = match call {
                 // Made where it is awaited: the front door's future is held once.
-                Ok(Some((operation_id, input, ctx))) => {
-                    shared.registry.serve(&operation_id, input, ctx).await
-                }
+                Ok(Some(Prepared {
+                    found: Some(found),
+                    input,
+                    ctx,
+                    ..
+                })) => shared.registry.serve_found(&found, input, ctx).await,
+                Ok(Some(Prepared {
+                    operation_id,
+                    input,
+                    ctx,
+                    ..
+                })) => shared.registry.serve(&operation_id, input, ctx).await,
                 Ok(None) => return,
                 Err(error) => Err(error),
             };
@@ -290,12 +310,21 @@ impl HandlerState {
         request_id: &Arc<str>,
         request: CallRequested,
         token: &CancellationToken,
-    ) -> Result<Option<(String, Value, OperationContext)>, CallError> {
+    ) -> Result<Option<Prepared>, CallError> {
         #[cfg(feature = "signing")]
         if !self.take_signed(request_id, &request)? {
             return Ok(None);
         }
-        let trace = request.trace_context();
+        let found = self.registry.lookup(&request.operation_id);
+        // A handler that reads nothing of its context, with no middleware around it: nothing
+        // can read the edge's facts, nor the trace unless a span records the call (the
+        // front door's span, which reads the trace only then).
+        let lean = found
+            .as_ref()
+            .is_some_and(|found| !self.registry.reads_context(found));
+        let trace = (!lean || CallSpan::wanted())
+            .then(|| request.trace_context())
+            .flatten();
         let CallRequested {
             operation_id,
             input,
@@ -317,13 +346,20 @@ impl HandlerState {
         if let Some(env) = &self.env {
             ctx = ctx.with_env(env.clone());
         }
-        let fact = CallProtocolRequest {
-            caller: request_id
-                .rsplit_once(':')
-                .map(|(caller, _)| caller.to_owned()),
-        };
-        let ctx = ctx.with_edge(Edge::new(Edge::CALL_PROTOCOL).with_fact(fact));
-        Ok(Some((operation_id, input, ctx)))
+        let mut edge = Edge::new(Edge::CALL_PROTOCOL);
+        if !lean {
+            edge = edge.with_fact(CallProtocolRequest {
+                caller: request_id
+                    .rsplit_once(':')
+                    .map(|(caller, _)| caller.to_owned()),
+            });
+        }
+        Ok(Some(Prepared {
+            found,
+            operation_id,
+            input,
+            ctx: ctx.with_edge(edge),
+        }))
     }
 
     /// Publishes a call's outcome: a unary reply, or a stream's items and then
