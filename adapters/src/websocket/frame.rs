@@ -80,6 +80,24 @@ pub(crate) fn encode(header: &Header, payload: Option<&[u8]>) -> Message {
     }
 }
 
+/// A `publish` frame for `topic`, written from the borrowed topic (what [`encode`] writes for
+/// [`Header::Publish`], without an owned copy of the topic first): the frame every call sends
+/// twice.
+pub(crate) fn encode_publish(id: u64, topic: &str, payload: &[u8]) -> Message {
+    if fast::needs_escape(topic.as_bytes()) {
+        let header = Header::Publish {
+            id,
+            topic: topic.to_owned(),
+        };
+        return encode(&header, Some(payload));
+    }
+    let mut bytes = Vec::with_capacity(fast::publish_head_len(id, topic) + 1 + payload.len());
+    fast::put_publish_head(id, topic, &mut bytes);
+    bytes.put_u8(b'\n');
+    bytes.put_slice(payload);
+    Message::Binary(Bytes::from(bytes))
+}
+
 /// A `publish` frame read without copying its topic: the id, the topic borrowed from `data`,
 /// and the payload. `None` for any other frame, a header over `max_head` bytes, or one
 /// [`decode`] reads another way (it decides those, as before): the hub's fast path for the
@@ -139,10 +157,24 @@ mod fast {
         match header {
             Header::Message { sub } => MESSAGE.len() + digits(*sub) + 1,
             Header::Publish { id, topic } if !needs_escape(topic.as_bytes()) => {
-                PUBLISH.len() + digits(*id) + TOPIC.len() + topic.len() + 2
+                publish_head_len(*id, topic)
             }
             _ => 0,
         }
+    }
+
+    /// The length of a `publish` head [`put_publish_head`] writes.
+    pub(super) fn publish_head_len(id: u64, topic: &str) -> usize {
+        PUBLISH.len() + itoa::Buffer::new().format(id).len() + TOPIC.len() + topic.len() + 2
+    }
+
+    /// Writes a `publish` head for a topic serde would not escape.
+    pub(super) fn put_publish_head(id: u64, topic: &str, out: &mut impl BufMut) {
+        out.put_slice(PUBLISH);
+        put_u64(out, id);
+        out.put_slice(TOPIC);
+        out.put_slice(topic.as_bytes());
+        out.put_slice(b"\"}");
     }
 
     /// Writes the header of a frame with a payload (`message`, `publish`); `false` for
@@ -156,11 +188,7 @@ mod fast {
                 true
             }
             Header::Publish { id, topic } if !needs_escape(topic.as_bytes()) => {
-                out.put_slice(PUBLISH);
-                put_u64(out, *id);
-                out.put_slice(TOPIC);
-                out.put_slice(topic.as_bytes());
-                out.put_slice(b"\"}");
+                put_publish_head(*id, topic, out);
                 true
             }
             _ => false,
@@ -262,7 +290,7 @@ mod fast {
     }
 
     /// Whether serde_json would escape something in this string (or it ends one early).
-    fn needs_escape(text: &[u8]) -> bool {
+    pub(super) fn needs_escape(text: &[u8]) -> bool {
         text.iter()
             .any(|&byte| byte < 0x20 || byte == b'"' || byte == b'\\')
     }
@@ -356,6 +384,23 @@ where
 mod tests {
     use super::*;
     use std::ops::Not;
+
+    /// The borrowed-topic writer writes what `encode` writes, escaped topic or not.
+    #[test]
+    fn a_publish_frame_from_a_borrowed_topic_is_the_same_frame() {
+        for topic in ["opkit.reply.c0ffee", "t\"quoted\\", "ünï", ""] {
+            let header = Header::Publish {
+                id: 42,
+                topic: topic.to_owned(),
+            };
+            let payload = b"{\"a\":1}";
+            assert_eq!(
+                data_of(encode_publish(42, topic, payload)),
+                data_of(encode(&header, Some(payload))),
+                "{topic}"
+            );
+        }
+    }
 
     #[test]
     fn frames_round_trip_with_and_without_payload() {

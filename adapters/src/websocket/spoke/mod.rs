@@ -196,13 +196,8 @@ impl PubSub for WsSpoke {
     ) -> BoxFuture<'a, Result<Receipt, TransportError>> {
         async move {
             let id = self.handle.inner.next_id.fetch_add(1, Ordering::Relaxed);
-            let header = Header::Publish {
-                id,
-                topic: topic.to_owned(),
-            };
-            let receivers = self
-                .request(id, frame::encode(&header, Some(&payload)), None)
-                .await?;
+            let frame = frame::encode_publish(id, topic, &payload);
+            let receivers = self.request(id, frame, None).await?;
             Ok(receivers.map_or(Receipt::unknown(), Receipt::delivered))
         }
         .boxed()
