@@ -827,6 +827,49 @@ acknowledgements as raw's (~3 µs); the rest is Redis reading and answering more
 call.
 """
 
+TRANSPORTS_HEADS_49 = """#### Reading a call event by its head, and the lean call handler (issue 49, 2026-11-30)
+
+The profiles at 64 in flight (`profile redis 5000` and `10000`, `profile ws 10000` and `20000`
+under callgrind, the difference per call; `benches/examples/profile.rs`, build as its docs say)
+found each transport reading events whole that it only routes: the Redis transport peeked
+every request it holds for redelivery and every reply its process publishes (~4,000
+instructions each), the hub every reply (~3,600). Now:
+
+- `6b223e8`: `opkit::protocol::wire::peek_head` reads an event's kind and request id from its
+  first bytes when they are what opkit writes first (`{"type":..,"requestId":..`, no escape in
+  the id); anything written otherwise is peeked whole. The Redis transport reads its held
+  requests so when nothing further on can set `subscription` (no escape, no `"subscription"`
+  in the bytes: one `memchr` and one `memmem`), and its own replies so.
+- `6c6b5be`: the hub routes a reply by its head; the caller reads the rest and drops what it
+  cannot read (`docs/security.md`; `a_reply_malformed_after_its_head_is_not_taken`).
+- `e2d30f2`: a read round's answered entries in a foldhash set (SipHash cost twice as much).
+- `b96bfbb`: the call handler looks an operation up once per request, and a request whose
+  handler reads no context and no middleware covers gets the bare `Edge::CALL_PROTOCOL`, its
+  `traceparent` parsed only when a span records the call (the HTTP and MCP servers' rule).
+- `02f976e`: a spoke writes its `publish` frame from the borrowed topic.
+
+| instructions per call, 64 in flight | before (`e9c31be`) | 6b223e8 | 6c6b5be | e2d30f2 | b96bfbb | **02f976e** | raw |
+|---|---:|---:|---:|---:|---:|---:|---:|
+| Redis | 109,658 | 102,578 | — | 102,063 | 100,982 | **100,982** | 59,252 |
+| WebSocket | 82,177 | — | 78,750 | — | 77,991 | **76,112** | 20,850 |
+
+Allocations per call (the plain run of the same paths): Redis 82.0 → 79.0, WebSocket 45.5 →
+40.5. The serving rows cannot show a change this size: Redis at 1 / 8 / 64 in flight read
+89 / 99 / 91% of raw before `6b223e8` and 89 / 101 / 92% after (the two builds alternated three
+times, `SERVING_FILTER=redis_inflight ROUNDS=3`, medians of 9 rounds), while the raw side's
+own rate moved by up to 25% between rounds.
+
+The concurrency table now shows the load generator's CPU per call beside the server's
+(`client_cpu_us`). At `209769b`, WebSocket at 64 in flight ran ~157,000 calls/s (6.4 µs
+between calls) with opkit's caller at 6–8 µs and its server at 6 µs of CPU per call: both
+threads saturated, against 2–4 and 4–6 µs for the raw relay; at 8 in flight the server side
+(12–14 µs per call, 16 µs between calls) bounds the rate. What the server side still does per
+call that the relay does not: the hub's check of each request as the handlers' decoder reads it
+(~4,600 instructions: the stamping and refusal guarantees of `docs/security.md`), the handler's
+decode of the request (~5,000) and the registry's call around the fn (input check, envelope),
+the reply's JSON, and the caller's decode of the reply (~5,500) on the load generator's side.
+"""
+
 HTTP_INSTRUCTIONS_48 = """#### What one tiny HTTP call costs, counted (issue 48)
 
 Instructions per `POST /ops/bench.add` through the router in process (`tower::ServiceExt::oneshot`,
@@ -1049,6 +1092,7 @@ def concurrency_section(w, serving):
     w("")
     w(TRANSPORTS_RERUN_49)
     w(TRANSPORTS_REDIS_TX_49)
+    w(TRANSPORTS_HEADS_49)
 
 
 def serving_pair_row(w, serving, path, label, ours, theirs, cpu=False):
