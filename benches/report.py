@@ -835,7 +835,7 @@ found each transport reading events whole that it only routes: the Redis transpo
 every request it holds for redelivery and every reply its process publishes (~4,000
 instructions each), the hub every reply (~3,600). Now:
 
-- `6b223e8`: `opkit::protocol::wire::peek_head` reads an event's kind and request id from its
+- `eb11f35`: `opkit::protocol::wire::peek_head` reads an event's kind and request id from its
   first bytes when they are what opkit writes first (`{"type":..,"requestId":..`, no escape in
   the id); anything written otherwise is peeked whole. The Redis transport reads its held
   requests so when nothing further on can set `subscription` (no escape, no `"subscription"`
@@ -848,14 +848,14 @@ instructions each), the hub every reply (~3,600). Now:
   `traceparent` parsed only when a span records the call (the HTTP and MCP servers' rule).
 - `02f976e`: a spoke writes its `publish` frame from the borrowed topic.
 
-| instructions per call, 64 in flight | before (`e9c31be`) | 6b223e8 | 6c6b5be | e2d30f2 | b96bfbb | **02f976e** | raw |
+| instructions per call, 64 in flight | before (`e9c31be`) | eb11f35 | 6c6b5be | e2d30f2 | b96bfbb | **02f976e** | raw |
 |---|---:|---:|---:|---:|---:|---:|---:|
 | Redis | 109,658 | 102,578 | — | 102,063 | 100,982 | **100,982** | 59,252 |
 | WebSocket | 82,177 | — | 78,750 | — | 77,991 | **76,112** | 20,850 |
 
 Allocations per call (the plain run of the same paths): Redis 82.0 → 79.0, WebSocket 45.5 →
 40.5. The serving rows cannot show a change this size: Redis at 1 / 8 / 64 in flight read
-89 / 99 / 91% of raw before `6b223e8` and 89 / 101 / 92% after (the two builds alternated three
+89 / 99 / 91% of raw before `eb11f35` and 89 / 101 / 92% after (the two builds alternated three
 times, `SERVING_FILTER=redis_inflight ROUNDS=3`, medians of 9 rounds), while the raw side's
 own rate moved by up to 25% between rounds.
 
