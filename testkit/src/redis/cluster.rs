@@ -63,10 +63,23 @@ impl RedisCluster {
                 child: Some(child),
             });
         }
-        for node in &cluster.nodes {
-            wait_formed(&format!("node {} answers PING", node.port), || {
-                cli(node.port, &["PING"]).is_some_and(|reply| reply.trim() == "PONG")
-            });
+        for node in &mut cluster.nodes {
+            let port = node.port;
+            let child = node.child.as_mut().expect("a node just started");
+            wait_until(
+                &format!("node {port} answers PING"),
+                FORM_PATIENCE,
+                Duration::from_millis(50),
+                || {
+                    if let Some(status) = child.try_wait() {
+                        panic!(
+                            "redis-server on port {port} exited ({status}) before it answered: was its port or its bus port {} taken?",
+                            u32::from(port) + 10_000
+                        );
+                    }
+                    cli(port, &["PING"]).is_some_and(|reply| reply.trim() == "PONG")
+                },
+            );
         }
         let addresses: Vec<String> = cluster
             .nodes
