@@ -15,18 +15,24 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// A registry with `handler` as the query `t.echo`.
+fn with_echo(handler: Handler) -> OperationRegistry {
+    let registry = OperationRegistry::new();
+    registry
+        .register(
+            OperationSpec::new("t", "echo", OperationKind::Query),
+            handler,
+        )
+        .unwrap();
+    registry
+}
+
 #[test]
 fn without_a_subscriber_the_context_trace_passes_through_unchanged() {
     runtime().block_on(async {
-        let registry = OperationRegistry::new();
-        registry
-            .register(
-                OperationSpec::new("t", "echo", OperationKind::Query),
-                Handler::unary(|_input, ctx: OperationContext| async move {
-                    Ok(json!(ctx.trace().map(TraceContext::traceparent)))
-                }),
-            )
-            .unwrap();
+        let registry = with_echo(Handler::unary(|_input, ctx: OperationContext| async move {
+            Ok(json!(ctx.trace().map(TraceContext::traceparent)))
+        }));
         let ctx = OperationContext::new();
         let none = registry.execute("t.echo", json!({}), &ctx).await.unwrap();
         assert_eq!(none.data, serde_json::Value::Null);
@@ -53,22 +59,16 @@ fn without_a_subscriber_a_served_handler_that_reads_its_context_gets_the_callers
     }
 
     runtime().block_on(async {
-        let registry = OperationRegistry::new();
-        registry
-            .register(
-                OperationSpec::new("t", "echo", OperationKind::Query),
-                Handler::unary(|_input, ctx: OperationContext| async move {
-                    let caller = ctx
-                        .edge()
-                        .and_then(|edge| edge.fact::<CallProtocolRequest>())
-                        .and_then(|request| request.caller.clone());
-                    Ok(json!({
-                        "traceparent": ctx.trace().map(TraceContext::traceparent),
-                        "caller": caller,
-                    }))
-                }),
-            )
-            .unwrap();
+        let registry = with_echo(Handler::unary(|_input, ctx: OperationContext| async move {
+            let caller = ctx
+                .edge()
+                .and_then(|edge| edge.fact::<CallProtocolRequest>())
+                .and_then(|request| request.caller.clone());
+            Ok(json!({
+                "traceparent": ctx.trace().map(TraceContext::traceparent),
+                "caller": caller,
+            }))
+        }));
         registry.register_operation(add).unwrap();
         let bus = Arc::new(MemoryPubSub::new());
         let _handler = CallHandler::new(registry, bus.clone())
