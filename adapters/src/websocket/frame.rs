@@ -103,7 +103,7 @@ pub(crate) fn encode_publish(id: u64, topic: &str, payload: &[u8]) -> Message {
 /// [`decode`] reads another way (it decides those, as before): the hub's fast path for the
 /// frame every call sends twice.
 pub(crate) fn decode_publish(data: &Bytes, max_head: usize) -> Option<(u64, &str, Bytes)> {
-    let at = data.iter().position(|&byte| byte == b'\n')?;
+    let at = memchr::memchr(b'\n', data)?;
     if at > max_head {
         return None;
     }

@@ -5,6 +5,7 @@
 use crate::seeded::Seeded;
 use opkit::protocol::topics;
 use opkit::protocol::wire::EventKind;
+use std::sync::Arc;
 
 /// Who published a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +67,7 @@ impl Call {
 ///   ([`take_called_by`](Self::take_called_by), [`take_served_by`](Self::take_served_by)).
 #[derive(Default)]
 pub(super) struct Calls {
-    calls: Seeded<String, Call>,
+    calls: Seeded<Arc<str>, Call>,
     per_caller: Seeded<u64, usize>,
 }
 
@@ -75,11 +76,11 @@ impl Calls {
     /// `limit` calls.
     pub(super) fn open(
         &mut self,
-        request_id: &str,
+        request_id: Arc<str>,
         call: Call,
         limit: usize,
     ) -> Result<(), String> {
-        if self.calls.contains_key(request_id) {
+        if self.calls.contains_key(&request_id) {
             return Err(format!(
                 "the request id `{request_id}` is in flight already: request ids are unique"
             ));
@@ -93,7 +94,7 @@ impl Calls {
             }
             *count += 1;
         }
-        self.calls.insert(request_id.to_owned(), call);
+        self.calls.insert(request_id, call);
         Ok(())
     }
 
@@ -186,17 +187,17 @@ impl Calls {
     }
 
     /// Takes the records of the calls routed to the spoke `server` (it is gone).
-    pub(super) fn take_served_by(&mut self, server: u64) -> Vec<(String, Call)> {
+    pub(super) fn take_served_by(&mut self, server: u64) -> Vec<(Arc<str>, Call)> {
         self.take(|call| call.server == Some(server))
     }
 
     /// Takes the records of the calls the spoke `caller` made (it is gone).
-    pub(super) fn take_called_by(&mut self, caller: u64) -> Vec<(String, Call)> {
+    pub(super) fn take_called_by(&mut self, caller: u64) -> Vec<(Arc<str>, Call)> {
         self.take(|call| call.caller == Caller::Spoke(caller))
     }
 
-    fn take(&mut self, which: impl Fn(&Call) -> bool) -> Vec<(String, Call)> {
-        let ids: Vec<String> = self
+    fn take(&mut self, which: impl Fn(&Call) -> bool) -> Vec<(Arc<str>, Call)> {
+        let ids: Vec<Arc<str>> = self
             .calls
             .iter()
             .filter(|(_, call)| which(call))
@@ -209,7 +210,7 @@ impl Calls {
 
     /// Drops the records whose deadline passed at `now` (their callers gave up).
     pub(super) fn expire(&mut self, now: u64) {
-        let expired: Vec<String> = self
+        let expired: Vec<Arc<str>> = self
             .calls
             .iter()
             .filter(|(_, call)| !call.is_live(now))
@@ -240,8 +241,14 @@ mod tests {
     #[test]
     fn only_the_server_answers_and_only_the_caller_aborts() {
         let mut calls = Calls::default();
-        calls.open("c:1", call(Caller::Spoke(1)), 10).unwrap();
-        assert!(calls.open("c:1", call(Caller::Spoke(2)), 10).is_err());
+        calls
+            .open("c:1".into(), call(Caller::Spoke(1)), 10)
+            .unwrap();
+        assert!(
+            calls
+                .open("c:1".into(), call(Caller::Spoke(2)), 10)
+                .is_err()
+        );
         let reply = topics::reply_topic("c");
         // Not routed yet: nobody may answer.
         assert!(
@@ -284,17 +291,19 @@ mod tests {
     #[test]
     fn each_spoke_holds_at_most_its_limit() {
         let mut calls = Calls::default();
-        calls.open("a:1", call(Caller::Spoke(1)), 2).unwrap();
-        calls.open("a:2", call(Caller::Spoke(1)), 2).unwrap();
-        let refused = calls.open("a:3", call(Caller::Spoke(1)), 2).unwrap_err();
+        calls.open("a:1".into(), call(Caller::Spoke(1)), 2).unwrap();
+        calls.open("a:2".into(), call(Caller::Spoke(1)), 2).unwrap();
+        let refused = calls
+            .open("a:3".into(), call(Caller::Spoke(1)), 2)
+            .unwrap_err();
         assert!(refused.contains("with_max_calls_per_spoke"), "{refused}");
-        calls.open("b:1", call(Caller::Spoke(2)), 2).unwrap();
-        calls.open("h:1", call(Caller::Hub), 0).unwrap();
+        calls.open("b:1".into(), call(Caller::Spoke(2)), 2).unwrap();
+        calls.open("h:1".into(), call(Caller::Hub), 0).unwrap();
         assert_eq!(calls.take_called_by(1).len(), 2);
-        calls.open("a:3", call(Caller::Spoke(1)), 2).unwrap();
+        calls.open("a:3".into(), call(Caller::Spoke(1)), 2).unwrap();
         let mut live = Call::new(Caller::Spoke(3), "x.y", Some(100), false);
         live.server = Some(4);
-        calls.open("d:1", live, 2).unwrap();
+        calls.open("d:1".into(), live, 2).unwrap();
         assert_eq!(calls.routed_live(99), 1);
         calls.expire(100);
         assert_eq!(calls.routed_live(0), 0);

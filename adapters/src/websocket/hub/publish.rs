@@ -30,6 +30,7 @@ use opkit::Identity;
 use opkit::protocol::wire::{self, EventKind, RequestHead};
 use opkit::protocol::{CallEvent, CallRequested, TransportError};
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// The spoke a publish comes from.
 #[derive(Clone, Copy)]
@@ -157,7 +158,7 @@ impl HubState {
                     head.deadline,
                     head.subscription,
                 );
-                let request_id = head.request_id.into_owned();
+                let request_id = Arc::<str>::from(head.request_id);
                 let payload = match (request, &from.grant.identity) {
                     (Some(request), Some(identity)) => self.stamp(request, identity)?,
                     _ => payload,
@@ -172,7 +173,7 @@ impl HubState {
                         peeked.deadline,
                         peeked.subscription,
                     );
-                    (peeked.request_id.into_owned(), call, payload)
+                    (Arc::<str>::from(peeked.request_id), call, payload)
                 }
                 _ => {
                     return self
@@ -183,7 +184,7 @@ impl HubState {
         };
         self.calls
             .lock()
-            .open(&request_id, call, self.options.max_calls_per_spoke)
+            .open(request_id.clone(), call, self.options.max_calls_per_spoke)
             .map_err(refused)?;
         let routed = self.route_request(topic, &payload, Some(&request_id));
         if let Ok(receivers @ 1..) = routed {

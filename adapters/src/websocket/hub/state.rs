@@ -133,7 +133,7 @@ impl HubState {
 
     /// Fails the `calls` that were running at the spoke `name` and whose deadline has not
     /// passed, with `TRANSPORT_ERROR` to their callers.
-    pub(super) fn fail_calls(&self, name: &str, calls: Vec<(String, Call)>) {
+    pub(super) fn fail_calls(&self, name: &str, calls: Vec<(Arc<str>, Call)>) {
         let now = now_millis();
         for (request_id, call) in calls {
             if !call.is_live(now) {
@@ -146,7 +146,7 @@ impl HubState {
             ))
             .with_details(Delivery::Unknown.details());
             let topic = topics::reply_topic_for(&request_id);
-            match CallEvent::error(request_id.as_str(), error).to_bytes() {
+            match CallEvent::error(&*request_id, error).to_bytes() {
                 Ok(payload) => {
                     self.deliver(call.caller, &topic, &payload);
                 }
@@ -156,13 +156,13 @@ impl HubState {
     }
 
     /// Aborts `calls` whose caller went away: their handlers stop, as when a caller gives up.
-    fn abort_calls(&self, calls: Vec<(String, Call)>) {
+    fn abort_calls(&self, calls: Vec<(Arc<str>, Call)>) {
         let now = now_millis();
         for (request_id, call) in calls {
             if !call.is_live(now) {
                 continue;
             }
-            match CallEvent::aborted(request_id.as_str()).to_bytes() {
+            match CallEvent::aborted(&*request_id).to_bytes() {
                 Ok(payload) => {
                     let topic = topics::abort_topic(&call.operation_id);
                     self.router.publish(&topic, &payload, |_| {});

@@ -43,10 +43,20 @@ pub(super) fn check_name(what: &str, name: &str, max: usize) -> Result<(), Strin
             name.len()
         ));
     }
-    if name.chars().any(char::is_control) {
+    if has_control(name) {
         return Err(format!("the {what} name contains a control character"));
     }
     Ok(())
+}
+
+/// Whether `name` has a control character (`char::is_control`: U+0000–U+001F, U+007F–U+009F),
+/// reading an ASCII name by its bytes (every topic of the call protocol is one).
+fn has_control(name: &str) -> bool {
+    if name.is_ascii() {
+        name.bytes().any(|byte| byte < 0x20 || byte == 0x7f)
+    } else {
+        name.chars().any(char::is_control)
+    }
 }
 
 /// Whether `topic` is a reply topic.
@@ -85,5 +95,9 @@ mod tests {
         );
         assert!(check_name("topic", "\u{0}7\u{0}opkit.reply.c", 1024).is_err());
         assert!(check_name("group", "a\nb", 1024).is_err());
+        // DEL, a C1 control (two bytes in UTF-8) and other non-ASCII names, read as `char`s.
+        assert!(check_name("topic", "a\u{7f}b", 1024).is_err());
+        assert!(check_name("topic", "ünï\u{85}", 1024).is_err());
+        assert!(check_name("topic", "ünïcode.ok", 1024).is_ok());
     }
 }
