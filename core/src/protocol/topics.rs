@@ -30,8 +30,13 @@ pub const MAX_CALLER_ID_LEN: usize = 128;
 /// assert_eq!(opkit::protocol::topics::request_topic("math.add"), "opkit.request.math.add");
 /// ```
 pub fn request_topic(operation_id: &str) -> String {
-    ["opkit.request.", operation_id].concat()
+    [REQUEST_PREFIX, operation_id].concat()
 }
+
+/// What a request topic starts with.
+const REQUEST_PREFIX: &str = "opkit.request.";
+/// What a caller's reply topic starts with.
+const REPLY_PREFIX: &str = "opkit.reply.";
 
 /// The topic `call.aborted` events for requests to `operation_id` are published on.
 pub fn abort_topic(operation_id: &str) -> String {
@@ -40,7 +45,7 @@ pub fn abort_topic(operation_id: &str) -> String {
 
 /// The topic a caller with id `caller_id` receives its replies on.
 pub fn reply_topic(caller_id: &str) -> String {
-    [FALLBACK_REPLY_TOPIC, ".", caller_id].concat()
+    [REPLY_PREFIX, caller_id].concat()
 }
 
 /// `true` when `caller_id` is 1 to [`MAX_CALLER_ID_LEN`] characters of `[A-Za-z0-9_-]`, so
@@ -119,6 +124,70 @@ pub fn new_caller_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
+/// A topic name made per call (a caller's request topic, a handler's reply topic): on the stack
+/// when it fits [`TopicName::INLINE`] bytes, as the protocol's topics for usual operation and
+/// caller ids do, on the heap otherwise. It reads as the `str` [`request_topic`] or
+/// [`reply_topic_for`] would return.
+pub(crate) struct TopicName(Name);
+
+enum Name {
+    Inline {
+        len: usize,
+        bytes: [u8; TopicName::INLINE],
+    },
+    Heap(String),
+}
+
+impl TopicName {
+    /// The longest name kept on the stack.
+    const INLINE: usize = 80;
+
+    /// `prefix` followed by `rest`.
+    fn joined(prefix: &str, rest: &str) -> Self {
+        let len = prefix.len() + rest.len();
+        if len > Self::INLINE {
+            return Self(Name::Heap([prefix, rest].concat()));
+        }
+        let mut bytes = [0; Self::INLINE];
+        bytes[..prefix.len()].copy_from_slice(prefix.as_bytes());
+        bytes[prefix.len()..len].copy_from_slice(rest.as_bytes());
+        Self(Name::Inline { len, bytes })
+    }
+
+    /// [`request_topic`]`(operation_id)`.
+    pub(crate) fn request(operation_id: &str) -> Self {
+        Self::joined(REQUEST_PREFIX, operation_id)
+    }
+
+    /// [`reply_topic_for`]`(request_id)`.
+    pub(crate) fn reply_for(request_id: &str) -> Self {
+        match caller_of(request_id) {
+            Some(caller) => Self::joined(REPLY_PREFIX, caller),
+            None => Self::joined(FALLBACK_REPLY_TOPIC, ""),
+        }
+    }
+}
+
+impl std::ops::Deref for TopicName {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match &self.0 {
+            // Two `str`s joined whole: UTF-8, checked rather than assumed (no `unsafe`).
+            Name::Inline { len, bytes } => {
+                std::str::from_utf8(&bytes[..*len]).expect("two joined strs are UTF-8")
+            }
+            Name::Heap(name) => name,
+        }
+    }
+}
+
+impl std::fmt::Display for TopicName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,6 +240,29 @@ mod tests {
                     "{topic} for {request_id}"
                 );
             }
+        }
+    }
+
+    /// A per-call name reads as the `String` the public functions make, short or long.
+    #[test]
+    fn topic_names_read_as_the_public_functions_write_them() {
+        let long = "x".repeat(200);
+        for id in ["math.add", "ünï.cöde", long.as_str()] {
+            assert_eq!(&*TopicName::request(id), request_topic(id));
+            let name = TopicName::request(id);
+            assert_eq!(name.to_string(), request_topic(id));
+        }
+        let long_caller = format!("{}:1", "c".repeat(100));
+        for request_id in [
+            "c0ffee:42",
+            "4d2c-uuid-only",
+            "bad caller:1",
+            long_caller.as_str(),
+        ] {
+            assert_eq!(
+                &*TopicName::reply_for(request_id),
+                reply_topic_for(request_id)
+            );
         }
     }
 }

@@ -262,7 +262,7 @@ impl HandlerState {
         request: CallRequested,
         token: CancellationToken,
     ) -> impl Future<Output = ()> + Send + 'static {
-        let reply_topic = topics::reply_topic_for(&guard.request_id);
+        let reply_topic = topics::TopicName::reply_for(&guard.request_id);
         let call = guard.shared.call(&guard.request_id, request, &token);
         async move {
             let (shared, request_id) = (&guard.shared, &guard.request_id);

@@ -40,7 +40,7 @@ impl MapInner {
         #[cfg(not(feature = "signing"))]
         let payload = unsigned_request(guard, &input, ctx, deadline, subscription);
         let payload = payload.inspect_err(|_| guard.publish_abort = false)?;
-        let topic = topics::request_topic(&guard.operation_id);
+        let topic = topics::TopicName::request(&guard.operation_id);
         match self.pubsub.publish(&topic, payload).await {
             Ok(receipt) if receipt.reached_nobody() => {
                 guard.publish_abort = false;
