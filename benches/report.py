@@ -850,14 +850,16 @@ instructions each), the hub every reply (~3,600). Now:
 - `ee5d62f`: the hub keys a call's record by the request id's one `Arc` (it copied the id
   twice per call), finds a frame's header end by `memchr`, and checks an ASCII topic name for
   control characters by its bytes.
+- `a8485d0`: a caller's request topic and a handler's reply topic made on the stack per call
+  (`topics::TopicName`).
 
-| instructions per call, 64 in flight | before (`e9c31be`) | eb11f35 | 6c6b5be | e2d30f2 | b96bfbb | 02f976e | **ee5d62f** | raw |
-|---|---:|---:|---:|---:|---:|---:|---:|---:|
-| Redis | 109,658 | 102,578 | — | 102,063 | 100,982 | 100,982 | **100,982** | 59,252 |
-| WebSocket | 82,177 | — | 78,750 | — | 77,991 | 76,112 | **75,446** | 20,850 |
+| instructions per call, 64 in flight | before (`e9c31be`) | eb11f35 | 6c6b5be | e2d30f2 | b96bfbb | 02f976e | ee5d62f | **a8485d0** | raw |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+| Redis | 109,658 | 102,578 | — | 102,063 | 100,982 | — | — | **99,664** | 59,252 |
+| WebSocket | 82,177 | — | 78,750 | — | 77,991 | 76,112 | 75,446 | **74,501** | 20,850 |
 
-Allocations per call (the plain run of the same paths): Redis 82.0 → 79.0, WebSocket 45.5 →
-39.5 (the raw relay: 8.5). Of a WebSocket call's instructions (self cost, grouped by crate, at
+Allocations per call (the plain run of the same paths): Redis 82.0 → 77.0, WebSocket 45.5 →
+37.5 (the raw relay: 8.5). Of a WebSocket call's instructions (self cost, grouped by crate, at
 `02f976e`) malloc and free are 15,200 (~375 per allocation, glibc), serde_json 13,500, opkit's
 own code 17,300, memcpy and memset 9,200, tokio 7,000; the relay's allocations cost 2,100. The serving rows cannot show a change this size: Redis at 1 / 8 / 64 in flight read
 89 / 99 / 91% of raw before `eb11f35` and 89 / 101 / 92% after (the two builds alternated three
