@@ -379,7 +379,7 @@ mod tests {
         held.push(&answers, "2-0".to_owned(), subscription);
         held.push(&answers, "3-0".to_owned(), b"not json");
         // The flag written with an escape, and a request whose id is not its second key.
-        let escaped = br#"{"type":"call.requested","requestId":"c0ffee:4","operationId":"q.watch","input":{},"subscription":true}"#;
+        let escaped = br#"{"type":"call.requested","requestId":"c0ffee:4","operationId":"q.watch","input":{},"\u0073ubscription":true}"#;
         held.push(&answers, "4-0".to_owned(), escaped);
         let reordered = br#"{"subscription":true,"type":"call.requested","operationId":"q.watch","input":{},"requestId":"c0ffee:5"}"#;
         held.push(&answers, "5-0".to_owned(), reordered);
