@@ -287,13 +287,7 @@ impl Answers {
             return None;
         }
         // A reply this process publishes: its head names its call (see `wire::peek_head`).
-        let (kind, request_id) = match wire::peek_head(payload) {
-            Some((kind, request_id)) => (kind, Cow::Borrowed(request_id)),
-            None => {
-                let reply = wire::peek(payload)?;
-                (reply.kind, reply.request_id)
-            }
-        };
+        let (kind, request_id) = wire::peek_kind_and_id(payload)?;
         let book = self.book.lock();
         let held = book.expected.get(&*request_id)?;
         kind.ends_call(held.subscription).then(|| Ending {

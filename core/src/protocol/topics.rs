@@ -93,9 +93,15 @@ pub fn caller_of(request_id: &str) -> Option<&str> {
 /// assert_eq!(reply_topic_for("4d2c-uuid-only"), "opkit.reply");
 /// ```
 pub fn reply_topic_for(request_id: &str) -> String {
+    reply_parts(request_id).concat()
+}
+
+/// [`reply_topic_for`]`(request_id)` in two parts: a prefix and the caller id, or
+/// [`FALLBACK_REPLY_TOPIC`] and nothing.
+fn reply_parts(request_id: &str) -> [&str; 2] {
     match caller_of(request_id) {
-        Some(caller) => reply_topic(caller),
-        None => FALLBACK_REPLY_TOPIC.to_owned(),
+        Some(caller) => [REPLY_PREFIX, caller],
+        None => [FALLBACK_REPLY_TOPIC, ""],
     }
 }
 
@@ -161,10 +167,8 @@ impl TopicName {
 
     /// [`reply_topic_for`]`(request_id)`.
     pub(crate) fn reply_for(request_id: &str) -> Self {
-        match caller_of(request_id) {
-            Some(caller) => Self::joined(REPLY_PREFIX, caller),
-            None => Self::joined(FALLBACK_REPLY_TOPIC, ""),
-        }
+        let [prefix, caller] = reply_parts(request_id);
+        Self::joined(prefix, caller)
     }
 }
 

@@ -29,7 +29,6 @@ use bytes::Bytes;
 use opkit::Identity;
 use opkit::protocol::wire::{self, EventKind, RequestHead};
 use opkit::protocol::{CallEvent, CallRequested, TransportError};
-use std::borrow::Cow;
 use std::sync::Arc;
 
 /// The spoke a publish comes from.
@@ -268,12 +267,8 @@ impl HubState {
     ) -> Result<Published, TransportError> {
         // Routed by its head when written as opkit writes it (`wire::peek_head`): the rest is
         // the caller's to read, whose decoder drops what it cannot (see the module docs).
-        let head = match wire::peek_head(payload) {
-            Some((kind, request_id)) => Some((kind, Cow::Borrowed(request_id))),
-            None => wire::peek(payload).map(|peeked| (peeked.kind, peeked.request_id)),
-        };
-        let head =
-            head.filter(|(kind, _)| !matches!(kind, EventKind::Requested | EventKind::Aborted));
+        let head = wire::peek_kind_and_id(payload)
+            .filter(|(kind, _)| !matches!(kind, EventKind::Requested | EventKind::Aborted));
         let Some((kind, request_id)) = head else {
             if from.is_none() {
                 return Ok(Published::now(self.router.publish(topic, payload, |_| {})));

@@ -28,7 +28,7 @@ pub use check::{RequestHead, check_request};
 pub(crate) use fast_decode::decode_fast;
 pub(crate) use json::parse as parse_json;
 pub(crate) use outgoing::{RequestOut, responded};
-pub use peek::{EventKind, Peek, peek, peek_head};
+pub use peek::{EventKind, Peek, peek, peek_head, peek_kind_and_id};
 
 use crate::access::Identity;
 use crate::bounds::Deadline;

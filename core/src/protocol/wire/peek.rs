@@ -243,6 +243,26 @@ pub fn peek_head(payload: &[u8]) -> Option<(EventKind, &str)> {
     Some((kind, std::str::from_utf8(id).ok()?))
 }
 
+/// The kind and request id of a call event: by [`peek_head`] when its first bytes are what
+/// opkit writes, else by [`peek`]; `None` when neither reads it. As with [`peek_head`], the
+/// rest of an event read by its head is left to its receiver.
+///
+/// ```
+/// use opkit::protocol::wire::{EventKind, peek_kind_and_id};
+/// let written = br#"{"type":"call.completed","requestId":"c:1"}"#;
+/// let spaced = br#"{ "requestId": "c:1", "type": "call.completed" }"#;
+/// for event in [&written[..], spaced] {
+///     let (kind, request_id) = peek_kind_and_id(event).unwrap();
+///     assert_eq!((kind, &*request_id), (EventKind::Completed, "c:1"));
+/// }
+/// ```
+pub fn peek_kind_and_id(payload: &[u8]) -> Option<(EventKind, Cow<'_, str>)> {
+    match peek_head(payload) {
+        Some((kind, request_id)) => Some((kind, Cow::Borrowed(request_id))),
+        None => peek(payload).map(|peeked| (peeked.kind, peeked.request_id)),
+    }
+}
+
 /// Every [`EventKind`].
 const EVENT_KINDS: [EventKind; 5] = [
     EventKind::Requested,
