@@ -142,16 +142,20 @@ pub(crate) fn typed_data<T: serde::Serialize + Send + 'static>(data: T) -> Box<d
 
 /// One result: an envelope, or the typed envelope of a typed call, turned into JSON only when
 /// a middleware or an edge reads it.
+///
+/// A reply is moved through every future of a call (the handler's, the front door's, the
+/// edge's), so it is kept small: a JSON envelope (what a middleware or a remote call makes)
+/// is boxed; an `#[operation]` fn's data, the usual reply, is not.
 pub struct Reply {
     value: ReplyValue,
     hint: Option<CacheHint>,
 }
 
 enum ReplyValue {
-    Json(ResponseEnvelope),
+    Json(Box<ResponseEnvelope>),
     Typed {
         value: Box<dyn TypedReply>,
-        json: Option<ResponseEnvelope>,
+        json: Option<Box<ResponseEnvelope>>,
     },
     /// An `#[operation]` fn's data in a local envelope, not serialized yet.
     Data {
@@ -172,10 +176,10 @@ pub(crate) enum TypedOrJson {
 impl ReplyValue {
     fn into_envelope(self) -> Result<ResponseEnvelope, CallError> {
         match self {
-            Self::Json(envelope) => Ok(envelope),
+            Self::Json(envelope) => Ok(*envelope),
             Self::Typed {
                 json: Some(json), ..
-            } => Ok(json),
+            } => Ok(*json),
             Self::Typed { value, json: None } => value.to_json(),
             Self::Data {
                 data,
@@ -228,7 +232,7 @@ impl Reply {
     /// A reply holding `envelope` (what a middleware answers with, a cached result say).
     pub fn new(envelope: ResponseEnvelope) -> Self {
         Self {
-            value: ReplyValue::Json(envelope),
+            value: ReplyValue::Json(Box::new(envelope)),
             hint: None,
         }
     }
@@ -255,22 +259,22 @@ impl Reply {
     /// The envelope. A typed call's is serialized here, on the first read, and the typed
     /// caller still gets its own value.
     pub fn envelope(&mut self) -> Result<&ResponseEnvelope, CallError> {
-        if let ReplyValue::Data { .. } = self.value {
-            let placeholder = ReplyValue::Json(ResponseEnvelope::new(
-                serde_json::Value::Null,
-                ResponseMeta::Local(LocalMeta {
-                    operation_id: Arc::from(""),
-                    timestamp: 0,
-                }),
-            ));
+        if let ReplyValue::Data { operation_id, .. } = &self.value {
+            // Data of no size in its place while it is taken out (a box of `()` allocates
+            // nothing).
+            let placeholder = ReplyValue::Data {
+                data: typed_data(()),
+                operation_id: operation_id.clone(),
+                timestamp: 0,
+            };
             let value = std::mem::replace(&mut self.value, placeholder);
-            self.value = ReplyValue::Json(value.into_envelope()?);
+            self.value = ReplyValue::Json(Box::new(value.into_envelope()?));
         }
         match &mut self.value {
             ReplyValue::Json(envelope) => Ok(envelope),
             ReplyValue::Typed { value, json } => {
                 if json.is_none() {
-                    *json = Some(value.to_json()?);
+                    *json = Some(Box::new(value.to_json()?));
                 }
                 Ok(json.as_ref().unwrap_or_else(|| unreachable!("set above")))
             }
