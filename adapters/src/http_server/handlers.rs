@@ -360,10 +360,10 @@ pub(crate) fn serve_call<'a>(
     parts: http::request::Parts,
     identity: Option<opkit::Identity>,
     input: Value,
-    shape: Option<Shape<'a>>,
+    shape: Option<&'a Shape<'a>>,
 ) -> impl Future<Output = Response> + Send + 'a {
     let stream = found.spec().kind.is_stream();
-    let from_url = match &shape {
+    let from_url = match shape {
         Some(shape) => shape.from_url,
         None if parts.method == Method::GET => FromUrl::Everything,
         None => FromUrl::Nothing,
@@ -393,24 +393,27 @@ pub(crate) fn serve_call<'a>(
     let request_id = HeaderValue::from_str(ctx.request_id()).ok();
     let events = encoding.map(|encoding| (encoding, ctx.request_id().to_owned()));
     // An error response reads the caller's identity only when the server authenticates
-    // (`insufficient_scope`, 401 for a call without one): the context is kept for it then.
-    let caller = shared.authenticator.is_some().then(|| ctx.clone());
+    // (`insufficient_scope`, 401 for a call without one): the context is kept for it then
+    // (boxed: the future of every call would hold room for it).
+    let caller = shared
+        .authenticator
+        .is_some()
+        .then(|| Box::new(ctx.clone()));
+    // The front door's future, made here and polled in place below (it is `Unpin`): the
+    // context and the input move into it now, not into this future first.
+    let mut serving = shared.registry.serve_found(found, input, ctx);
     async move {
-        let identity = caller.as_ref().and_then(OperationContext::identity);
-        // The front door's future made where it is awaited: made outside, it would be held
-        // twice (captured, then moved to be awaited).
-        let response = match shared.registry.serve_found(found, input, ctx).await {
+        let identity = caller.as_deref().and_then(OperationContext::identity);
+        let response = match (&mut serving).await {
             Ok(Outcome::Unary(reply)) => {
                 disarm(guard);
-                unary_response(reply, shape.as_ref()).unwrap_or_else(|error| {
+                unary_response(reply, shape).unwrap_or_else(|error| {
                     shared.call_error_response(found, &error, identity, from_url)
                 })
             }
-            Ok(Outcome::Stream(items))
-                if shape.as_ref().is_some_and(|s| s.raw_stream.is_some()) =>
-            {
+            Ok(Outcome::Stream(items)) if shape.is_some_and(|s| s.raw_stream.is_some()) => {
                 let (status, content_type) = shape
-                    .and_then(|shape| shape.raw_stream)
+                    .and_then(|shape| shape.raw_stream.clone())
                     .expect("the guard checked a raw stream");
                 match byte_bodies::response_stream(items, guard, status, content_type).await {
                     Ok(response) => response,
@@ -477,12 +480,12 @@ fn sse_response(
 
 /// `/ops/{id}`, any method: the wire mapped to the registry's front door
 /// ([`OperationRegistry::serve`]) and its outcome back.
-pub(crate) async fn operation(
+pub(crate) fn operation(
     State(shared): State<Arc<ServerState>>,
     Path(id): Path<String>,
     request: Request,
-) -> Response {
-    serve_operation(&shared, &id, request).await
+) -> impl Future<Output = Response> + Send {
+    serve_operation(shared, id.into(), request)
 }
 
 /// The route `/ops/<id>` of the operation `id`, any method: what [`operation`] serves, for
@@ -493,21 +496,24 @@ pub(crate) fn operation_at(id: &str) -> MethodRouter<Arc<ServerState>> {
     let id: Arc<str> = id.into();
     any(
         move |State(shared): State<Arc<ServerState>>, request: Request| {
-            let id = id.clone();
-            async move { serve_operation(&shared, &id, request).await }
+            serve_operation(shared, id.clone(), request)
         },
     )
 }
 
 /// Serves a request to `/ops/<id>`. The request is split before the future is made, so the
 /// future holds its parts once (an `async fn` would keep the request beside them).
-fn serve_operation<'a>(
-    shared: &'a ServerState,
-    id: &'a str,
+///
+/// The future is the one axum boxes per request: it owns what it needs (no wrapper holding the
+/// request a second time), and a call's own future is awaited within it.
+fn serve_operation(
+    shared: Arc<ServerState>,
+    id: Arc<str>,
     request: Request,
-) -> impl Future<Output = Response> + Send + 'a {
+) -> impl Future<Output = Response> + Send {
     let (parts, body) = request.into_parts();
     async move {
+        let (shared, id) = (&*shared, &*id);
         let identity = match shared.identify(&parts).await {
             Ok(identity) => identity,
             Err(response) => return response,

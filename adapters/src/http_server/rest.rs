@@ -658,7 +658,7 @@ async fn serve_rest(
             FromUrl::Fields(&route.variables)
         },
     };
-    let mut response = serve_call(&shared, &found, parts, identity, input, Some(shape)).await;
+    let mut response = serve_call(&shared, &found, parts, identity, input, Some(&shape)).await;
     if let Ok(value) = HeaderValue::from_str(&route.id) {
         response.headers_mut().insert(OPERATION_ID, value);
     }

@@ -14,7 +14,9 @@ use futures::future::Either;
 use serde_json::Value;
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, ready};
 
 /// An operation an edge looked up once ([`OperationRegistry::lookup`]) to read its spec
 /// (the methods a route answers, how a query string maps onto the input) and then serve the
@@ -117,7 +119,7 @@ impl OperationRegistry {
         id: &str,
         input: Value,
         ctx: OperationContext,
-    ) -> impl Future<Output = Result<Outcome, CallError>> + Send + 'static + use<> {
+    ) -> impl Future<Output = Result<Outcome, CallError>> + Send + Unpin + 'static + use<> {
         self.serve_operation(id, self.inner.find(id), input, ctx)
     }
 
@@ -192,7 +194,7 @@ impl OperationRegistry {
         found: &FoundOperation,
         input: Value,
         ctx: OperationContext,
-    ) -> impl Future<Output = Result<Outcome, CallError>> + Send + 'static + use<> {
+    ) -> impl Future<Output = Result<Outcome, CallError>> + Send + Unpin + 'static + use<> {
         self.serve_operation(found.id(), Some(found.operation.clone()), input, ctx)
     }
 
@@ -204,7 +206,7 @@ impl OperationRegistry {
         operation: Option<Arc<Operation>>,
         input: Value,
         ctx: OperationContext,
-    ) -> impl Future<Output = Result<Outcome, CallError>> + Send + 'static + use<> {
+    ) -> impl Future<Output = Result<Outcome, CallError>> + Send + Unpin + 'static + use<> {
         let path = ctx.edge().map_or("serve", Edge::name);
         let chain = operation
             .as_ref()
@@ -212,7 +214,7 @@ impl OperationRegistry {
         // A handler that reads nothing from its context (and no middleware) cannot pass a
         // trace on: a span nothing records starts none for it.
         let passes_on = chain.is_some() || operation.as_ref().is_none_or(|op| op.reads_context);
-        let mut span = CallSpan::start_served(path, id, &ctx, passes_on);
+        let span = CallSpan::start_served(path, id, &ctx, passes_on);
         let ctx = span.apply(ctx);
         let started = operation
             .ok_or_else(|| CallError::operation_not_found(id))
@@ -223,27 +225,53 @@ impl OperationRegistry {
                 let ctx = self.inner.context_for(&operation, ctx, chain.is_some());
                 Ok(RegistryInner::run_call(operation, input, ctx, chain))
             });
-        // One future made here and polled in place below (it is `Unpin`): awaiting a
-        // captured future would move it into a second slot of this one.
-        let mut running = match started {
+        let running = match started {
             Ok(running) => Either::Left(span.run_in(running)),
             Err(error) => Either::Right(std::future::ready(Err(error))),
         };
-        async move {
-            let result = (&mut running).await;
-            match result {
-                Ok(Outcome::Stream(items)) => {
-                    Ok(Outcome::Stream(Box::pin(TracedStream::new(items, span))))
-                }
-                Ok(unary) => {
-                    span.finish(Ok(()));
-                    Ok(unary)
-                }
-                Err(error) => {
-                    span.finish(Err(&error));
-                    Err(error)
-                }
-            }
+        Serving {
+            running,
+            span: Some(span),
         }
+    }
+}
+
+/// The front door's future: the call, running (or its error, ready), then its span finished
+/// with its outcome, a stream's span handed to the stream.
+///
+/// `Unpin` (the call's own future is boxed inside), so that an edge can make it before its
+/// own future and poll it in place there: held once, not captured and then moved into a
+/// second slot to be awaited.
+struct Serving<F> {
+    running: F,
+    /// `None` once the call finished.
+    span: Option<CallSpan>,
+}
+
+impl<F> Future for Serving<F>
+where
+    F: Future<Output = Result<Outcome, CallError>> + Unpin,
+{
+    type Output = Result<Outcome, CallError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let result = ready!(Pin::new(&mut self.running).poll(cx));
+        let mut span = self
+            .span
+            .take()
+            .expect("the front door's future was polled after it finished");
+        Poll::Ready(match result {
+            Ok(Outcome::Stream(items)) => {
+                Ok(Outcome::Stream(Box::pin(TracedStream::new(items, span))))
+            }
+            Ok(unary) => {
+                span.finish(Ok(()));
+                Ok(unary)
+            }
+            Err(error) => {
+                span.finish(Err(&error));
+                Err(error)
+            }
+        })
     }
 }

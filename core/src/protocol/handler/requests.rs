@@ -14,6 +14,7 @@ use crate::registry::FoundOperation;
 use crate::trace::CallSpan;
 use bytes::Bytes;
 use futures::StreamExt;
+use futures::future::Either;
 use serde_json::Value;
 use std::collections::{HashSet, VecDeque};
 use std::future::Future;
@@ -186,20 +187,24 @@ impl HandlerState {
             request_id,
             _permit: permit,
         };
-        let mut serving = Box::pin(Self::serve(guard, request, token));
         // Most requests finish without waiting (the handler answers at once and the transport
         // takes the reply): poll once here, and only a request that has to wait gets a task of
         // its own. Its first poll there registers the real wakers (futures re-register on
         // every poll), so nothing is lost by this poll's no-op waker.
         let mut first_poll = Context::from_waker(Waker::noop());
         // As in a task of its own, a panic ends this request only (handler panics are already
-        // errors; this covers the serving code around them), never the operation's loop.
+        // errors; this covers the serving code around them, the call's start included: its
+        // future is made here), never the operation's loop.
         let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            serving.as_mut().poll(&mut first_poll)
+            let mut serving = Box::pin(Self::serve(guard, request, token));
+            match serving.as_mut().poll(&mut first_poll) {
+                Poll::Pending => Some(serving),
+                Poll::Ready(()) => None,
+            }
         }));
         match polled {
-            Ok(Poll::Pending) => drop(tokio::spawn(serving)),
-            Ok(Poll::Ready(())) => {}
+            Ok(Some(serving)) => drop(tokio::spawn(serving)),
+            Ok(None) => {}
             Err(_) => tracing::error!("serving a request panicked; the request is dropped"),
         }
     }
@@ -263,26 +268,37 @@ impl HandlerState {
         token: CancellationToken,
     ) -> impl Future<Output = ()> + Send + 'static {
         let reply_topic = topics::TopicName::reply_for(&guard.request_id);
-        let call = guard.shared.call(&guard.request_id, request, &token);
+        // The front door's future, made here and polled in place below (it is `Unpin`): the
+        // request's context and input move into it now, not into this future first.
+        let shared = &guard.shared;
+        let mut serving = match shared.call(&guard.request_id, request, &token) {
+            Ok(Some(Prepared {
+                found: Some(found),
+                input,
+                ctx,
+                ..
+            })) => Some(Either::Left(
+                shared.registry.serve_found(&found, input, ctx),
+            )),
+            Ok(Some(Prepared {
+                operation_id,
+                input,
+                ctx,
+                ..
+            })) => Some(Either::Right(Either::Left(shared.registry.serve(
+                &operation_id,
+                input,
+                ctx,
+            )))),
+            Ok(None) => None,
+            Err(error) => Some(Either::Right(Either::Right(std::future::ready(Err(error))))),
+        };
         async move {
             let (shared, request_id) = (&guard.shared, &guard.request_id);
-            let outcome = match call {
-                // Made where it is awaited: the front door's future is held once.
-                Ok(Some(Prepared {
-                    found: Some(found),
-                    input,
-                    ctx,
-                    ..
-                })) => shared.registry.serve_found(&found, input, ctx).await,
-                Ok(Some(Prepared {
-                    operation_id,
-                    input,
-                    ctx,
-                    ..
-                })) => shared.registry.serve(&operation_id, input, ctx).await,
-                Ok(None) => return,
-                Err(error) => Err(error),
+            let Some(serving) = serving.as_mut() else {
+                return;
             };
+            let outcome = serving.await;
             let delivered = match outcome {
                 // The usual outcome, published by a future of its own that holds only the
                 // reply's bytes: the others (a stream's items, a signed reply's event, an
