@@ -169,6 +169,10 @@ impl OperationRegistry {
     /// [`serve`](Self::serve) for an operation the edge looked up already
     /// ([`lookup`](Self::lookup)): the same steps but the lookup.
     ///
+    /// Both return an `Unpin` future: an edge can make it first and await it by `&mut` inside
+    /// its own future, which then holds it once (captured, then awaited by value, it would
+    /// take two slots there).
+    ///
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// use opkit::middleware::Outcome;
@@ -184,7 +188,8 @@ impl OperationRegistry {
     /// registry.register_operation(add).unwrap();
     /// let found = registry.lookup("math.add").expect("registered");
     /// assert_eq!(found.spec().kind, OperationKind::Query);
-    /// let outcome = registry.serve_found(&found, json!({"a": 2, "b": 3}), OperationContext::new()).await;
+    /// let mut serving = registry.serve_found(&found, json!({"a": 2, "b": 3}), OperationContext::new());
+    /// let outcome = (&mut serving).await;
     /// let Ok(Outcome::Unary(reply)) = outcome else { panic!("a query answers once") };
     /// assert_eq!(reply.into_envelope().unwrap().data, json!(5));
     /// # });

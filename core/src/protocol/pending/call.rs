@@ -13,19 +13,20 @@ use crate::protocol::pubsub::{Delivery, TransportError};
 use crate::protocol::topics;
 use crate::protocol::wire::RequestOut;
 use crate::trace::{CallSpan, SpanKind};
+use crate::trace_context::TraceContext;
 use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
 impl MapInner {
-    /// Publishes `call.requested`; `OPERATION_NOT_FOUND` when the transport knows nobody
-    /// serves the operation.
+    /// Publishes `call.requested` (carrying `trace`, the call's span's or its context's);
+    /// `OPERATION_NOT_FOUND` when the transport knows nobody serves the operation.
     async fn publish_request(
         &self,
         guard: &mut PendingGuard,
         input: Value,
-        ctx: &OperationContext,
+        (ctx, trace): (&OperationContext, Option<&TraceContext>),
         deadline: Option<Deadline>,
         subscription: bool,
     ) -> Result<(), CallError> {
@@ -34,11 +35,11 @@ impl MapInner {
         // final value.
         #[cfg(feature = "signing")]
         let payload = match &self.identity_keys {
-            Some(keys) => signed_request(keys, guard, input, ctx, deadline, subscription),
-            None => unsigned_request(guard, &input, ctx, deadline, subscription),
+            Some(keys) => signed_request(keys, guard, input, (ctx, trace), deadline, subscription),
+            None => unsigned_request(guard, &input, (ctx, trace), deadline, subscription),
         };
         #[cfg(not(feature = "signing"))]
-        let payload = unsigned_request(guard, &input, ctx, deadline, subscription);
+        let payload = unsigned_request(guard, &input, (ctx, trace), deadline, subscription);
         let payload = payload.inspect_err(|_| guard.publish_abort = false)?;
         let topic = topics::TopicName::request(&guard.operation_id);
         match self.pubsub.publish(&topic, payload).await {
@@ -62,7 +63,7 @@ impl MapInner {
 fn unsigned_request(
     guard: &PendingGuard,
     input: &Value,
-    ctx: &OperationContext,
+    (ctx, trace): (&OperationContext, Option<&TraceContext>),
     deadline: Option<u64>,
     subscription: bool,
 ) -> Result<bytes::Bytes, CallError> {
@@ -73,7 +74,7 @@ fn unsigned_request(
         subscription,
         ..RequestOut::new(&guard.request_id, &guard.operation_id, input)
     }
-    .with_trace(ctx.trace());
+    .with_trace(trace);
     Ok(request.to_bytes()?)
 }
 
@@ -84,7 +85,7 @@ fn signed_request(
     keys: &crate::protocol::signing::IdentityKeys,
     guard: &PendingGuard,
     input: Value,
-    ctx: &OperationContext,
+    (ctx, trace): (&OperationContext, Option<&TraceContext>),
     deadline: Option<u64>,
     subscription: bool,
 ) -> Result<bytes::Bytes, CallError> {
@@ -96,7 +97,7 @@ fn signed_request(
         subscription,
         ..CallRequested::new(&*guard.request_id, &*guard.operation_id, input)
     }
-    .with_trace_context(ctx.trace());
+    .with_trace_context(trace);
     request.identity_token = keys.sign_request(&request)?;
     Ok(CallEvent::Requested(request).to_bytes()?)
 }
@@ -141,7 +142,8 @@ pub(super) async fn call(
     ctx: OperationContext,
 ) -> Result<ResponseEnvelope, CallError> {
     let mut span = CallSpan::start(SpanKind::Client, "pending", &operation_id, &ctx);
-    let ctx = span.apply(ctx);
+    // The span's trace goes into the request as it is written (`call_in`): nothing else of
+    // the call reads the context's, which is not copied to carry it.
     let calling = call_in(inner, operation_id, input, ctx, &span);
     let result = span.run_in(calling).await;
     span.finish_with(&result);
@@ -172,7 +174,13 @@ async fn call_in(
     let outcome = bounds
         .run(async {
             inner
-                .publish_request(&mut guard, input, &ctx, deadline, false)
+                .publish_request(
+                    &mut guard,
+                    input,
+                    (&ctx, span.trace().or(ctx.trace())),
+                    deadline,
+                    false,
+                )
                 .await?;
             sending = false;
             Ok::<_, CallError>(receiver.await)
@@ -240,7 +248,7 @@ async fn subscribe_in(
     // The publish runs under the subscription's bounds: starting it ends by its deadline.
     let published = bounds
         .clone()
-        .run(inner.publish_request(&mut guard, input, &ctx, deadline, true))
+        .run(inner.publish_request(&mut guard, input, (&ctx, ctx.trace()), deadline, true))
         .await;
     match published {
         Ok(result) => result?,
