@@ -415,7 +415,15 @@ pub(crate) fn serve_call<'a>(
                 let (status, content_type) = shape
                     .and_then(|shape| shape.raw_stream.clone())
                     .expect("the guard checked a raw stream");
-                match byte_bodies::response_stream(items, guard, status, content_type).await {
+                // Boxed: a raw stream is rare, and its future would make every call's larger.
+                match Box::pin(byte_bodies::response_stream(
+                    items,
+                    guard,
+                    status,
+                    content_type,
+                ))
+                .await
+                {
                     Ok(response) => response,
                     Err(error) => shared.call_error_response(found, &error, identity, from_url),
                 }
