@@ -793,6 +793,62 @@ over six rounds (CPU 31–35 against 30–32 µs); stateless 0.96× → 1.02× (
 34–38 µs).
 """
 
+FUTURES_48 = """#### Smaller futures on every call path (issues 48 and 49, 2026-11-30)
+
+The allocation profiles (`valgrind --tool=dhat` on `profile http-plain 10000` and
+`profile ws 10000 64`) showed the largest block of each call being a future: the one axum boxes
+per HTTP request (1,912 bytes, against 1,097 for the axum + `jsonschema` handler) and the call
+handler's per-request future (2,400 bytes). Past 1,032 bytes glibc serves a block from its
+bins rather than its per-thread cache (`_int_malloc`, `_int_free`, `malloc_consolidate` in the
+profiles), and every move of a future copies it whole (`memcpy` was ~900 instructions more per
+HTTP call than axum's). What made them large: a `Reply` of 192 bytes (a JSON envelope inline),
+which every future holding a reply or a call's outcome carried; the front door's future
+captured by an edge's future and then awaited, so held twice, with the context and input it
+was made from; the rare paths' futures (a stream's items, a signed reply, an error's reply, a
+raw byte stream) inline in the common one's; and a wrapper future holding the HTTP request
+beside the route's own future.
+
+- `94ca015`: the call handler's request future holds the unsigned unary reply's path only;
+  the others are awaited boxed (2,400 → 1,016 bytes).
+- `873ef28`: `Reply` boxes a JSON envelope (what a middleware or a remote call makes); an
+  `#[operation]` fn's data, the usual reply, stays inline: 192 → 72 bytes, the front door's
+  future 368 → 248.
+- `7077f59`: the front door's future (`OperationRegistry::serve`, `serve_found`) is a named
+  `Unpin` state machine, so the HTTP server and the call handler make it before their own
+  future and await it by `&mut` there (held once); the HTTP route's future owns its request
+  (no wrapper holding it a second time); an authenticating server's copy of the context
+  boxed; a REST route's shape borrowed. The future axum boxes 1,912 → 1,219 bytes; the call
+  handler's 744.
+- `d572ce8`: a caller's span's trace is written straight into its `call.requested` (it was
+  copied into the call's context first: one allocation per remote call).
+- `943383f`: a raw byte stream's response future awaited boxed (axum's box 1,128 bytes).
+
+| instructions per call (callgrind, as above) | before (`8265478`) | after (`943383f`) | peer |
+|---|---:|---:|---:|
+| `tiny` (`registry.execute`) | 4,273 | 4,181 | JSON floor, input built in the loop: 1,924 |
+| `mcp` (`tools/call` in process) | 12,967 (21 allocations, 6,351 bytes) | 12,635 (21, 6,199) | rmcp + check: 8,858 (15, 4,461) |
+| `http-plain` (`POST /ops/bench.add`) | 22,820 (32, 5,808) | 21,834 (32, 5,080) | axum + check: 17,823 (33, 4,664) |
+| `mcp-http` (legacy session) | 168,772 | 167,650 | — |
+| `memory` (round trip over `MemoryPubSub`) | 35,053 | 33,498 | — |
+| `ws`, 64 in flight | 74,597 (37.5, 9,634) | 72,408 (36.5, 7,842) | raw relay: 20,850 (8.5, 574) |
+| `redis`, 64 in flight | 99,671 (77.0) | 98,157 (76.0) | raw stream: 59,252 |
+
+The HTTP call's `memcpy` is now ~320 instructions above axum's (was ~910). None of this moves
+the serving rows beyond their noise: `SERVING_FILTER=http_tiny ROUNDS=3`, the builds before
+and after alternated twice, read opkit at 0.99× and 0.93× of axum + `jsonschema` before and
+0.97× and 0.96× after, with server CPU per call 10.0–10.5 µs against 9.0–9.5 µs on both.
+
+What is left of the in-process MCP call's ~3,800 instructions over rmcp's is mostly the
+contract: the result's `_meta["opkit/meta"]` (two `serde_json` maps, four keys and two
+strings: 8 of opkit's 21 allocations, ~2,100 instructions to build and drop); without it the
+call would cost ~1.2× rmcp's. The rest is the span and context (~400), the lookups (~330) and
+the futures between the handler and the result. The HTTP call's remaining ~4,000 over axum's:
+the header work opkit's contract adds (`x-request-id` read and written, `traceparent` read:
+~700), the context, its deadline and the envelope's meta (~1,000), the front door and guard
+(~700), the fresh request id written as a UUID (~125), and `serve_operation`'s own code.
+"""
+
+
 TRANSPORTS_REDIS_TX_49 = """#### Redis without the publish script (issue 49, 2026-11-30)
 
 A request on a served topic is now one transaction of plain commands (`MULTI`, `GET` of the
@@ -977,6 +1033,7 @@ def equal_work_section(w, get, serving):
         serving_pair_row(w, serving, path, era, "opkit", "rmcp_jsonschema")
     w("")
     w(MCP_HTTP_48)
+    w(FUTURES_48)
 
     raw, ours = get("websocket_rt", "raw_relay_round_trip"), get("websocket_rt", "opkit_round_trip")
     w("### WebSocket through a hub, one call at a time (`compare.rs`)\n")
