@@ -77,15 +77,15 @@ fn chunk_of(reply: Reply) -> Result<Bytes, CallError> {
         .ok_or_else(|| CallError::execution("an item of a byte stream is not base64 bytes"))
 }
 
-/// A stream operation's `Binary` items as one raw body of `content_type`. The first item is
-/// awaited before answering, so an operation that fails at once gets its error status (`Err`
-/// with the error); an error after that ends the body early (the client sees the transfer
-/// cut, not a complete body). The guard (the call's cancellation) lives as long as the body.
+/// A stream operation's `Binary` items as one raw body, with `status` and `content_type`. The
+/// first item is awaited before answering, so an operation that fails at once gets its error
+/// status (`Err` with the error); an error after that ends the body early (the client sees the
+/// transfer cut, not a complete body). The guard (the call's cancellation) lives as long as
+/// the body.
 pub(crate) async fn response_stream(
     mut items: ReplyStream,
     guard: Option<DropGuard>,
-    status: StatusCode,
-    content_type: HeaderValue,
+    (status, content_type): (StatusCode, HeaderValue),
 ) -> Result<Response, CallError> {
     let first = match items.next().await {
         Some(item) => Some(chunk_of(item?)?),

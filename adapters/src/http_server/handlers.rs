@@ -393,12 +393,9 @@ pub(crate) fn serve_call<'a>(
     let request_id = HeaderValue::from_str(ctx.request_id()).ok();
     let events = encoding.map(|encoding| (encoding, ctx.request_id().to_owned()));
     // An error response reads the caller's identity only when the server authenticates
-    // (`insufficient_scope`, 401 for a call without one): the context is kept for it then
-    // (boxed: the future of every call would hold room for it).
-    let caller = shared
-        .authenticator
-        .is_some()
-        .then(|| Box::new(ctx.clone()));
+    // (`insufficient_scope`, 401 for a call without one): the context is kept for it then,
+    // boxed (the future of every call would hold room for it).
+    let caller = shared.authenticator.as_ref().map(|_| Box::new(ctx.clone()));
     // The front door's future, made here and polled in place below (it is `Unpin`): the
     // context and the input move into it now, not into this future first.
     let mut serving = shared.registry.serve_found(found, input, ctx);
@@ -412,21 +409,14 @@ pub(crate) fn serve_call<'a>(
                 })
             }
             Ok(Outcome::Stream(items)) if shape.is_some_and(|s| s.raw_stream.is_some()) => {
-                let (status, content_type) = shape
-                    .and_then(|shape| shape.raw_stream.clone())
-                    .expect("the guard checked a raw stream");
+                let raw = shape.and_then(|shape| shape.raw_stream.clone());
+                let raw = raw.expect("the guard checked a raw stream");
                 // Boxed: a raw stream is rare, and its future would make every call's larger.
-                match Box::pin(byte_bodies::response_stream(
-                    items,
-                    guard,
-                    status,
-                    content_type,
-                ))
-                .await
-                {
-                    Ok(response) => response,
-                    Err(error) => shared.call_error_response(found, &error, identity, from_url),
-                }
+                Box::pin(byte_bodies::response_stream(items, guard, raw))
+                    .await
+                    .unwrap_or_else(|error| {
+                        shared.call_error_response(found, &error, identity, from_url)
+                    })
             }
             Ok(Outcome::Stream(items)) => {
                 let (encoding, request_id) =
