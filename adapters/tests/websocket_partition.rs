@@ -16,7 +16,7 @@ use opkit::{ErrorCode, OperationContext};
 use opkit_adapters::websocket::{
     HubOptions, SpokeGrant, SpokeOptions, StaticTokens, WsHub, WsSpoke,
 };
-use ops::{Probes, init_logs, registry, within};
+use ops::{Probes, eventually, init_logs, registry, within};
 use partition_support::scenario::{Load, pause};
 use partition_support::{Flow, Proxy};
 use serde_json::json;
@@ -151,4 +151,72 @@ async fn calls_end_by_their_deadline_and_spokes_recover_through_partitions() {
         .expect("a call after the partitions succeeds");
         assert_eq!(sum.data, json!({"sum": n + 1}));
     }
+}
+
+/// Set when dropped: what a publisher keeps until its publish is confirmed.
+struct Kept(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// `publish_keeping` (how a call handler publishes its unary replies) returns once the frame
+/// is queued, but the spoke keeps what the publisher handed it until the hub's receipt: while
+/// the link passes nothing it stays, and the heal (the receipt arrives) drops it. A link that
+/// stays silent past the request timeout drops it with the connection, as for a publish a
+/// caller waits on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_keeps_what_its_publisher_holds_until_the_hub_confirms_it() {
+    use opkit::protocol::PubSub;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    init_logs();
+    let tokens = StaticTokens::new().with_token("serve-token", SpokeGrant::service("serve"));
+    let hub = WsHub::bind("127.0.0.1:0", tokens).await.unwrap();
+    let proxy = Proxy::start(hub.local_addr()).await;
+    let options = SpokeOptions::new("serve-token")
+        .with_ping_interval(Duration::from_secs(5))
+        .with_pong_timeout(Duration::from_secs(5))
+        .with_request_timeout(Duration::from_secs(2));
+    let spoke = WsSpoke::connect_with(&format!("ws://127.0.0.1:{}/", proxy.port()), options)
+        .await
+        .expect("a spoke connects");
+
+    // Confirmed: dropped once the receipt arrives.
+    let confirmed = Arc::new(AtomicBool::new(false));
+    let keep = Box::new(Kept(confirmed.clone()));
+    spoke
+        .publish_keeping("events.a", "1".into(), keep)
+        .await
+        .expect("queued");
+    eventually("the receipt of an open link", || {
+        confirmed.load(Ordering::SeqCst)
+    })
+    .await;
+
+    // Withheld: kept while the link passes nothing, dropped at the heal.
+    proxy.set(Flow::CUT);
+    let held = Arc::new(AtomicBool::new(false));
+    let keep = Box::new(Kept(held.clone()));
+    within(
+        "queueing under a cut",
+        spoke.publish_keeping("events.a", "2".into(), keep),
+    )
+    .await
+    .expect("queued while the link is cut");
+    pause(Duration::from_millis(600)).await;
+    assert!(
+        !held.load(Ordering::SeqCst),
+        "dropped before the hub confirmed the publish"
+    );
+    proxy.set(Flow::OPEN);
+    eventually("the receipt after the heal", || held.load(Ordering::SeqCst)).await;
+
+    // Never confirmed: dropped with the connection the sweep drops.
+    proxy.cut_open_connections_for_good();
+    let lost = Arc::new(AtomicBool::new(false));
+    let keep = Box::new(Kept(lost.clone()));
+    let _ = spoke.publish_keeping("events.a", "3".into(), keep).await;
+    eventually("the sweep's answer", || lost.load(Ordering::SeqCst)).await;
 }

@@ -206,4 +206,28 @@ pub trait PubSub: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Subscription, TransportError>> {
         self.subscribe_group(topic, group)
     }
+
+    /// [`publish`](Self::publish) for a sender that does not read the [`Receipt`] but holds
+    /// something until it is known (`keep`): the future resolves once the transport has the
+    /// message, and the transport drops `keep` once the message's receipt, or its failure, is
+    /// known. The [`CallHandler`](super::CallHandler) publishes its unary replies so: `keep`
+    /// is the request's place among those it runs (its permit), held until the reply is
+    /// confirmed, without a task waiting for the confirmation.
+    ///
+    /// `Err` when the message could not be published (`keep` is dropped). A failure known only
+    /// later is the transport's to log. The default publishes, waits for the receipt, then
+    /// drops `keep`: a transport whose receipts are a wait of their own (the WebSocket spoke
+    /// waits for its hub's) answers at once and keeps `keep` with its record of the publish.
+    fn publish_keeping<'a>(
+        &'a self,
+        topic: &'a str,
+        payload: Bytes,
+        keep: Box<dyn std::any::Any + Send>,
+    ) -> BoxFuture<'a, Result<(), TransportError>> {
+        Box::pin(async move {
+            let published = self.publish(topic, payload).await;
+            drop(keep);
+            published.map(drop)
+        })
+    }
 }

@@ -23,7 +23,7 @@ mod subscription;
 pub use options::SpokeOptions;
 
 use connection::{open, start, supervise};
-use state::{Answer, Handle, Pending, SpokeShared, State, Sub, not_sent, transport};
+use state::{Ack, Answer, Handle, Pending, SpokeShared, State, Sub, not_sent, transport};
 use subscription::{SpokeSubscription, subscribe_header};
 
 /// A spoke of a [`WsHub`](super::WsHub): a [`PubSub`] whose messages the hub routes. See the
@@ -128,6 +128,7 @@ impl WsSpoke {
                 state.subscriptions.insert(id, subscription);
             }
             let since = state.sweeps;
+            let ack = Ack::Waiter(ack);
             state.pending.insert(id, Pending { ack, since });
             if link.send(message).is_err() {
                 state.pending.remove(&id);
@@ -208,6 +209,46 @@ impl PubSub for WsSpoke {
         topic: &'a str,
     ) -> BoxFuture<'a, Result<Subscription, TransportError>> {
         self.subscribe_to(topic, None).boxed()
+    }
+
+    /// The frame is queued with a record of the publish that holds `keep` until the hub's
+    /// receipt (or refusal) arrives, or the connection's sweep or end answers it, as for a
+    /// publish a caller waits on: the same bounds, and the same timeout that drops a silent
+    /// connection, without a task waiting.
+    fn publish_keeping<'a>(
+        &'a self,
+        topic: &'a str,
+        payload: Bytes,
+        keep: Box<dyn std::any::Any + Send>,
+    ) -> BoxFuture<'a, Result<(), TransportError>> {
+        let inner = &self.handle.inner;
+        let id = inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let frame = frame::encode_publish(id, topic, &payload);
+        let refused = {
+            let mut state = inner.state.lock();
+            match state.link.clone() {
+                None => Some((None, "not connected to the hub")),
+                Some(link) => {
+                    let since = state.sweeps;
+                    let ack = Ack::Keep(keep);
+                    state.pending.insert(id, Pending { ack, since });
+                    match link.send(frame) {
+                        Ok(()) => None,
+                        Err(_) => Some((
+                            state.pending.remove(&id),
+                            "the connection to the hub closed",
+                        )),
+                    }
+                }
+            }
+        };
+        // A record taken back is dropped here, outside the lock (`keep` may run code when
+        // dropped).
+        let result = match refused {
+            None => Ok(()),
+            Some((_record, why)) => Err(not_sent(why)),
+        };
+        std::future::ready(result).boxed()
     }
 
     fn subscribe_group<'a>(

@@ -6,6 +6,7 @@ use crate::seeded::Seeded;
 use bytes::Bytes;
 use opkit::protocol::TransportError;
 use parking_lot::Mutex;
+use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
@@ -29,14 +30,45 @@ pub(super) enum Answer {
 
 /// A publish or subscribe waiting for the hub's answer.
 pub(super) struct Pending {
-    pub(super) ack: oneshot::Sender<Answer>,
+    pub(super) ack: Ack,
     /// The connection's sweep count when it was sent (see [`State::sweeps`]).
     pub(super) since: u64,
 }
 
+/// Who learns the hub's answer.
+pub(super) enum Ack {
+    /// A caller waiting for it.
+    Waiter(oneshot::Sender<Answer>),
+    /// Nobody ([`PubSub::publish_keeping`](opkit::protocol::PubSub::publish_keeping)): what
+    /// the publisher holds until the answer is dropped with it, and a failure is logged. It
+    /// may be dropped under the state lock (the reader answers receipts holding it), so it
+    /// must not take this spoke's lock when dropped (a call handler's guard takes only its
+    /// handler's own).
+    Keep(Box<dyn Any + Send>),
+}
+
 impl Pending {
     pub(super) fn answer(self, answer: Answer) {
-        let _ = self.ack.send(answer);
+        match self.ack {
+            Ack::Waiter(waiter) => {
+                let _ = waiter.send(answer);
+            }
+            Ack::Keep(keep) => {
+                match answer {
+                    Answer::Done(_) => {}
+                    Answer::Refused(message, _) => {
+                        tracing::warn!(message, "the hub refused a publish nobody waited on");
+                    }
+                    Answer::Lost(why) => {
+                        tracing::warn!(
+                            why,
+                            "a publish nobody waited on may not have reached the hub"
+                        );
+                    }
+                }
+                drop(keep);
+            }
+        }
     }
 }
 

@@ -294,7 +294,6 @@ impl HandlerState {
             Err(error) => Some(Either::Right(Either::Right(std::future::ready(Err(error))))),
         };
         async move {
-            let (shared, request_id) = (&guard.shared, &guard.request_id);
             let Some(serving) = serving.as_mut() else {
                 return;
             };
@@ -305,17 +304,25 @@ impl HandlerState {
                 // error's) are awaited boxed, so that this future, allocated once per
                 // request, stays small (holding theirs, it was ~2.4 KB: past the sizes
                 // the allocator serves from its per-thread cache, with a copy of it all).
-                Ok(Outcome::Unary(reply)) if shared.replies_unsigned() => {
-                    match wire::responded(request_id, reply) {
+                Ok(Outcome::Unary(reply)) if guard.shared.replies_unsigned() => {
+                    match wire::responded(&guard.request_id, reply) {
                         Ok(payload) => {
-                            shared.publish(&reply_topic, payload, wire::RESPONDED).await;
-                            Ok(())
+                            // The request keeps its place (its permit, its entry among the
+                            // running) until the transport confirms the reply: the guard
+                            // goes with the reply, and nothing here waits for it.
+                            let shared = guard.shared.clone();
+                            shared.publish_keeping(&reply_topic, payload, guard).await;
+                            return;
                         }
                         Err(error) => Err(error),
                     }
                 }
-                outcome => Box::pin(shared.deliver(outcome, request_id, &reply_topic)).await,
+                outcome => {
+                    let (shared, request_id) = (&guard.shared, &guard.request_id);
+                    Box::pin(shared.deliver(outcome, request_id, &reply_topic)).await
+                }
             };
+            let (shared, request_id) = (&guard.shared, &guard.request_id);
             let Err(error) = delivered else {
                 return;
             };
@@ -479,6 +486,20 @@ impl HandlerState {
     #[cfg(not(feature = "signing"))]
     fn replies_unsigned(&self) -> bool {
         true
+    }
+
+    /// Publishes a unary reply's `payload` (`call.responded`), the request's `guard` kept by
+    /// the transport until the reply is confirmed
+    /// ([`PubSub::publish_keeping`](crate::protocol::PubSub::publish_keeping)); logged when
+    /// it could not be published.
+    async fn publish_keeping(&self, topic: &str, payload: Bytes, guard: RunningGuard) {
+        let published = self
+            .pubsub
+            .publish_keeping(topic, payload, Box::new(guard))
+            .await;
+        if let Err(error) = published {
+            tracing::warn!(%error, topic, event = wire::RESPONDED, "could not publish a reply");
+        }
     }
 
     /// Publishes a reply's `payload` (an event of type `event`); `None` (logged) when it could
