@@ -847,21 +847,22 @@ the header work opkit's contract adds (`x-request-id` read and written, `tracepa
 ~700), the context, its deadline and the envelope's meta (~1,000), the front door and guard
 (~700), the fresh request id written as a UUID (~125), and `serve_operation`'s own code.
 
-An experiment, not kept (issue 49): a call handler publishing a unary reply over the WebSocket
-spoke waits for the hub's receipt (held back and sent in batches, `hub/receipts.rs`), though
-nothing reads a unary reply's receipt, so each request's future and task live until it comes.
-A spoke that queued such a reply and returned at once (the receipt then ignored) cost 67,575
-instructions per call at 64 in flight (72,408 with the wait), and in the serving bench
-(`SERVING_FILTER=ws_inflight ROUNDS=3`, both builds run twice, alternated; medians of six
-rounds) took WebSocket from 72% to 83% of raw at 8 in flight (1 in flight: 92% → 95%; 64:
-69% → 70%). Not kept, because the wait is what bounds a serving spoke: its handler holds a
-request's permit until the reply's receipt, so when the link to the hub stops taking frames
-(one-way loss: requests still arrive, replies do not leave) the handler stops taking requests
-once its permits are used, where replies queued and forgotten would grow the spoke's outbound
-queue (unbounded) until the ping timeout; and the sweep that drops a connection whose
-requests go unanswered counts those replies. Keeping the gain needs a byte budget on the
-spoke's outbound queue for frames nobody waits on (refused as not sent past it), a `PubSub`
-method for a publish whose receipt nobody reads, and the fault suites run against both.
+A reply's receipt kept without a task (issue 49): a call handler publishing a unary reply over
+the WebSocket spoke waited for the hub's receipt (held back and sent in batches,
+`hub/receipts.rs`), though nothing reads a unary reply's receipt, so each request's future
+lived in a task of its own until the receipt came. Now the handler publishes it with
+`PubSub::publish_keeping`: the spoke queues the frame and keeps the request's guard (its
+permit, its entry among the running requests) in its record of the publish until the receipt,
+a refusal or the connection's sweep answers it. The bounds are unchanged (a handler under
+one-way loss stops at its permits, the sweep still drops a silent connection:
+`websocket_partition.rs`, `a_publish_keeps_what_its_publisher_holds_until_the_hub_confirms_it`),
+and the request's future completes at its first poll, never spawned. Instructions per call:
+77,554 → 74,441 at 8 in flight, 72,408 → 68,792 at 64. In the serving bench
+(`SERVING_FILTER=ws_inflight ROUNDS=3`, the builds before and after run twice, alternated;
+medians of six rounds) WebSocket went from 72% to 84% of raw at 8 in flight (1: ~97% → ~95%,
+64: ~70% → ~70%, both within their noise); the table above was measured before this change.
+A first version that dropped the receipt (the spoke kept no record) measured the same (83%
+at 8 in flight) but would have let a handler under one-way loss queue replies without bound.
 """
 
 
