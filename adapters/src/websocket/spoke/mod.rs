@@ -111,6 +111,37 @@ impl WsSpoke {
         self.handle.inner.closed.cancel();
     }
 
+    /// Records a publish or subscribe under `id` (`ack` learns the hub's answer; a subscribe
+    /// also records its subscription) and queues its frame. When the frame cannot be queued
+    /// nothing stays recorded, and the `ack` comes back with the error, to be dropped outside
+    /// the lock (a kept value may run code when dropped).
+    fn record_and_send(
+        &self,
+        id: u64,
+        message: Message,
+        ack: Ack,
+        subscription: Option<Sub>,
+    ) -> Result<(), (TransportError, Option<Ack>)> {
+        let mut state = self.handle.inner.state.lock();
+        let Some(link) = state.link.clone() else {
+            return Err((not_sent("not connected to the hub"), Some(ack)));
+        };
+        if let Some(subscription) = subscription {
+            state.subscriptions.insert(id, subscription);
+        }
+        let since = state.sweeps;
+        state.pending.insert(id, Pending { ack, since });
+        if link.send(message).is_err() {
+            let record = state.pending.remove(&id);
+            state.subscriptions.remove(&id);
+            return Err((
+                not_sent("the connection to the hub closed"),
+                record.map(|record| record.ack),
+            ));
+        }
+        Ok(())
+    }
+
     async fn request(
         &self,
         id: u64,
@@ -119,23 +150,8 @@ impl WsSpoke {
     ) -> Result<Option<usize>, TransportError> {
         let inner = &self.handle.inner;
         let (ack, answer) = oneshot::channel();
-        {
-            let mut state = inner.state.lock();
-            let Some(link) = state.link.clone() else {
-                return Err(not_sent("not connected to the hub"));
-            };
-            if let Some(subscription) = subscription {
-                state.subscriptions.insert(id, subscription);
-            }
-            let since = state.sweeps;
-            let ack = Ack::Waiter(ack);
-            state.pending.insert(id, Pending { ack, since });
-            if link.send(message).is_err() {
-                state.pending.remove(&id);
-                state.subscriptions.remove(&id);
-                return Err(not_sent("the connection to the hub closed"));
-            }
-        }
+        self.record_and_send(id, message, Ack::Waiter(ack), subscription)
+            .map_err(|(error, _)| error)?;
         // From here the frame may be on its way: a caller that stops waiting (its deadline)
         // forgets the request and, for a subscribe, unsubscribes what the hub may have made.
         // No timer per request: the connection's sweep answers one the hub leaves unanswered
@@ -221,33 +237,12 @@ impl PubSub for WsSpoke {
         payload: Bytes,
         keep: Box<dyn std::any::Any + Send>,
     ) -> BoxFuture<'a, Result<(), TransportError>> {
-        let inner = &self.handle.inner;
-        let id = inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = self.handle.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let frame = frame::encode_publish(id, topic, &payload);
-        let refused = {
-            let mut state = inner.state.lock();
-            match state.link.clone() {
-                None => Some((None, "not connected to the hub")),
-                Some(link) => {
-                    let since = state.sweeps;
-                    let ack = Ack::Keep(keep);
-                    state.pending.insert(id, Pending { ack, since });
-                    match link.send(frame) {
-                        Ok(()) => None,
-                        Err(_) => Some((
-                            state.pending.remove(&id),
-                            "the connection to the hub closed",
-                        )),
-                    }
-                }
-            }
-        };
-        // A record taken back is dropped here, outside the lock (`keep` may run code when
-        // dropped).
-        let result = match refused {
-            None => Ok(()),
-            Some((_record, why)) => Err(not_sent(why)),
-        };
+        // A record taken back is dropped with the error, outside the lock.
+        let result = self
+            .record_and_send(id, frame, Ack::Keep(keep), None)
+            .map_err(|(error, _)| error);
         std::future::ready(result).boxed()
     }
 
