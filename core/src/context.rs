@@ -94,6 +94,33 @@ struct Extras {
     elicitor: Option<ElicitorSlot>,
 }
 
+impl Extras {
+    /// The extras of a context whose only extra is `edge`, when it is one of opkit's own
+    /// edges with no facts and no session (what an edge sets for a call whose handler reads
+    /// nothing of its context): one `Arc` per thread and edge, shared by every such call, so
+    /// that serving one allocates none. A context that changes its extras later copies them
+    /// first (`extras_mut`), which costs what making them here would have.
+    ///
+    /// Per thread, not per process: the count of references a call adds and drops is then
+    /// one the thread serving it keeps to itself, not one every core contends for.
+    fn of_bare_edge(edge: &Edge) -> Option<Arc<Self>> {
+        const NAMES: [&str; 3] = [Edge::HTTP, Edge::MCP, Edge::CALL_PROTOCOL];
+        thread_local! {
+            static BARE: [Arc<Extras>; 3] = NAMES.map(|name| {
+                Arc::new(Extras {
+                    edge: Some(Edge::new(name)),
+                    ..Extras::default()
+                })
+            });
+        }
+        if !edge.is_bare() {
+            return None;
+        }
+        let slot = NAMES.iter().position(|name| *name == edge.name())?;
+        BARE.try_with(|bare| bare[slot].clone()).ok()
+    }
+}
+
 /// The context's [`Elicitor`], with a `Debug` that names no more than its presence.
 #[derive(Clone)]
 struct ElicitorSlot(Arc<dyn Elicitor>);
@@ -320,6 +347,12 @@ impl OperationContext {
     /// call-protocol server, or the application's own edge, knows about the call.
     #[must_use]
     pub fn with_edge(mut self, edge: Edge) -> Self {
+        if self.extras.is_none()
+            && let Some(shared) = Extras::of_bare_edge(&edge)
+        {
+            self.extras = Some(shared);
+            return self;
+        }
         self.extras_mut().edge = Some(edge);
         self
     }
@@ -581,8 +614,60 @@ impl OperationContext {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::trace_context::TraceContext;
+
     #[test]
     fn a_context_fits_in_128_bytes() {
         assert!(std::mem::size_of::<super::OperationContext>() <= 128);
+    }
+
+    fn extras(ctx: &OperationContext) -> &Arc<Extras> {
+        ctx.extras.as_ref().expect("extras")
+    }
+
+    #[test]
+    fn contexts_on_a_bare_edge_of_opkit_share_their_extras_until_one_changes_them() {
+        let one = OperationContext::new().with_edge(Edge::new(Edge::HTTP));
+        let two = OperationContext::new().with_edge(Edge::new(Edge::HTTP));
+        assert!(Arc::ptr_eq(extras(&one), extras(&two)));
+        let mcp = OperationContext::new().with_edge(Edge::new(Edge::MCP));
+        assert!(!Arc::ptr_eq(extras(&one), extras(&mcp)));
+        assert_eq!(mcp.edge().map(Edge::name), Some(Edge::MCP));
+
+        // A change copies them: the other context keeps its own.
+        let trace = TraceContext::parse(
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+            None,
+        )
+        .expect("a traceparent");
+        let traced = two.with_trace(trace.clone());
+        assert_eq!(traced.trace(), Some(&trace));
+        assert_eq!(traced.edge().map(Edge::name), Some(Edge::HTTP));
+        assert!(!Arc::ptr_eq(extras(&one), extras(&traced)));
+        assert_eq!(one.trace(), None);
+
+        // A context that had extras keeps them, with the edge set in place.
+        let first_traced = OperationContext::new()
+            .with_trace(trace.clone())
+            .with_edge(Edge::new(Edge::CALL_PROTOCOL));
+        assert_eq!(first_traced.trace(), Some(&trace));
+        assert_eq!(
+            first_traced.edge().map(Edge::name),
+            Some(Edge::CALL_PROTOCOL)
+        );
+    }
+
+    #[test]
+    fn an_edge_with_a_fact_or_of_the_applications_own_is_not_shared() {
+        let with_fact =
+            |n: u32| OperationContext::new().with_edge(Edge::new(Edge::HTTP).with_fact(n));
+        let (one, two) = (with_fact(1), with_fact(2));
+        assert!(!Arc::ptr_eq(extras(&one), extras(&two)));
+        assert_eq!(two.edge().and_then(Edge::fact::<u32>), Some(&2));
+        let own = |_| OperationContext::new().with_edge(Edge::new("unix"));
+        let (one, two) = (own(1), own(2));
+        assert!(!Arc::ptr_eq(extras(&one), extras(&two)));
+        assert_eq!(one.edge().map(Edge::name), Some("unix"));
     }
 }

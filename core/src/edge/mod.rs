@@ -167,6 +167,11 @@ impl Edge {
         self.facts.get::<T>()
     }
 
+    /// Whether the edge is its name alone: no facts, no session.
+    pub(crate) fn is_bare(&self) -> bool {
+        matches!(self.facts, Facts::None) && self.session.is_none()
+    }
+
     /// The session the call belongs to, when the edge (or a middleware) scoped it to one.
     pub fn session(&self) -> Option<&Arc<Session>> {
         self.session.as_ref()
