@@ -203,12 +203,9 @@ pub(super) async fn acknowledge(
     if ids.is_empty() {
         return Ok(());
     }
-    redis_crate::cmd("XACK")
-        .arg(&keys.stream)
-        .arg(group)
-        .arg(ids)
-        .query_async::<()>(conn)
-        .await
+    let mut acknowledge = redis_crate::cmd("XACK");
+    acknowledge.arg(&keys.stream).arg(group).arg(ids);
+    conn.query_at(|| keys.slot, acknowledge).await
 }
 
 /// Which held requests this process answered: the publish path notes replies, each reader

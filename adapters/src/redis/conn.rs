@@ -4,17 +4,21 @@
 //! On a cluster every connection is a `redis` crate cluster connection: it routes each
 //! command by its first key (every command and script here touches one hash slot, see the
 //! layout in the [module docs](super)), follows `MOVED`/`ASK` redirections, refreshes its
-//! slot map and reconnects to nodes by itself.
+//! slot map and reconnects to nodes by itself. The commands of every call (a request's
+//! transaction, a reader's read and acknowledgement, a reply) name their slot instead
+//! ([`Conn::query_at`], [`Conn::transaction_at`]): the slot of a topic's keys is computed once.
 
 use ::redis as redis_crate;
 use opkit::protocol::TransportError;
 use redis_crate::aio::{ConnectionLike, MultiplexedConnection};
 use redis_crate::cluster::{ClusterClient, ClusterClientBuilder};
 use redis_crate::cluster_async::ClusterConnection;
+use redis_crate::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis_crate::io::tcp::TcpSettings;
 use redis_crate::io::tcp::socket2::TcpKeepalive;
 use redis_crate::{
-    AsyncConnectionConfig, Client, Cmd, Pipeline, ProtocolVersion, RedisError, RedisFuture, Value,
+    AsyncConnectionConfig, Client, Cmd, FromRedisValue, Pipeline, ProtocolVersion, RedisError,
+    RedisFuture, RedisResult, Value, from_redis_value,
 };
 use std::time::Duration;
 
@@ -35,6 +39,80 @@ pub(super) enum Backend {
 pub(super) enum Conn {
     Single(MultiplexedConnection),
     Cluster(ClusterConnection),
+}
+
+impl Conn {
+    /// Runs `cmd` and decodes its answer, as `cmd.query_async` would; on a cluster it goes to
+    /// the master of the slot the caller names (`slot`, asked only there: the slot of the
+    /// command's key, or of its channel), so the cluster client does not read the command
+    /// again to find where it goes (it would copy the command and upper-case its name to look
+    /// it up, on every call).
+    pub(super) async fn query_at<T: FromRedisValue>(
+        &mut self,
+        slot: impl FnOnce() -> Slot,
+        cmd: Cmd,
+    ) -> RedisResult<T> {
+        match self {
+            Self::Single(conn) => cmd.query_async(conn).await,
+            Self::Cluster(conn) => {
+                let answer = conn.route_command(cmd, slot().route()).await?;
+                Ok(from_redis_value(answer.extract_error()?)?)
+            }
+        }
+    }
+
+    /// Runs an atomic `pipeline` (`MULTI` .. `EXEC`) whose keys are all in `slot` and decodes
+    /// what `EXEC` answers, as `pipeline.query_async` would; on a cluster it goes to the master
+    /// of that slot, named here (see [`query_at`](Self::query_at)), and the pipeline is sent
+    /// as it is rather than copied. A command of the transaction that failed is reported as
+    /// its error.
+    pub(super) async fn transaction_at<T: FromRedisValue>(
+        &mut self,
+        slot: Slot,
+        pipeline: Pipeline,
+    ) -> RedisResult<T> {
+        let conn = match self {
+            Self::Single(conn) => return pipeline.query_async(conn).await,
+            Self::Cluster(conn) => conn,
+        };
+        let route = SingleNodeRoutingInfo::SpecificNode(slot.0);
+        // `MULTI`, the commands' `QUEUED`, then `EXEC`'s answer: only the last is kept.
+        let skipped = pipeline.len() + 1;
+        let mut answers = conn.route_pipeline(pipeline, skipped, 1, route).await?;
+        match answers.pop() {
+            Some(Value::Array(answers)) => {
+                Ok(from_redis_value(Value::Array(answers).extract_error()?)?)
+            }
+            Some(other) => {
+                other.extract_error()?;
+                Err(RedisError::from((
+                    redis_crate::ErrorKind::UnexpectedReturnType,
+                    "a transaction was answered with something other than its commands' answers",
+                )))
+            }
+            None => Err(RedisError::from((
+                redis_crate::ErrorKind::UnexpectedReturnType,
+                "a transaction was not answered",
+            ))),
+        }
+    }
+}
+
+/// Where a command on one key (or channel) goes on a cluster: the master of the key's hash
+/// slot. Computed once for the keys of a topic (a hash of the key's tag), and ignored on one
+/// server.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Slot(Route);
+
+impl Slot {
+    /// The slot of `key` (of its hash tag, when it has one).
+    pub(super) fn of(key: &str) -> Self {
+        Self(Route::with_key(key, SlotAddr::Master))
+    }
+
+    fn route(self) -> RoutingInfo {
+        RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(self.0))
+    }
 }
 
 impl ConnectionLike for Conn {

@@ -171,7 +171,7 @@ impl Published {
             .add_command(sized(&[publish, keys.channel.as_bytes(), payload], 0))
             .add_command(add);
         let sent: Result<(Option<i64>, i64, String), RedisError> =
-            transaction.query_async(conn).await;
+            conn.transaction_at(keys.slot, transaction).await;
         let (groups, subscribers, id) = sent.inspect_err(|_| {
             topic.served.store(false, Ordering::Release);
         })?;

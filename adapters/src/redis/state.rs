@@ -2,7 +2,7 @@
 //! command connection and its reconnection, the names of a topic, publishing, joining and
 //! leaving groups, and the served-topics memory behind the rejoin grace.
 
-use super::conn::{Backend, Conn};
+use super::conn::{Backend, Conn, Slot};
 use super::errors::{is_connection_error, is_refusal, transport_error, transport_not_sent};
 use super::options::RedisOptions;
 use super::options::millis;
@@ -76,8 +76,10 @@ impl RedisState {
     pub(super) fn names(&self, topic: &str) -> TopicKeys {
         let prefix = &self.options.prefix;
         let tag = self.tag(topic);
+        let channel = format!("{prefix}{tag}");
         TopicKeys {
-            channel: format!("{prefix}{tag}"),
+            slot: Slot::of(&channel),
+            channel,
             stream: format!("{prefix}stream:{tag}"),
             members: format!("{prefix}members:{tag}"),
             live: format!("{prefix}live:{tag}"),
@@ -386,11 +388,9 @@ impl RedisState {
                 };
                 let published = self
                     .command("publishing", |mut conn| async move {
-                        redis_crate::cmd(command)
-                            .arg(&channel)
-                            .arg(payload.as_ref())
-                            .query_async(&mut conn)
-                            .await
+                        let mut publish = redis_crate::cmd(command);
+                        publish.arg(&channel).arg(payload.as_ref());
+                        conn.query_at(|| Slot::of(&channel), publish).await
                     })
                     .await?;
                 if let Some(ending) = &ending {

@@ -11,6 +11,8 @@ pub(super) struct TopicKeys {
     pub(super) members: String,
     /// Exists while a group member's lease runs (see `scripts.rs`).
     pub(super) live: String,
+    /// The hash slot of them all on a cluster (they share the topic's hash tag).
+    pub(super) slot: super::conn::Slot,
 }
 
 /// The prefix of the protocol's request topics.

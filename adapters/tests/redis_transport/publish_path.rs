@@ -192,16 +192,40 @@ async fn on_a_cluster_the_transaction_runs_on_the_topics_shard() {
         assert_eq!(next(&mut worker).await, format!("job-{n}"));
     }
     let (mut transactions, mut added) = (0, 0);
+    let mut shard = None;
     for (n, master) in masters.iter_mut().enumerate() {
         let after = command_calls(master).await;
-        transactions += delta(&after, &before[&n], "exec");
-        added += delta(&after, &before[&n], "xadd");
+        let (here_exec, here_added) = (
+            delta(&after, &before[&n], "exec"),
+            delta(&after, &before[&n], "xadd"),
+        );
+        // Each transaction went straight to the topic's shard: a `MULTI` sent to another
+        // master first (then redirected) would leave an `EXEC` counted there too.
+        if here_added > 0 || here_exec > 0 {
+            assert_eq!(shard.replace(n), None, "commands on two masters");
+        }
+        transactions += here_exec;
+        added += here_added;
     }
     assert_eq!(added, 20);
     assert_eq!(
         transactions, 19,
         "every publish but the first is a transaction"
     );
+
+    // A command of the transaction that fails is the publish's error, named: the stream
+    // replaced by a string, its `XADD` is refused.
+    let stream = serving.stream_key("jobs");
+    let holder = &mut masters[shard.expect("the topic's shard")];
+    let () = holder.del(&stream).await.unwrap();
+    let () = holder.set(&stream, "not a stream").await.unwrap();
+    let error = within(
+        "a refused publish",
+        publishing.publish("jobs", "refused".into()),
+    )
+    .await
+    .unwrap_err();
+    assert!(error.to_string().contains("WRONGTYPE"), "{error}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,7 +3,7 @@
 
 use super::{Delivery, Queued};
 use crate::redis::claim::{self, Held};
-use crate::redis::conn::Conn;
+use crate::redis::conn::{Conn, Slot};
 use crate::redis::entries::{self, Entry};
 use crate::redis::options::millis;
 use crate::redis::replies::Reply;
@@ -67,12 +67,8 @@ impl Member {
         if self.delivery == Delivery::AtMostOnce {
             command.arg("NOACK");
         }
-        let reply: Value = command
-            .arg("STREAMS")
-            .arg(&self.keys.stream)
-            .arg(">")
-            .query_async(conn)
-            .await?;
+        command.arg("STREAMS").arg(&self.keys.stream).arg(">");
+        let reply: Value = conn.query_at(|| self.keys.slot, command).await?;
         entries::read_reply(reply)
     }
 
@@ -99,11 +95,9 @@ impl Member {
         let publishing = futures::future::join_all(replies.into_iter().map(|reply| {
             let mut conn = conn.clone();
             async move {
-                let published = redis_crate::cmd(command)
-                    .arg(&reply.channel)
-                    .arg(reply.payload.as_ref())
-                    .query_async(&mut conn)
-                    .await;
+                let mut publish = redis_crate::cmd(command);
+                publish.arg(&reply.channel).arg(reply.payload.as_ref());
+                let published = conn.query_at(|| Slot::of(&reply.channel), publish).await;
                 let _ = reply.answer.send(published);
             }
         }));
