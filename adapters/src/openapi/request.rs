@@ -10,7 +10,7 @@
 
 use super::auth::AuthAction;
 use super::body::{self, Encoded};
-use super::mapping::OperationPlan;
+use super::mapping::{OperationPlan, ParamPlan};
 use super::media::MediaType;
 use super::params::{self, Location};
 use super::response;
@@ -52,93 +52,23 @@ pub(crate) fn build(
     let empty = serde_json::Map::new();
     let whole = input;
     let input = input.as_object().unwrap_or(&empty);
-    let mut path = plan.path.clone();
-    let mut query: Vec<String> = Vec::new();
-    let mut headers = HeaderMap::new();
-    let mut cookies: Vec<String> = Vec::new();
+    let mut parts = RequestParts::new(&plan.path);
     for param in &plan.params {
-        let Some(value) = input.get(&param.property) else {
-            if param.location == Location::Path {
+        match input.get(&param.property) {
+            Some(value) => parts.param(param, value, &plan.label)?,
+            None if param.location == Location::Path => {
                 return Err(invalid(format!(
                     "{}: the path parameter `{}` is missing",
                     plan.label, param.name
                 )));
             }
-            continue;
-        };
-        // `content` parameters are serialized with their media type (JSON text, or plain).
-        let owned;
-        let value = match &param.content {
-            Some(media)
-                if MediaType::parse(media).is_json() && param.location != Location::QueryString =>
-            {
-                owned = Value::String(value.to_string());
-                &owned
-            }
-            _ => value,
-        };
-        match param.location {
-            Location::Path => {
-                let text = params::path(&param.name, value, param.style, param.explode);
-                path = path.replace(&format!("{{{}}}", param.name), &text);
-            }
-            Location::Query => query.extend(params::query(
-                &param.name,
-                value,
-                param.style,
-                param.explode,
-                param.allow_reserved,
-            )),
-            Location::QueryString => query.extend(match value {
-                Value::String(text) => vec![text.trim_start_matches('?').to_owned()],
-                other => params::form_pairs(other),
-            }),
-            Location::Header => {
-                let text = params::header(value, param.explode);
-                insert_header(&mut headers, &param.name, &text, &plan.label)?;
-            }
-            Location::Cookie => cookies.extend(params::cookie(
-                &param.name,
-                value,
-                param.style,
-                param.explode,
-            )),
+            None => {}
         }
     }
     for action in &plan.auth {
-        match action {
-            AuthAction::Header(name, value) => {
-                insert_header(&mut headers, name, value, &plan.label)?
-            }
-            AuthAction::Query(name, value) => {
-                query.push(format!(
-                    "{}={}",
-                    params::encode_component(name),
-                    params::encode_component(value)
-                ));
-            }
-            AuthAction::Cookie(name, value) => cookies.push(format!("{name}={value}")),
-        }
+        parts.auth(action, &plan.label)?;
     }
-    if !cookies.is_empty() {
-        insert_header(
-            &mut headers,
-            COOKIE.as_str(),
-            &cookies.join("; "),
-            &plan.label,
-        )?;
-    }
-    if let Some(accept) = &plan.accept {
-        insert_header(&mut headers, ACCEPT.as_str(), accept, &plan.label)?;
-    }
-    for (name, value) in &plan.headers {
-        insert_header(&mut headers, name, value, &plan.label)?;
-    }
-    let mut url = format!("{}{}", plan.base_url, path);
-    if !query.is_empty() {
-        url.push('?');
-        url.push_str(&query.join("&"));
-    }
+    let (url, headers) = parts.finish(plan)?;
     let mut request = shared
         .client
         .request(plan.method.clone(), &url)
@@ -160,6 +90,107 @@ pub(crate) fn build(
         };
     }
     Ok(request)
+}
+
+/// What a request is made of before reqwest builds it: its path with the variables filled in,
+/// its query pairs (encoded), its headers and its cookies.
+struct RequestParts {
+    path: String,
+    query: Vec<String>,
+    headers: HeaderMap,
+    cookies: Vec<String>,
+}
+
+impl RequestParts {
+    fn new(path: &str) -> Self {
+        Self {
+            path: path.to_owned(),
+            query: Vec::new(),
+            headers: HeaderMap::new(),
+            cookies: Vec::new(),
+        }
+    }
+
+    /// Puts one parameter's value where its location says, serialized in its style.
+    fn param(&mut self, param: &ParamPlan, value: &Value, label: &str) -> Result<(), CallError> {
+        // `content` parameters are serialized with their media type (JSON text, or plain).
+        let owned;
+        let value = match &param.content {
+            Some(media)
+                if MediaType::parse(media).is_json() && param.location != Location::QueryString =>
+            {
+                owned = Value::String(value.to_string());
+                &owned
+            }
+            _ => value,
+        };
+        match param.location {
+            Location::Path => {
+                let text = params::path(&param.name, value, param.style, param.explode);
+                self.path = self.path.replace(&format!("{{{}}}", param.name), &text);
+            }
+            Location::Query => self.query.extend(params::query(
+                &param.name,
+                value,
+                param.style,
+                param.explode,
+                param.allow_reserved,
+            )),
+            Location::QueryString => self.query.extend(match value {
+                Value::String(text) => vec![text.trim_start_matches('?').to_owned()],
+                other => params::form_pairs(other),
+            }),
+            Location::Header => {
+                let text = params::header(value, param.explode);
+                insert_header(&mut self.headers, &param.name, &text, label)?;
+            }
+            Location::Cookie => self.cookies.extend(params::cookie(
+                &param.name,
+                value,
+                param.style,
+                param.explode,
+            )),
+        }
+        Ok(())
+    }
+
+    /// Puts one credential of the import's security where it goes.
+    fn auth(&mut self, action: &AuthAction, label: &str) -> Result<(), CallError> {
+        match action {
+            AuthAction::Header(name, value) => {
+                insert_header(&mut self.headers, name, value, label)?
+            }
+            AuthAction::Query(name, value) => self.query.push(format!(
+                "{}={}",
+                params::encode_component(name),
+                params::encode_component(value)
+            )),
+            AuthAction::Cookie(name, value) => self.cookies.push(format!("{name}={value}")),
+        }
+        Ok(())
+    }
+
+    /// The request's URL (the plan's base, the path, the query) and its headers, with the
+    /// cookies, the `Accept` of the plan and its fixed headers.
+    fn finish(mut self, plan: &OperationPlan) -> Result<(String, HeaderMap), CallError> {
+        let label = &plan.label;
+        if !self.cookies.is_empty() {
+            let cookies = self.cookies.join("; ");
+            insert_header(&mut self.headers, COOKIE.as_str(), &cookies, label)?;
+        }
+        if let Some(accept) = &plan.accept {
+            insert_header(&mut self.headers, ACCEPT.as_str(), accept, label)?;
+        }
+        for (name, value) in &plan.headers {
+            insert_header(&mut self.headers, name, value, label)?;
+        }
+        let mut url = format!("{}{}", plan.base_url, self.path);
+        if !self.query.is_empty() {
+            url.push('?');
+            url.push_str(&self.query.join("&"));
+        }
+        Ok((url, self.headers))
+    }
 }
 
 fn insert_header(
