@@ -176,27 +176,93 @@ fn invalid(spec: &OperationSpec, route: &HttpRoute, reason: impl Into<String>) -
     }
 }
 
+/// The route's method, when it is one a REST route may have.
+fn rest_method(spec: &OperationSpec, route: &HttpRoute) -> Result<Method, RouteError> {
+    let allowed = [
+        Method::GET,
+        Method::POST,
+        Method::PUT,
+        Method::PATCH,
+        Method::DELETE,
+    ];
+    Method::from_bytes(route.method.as_bytes())
+        .ok()
+        .filter(|method| allowed.contains(method))
+        .ok_or_else(|| {
+            invalid(
+                spec,
+                route,
+                "the method is not GET, POST, PUT, PATCH or DELETE",
+            )
+        })
+}
+
+/// Refuses a path variable that names no field of the input.
+fn check_variables(
+    spec: &OperationSpec,
+    route: &HttpRoute,
+    shape: &QueryShape,
+    variables: &[String],
+) -> Result<(), RouteError> {
+    let Some(unknown) = variables
+        .iter()
+        .find(|variable| !shape.params.iter().any(|param| &param.name == *variable))
+    else {
+        return Ok(());
+    };
+    let fields: Vec<&str> = shape
+        .params
+        .iter()
+        .map(|param| param.name.as_str())
+        .collect();
+    Err(RouteError::UnknownVariable {
+        id: spec.id(),
+        method: route.method.clone(),
+        path: route.path.clone(),
+        variable: unknown.clone(),
+        fields: fields.join(", "),
+    })
+}
+
+/// The field a body of raw bytes goes to (and whether it is a `ByteStream`): the one field
+/// the path leaves to the body, when it is binary and the method has a body.
+fn raw_input_field(
+    method: &Method,
+    shape: &QueryShape,
+    variables: &[String],
+) -> (Option<String>, bool) {
+    let body_fields: Vec<&super::query::QueryParam> = shape
+        .params
+        .iter()
+        .filter(|param| !variables.contains(&param.name))
+        .collect();
+    match body_fields.as_slice() {
+        [only]
+            if !matches!(*method, Method::GET | Method::DELETE)
+                && opkit::binary::is_binary_schema(&only.schema) =>
+        {
+            let streamed = opkit::binary::is_byte_stream_schema(&only.schema);
+            (Some(only.name.clone()), streamed)
+        }
+        _ => (None, false),
+    }
+}
+
+/// The content type of an output sent as raw bytes (its schema's `contentMediaType`, else
+/// `application/octet-stream`); `None` for an output sent as JSON.
+fn raw_output_type(spec: &OperationSpec) -> Option<http::HeaderValue> {
+    opkit::binary::is_binary_schema(&spec.output_schema).then(|| {
+        spec.output_schema
+            .get("contentMediaType")
+            .and_then(Value::as_str)
+            .and_then(|text| http::HeaderValue::from_str(text).ok())
+            .unwrap_or(http::HeaderValue::from_static("application/octet-stream"))
+    })
+}
+
 impl RestRoute {
     fn check(spec: Arc<OperationSpec>, route: HttpRoute) -> Result<Self, RouteError> {
-        let method = Method::from_bytes(route.method.as_bytes())
-            .ok()
-            .filter(|method| {
-                [
-                    Method::GET,
-                    Method::POST,
-                    Method::PUT,
-                    Method::PATCH,
-                    Method::DELETE,
-                ]
-                .contains(method)
-            })
-            .ok_or_else(|| {
-                invalid(
-                    &spec,
-                    &route,
-                    "the method is not GET, POST, PUT, PATCH or DELETE",
-                )
-            })?;
+        let method = rest_method(&spec, &route)?;
         if !route.path.starts_with('/') {
             return Err(invalid(&spec, &route, "the path must start with `/`"));
         }
@@ -226,45 +292,10 @@ impl RestRoute {
             None => QueryShape { params: Vec::new() },
         };
         check_location(&spec, &route)?;
-        for variable in &variables {
-            if !shape.params.iter().any(|param| &param.name == variable) {
-                let fields: Vec<&str> = shape
-                    .params
-                    .iter()
-                    .map(|param| param.name.as_str())
-                    .collect();
-                return Err(RouteError::UnknownVariable {
-                    id: spec.id(),
-                    method: route.method.clone(),
-                    path: route.path.clone(),
-                    variable: variable.clone(),
-                    fields: fields.join(", "),
-                });
-            }
-        }
-        let body_fields: Vec<&super::query::QueryParam> = shape
-            .params
-            .iter()
-            .filter(|param| !variables.contains(&param.name))
-            .collect();
-        let (raw_input, streamed_input) = match body_fields.as_slice() {
-            [only]
-                if !matches!(method, Method::GET | Method::DELETE)
-                    && opkit::binary::is_binary_schema(&only.schema) =>
-            {
-                let streamed = opkit::binary::is_byte_stream_schema(&only.schema);
-                (Some(only.name.clone()), streamed)
-            }
-            _ => (None, false),
-        };
-        let spec_output: Value = (*spec.output_schema).clone();
-        let raw_output = opkit::binary::is_binary_schema(&spec.output_schema).then(|| {
-            spec.output_schema
-                .get("contentMediaType")
-                .and_then(Value::as_str)
-                .and_then(|text| http::HeaderValue::from_str(text).ok())
-                .unwrap_or(http::HeaderValue::from_static("application/octet-stream"))
-        });
+        check_variables(&spec, &route, &shape, &variables)?;
+        let (raw_input, streamed_input) = raw_input_field(&method, &shape, &variables);
+        let raw_output = raw_output_type(&spec);
+        let unit_output = spec_output_is_unit(&spec.output_schema);
         Ok(Self {
             id: spec.id(),
             spec,
@@ -276,7 +307,7 @@ impl RestRoute {
             raw_input,
             streamed_input,
             raw_output,
-            unit_output: spec_output_is_unit(&spec_output),
+            unit_output,
         })
     }
 
