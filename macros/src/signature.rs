@@ -309,27 +309,7 @@ fn check_param<'a>(
         return None;
     }
     if let Some(context) = shape::context_param(ty) {
-        let (inner, by_ref) = match context {
-            ContextParam::Ref(inner) => (inner, true),
-            ContextParam::Owned(inner) => (inner, false),
-            ContextParam::RefMut => {
-                errors.spanned(
-                    ty,
-                    "the context is shared: take `&OperationContext` (or `OperationContext`), not `&mut OperationContext`",
-                );
-                return None;
-            }
-        };
-        if std::mem::replace(context_seen, true) {
-            errors.spanned(
-                typed,
-                format_args!(
-                    "operation `{fn_name}` takes the context twice: keep one `&OperationContext` parameter"
-                ),
-            );
-            return None;
-        }
-        return Some(Param::Context { ty: inner, by_ref });
+        return check_context(fn_name, typed, context, context_seen, errors);
     }
     if let Some(inner) = shape::input_param(ty) {
         return Some(Param::Whole { ty, inner });
@@ -338,19 +318,62 @@ fn check_param<'a>(
         return Some(Param::State { ty, inner });
     }
     if let Type::Reference(reference) = shape::peel(ty) {
-        let owned = owned_suggestion(&reference.elem);
-        let mut message = format!(
-            "operation parameters are read from JSON and must own their data: take `{owned}` instead of `{}`",
-            display(ty)
-        );
-        if may_name_the_context(&reference.elem) {
-            message.push_str(&format!(
-                "\n  help: if `{owned}` is the context under another name, write `&OperationContext`: the context parameter is recognised by that name"
-            ));
-        }
-        errors.spanned(ty, message);
+        refuse_borrowed(ty, &reference.elem, errors);
         return None;
     }
+    field_param(typed, errors)
+}
+
+/// The context parameter: taken by reference or by value, once.
+fn check_context<'a>(
+    fn_name: &syn::Ident,
+    typed: &'a PatType,
+    context: ContextParam<'a>,
+    context_seen: &mut bool,
+    errors: &Errors,
+) -> Option<Param<'a>> {
+    let (inner, by_ref) = match context {
+        ContextParam::Ref(inner) => (inner, true),
+        ContextParam::Owned(inner) => (inner, false),
+        ContextParam::RefMut => {
+            errors.spanned(
+                &*typed.ty,
+                "the context is shared: take `&OperationContext` (or `OperationContext`), not `&mut OperationContext`",
+            );
+            return None;
+        }
+    };
+    if std::mem::replace(context_seen, true) {
+        errors.spanned(
+            typed,
+            format_args!(
+                "operation `{fn_name}` takes the context twice: keep one `&OperationContext` parameter"
+            ),
+        );
+        return None;
+    }
+    Some(Param::Context { ty: inner, by_ref })
+}
+
+/// A borrowed parameter (`ty`, borrowing `elem`) is refused: a field is read from JSON and
+/// owns its data (and a context under another name is pointed at).
+fn refuse_borrowed(ty: &Type, elem: &Type, errors: &Errors) {
+    let owned = owned_suggestion(elem);
+    let mut message = format!(
+        "operation parameters are read from JSON and must own their data: take `{owned}` instead of `{}`",
+        display(ty)
+    );
+    if may_name_the_context(elem) {
+        message.push_str(&format!(
+            "\n  help: if `{owned}` is the context under another name, write `&OperationContext`: the context parameter is recognised by that name"
+        ));
+    }
+    errors.spanned(ty, message);
+}
+
+/// A field of the input: a parameter bound to a plain name (its field's name).
+fn field_param<'a>(typed: &'a PatType, errors: &Errors) -> Option<Param<'a>> {
+    let ty = &*typed.ty;
     match &*typed.pat {
         Pat::Ident(binding) if binding.by_ref.is_none() && binding.subpat.is_none() => {
             Some(Param::Field {
