@@ -142,32 +142,7 @@ pub(crate) fn encode(plan: &BodyPlan, value: &Value) -> Result<Encoded, CallErro
             Value::String(text) => Ok(Encoded::Bytes(b64(text, "the body")?)),
             other => Ok(Encoded::Bytes(other.to_string().into_bytes())),
         },
-        BodyKind::Form { styled } => {
-            let empty = Map::new();
-            let map = value.as_object().unwrap_or(&empty);
-            let mut pieces = Vec::new();
-            for (name, member) in map {
-                if member.is_null() {
-                    continue;
-                }
-                if let Some((style, explode, allow_reserved)) = styled.get(name) {
-                    pieces.extend(params::query(
-                        name,
-                        member,
-                        *style,
-                        *explode,
-                        *allow_reserved,
-                    ));
-                    continue;
-                }
-                let single = Value::Object(Map::from_iter([(name.clone(), member.clone())]));
-                pieces.extend(params::form_pairs(&single));
-            }
-            if !value.is_object() && !value.is_null() {
-                pieces.extend(params::form_pairs(value));
-            }
-            Ok(Encoded::Bytes(pieces.join("&").into_bytes()))
-        }
+        BodyKind::Form { styled } => Ok(Encoded::Bytes(form_body(styled, value).into_bytes())),
         BodyKind::Multipart {
             binary,
             content_types,
@@ -182,40 +157,9 @@ pub(crate) fn encode(plan: &BodyPlan, value: &Value) -> Result<Encoded, CallErro
                 };
                 for item in items {
                     let part = if binary.contains(name) {
-                        let bytes = match item {
-                            Value::String(text) => {
-                                b64(text, &format!("the multipart field `{name}`"))?
-                            }
-                            other => other.to_string().into_bytes(),
-                        };
-                        let content_type = content_types
-                            .get(name)
-                            .map_or("application/octet-stream", String::as_str);
-                        reqwest::multipart::Part::bytes(bytes)
-                            .file_name(name.clone())
-                            .mime_str(content_type)
-                            .map_err(|error| {
-                                CallError::execution(format!(
-                                    "bad part type {content_type:?}: {error}"
-                                ))
-                            })?
+                        binary_part(name, item, content_types)?
                     } else {
-                        let (text, default_type) = match item {
-                            Value::String(text) => (text.clone(), None),
-                            Value::Object(_) | Value::Array(_) => {
-                                (item.to_string(), Some("application/json"))
-                            }
-                            other => (other.to_string(), None),
-                        };
-                        let part = reqwest::multipart::Part::text(text);
-                        match content_types.get(name).map(String::as_str).or(default_type) {
-                            Some(content_type) => part.mime_str(content_type).map_err(|error| {
-                                CallError::execution(format!(
-                                    "bad part type {content_type:?}: {error}"
-                                ))
-                            })?,
-                            None => part,
-                        }
+                        text_part(name, item, content_types)?
                     };
                     form = form.part(name.clone(), part);
                 }
@@ -223,6 +167,80 @@ pub(crate) fn encode(plan: &BodyPlan, value: &Value) -> Result<Encoded, CallErro
             Ok(Encoded::Multipart(form))
         }
     }
+}
+
+/// An `application/x-www-form-urlencoded` body: each property in its query style when the
+/// encoding gives one, as form pairs otherwise; `null` properties left out.
+fn form_body(styled: &BTreeMap<String, (Style, bool, bool)>, value: &Value) -> String {
+    let empty = Map::new();
+    let map = value.as_object().unwrap_or(&empty);
+    let mut pieces = Vec::new();
+    for (name, member) in map {
+        if member.is_null() {
+            continue;
+        }
+        if let Some((style, explode, allow_reserved)) = styled.get(name) {
+            pieces.extend(params::query(
+                name,
+                member,
+                *style,
+                *explode,
+                *allow_reserved,
+            ));
+            continue;
+        }
+        let single = Value::Object(Map::from_iter([(name.clone(), member.clone())]));
+        pieces.extend(params::form_pairs(&single));
+    }
+    if !value.is_object() && !value.is_null() {
+        pieces.extend(params::form_pairs(value));
+    }
+    pieces.join("&")
+}
+
+/// A multipart part of a binary property: its base64 decoded (other values as their JSON
+/// text), sent as a file named after the property, in its `contentType`.
+fn binary_part(
+    name: &str,
+    item: &Value,
+    content_types: &BTreeMap<String, String>,
+) -> Result<reqwest::multipart::Part, CallError> {
+    let bytes = match item {
+        Value::String(text) => b64(text, &format!("the multipart field `{name}`"))?,
+        other => other.to_string().into_bytes(),
+    };
+    let content_type = content_types
+        .get(name)
+        .map_or("application/octet-stream", String::as_str);
+    reqwest::multipart::Part::bytes(bytes)
+        .file_name(name.to_owned())
+        .mime_str(content_type)
+        .map_err(|error| bad_part_type(content_type, &error))
+}
+
+/// A multipart part of another property: a string as it is, an object or array as JSON
+/// (`application/json` unless the encoding says otherwise), a scalar as its JSON text.
+fn text_part(
+    name: &str,
+    item: &Value,
+    content_types: &BTreeMap<String, String>,
+) -> Result<reqwest::multipart::Part, CallError> {
+    let (text, default_type) = match item {
+        Value::String(text) => (text.clone(), None),
+        Value::Object(_) | Value::Array(_) => (item.to_string(), Some("application/json")),
+        other => (other.to_string(), None),
+    };
+    let part = reqwest::multipart::Part::text(text);
+    match content_types.get(name).map(String::as_str).or(default_type) {
+        Some(content_type) => part
+            .mime_str(content_type)
+            .map_err(|error| bad_part_type(content_type, &error)),
+        None => Ok(part),
+    }
+}
+
+fn bad_part_type(content_type: &str, error: &reqwest::Error) -> CallError {
+    CallError::execution(format!("bad part type {content_type:?}: {error}"))
 }
 
 #[cfg(test)]
