@@ -860,9 +860,54 @@ and the request's future completes at its first poll, never spawned. Instruction
 77,554 → 74,441 at 8 in flight, 72,408 → 68,792 at 64. In the serving bench
 (`SERVING_FILTER=ws_inflight ROUNDS=3`, the builds before and after run twice, alternated;
 medians of six rounds) WebSocket went from 72% to 84% of raw at 8 in flight (1: ~97% → ~95%,
-64: ~70% → ~70%, both within their noise); the table above was measured before this change.
+64: ~70% → ~70%, both within their noise); the concurrency table above is a later run, with
+this change.
 A first version that dropped the receipt (the spoke kept no record) measured the same (83%
 at 8 in flight) but would have let a handler under one-way loss queue replies without bound.
+
+A bare edge without an allocation (`8be801c`): an HTTP or call-protocol call whose handler
+reads nothing of its context got the bare `Edge::HTTP` or `Edge::CALL_PROTOCOL`, and setting it
+allocated the context's extras (152 bytes) per call. A context without extras now shares, for
+a bare edge of opkit's own, one `Arc` of extras per thread and edge (reference counts kept by
+the thread serving the call, not contended by every core); a context that changes its extras
+later copies them, as it would have made them. `http-plain` 21,834 → 21,627 and `http` (with
+the compression layer, what the serving bench runs) 24,127 → 23,929 instructions per call.
+"""
+
+CLUSTER_ROUTES_49 = """#### A cluster's commands routed by the slot opkit knows (issue 49, 2026-11-30)
+
+`profile cluster 2000` and `4000` at 64 in flight under callgrind (three masters on loopback,
+`REDIS_CLUSTER_NODES`) against `profile cluster-raw`: 125,486 instructions per call against
+79,895. Of the difference, the `redis` crate's cluster client routing each command itself:
+`RoutingInfo::for_routable` (~3,800 per call: it copies the command's name to upper-case it
+and looks it up, then finds the key) and a copy of every pipeline (`req_packed_commands`
+clones it to hand it to the cluster task: the payload copied again). Every command of a call
+here touches one slot that opkit computed anyway (the topic's hash tag; a reply's channel), so
+`7ae5a1d` names it: `Conn::query_at` (a reader's `XREADGROUP` and `XACK`, a reply's
+`SPUBLISH`) and `Conn::transaction_at` (a request's `MULTI` .. `EXEC`, the pipeline moved to
+the cluster task, not copied) route to the master of the slot; a topic's slot is computed once
+with its keys. On one server nothing changes. Tested on a real cluster: every transaction runs
+on the topic's master alone (routed to another master, the publish fails: tried with fixed
+wrong slots), and a failed command of the transaction is the publish's error, named
+(`publish_path.rs`).
+
+| `profile cluster`, 64 in flight | before (`c1e8d9f`) | after (`7ae5a1d`) | raw |
+|---|---:|---:|---:|
+| instructions per call | 125,486 | 116,925 | 79,895 |
+| allocations per call (bytes) | 106.1 (28,984) | 90.6 (24,624) | 76.6 (15,111) |
+
+Serving bench, `SERVING_FILTER=cluster ROUNDS=3`, the builds before and after alternated three
+times (medians of 9 rounds, opkit % of raw; server CPU per call, opkit / raw): 8 in flight
+77% (18 / 12 µs) → 88% (14 / 12 µs), 64 in flight 78% → 84% (8 / 6 µs both); at 1 in flight
+86% → 78%, where the raw side's own rate moved from 7,800 to 11,700 calls/s between rounds.
+What Redis runs per call (`INFO commandstats` on the topic's master, 5,000 calls at 1 in
+flight): two `SPUBLISH` (the request's, for plain subscribers of the topic, and the reply),
+`XREADGROUP` (4.5 µs, as the raw worker's), `XADD` (1.4 µs), `XACK`, and `MULTI`/`GET`/`EXEC`
+(the `EXEC` 2.2 µs): ~10 µs against the raw stream's ~7. One call at a time is bound by
+latency: the caller's CPU per call (34 against 26–30 µs) and the server's (50–56 against
+44–46 µs) add up along the one call in flight, mostly the call protocol's JSON (its decode
+~11,000 instructions per call, both sides) and the `redis` crate's reply parsing of the
+transaction's five answers where the raw caller reads one.
 """
 
 
@@ -1174,6 +1219,7 @@ def concurrency_section(w, serving):
     w(TRANSPORTS_RERUN_49)
     w(TRANSPORTS_REDIS_TX_49)
     w(TRANSPORTS_HEADS_49)
+    w(CLUSTER_ROUTES_49)
 
 
 def serving_pair_row(w, serving, path, label, ours, theirs, cpu=False):
