@@ -12,7 +12,7 @@ use http::{HeaderValue, Request, Response, header};
 use std::convert::Infallible;
 use std::task::{Context, Poll};
 use tower_http::compression::predicate::{DefaultPredicate, Predicate};
-use tower_http::compression::{Compression, CompressionBody, CompressionLayer, ResponseFuture};
+use tower_http::compression::{CompressionBody, CompressionLayer, ResponseFuture};
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -39,21 +39,17 @@ impl<S: Clone> Layer<S> for CompressWhenAsked {
     type Service = CompressWhenAskedService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        CompressWhenAskedService {
-            compressed: CompressionLayer::new()
-                .compress_when(Allowed::default())
-                .layer(inner.clone()),
-            plain: inner,
-        }
+        CompressWhenAskedService { inner }
     }
 }
 
-/// A service behind [`CompressWhenAsked`]: the same inner service with and without
-/// compression.
+/// A service behind [`CompressWhenAsked`]: the inner service, wrapped in tower-http's
+/// compression for a request that accepts an encoding. It holds the inner service once:
+/// axum clones a route's service for every request, and a second copy (a compressing one
+/// kept beside the plain one) would be cloned and dropped with it every time.
 #[derive(Clone)]
 pub(crate) struct CompressWhenAskedService<S> {
-    compressed: Compression<S, Allowed>,
-    plain: S,
+    inner: S,
 }
 
 type Compressed<F> =
@@ -69,22 +65,24 @@ where
     type Future = Either<Compressed<S::Future>, Plain<S::Future>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        // The two share one inner service's readiness (axum's routes are always ready);
-        // `call` uses whichever the request needs.
-        match self.plain.poll_ready(cx) {
-            Poll::Ready(Ok(())) => self.compressed.poll_ready(cx),
-            other => other,
-        }
+        self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, request: Request<Body>) -> Self::Future {
         if request.headers().contains_key(header::ACCEPT_ENCODING) {
+            // The instance that was polled ready goes into the compression, a clone of it
+            // stays (tower's idiom); the compression's own readiness is its inner one's.
+            let clone = self.inner.clone();
+            let ready = std::mem::replace(&mut self.inner, clone);
+            let mut compressing = CompressionLayer::new()
+                .compress_when(Allowed::default())
+                .layer(ready);
             let boxed: fn(Response<CompressionBody<Body>>) -> Response<Body> =
                 |response| response.map(Body::new);
-            Either::Left(self.compressed.call(request).map_ok(boxed))
+            Either::Left(compressing.call(request).map_ok(boxed))
         } else {
             let varied: fn(Response<Body>) -> Response<Body> = vary;
-            Either::Right(self.plain.call(request).map_ok(varied))
+            Either::Right(self.inner.call(request).map_ok(varied))
         }
     }
 }
@@ -92,14 +90,8 @@ where
 /// `Vary: Accept-Encoding` on a response the compression layer would have compressed for a
 /// client that accepted gzip (what that layer adds to every such response).
 fn vary(mut response: Response<Body>) -> Response<Body> {
-    let varies = || {
-        response
-            .headers()
-            .get_all(header::VARY)
-            .iter()
-            .any(|value| value.as_bytes().eq_ignore_ascii_case(b"accept-encoding"))
-    };
-    if compressible(&response) && !varies() {
+    let headers = Headers::of(response.headers());
+    if compressible_with(&response, &headers) && !headers.varies {
         response
             .headers_mut()
             .append(header::VARY, HeaderValue::from_static("accept-encoding"));
@@ -107,29 +99,67 @@ fn vary(mut response: Response<Body>) -> Response<Body> {
     response
 }
 
+/// What [`vary`] reads of a response's headers, gathered in one pass over them (every
+/// response without `Accept-Encoding` passes here; a response has a few headers, so a pass
+/// costs less than a lookup of each).
+struct Headers<'a> {
+    /// `Content-Encoding` or `Content-Range` is set: the body is not compressed again.
+    encoded: bool,
+    /// The first `Content-Length`, as `HeaderMap::get` would give it.
+    length: Option<&'a HeaderValue>,
+    /// The first `Content-Type`.
+    content_type: Option<&'a HeaderValue>,
+    /// A `Vary: accept-encoding` is there already.
+    varies: bool,
+}
+
+impl<'a> Headers<'a> {
+    fn of(map: &'a http::HeaderMap) -> Self {
+        let mut headers = Self {
+            encoded: false,
+            length: None,
+            content_type: None,
+            varies: false,
+        };
+        for (name, value) in map {
+            if name == header::CONTENT_TYPE {
+                headers.content_type.get_or_insert(value);
+            } else if name == header::CONTENT_LENGTH {
+                headers.length.get_or_insert(value);
+            } else if name == header::VARY {
+                headers.varies |= value.as_bytes().eq_ignore_ascii_case(b"accept-encoding");
+            } else if name == header::CONTENT_ENCODING || name == header::CONTENT_RANGE {
+                headers.encoded = true;
+            }
+        }
+        headers
+    }
+}
+
 /// What the compression layer would compress: not already encoded or ranged, and what
 /// [`Allowed`] allows, decided as tower-http's `DefaultPredicate` decides it (32 bytes or
 /// more, or of unknown size; not gRPC but gRPC-Web, not an image but SVG, not an event
-/// stream), reading the content type once rather than once per rule: every response
-/// without `Accept-Encoding` passes here. A test holds it to `Allowed`'s answer.
+/// stream). A test holds it to `Allowed`'s answer.
+#[cfg(test)]
 fn compressible(response: &Response<Body>) -> bool {
+    compressible_with(response, &Headers::of(response.headers()))
+}
+
+/// [`compressible`], from the response's headers read once.
+fn compressible_with(response: &Response<Body>, headers: &Headers<'_>) -> bool {
     use axum::body::HttpBody;
-    let headers = response.headers();
-    if headers.contains_key(header::CONTENT_ENCODING)
-        || headers.contains_key(header::CONTENT_RANGE)
-        || response.extensions().get::<Uncompressed>().is_some()
-    {
+    if headers.encoded || response.extensions().get::<Uncompressed>().is_some() {
         return false;
     }
     let size = response.body().size_hint().exact().or_else(|| {
-        let length = headers.get(header::CONTENT_LENGTH)?;
+        let length = headers.length?;
         length.to_str().ok()?.parse().ok()
     });
     if size.is_some_and(|size| size < 32) {
         return false;
     }
     let content_type = headers
-        .get(header::CONTENT_TYPE)
+        .content_type
         .and_then(|value| value.to_str().ok())
         .unwrap_or_default();
     let excluded = |kind: &str, except: Option<&str>| {
@@ -143,6 +173,44 @@ fn compressible(response: &Response<Body>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_response_varies_on_the_encoding_once() {
+        let json = |vary: &[&'static str]| {
+            let mut response = Response::new(Body::from(vec![b' '; 64]));
+            let headers = response.headers_mut();
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            for value in vary {
+                headers.append(header::VARY, HeaderValue::from_static(value));
+            }
+            response
+        };
+        let varies = |response: Response<Body>| -> Vec<String> {
+            vary(response)
+                .headers()
+                .get_all(header::VARY)
+                .iter()
+                .map(|value| value.to_str().unwrap().to_owned())
+                .collect()
+        };
+        assert_eq!(varies(json(&[])), ["accept-encoding"]);
+        assert_eq!(varies(json(&["origin"])), ["origin", "accept-encoding"]);
+        assert_eq!(varies(json(&["Accept-Encoding"])), ["Accept-Encoding"]);
+        assert_eq!(
+            varies(json(&["origin", "accept-encoding"])),
+            ["origin", "accept-encoding"]
+        );
+        // Too small to compress, or marked: no `Vary` added.
+        let mut small = json(&[]);
+        *small.body_mut() = Body::from("{}");
+        assert!(varies(small).is_empty());
+        let mut marked = json(&[]);
+        marked.extensions_mut().insert(Uncompressed);
+        assert!(varies(marked).is_empty());
+    }
 
     #[test]
     fn what_is_compressible_is_what_the_compression_layer_compresses() {
