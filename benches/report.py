@@ -902,8 +902,11 @@ wrong slots), and a failed command of the transaction is the publish's error, na
 
 | `profile cluster`, 64 in flight | before (`c1e8d9f`) | after (`7ae5a1d`) | raw |
 |---|---:|---:|---:|
-| instructions per call | 125,486 | 116,925 | 79,895 |
+| instructions per call | 125,486 | 114,157–116,925 | 79,895 |
 | allocations per call (bytes) | 106.1 (28,984) | 90.6 (24,624) | 76.6 (15,111) |
+
+(The cluster paths' counts move by ~2,000 between runs of the same build: how many calls share
+a read or a write depends on timing. The range is three runs of builds with this change.)
 
 Serving bench, `SERVING_FILTER=cluster ROUNDS=3`, the builds before and after alternated three
 times (medians of 9 rounds, opkit % of raw; server CPU per call, opkit / raw): 8 in flight
