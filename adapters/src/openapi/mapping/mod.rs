@@ -235,34 +235,14 @@ fn map_operation<'a>(
         return Ok(vec![mapped]);
     }
 
-    let mut input_bundle = SchemaBundle::new(defs);
-    let body_value = request_body::declared(op, operation);
-    let mut inputs =
-        parameters::map_parameters(&mut input_bundle, resolver, op, body_value.is_some())?;
-    parameters::check_path_template(op, &inputs.params)?;
-    let mut body = None;
-    if let Some((value, pointer)) = body_value
-        && let Some(mapped) =
-            request_body::map_request_body(&mut input_bundle, resolver, value, &pointer)?
-    {
-        if mapped.required {
-            inputs.required.push(json!("body"));
-        }
-        inputs.properties.insert("body".into(), mapped.schema);
-        body = Some(mapped.plan);
-    }
-    let mut input =
-        json!({"type": "object", "properties": inputs.properties, "additionalProperties": false});
-    if !inputs.required.is_empty() {
-        input["required"] = Value::Array(inputs.required);
-    }
+    let (input, params, body) = map_input(defs, resolver, op, operation)?;
     let request = RequestSide {
         operation,
         label: format!("{method_upper} {}", op.path),
         method,
         base_url,
-        input: input_bundle.finish_shared(input)?,
-        params: inputs.params,
+        input,
+        params,
         body,
     };
 
@@ -288,6 +268,38 @@ fn map_operation<'a>(
         ));
     }
     Ok(out)
+}
+
+/// An operation's input schema (one property per parameter, and `body` when it takes a
+/// request body, required when the body is), with its parameters' plans and its body's.
+fn map_input<'a>(
+    defs: &Definitions<'a>,
+    resolver: Resolver<'a>,
+    op: &Found<'a>,
+    operation: &'a Map<String, Value>,
+) -> Result<(Value, Vec<ParamPlan>, Option<BodyPlan>), MapError> {
+    let mut input_bundle = SchemaBundle::new(defs);
+    let body_value = request_body::declared(op, operation);
+    let mut inputs =
+        parameters::map_parameters(&mut input_bundle, resolver, op, body_value.is_some())?;
+    parameters::check_path_template(op, &inputs.params)?;
+    let mut body = None;
+    if let Some((value, pointer)) = body_value
+        && let Some(mapped) =
+            request_body::map_request_body(&mut input_bundle, resolver, value, &pointer)?
+    {
+        if mapped.required {
+            inputs.required.push(json!("body"));
+        }
+        inputs.properties.insert("body".into(), mapped.schema);
+        body = Some(mapped.plan);
+    }
+    let mut input =
+        json!({"type": "object", "properties": inputs.properties, "additionalProperties": false});
+    if !inputs.required.is_empty() {
+        input["required"] = Value::Array(inputs.required);
+    }
+    Ok((input_bundle.finish_shared(input)?, inputs.params, body))
 }
 
 /// What the modes of one operation share: the operation and the request they send.
