@@ -60,11 +60,75 @@ struct State {
     attempts: u32,
 }
 
+/// What one queued event makes of the stream.
+enum Step {
+    /// Nothing: an event without data to read.
+    Skip,
+    /// The stream ends (a served stream's `complete`).
+    End,
+    /// The stream's next item.
+    Yield(Result<Value, CallError>),
+}
+
 impl State {
     fn open(&mut self, response: reqwest::Response) {
         self.status = response.status().as_u16();
         self.headers = super::response::headers_snapshot(response.headers());
         self.body = response.bytes_stream().boxed();
+    }
+
+    /// Stops reading: drops what is queued and closes the connection.
+    fn stop(&mut self) {
+        self.done = true;
+        self.queue.clear();
+        self.body = futures::stream::empty().boxed();
+    }
+
+    /// One event the parser queued (or the error it queued instead), as the stream's step.
+    fn step(
+        &mut self,
+        event: Result<SseEvent, SseError>,
+        mode: EventData,
+        plan: &OperationPlan,
+    ) -> Step {
+        let label = plan.label.as_str();
+        let event = match event {
+            Ok(event) => event,
+            Err(error) => {
+                self.stop();
+                return Step::Yield(Err(too_large(label, &error)));
+            }
+        };
+        self.attempts = 0;
+        let Some(mut data) = event_data(&event, mode, label) else {
+            return Step::Skip;
+        };
+        if plan.served {
+            match served::event(&event.event, data, label) {
+                served::Event::Item(item) => data = item,
+                served::Event::Complete => return Step::End,
+                served::Event::Error(error) => {
+                    self.stop();
+                    return Step::Yield(Err(error));
+                }
+            }
+        }
+        let data = plan.normalizer.apply(data);
+        let meta = SseEventMeta {
+            event: event.event,
+            id: (!event.id.is_empty()).then_some(event.id),
+            retry: event.retry,
+        };
+        let envelope = http_event_envelope(
+            data,
+            self.status,
+            self.headers.clone(),
+            "text/event-stream",
+            meta,
+        );
+        Step::Yield(
+            serde_json::to_value(envelope).map_err(|error| CallError::execution(error.to_string())),
+        )
     }
 }
 
@@ -97,46 +161,10 @@ pub(crate) fn envelopes(
             let label = plan.label.as_str();
             loop {
                 while let Some(event) = state.queue.pop_front() {
-                    let event = match event {
-                        Ok(event) => event,
-                        Err(error) => {
-                            // Stop reading: drop what is queued and close the connection.
-                            state.done = true;
-                            state.queue.clear();
-                            state.body = futures::stream::empty().boxed();
-                            return Some((Err(too_large(label, &error)), state));
-                        }
-                    };
-                    state.attempts = 0;
-                    if let Some(mut data) = event_data(&event, mode, label) {
-                        if plan.served {
-                            match served::event(&event.event, data, label) {
-                                served::Event::Item(item) => data = item,
-                                served::Event::Complete => return None,
-                                served::Event::Error(error) => {
-                                    state.done = true;
-                                    state.queue.clear();
-                                    state.body = futures::stream::empty().boxed();
-                                    return Some((Err(error), state));
-                                }
-                            }
-                        }
-                        let data = plan.normalizer.apply(data);
-                        let meta = SseEventMeta {
-                            event: event.event,
-                            id: (!event.id.is_empty()).then_some(event.id),
-                            retry: event.retry,
-                        };
-                        let envelope = http_event_envelope(
-                            data,
-                            state.status,
-                            state.headers.clone(),
-                            "text/event-stream",
-                            meta,
-                        );
-                        let value = serde_json::to_value(envelope)
-                            .map_err(|error| CallError::execution(error.to_string()));
-                        return Some((value, state));
+                    match state.step(event, mode, &plan) {
+                        Step::Skip => {}
+                        Step::End => return None,
+                        Step::Yield(item) => return Some((item, state)),
                     }
                 }
                 if state.done {
