@@ -391,16 +391,47 @@ fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
     let private = &op.private;
     let vis = &op.func.vis;
     let ident = &op.func.sig.ident;
-    let Locals { input, ctx, .. } = locals;
     let id = &op.id;
     let params = input_params(op, locals);
-    let args = input_args(op, locals);
-    let make_input = match op.params.iter().find_map(|param| match param {
+    let make_input = make_input(op, locals);
+    let run = run_fn(op, locals);
+    let call = typed_call(op, locals);
+    let id_doc = format!("The operation id: `{id}`.");
+    quote! {
+        #run
+
+        #[allow(dead_code, clippy::too_many_arguments)]
+        impl #ident {
+            #[doc = #id_doc]
+            #vis const ID: &'static #private::str = #id;
+
+            /// The operation's spec; its schemas are computed once.
+            #vis fn spec() -> #private::OperationSpec {
+                <Self as #private::TypedOperation>::spec()
+            }
+
+            /// The operation's input object, from the fn's arguments (without the context).
+            #vis fn input(#(#params),*) -> <Self as #private::TypedOperation>::Input {
+                #make_input
+            }
+
+            #call
+        }
+    }
+}
+
+/// The body of `add::input(..)`: the whole input unwrapped, or the fields' values in the
+/// input's `Args`.
+fn make_input(op: &Operation<'_>, locals: &Locals) -> TokenStream {
+    let private = &op.private;
+    let whole = op.params.iter().find_map(|param| match param {
         Param::Whole { ty, .. } => Some(*ty),
         _ => None,
-    }) {
+    });
+    match whole {
         Some(ty) => {
             let at = respan(private, ty.span());
+            let input = &locals.input;
             quote_spanned!(ty.span()=> #at::unwrap_input::<#ty>(#input))
         }
         None => {
@@ -410,8 +441,18 @@ fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
             );
             quote!(#private::Args::new(#values))
         }
-    };
-    let run = run_fn(op, locals);
+    }
+}
+
+/// `add::call(&ctx, ..)`, or `add::subscribe(&ctx, ..)` for a stream: the typed path.
+fn typed_call(op: &Operation<'_>, locals: &Locals) -> TokenStream {
+    let private = &op.private;
+    let vis = &op.func.vis;
+    let ident = &op.func.sig.ident;
+    let ctx = &locals.ctx;
+    let id = &op.id;
+    let params = input_params(op, locals);
+    let args = input_args(op, locals);
     let views = quote!(#private::typed_views!(#ident));
     let call_doc = format!(
         "Calls the fn directly (no JSON), as the registry would run operation `{id}`: a panic \
@@ -423,7 +464,10 @@ fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
         #private::ResponseEnvelope<<Self as #private::TypedOperation>::Output>,
         #private::CallError,
     >);
-    let call = if op.output.stream {
+    // `call` / `subscribe` are `#[inline]` so they are compiled only where they are used, not
+    // in every crate that defines operations: the typed path (its views, its endpoint for
+    // middleware, its guard) is most of an operation's code, and many crates never call it.
+    if op.output.stream {
         quote! {
             #[doc = #call_doc]
             #[inline]
@@ -454,31 +498,6 @@ fn inherent_items(op: &Operation<'_>, locals: &Locals) -> TokenStream {
                     __opkit_run,
                 )
             }
-        }
-    };
-    // `call` / `subscribe` are `#[inline]` so they are compiled only where they are used, not
-    // in every crate that defines operations: the typed path (its views, its endpoint for
-    // middleware, its guard) is most of an operation's code, and many crates never call it.
-    let id_doc = format!("The operation id: `{id}`.");
-    quote! {
-        #run
-
-        #[allow(dead_code, clippy::too_many_arguments)]
-        impl #ident {
-            #[doc = #id_doc]
-            #vis const ID: &'static #private::str = #id;
-
-            /// The operation's spec; its schemas are computed once.
-            #vis fn spec() -> #private::OperationSpec {
-                <Self as #private::TypedOperation>::spec()
-            }
-
-            /// The operation's input object, from the fn's arguments (without the context).
-            #vis fn input(#(#params),*) -> <Self as #private::TypedOperation>::Input {
-                #make_input
-            }
-
-            #call
         }
     }
 }
