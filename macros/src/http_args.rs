@@ -69,8 +69,7 @@ pub(crate) fn template_variables(template: &str) -> Vec<String> {
 pub(crate) fn parse_http(meta: &Meta, errors: &Errors) -> Option<HttpArgs> {
     let example = "`http(method = \"PATCH\", path = \"/todos/{id}\")`";
     let entries = errors.list_entries(meta, format_args!("`http` takes a list: {example}"))?;
-    let (mut method, mut path, mut status, mut envelope, mut location, mut limit) =
-        (None, None, None, false, None, None);
+    let mut seen = Seen::default();
     let mut other = Map::new();
     let before = errors.count();
     for entry in &entries {
@@ -95,49 +94,11 @@ pub(crate) fn parse_http(meta: &Meta, errors: &Errors) -> Option<HttpArgs> {
             }
             continue;
         }
-        let Some((span, value)) = value_of(entry, errors) else {
-            continue;
-        };
-        match (key.as_str(), value) {
-            ("method", Lit::Str(lit)) => {
-                let upper = lit.value().to_ascii_uppercase();
-                if METHODS.contains(&upper.as_str()) {
-                    method = Some(upper);
-                } else {
-                    errors.at(span, format_args!("`{}` is not a method a route takes: use one of {}", lit.value(), METHODS.join(", ")));
-                }
-            }
-            ("path", Lit::Str(lit)) => {
-                if let Err(message) = check_path(&lit.value()) {
-                    errors.at(span, message);
-                } else {
-                    path = Some(lit);
-                }
-            }
-            ("status", Lit::Int(int)) => match int.base10_parse::<u16>() {
-                Ok(code @ 200..=299) => status = Some((code, span)),
-                _ => errors.at(span, "`status` is the status of a success: a number from 200 to 299, e.g. `status = 201`"),
-            },
-            ("body", Lit::Str(lit)) => match lit.value().as_str() {
-                "data" => envelope = false,
-                "envelope" => envelope = true,
-                other => errors.at(span, format_args!("`body = \"{other}\"`: write `body = \"data\"` (the bare data, the default) or `body = \"envelope\"`")),
-            },
-            ("location", Lit::Str(lit)) => location = Some(lit),
-            ("body_limit", Lit::Str(lit)) => match parse_size(&lit.value()) {
-                Ok(bytes) => limit = Some(bytes),
-                Err(message) => errors.at(span, message),
-            },
-            (known, _) => {
-                let form = match known {
-                    "status" => "a number: `status = 201`",
-                    _ => "a string literal",
-                };
-                errors.at(span, format_args!("`{known}` takes {form}"));
-            }
+        if let Some((span, value)) = value_of(entry, errors) {
+            seen.take(&key, span, value, errors);
         }
     }
-    let (Some(method), Some(path)) = (method, path) else {
+    let (Some(method), Some(path)) = (seen.method, seen.path) else {
         if errors.count() == before {
             errors.spanned(
                 meta,
@@ -149,13 +110,68 @@ pub(crate) fn parse_http(meta: &Meta, errors: &Errors) -> Option<HttpArgs> {
     Some(HttpArgs {
         method,
         path,
-        status: status.map_or(200, |(code, _)| code),
-        status_span: status.map(|(_, span)| span),
-        envelope,
-        location,
-        body_limit: limit,
+        status: seen.status.map_or(200, |(code, _)| code),
+        status_span: seen.status.map(|(_, span)| span),
+        envelope: seen.envelope,
+        location: seen.location,
+        body_limit: seen.limit,
         other,
     })
+}
+
+/// The known options of `http(..)` read so far.
+#[derive(Default)]
+struct Seen {
+    method: Option<String>,
+    path: Option<LitStr>,
+    status: Option<(u16, Span)>,
+    envelope: bool,
+    location: Option<LitStr>,
+    limit: Option<usize>,
+}
+
+impl Seen {
+    /// Reads the known option `key` = `value` (written at `span`), recording a bad value.
+    fn take(&mut self, key: &str, span: Span, value: Lit, errors: &Errors) {
+        match (key, value) {
+            ("method", Lit::Str(lit)) => {
+                let upper = lit.value().to_ascii_uppercase();
+                if METHODS.contains(&upper.as_str()) {
+                    self.method = Some(upper);
+                } else {
+                    errors.at(span, format_args!("`{}` is not a method a route takes: use one of {}", lit.value(), METHODS.join(", ")));
+                }
+            }
+            ("path", Lit::Str(lit)) => {
+                if let Err(message) = check_path(&lit.value()) {
+                    errors.at(span, message);
+                } else {
+                    self.path = Some(lit);
+                }
+            }
+            ("status", Lit::Int(int)) => match int.base10_parse::<u16>() {
+                Ok(code @ 200..=299) => self.status = Some((code, span)),
+                _ => errors.at(span, "`status` is the status of a success: a number from 200 to 299, e.g. `status = 201`"),
+            },
+            ("body", Lit::Str(lit)) => match lit.value().as_str() {
+                "data" => self.envelope = false,
+                "envelope" => self.envelope = true,
+                other => errors.at(span, format_args!("`body = \"{other}\"`: write `body = \"data\"` (the bare data, the default) or `body = \"envelope\"`")),
+            },
+            ("location", Lit::Str(lit)) => self.location = Some(lit),
+            ("body_limit", Lit::Str(lit)) => match parse_size(&lit.value()) {
+                Ok(bytes) => self.limit = Some(bytes),
+                Err(message) => errors.at(span, message),
+            },
+            (known, _) => {
+                let form = match known {
+                    "status" => "a number: `status = 201`",
+                    _ => "a string literal",
+                };
+                errors.at(span, format_args!("`{known}` takes {form}"));
+            }
+        }
+    }
 }
 
 /// The literal of `key = literal`.
