@@ -136,16 +136,17 @@ impl<'a> Headers<'a> {
     }
 }
 
-/// What the compression layer would compress: not already encoded or ranged, and what
-/// [`Allowed`] allows, decided as tower-http's `DefaultPredicate` decides it (32 bytes or
-/// more, or of unknown size; not gRPC but gRPC-Web, not an image but SVG, not an event
-/// stream). A test holds it to `Allowed`'s answer.
+/// [`compressible_with`], the headers read for it alone (what the test holds to `Allowed`).
 #[cfg(test)]
 fn compressible(response: &Response<Body>) -> bool {
     compressible_with(response, &Headers::of(response.headers()))
 }
 
-/// [`compressible`], from the response's headers read once.
+/// What the compression layer would compress (`response`, whose headers `headers` read): not
+/// already encoded or ranged, and what [`Allowed`] allows, decided as tower-http's
+/// `DefaultPredicate` decides it (32 bytes or more, or of unknown size; not gRPC but
+/// gRPC-Web, not an image but SVG, not an event stream). A test holds it to `Allowed`'s
+/// answer.
 fn compressible_with(response: &Response<Body>, headers: &Headers<'_>) -> bool {
     use axum::body::HttpBody;
     if headers.encoded || response.extensions().get::<Uncompressed>().is_some() {

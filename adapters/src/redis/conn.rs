@@ -75,7 +75,7 @@ impl Conn {
             Self::Single(conn) => return pipeline.query_async(conn).await,
             Self::Cluster(conn) => conn,
         };
-        let route = SingleNodeRoutingInfo::SpecificNode(slot.0);
+        let route = slot.node();
         // `MULTI`, the commands' `QUEUED`, then `EXEC`'s answer: only the last is kept.
         let skipped = pipeline.len() + 1;
         let mut answers = conn.route_pipeline(pipeline, skipped, 1, route).await?;
@@ -110,8 +110,14 @@ impl Slot {
         Self(Route::with_key(key, SlotAddr::Master))
     }
 
+    /// The slot's master, as a pipeline is routed.
+    fn node(self) -> SingleNodeRoutingInfo {
+        SingleNodeRoutingInfo::SpecificNode(self.0)
+    }
+
+    /// The slot's master, as a command is routed.
     fn route(self) -> RoutingInfo {
-        RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(self.0))
+        RoutingInfo::SingleNode(self.node())
     }
 }
 
