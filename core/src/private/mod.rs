@@ -97,6 +97,66 @@ extern "C" fn link<O: TypedOperation, F: 'static>() {
     });
 }
 
+/// What an `#[operation]` expansion states about its operation; [`TypedOperation`] is
+/// implemented for every `OperationDef` from these four items.
+///
+/// The expansion implements this trait, not `TypedOperation`, because each item it writes is
+/// one more the compiler lowers, hashes and re-validates on every edit of the crate: the id,
+/// kind, timeout, shared id and spec are all read from one const, [`OperationDef::PARTS`].
+/// `TypedOperation` stays implementable by hand (for a type that is not an `OperationDef`).
+pub trait OperationDef: Send + Sync + 'static {
+    /// [`TypedOperation::Input`].
+    type Input: Send + 'static;
+    /// [`TypedOperation::Output`].
+    type Output: Send + 'static;
+    /// The operation's compile-time facts and its cache.
+    const PARTS: OperationParts;
+    /// [`TypedOperation::handler`].
+    fn handler() -> Handler;
+}
+
+/// The const of an [`OperationDef`]: its id, its cache (a `static` of the expansion) and what
+/// its spec is built from.
+pub struct OperationParts {
+    /// `namespace.name`.
+    pub id: &'static str,
+    /// Where the shared id and the spec are kept once built.
+    pub cache: &'static OperationCache,
+    /// The attribute's facts.
+    pub spec: SpecParts,
+    /// The input schema.
+    pub input_schema: fn() -> Value,
+    /// The output schema.
+    pub output_schema: fn() -> Value,
+}
+
+impl<T: OperationDef> TypedOperation for T {
+    const ID: &'static str = T::PARTS.id;
+    const KIND: OperationKind = T::PARTS.spec.kind;
+    type Input = <T as OperationDef>::Input;
+    type Output = <T as OperationDef>::Output;
+    const TIMEOUT_MS: Option<u64> = T::PARTS.spec.timeout_ms;
+
+    fn shared_id() -> Arc<str> {
+        T::PARTS.cache.shared_id(T::PARTS.id)
+    }
+
+    fn spec() -> OperationSpec {
+        let OperationParts {
+            cache,
+            spec,
+            input_schema,
+            output_schema,
+            ..
+        } = T::PARTS;
+        cache.spec(spec, input_schema, output_schema)
+    }
+
+    fn handler() -> Handler {
+        <T as OperationDef>::handler()
+    }
+}
+
 /// What one operation computes once: its id as a shared string and its spec. Each
 /// expansion has one `static` of it, the only per-operation state the generated code keeps.
 pub struct OperationCache {

@@ -236,7 +236,11 @@ fn data_type(op: &Operation<'_>) -> TokenStream {
     }
 }
 
-/// `impl TypedOperation for <handle>`: id, kind, types, cached spec, JSON handler.
+/// `impl OperationDef for <handle>` (opkit implements `TypedOperation` from it): the types,
+/// one const of the operation's facts (its id, its cache, its spec's parts and schemas) and
+/// the JSON handler. Each item written is one more the compiler checks, lowers and hashes on
+/// every edit, for every operation: the id, kind, timeout, shared id and spec are read from
+/// the const by opkit's generic impl.
 fn typed_operation(op: &Operation<'_>) -> TokenStream {
     let private = &op.private;
     let ident = &op.func.sig.ident;
@@ -250,14 +254,6 @@ fn typed_operation(op: &Operation<'_>) -> TokenStream {
     };
     let data = data_type(op);
     let output_ty = quote_spanned!(data_span(op)=> type Output = #data;);
-    // The trait's default (`None`) is not repeated: each const written is one more item the
-    // compiler checks, for every operation. (The handler's facts are fields of its codec.)
-    let mut facts = TokenStream::new();
-    if let Some(ms) = op.timeout_ms {
-        facts.extend(
-            quote!(const TIMEOUT_MS: #private::Option<#private::u64> = #private::Some(#ms);),
-        );
-    }
     let input_schema = match op.whole_input() {
         Some(inner) => {
             let at = respan(private, inner.span());
@@ -273,32 +269,24 @@ fn typed_operation(op: &Operation<'_>) -> TokenStream {
     quote! {
         static __OPKIT_CACHE: #private::OperationCache = #private::OperationCache::new();
 
-        impl #private::TypedOperation for #ident {
-            const ID: &'static #private::str = #id;
-            const KIND: #private::OperationKind = #kind;
-            #facts
+        impl #private::OperationDef for #ident {
             #input_ty
             #output_ty
-
-            fn shared_id() -> #private::Arc<#private::str> {
-                __OPKIT_CACHE.shared_id(#id)
-            }
-
-            fn spec() -> #private::OperationSpec {
-                __OPKIT_CACHE.spec(
-                    #private::SpecParts {
-                        namespace: #namespace,
-                        name: #name,
-                        kind: #kind,
-                        origin: #private::file!(),
-                        line: #private::line!(),
-                        #optional_parts
-                        ..#private::SpecParts::DEFAULT
-                    },
-                    #input_schema,
-                    #output_schema,
-                )
-            }
+            const PARTS: #private::OperationParts = #private::OperationParts {
+                id: #id,
+                cache: &__OPKIT_CACHE,
+                spec: #private::SpecParts {
+                    namespace: #namespace,
+                    name: #name,
+                    kind: #kind,
+                    origin: #private::file!(),
+                    line: #private::line!(),
+                    #optional_parts
+                    ..#private::SpecParts::DEFAULT
+                },
+                input_schema: #input_schema,
+                output_schema: #output_schema,
+            };
 
             fn handler() -> #private::Handler {
                 #checks

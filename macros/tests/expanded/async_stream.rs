@@ -19,28 +19,23 @@ const _: () = {
         };
     }
     static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
-    impl __opkit_private::TypedOperation for feed {
-        const ID: &'static __opkit_private::str = "news.feed";
-        const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Subscription;
+    impl __opkit_private::OperationDef for feed {
         type Input = __opkit_private::Args<feed>;
         type Output = String;
-        fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
-            __OPKIT_CACHE.shared_id("news.feed")
-        }
-        fn spec() -> __opkit_private::OperationSpec {
-            __OPKIT_CACHE.spec(
-                __opkit_private::SpecParts {
-                    namespace: "news",
-                    name: "feed",
-                    kind: __opkit_private::OperationKind::Subscription,
-                    origin: __opkit_private::file!(),
-                    line: __opkit_private::line!(),
-                    ..__opkit_private::SpecParts::DEFAULT
-                },
-                __opkit_private::args_schema::<feed>,
-                __opkit_private::output_schema::<String>,
-            )
-        }
+        const PARTS: __opkit_private::OperationParts = __opkit_private::OperationParts {
+            id: "news.feed",
+            cache: &__OPKIT_CACHE,
+            spec: __opkit_private::SpecParts {
+                namespace: "news",
+                name: "feed",
+                kind: __opkit_private::OperationKind::Subscription,
+                origin: __opkit_private::file!(),
+                line: __opkit_private::line!(),
+                ..__opkit_private::SpecParts::DEFAULT
+            },
+            input_schema: __opkit_private::args_schema::<feed>,
+            output_schema: __opkit_private::output_schema::<String>,
+        };
         fn handler() -> __opkit_private::Handler {
             __opkit_private::assert_plain(__opkit_private::Probe::<String>::new().verdict());
             let __verdict = __opkit_private::Runner::<Self, _>::new(__opkit_run).streaming(

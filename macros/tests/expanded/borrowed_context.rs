@@ -17,28 +17,23 @@ const _: () = {
         };
     }
     static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
-    impl __opkit_private::TypedOperation for whoami {
-        const ID: &'static __opkit_private::str = "auth.whoami";
-        const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Query;
+    impl __opkit_private::OperationDef for whoami {
         type Input = __opkit_private::Args<whoami>;
         type Output = Option<String>;
-        fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
-            __OPKIT_CACHE.shared_id("auth.whoami")
-        }
-        fn spec() -> __opkit_private::OperationSpec {
-            __OPKIT_CACHE.spec(
-                __opkit_private::SpecParts {
-                    namespace: "auth",
-                    name: "whoami",
-                    kind: __opkit_private::OperationKind::Query,
-                    origin: __opkit_private::file!(),
-                    line: __opkit_private::line!(),
-                    ..__opkit_private::SpecParts::DEFAULT
-                },
-                __opkit_private::args_schema::<whoami>,
-                __opkit_private::output_schema::<Option<String>>,
-            )
-        }
+        const PARTS: __opkit_private::OperationParts = __opkit_private::OperationParts {
+            id: "auth.whoami",
+            cache: &__OPKIT_CACHE,
+            spec: __opkit_private::SpecParts {
+                namespace: "auth",
+                name: "whoami",
+                kind: __opkit_private::OperationKind::Query,
+                origin: __opkit_private::file!(),
+                line: __opkit_private::line!(),
+                ..__opkit_private::SpecParts::DEFAULT
+            },
+            input_schema: __opkit_private::args_schema::<whoami>,
+            output_schema: __opkit_private::output_schema::<Option<String>>,
+        };
         fn handler() -> __opkit_private::Handler {
             __opkit_private::assert_context::<OperationContext>();
             __opkit_private::assert_plain(

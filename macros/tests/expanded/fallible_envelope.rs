@@ -19,28 +19,23 @@ const _: () = {
         };
     }
     static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
-    impl __opkit_private::TypedOperation for fetch {
-        const ID: &'static __opkit_private::str = "web.fetch";
-        const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Query;
+    impl __opkit_private::OperationDef for fetch {
         type Input = __opkit_private::Args<fetch>;
         type Output = String;
-        fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
-            __OPKIT_CACHE.shared_id("web.fetch")
-        }
-        fn spec() -> __opkit_private::OperationSpec {
-            __OPKIT_CACHE.spec(
-                __opkit_private::SpecParts {
-                    namespace: "web",
-                    name: "fetch",
-                    kind: __opkit_private::OperationKind::Query,
-                    origin: __opkit_private::file!(),
-                    line: __opkit_private::line!(),
-                    ..__opkit_private::SpecParts::DEFAULT
-                },
-                __opkit_private::args_schema::<fetch>,
-                __opkit_private::output_schema::<String>,
-            )
-        }
+        const PARTS: __opkit_private::OperationParts = __opkit_private::OperationParts {
+            id: "web.fetch",
+            cache: &__OPKIT_CACHE,
+            spec: __opkit_private::SpecParts {
+                namespace: "web",
+                name: "fetch",
+                kind: __opkit_private::OperationKind::Query,
+                origin: __opkit_private::file!(),
+                line: __opkit_private::line!(),
+                ..__opkit_private::SpecParts::DEFAULT
+            },
+            input_schema: __opkit_private::args_schema::<fetch>,
+            output_schema: __opkit_private::output_schema::<String>,
+        };
         fn handler() -> __opkit_private::Handler {
             let __verdict = __opkit_private::Runner::<Self, _>::new(__opkit_run).unary(
                 __opkit_private::Codec {

@@ -24,31 +24,26 @@ const _: () = {
         };
     }
     static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
-    impl __opkit_private::TypedOperation for add {
-        const ID: &'static __opkit_private::str = "math.add";
-        const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Query;
+    impl __opkit_private::OperationDef for add {
         type Input = __opkit_private::Args<add>;
         type Output = i64;
-        fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
-            __OPKIT_CACHE.shared_id("math.add")
-        }
-        fn spec() -> __opkit_private::OperationSpec {
-            __OPKIT_CACHE.spec(
-                __opkit_private::SpecParts {
-                    namespace: "math",
-                    name: "add",
-                    kind: __opkit_private::OperationKind::Query,
-                    origin: __opkit_private::file!(),
-                    line: __opkit_private::line!(),
-                    description: __opkit_private::Some(__opkit_private::concat!(
-                        r" Adds two integers."
-                    )),
-                    ..__opkit_private::SpecParts::DEFAULT
-                },
-                __opkit_private::args_schema::<add>,
-                __opkit_private::output_schema::<i64>,
-            )
-        }
+        const PARTS: __opkit_private::OperationParts = __opkit_private::OperationParts {
+            id: "math.add",
+            cache: &__OPKIT_CACHE,
+            spec: __opkit_private::SpecParts {
+                namespace: "math",
+                name: "add",
+                kind: __opkit_private::OperationKind::Query,
+                origin: __opkit_private::file!(),
+                line: __opkit_private::line!(),
+                description: __opkit_private::Some(__opkit_private::concat!(
+                    r" Adds two integers."
+                )),
+                ..__opkit_private::SpecParts::DEFAULT
+            },
+            input_schema: __opkit_private::args_schema::<add>,
+            output_schema: __opkit_private::output_schema::<i64>,
+        };
         fn handler() -> __opkit_private::Handler {
             __opkit_private::assert_plain(__opkit_private::Probe::<i64>::new().verdict());
             let __verdict = __opkit_private::Runner::<Self, _>::new(__opkit_run).unary(

@@ -19,30 +19,25 @@ const _: () = {
         };
     }
     static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
-    impl __opkit_private::TypedOperation for get {
-        const ID: &'static __opkit_private::str = "notes.get";
-        const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Query;
+    impl __opkit_private::OperationDef for get {
         type Input = __opkit_private::Args<get>;
         type Output = Note;
-        fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
-            __OPKIT_CACHE.shared_id("notes.get")
-        }
-        fn spec() -> __opkit_private::OperationSpec {
-            __OPKIT_CACHE.spec(
-                __opkit_private::SpecParts {
-                    namespace: "notes",
-                    name: "get",
-                    kind: __opkit_private::OperationKind::Query,
-                    origin: __opkit_private::file!(),
-                    line: __opkit_private::line!(),
-                    errors: &[__opkit_private::ErrorKind::NotFound],
-                    states: &[__opkit_private::state_key::<Db>],
-                    ..__opkit_private::SpecParts::DEFAULT
-                },
-                __opkit_private::args_schema::<get>,
-                __opkit_private::output_schema::<Note>,
-            )
-        }
+        const PARTS: __opkit_private::OperationParts = __opkit_private::OperationParts {
+            id: "notes.get",
+            cache: &__OPKIT_CACHE,
+            spec: __opkit_private::SpecParts {
+                namespace: "notes",
+                name: "get",
+                kind: __opkit_private::OperationKind::Query,
+                origin: __opkit_private::file!(),
+                line: __opkit_private::line!(),
+                errors: &[__opkit_private::ErrorKind::NotFound],
+                states: &[__opkit_private::state_key::<Db>],
+                ..__opkit_private::SpecParts::DEFAULT
+            },
+            input_schema: __opkit_private::args_schema::<get>,
+            output_schema: __opkit_private::output_schema::<Note>,
+        };
         fn handler() -> __opkit_private::Handler {
             __opkit_private::assert_state_param::<State<Db>>();
             __opkit_private::assert_context::<OperationContext>();

@@ -19,28 +19,23 @@ const _: () = {
         };
     }
     static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
-    impl __opkit_private::TypedOperation for parse {
-        const ID: &'static __opkit_private::str = "text.parse";
-        const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Query;
+    impl __opkit_private::OperationDef for parse {
         type Input = __opkit_private::Args<parse>;
         type Output = u32;
-        fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
-            __OPKIT_CACHE.shared_id("text.parse")
-        }
-        fn spec() -> __opkit_private::OperationSpec {
-            __OPKIT_CACHE.spec(
-                __opkit_private::SpecParts {
-                    namespace: "text",
-                    name: "parse",
-                    kind: __opkit_private::OperationKind::Query,
-                    origin: __opkit_private::file!(),
-                    line: __opkit_private::line!(),
-                    ..__opkit_private::SpecParts::DEFAULT
-                },
-                __opkit_private::args_schema::<parse>,
-                __opkit_private::output_schema::<u32>,
-            )
-        }
+        const PARTS: __opkit_private::OperationParts = __opkit_private::OperationParts {
+            id: "text.parse",
+            cache: &__OPKIT_CACHE,
+            spec: __opkit_private::SpecParts {
+                namespace: "text",
+                name: "parse",
+                kind: __opkit_private::OperationKind::Query,
+                origin: __opkit_private::file!(),
+                line: __opkit_private::line!(),
+                ..__opkit_private::SpecParts::DEFAULT
+            },
+            input_schema: __opkit_private::args_schema::<parse>,
+            output_schema: __opkit_private::output_schema::<u32>,
+        };
         fn handler() -> __opkit_private::Handler {
             __opkit_private::assert_plain(__opkit_private::Probe::<u32>::new().verdict());
             let __verdict = __opkit_private::Runner::<Self, _>::new(__opkit_run).unary(

@@ -19,28 +19,23 @@ const _: () = {
         };
     }
     static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
-    impl __opkit_private::TypedOperation for ticks {
-        const ID: &'static __opkit_private::str = "clock.ticks";
-        const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Subscription;
+    impl __opkit_private::OperationDef for ticks {
         type Input = __opkit_private::Args<ticks>;
         type Output = u32;
-        fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
-            __OPKIT_CACHE.shared_id("clock.ticks")
-        }
-        fn spec() -> __opkit_private::OperationSpec {
-            __OPKIT_CACHE.spec(
-                __opkit_private::SpecParts {
-                    namespace: "clock",
-                    name: "ticks",
-                    kind: __opkit_private::OperationKind::Subscription,
-                    origin: __opkit_private::file!(),
-                    line: __opkit_private::line!(),
-                    ..__opkit_private::SpecParts::DEFAULT
-                },
-                __opkit_private::args_schema::<ticks>,
-                __opkit_private::output_schema::<u32>,
-            )
-        }
+        const PARTS: __opkit_private::OperationParts = __opkit_private::OperationParts {
+            id: "clock.ticks",
+            cache: &__OPKIT_CACHE,
+            spec: __opkit_private::SpecParts {
+                namespace: "clock",
+                name: "ticks",
+                kind: __opkit_private::OperationKind::Subscription,
+                origin: __opkit_private::file!(),
+                line: __opkit_private::line!(),
+                ..__opkit_private::SpecParts::DEFAULT
+            },
+            input_schema: __opkit_private::args_schema::<ticks>,
+            output_schema: __opkit_private::output_schema::<u32>,
+        };
         fn handler() -> __opkit_private::Handler {
             __opkit_private::assert_context::<OperationContext>();
             __opkit_private::assert_plain(__opkit_private::Probe::<u32>::new().verdict());

@@ -15,28 +15,23 @@ const _: () = {
         };
     }
     static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
-    impl __opkit_private::TypedOperation for ping {
-        const ID: &'static __opkit_private::str = "health.ping";
-        const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Mutation;
+    impl __opkit_private::OperationDef for ping {
         type Input = __opkit_private::Args<ping>;
         type Output = ();
-        fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
-            __OPKIT_CACHE.shared_id("health.ping")
-        }
-        fn spec() -> __opkit_private::OperationSpec {
-            __OPKIT_CACHE.spec(
-                __opkit_private::SpecParts {
-                    namespace: "health",
-                    name: "ping",
-                    kind: __opkit_private::OperationKind::Mutation,
-                    origin: __opkit_private::file!(),
-                    line: __opkit_private::line!(),
-                    ..__opkit_private::SpecParts::DEFAULT
-                },
-                __opkit_private::args_schema::<ping>,
-                __opkit_private::output_schema::<()>,
-            )
-        }
+        const PARTS: __opkit_private::OperationParts = __opkit_private::OperationParts {
+            id: "health.ping",
+            cache: &__OPKIT_CACHE,
+            spec: __opkit_private::SpecParts {
+                namespace: "health",
+                name: "ping",
+                kind: __opkit_private::OperationKind::Mutation,
+                origin: __opkit_private::file!(),
+                line: __opkit_private::line!(),
+                ..__opkit_private::SpecParts::DEFAULT
+            },
+            input_schema: __opkit_private::args_schema::<ping>,
+            output_schema: __opkit_private::output_schema::<()>,
+        };
         fn handler() -> __opkit_private::Handler {
             __opkit_private::assert_plain(__opkit_private::Probe::<()>::new().verdict());
             let __verdict = __opkit_private::Runner::<Self, _>::new(__opkit_run).unary(

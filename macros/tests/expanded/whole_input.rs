@@ -8,29 +8,24 @@ struct create {}
 const _: () = {
     use ::opkit::__private as __opkit_private;
     static __OPKIT_CACHE: __opkit_private::OperationCache = __opkit_private::OperationCache::new();
-    impl __opkit_private::TypedOperation for create {
-        const ID: &'static __opkit_private::str = "users.create";
-        const KIND: __opkit_private::OperationKind = __opkit_private::OperationKind::Mutation;
+    impl __opkit_private::OperationDef for create {
         type Input = NewUser;
         type Output = User;
-        fn shared_id() -> __opkit_private::Arc<__opkit_private::str> {
-            __OPKIT_CACHE.shared_id("users.create")
-        }
-        fn spec() -> __opkit_private::OperationSpec {
-            __OPKIT_CACHE.spec(
-                __opkit_private::SpecParts {
-                    namespace: "users",
-                    name: "create",
-                    kind: __opkit_private::OperationKind::Mutation,
-                    origin: __opkit_private::file!(),
-                    line: __opkit_private::line!(),
-                    scopes: &["users:write"],
-                    ..__opkit_private::SpecParts::DEFAULT
-                },
-                __opkit_private::whole_input_schema::<NewUser>,
-                __opkit_private::output_schema::<User>,
-            )
-        }
+        const PARTS: __opkit_private::OperationParts = __opkit_private::OperationParts {
+            id: "users.create",
+            cache: &__OPKIT_CACHE,
+            spec: __opkit_private::SpecParts {
+                namespace: "users",
+                name: "create",
+                kind: __opkit_private::OperationKind::Mutation,
+                origin: __opkit_private::file!(),
+                line: __opkit_private::line!(),
+                scopes: &["users:write"],
+                ..__opkit_private::SpecParts::DEFAULT
+            },
+            input_schema: __opkit_private::whole_input_schema::<NewUser>,
+            output_schema: __opkit_private::output_schema::<User>,
+        };
         fn handler() -> __opkit_private::Handler {
             __opkit_private::assert_context::<OperationContext>();
             let __verdict = __opkit_private::Runner::<Self, _>::new(__opkit_run).unary(
