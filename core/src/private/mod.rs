@@ -66,6 +66,7 @@ mod spec;
 mod typed_call;
 
 // Generated code names every item as `__private::<name>`: each part is re-exported whole.
+pub use crate::__opkit_constructor_static as constructor_static;
 pub use crate::__opkit_stream_endpoint as stream_endpoint;
 pub use crate::__opkit_typed_views as typed_views;
 pub use crate::__opkit_unary_endpoint as unary_endpoint;
@@ -95,6 +96,28 @@ extern "C" fn link<O: TypedOperation, F: 'static>() {
         register: OperationRegistry::register_typed::<O>,
         fn_type_id: TypeId::of::<F>,
     });
+}
+
+/// The constructor `static` of the operation whose handle and fn are both named `$op`, in the
+/// platform's constructor section (`registry/linked.rs`): `constructor_static!(add);`. A
+/// macro of opkit's, so the expansion of each `#[operation]` carries one line, not the three
+/// platforms' attributes (the compiler sees the same item).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __opkit_constructor_static {
+    ($op:ident) => {
+        #[used]
+        #[cfg_attr(
+            all(unix, not(target_vendor = "apple")),
+            unsafe(link_section = ".init_array")
+        )]
+        #[cfg_attr(
+            target_vendor = "apple",
+            unsafe(link_section = "__DATA,__mod_init_func,mod_init_funcs")
+        )]
+        #[cfg_attr(windows, unsafe(link_section = ".CRT$XCU"))]
+        static __OPKIT_LINK: extern "C" fn() = $crate::__private::constructor::<$op, _>(&$op);
+    };
 }
 
 /// What an `#[operation]` expansion states about its operation; [`TypedOperation`] is

@@ -497,11 +497,5 @@ fn typed_call(op: &Operation<'_>, locals: &Locals) -> TokenStream {
 fn registration(op: &Operation<'_>) -> TokenStream {
     let private = &op.private;
     let ident = &op.func.sig.ident;
-    quote! {
-        #[used]
-        #[cfg_attr(all(unix, not(target_vendor = "apple")), unsafe(link_section = ".init_array"))]
-        #[cfg_attr(target_vendor = "apple", unsafe(link_section = "__DATA,__mod_init_func,mod_init_funcs"))]
-        #[cfg_attr(windows, unsafe(link_section = ".CRT$XCU"))]
-        static __OPKIT_LINK: extern "C" fn() = #private::constructor::<#ident, _>(&#ident);
-    }
+    quote!(#private::constructor_static!(#ident);)
 }

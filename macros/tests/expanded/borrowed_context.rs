@@ -100,15 +100,5 @@ const _: () = {
             )
         }
     }
-    #[used]
-    #[cfg_attr(
-        all(unix, not(target_vendor = "apple")),
-        unsafe(link_section = ".init_array")
-    )]
-    #[cfg_attr(
-        target_vendor = "apple",
-        unsafe(link_section = "__DATA,__mod_init_func,mod_init_funcs")
-    )]
-    #[cfg_attr(windows, unsafe(link_section = ".CRT$XCU"))]
-    static __OPKIT_LINK: extern "C" fn() = __opkit_private::constructor::<whoami, _>(&whoami);
+    __opkit_private::constructor_static!(whoami);
 };
