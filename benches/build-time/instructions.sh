@@ -6,6 +6,7 @@
 #   bash benches/build-time/instructions.sh          # N = 20 and 40
 #   SIZES="20 60" bash benches/build-time/instructions.sh
 #   CRATES="bt_opkit bt_rmcp" bash benches/build-time/instructions.sh   # a subset
+#   MODES=incr bash benches/build-time/instructions.sh                   # one mode (full, incr)
 #
 # For an A/B of opkit alone, `CRATES=bt_opkit SIZES="2 3"` takes ~1.5 minutes and gives the
 # same per-operation counts as 20 and 40 (142.0 M / 55.0 M against 141.5 M / 55.0 M at
@@ -36,6 +37,7 @@ work="${BUILD_TIME_DIR:-$here/target}/instructions"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$work/target}"
 sizes=(${SIZES:-20 40})
 crates=(${CRATES:-bt_opkit bt_opkit_fields bt_rmcp})
+modes=(${MODES:-full incr})
 declare -A count=()
 # One run of `cargo check -p $2` in workspace $1 under cachegrind; mode `full` or `incr`.
 measure() {
@@ -57,7 +59,7 @@ for n in "${sizes[@]}"; do
     python3 "$here/generate.py" "$n" "$dir"
     (cd "$dir" && cargo check -q $(printf -- '-p %s ' "${crates[@]}"))
     for crate in "${crates[@]}"; do
-        for mode in full incr; do
+        for mode in "${modes[@]}"; do
             count[$crate.$mode.$n]=$(measure "$dir" "$crate" "$mode")
         done
     done
@@ -69,7 +71,7 @@ echo "### Instructions of \`cargo check\` (cachegrind; G = 10^9; per operation b
 echo
 echo "| crate | mode | $first operations | $last operations | per operation | ratio to rmcp |"
 echo "|---|---|---:|---:|---:|---:|"
-for mode in full incr; do
+for mode in "${modes[@]}"; do
     rmcp=
     if [ -n "${count[bt_rmcp.$mode.$last]:-}" ]; then
         rmcp=$(echo "(${count[bt_rmcp.$mode.$last]} - ${count[bt_rmcp.$mode.$first]}) / ($last - $first)" | bc)
