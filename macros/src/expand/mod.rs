@@ -1,5 +1,6 @@
-//! Expansion: the typed handle, the input type, the `TypedOperation` impl and the constructor
-//! that registers it, generated beside the user's function.
+//! Expansion: the typed handle, the input type, the `OperationDef` impl (from which opkit
+//! implements `TypedOperation`) and the constructor that registers it, generated beside the
+//! user's function.
 //!
 //! Every path to the runtime goes through `__private` (see `Operation::private`). Every trait
 //! requirement on a user type is checked by a helper whose tokens carry that type's span, so
