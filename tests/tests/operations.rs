@@ -439,6 +439,41 @@ async fn explicit_registration() {
     assert_eq!(sum.data, json!(2));
 }
 
+/// A `TypedOperation` written by hand, for a type `#[operation]` did not make: possible beside
+/// the impl opkit gives every handle `#[operation]` makes (through its hidden `OperationDef`).
+struct Echo;
+
+impl opkit::TypedOperation for Echo {
+    const ID: &'static str = "it.hand.echo";
+    const KIND: opkit::OperationKind = opkit::OperationKind::Query;
+    type Input = serde_json::Value;
+    type Output = serde_json::Value;
+
+    fn spec() -> opkit::OperationSpec {
+        opkit::OperationSpec::new("it.hand", "echo", opkit::OperationKind::Query)
+    }
+
+    fn handler() -> opkit::Handler {
+        opkit::Handler::unary(|input, _ctx| async move { Ok(input) })
+    }
+}
+
+#[tokio::test]
+async fn a_typed_operation_implemented_by_hand() {
+    let registry = OperationRegistry::new();
+    registry.register_typed::<Echo>().unwrap();
+    registry.register_typed::<add>().unwrap();
+    assert_eq!(registry.len(), 2);
+    let env = OperationEnv::local(registry);
+    let echoed = env.call_typed::<Echo>(json!({"x": 1})).await.unwrap();
+    assert_eq!(echoed.data, json!({"x": 1}));
+    assert!(
+        matches!(&echoed.meta, ResponseMeta::Local(meta) if &*meta.operation_id == "it.hand.echo")
+    );
+    let sum = env.call_typed::<add>(add::input(2, 3)).await.unwrap();
+    assert_eq!(sum.data, 5);
+}
+
 #[test]
 fn input_types_serialize_like_the_schema_says() {
     let input = hello::input("Fa".into(), None);
