@@ -39,6 +39,11 @@ use std::borrow::Cow;
 ///
 /// Implementing it by hand is possible (the spec and handler must agree with the types), but
 /// `#[operation]` is the intended way.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a typed operation",
+    label = "not the handle of an `#[operation]`",
+    note = "a typed operation is the handle `#[operation]` generates beside its fn, named after it (`add` for `async fn add`), or a type implementing `opkit::TypedOperation` by hand"
+)]
 pub trait TypedOperation: Send + Sync + 'static {
     /// The operation id, `namespace.name`.
     const ID: &'static str;

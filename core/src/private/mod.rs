@@ -153,6 +153,9 @@ pub struct OperationParts {
     pub output_schema: fn() -> Value,
 }
 
+// Not recommended in errors: a type that is not a typed operation is reported against
+// `TypedOperation` (its message says what a handle is), not as missing this hidden trait.
+#[diagnostic::do_not_recommend]
 impl<T: OperationDef> TypedOperation for T {
     const ID: &'static str = T::PARTS.id;
     const KIND: OperationKind = T::PARTS.spec.kind;
