@@ -55,7 +55,9 @@ impl Conn {
         match self {
             Self::Single(conn) => cmd.query_async(conn).await,
             Self::Cluster(conn) => {
-                let answer = conn.route_command(cmd, slot().route()).await?;
+                // Boxed here (as redis-rs boxes a single connection's command): the cluster
+                // client's future is over a KiB, which every publish would carry and move.
+                let answer = Box::pin(conn.route_command(cmd, slot().route())).await?;
                 Ok(from_redis_value(answer.extract_error()?)?)
             }
         }
@@ -78,7 +80,7 @@ impl Conn {
         let route = slot.node();
         // `MULTI`, the commands' `QUEUED`, then `EXEC`'s answer: only the last is kept.
         let skipped = pipeline.len() + 1;
-        let mut answers = conn.route_pipeline(pipeline, skipped, 1, route).await?;
+        let mut answers = Box::pin(conn.route_pipeline(pipeline, skipped, 1, route)).await?;
         match answers.pop() {
             Some(Value::Array(answers)) => {
                 Ok(from_redis_value(Value::Array(answers).extract_error()?)?)

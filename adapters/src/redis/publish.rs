@@ -122,15 +122,21 @@ impl Published {
             &*PUBLISH_SCRIPT
         };
         let keys = &topic.keys;
-        let (receivers, groups, now): (i64, i64, i64) = script
-            .key(&keys.stream)
-            .key(&keys.members)
-            .key(&keys.channel)
-            .key(&keys.live)
-            .arg(payload.as_ref())
-            .arg(retention_ms)
-            .invoke_async(&mut conn)
-            .await?;
+        // Boxed, as the settle script below: the script runs only until the topic is seen
+        // served, and its future would make every publish's larger (moved, and allocated
+        // past the allocator's small sizes).
+        let (receivers, groups, now): (i64, i64, i64) = Box::pin(async {
+            script
+                .key(&keys.stream)
+                .key(&keys.members)
+                .key(&keys.channel)
+                .key(&keys.live)
+                .arg(payload.as_ref())
+                .arg(retention_ms)
+                .invoke_async(&mut conn)
+                .await
+        })
+        .await?;
         self.learn(topic, groups, now);
         Ok(receivers)
     }
@@ -156,22 +162,26 @@ impl Published {
         let publish: &[u8] = if cluster { b"SPUBLISH" } else { b"PUBLISH" };
         let retention = i64::try_from(retention_ms).unwrap_or(i64::MAX);
         let redis_now = local_now() + self.clock.load(Ordering::Relaxed);
-        // Each command sized for its arguments up front (the payload is copied into two).
-        let mut add = sized(&[b"XADD", keys.stream.as_bytes()], 28 + payload.len());
-        if redis_now - topic.trimmed.load(Ordering::Relaxed) >= TRIM_EVERY {
-            topic.trimmed.store(redis_now, Ordering::Relaxed);
-            let min_id = redis_now.saturating_sub(retention).max(0);
-            add.arg("MINID").arg("~").arg(min_id);
-        }
-        add.arg("*").arg("p").arg(payload);
-        let mut transaction = redis_crate::Pipeline::with_capacity(3);
-        transaction
-            .atomic()
-            .add_command(sized(&[b"GET", keys.live.as_bytes()], 0))
-            .add_command(sized(&[publish, keys.channel.as_bytes(), payload], 0))
-            .add_command(add);
-        let sent: Result<(Option<i64>, i64, String), RedisError> =
-            conn.transaction_at(keys.slot, transaction).await;
+        // Built in a block of its own: the commands are moved into the transaction's future,
+        // and locals whose scope spans the `.await` would keep space in this one.
+        let sending = {
+            // Each command sized for its arguments up front (the payload is copied into two).
+            let mut add = sized(&[b"XADD", keys.stream.as_bytes()], 28 + payload.len());
+            if redis_now - topic.trimmed.load(Ordering::Relaxed) >= TRIM_EVERY {
+                topic.trimmed.store(redis_now, Ordering::Relaxed);
+                let min_id = redis_now.saturating_sub(retention).max(0);
+                add.arg("MINID").arg("~").arg(min_id);
+            }
+            add.arg("*").arg("p").arg(payload);
+            let mut transaction = redis_crate::Pipeline::with_capacity(3);
+            transaction
+                .atomic()
+                .add_command(sized(&[b"GET", keys.live.as_bytes()], 0))
+                .add_command(sized(&[publish, keys.channel.as_bytes(), payload], 0))
+                .add_command(add);
+            conn.transaction_at(keys.slot, transaction)
+        };
+        let sent: Result<(Option<i64>, i64, String), RedisError> = sending.await;
         let (groups, subscribers, id) = sent.inspect_err(|_| {
             topic.served.store(false, Ordering::Release);
         })?;
@@ -179,26 +189,29 @@ impl Published {
             return Ok(subscribers + groups);
         }
         topic.served.store(false, Ordering::Release);
-        let (groups, now): (i64, i64) = SETTLE_SCRIPT
-            .key(&keys.stream)
-            .key(&keys.members)
-            .key(&keys.live)
-            .arg(&id)
-            .invoke_async(conn)
-            .await
-            .map_err(|error| {
-                // The entry was added: a refusal now does not make the publish one that ran
-                // nothing (which is what a refusal means to the caller of this fn).
-                if is_refusal(&error) {
-                    RedisError::from((
-                        redis_crate::ErrorKind::Client,
-                        "an entry nobody may read could not be settled",
-                        error.to_string(),
-                    ))
-                } else {
-                    error
-                }
-            })?;
+        let (groups, now): (i64, i64) = Box::pin(async {
+            SETTLE_SCRIPT
+                .key(&keys.stream)
+                .key(&keys.members)
+                .key(&keys.live)
+                .arg(&id)
+                .invoke_async(conn)
+                .await
+        })
+        .await
+        .map_err(|error| {
+            // The entry was added: a refusal now does not make the publish one that ran
+            // nothing (which is what a refusal means to the caller of this fn).
+            if is_refusal(&error) {
+                RedisError::from((
+                    redis_crate::ErrorKind::Client,
+                    "an entry nobody may read could not be settled",
+                    error.to_string(),
+                ))
+            } else {
+                error
+            }
+        })?;
         self.learn(topic, groups, now);
         Ok(subscribers + groups)
     }
