@@ -1,11 +1,11 @@
 //! The Lua scripts the transport runs: publishing (until a topic is seen served), settling an
-//! entry a transaction added to a stream nobody may read, joining a group (lease), leaving it.
+//! entry a publish added to a stream nobody may read, joining a group (lease), leaving it.
 //!
 //! The live key (`P` + `live:` + `T`) mirrors the members set: it exists exactly while a member's
 //! lease runs (it expires at the latest lease's end, `PXAT`), and holds the number of groups
 //! with a live member when it was last written. Every script that changes or reads the set
 //! writes it again (`mark_live`), so a publisher can tell that a topic is served with a plain
-//! `GET` in the same transaction as its `XADD`, without a script (see `publish.rs`).
+//! `GET` sent with its `XADD`, without a script (see `publish.rs`).
 
 use redis::Script;
 use std::sync::LazyLock;
@@ -45,10 +45,13 @@ end
 ";
 
 /// `PUBLISH` (`SPUBLISH` on a cluster) to the channel, then `XADD` to the stream when the topic
-/// has a live group member, writing the live key as it finds the members set. Returns
+/// has a live group member, writing the live key as it finds the members set. The live key is
+/// written first: a script's commands are not undone when a later one fails, and a replica
+/// (a master demoted by a failover) runs `PUBLISH` but refuses writes, so a write after the
+/// `PUBLISH` would report a refusal (nothing ran) for a message subscribers received. Returns
 /// `{receivers, groups, now}`: the number of receivers (channel subscribers + groups with a
 /// live member), the groups alone, and Redis' clock (ms). What a publisher runs until it knows
-/// the topic is served; then a transaction without a script does the same work (`publish.rs`).
+/// the topic is served; then plain commands do the same work (`publish.rs`).
 ///
 /// KEYS: stream, members, channel, live (declared so that a cluster checks their slot too).
 /// ARGV: payload, retention ms.
@@ -65,9 +68,9 @@ fn publish_script(command: &str) -> Script {
 }
 
 const PUBLISH_SOURCE: &str = r"
-local receivers = redis.call('PUBLISH_COMMAND', KEYS[3], ARGV[1])
 local now = redis_now()
 local groups = mark_live(KEYS[2], KEYS[4], now)
+local receivers = redis.call('PUBLISH_COMMAND', KEYS[3], ARGV[1])
 if groups > 0 then
   local minid = now - ARGV[2]
   if minid < 0 then minid = 0 end
@@ -76,7 +79,7 @@ end
 return {receivers + groups, groups, now}
 ";
 
-/// Settles an entry a publisher added to a stream in the transaction that found the topic's
+/// Settles an entry a publisher added to a stream with the commands that found the topic's
 /// live key gone (see `publish.rs`), as the publish script would have: when a member is live
 /// after all (the key was missing, not the members: written by something that does not keep
 /// it), the key is written again and the entry stays; else the entry is deleted unless a
