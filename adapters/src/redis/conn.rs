@@ -5,8 +5,8 @@
 //! command by its first key (every command and script here touches one hash slot, see the
 //! layout in the [module docs](super)), follows `MOVED`/`ASK` redirections, refreshes its
 //! slot map and reconnects to nodes by itself. The commands of every call (a request's
-//! transaction, a reader's read and acknowledgement, a reply) name their slot instead
-//! ([`Conn::query_at`], [`Conn::transaction_at`]): the slot of a topic's keys is computed once.
+//! commands, a reader's read and acknowledgement, a reply) name their slot instead
+//! ([`Conn::query_at`], [`Conn::answers_at`]): the slot of a topic's keys is computed once.
 
 use ::redis as redis_crate;
 use opkit::protocol::TransportError;
@@ -63,28 +63,36 @@ impl Conn {
         }
     }
 
-    /// Runs an atomic `pipeline` (`MULTI` .. `EXEC`) whose keys are all in `slot` and decodes
-    /// what `EXEC` answers, as `pipeline.query_async` would; on a cluster it goes to the master
-    /// of that slot, named here (see [`query_at`](Self::query_at)), and the pipeline is sent
-    /// as it is rather than copied. A command of the transaction that failed is reported as
-    /// its error.
-    pub(super) async fn transaction_at<T: FromRedisValue>(
+    /// Sends `pipeline` (its keys all in `slot`) and returns each command's answer as it came,
+    /// a command's error among them as a [`Value::ServerError`], so that the caller can tell
+    /// which commands ran. For a transaction (`MULTI` .. `EXEC`) those are what `EXEC` answers,
+    /// and a transaction refused as a whole (`EXECABORT`) is the error. On a cluster it goes to
+    /// the master of that slot, named here (see [`query_at`](Self::query_at)), and the
+    /// pipeline is sent as it is rather than copied.
+    pub(super) async fn answers_at(
         &mut self,
         slot: Slot,
         pipeline: Pipeline,
-    ) -> RedisResult<T> {
-        let conn = match self {
-            Self::Single(conn) => return pipeline.query_async(conn).await,
-            Self::Cluster(conn) => conn,
+    ) -> RedisResult<Vec<Value>> {
+        let transaction = pipeline.is_transaction();
+        // A transaction's `MULTI` and its commands' `QUEUED` are skipped: `EXEC`'s answer is
+        // the one kept.
+        let (offset, count) = if transaction {
+            (pipeline.len() + 1, 1)
+        } else {
+            (0, pipeline.len())
         };
-        let route = slot.node();
-        // `MULTI`, the commands' `QUEUED`, then `EXEC`'s answer: only the last is kept.
-        let skipped = pipeline.len() + 1;
-        let mut answers = Box::pin(conn.route_pipeline(pipeline, skipped, 1, route)).await?;
-        match answers.pop() {
-            Some(Value::Array(answers)) => {
-                Ok(from_redis_value(Value::Array(answers).extract_error()?)?)
+        let mut answers = match self {
+            Self::Single(conn) => conn.req_packed_commands(&pipeline, offset, count).await?,
+            Self::Cluster(conn) => {
+                Box::pin(conn.route_pipeline(pipeline, offset, count, slot.node())).await?
             }
+        };
+        if !transaction {
+            return Ok(answers);
+        }
+        match answers.pop() {
+            Some(Value::Array(answers)) => Ok(answers),
             Some(other) => {
                 other.extract_error()?;
                 Err(RedisError::from((

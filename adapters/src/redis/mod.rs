@@ -5,7 +5,7 @@
 //! The manual is `adapters/docs/redis.md`, included below. Reading the code: start at
 //! `RedisPubSub` below; `group/reader.rs` is the consumer-group reader (a state machine),
 //! `claim.rs` what it acknowledges and reclaims, `state.rs` the state the clones share,
-//! `publish.rs` publishing on a topic groups may read (a script, or a transaction once the
+//! `publish.rs` publishing on a topic groups may read (a script, or plain commands once the
 //! topic is seen served), `scripts.rs` the Lua scripts,
 //! `channel.rs` and `shard.rs` the plain subscriptions on a server and on a cluster,
 //! `topics.rs` the keys a topic maps to, `errors.rs` what a failure says about a call.

@@ -1,12 +1,12 @@
 //! How a publish on a topic with groups reaches Redis: the script until the publisher has seen
-//! the topic served, then a transaction without a script; the live key that transaction reads
-//! follows the members set; an entry added after the last member left is taken back, so a
+//! the topic served, then plain commands (a transaction on a cluster); the live key they read
+//! follows the members set; a publish is refused (not sent) only when nothing ran; an entry added after the last member left is taken back, so a
 //! member joining later never runs a request its caller was told reached nobody.
 #![cfg(all(feature = "redis", feature = "testing"))]
 
 use crate::redis_support;
 
-use opkit::protocol::PubSub;
+use opkit::protocol::{Delivery, PubSub};
 use opkit_adapters::redis::{RedisOptions, RedisPubSub};
 use redis::AsyncCommands;
 use redis_support::RedisServer;
@@ -49,7 +49,7 @@ async fn slow_renewing_bus(server: &RedisServer, prefix: &str) -> RedisPubSub {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_served_topic_is_published_by_a_transaction_after_one_script() {
+async fn a_served_topic_is_published_by_plain_commands_after_one_script() {
     init_logs();
     let server = RedisServer::start();
     let serving = slow_renewing_bus(&server, "tx:").await;
@@ -82,7 +82,8 @@ async fn a_served_topic_is_published_by_a_transaction_after_one_script() {
         assert_eq!(next(&mut worker).await, format!("job-{n}"));
     }
     let after = command_calls(&mut raw).await;
-    // Every publish but the first is a transaction; the first runs the script. Scripts counted
+    // Every publish but the first is three plain commands (no `MULTI` .. `EXEC`); the first
+    // runs the script. Scripts counted
     // beside it: at most the member's first lease renewal, which its reader runs at once after
     // joining (a renewal is a script too), and not one per publish. (An `EVALSHA` refused with
     // `NOSCRIPT` is sent again after loading: those are not counted.)
@@ -91,12 +92,16 @@ async fn a_served_topic_is_published_by_a_transaction_after_one_script() {
         scripts <= 2,
         "only the first publish runs the script: {after:?}"
     );
-    assert_eq!(delta(&after, &before, "exec"), 49);
+    assert_eq!(delta(&after, &before, "get"), 49);
+    // (The script's own `PUBLISH` is counted too.)
+    assert_eq!(delta(&after, &before, "publish"), 50);
     assert_eq!(delta(&after, &before, "xadd"), 50);
+    assert_eq!(delta(&after, &before, "multi"), 0);
+    assert_eq!(delta(&after, &before, "exec"), 0);
 
     // A members set kept by something that does not write the live key (an older opkit's
-    // join) leaves it missing while a member is live: the transaction that finds it missing
-    // is settled as the script would have (the entry kept, the key written again).
+    // join) leaves it missing while a member is live: the publish that finds it missing is
+    // settled as the script would have (the entry kept, the key written again).
     let _: () = raw.del(&live_key).await.unwrap();
     let receipt = publishing.publish("jobs", "kept".into()).await.unwrap();
     assert_eq!(receipt.receivers(), Some(1));
@@ -123,8 +128,8 @@ async fn a_request_published_after_the_last_member_left_is_never_read() {
     }
 
     // The only member leaves: its leave deletes the live key. The publisher still believes
-    // the topic served, so its next publish adds the entry in its transaction, finds no live
-    // key, and takes the entry back: the receipt says nobody, and the stream does not keep it.
+    // the topic served, so its next publish adds the entry with its plain commands, finds no
+    // live key, and takes the entry back: the receipt says nobody, and the stream does not keep it.
     drop(worker);
     within("the member leaves", async {
         loop {
@@ -154,6 +159,81 @@ async fn a_request_published_after_the_last_member_left_is_never_read() {
     assert!(receipt.reached_nobody());
     let exists: bool = raw.exists(serving.stream_key("nobody")).await.unwrap();
     assert!(!exists);
+}
+
+/// A server that became a replica (as after a failover) runs `PUBLISH` for its own subscribers
+/// and refuses writes with `READONLY`: a publish is "not sent" only when nobody received it,
+/// and of unknown outcome when a subscriber did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_a_replica_refused_is_not_sent_unless_someone_received_it() {
+    init_logs();
+    let server = RedisServer::start();
+    let master = RedisServer::start();
+    let serving = slow_renewing_bus(&server, "ro:").await;
+    let publishing = slow_renewing_bus(&server, "ro:").await;
+    let mut worker = serving.subscribe_group("jobs", "workers").await.unwrap();
+    for message in ["one", "two"] {
+        let receipt = publishing.publish("jobs", message.into()).await.unwrap();
+        assert_eq!(receipt.receivers(), Some(1));
+        assert_eq!(next(&mut worker).await, message);
+    }
+    // A plain subscriber of the topic, beside the group.
+    let mut listener = publishing.subscribe("jobs").await.unwrap();
+    let receipt = publishing.publish("jobs", "three".into()).await.unwrap();
+    assert_eq!(receipt.receivers(), Some(2));
+    assert_eq!(next(&mut listener).await, "three");
+
+    // The server follows another: it is a replica now, and keeps no write.
+    let mut raw = server.raw().await;
+    let () = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(master.port())
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let refused = |error: &opkit::protocol::TransportError| {
+        error
+            .to_string()
+            .to_lowercase()
+            .contains("read only replica")
+    };
+
+    // The topic is still believed served: its plain commands' `PUBLISH` reached the listener,
+    // and the refused `XADD` leaves a request that may have run.
+    let error = within(
+        "a publish to a replica",
+        publishing.publish("jobs", "x".into()),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.delivery(), Delivery::Unknown, "{error}");
+    assert!(
+        refused(&error) && error.to_string().contains("may have run"),
+        "{error}"
+    );
+    assert_eq!(next(&mut listener).await, "x");
+
+    // Now the script publishes (the topic is no longer believed served): its first write is
+    // refused before its `PUBLISH`, so nothing ran and the publish was not sent.
+    let error = within(
+        "a publish to a replica",
+        publishing.publish("jobs", "y".into()),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.delivery(), Delivery::NotSent, "{error}");
+    assert!(refused(&error), "{error}");
+    let () = redis::cmd("PUBLISH")
+        .arg("ro:jobs")
+        .arg("z")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(
+        next(&mut listener).await,
+        "z",
+        "the refused publish reached nobody"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
