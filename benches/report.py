@@ -1007,6 +1007,62 @@ decode of the request (~5,000) and the registry's call around the fn (input chec
 the reply's JSON, and the caller's decode of the reply (~5,500) on the load generator's side.
 """
 
+REDIS_PLAIN_49 = """#### A request as three plain commands, and a smaller publish (issue 49, 2026-11-30)
+
+Three changes to the Redis transport's publish (`bb5c753`, `0d68786`, `9de4fae`):
+
+- **A publish's future 3,256 → 992 bytes.** Every publish is a boxed future, allocated past
+  the allocator's small sizes and moved whole. Connecting, the publish and settle scripts
+  (which run until a topic is seen served, or when it no longer is) and the cluster client's
+  futures (over a KiB each) are boxed where they run; the commands are built in a scope of
+  their own, so their moved-from locals keep no space across the `.await`. A unit test pins
+  the size under 1 KiB (`a_publish_future_stays_small`). `profile redis 2000` / `4000` at 64 in
+  flight under callgrind: 99,064 → 98,423 instructions per call, 20,462 → 15,933 bytes
+  allocated per call.
+- **One server: `GET`, `PUBLISH`, `XADD` without `MULTI` .. `EXEC`.** Other clients can do
+  between the `GET` and the `XADD` only what they could do right after a transaction (a last
+  member leaving, a member joining), and the settle script still runs after the `XADD`,
+  atomically, so a request reported as reaching nobody is still never left in a stream
+  (`adapters/docs/redis.md`). Each command is answered on its own: the publish is refused (not
+  sent) only when nothing ran. A cluster keeps the transaction: its client sends a pipeline
+  again after `MOVED` or `ASK`, safe only for a transaction refused as a whole.
+  `profile redis 20000 64` (one build, the transaction and the plain commands alternated three
+  times by a switch since removed): client CPU per call 13.0–13.2 → 12.2–12.4 µs, Redis' own CPU
+  per call (`INFO cpu` around each run) 6.7–6.9 → 6.2–6.4 µs, 77 → 70 allocations per call.
+- **A refusal that was not one (a bug, found by the test of the change above).** A server a
+  failover demoted to a replica runs `PUBLISH` for its own subscribers and refuses writes. The
+  publish script published first and wrote the live key after, and a script's commands are not
+  undone when a later one fails: the publish was reported refused (not sent, so safe to retry)
+  though the topic's subscribers had received it. The script now writes the key first.
+  `publish_path.rs`, `a_publish_a_replica_refused_is_not_sent_unless_someone_received_it`, on a
+  real server turned replica (`REPLICAOF`): with a subscriber on it, the plain commands' publish
+  is of unknown outcome and the subscriber has it; the script's publish after it is not sent and
+  reaches nobody.
+
+Serving bench, `4c7d05e` and `9de4fae` alternated three times (`SERVING_FILTER=redis_inflight`
+and `cluster_inflight`, `ROUNDS=3`; one `redis-server`, three cluster masters; medians of the
+9 rounds' opkit % of raw):
+
+| in flight | Redis, `4c7d05e` | Redis, `9de4fae` | Redis Cluster, `4c7d05e` | Redis Cluster, `9de4fae` |
+|---:|---:|---:|---:|---:|
+| 1 | 91% | 96% | 91% | 88% |
+| 8 | 97% | 103% | 106% | 96% |
+| 64 | 99% | 99% | 78% | 80% |
+
+The raw sides' own rates moved between the runs (Redis at 64 in flight: 65,014 and 75,008
+calls/s), and the cluster rows, whose code changed only by the boxing (90.6 → 94.7 allocations
+per call, CPU per call 16.3 µs both in `profile cluster 20000 64`), show this bench's spread.
+What keeps the cluster at 64 in flight below raw (`profile cluster` against `cluster-raw` under
+callgrind: 118,058 against 79,963 instructions per call): the call protocol's JSON and the
+transaction's five answers, as on one server, and a timer per publish (`Timeout` and `Sleep`
+~2,000 instructions per call): a cluster command is bounded by opkit as well as by the client's
+per-attempt timeout, because the client's retries (up to its retry count, with waits) are not
+bounded by it. The WebSocket rows of the same runs (its code unchanged): 96% / 82% / 69%.
+(`Conn::transaction_at` of the note below is now `Conn::answers_at`, which returns each
+command's answer.)
+"""
+
+
 HTTP_INSTRUCTIONS_48 = """#### What one tiny HTTP call costs, counted (issue 48)
 
 Instructions per `POST /ops/bench.add` through the router in process (`tower::ServiceExt::oneshot`,
@@ -1229,6 +1285,7 @@ def concurrency_section(w, serving):
         w(f"| {name} | {' | '.join(cells)} | ≥ {TARGETS_49[key] * 100:.0f}% |")
     w("")
     w(TRANSPORTS_RERUN_49)
+    w(REDIS_PLAIN_49)
     w(TRANSPORTS_REDIS_TX_49)
     w(TRANSPORTS_HEADS_49)
     w(CLUSTER_ROUTES_49)
