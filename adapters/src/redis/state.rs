@@ -172,27 +172,21 @@ impl RedisState {
         Fut: Future<Output = Result<T, RedisError>>,
     {
         let cluster = self.backend.is_cluster();
+        let cached = self.command.lock().clone();
         // On one server a connection's own response timeout (the command timeout) bounds each
-        // command on it: with a connection at hand, no timer is needed.
-        let at_hand = if cluster {
-            None
-        } else {
-            self.command.lock().clone()
-        };
-        // Otherwise getting the connection (waiting for another caller's attempt included)
-        // is bounded on its own: a publish that cannot get one soon fails as not sent, before
-        // a caller's deadline turns it into a timeout of unknown outcome. A cluster connects
-        // to several nodes: it gets twice as long. Connecting and the command together are
-        // bounded by that and the command timeout.
+        // command on it: with a connection at hand, no timer is needed. Otherwise getting the
+        // connection (waiting for another caller's attempt included) is bounded on its own: a
+        // publish that cannot get one soon fails as not sent, before a caller's deadline turns
+        // it into a timeout of unknown outcome. A cluster connects to several nodes: it gets
+        // twice as long. Connecting and the command together are bounded by that and the
+        // command timeout (always on a cluster, whose client retries past its own timeout).
         let connecting = if cluster {
             self.options.connect_timeout * 2
         } else {
             self.options.connect_timeout
         };
-        let deadline = at_hand
-            .is_none()
+        let deadline = (cluster || cached.is_none())
             .then(|| tokio::time::Instant::now() + connecting + self.options.command_timeout);
-        let cached = at_hand.or_else(|| self.command.lock().clone());
         let (number, conn) = match cached {
             Some(cached) => cached,
             // Boxed: connecting is rare, and its future is larger than the rest of this one,
@@ -210,7 +204,8 @@ impl RedisState {
                 }
             }
         };
-        // One future for the command, awaited bare or under the bound (one slot either way).
+        // One future for the command, awaited bare or under the bound (boxed with its timer,
+        // which a connection at hand on one server does not need).
         let run = f(conn);
         let outcome = match deadline {
             None => Ok(run.await),
@@ -219,8 +214,10 @@ impl RedisState {
         match outcome {
             Ok(Ok(value)) => Ok(value),
             // A single server that answers with a refusal (`READONLY`, `LOADING`, `NOPERM`,
-            // ...) ran nothing: the publish is one script. A cluster client may have written
-            // an earlier attempt before the refusal it reports, so there it stays unknown.
+            // ...) ran nothing: a publish is one script or one command, or its plain commands
+            // report a refusal only when none of them ran (`publish.rs`). A cluster client may
+            // have written an earlier attempt before the refusal it reports, so there it stays
+            // unknown.
             Ok(Err(error)) if !cluster && is_refusal(&error) => {
                 Err(transport_not_sent(what, error))
             }
