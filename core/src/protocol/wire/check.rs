@@ -3,6 +3,9 @@
 //! makes, with nothing built (no input tree, no owned strings where the bytes have no
 //! escapes).
 //!
+//! A request as opkit writes it is judged by the one-pass scanner of `scan.rs`, which checks
+//! the input's JSON without building it; what the scanner declines is read here by serde.
+//!
 //! [`check_request`] accepts only what the fast decoder accepts, field for field: the same
 //! field types, unknown fields declined, every nested value walked under the wire's one rule
 //! (no repeated key, `json.rs`). So what it accepts, `CallEvent::from_slice` decodes to a
@@ -11,7 +14,7 @@
 //! to learn what the bytes are.
 
 use super::fast_decode::{RawEnvelope, identity, is_object};
-use super::json::unique_check;
+use super::json::{CowStr, unique_check};
 use super::{CallRequested, REQUESTED};
 use crate::access::Identity;
 use crate::error::ErrorCode;
@@ -66,26 +69,26 @@ struct RawRequest<'a> {
     #[serde(borrow)]
     request_id: Cow<'a, str>,
     #[serde(borrow)]
-    operation_id: Option<Text<'a>>,
+    operation_id: Option<CowStr<'a>>,
     /// `Some(())` when present (even `null`), as the decoder tells them apart.
     #[serde(default, deserialize_with = "checked")]
     input: Option<()>,
     #[serde(borrow)]
-    parent_request_id: Option<Text<'a>>,
+    parent_request_id: Option<CowStr<'a>>,
     #[serde(default, deserialize_with = "identity")]
     identity: Option<Identity>,
     #[serde(borrow)]
-    identity_token: Option<Text<'a>>,
+    identity_token: Option<CowStr<'a>>,
     deadline: Option<u64>,
     subscription: Option<bool>,
     #[serde(borrow)]
-    traceparent: Option<Text<'a>>,
+    traceparent: Option<CowStr<'a>>,
     #[serde(borrow)]
-    tracestate: Option<Text<'a>>,
+    tracestate: Option<CowStr<'a>>,
     output: Option<RawEnvelope>,
     code: Option<ErrorCode>,
     #[serde(borrow)]
-    message: Option<Text<'a>>,
+    message: Option<CowStr<'a>>,
     #[serde(default, deserialize_with = "checked")]
     details: Option<()>,
     #[serde(rename = "kind", default, deserialize_with = "checked")]
@@ -93,11 +96,6 @@ struct RawRequest<'a> {
     #[serde(default, deserialize_with = "checked")]
     signature: Option<()>,
 }
-
-/// A string, borrowed from the bytes when it has no escapes. (Serde borrows a `Cow<str>`
-/// field marked `borrow`, but not one inside an `Option`: that one it copies.)
-#[derive(Deserialize)]
-pub(super) struct Text<'a>(#[serde(borrow)] pub(super) Cow<'a, str>);
 
 /// A present value of any kind, walked under the wire's rule.
 fn checked<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<()>, D::Error> {
@@ -118,6 +116,19 @@ fn checked<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<()>, D::
 /// assert!(check_request(br#"{"type":"call.requested","requestId":"c:1","operationId":"a.b","input":{"x":1,"x":2}}"#).is_none());
 /// ```
 pub fn check_request(bytes: &[u8]) -> Option<RequestHead<'_>> {
+    if let Some(request) = super::scan::request(bytes, |scan| scan.value(1)) {
+        return Some(RequestHead {
+            request_id: Cow::Borrowed(request.request_id),
+            operation_id: Cow::Borrowed(request.operation_id),
+            deadline: request.deadline,
+            subscription: request.subscription.unwrap_or(false),
+        });
+    }
+    checked_by_serde(bytes)
+}
+
+/// [`check_request`] for what the scanner declines: every field read by serde.
+pub(super) fn checked_by_serde(bytes: &[u8]) -> Option<RequestHead<'_>> {
     if !is_object(bytes) {
         return None;
     }

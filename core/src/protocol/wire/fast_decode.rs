@@ -1,5 +1,9 @@
 //! Call events decoded straight from their bytes, without building a JSON tree first.
 //!
+//! A request or a reply that starts with its `type`, as opkit writes them, is read by the
+//! one-pass scanner of `scan.rs` (its input or data built as it is read); what the scanner
+//! declines is read by serde's derived structs below.
+//!
 //! The receivers ([`CallEvent::from_slice`], the call handler and the pending-request map) try
 //! [`decode_fast`] first and fall back to [`CallEvent::from_value`] when it declines, so every
 //! error message still comes from one place. The fast path is only ever stricter: whatever it
@@ -98,6 +102,9 @@ const RESPONDED_HEAD: &[u8] = br#"{"type":"call.responded","#;
 /// leaves it to [`RawEvent`].
 fn decode_common(bytes: &[u8]) -> Option<CallEvent> {
     if bytes.starts_with(REQUESTED_HEAD) {
+        if let Some(request) = super::scan::request(bytes, |scan| scan.build(1)) {
+            return Some(scanned_request(request));
+        }
         let raw: RawRequested = super::json::from_bytes(bytes).ok()?;
         Some(CallEvent::Requested(CallRequested {
             request_id: raw.request_id,
@@ -112,6 +119,11 @@ fn decode_common(bytes: &[u8]) -> Option<CallEvent> {
             tracestate: raw.tracestate,
         }))
     } else if bytes.starts_with(RESPONDED_HEAD) {
+        if let Some(reply) =
+            super::scan::responded(bytes, |scan| scan.build(2), super::fast_meta::scanned)
+        {
+            return Some(scanned_reply(reply));
+        }
         let raw: RawResponded = super::json::from_bytes(bytes).ok()?;
         Some(CallEvent::Responded(CallResponded {
             request_id: raw.request_id,
@@ -124,6 +136,35 @@ fn decode_common(bytes: &[u8]) -> Option<CallEvent> {
     } else {
         None
     }
+}
+
+/// A request the scanner read (its input built as serde_json builds it).
+fn scanned_request(request: super::scan::Request<'_, Value>) -> CallEvent {
+    CallEvent::Requested(CallRequested {
+        request_id: request.request_id.to_owned(),
+        operation_id: request.operation_id.to_owned(),
+        input: request.input,
+        parent_request_id: request.parent_request_id.map(str::to_owned),
+        identity: None,
+        identity_token: request.identity_token.map(str::to_owned),
+        deadline: request.deadline,
+        subscription: request.subscription.unwrap_or(false),
+        traceparent: request.traceparent.map(str::to_owned),
+        tracestate: request.tracestate.map(str::to_owned),
+    })
+}
+
+/// A reply the scanner read (its data built as serde_json builds it, its meta as
+/// [`RawEnvelope`] reads it).
+fn scanned_reply(reply: super::scan::Responded<'_, Value, ResponseMeta>) -> CallEvent {
+    CallEvent::Responded(CallResponded {
+        request_id: reply.request_id.to_owned(),
+        output: ResponseEnvelope {
+            data: reply.data,
+            meta: reply.meta,
+        },
+        signature: reply.signature.map(str::to_owned),
+    })
 }
 
 /// An envelope as the wire carries it: `data` must be present (it may be `null`).

@@ -9,8 +9,8 @@
 //! known key of another type than the local meta's, declines (an error here; the slow path
 //! then says what is wrong), so this reader is never more lenient than the slow path.
 
-use super::check::Text;
-use super::json::{duplicate_key_error, unique_value};
+use super::json::{CowStr, duplicate_key_error, unique_value};
+use super::scan::{self, Scan};
 use crate::envelope::{LocalMeta, ResponseMeta};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value};
@@ -18,6 +18,39 @@ use std::fmt;
 use std::sync::Arc;
 
 /// Reads an envelope's meta (see the module docs).
+/// An envelope's `meta` where the scanner is (`scan.rs`): a local meta read by the scanner
+/// itself when the object holds exactly its three keys (`source` being `"local"`); any other
+/// object's text read by [`meta`], as the fast decoder reads it.
+pub(super) fn scanned(scan: &mut Scan<'_>) -> Option<ResponseMeta> {
+    let mut local = scan.clone();
+    if let Some(meta) = local_meta(&mut local) {
+        *scan = local;
+        return Some(meta);
+    }
+    let text = scan.span(2)?;
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let read = meta(&mut deserializer).ok()?;
+    deserializer.end().ok()?;
+    Some(read)
+}
+
+/// A meta object of exactly `source` (`"local"`), `operationId` and `timestamp`, as
+/// [`MetaVisitor`] reads it.
+fn local_meta(scan: &mut Scan<'_>) -> Option<ResponseMeta> {
+    let (mut source, mut operation_id, mut timestamp) = (None, None, None);
+    scan.object(|scan, key| match key {
+        "source" => scan::once(&mut source, scan.string()?),
+        "operationId" => scan::once(&mut operation_id, scan.string()?),
+        "timestamp" => scan::once(&mut timestamp, scan.unsigned()?),
+        _ => None,
+    })?;
+    (source? == "local").then_some(())?;
+    Some(ResponseMeta::Local(LocalMeta {
+        operation_id: Arc::from(operation_id?),
+        timestamp: timestamp?,
+    }))
+}
+
 pub(super) fn meta<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ResponseMeta, D::Error> {
     deserializer.deserialize_map(MetaVisitor)
 }
@@ -77,8 +110,8 @@ impl<'de> Visitor<'de> for MetaVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<ResponseMeta, A::Error> {
         // Borrowed from the bytes when they hold no escapes: every reply has both.
-        let mut source: Option<Text<'de>> = None;
-        let mut operation_id: Option<Text<'de>> = None;
+        let mut source: Option<CowStr<'de>> = None;
+        let mut operation_id: Option<CowStr<'de>> = None;
         let mut timestamp: Option<u64> = None;
         let mut others = Map::new();
         while let Some(key) = entries.next_key::<Key>()? {

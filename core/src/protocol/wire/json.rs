@@ -262,25 +262,25 @@ impl<'de> Visitor<'de> for Check {
 /// A string, borrowed from the input when it has no escapes.
 pub(super) struct CowStr<'a>(pub(super) Cow<'a, str>);
 
-impl<'de> Deserialize<'de> for CowStr<'de> {
+impl<'de: 'a, 'a> Deserialize<'de> for CowStr<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Text;
-        impl<'de> Visitor<'de> for Text {
-            type Value = CowStr<'de>;
+        struct Text<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for Text<'a> {
+            type Value = CowStr<'a>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a string")
             }
-            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<CowStr<'de>, E> {
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<CowStr<'a>, E> {
                 Ok(CowStr(Cow::Borrowed(text)))
             }
-            fn visit_str<E>(self, text: &str) -> Result<CowStr<'de>, E> {
+            fn visit_str<E>(self, text: &str) -> Result<CowStr<'a>, E> {
                 Ok(CowStr(Cow::Owned(text.to_owned())))
             }
-            fn visit_string<E>(self, text: String) -> Result<CowStr<'de>, E> {
+            fn visit_string<E>(self, text: String) -> Result<CowStr<'a>, E> {
                 Ok(CowStr(Cow::Owned(text)))
             }
         }
-        deserializer.deserialize_str(Text)
+        deserializer.deserialize_str(Text(std::marker::PhantomData))
     }
 }
 

@@ -23,6 +23,7 @@ mod fast_meta;
 mod json;
 mod outgoing;
 mod peek;
+mod scan;
 
 pub use check::{RequestHead, check_request};
 pub(crate) use fast_decode::decode_fast;
