@@ -130,10 +130,10 @@ pub(super) struct Running {
 
 /// Puts a fresh connection in use: subscribes again to every live subscription (under the
 /// same ids), then lets publishes and subscribes through.
-pub(super) fn start(inner: &SpokeShared, socket: Socket, name: String) -> Running {
+pub(super) fn start(inner: &Arc<SpokeShared>, socket: Socket, name: String) -> Running {
     let (sink, source) = socket.split();
     let (outbound, queue) = mpsc::unbounded_channel::<Message>();
-    let writer = tokio::spawn(write(sink, queue));
+    let writer = tokio::spawn(write(inner.clone(), sink, queue));
     let mut state = inner.state.lock();
     for (id, sub) in &state.subscriptions {
         let header = subscribe_header(*id, &sub.topic, sub.group.as_deref());
@@ -264,10 +264,35 @@ fn answer_overdue(inner: &SpokeShared) -> bool {
     any
 }
 
+/// How many of a spoke's publishes and subscribes must be waiting for the hub's answer
+/// before its writer holds a frame back for others (see [`write`]).
+const COALESCE_WHEN_WAITING: usize = 16;
+
 /// Writes the connection's frames until the queue closes, a close frame is written or the
 /// socket fails; frames queued while the socket was busy go out in one batch with one flush.
-async fn write(mut sink: SplitSink<Socket, Message>, mut queue: mpsc::UnboundedReceiver<Message>) {
+///
+/// A task that queues a frame wakes this one, and tokio runs a woken task next: frames queued
+/// by many tasks one after another were written one by one, a system call each (at 64 calls
+/// in flight, most of a caller's CPU). So when the hub has at least
+/// [`COALESCE_WHEN_WAITING`] of this spoke's frames still to answer (it has work; a frame
+/// written a moment later waits no longer for it), a frame found alone waits for the runtime
+/// to run what is ready and poll its sockets once (`yield_now`), and the frames queued
+/// meanwhile go out with it in one write. With fewer waiting, each frame is written at once:
+/// holding it back would leave the hub idle and add its wait to the call's latency.
+async fn write(
+    inner: Arc<SpokeShared>,
+    mut sink: SplitSink<Socket, Message>,
+    mut queue: mpsc::UnboundedReceiver<Message>,
+) {
+    // Holding frames back: from when enough wait for the hub until a wait gathers none.
+    let mut coalescing = false;
     while let Some(message) = queue.recv().await {
+        if queue.is_empty()
+            && (coalescing || inner.state.lock().pending.len() >= COALESCE_WHEN_WAITING)
+        {
+            tokio::task::yield_now().await;
+            coalescing = !queue.is_empty();
+        }
         match frame::write_batch(&mut sink, message, || queue.try_recv().ok()).await {
             Ok((_, false)) => {}
             Ok((_, true)) | Err(_) => break,
