@@ -1063,6 +1063,40 @@ command's answer.)
 """
 
 
+WS_COALESCE_49 = """#### One pass over a call event, and a spoke's writes coalesced under load (issue 49, 2026-11-30)
+
+Two changes, each measured by the serving bench with the builds before and after alternated
+three times (`SERVING_FILTER=ws_inflight ROUNDS=3`, medians of 9 rounds, opkit % of raw):
+
+- **`15964ec`: a request and a reply read in one pass** (`core/src/protocol/wire/scan.rs`). The
+  hub's check of each request, the handler's decode of it and the caller's decode of each reply
+  went through serde's derived structs (field names matched as strings, every nested value
+  walked by a visitor to refuse repeated keys, the input or data then built by a second walk).
+  A scanner now reads the events as opkit writes them in one pass: a subset reader that accepts
+  only JSON it judges exactly as serde_json does (no escapes, no exponents, at most 18 integer
+  digits, no repeated key at any depth, only the event's own fields; strings found eight bytes
+  at a time) and leaves everything else to the serde readers, as before; the check validates
+  the input without building it, the decoders build the input or data as they read it, and a
+  local meta directly. Property tests hold it to the serde path on generated JSON, near misses
+  included. `profile ws 5000` / `10000` at 64 in flight under callgrind: 68,234 → 63,317
+  instructions per call (the check 5,065 → 3,056; a request's or a reply's decode ~5,500 →
+  ~4,200). Serving: 8 in flight 83% → 87%; 1 and 64 unchanged (100% → 97%, 69% → 69%).
+- **`01648b4`: a spoke's writer coalesces frames when the hub has work from it.** A profile of
+  the serving bench at 64 in flight (`perf record` of the two runtimes' threads, and the
+  `sendto` calls counted by thread with `perf record -e syscalls:sys_enter_sendto`) found both
+  threads saturated, opkit's and raw's alike, and the load generator's thread writing one
+  `sendto` per call (100,253 for ~100,000 calls; raw the same), most of its CPU in the kernel:
+  a caller that queues a frame wakes the spoke's writer, and tokio runs a woken task next, so
+  every request was written alone. Now, with at least 16 of the spoke's publishes awaiting the
+  hub's answer (under late receipts, about its calls in flight), a frame found alone waits for
+  one `yield_now` (the ready tasks run, the sockets are polled once) and the frames queued
+  meanwhile share its write; the spoke keeps doing so until a wait gathers none. Holding frames
+  back at any load cost 10% at 8 in flight (87% → 78%: the hub idles while the caller gathers,
+  the calls move in lockstep), hence the threshold. Serving: 64 in flight 69% → 98% (server CPU
+  per call 8 → 6 µs), 8 in flight 87% → 86%, 1 in flight 97% → 97%.
+"""
+
+
 HTTP_INSTRUCTIONS_48 = """#### What one tiny HTTP call costs, counted (issue 48)
 
 Instructions per `POST /ops/bench.add` through the router in process (`tower::ServiceExt::oneshot`,
@@ -1285,6 +1319,7 @@ def concurrency_section(w, serving):
         w(f"| {name} | {' | '.join(cells)} | ≥ {TARGETS_49[key] * 100:.0f}% |")
     w("")
     w(TRANSPORTS_RERUN_49)
+    w(WS_COALESCE_49)
     w(REDIS_PLAIN_49)
     w(TRANSPORTS_REDIS_TX_49)
     w(TRANSPORTS_HEADS_49)
