@@ -712,6 +712,46 @@ mod tests {
         }
     }
 
+    /// Every prefix of real events, every event with one byte taken out, and every event with
+    /// one byte replaced by a byte that matters to a reader: the scanner never panics, and
+    /// what it accepts (through the decoders and the check), the serde path reads the same.
+    #[test]
+    fn damaged_events_are_declined_or_read_as_serde_reads_them() {
+        let events: [&str; 3] = [
+            r#"{"type":"call.requested","requestId":"c0ffee:12","operationId":"math.add","input":{"a":-2,"b":[4.5,true,null,"x"]},"deadline":1764000000000,"subscription":false,"traceparent":"00-ab-cd-01"}"#,
+            r#"{"type":"call.responded","requestId":"c0ffee:12","output":{"data":{"sum":42,"tags":["é"]},"meta":{"source":"local","operationId":"math.add","timestamp":1764000000000}},"signature":"sig"}"#,
+            r#"{"type":"call.responded","requestId":"c:1","output":{"data":[],"meta":{"source":"http","statusCode":200,"headers":{},"contentType":""}}}"#,
+        ];
+        let specials = [
+            b'"', b'\\', b'{', b'}', b'[', b']', b',', b':', b' ', b'0', b'1', b'-', b'.', b'e',
+            b't', b'n', 0x0b, 0x1f, 0x80, 0xff,
+        ];
+        let agree = |bytes: &[u8]| {
+            if let Some(fast) = decode_fast(bytes) {
+                assert_eq!(slow(bytes), Ok(fast), "{}", String::from_utf8_lossy(bytes));
+            }
+            if request(bytes, |scan| scan.value(1)).is_some() {
+                assert!(check_request(bytes).is_some());
+                assert_eq!(check_request(bytes), checked_by_serde(bytes));
+            }
+            let _ = responded(bytes, |scan| scan.span(2), |scan| scan.span(2));
+        };
+        for event in events.map(str::as_bytes) {
+            assert!(decode_fast(event).is_some());
+            for end in 0..event.len() {
+                agree(&event[..end]);
+                let mut cut = event.to_vec();
+                cut.remove(end);
+                agree(&cut);
+                for special in specials {
+                    let mut changed = event.to_vec();
+                    changed[end] = special;
+                    agree(&changed);
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_reply_is_read_by_its_parts() {
         let bytes = br#"{"type":"call.responded","requestId":"c:1","output":{"data":{"sum":3},"meta":{"source":"local"}},"signature":"s"}"#;
