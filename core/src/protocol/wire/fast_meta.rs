@@ -39,9 +39,9 @@ pub(super) fn scanned(scan: &mut Scan<'_>) -> Option<ResponseMeta> {
 fn local_meta(scan: &mut Scan<'_>) -> Option<ResponseMeta> {
     let (mut source, mut operation_id, mut timestamp) = (None, None, None);
     scan.object(|scan, key| match key {
-        "source" => scan::once(&mut source, scan.string()?),
-        "operationId" => scan::once(&mut operation_id, scan.string()?),
-        "timestamp" => scan::once(&mut timestamp, scan.unsigned()?),
+        "source" => scan::once(&mut source, || scan.string()),
+        "operationId" => scan::once(&mut operation_id, || scan.string()),
+        "timestamp" => scan::once(&mut timestamp, || scan.unsigned()),
         _ => None,
     })?;
     (source? == "local").then_some(())?;

@@ -16,6 +16,8 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::fmt;
+use std::hash::Hash;
+use std::ops::Deref;
 
 /// Parses a whole event into a [`Value`], refusing a repeated key in any object
 /// ([`WireError::DuplicateKey`]) and anything that is not JSON ([`WireError::NotJson`]).
@@ -149,24 +151,25 @@ pub(super) fn duplicate_key_error<E: de::Error>(key: &str) -> E {
 }
 
 /// The keys of one object seen so far, for readers that do not build the object
-/// ([`peek`](super::peek), [`check_request`](super::check_request)): a repeated key is an
-/// error. The wire's objects are small: their first [`FEW`] keys are compared one by one
-/// without allocating; a larger object's keys move into a hash set.
+/// ([`peek`](super::peek), [`check_request`](super::check_request), the scanner): a repeated
+/// key is an error. The wire's objects are small: their first [`FEW`] keys are compared one by
+/// one without allocating; a larger object's keys move into a hash set. `K` is how a reader
+/// holds a key (a `Cow<str>` from serde, a `&str` from the scanner, which never owns one).
 #[derive(Default)]
-pub(super) struct SeenKeys<'a> {
-    few: [Cow<'a, str>; FEW],
+pub(super) struct SeenKeys<K> {
+    few: [K; FEW],
     /// How many of `few` hold keys (all of them once `many` is used).
     len: usize,
     /// Every key, once the object has more than [`FEW`].
-    many: HashSet<Cow<'a, str>, foldhash::fast::RandomState>,
+    many: HashSet<K, foldhash::fast::RandomState>,
 }
 
 /// How many keys [`SeenKeys`] compares one by one.
 const FEW: usize = 16;
 
-impl<'a> SeenKeys<'a> {
+impl<K: Default + Eq + Hash + Deref<Target = str>> SeenKeys<K> {
     /// Records `key`; an error when it was seen before.
-    pub(super) fn insert<E: de::Error>(&mut self, key: Cow<'a, str>) -> Result<(), E> {
+    pub(super) fn insert<E: de::Error>(&mut self, key: K) -> Result<(), E> {
         if self.len < FEW {
             if self.few[..self.len].contains(&key) {
                 return Err(duplicate_key_error(&key));
