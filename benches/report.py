@@ -1068,7 +1068,7 @@ WS_COALESCE_49 = """#### One pass over a call event, and a spoke's writes coales
 Two changes, each measured by the serving bench with the builds before and after alternated
 three times (`SERVING_FILTER=ws_inflight ROUNDS=3`, medians of 9 rounds, opkit % of raw):
 
-- **`15964ec`: a request and a reply read in one pass** (`core/src/protocol/wire/scan.rs`). The
+- **`15964ec`: a request and a reply read in one pass** (`core/src/protocol/wire/scan/`). The
   hub's check of each request, the handler's decode of it and the caller's decode of each reply
   went through serde's derived structs (field names matched as strings, every nested value
   walked by a visitor to refuse repeated keys, the input or data then built by a second walk).

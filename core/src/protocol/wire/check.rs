@@ -3,7 +3,7 @@
 //! makes, with nothing built (no input tree, no owned strings where the bytes have no
 //! escapes).
 //!
-//! A request as opkit writes it is judged by the one-pass scanner of `scan.rs`, which checks
+//! A request as opkit writes it is judged by the one-pass scanner of `scan/`, which checks
 //! the input's JSON without building it; what the scanner declines is read here by serde.
 //!
 //! [`check_request`] accepts only what the fast decoder accepts, field for field: the same

@@ -1,7 +1,7 @@
 //! Call events decoded straight from their bytes, without building a JSON tree first.
 //!
 //! A request or a reply that starts with its `type`, as opkit writes them, is read by the
-//! one-pass scanner of `scan.rs` (its input or data built as it is read); what the scanner
+//! one-pass scanner of `scan/` (its input or data built as it is read); what the scanner
 //! declines is read by serde's derived structs below.
 //!
 //! The receivers ([`CallEvent::from_slice`], the call handler and the pending-request map) try

@@ -18,7 +18,7 @@ use std::fmt;
 use std::sync::Arc;
 
 /// Reads an envelope's meta (see the module docs).
-/// An envelope's `meta` where the scanner is (`scan.rs`): a local meta read by the scanner
+/// An envelope's `meta` where the scanner is (`scan/`): a local meta read by the scanner
 /// itself when the object holds exactly its three keys (`source` being `"local"`); any other
 /// object's text read by [`meta`], as the fast decoder reads it.
 pub(super) fn scanned(scan: &mut Scan<'_>) -> Option<ResponseMeta> {
