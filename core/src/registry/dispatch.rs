@@ -60,7 +60,7 @@ impl OperationRegistry {
 
 impl RegistryInner {
     pub(super) fn find(&self, id: &str) -> Option<Arc<Operation>> {
-        self.operations.load().get(id).cloned()
+        super::snapshot::find(self, id)
     }
 
     fn find_kind(&self, id: &str, stream: bool) -> Result<Arc<Operation>, CallError> {

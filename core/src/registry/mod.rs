@@ -24,6 +24,7 @@ mod linked;
 mod operation;
 mod output;
 mod pipeline;
+mod snapshot;
 mod subscription;
 mod unary;
 
@@ -138,6 +139,9 @@ struct RegistryInner {
     has_layers: AtomicBool,
     writer: Mutex<()>,
     this: Weak<RegistryInner>,
+    /// A number no other registry of this process has: the key of the tables threads keep
+    /// of `operations` (see [`snapshot`]).
+    number: u64,
 }
 
 /// The set of operations a program can call, by id.
@@ -224,6 +228,7 @@ impl OperationRegistry {
                 has_layers: AtomicBool::new(false),
                 writer: Mutex::new(()),
                 this: this.clone(),
+                number: snapshot::registry_number(),
             }),
         }
     }
@@ -495,6 +500,12 @@ impl OperationRegistry {
     }
 
     /// Removes an operation; returns whether it was there.
+    ///
+    /// A call that starts after this returns does not find it. The operation itself (its
+    /// handler and what the handler holds) is dropped once no thread holds it: calls still
+    /// running hold it, and so may a thread that served calls of this registry, which keeps a
+    /// copy of the operations it last looked up in (a few registries' worth) until it looks up
+    /// in this registry again or in others. The same holds for a dropped registry's operations.
     pub fn unregister(&self, id: &str) -> bool {
         let _writer = self.inner.writer.lock();
         let current = self.inner.operations.load();
