@@ -192,6 +192,17 @@ impl OperationContext {
         }
     }
 
+    /// A context holding only this one's deadline and cancellation: what the registry gives a
+    /// handler that reads nothing of its context but its bounds, instead of a copy of the
+    /// whole. Its request id is a placeholder, which nothing reads.
+    pub(crate) fn bounds_only(&self) -> Self {
+        Self {
+            deadline: self.deadline,
+            cancellation: self.cancellation.clone(),
+            ..Self::with_id(RequestId::unread())
+        }
+    }
+
     /// Gives the context a fresh request id, in [`new`](Self::new)'s form: for a context made
     /// once and cloned for each request of a connection (cloning shares what it holds, where
     /// building it again would allocate).

@@ -165,11 +165,14 @@ impl RegistryInner {
                 })));
             }
             operation.check_input(&input)?;
-            let (handler, bounds) = unary::start(
-                &operation,
-                input,
-                self.context_for(&operation, ctx.owned(), false),
-            )?;
+            // A handler that reads nothing of its context but its bounds gets only them.
+            let ctx = if operation.reads_context {
+                ctx.owned()
+            } else {
+                ctx.bounds_only()
+            };
+            let (handler, bounds) =
+                unary::start(&operation, input, self.context_for(&operation, ctx, false))?;
             Ok(Execution::new(operation, handler, bounds))
         });
         started.unwrap_or_else(Execution::refused)
@@ -259,6 +262,9 @@ trait Caller {
     fn get(&self) -> &OperationContext;
     /// The context, owned.
     fn owned(self) -> OperationContext;
+    /// A context with the caller's deadline and cancellation only (see
+    /// [`OperationContext::bounds_only`]); a context given up is moved on whole, at no cost.
+    fn bounds_only(self) -> OperationContext;
 }
 
 impl Caller for &OperationContext {
@@ -269,6 +275,10 @@ impl Caller for &OperationContext {
     fn owned(self) -> OperationContext {
         self.clone()
     }
+
+    fn bounds_only(self) -> OperationContext {
+        OperationContext::bounds_only(self)
+    }
 }
 
 impl Caller for OperationContext {
@@ -277,6 +287,10 @@ impl Caller for OperationContext {
     }
 
     fn owned(self) -> OperationContext {
+        self
+    }
+
+    fn bounds_only(self) -> OperationContext {
         self
     }
 }
