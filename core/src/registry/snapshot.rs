@@ -72,18 +72,32 @@ pub(super) fn find(registry: &RegistryInner, id: &str) -> Option<Arc<Operation>>
             }
         };
         let slot = &mut kept.slots[at];
-        let held = match slot {
-            Some(held) if held.registry == registry.number && held.revision == now => held,
-            _ => slot.insert(Kept {
-                registry: registry.number,
-                revision: now,
-                table: registry.operations.load_full(),
-            }),
-        };
-        held.table.get(id).cloned()
+        match slot {
+            Some(held) if held.registry == registry.number && held.revision == now => {
+                (held.table.get(id).cloned(), None)
+            }
+            _ => {
+                let table = registry.operations.load_full();
+                let found = table.get(id).cloned();
+                let replaced = slot.replace(Kept {
+                    registry: registry.number,
+                    revision: now,
+                    table,
+                });
+                (found, replaced)
+            }
+        }
     });
-    // A thread being torn down keeps nothing: it reads the shared table.
-    kept.unwrap_or_else(|_| registry.operations.load().get(id).cloned())
+    match kept {
+        // The table replaced is dropped here, after the borrow ends: dropping it may drop
+        // operations, and a handler's captures may look an operation up as they go.
+        Ok((found, replaced)) => {
+            drop(replaced);
+            found
+        }
+        // A thread being torn down keeps nothing: it reads the shared table.
+        Err(_) => registry.operations.load().get(id).cloned(),
+    }
 }
 
 #[cfg(test)]
@@ -167,6 +181,35 @@ mod tests {
             assert_eq!(error.code, ErrorCode::OperationNotFound);
             assert_eq!(call(&fresh, "t.y").unwrap(), json!(-1));
         }
+    }
+
+    /// Looks `t.b` up in its registry when dropped.
+    struct LooksUpWhenDropped(OperationRegistry);
+
+    impl Drop for LooksUpWhenDropped {
+        fn drop(&mut self) {
+            assert_eq!(call(&self.0, "t.b").unwrap(), json!(2));
+        }
+    }
+
+    /// A kept table replaced by a newer one is dropped with no borrow held: an operation it
+    /// was the last to hold may look operations up as it is dropped.
+    #[test]
+    fn a_replaced_table_may_drop_an_operation_that_looks_up() {
+        let registry = OperationRegistry::new();
+        answering(&registry, "b", 2);
+        let looks_up = LooksUpWhenDropped(registry.clone());
+        let spec = OperationSpec::new("t", "a", OperationKind::Query);
+        let handler = Handler::unary(move |_input, _ctx| {
+            let _held = &looks_up;
+            async move { Ok(json!(1)) }
+        });
+        registry.register(spec, handler).expect("registered");
+        assert_eq!(call(&registry, "t.a").unwrap(), json!(1));
+        // The old `t.a` now lives only in this thread's kept table; the next lookup replaces
+        // that table and drops it, which looks `t.b` up.
+        answering(&registry, "a", 3);
+        assert_eq!(call(&registry, "t.a").unwrap(), json!(3));
     }
 
     /// While another thread adds operations, every operation the shared table holds when a
