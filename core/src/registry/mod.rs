@@ -142,6 +142,9 @@ struct RegistryInner {
     /// A number no other registry of this process has: the key of the tables threads keep
     /// of `operations` (see [`snapshot`]).
     number: u64,
+    /// Counts the stores of `operations` twice, odd while one is under way: what a table a
+    /// thread keeps is checked against (see [`snapshot`]).
+    writes: AtomicU64,
 }
 
 /// The set of operations a program can call, by id.
@@ -229,6 +232,7 @@ impl OperationRegistry {
                 writer: Mutex::new(()),
                 this: this.clone(),
                 number: snapshot::registry_number(),
+                writes: AtomicU64::new(0),
             }),
         }
     }
@@ -447,7 +451,7 @@ impl OperationRegistry {
         let replaced = existing.is_some();
         let mut next = OperationMap::clone(&current);
         next.insert(operation.id.clone(), Arc::new(operation));
-        self.inner.operations.store(Arc::new(next));
+        snapshot::store(&self.inner, next);
         self.inner.revision.fetch_add(1, Ordering::Release);
         self.inner.changed.notify_waiters();
         Ok(replaced)
@@ -514,7 +518,7 @@ impl OperationRegistry {
         }
         let mut next = OperationMap::clone(&current);
         next.remove(id);
-        self.inner.operations.store(Arc::new(next));
+        snapshot::store(&self.inner, next);
         self.inner.revision.fetch_add(1, Ordering::Release);
         self.inner.changed.notify_waiters();
         true

@@ -4,14 +4,17 @@
 //! The shared table is an `ArcSwap`: loading it takes a slot and gives it back, two atomic
 //! read-modify-writes (each a full barrier on x86), and the lookup then clones the operation's
 //! `Arc`. A thread here keeps the table it last loaded for each of the last [`SLOTS`]
-//! registries it looked up in, under the registry's [`revision`](super::RegistryInner) read
-//! *before* that load, and reuses it while the revision is unchanged: one plain load.
+//! registries it looked up in, under the registry's count of `writes` read *before* that
+//! load, and reuses it while the count is unchanged: one plain load.
 //!
-//! Why a kept table is never stale: a writer stores the new table, then bumps the revision
-//! (under the registry's writer lock). A table loaded after reading revision `r` is at least
-//! as new as `r`; a lookup that reads `r` again uses it, and one that reads anything else
-//! loads the table again. A registration that has returned has bumped the revision, so every
-//! lookup that starts after it sees the new table.
+//! Why a kept table is never stale. The count is odd while a table is being stored: a writer
+//! (under the registry's writer lock) adds one, stores the new table, adds one again
+//! ([`store`]). A lookup that reads an odd count reads the shared table and keeps nothing. A
+//! table loaded after reading an even count `w` is at least as new as the write that made
+//! `w`, and is used only while the count is still `w`. And reads stay in order: a thread that
+//! has seen a new table in the shared slot (through `contains`, say) has seen the odd count
+//! stored before it (the store releases it), so its next lookup does not use a table kept
+//! from before.
 //!
 //! What it costs: a thread holds the tables of the last [`SLOTS`] registries it looked up in
 //! until it looks up in others or exits, so an operation removed from a registry, or a dropped
@@ -28,10 +31,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// The registries whose tables one thread keeps.
 const SLOTS: usize = 4;
 
-/// One kept table: whose, under which revision.
+/// One kept table: whose, loaded after reading which count of writes.
 struct Kept {
     registry: u64,
-    revision: u64,
+    writes: u64,
     table: Arc<OperationMap>,
 }
 
@@ -47,17 +50,30 @@ thread_local! {
     };
 }
 
+/// Stores `table` as `registry`'s operations; the caller holds the registry's writer lock.
+/// The count of writes is odd while the table is stored (see the module docs).
+pub(super) fn store(registry: &RegistryInner, table: OperationMap) {
+    // Odd: made visible, to whoever loads the new table, by the table's store (a release).
+    registry.writes.fetch_add(1, Ordering::Relaxed);
+    registry.operations.store(Arc::new(table));
+    registry.writes.fetch_add(1, Ordering::Release);
+}
+
 /// A number no other registry of this process has, for [`find`]'s key.
 pub(super) fn registry_number() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
-/// The operation `id` of `registry`, found in the table this thread keeps for it when the
-/// registry's revision has not moved since (see the module docs).
+/// The operation `id` of `registry`, found in the table this thread keeps for it when no
+/// table was stored since (see the module docs).
 #[inline]
 pub(super) fn find(registry: &RegistryInner, id: &str) -> Option<Arc<Operation>> {
-    let now = registry.revision.load(Ordering::Acquire);
+    let now = registry.writes.load(Ordering::Acquire);
+    if now % 2 == 1 {
+        // A table is being stored: read the shared one, keep nothing.
+        return registry.operations.load().get(id).cloned();
+    }
     let kept = KEPT.try_with(|kept| {
         let mut kept = kept.borrow_mut();
         let at = match kept.slots.iter().position(|slot| {
@@ -73,7 +89,7 @@ pub(super) fn find(registry: &RegistryInner, id: &str) -> Option<Arc<Operation>>
         };
         let slot = &mut kept.slots[at];
         match slot {
-            Some(held) if held.registry == registry.number && held.revision == now => {
+            Some(held) if held.registry == registry.number && held.writes == now => {
                 (held.table.get(id).cloned(), None)
             }
             _ => {
@@ -81,7 +97,7 @@ pub(super) fn find(registry: &RegistryInner, id: &str) -> Option<Arc<Operation>>
                 let found = table.get(id).cloned();
                 let replaced = slot.replace(Kept {
                     registry: registry.number,
-                    revision: now,
+                    writes: now,
                     table,
                 });
                 (found, replaced)
@@ -173,7 +189,7 @@ mod tests {
             }
         }
         drop(registries);
-        // At the revision the dropped ones had, so only the registry's number tells them apart.
+        // After as many writes as the dropped ones had: only the registry's number tells them apart.
         for _ in 0..super::SLOTS * 2 {
             let fresh = OperationRegistry::new();
             answering(&fresh, "y", -1);
