@@ -514,6 +514,7 @@ def main():
         for peer in PEERS:
             w(f"| `{ours}` | `{peer}` | {ratio(get('tiny', ours), get('tiny', peer))} | {ratio(get('medium', ours), get('medium', peer))} |")
     w("")
+    w(EXECUTE_48)
 
     w("## Subscriptions (per item)\n")
     w("| bench | per item | items/s | × JSON floor |")
@@ -695,6 +696,37 @@ def serving_median(serving, path, side, column):
     per call, 5 the load generator's CPU per call), or None."""
     got = [r[column] for r in serving.get((path, side), []) if r[column] is not None]
     return median(got) if got else None
+
+
+EXECUTE_48 = """#### What a tiny `execute` costs beyond instructions (issue 48, 2026-11-30)
+
+Counted by callgrind (`profile tiny`, 20,000 and 40,000 calls, the difference per call), a
+tiny `execute` costs 4,188 instructions against the JSON floor's 1,928 (2.2×, both with the
+input built and the result dropped), while it takes 2.9× the floor's time: the gap that
+instructions do not show is in atomic read-modify-writes, which the floor has none of and
+callgrind counts as one instruction each. `perf record` of `compare --bench
+tiny::opkit_execute` with each sample's instruction annotated (`perf annotate`) put 1.3–1.6% of
+the samples on each of five locked instructions of opkit's (7% together): the registry's table
+given back to `ArcSwap` after a lookup, the operation's `Arc` cloned and dropped, the
+operation id's `Arc<str>` cloned into the envelope and dropped with it; `ArcSwap`'s load
+itself (its slot taken) was another 1.6–2.0%. Two cuts:
+
+- `e6a19ce`, `bbd57c5`: each thread keeps the operation table it last loaded for each of the last
+  four registries it looked up in, checked against a count of the table's stores (odd while a
+  store is under way) by one plain load; the shared table is loaded only after a change
+  (`core/src/registry/snapshot.rs`; an unregistered operation may then be dropped later, on a
+  thread that kept it, which `OperationRegistry::unregister` documents).
+- `1d126d9`: a handler that reads nothing of its context (an `#[operation]` fn with no context
+  or state parameter) is given a context holding only the caller's deadline and cancellation,
+  not a copy of the caller's whole context.
+
+`compare --bench tiny::opkit_execute --sample-count 400`, four runs of each build alternating,
+medians: 227–235 ns before, 213–223 ns with the kept tables, 205–216 ns with both
+(4,188 → 4,091 instructions). What is left above the floor with its check: the two atomic
+pairs the public types need (the operation held by the running call, the id the envelope's
+`LocalMeta` owns as an `Arc<str>`), two allocations (the handler's boxed future and the typed
+output kept for the edge to write) and the layers of the call's future.
+"""
 
 
 EQUAL_WORK_INTRO = """opkit checks every call's input against its operation's JSON Schema (a 400, an
