@@ -726,6 +726,12 @@ medians: 227–235 ns before, 213–223 ns with the kept tables, 205–216 ns wi
 pairs the public types need (the operation held by the running call, the id the envelope's
 `LocalMeta` owns as an `Arc<str>`), two allocations (the handler's boxed future and the typed
 output kept for the edge to write) and the layers of the call's future.
+
+The typed call's regression that issue 48 names (134 → 162 ns on a Xeon after `f9506b5`): on
+this machine, `f9506b5` built from its own tree and run beside this build, three runs
+alternating (`--bench 'tiny::opkit_typed_call' --sample-count 300`), measures 114 ns against
+59–62 ns here (`execute`: 239–250 against 215–221 ns): the typed call is half its time at
+`f9506b5`, so there is nothing left to bisect.
 """
 
 
