@@ -61,7 +61,6 @@ impl RequestId {
         }
     }
 
-    /// The id's text, written on the first read of a fresh id.
     /// A placeholder for a context whose id nothing reads (see
     /// `OperationContext::bounds_only`): no counter taken. Its number, all counted bits set,
     /// is one the counter does not reach, so it names no fresh id's request even if read.
@@ -72,6 +71,7 @@ impl RequestId {
         }
     }
 
+    /// The id's text, written on the first read of a fresh id.
     pub(crate) fn as_str(&self) -> &str {
         self.shared()
     }
