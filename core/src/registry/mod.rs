@@ -147,6 +147,17 @@ struct RegistryInner {
     writes: AtomicU64,
 }
 
+impl RegistryInner {
+    /// Makes `table` the registry's operations (the caller holds `writer`): stored (with the
+    /// count kept tables are checked against, see [`snapshot`]), then the revision bumped and
+    /// its waiters woken.
+    fn publish(&self, table: OperationMap) {
+        snapshot::store(self, table);
+        self.revision.fetch_add(1, Ordering::Release);
+        self.changed.notify_waiters();
+    }
+}
+
 /// The set of operations a program can call, by id.
 ///
 /// Cloning is cheap and clones share the same operations. Registration may happen at any
@@ -451,9 +462,7 @@ impl OperationRegistry {
         let replaced = existing.is_some();
         let mut next = OperationMap::clone(&current);
         next.insert(operation.id.clone(), Arc::new(operation));
-        snapshot::store(&self.inner, next);
-        self.inner.revision.fetch_add(1, Ordering::Release);
-        self.inner.changed.notify_waiters();
+        self.inner.publish(next);
         Ok(replaced)
     }
 
@@ -518,9 +527,7 @@ impl OperationRegistry {
         }
         let mut next = OperationMap::clone(&current);
         next.remove(id);
-        snapshot::store(&self.inner, next);
-        self.inner.revision.fetch_add(1, Ordering::Release);
-        self.inner.changed.notify_waiters();
+        self.inner.publish(next);
         true
     }
 

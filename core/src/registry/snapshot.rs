@@ -72,7 +72,7 @@ pub(super) fn find(registry: &RegistryInner, id: &str) -> Option<Arc<Operation>>
     let now = registry.writes.load(Ordering::Acquire);
     if now % 2 == 1 {
         // A table is being stored: read the shared one, keep nothing.
-        return registry.operations.load().get(id).cloned();
+        return shared(registry, id);
     }
     let kept = KEPT.try_with(|kept| {
         let mut kept = kept.borrow_mut();
@@ -112,8 +112,13 @@ pub(super) fn find(registry: &RegistryInner, id: &str) -> Option<Arc<Operation>>
             found
         }
         // A thread being torn down keeps nothing: it reads the shared table.
-        Err(_) => registry.operations.load().get(id).cloned(),
+        Err(_) => shared(registry, id),
     }
+}
+
+/// The operation `id` in `registry`'s shared table, keeping nothing.
+fn shared(registry: &RegistryInner, id: &str) -> Option<Arc<Operation>> {
+    registry.operations.load().get(id).cloned()
 }
 
 #[cfg(test)]
