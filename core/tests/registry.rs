@@ -955,3 +955,64 @@ fn inputs_of_every_width_serialize_under_their_names_and_read_back() {
             .to_string();
     assert!(error.contains('a'), "{error}");
 }
+
+/// Data whose `Serialize` fails (a map keyed by something that is not a string would too).
+#[derive(schemars::JsonSchema)]
+struct Unwritable;
+
+impl serde::Serialize for Unwritable {
+    fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+        Err(serde::ser::Error::custom("this data cannot be written"))
+    }
+}
+
+#[opkit::operation(namespace = "broken")]
+async fn unwritable() -> Unwritable {
+    Unwritable
+}
+
+#[tokio::test]
+async fn data_that_will_not_serialize_is_an_execution_error_in_either_form() {
+    let registry = OperationRegistry::new();
+    registry.register_typed::<unwritable>().unwrap();
+    let ctx = OperationContext::new();
+
+    // `execute` asks the handler for a `Value`: serialized in the handler, which names the
+    // operation.
+    let error = registry
+        .execute(unwritable::ID, json!({}), &ctx)
+        .await
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::ExecutionError);
+    assert!(error.message.contains("`broken.unwritable`"), "{error:?}");
+    assert!(error.message.contains("cannot be written"), "{error:?}");
+
+    // The front door keeps the data in its type: it fails where it is read.
+    let outcome = registry
+        .serve(unwritable::ID, json!({}), ctx.clone())
+        .await
+        .unwrap();
+    let opkit::middleware::Outcome::Unary(reply) = outcome else {
+        panic!("a unary outcome")
+    };
+    let error = reply.to_json_bytes().unwrap_err();
+    assert_eq!(error.code, ErrorCode::ExecutionError);
+    assert!(error.message.contains("cannot be written"), "{error:?}");
+
+    // The registry keeps working.
+    registry.register_operation(add_typed).unwrap();
+    let envelope = registry
+        .execute(add_typed::ID, json!({"a": 2, "b": 3}), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(envelope.data, json!(5));
+    let ResponseMeta::Local(meta) = envelope.meta else {
+        panic!("local meta")
+    };
+    assert_eq!(&*meta.operation_id, "math.add_typed");
+}
+
+#[opkit::operation(namespace = "math")]
+async fn add_typed(a: i64, b: i64) -> i64 {
+    a + b
+}

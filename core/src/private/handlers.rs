@@ -35,11 +35,11 @@ where
     // as large. Each branch is boxed on its own, so the one for an invalid input is the same
     // type for every operation.
     let facts = codec.facts();
-    let run = HandlerFn::Unary(Arc::new(move |input, ctx| {
+    let run = HandlerFn::Unary(Arc::new(move |input, ctx, form| {
         match codec.decode(O::ID, input) {
             Ok(input) => Box::pin(map_once(
                 run(input, ContextArg::Owned(ctx)),
-                move |produced| codec.encode(O::ID, produced?),
+                move |produced| codec.encode(O::ID, produced?, form),
             )),
             Err(error) => invalid(error),
         }
@@ -63,7 +63,7 @@ where
     let start = HandlerFn::Stream(Arc::new(move |input, ctx| {
         match codec.decode(O::ID, input) {
             Ok(input) => start(input, ctx)
-                .map(move |item| codec.encode(O::ID, item?))
+                .map(move |item| codec.encode(O::ID, item?, DataForm::Typed))
                 .boxed(),
             Err(error) => stream::once(async move { Err(error) }).boxed(),
         }

@@ -32,7 +32,7 @@ pub use std::sync::Arc;
 pub use crate::context::OperationContext;
 pub use crate::envelope::ResponseEnvelope;
 pub use crate::error::{CallError, ErrorKind};
-pub use crate::registry::{Handler, OperationRegistration, Output, registrations};
+pub use crate::registry::{DataForm, Handler, OperationRegistration, Output, registrations};
 use crate::registry::{HandlerFacts, HandlerFn};
 pub use crate::spec::{OperationKind, OperationSpec};
 pub use crate::state::{State, StateKey};

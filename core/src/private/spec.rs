@@ -124,11 +124,18 @@ pub fn decode<T: ParamDeserialize>(input: Value) -> Result<T, serde_json::Error>
 /// whoever reads it (an edge's bytes, a `Value` envelope); an envelope is written as JSON
 /// whole, for the pipeline to detect (its data first and the envelope then as a `Value` one,
 /// which gives the same JSON with one serializer of envelopes for every operation).
+///
+/// `form` is what the caller makes of the data: kept in its type ([`DataForm::Typed`]) or
+/// serialized into a `Value` now ([`DataForm::Value`], `execute`'s envelope).
 pub fn encode<T: OutputSerialize + Send + 'static>(
     produced: Produced<T>,
+    form: DataForm,
 ) -> Result<Output, serde_json::Error> {
     match produced {
-        Produced::Data(data) => Ok(Output::data(data)),
+        Produced::Data(data) => match form {
+            DataForm::Typed => Ok(Output::data(data)),
+            DataForm::Value => serde_json::to_value(data).map(Output::data_value),
+        },
         Produced::Envelope(envelope) => {
             serde_json::to_value(envelope.into_value_envelope()?).map(Output::json)
         }
@@ -140,7 +147,7 @@ pub struct Codec<I, D> {
     /// Reads the input.
     pub decode: fn(Value) -> Result<I, serde_json::Error>,
     /// Writes one result.
-    pub encode: fn(Produced<D>) -> Result<Output, serde_json::Error>,
+    pub encode: fn(Produced<D>, DataForm) -> Result<Output, serde_json::Error>,
     /// The results are serialized from the output type (the fn returns `T` or `Result<T, E>`,
     /// not an envelope), the type the output schema is derived from: the registry's pipeline
     /// wraps them without normalizing or validating them again.
@@ -155,8 +162,13 @@ impl<I, D> Codec<I, D> {
         (self.decode)(input).map_err(|error| invalid_input(id, error))
     }
 
-    pub(super) fn encode(&self, id: &str, produced: Produced<D>) -> Result<Output, CallError> {
-        (self.encode)(produced).map_err(|error| unserializable_output(id, error))
+    pub(super) fn encode(
+        &self,
+        id: &str,
+        produced: Produced<D>,
+        form: DataForm,
+    ) -> Result<Output, CallError> {
+        (self.encode)(produced, form).map_err(|error| unserializable_output(id, error))
     }
 
     /// What the handler built on this codec says of itself.

@@ -2,13 +2,13 @@
 //! `validate_input`, and the registry as the [`EnvBackend`] of local nested calls.
 
 use super::operation::Operation;
-use super::unary::{self, Execution};
+use super::output::DataForm;
+use super::unary::{self, Enveloped, Execution};
 use super::{EnvelopeStream, OperationRegistry, RegistryInner, TracedStream, subscription};
 use crate::context::{EnvBackend, OperationContext};
 use crate::env::OperationEnv;
 use crate::envelope::ResponseEnvelope;
 use crate::error::{CallError, ErrorCode};
-use crate::middleware::Reply;
 use crate::trace::{CallSpan, SpanKind};
 use futures::future::{BoxFuture, Either};
 use futures::{FutureExt, StreamExt};
@@ -124,18 +124,12 @@ impl RegistryInner {
     fn execute(&self, id: &str, input: Value, ctx: impl Caller) -> Executed {
         if !CallSpan::wanted() {
             // Nothing listens: the plain path, with no span to build.
-            return Either::Left(
-                self.execute_plain(id, input, ctx)
-                    .map(into_envelope as IntoEnvelope),
-            );
+            return Either::Left(self.execute_plain(id, input, ctx));
         }
         let mut span = CallSpan::start(SpanKind::Internal, "execute", id, ctx.get());
         if !span.is_active() {
             // Nothing records this span: the plain path, with nothing to enter or record.
-            return Either::Left(
-                self.execute_plain(id, input, ctx)
-                    .map(into_envelope as IntoEnvelope),
-            );
+            return Either::Left(self.execute_plain(id, input, ctx));
         }
         let ctx = span.apply(ctx.owned());
         let running = {
@@ -145,16 +139,15 @@ impl RegistryInner {
         let instrument = span.span().clone();
         // Boxed, so the plain path's future (the common one) does not grow to this one's size.
         Either::Right(Box::pin(async move {
-            let result = running
-                .instrument(instrument)
-                .await
-                .and_then(Reply::into_envelope);
+            let result = running.instrument(instrument).await;
             span.finish_with(&result);
             result
         }))
     }
 
-    fn execute_plain(&self, id: &str, input: Value, ctx: impl Caller) -> Execution {
+    /// The call `execute` runs, finished as its envelope: an `#[operation]` fn's handler is
+    /// asked for its data as a `Value` ([`DataForm::Value`]), the form the envelope holds.
+    fn execute_plain(&self, id: &str, input: Value, ctx: impl Caller) -> Enveloped {
         let started = crate::limits::admit_input(input).and_then(|input| {
             let operation = self.find_kind(id, false)?;
             if let Some(chain) = self.chain_for(&operation) {
@@ -171,11 +164,15 @@ impl RegistryInner {
             } else {
                 ctx.bounds_only()
             };
-            let (handler, bounds) =
-                unary::start(&operation, input, self.context_for(&operation, ctx, false))?;
+            let (handler, bounds) = unary::start(
+                &operation,
+                input,
+                self.context_for(&operation, ctx, false),
+                DataForm::Value,
+            )?;
             Ok(Execution::new(operation, handler, bounds))
         });
-        started.unwrap_or_else(Execution::refused)
+        started.unwrap_or_else(Execution::refused).envelope()
     }
 
     /// [`OperationRegistry::subscribe`] with the caller's context borrowed or given up (as
@@ -246,13 +243,7 @@ impl RegistryInner {
 }
 
 /// The future of [`RegistryInner::execute`]: the plain path's, or a traced call's, boxed.
-type Executed = Either<
-    futures::future::Map<Execution, IntoEnvelope>,
-    BoxFuture<'static, Result<ResponseEnvelope, CallError>>,
->;
-
-/// [`into_envelope`], as [`Executed`] names it.
-type IntoEnvelope = fn(Result<Reply, CallError>) -> Result<ResponseEnvelope, CallError>;
+type Executed = Either<Enveloped, BoxFuture<'static, Result<ResponseEnvelope, CallError>>>;
 
 /// The caller's context as `execute` and `subscribe` take it: borrowed from a caller who
 /// keeps it (cloned once, where the handler's context is made) or given up by one who does
@@ -293,11 +284,6 @@ impl Caller for OperationContext {
     fn bounds_only(self) -> OperationContext {
         self
     }
-}
-
-/// The envelope of a reply (an `#[operation]` fn's data turned into a `Value` here).
-fn into_envelope(result: Result<Reply, CallError>) -> Result<ResponseEnvelope, CallError> {
-    result.and_then(Reply::into_envelope)
 }
 
 impl OperationEnv {

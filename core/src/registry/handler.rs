@@ -1,6 +1,6 @@
 //! `Handler`: the type-erased function behind an operation, unary or streaming.
 
-use super::output::Output;
+use super::output::{DataForm, Output};
 use crate::context::OperationContext;
 use crate::error::CallError;
 use futures::future::BoxFuture;
@@ -11,8 +11,11 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-pub(crate) type UnaryFn =
-    dyn Fn(Value, OperationContext) -> BoxFuture<'static, Result<Output, CallError>> + Send + Sync;
+/// A unary handler: the input, the context, and the form its caller takes the data of an
+/// `#[operation]` fn in (a JSON handler's results are JSON whatever is asked).
+pub(crate) type UnaryFn = dyn Fn(Value, OperationContext, DataForm) -> BoxFuture<'static, Result<Output, CallError>>
+    + Send
+    + Sync;
 pub(crate) type StreamFn =
     dyn Fn(Value, OperationContext) -> BoxStream<'static, Result<Output, CallError>> + Send + Sync;
 
@@ -82,7 +85,7 @@ impl Handler {
         Fut: Future<Output = Result<Value, CallError>> + Send + 'static,
     {
         Self(
-            HandlerFn::Unary(Arc::new(move |input, ctx| {
+            HandlerFn::Unary(Arc::new(move |input, ctx, _form| {
                 f(input, ctx).map(|result| result.map(Output::json)).boxed()
             })),
             HandlerFacts::DYNAMIC,

@@ -4,6 +4,7 @@
 //! place (no box) when no middleware covers the operation.
 
 use super::operation::Operation;
+use super::output::DataForm;
 use super::unary::{self, Execution};
 use super::{RegistryInner, subscription};
 use crate::context::OperationContext;
@@ -83,7 +84,7 @@ fn end(operation: Arc<Operation>, input: Value, ctx: OperationContext) -> Served
         let started = subscription::start(operation, input, ctx).map(Outcome::Stream);
         return Served::Ready(Some(started));
     }
-    match unary::start(&operation, input, ctx) {
+    match unary::start(&operation, input, ctx, DataForm::Typed) {
         Ok((handler, bounds)) => Served::Unary(Execution::new(operation, handler, bounds)),
         Err(error) => Served::Ready(Some(Err(error))),
     }

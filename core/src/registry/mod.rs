@@ -32,7 +32,7 @@ pub use door::FoundOperation;
 pub use handler::Handler;
 pub(crate) use handler::{HandlerFacts, HandlerFn};
 pub use linked::{OperationRegistration, join, registrations};
-pub use output::Output;
+pub use output::{DataForm, Output};
 pub use subscription::EnvelopeStream;
 
 pub(crate) use subscription::TracedStream;

@@ -16,6 +16,22 @@ pub(crate) enum Repr {
     Json(Value),
     /// An `#[operation]` fn's data, not serialized yet.
     Data(Box<dyn Data>),
+    /// An `#[operation]` fn's data, serialized into a `Value` by its handler because the
+    /// caller asked for one ([`DataForm::Value`]): wrapped as [`Data`](Repr::Data) is, with
+    /// no box in between.
+    Value(Value),
+}
+
+/// What the caller of a unary handler makes of an `#[operation]` fn's data, so the handler
+/// writes it in that form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DataForm {
+    /// Kept in its type until someone reads it: an edge writes it straight into its bytes, a
+    /// middleware decodes a view of it.
+    Typed,
+    /// A `Value` at once: `execute` returns a `Value` envelope, so the handler serializes
+    /// the data into one (no box for the typed data, no call through it later).
+    Value,
 }
 
 impl Output {
@@ -27,5 +43,11 @@ impl Output {
     /// The data of an `#[operation]` fn, kept in its type until it is written.
     pub(crate) fn data<T: Serialize + Send + 'static>(data: T) -> Self {
         Self(Repr::Data(typed_data(data)))
+    }
+
+    /// The data of an `#[operation]` fn, already serialized into a `Value` (see
+    /// [`DataForm::Value`]).
+    pub(crate) fn data_value(data: Value) -> Self {
+        Self(Repr::Value(data))
     }
 }

@@ -15,6 +15,7 @@
 use super::operation::Operation;
 use super::output::{Output, Repr};
 use crate::envelope::{ResponseEnvelope, is_response_envelope, local_envelope};
+use crate::error::CallError;
 use crate::middleware::Reply;
 use serde_json::Value;
 
@@ -25,7 +26,23 @@ use serde_json::Value;
 pub(crate) fn finish(operation: &Operation, output: Output) -> Reply {
     match output.0 {
         Repr::Data(data) => Reply::data(data, operation.id.clone()),
+        Repr::Value(data) => Reply::new(local_envelope(data, operation.id.clone())),
         Repr::Json(value) => Reply::new(finish_json(operation, value)),
+    }
+}
+
+/// [`finish`] for a caller that takes the envelope itself (`execute`): the data a handler
+/// serialized for it ([`DataForm::Value`](super::output::DataForm::Value)) is wrapped in
+/// place, without a [`Reply`] in between.
+#[inline]
+pub(crate) fn finish_envelope(
+    operation: &Operation,
+    output: Output,
+) -> Result<ResponseEnvelope, CallError> {
+    match output.0 {
+        Repr::Value(data) => Ok(local_envelope(data, operation.id.clone())),
+        Repr::Json(value) => Ok(finish_json(operation, value)),
+        Repr::Data(data) => Reply::data(data, operation.id.clone()).into_envelope(),
     }
 }
 

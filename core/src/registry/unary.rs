@@ -10,10 +10,11 @@
 
 use super::handler::HandlerFn;
 use super::operation::Operation;
-use super::output::Output;
+use super::output::{DataForm, Output};
 use super::{guard, pipeline};
 use crate::bounds::Bounds;
 use crate::context::OperationContext;
+use crate::envelope::ResponseEnvelope;
 use crate::error::CallError;
 use crate::middleware::Reply;
 use futures::future::BoxFuture;
@@ -60,16 +61,20 @@ pub(crate) type HandlerFuture = BoxFuture<'static, Result<Output, CallError>>;
 
 /// Starts `operation`'s unary handler on `input` under the guard; run the returned future with
 /// [`Execution::new`].
+/// `form` is what the caller makes of an `#[operation]` fn's data: [`DataForm::Value`] for a
+/// call finished with [`Execution::envelope`], [`DataForm::Typed`] for one finished as a
+/// [`Reply`].
 pub(crate) fn start(
     operation: &Operation,
     input: Value,
     mut ctx: OperationContext,
+    form: DataForm,
 ) -> Result<(HandlerFuture, Bounds), CallError> {
     let HandlerFn::Unary(handler) = &operation.handler.0 else {
         unreachable!("kinds are checked at registration")
     };
     let bounds = operation.bounds(&mut ctx);
-    guard::start_within(&operation.id, ctx, bounds, |ctx| handler(input, ctx))
+    guard::start_within(&operation.id, ctx, bounds, |ctx| handler(input, ctx, form))
 }
 
 impl Execution {
@@ -102,10 +107,23 @@ impl Execution {
     }
 }
 
-impl Future for Execution {
-    type Output = Result<Reply, CallError>;
+impl Execution {
+    /// This call finished as the envelope `execute` returns: an `#[operation]` fn's data,
+    /// serialized by its handler when it was started with [`DataForm::Value`], is wrapped
+    /// in place, with no [`Reply`] in between.
+    pub(crate) fn envelope(self) -> Enveloped {
+        Enveloped(self)
+    }
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+    /// Polls the call: the handler's output is finished with `finish`, a reply of the
+    /// middleware chain with `from_reply`.
+    #[inline]
+    fn poll_with<R>(
+        &mut self,
+        cx: &mut Context<'_>,
+        finish: fn(&Operation, Output) -> Result<R, CallError>,
+        from_reply: fn(Reply) -> Result<R, CallError>,
+    ) -> Poll<Result<R, CallError>> {
         // Every field is `Unpin` (the handler's future is boxed), so the state is moved freely.
         let state = &mut self.state;
         let (operation, result) = match state {
@@ -135,7 +153,7 @@ impl Future for Execution {
                             async move { guard::race(id, handler.as_mut(), bounds).await },
                         ),
                     };
-                    return self.poll(cx);
+                    return self.poll_with(cx, finish, from_reply);
                 }
             },
             State::Raced { operation, race } => match race.as_mut().poll(cx) {
@@ -145,7 +163,7 @@ impl Future for Execution {
             State::Layered(running) => {
                 let output = std::task::ready!(running.as_mut().poll(cx));
                 self.state = State::Done;
-                return Poll::Ready(output);
+                return Poll::Ready(output.and_then(from_reply));
             }
             State::Refused(_) => {
                 let State::Refused(error) = std::mem::replace(state, State::Done) else {
@@ -155,9 +173,33 @@ impl Future for Execution {
             }
             State::Done => panic!("an execute future was polled after it completed"),
         };
-        let output = result.map(|output| pipeline::finish(operation, output));
+        let output = result.and_then(|output| finish(operation, output));
         self.state = State::Done;
         Poll::Ready(output)
+    }
+}
+
+impl Future for Execution {
+    type Output = Result<Reply, CallError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.poll_with(
+            cx,
+            |operation, output| Ok(pipeline::finish(operation, output)),
+            Ok,
+        )
+    }
+}
+
+/// A call's [`Execution`] finished as an envelope ([`Execution::envelope`]).
+pub(crate) struct Enveloped(Execution);
+
+impl Future for Enveloped {
+    type Output = Result<ResponseEnvelope, CallError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.0
+            .poll_with(cx, pipeline::finish_envelope, Reply::into_envelope)
     }
 }
 
