@@ -128,7 +128,7 @@ repeatable on a busy machine) or `perf record`. Commands are in its header.
   `execute` 3.7× → 2.9×, medium 1.67× → 1.44× (1.40× in the run above), `subscribe`
   4.4 → 5.4 M items/s.
 - **What made `execute` faster in the last round.** A local envelope shares the registry's
-  `Arc<str>` id (`LocalMeta.operation_id` is an `Arc<str>`, so wrapping allocates no string;
+  `Arc<str>` id (`LocalMeta.operation_id` was an `Arc<str>`, so wrapping allocates no string;
   typed calls share one per `#[operation]`) and its timestamp reads the coarse wall clock
   (`CLOCK_REALTIME_COARSE`: one kernel tick, 4 ms here, at most behind; ~7 ns where the
   precise `SystemTime::now` costs ~40 ns on this virtual machine; deadlines keep the precise

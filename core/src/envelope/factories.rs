@@ -1,8 +1,9 @@
 //! The envelope factories: adapters and the pipeline build envelopes only through these.
 
-use super::{HttpMeta, LocalMeta, McpMeta, ResponseEnvelope, ResponseMeta, SseEventMeta};
+use super::{
+    HttpMeta, LocalMeta, McpMeta, OperationId, ResponseEnvelope, ResponseMeta, SseEventMeta,
+};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch, now, from the precise wall clock.
@@ -47,7 +48,7 @@ fn epoch_millis(secs: u64, millis: u32) -> u64 {
 /// ([`now_millis_coarse`]).
 ///
 /// The id is shared, not copied, when given as an `Arc<str>` (the registry's own).
-pub fn local_envelope<T>(data: T, operation_id: impl Into<Arc<str>>) -> ResponseEnvelope<T> {
+pub fn local_envelope<T>(data: T, operation_id: impl Into<OperationId>) -> ResponseEnvelope<T> {
     ResponseEnvelope {
         data,
         meta: ResponseMeta::Local(LocalMeta {

@@ -1,10 +1,10 @@
 //! The `meta` half of an envelope: one variant per kind of source, tagged by `source`.
 
 use super::content::McpContentBlock;
+use super::operation_id::OperationId;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 /// Where a result came from. Serialized with a `source` tag: `"local"`, `"http"` or `"mcp"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -38,9 +38,10 @@ impl ResponseMeta {
 pub struct LocalMeta {
     /// The id (`namespace.name`) of the operation that produced the data.
     ///
-    /// Shared with the registry's own copy of the id, so wrapping a result allocates no
-    /// string: build one with `"math.add".into()`, compare it as `&*meta.operation_id`.
-    pub operation_id: Arc<str>,
+    /// An `#[operation]` fn's compiled-in id, or a copy shared with the registry's, so
+    /// wrapping a result allocates no string (see [`OperationId`]): build one with
+    /// `"math.add".into()`, compare it as `&*meta.operation_id` or with `==`.
+    pub operation_id: OperationId,
     /// When the result was wrapped, in milliseconds since the Unix epoch.
     ///
     /// Read from the coarse wall clock ([`now_millis_coarse`](super::now_millis_coarse)):

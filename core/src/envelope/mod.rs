@@ -19,6 +19,7 @@ mod content;
 mod detect;
 mod factories;
 mod meta;
+mod operation_id;
 mod schemas;
 
 pub use content::{Annotations, EmbeddedResource, McpContentBlock, PromptMessage, Role};
@@ -27,6 +28,7 @@ pub use factories::{
     http_envelope, http_event_envelope, local_envelope, mcp_envelope, now_millis, now_millis_coarse,
 };
 pub use meta::{HttpMeta, LocalMeta, McpMeta, ResponseMeta, SseEventMeta};
+pub use operation_id::OperationId;
 pub use schemas::{
     envelope_schema, http_meta_schema, local_meta_schema, mcp_meta_schema, response_meta_schema,
 };

@@ -1,14 +1,13 @@
 //! [`Outcome`]: what a call produced, as a middleware sees it — one [`Reply`] or a stream of
 //! them — and the [`CacheHint`] an edge surfaces where its wire has one.
 
-use crate::envelope::{LocalMeta, ResponseEnvelope, ResponseMeta, now_millis_coarse};
+use crate::envelope::{LocalMeta, OperationId, ResponseEnvelope, ResponseMeta, now_millis_coarse};
 use crate::error::CallError;
 use futures::{Stream, StreamExt};
 use serde_json::Value;
 use std::any::Any;
 use std::fmt;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// A subscription's replies, one per item.
@@ -160,7 +159,7 @@ enum ReplyValue {
     /// An `#[operation]` fn's data in a local envelope, not serialized yet.
     Data {
         data: Box<dyn Data>,
-        operation_id: Arc<str>,
+        operation_id: OperationId,
         timestamp: u64,
     },
 }
@@ -245,7 +244,7 @@ impl Reply {
     }
 
     /// The local envelope of an `#[operation]` fn's `data`, serialized only when read.
-    pub(crate) fn data(data: Box<dyn Data>, operation_id: Arc<str>) -> Self {
+    pub(crate) fn data(data: Box<dyn Data>, operation_id: OperationId) -> Self {
         Self {
             value: ReplyValue::Data {
                 data,

@@ -34,7 +34,7 @@ where
     // it keeps two copies of it in its state, and the boxed handler future would be twice
     // as large. Each branch is boxed on its own, so the one for an invalid input is the same
     // type for every operation.
-    let facts = codec.facts();
+    let facts = codec.facts(O::ID);
     let run = HandlerFn::Unary(Arc::new(move |input, ctx, form| {
         match codec.decode(O::ID, input) {
             Ok(input) => Box::pin(map_once(
@@ -59,7 +59,7 @@ where
     F: Fn(O::Input, OperationContext) -> S + Send + Sync + 'static,
     S: Stream<Item = Result<Produced<O::Output>, CallError>> + Send + 'static,
 {
-    let facts = codec.facts();
+    let facts = codec.facts(O::ID);
     let start = HandlerFn::Stream(Arc::new(move |input, ctx| {
         match codec.decode(O::ID, input) {
             Ok(input) => start(input, ctx)

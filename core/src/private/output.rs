@@ -2,7 +2,7 @@
 //! a `Result`) and the probes that tell them apart.
 
 use super::*;
-use std::sync::Arc;
+use crate::envelope::OperationId;
 
 /// Output shape marker: plain data `T`.
 pub struct Plain;
@@ -21,7 +21,7 @@ pub enum Produced<T> {
 
 impl<T> Produced<T> {
     /// The envelope: data is wrapped with `local_envelope`, an envelope passes through.
-    pub fn into_envelope(self, id: impl Into<Arc<str>>) -> ResponseEnvelope<T> {
+    pub fn into_envelope(self, id: impl Into<OperationId>) -> ResponseEnvelope<T> {
         match self {
             Self::Data(data) => local_envelope(data, id),
             Self::Envelope(envelope) => envelope,

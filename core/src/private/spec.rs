@@ -171,11 +171,12 @@ impl<I, D> Codec<I, D> {
         (self.encode)(produced, form).map_err(|error| unserializable_output(id, error))
     }
 
-    /// What the handler built on this codec says of itself.
-    pub(super) fn facts(&self) -> HandlerFacts {
+    /// What the handler built on this codec for operation `id` says of itself.
+    pub(super) fn facts(&self, id: &'static str) -> HandlerFacts {
         HandlerFacts {
             output_from_type: self.from_type,
             reads_context: self.reads_context,
+            id: Some(id),
         }
     }
 }

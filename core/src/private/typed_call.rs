@@ -13,6 +13,7 @@
 //! set up once it is pending.
 
 use crate::bounds::{Bounds, Watch};
+use crate::envelope::OperationId;
 use crate::error::CallError;
 use crate::registry::guard;
 use crate::trace::CallSpan;
@@ -156,7 +157,9 @@ where
     }
     match std::panic::catch_unwind(AssertUnwindSafe(|| handler.poll(cx))) {
         Ok(Poll::Ready(result)) => {
-            return Poll::Ready(result.map(|produced| produced.into_envelope(O::shared_id())));
+            return Poll::Ready(
+                result.map(|produced| produced.into_envelope(OperationId::from_static(O::ID))),
+            );
         }
         Ok(Poll::Pending) => {}
         Err(payload) => return Poll::Ready(Err(guard::panicked(O::ID, &*payload))),

@@ -48,6 +48,9 @@ pub(crate) struct HandlerFacts {
     pub(crate) output_from_type: bool,
     /// It reads its context beyond the call's deadline and cancellation.
     pub(crate) reads_context: bool,
+    /// The id the fn was compiled with: its results' envelopes name it without a count when
+    /// it is the id the operation is registered under.
+    pub(crate) id: Option<&'static str>,
 }
 
 impl HandlerFacts {
@@ -55,6 +58,7 @@ impl HandlerFacts {
     pub(crate) const DYNAMIC: Self = Self {
         output_from_type: false,
         reads_context: true,
+        id: None,
     };
 }
 

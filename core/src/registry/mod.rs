@@ -38,6 +38,7 @@ pub use subscription::EnvelopeStream;
 pub(crate) use subscription::TracedStream;
 
 use crate::context::OperationContext;
+use crate::envelope::OperationId;
 use crate::middleware::{Layers, Middleware, Scope};
 use crate::schema::SchemaError;
 use crate::spec::{OperationKind, OperationSpec};
@@ -509,6 +510,9 @@ impl OperationRegistry {
         let mut operation = Operation::build(spec, handler, Compile::Eager)?;
         operation.output_from_type = facts.output_from_type;
         operation.reads_context = facts.reads_context;
+        if let Some(id) = facts.id.filter(|id| **id == *operation.id) {
+            operation.result_id = OperationId::from_static(id);
+        }
         self.insert(operation)
     }
 

@@ -11,6 +11,7 @@ use super::RegistryError;
 use super::handler::Handler;
 use crate::Bounds;
 use crate::context::OperationContext;
+use crate::envelope::OperationId;
 use crate::error::CallError;
 use crate::schema::{CompiledSchema, SchemaError, closed_form};
 use crate::spec::OperationSpec;
@@ -60,6 +61,9 @@ impl<T> Side<T> {
 /// Everything the registry needs to run one operation.
 pub(crate) struct Operation {
     pub(crate) id: Arc<str>,
+    /// The id its results' local envelopes name: `id` shared, or the `&'static str` an
+    /// `#[operation]` fn was compiled with (no count to keep per result; see `HandlerFacts`).
+    pub(crate) result_id: OperationId,
     pub(crate) spec: Arc<OperationSpec>,
     pub(crate) handler: Handler,
     /// The input validator. Set at registration for [`Compile::Eager`], by the first call
@@ -112,8 +116,10 @@ impl Operation {
                 kind: spec.kind,
             });
         }
+        let id: Arc<str> = Arc::from(id);
         let operation = Self {
-            id: Arc::from(id),
+            result_id: OperationId::from(&id),
+            id,
             spec: Arc::new(spec),
             handler,
             input: OnceLock::new(),
@@ -240,6 +246,43 @@ mod tests {
             .output_schema(output);
         let handler = Handler::unary(|input, _ctx| async move { Ok(input) });
         Operation::build(spec, handler, compile).unwrap()
+    }
+
+    #[test]
+    fn results_name_a_compiled_in_id_only_when_it_is_the_registered_one() {
+        let registry = crate::OperationRegistry::new();
+        let typed = |id: &'static str| {
+            let mut handler = Handler::unary(|input, _ctx| async move { Ok(input) });
+            handler.1.id = Some(id);
+            handler
+        };
+        let spec = |name: &str| OperationSpec::new("api", name, OperationKind::Query);
+        registry
+            .register_typed_parts(spec("op"), typed("api.op"))
+            .unwrap();
+        // A handler registered under a spec of another id: its results name that id.
+        registry
+            .register_typed_parts(spec("renamed"), typed("api.op"))
+            .unwrap();
+        let op = registry.inner.find("api.op").unwrap();
+        assert!(op.result_id.is_static() && op.result_id == "api.op");
+        let renamed = registry.inner.find("api.renamed").unwrap();
+        assert!(!renamed.result_id.is_static() && renamed.result_id == "api.renamed");
+        // A handler written by hand: the registry's shared id.
+        registry
+            .register(
+                spec("dynamic"),
+                Handler::unary(|input, _ctx| async move { Ok(input) }),
+            )
+            .unwrap();
+        assert!(
+            !registry
+                .inner
+                .find("api.dynamic")
+                .unwrap()
+                .result_id
+                .is_static()
+        );
     }
 
     #[test]

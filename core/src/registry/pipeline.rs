@@ -25,8 +25,8 @@ use serde_json::Value;
 #[inline]
 pub(crate) fn finish(operation: &Operation, output: Output) -> Reply {
     match output.0 {
-        Repr::Data(data) => Reply::data(data, operation.id.clone()),
-        Repr::Value(data) => Reply::new(local_envelope(data, operation.id.clone())),
+        Repr::Data(data) => Reply::data(data, operation.result_id.clone()),
+        Repr::Value(data) => Reply::new(local_envelope(data, operation.result_id.clone())),
         Repr::Json(value) => Reply::new(finish_json(operation, value)),
     }
 }
@@ -40,9 +40,9 @@ pub(crate) fn finish_envelope(
     output: Output,
 ) -> Result<ResponseEnvelope, CallError> {
     match output.0 {
-        Repr::Value(data) => Ok(local_envelope(data, operation.id.clone())),
+        Repr::Value(data) => Ok(local_envelope(data, operation.result_id.clone())),
         Repr::Json(value) => Ok(finish_json(operation, value)),
-        Repr::Data(data) => Reply::data(data, operation.id.clone()).into_envelope(),
+        Repr::Data(data) => Reply::data(data, operation.result_id.clone()).into_envelope(),
     }
 }
 
@@ -54,7 +54,7 @@ fn finish_json(operation: &Operation, value: Value) -> ResponseEnvelope {
     // Data an `#[operation]` fn returned was serialized from the type its output schema is
     // derived from: normalize and validate would find nothing to change or report.
     if operation.output_from_type && !is_response_envelope(&value) {
-        return local_envelope(value, operation.id.clone());
+        return local_envelope(value, operation.result_id.clone());
     }
     finish_checked(operation, value)
 }
@@ -95,7 +95,7 @@ fn detect_or_wrap(operation: &Operation, value: Value) -> ResponseEnvelope {
         }
         unreachable!("is_response_envelope accepted a value from_value rejects")
     }
-    local_envelope(value, operation.id.clone())
+    local_envelope(value, operation.result_id.clone())
 }
 
 /// `true` when `value` holds a float with no fractional part anywhere (`3.0`), which `cast`

@@ -15,7 +15,6 @@ use crate::envelope::{LocalMeta, ResponseMeta};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value};
 use std::fmt;
-use std::sync::Arc;
 
 /// Reads an envelope's meta (see the module docs).
 /// An envelope's `meta` where the scanner is (`scan/`): a local meta read by the scanner
@@ -46,7 +45,7 @@ fn local_meta(scan: &mut Scan<'_>) -> Option<ResponseMeta> {
     })?;
     (source? == "local").then_some(())?;
     Some(ResponseMeta::Local(LocalMeta {
-        operation_id: Arc::from(operation_id?),
+        operation_id: operation_id?.into(),
         timestamp: timestamp?,
     }))
 }
@@ -135,7 +134,7 @@ impl<'de> Visitor<'de> for MetaVisitor {
             && let (Some(operation_id), Some(timestamp)) = (&operation_id, timestamp)
         {
             return Ok(ResponseMeta::Local(LocalMeta {
-                operation_id: Arc::from(&*operation_id.0),
+                operation_id: (&*operation_id.0).into(),
                 timestamp,
             }));
         }
