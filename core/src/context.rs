@@ -203,6 +203,12 @@ impl OperationContext {
         }
     }
 
+    /// The context, taken out: `self` is left a placeholder holding nothing (its request id
+    /// is one nothing reads).
+    pub(crate) fn take(&mut self) -> Self {
+        std::mem::replace(self, Self::with_id(RequestId::unread()))
+    }
+
     /// Gives the context a fresh request id, in [`new`](Self::new)'s form: for a context made
     /// once and cloned for each request of a connection (cloning shares what it holds, where
     /// building it again would allocate).

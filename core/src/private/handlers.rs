@@ -27,7 +27,7 @@ impl ContextArg<'_> {
 pub fn unary_handler<O, F, Fut>(codec: Codec<O::Input, O::Output>, run: F) -> Handler
 where
     O: TypedOperation,
-    F: Fn(O::Input, ContextArg<'static>) -> Fut + Send + Sync + 'static,
+    F: for<'a> Fn(O::Input, ContextArg<'a>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Produced<O::Output>, CallError>> + Send + 'static,
 {
     // A combinator rather than an `async` block: a block holding the fn's future and awaiting
@@ -35,10 +35,16 @@ where
     // as large. Each branch is boxed on its own, so the one for an invalid input is the same
     // type for every operation.
     let facts = codec.facts(O::ID);
-    let run = HandlerFn::Unary(Arc::new(move |input, ctx, form| {
+    let run = HandlerFn::Unary(Arc::new(move |input, ctx: &mut OperationContext, form| {
         match codec.decode(O::ID, input) {
+            // A fn that reads its context takes it; one that does not is lent it, and its run
+            // fn (whose future holds no borrow) leaves it where it is.
             Ok(input) => Box::pin(map_once(
-                run(input, ContextArg::Owned(ctx)),
+                if codec.reads_context {
+                    run(input, ContextArg::Owned(ctx.take()))
+                } else {
+                    run(input, ContextArg::Lent(ctx))
+                },
                 move |produced| codec.encode(O::ID, produced?, form),
             )),
             Err(error) => invalid(error),

@@ -26,7 +26,7 @@ pub struct NotSend;
 impl<O, F, Fut> Runner<O, F>
 where
     O: TypedOperation,
-    F: Fn(O::Input, ContextArg<'static>) -> Fut + Clone + Send + Sync + 'static,
+    F: for<'a> Fn(O::Input, ContextArg<'a>) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Result<Produced<O::Output>, CallError>> + Send + 'static,
 {
     /// Chosen when the run function's future is `Send`: the JSON handler of a query or

@@ -164,12 +164,8 @@ impl RegistryInner {
             } else {
                 ctx.bounds_only()
             };
-            let (handler, bounds) = unary::start(
-                &operation,
-                input,
-                self.context_for(&operation, ctx, false),
-                DataForm::Value,
-            )?;
+            let mut ctx = self.context_for(&operation, ctx, false);
+            let (handler, bounds) = unary::start(&operation, input, &mut ctx, DataForm::Value)?;
             Ok(Execution::new(operation, handler, bounds))
         });
         started.unwrap_or_else(Execution::refused).envelope()

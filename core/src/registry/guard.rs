@@ -61,16 +61,17 @@ where
     start_within(id, ctx, bounds, start)
 }
 
-/// [`start`] with the bounds already taken (see `Operation::bounds`).
+/// [`start`] with the bounds already taken (see `Operation::bounds`); `ctx` is the context,
+/// or a borrow of it for a start that takes it only when it reads it.
 #[inline]
-pub(crate) fn start_within<F, Started>(
+pub(crate) fn start_within<C, F, Started>(
     id: &str,
-    ctx: OperationContext,
+    ctx: C,
     bounds: Bounds,
     start: F,
 ) -> Result<(Started, Bounds), CallError>
 where
-    F: FnOnce(OperationContext) -> Started,
+    F: FnOnce(C) -> Started,
 {
     bounds.check().map_err(|stop| stop.error_for(id))?;
     let started = std::panic::catch_unwind(AssertUnwindSafe(|| start(ctx)))

@@ -13,7 +13,9 @@ use std::sync::Arc;
 
 /// A unary handler: the input, the context, and the form its caller takes the data of an
 /// `#[operation]` fn in (a JSON handler's results are JSON whatever is asked).
-pub(crate) type UnaryFn = dyn Fn(Value, OperationContext, DataForm) -> BoxFuture<'static, Result<Output, CallError>>
+/// The context is lent: a handler takes it out (`OperationContext::take`) only when it reads
+/// it.
+pub(crate) type UnaryFn = dyn Fn(Value, &mut OperationContext, DataForm) -> BoxFuture<'static, Result<Output, CallError>>
     + Send
     + Sync;
 pub(crate) type StreamFn =
@@ -90,7 +92,9 @@ impl Handler {
     {
         Self(
             HandlerFn::Unary(Arc::new(move |input, ctx, _form| {
-                f(input, ctx).map(|result| result.map(Output::json)).boxed()
+                f(input, ctx.take())
+                    .map(|result| result.map(Output::json))
+                    .boxed()
             })),
             HandlerFacts::DYNAMIC,
         )

@@ -76,7 +76,7 @@ impl Future for Served {
 
 /// The registry's end of a call: validate the input, then start the handler (a unary
 /// call's [`Execution`]) or the subscription's stream.
-fn end(operation: Arc<Operation>, input: Value, ctx: OperationContext) -> Served {
+fn end(operation: Arc<Operation>, input: Value, mut ctx: OperationContext) -> Served {
     if let Err(error) = operation.check_input(&input) {
         return Served::Ready(Some(Err(error)));
     }
@@ -84,7 +84,7 @@ fn end(operation: Arc<Operation>, input: Value, ctx: OperationContext) -> Served
         let started = subscription::start(operation, input, ctx).map(Outcome::Stream);
         return Served::Ready(Some(started));
     }
-    match unary::start(&operation, input, ctx, DataForm::Typed) {
+    match unary::start(&operation, input, &mut ctx, DataForm::Typed) {
         Ok((handler, bounds)) => Served::Unary(Execution::new(operation, handler, bounds)),
         Err(error) => Served::Ready(Some(Err(error))),
     }

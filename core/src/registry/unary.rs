@@ -64,16 +64,19 @@ pub(crate) type HandlerFuture = BoxFuture<'static, Result<Output, CallError>>;
 /// `form` is what the caller makes of an `#[operation]` fn's data: [`DataForm::Value`] for a
 /// call finished with [`Execution::envelope`], [`DataForm::Typed`] for one finished as a
 /// [`Reply`].
+///
+/// The handler borrows the context, and takes it out only when it reads it: the context of a
+/// handler that does not is never moved (it is ~128 bytes, copied at each move).
 pub(crate) fn start(
     operation: &Operation,
     input: Value,
-    mut ctx: OperationContext,
+    ctx: &mut OperationContext,
     form: DataForm,
 ) -> Result<(HandlerFuture, Bounds), CallError> {
     let HandlerFn::Unary(handler) = &operation.handler.0 else {
         unreachable!("kinds are checked at registration")
     };
-    let bounds = operation.bounds(&mut ctx);
+    let bounds = operation.bounds(ctx);
     guard::start_within(&operation.id, ctx, bounds, |ctx| handler(input, ctx, form))
 }
 
