@@ -732,6 +732,43 @@ this machine, `f9506b5` built from its own tree and run beside this build, three
 alternating (`--bench 'tiny::opkit_typed_call' --sample-count 300`), measures 114 ns against
 59–62 ns here (`execute`: 239–250 against 215–221 ns): the typed call is half its time at
 `f9506b5`, so there is nothing left to bisect.
+
+Three more cuts (issue 48, second session of 2026-11-30), each measured with `compare --bench
+'tiny::(opkit_execute|json_floor)' --sample-count 400`, the builds before and after run
+alternately four or five times:
+
+- `884055c`: `execute` asks an `#[operation]` fn's handler for its data as a `Value`
+  (`DataForm::Value`, read by `__private::encode`): serialized in the handler and wrapped into
+  the envelope in place (`Execution::envelope`), where it was boxed as typed data (one
+  allocation and a call through the box), put in a `Reply` and serialized from the box when
+  the envelope was read. The edges and middleware keep the typed form, written straight into
+  their bytes. 207–220 → 201–210 ns.
+- `3085494`: `LocalMeta.operation_id` is an `OperationId`: the `&'static str` an
+  `#[operation]` fn was compiled with (when it is the id the operation is registered under),
+  or the registry's `Arc<str>` for any other, read as a `str` either way and written as the
+  same JSON string. `perf annotate` had put 32% of `Execution::poll`'s samples on the `lock
+  incq` cloning the id into the envelope and 88% of the meta's drop on the `lock decq`
+  dropping it (3.6% of the bench together). The edges' replies and typed calls name their
+  operation the same way. ~203 → ~199 ns; typed call 60–62 → 57–58 ns.
+- `6cff22c`: a unary handler is lent the call's context and takes it out only when its fn
+  reads it (an `#[operation]` fn that reads none is lent it, and its run fn leaves it in
+  place). A third of `unary::start`'s and `execute_plain`'s samples were on loads of the
+  ~128-byte context just stored by the move before (a store not yet forwarded); the context
+  was moved through the start, the guard, the handler and the run fn. ~199 → ~196 ns, within
+  the noise of one comparison.
+
+In the run above (`bash benches/run.sh` at `6cff22c`): tiny `execute` 2.40× the floor (issue
+48's target 2.5×; 2.69× at `b3b4c62`), medium 1.41× (1.50×), the typed call 54 ns (60 ns).
+
+Tried and dropped: not walking the input's depth when its schema bounds the depth of what it
+accepts (a closed object of scalars, say), checking validity first. A typed operation's input
+schema is open (unknown fields are allowed, as serde ignores them), so it never applied to the
+operations benched, and the build with it measured slower in one alternating comparison
+(200–219 against 180–197 ns, five runs each). Its tests found two things any such
+shortcut must respect: `jsonschema`'s violation messages print the offending value (a
+recursion as deep as the input), and `uniqueItems` compares whole items with each other (as
+deep as they are), so only a validity check may run before the depth walk, and a schema with
+`uniqueItems` bounds nothing.
 """
 
 
