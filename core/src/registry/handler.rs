@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 /// A unary handler: the input, the context, and the form its caller takes the data of an
 /// `#[operation]` fn in (a JSON handler's results are JSON whatever is asked).
+///
 /// The context is lent: a handler takes it out (`OperationContext::take`) only when it reads
 /// it.
 pub(crate) type UnaryFn = dyn Fn(Value, &mut OperationContext, DataForm) -> BoxFuture<'static, Result<Output, CallError>>

@@ -61,6 +61,7 @@ pub(crate) type HandlerFuture = BoxFuture<'static, Result<Output, CallError>>;
 
 /// Starts `operation`'s unary handler on `input` under the guard; run the returned future with
 /// [`Execution::new`].
+///
 /// `form` is what the caller makes of an `#[operation]` fn's data: [`DataForm::Value`] for a
 /// call finished with [`Execution::envelope`], [`DataForm::Typed`] for one finished as a
 /// [`Reply`].
