@@ -916,7 +916,11 @@ and after alternated twice, read opkit at 0.99× and 0.93× of axum + `jsonschem
 What is left of the in-process MCP call's ~3,800 instructions over rmcp's is mostly the
 contract: the result's `_meta["opkit/meta"]` (two `serde_json` maps, four keys and two
 strings: 8 of opkit's 21 allocations, ~2,100 instructions to build and drop); without it the
-call would cost ~1.2× rmcp's. The rest is the span and context (~400), the lookups (~330) and
+call would cost ~1.2× rmcp's in instructions, but not in time: a build that leaves it out
+(measured on 2026-11-30 at `6cff22c`, `compare --bench 'mcp_call_tool::tiny_'`, four runs
+alternating with the build that writes it) took 837–857 ns against 864–878 ns, ~3% less, with
+rmcp + check at 469–484 ns. Small allocations cost few cycles; what the time ratio (1.8×) holds
+beyond the instruction ratio (1.4×) is not the `_meta`. The rest is the span and context (~400), the lookups (~330) and
 the futures between the handler and the result. The HTTP call's remaining ~4,000 over axum's:
 the header work opkit's contract adds (`x-request-id` read and written, `traceparent` read:
 ~700), the context, its deadline and the envelope's meta (~1,000), the front door and guard
