@@ -247,10 +247,9 @@ where
     };
     let started = {
         let _entered = span.as_ref().map(|span| span.span().enter());
-        // One id for the stream, shared by every item's envelope.
-        let id = O::shared_id();
-        let items_id = id.clone();
-        crate::registry::guard::stream(id, ctx, move |ctx| {
+        // Each item's envelope names the compiled-in id (no count to keep per item).
+        let items_id = crate::envelope::OperationId::from_static(O::ID);
+        crate::registry::guard::stream(O::shared_id(), ctx, move |ctx| {
             Box::pin(start(input, ctx).map(move |item| Ok(item?.into_envelope(items_id.clone()))))
         })
     };

@@ -450,13 +450,14 @@ impl Endpoint for End {
                 let input = input?;
                 let produced =
                     crate::registry::guard::call(facts.id, ctx, |ctx| run(input, ctx)).await?;
-                let envelope = produced.into_envelope((facts.shared_id)());
+                let envelope =
+                    produced.into_envelope(crate::envelope::OperationId::from_static(facts.id));
                 Ok(Outcome::Unary(made(envelope)))
             }),
             EndRun::Stream(start) => {
                 let started = input.and_then(|input| {
-                    let id = (facts.shared_id)();
-                    crate::registry::guard::stream(id.clone(), ctx, move |ctx| {
+                    let id = crate::envelope::OperationId::from_static(facts.id);
+                    crate::registry::guard::stream((facts.shared_id)(), ctx, move |ctx| {
                         Box::pin(
                             start(input, ctx)
                                 .map(move |item| Ok(made(item?.into_envelope(id.clone())))),
