@@ -199,14 +199,18 @@ impl OperationContext {
         Self {
             deadline: self.deadline,
             cancellation: self.cancellation.clone(),
-            ..Self::with_id(RequestId::unread())
+            ..Self::placeholder()
         }
     }
 
-    /// The context, taken out: `self` is left a placeholder holding nothing (its request id
-    /// is one nothing reads).
+    /// The context, taken out: `self` is left a [`placeholder`](Self::placeholder).
     pub(crate) fn take(&mut self) -> Self {
-        std::mem::replace(self, Self::with_id(RequestId::unread()))
+        std::mem::replace(self, Self::placeholder())
+    }
+
+    /// A context holding nothing, with a request id nothing reads (no counter taken).
+    fn placeholder() -> Self {
+        Self::with_id(RequestId::unread())
     }
 
     /// Gives the context a fresh request id, in [`new`](Self::new)'s form: for a context made

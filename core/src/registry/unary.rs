@@ -109,9 +109,7 @@ impl Execution {
             state: State::Refused(error),
         }
     }
-}
 
-impl Execution {
     /// This call finished as the envelope `execute` returns: an `#[operation]` fn's data,
     /// serialized by its handler when it was started with [`DataForm::Value`], is wrapped
     /// in place, with no [`Reply`] in between.
