@@ -27,6 +27,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
+/// How far from the coarse wall clock a deadline must be for [`Deadline::is_expired`] to
+/// answer `false` without the precise clock: ten times the longest kernel tick (4 ms), so
+/// that a coarse clock a few ticks late (a busy or idle-tickless machine) is still covered.
+const COARSE_SLACK_MS: u64 = 40;
+
 /// An absolute point in time by which a call must finish, in milliseconds since the Unix epoch
 /// (the wire form of `call.requested.deadline`).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -84,7 +89,17 @@ impl Deadline {
     }
 
     /// `true` once the deadline has passed.
+    ///
+    /// A deadline more than 40 ms ahead of the coarse wall clock
+    /// ([`now_millis_coarse`](crate::envelope::now_millis_coarse)) has not passed, and is
+    /// answered without reading the precise clock (tens of ns on a virtual machine, once per
+    /// call at its start): the coarse clock is never ahead of the precise one, and behind it
+    /// by at most one kernel tick (1 to 4 ms). A nearer deadline is read precisely.
     pub fn is_expired(self) -> bool {
+        let coarse = crate::envelope::now_millis_coarse();
+        if self.epoch_millis() > coarse.saturating_add(COARSE_SLACK_MS) {
+            return false;
+        }
         self.remaining().is_zero()
     }
 
@@ -339,6 +354,31 @@ mod tests {
             bounds.run(std::future::pending::<()>()).await,
             Err(Interrupted::TimedOut)
         );
+    }
+
+    #[test]
+    fn expiry_is_exact_near_the_deadline_and_far_from_it() {
+        let now = crate::envelope::now_millis();
+        // Within the coarse clock's slack: read precisely, to the millisecond.
+        assert!(Deadline::from_epoch_millis(now - 1).is_expired());
+        assert!(Deadline::from_epoch_millis(now.saturating_sub(COARSE_SLACK_MS)).is_expired());
+        // Far from it, either way (a minute: no stall of this thread reaches it).
+        assert!(!Deadline::from_epoch_millis(now + 60_000).is_expired());
+        assert!(!Deadline::from_epoch_millis(u64::MAX - 1).is_expired());
+        assert!(Deadline::from_epoch_millis(0).is_expired());
+        // What the shortcut rests on, in orders where a stall between the reads cannot
+        // break it: the coarse clock is never ahead of the precise one, and a coarse read
+        // after a precise one is within the slack of it.
+        let (coarse, precise) = (
+            crate::envelope::now_millis_coarse(),
+            crate::envelope::now_millis(),
+        );
+        assert!(coarse <= precise, "{coarse} > {precise}");
+        let (precise, coarse) = (
+            crate::envelope::now_millis(),
+            crate::envelope::now_millis_coarse(),
+        );
+        assert!(coarse + COARSE_SLACK_MS > precise, "{precise} - {coarse}");
     }
 
     #[test]
