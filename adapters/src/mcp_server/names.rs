@@ -52,6 +52,27 @@ impl NamesCache {
         *self.kept.write() = Some((revision, names.clone()));
         Ok(names)
     }
+
+    /// `read` of the tool names of `registry`'s current operations: [`get`](Self::get)
+    /// without taking a reference to the names when they are current (what every tool
+    /// call does: it reads one operation out of them).
+    pub(crate) fn read<R>(
+        &self,
+        registry: &OperationRegistry,
+        naming: ToolNaming,
+        read: impl FnOnce(&ToolNames) -> R,
+    ) -> Result<R, ToolNameError> {
+        let revision = registry.revision();
+        {
+            let kept = self.kept.read();
+            if let Some((at, names)) = kept.as_ref()
+                && *at == revision
+            {
+                return Ok(read(names));
+            }
+        }
+        Ok(read(&*self.get(registry, naming)?))
+    }
 }
 
 /// The tool name of every operation, both ways.

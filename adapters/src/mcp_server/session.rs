@@ -119,12 +119,14 @@ impl McpHandler {
     /// The operation a tool call names, or the JSON-RPC error for an unknown tool.
     pub(super) fn resolve(&self, tool: &str) -> Result<Arc<Served>, McpError> {
         let unknown = || McpError::invalid_params(format!("Unknown tool: {tool}"), None);
-        let names = self.catalog()?;
-        let served = names.served(tool).ok_or_else(unknown)?;
-        if !served.takes_arguments {
-            return Err(unknown());
-        }
-        Ok(served.clone())
+        self.inner
+            .names
+            .read(&self.inner.registry, self.inner.naming, |names| {
+                names.served(tool).cloned()
+            })
+            .map_err(|error| names_error(&error))?
+            .filter(|served| served.takes_arguments)
+            .ok_or_else(unknown)
     }
 
     /// The context of a tool call: the caller's identity, the request's cancellation, trace
