@@ -48,11 +48,24 @@ impl std::fmt::Debug for McpHandler {
     }
 }
 
+/// The request `_meta` key under which a 2026-07-28 client names its protocol revision
+/// (the one [`RequestContext::protocol_version`] reads).
+const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+
 /// `true` for a client on protocol revision 2026-07-28 or later.
+///
+/// The revision [`RequestContext::protocol_version`] answers (the request's `_meta`, else
+/// the session's `initialize`), read in place: that method decodes the request's string
+/// into a new one, or clones the session's, on every call.
 pub(super) fn is_modern(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .protocol_version()
-        .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+    let modern = |version: &str| version >= ProtocolVersion::V_2026_07_28.as_str();
+    match context.meta.get(META_PROTOCOL_VERSION) {
+        Some(serde_json::Value::String(version)) => modern(version),
+        _ => context
+            .peer
+            .peer_info()
+            .is_some_and(|info| modern(info.protocol_version.as_str())),
+    }
 }
 
 /// `true` for a call whose edge is its stdio connection's, one for every call: a client
