@@ -10,6 +10,7 @@ use futures::StreamExt;
 use http::{HeaderMap, StatusCode, header};
 use opkit::{CallError, ErrorCode};
 use serde_json::{Value, json};
+use std::task::Poll;
 use std::time::Duration;
 
 /// A request body's limit in bytes and the setting that gave it, named in the `413` past it.
@@ -148,7 +149,13 @@ pub(crate) async fn read_bytes(
     within: Duration,
 ) -> Result<Vec<u8>, Rejection> {
     refuse_declared_length(headers, limit)?;
-    match tokio::time::timeout(within, read_body(body, limit)).await {
+    let mut reading = std::pin::pin!(read_body(body, limit));
+    // A body that is here already (a small request's, read with its head) is taken at once,
+    // with no timer: a timer's deadline is a read of the precise clock per request.
+    if let Poll::Ready(result) = futures::poll!(reading.as_mut()) {
+        return result;
+    }
+    match tokio::time::timeout(within, reading).await {
         Ok(result) => result,
         Err(_) => Err(Rejection {
             status: StatusCode::REQUEST_TIMEOUT,
