@@ -402,33 +402,38 @@ pub(crate) fn serve_call<'a>(
     let mut serving = shared.registry.serve_found(found, input, ctx);
     async move {
         let identity = caller.as_deref().and_then(OperationContext::identity);
-        let response = match (&mut serving).await {
-            Ok(Outcome::Unary(reply)) => {
-                disarm(guard);
-                unary_response(reply, shape).unwrap_or_else(|error| {
-                    shared.call_error_response(found, &error, identity, from_url)
-                })
-            }
-            Ok(Outcome::Stream(items)) if shape.is_some_and(|s| s.raw_stream.is_some()) => {
-                let raw = shape.and_then(|shape| shape.raw_stream.clone());
-                let raw = raw.expect("the guard checked a raw stream");
-                // Boxed: a raw stream is rare, and its future would make every call's larger.
-                Box::pin(byte_bodies::response_stream(items, guard, raw))
-                    .await
-                    .unwrap_or_else(|error| {
+        // Every outcome but a raw body's is answered in this block. The outcome lives only
+        // in it, so the raw body's future (boxed: a raw stream is rare, and its future would
+        // make every call's larger) is awaited after it with nothing of the outcome kept.
+        let raw_body = 'answered: {
+            let outcome = (&mut serving).await;
+            let response = match outcome {
+                Ok(Outcome::Unary(reply)) => {
+                    disarm(guard);
+                    unary_response(reply, shape).unwrap_or_else(|error| {
                         shared.call_error_response(found, &error, identity, from_url)
                     })
-            }
-            Ok(Outcome::Stream(items)) => {
-                let (encoding, request_id) =
-                    events.expect("a stream's encoding and request id were read before the call");
-                sse_response(shared, encoding, request_id, items, guard)
-            }
-            Err(error) => {
-                disarm(guard);
-                shared.call_error_response(found, &error, identity, from_url)
-            }
+                }
+                Ok(Outcome::Stream(items)) => match shape.and_then(|s| s.raw_stream.clone()) {
+                    Some(raw) => {
+                        break 'answered Box::pin(byte_bodies::response_stream(items, guard, raw));
+                    }
+                    None => {
+                        let (encoding, request_id) = events
+                            .expect("a stream's encoding and request id were read before the call");
+                        sse_response(shared, encoding, request_id, items, guard)
+                    }
+                },
+                Err(error) => {
+                    disarm(guard);
+                    shared.call_error_response(found, &error, identity, from_url)
+                }
+            };
+            return with_request_id(response, request_id);
         };
+        let response = raw_body
+            .await
+            .unwrap_or_else(|error| shared.call_error_response(found, &error, identity, from_url));
         with_request_id(response, request_id)
     }
 }
@@ -524,20 +529,25 @@ fn serve_operation(
         if !route.methods.contains(&parts.method) {
             return method_not_allowed(id, &parts.method, &route.methods);
         }
-        let input = if parts.method == Method::GET {
-            query_input(&route, &parts.uri)
-        } else {
-            read_json_body(
-                &parts.headers,
-                body,
-                BodyLimit::server(shared.body_limit),
-                shared.request_timeout,
-            )
-            .await
+        // Read in a block of its own: the read's result is gone (not kept beside the call)
+        // while the call is awaited.
+        let input = {
+            let read = if parts.method == Method::GET {
+                query_input(&route, &parts.uri)
+            } else {
+                read_json_body(
+                    &parts.headers,
+                    body,
+                    BodyLimit::server(shared.body_limit),
+                    shared.request_timeout,
+                )
+                .await
+            };
+            match read {
+                Ok(input) => input,
+                Err(rejection) => return rejection.into_response(),
+            }
         };
-        match input {
-            Ok(input) => serve_call(shared, &found, parts, identity, input, None).await,
-            Err(rejection) => rejection.into_response(),
-        }
+        serve_call(shared, &found, parts, identity, input, None).await
     }
 }

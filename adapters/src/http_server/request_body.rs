@@ -155,7 +155,8 @@ pub(crate) async fn read_bytes(
     if let Poll::Ready(result) = futures::poll!(reading.as_mut()) {
         return result;
     }
-    match tokio::time::timeout(within, reading).await {
+    // Boxed: a timer is large, and most bodies never need one.
+    match Box::pin(tokio::time::timeout(within, reading)).await {
         Ok(result) => result,
         Err(_) => Err(Rejection {
             status: StatusCode::REQUEST_TIMEOUT,
