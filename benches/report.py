@@ -962,6 +962,41 @@ instructions per call
 (axum + `jsonschema`: 17,812 and 70,006).
 """
 
+CLOCKS_48 = """#### Clock reads and the last large block (issue 48, 2026-11-30, later)
+
+A tiny call still read the precise clock (a `clock_gettime` of tens of ns on this virtual
+machine, where the coarse clock is a read of memory): every bounded call when its guard checked
+that the deadline had not passed (`SystemTime::now`), and every HTTP request for its body's
+timer (`tokio::time::Instant::now`); and the future axum boxes per `/ops` request was still
+past glibc's per-thread cache (1,128 bytes). Changes (`4f40473`..`e1294fb`):
+
+- `Deadline::is_expired` answers a deadline more than 40 ms ahead of the coarse wall clock
+  without reading the precise one: the coarse clock is never ahead of it and at most a kernel
+  tick behind (a test pins the order, in reads no stall between them can break). Nearer
+  deadlines are read precisely, as before.
+- The request body is polled once before its timer is set: a small request's body came with
+  its head, and the timer (boxed now: most requests never need it) is set only for a body still
+  arriving. The `408` tests pass unchanged.
+- The per-request future 1,128 → 984 bytes (`-Zprint-type-sizes`): the read's result scoped so
+  it is not kept beside the call, and the call's outcome answered in a block, so that only a raw
+  body's boxed future is awaited after it (the outcome, 72 bytes, was held across that await and
+  set the size of every call's future). Under 1,032 bytes the block comes from the thread cache
+  (`malloc_consolidate` and `_int_malloc` were ~400 instructions per call).
+- A unary JSON response is built with its one `Content-Type` (through `IntoResponse` the body
+  was typed `application/octet-stream` first and the header then replaced).
+- MCP: a tool call reads its operation out of the kept tool names under the cache's read lock
+  (no reference to the whole names taken and dropped), and `is_modern` reads the request's
+  protocol revision in place (rmcp's `RequestContext::protocol_version` decodes the `_meta`
+  string into a new `String`, or clones the session's, on every call).
+
+Counted as above (callgrind, 2,000 and 4,000 calls): `http-plain` 21,416 → 21,066 → 20,311
+instructions (axum + check 17,793: 1.20× → 1.14×); `mcp` 12,603 → 12,433 (rmcp + check 8,860:
+1.42× → 1.40×); `tiny` `execute` unchanged (3,814 → 3,820: it has no deadline). In time
+(`compare`, the builds before and after alternated, three runs of 400 samples each): the tiny
+in-process `tools/call` 815–842 → 779–812 ns, while rmcp + check measured 436–472 ns in the same
+runs.
+"""
+
 CLUSTER_ROUTES_49 = """#### A cluster's commands routed by the slot opkit knows (issue 49, 2026-11-30)
 
 `profile cluster 2000` and `4000` at 64 in flight under callgrind (three masters on loopback,
@@ -1277,6 +1312,7 @@ def equal_work_section(w, get, serving):
     w("")
     w(MCP_HTTP_48)
     w(FUTURES_48)
+    w(CLOCKS_48)
 
     raw, ours = get("websocket_rt", "raw_relay_round_trip"), get("websocket_rt", "opkit_round_trip")
     w("### WebSocket through a hub, one call at a time (`compare.rs`)\n")
