@@ -30,96 +30,100 @@ impl McpHandler {
     /// front door ([`OperationRegistry::serve`](opkit::OperationRegistry::serve)), the outcome
     /// mapped back to a tool result (or, when it asked a 2026-07-28 client a question, an
     /// input-required result).
-    async fn call(
+    fn call(
         &self,
         request: CallToolRequestParams,
         mut context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        let served = self.resolve(&request.name)?;
-        let identity = match self.identity(&context).await {
-            Ok(identity) => identity,
-            Err(error) => return Ok(results::failure(&error).into()),
-        };
-        let modern = is_modern(&context);
-        let rounds = self.rounds(
-            &request.name,
-            request.request_state.as_deref(),
-            request.input_responses,
-            &context,
-            modern,
-        )?;
-        let input = Value::Object(request.arguments.unwrap_or_default());
-        match super::tasks::support(&served.spec) {
-            // A call of an `after_input` operation that brings no answers runs in the request
-            // as a plain call (a question ends it with an input-required result); the call
-            // that brings answers starts the task with them.
-            Some(super::tasks::Support::AfterInput)
-                if super::tasks::negotiated(&context)
-                    && rounds.as_ref().is_some_and(|rounds| !rounds.answered()) => {}
-            Some(support) if super::tasks::negotiated(&context) => {
-                let answered = rounds.filter(|_| support == super::tasks::Support::AfterInput);
-                let ctx = self.call_context_as(identity, &context, modern);
-                return Ok(self.start_task(served, input, ctx, modern, answered).into());
-            }
-            Some(super::tasks::Support::Required) => return Err(super::tasks::required()),
-            _ => {}
-        }
-        let subscription = served.spec.kind == OperationKind::Subscription;
-        let registry = &self.inner.registry;
-        let found = registry.lookup(&served.id);
-        // A tool whose handler reads nothing from its context but its bounds (and that no
-        // middleware covers) cannot report, log or ask, nor read its edge. A subscription's
-        // items are its progress: it always has them.
-        let lean = !subscription
-            && found
-                .as_ref()
-                .is_some_and(|found| !registry.reads_context(found));
-        let ctx = self.tool_context(identity, &mut context, modern, lean);
-        // The request is owned here: its cancellation and its peer move into the call
-        // (the peer shared by the reporter, the elicitor of an older client and a
-        // subscription's progress), not cloned.
-        let RequestContext { ct, peer, meta, .. } = context;
-        let ctx = self.timed(ctx.with_cancellation(ct));
-        let (ctx, forwarder, peer) = if lean {
-            (ctx, None, None)
-        } else {
-            let (ctx, forwarder, peer) =
-                self.reporting(ctx, peer, &meta, subscription, modern, rounds.as_ref());
-            (ctx, Some(forwarder), Some(peer))
-        };
-        let finish = async move {
-            if let Some(forwarder) = forwarder {
-                forwarder.finish().await;
-            }
-        };
-        // Awaited in place: the whole call's future is boxed once by rmcp's service.
-        let outcome = match &found {
-            Some(found) => registry.serve_found(found, input, ctx).await,
-            None => registry.serve(&served.id, input, ctx).await,
-        };
-        if let Some(asked) = rounds
-            .as_ref()
-            .and_then(|rounds| rounds.input_required(&self.inner.rounds, &request.name))
-        {
-            finish.await;
-            return Ok(asked.into());
-        }
-        let result = match outcome {
-            Ok(Outcome::Unary(reply)) => replies::unary_result(&served, reply, modern),
-            Ok(Outcome::Stream(items)) => {
-                Box::pin(self.collect(items, peer.as_deref(), meta.get_progress_token())).await
-            }
-            Err(error) => match required_capability(&error) {
-                // The operation needed a client capability the client did not declare.
-                Some(missing) => {
-                    finish.await;
-                    return Err(missing);
+    ) -> impl Future<Output = Result<CallToolResponse, McpError>> + Send + '_ {
+        // Not an `async fn`: its parameters would be kept twice in its future (as captured
+        // and as bound in its body), and rmcp keeps the whole future in each request's task.
+        async move {
+            let served = self.resolve(&request.name)?;
+            let identity = match self.identity(&context).await {
+                Ok(identity) => identity,
+                Err(error) => return Ok(results::failure(&error).into()),
+            };
+            let modern = is_modern(&context);
+            let rounds = self.rounds(
+                &request.name,
+                request.request_state.as_deref(),
+                request.input_responses,
+                &context,
+                modern,
+            )?;
+            let input = Value::Object(request.arguments.unwrap_or_default());
+            match super::tasks::support(&served.spec) {
+                // A call of an `after_input` operation that brings no answers runs in the request
+                // as a plain call (a question ends it with an input-required result); the call
+                // that brings answers starts the task with them.
+                Some(super::tasks::Support::AfterInput)
+                    if super::tasks::negotiated(&context)
+                        && rounds.as_ref().is_some_and(|rounds| !rounds.answered()) => {}
+                Some(support) if super::tasks::negotiated(&context) => {
+                    let answered = rounds.filter(|_| support == super::tasks::Support::AfterInput);
+                    let ctx = self.call_context_as(identity, &context, modern);
+                    return Ok(self.start_task(served, input, ctx, modern, answered).into());
                 }
-                None => results::failure(&error),
-            },
-        };
-        finish.await;
-        Ok(result.into())
+                Some(super::tasks::Support::Required) => return Err(super::tasks::required()),
+                _ => {}
+            }
+            let subscription = served.spec.kind == OperationKind::Subscription;
+            let registry = &self.inner.registry;
+            let found = registry.lookup(&served.id);
+            // A tool whose handler reads nothing from its context but its bounds (and that no
+            // middleware covers) cannot report, log or ask, nor read its edge. A subscription's
+            // items are its progress: it always has them.
+            let lean = !subscription
+                && found
+                    .as_ref()
+                    .is_some_and(|found| !registry.reads_context(found));
+            let ctx = self.tool_context(identity, &mut context, modern, lean);
+            // The request is owned here: its cancellation and its peer move into the call
+            // (the peer shared by the reporter, the elicitor of an older client and a
+            // subscription's progress), not cloned.
+            let RequestContext { ct, peer, meta, .. } = context;
+            let ctx = self.timed(ctx.with_cancellation(ct));
+            let (ctx, forwarder, peer) = if lean {
+                (ctx, None, None)
+            } else {
+                let (ctx, forwarder, peer) =
+                    self.reporting(ctx, peer, &meta, subscription, modern, rounds.as_ref());
+                (ctx, Some(forwarder), Some(peer))
+            };
+            let finish = async move {
+                if let Some(forwarder) = forwarder {
+                    forwarder.finish().await;
+                }
+            };
+            // Awaited in place: the whole call's future is boxed once by rmcp's service.
+            let outcome = match &found {
+                Some(found) => registry.serve_found(found, input, ctx).await,
+                None => registry.serve(&served.id, input, ctx).await,
+            };
+            if let Some(asked) = rounds
+                .as_ref()
+                .and_then(|rounds| rounds.input_required(&self.inner.rounds, &request.name))
+            {
+                finish.await;
+                return Ok(asked.into());
+            }
+            let result = match outcome {
+                Ok(Outcome::Unary(reply)) => replies::unary_result(&served, reply, modern),
+                Ok(Outcome::Stream(items)) => {
+                    Box::pin(self.collect(items, peer.as_deref(), meta.get_progress_token())).await
+                }
+                Err(error) => match required_capability(&error) {
+                    // The operation needed a client capability the client did not declare.
+                    Some(missing) => {
+                        finish.await;
+                        return Err(missing);
+                    }
+                    None => results::failure(&error),
+                },
+            };
+            finish.await;
+            Ok(result.into())
+        }
     }
 
     /// `ctx` with the reporter that sends the call's progress and logs to the client (a
@@ -247,12 +251,14 @@ impl ServerHandler for McpHandler {
         self.catalog().ok()?.served(name)?.definition(name, true)
     }
 
-    async fn call_tool(
+    /// The call's own future, not one awaiting it (which would hold the request and its
+    /// context a second and a third time).
+    fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        self.call(request, context).await
+    ) -> impl Future<Output = Result<CallToolResponse, McpError>> + Send + '_ {
+        self.call(request, context)
     }
 
     #[allow(deprecated)]
