@@ -30,6 +30,10 @@ impl McpHandler {
     /// front door ([`OperationRegistry::serve`](opkit::OperationRegistry::serve)), the outcome
     /// mapped back to a tool result (or, when it asked a 2026-07-28 client a question, an
     /// input-required result).
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn keeps its parameters twice in its future (see the body)"
+    )]
     fn call(
         &self,
         request: CallToolRequestParams,

@@ -8,7 +8,7 @@
 
 use super::naming::{ToolNameError, ToolNaming};
 use opkit::{OperationRegistry, OperationSpec};
-use parking_lot::RwLock;
+use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard};
 use rmcp::model::Tool;
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -39,14 +39,8 @@ impl NamesCache {
         naming: ToolNaming,
     ) -> Result<Arc<ToolNames>, ToolNameError> {
         let revision = registry.revision();
-        {
-            // A poisoned lock holds a whole `Option` (written in one assignment): usable.
-            let kept = self.kept.read();
-            if let Some((at, names)) = kept.as_ref()
-                && *at == revision
-            {
-                return Ok(names.clone());
-            }
+        if let Some(names) = self.kept_at(revision) {
+            return Ok(names.clone());
         }
         let names = Arc::new(ToolNames::build(&registry.specs(), naming)?);
         *self.kept.write() = Some((revision, names.clone()));
@@ -62,16 +56,19 @@ impl NamesCache {
         naming: ToolNaming,
         read: impl FnOnce(&ToolNames) -> R,
     ) -> Result<R, ToolNameError> {
-        let revision = registry.revision();
-        {
-            let kept = self.kept.read();
-            if let Some((at, names)) = kept.as_ref()
-                && *at == revision
-            {
-                return Ok(read(names));
-            }
+        if let Some(names) = self.kept_at(registry.revision()) {
+            return Ok(read(&names));
         }
         Ok(read(&*self.get(registry, naming)?))
+    }
+
+    /// The names kept for `revision`, if they are the ones kept, borrowed under the lock.
+    fn kept_at(&self, revision: u64) -> Option<MappedRwLockReadGuard<'_, Arc<ToolNames>>> {
+        RwLockReadGuard::try_map(self.kept.read(), |kept| match kept {
+            Some((at, names)) if *at == revision => Some(names),
+            _ => None,
+        })
+        .ok()
     }
 }
 
