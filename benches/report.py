@@ -988,6 +988,12 @@ past glibc's per-thread cache (1,128 bytes). Changes (`4f40473`..`e1294fb`):
   (no reference to the whole names taken and dropped), and `is_modern` reads the request's
   protocol revision in place (rmcp's `RequestContext::protocol_version` decodes the `_meta`
   string into a new `String`, or clones the session's, on every call).
+- MCP (`d8d407e`, after this file's run): `tools/call`'s future is the call's own, 1,504 →
+  1,184 bytes, with no wrapper around it (as `async fn`s, `call_tool` and `call` each kept the
+  request and its context again: rustc stores an `async fn`'s parameters both as captured and
+  as bound in its body). Instructions per call did not move (`mcp` 12,439; over Streamable HTTP,
+  `mcp-http`, 168,038 → 167,778 against rmcp + check's 160,749: 1.044×), nor, within its noise,
+  the legacy row's rate.
 
 Counted as above (callgrind, 2,000 and 4,000 calls): `http-plain` 21,416 → 21,066 → 20,311
 instructions (axum + check 17,793: 1.20× → 1.14×); `mcp` 12,603 → 12,433 (rmcp + check 8,860:
@@ -995,6 +1001,13 @@ instructions (axum + check 17,793: 1.20× → 1.14×); `mcp` 12,603 → 12,433 (
 (`compare`, the builds before and after alternated, three runs of 400 samples each): the tiny
 in-process `tools/call` 815–842 → 779–812 ns, while rmcp + check measured 436–472 ns in the same
 runs.
+
+The HTTP rows sit at their goals' edge, and one run of `run.sh` lands on either side: the run
+this file shows measured tiny and medium at 1.01× the requests/s of axum + check (server CPU
+1.05× and 1.08×, on a machine ~15% slower for both sides than the day's other runs); the HTTP
+rows alone right after (`SERVING_FILTER=http_ ROUNDS=5`, medians of five) measured tiny 78,926
+against 80,761 calls/s (0.98×), server CPU 10.5 against 9.5 µs (1.11×), and medium 82,495
+against 85,124 (0.97×), 11.5 against 11.5 µs (1.00×). The CPU figures come in steps of 0.5 µs.
 """
 
 CLUSTER_ROUTES_49 = """#### A cluster's commands routed by the slot opkit knows (issue 49, 2026-11-30)
