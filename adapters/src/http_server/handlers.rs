@@ -371,26 +371,15 @@ pub(crate) fn serve_call<'a>(
     };
     // Read here, not for every call: only a stream is answered in an SSE encoding.
     let encoding = stream.then(|| SseEncoding::requested(&parts.headers));
-    // A client that disconnects drops this future (or the event stream): the guard then
-    // cancels the context; a finished unary call disarms it. A query or mutation whose
-    // handler reads nothing of its context needs no token: dropping this future drops its
-    // handler's, and nothing else could see the cancellation.
     let lean = !stream && !shared.registry.reads_context(found);
-    let mut ctx = call_context(parts, identity, lean);
-    let mut guard = None;
-    if !lean {
-        let token = CancellationToken::new();
-        ctx = ctx.with_cancellation(token.clone());
-        guard = Some(token.drop_guard());
-    }
-    let body_time = shape
-        .as_ref()
-        .map_or(Duration::ZERO, |shape| shape.body_time);
-    ctx = match (stream, shared.subscription_timeout) {
-        (false, _) => ctx.with_timeout(shared.request_timeout + body_time),
-        (true, Some(timeout)) => ctx.with_timeout(timeout),
-        (true, None) => ctx,
-    };
+    let body_time = shape.map_or(Duration::ZERO, |shape| shape.body_time);
+    let (ctx, guard) = bounded(
+        call_context(parts, identity, lean),
+        shared,
+        stream,
+        lean,
+        body_time,
+    );
     let request_id = HeaderValue::from_str(ctx.request_id()).ok();
     let events = encoding.map(|encoding| (encoding, ctx.request_id().to_owned()));
     // An error response reads the caller's identity only when the server authenticates
@@ -436,6 +425,35 @@ pub(crate) fn serve_call<'a>(
             .unwrap_or_else(|error| shared.call_error_response(found, &error, identity, from_url));
         with_request_id(response, request_id)
     }
+}
+
+/// `ctx` bounded as a call of this server: its deadline (the request timeout plus
+/// `body_time`, the time its body may stream in; a stream's own timeout, if the server sets
+/// one) and, unless `lean`, a cancellation token fired by the returned guard.
+///
+/// A client that disconnects drops the call's future (or its event stream): the guard then
+/// cancels the context; a finished unary call disarms it. A `lean` call (a query or mutation
+/// whose handler reads nothing of its context) needs no token: dropping its future drops its
+/// handler's, and nothing else could see the cancellation.
+fn bounded(
+    mut ctx: OperationContext,
+    shared: &ServerState,
+    stream: bool,
+    lean: bool,
+    body_time: Duration,
+) -> (OperationContext, Option<DropGuard>) {
+    let mut guard = None;
+    if !lean {
+        let token = CancellationToken::new();
+        ctx = ctx.with_cancellation(token.clone());
+        guard = Some(token.drop_guard());
+    }
+    let ctx = match (stream, shared.subscription_timeout) {
+        (false, _) => ctx.with_timeout(shared.request_timeout + body_time),
+        (true, Some(timeout)) => ctx.with_timeout(timeout),
+        (true, None) => ctx,
+    };
+    (ctx, guard)
 }
 
 /// The response of a unary call's reply, with its cache hint: the RPC route sends the
