@@ -3,7 +3,9 @@
 
 /// `_meta` key of a failed call's [`CallError`](opkit::CallError) wire JSON.
 pub const META_ERROR: &str = "opkit/error";
-/// `_meta` key of a plain envelope's meta (the import does not read it back).
+/// `_meta` key of a plain envelope's meta: an imported HTTP API's always, a local one's when
+/// the server asks ([`McpServer::local_meta`](crate::mcp_server::McpServer::local_meta)); the
+/// import does not read it back.
 #[cfg(feature = "mcp-server")]
 pub const META_ENVELOPE: &str = "opkit/meta";
 /// Tool `_meta` key naming the `structuredContent` property that holds the data, on a tool

@@ -112,7 +112,9 @@ impl McpHandler {
                 return Ok(asked.into());
             }
             let result = match outcome {
-                Ok(Outcome::Unary(reply)) => replies::unary_result(&served, reply, modern),
+                Ok(Outcome::Unary(reply)) => {
+                    replies::unary_result(&served, reply, modern, self.inner.local_meta)
+                }
                 Ok(Outcome::Stream(items)) => {
                     Box::pin(self.collect(items, peer.as_deref(), meta.get_progress_token())).await
                 }

@@ -95,6 +95,9 @@ pub(crate) struct McpServerState {
     call_timeout: Option<Duration>,
     max_items: usize,
     naming: ToolNaming,
+    /// A local envelope's meta is written in its result's `_meta["opkit/meta"]`
+    /// ([`McpServer::local_meta`]).
+    local_meta: bool,
     names: names::NamesCache,
     /// Seals the `requestState` of calls that ask their user a question over several round
     /// trips (2026-07-28), so a client cannot forge the answers it echoes.
@@ -143,6 +146,7 @@ impl McpServer {
                 call_timeout: Some(Duration::from_secs(60)),
                 max_items: 1000,
                 naming: ToolNaming::OperationId,
+                local_meta: false,
                 names: names::NamesCache::default(),
                 rounds: Arc::new(elicitation::random_codec()),
                 tasks: tasks::Tasks::new(),
@@ -292,6 +296,28 @@ impl McpServer {
     #[must_use]
     pub fn list_cache(mut self, hint: opkit::middleware::CacheHint) -> Self {
         self.handler.list_cache = Some(hint);
+        self
+    }
+
+    /// Whether the result of a local operation carries its envelope's meta
+    /// (`{"source":"local","operationId":..,"timestamp":..}`) in `_meta["opkit/meta"]`
+    /// ([`META_ENVELOPE`]); default `false`.
+    ///
+    /// That meta says only that the operation ran in an opkit process, which one it was and
+    /// when, which an MCP client knows from the tool it called. Writing it builds two
+    /// `serde_json` maps and six strings per call (a fifth of an in-process `tools/call`'s
+    /// time), so it is left out unless asked for. The meta of an imported HTTP API's
+    /// envelope (its status and headers) is always written, and an MCP envelope's own
+    /// `_meta` is always served.
+    ///
+    /// ```
+    /// use opkit::OperationRegistry;
+    /// use opkit_adapters::mcp_server::McpServer;
+    /// let server = McpServer::new(OperationRegistry::new()).local_meta(true);
+    /// ```
+    #[must_use]
+    pub fn local_meta(mut self, write: bool) -> Self {
+        self.handler.local_meta = write;
         self
     }
 

@@ -11,8 +11,16 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::{Value, json};
 
-/// The tool result of a query's or mutation's reply, with its cache hint in `_meta`.
-pub(crate) fn unary_result(served: &Served, reply: Reply, modern: bool) -> CallToolResult {
+/// The tool result of a query's or mutation's reply, with its cache hint in `_meta`;
+/// `local_meta` writes a local envelope's meta there too ([`McpServer::local_meta`]).
+///
+/// [`McpServer::local_meta`]: super::McpServer::local_meta
+pub(crate) fn unary_result(
+    served: &Served,
+    reply: Reply,
+    modern: bool,
+    local_meta: bool,
+) -> CallToolResult {
     let hint = reply.cache_hint();
     let envelope = match reply.into_envelope() {
         Ok(envelope) => envelope,
@@ -29,7 +37,7 @@ pub(crate) fn unary_result(served: &Served, reply: Reply, modern: bool) -> CallT
         .binary_output
         .then(|| binary_block(&served.spec, &envelope))
         .flatten();
-    let mut result = results::envelope_result(envelope, form, schema.as_ref(), !modern);
+    let mut result = results::envelope_result(envelope, form, schema.as_ref(), !modern, local_meta);
     if let Some(block) = binary {
         result.content.push(block);
     }

@@ -3,7 +3,8 @@
 //! - A plain envelope: `structuredContent` (in the tool's output form) plus the same JSON as
 //!   one text block — except for string data, whose text block is the string itself
 //!   (`hello`, not `"hello"` or `{"result":"hello"}`), as hosts show it; the envelope's
-//!   meta in `_meta["opkit/meta"]`.
+//!   meta in `_meta["opkit/meta"]` (a local envelope's only when the server asks for it:
+//!   [`McpServer::local_meta`](super::McpServer::local_meta)).
 //! - An MCP envelope ([`mcp_envelope`](opkit::envelope::mcp_envelope), what an imported MCP
 //!   tool returns): its content blocks as they are, its `isError`, its `structuredContent`
 //!   (in the tool's output form) and its `_meta`.
@@ -30,13 +31,15 @@ pub(crate) fn structured(data: Value, form: OutputForm) -> Option<Value> {
     }
 }
 
-/// The result of a successful call; `schema` is the declared `outputSchema` (if any) and
-/// `legacy` a client before 2026-07-28 (which takes only objects as `structuredContent`).
+/// The result of a successful call; `schema` is the declared `outputSchema` (if any),
+/// `legacy` a client before 2026-07-28 (which takes only objects as `structuredContent`)
+/// and `local_meta` writes a local envelope's meta too.
 pub(crate) fn envelope_result(
     envelope: ResponseEnvelope,
     form: OutputForm,
     schema: Option<&JsonObject>,
     legacy: bool,
+    local_meta: bool,
 ) -> CallToolResult {
     match envelope.meta {
         ResponseMeta::Mcp(meta) => mcp_result(envelope.data, meta, form, schema, legacy),
@@ -55,7 +58,8 @@ pub(crate) fn envelope_result(
                 // The data moves into the result (its text is serialized once from it).
                 (form, data) => structured_result(structured(data, form).unwrap_or(Value::Null)),
             };
-            if let Some(meta) = meta_value(meta) {
+            let written = local_meta || !matches!(meta, ResponseMeta::Local(_));
+            if let Some(meta) = written.then(|| meta_value(meta)).flatten() {
                 let mut result_meta = Map::new();
                 result_meta.insert(META_ENVELOPE.to_owned(), meta);
                 result.meta = Some(MetaObject(result_meta));
@@ -201,7 +205,7 @@ mod tests {
             ),
             (OutputForm::Content, None),
         ] {
-            let result = envelope_result(envelope(), form, None, true);
+            let result = envelope_result(envelope(), form, None, true, true);
             let wire = serde_json::to_value(&result).unwrap();
             assert_eq!(
                 wire["content"],
@@ -215,6 +219,7 @@ mod tests {
             opkit::envelope::local_envelope(json!(42), "a.b"),
             OutputForm::Wrapped,
             None,
+            true,
             true,
         );
         assert_eq!(
@@ -236,6 +241,26 @@ mod tests {
             let built = meta_value(meta).unwrap();
             assert_eq!(built, expected);
             assert_eq!(built.to_string(), expected.to_string(), "same key order");
+        }
+    }
+
+    #[test]
+    fn a_local_envelope_s_meta_is_written_when_asked_and_an_imported_one_s_always() {
+        let local = || opkit::envelope::local_envelope(json!({"sum": 42}), "math.add");
+        let result = envelope_result(local(), OutputForm::Plain, None, true, false);
+        assert_eq!(result.meta, None);
+        assert_eq!(result.structured_content, Some(json!({"sum": 42})));
+        let result = envelope_result(local(), OutputForm::Plain, None, true, true);
+        let meta = result.meta.expect("_meta").0;
+        assert_eq!(meta[META_ENVELOPE]["source"], "local");
+        assert_eq!(meta[META_ENVELOPE]["operationId"], "math.add");
+        for local_meta in [false, true] {
+            let http =
+                opkit::envelope::http_envelope(json!(1), 200, Default::default(), "text/plain");
+            let result = envelope_result(http, OutputForm::Wrapped, None, true, local_meta);
+            let meta = result.meta.expect("_meta").0;
+            assert_eq!(meta[META_ENVELOPE]["source"], "http");
+            assert_eq!(meta[META_ENVELOPE]["statusCode"], 200);
         }
     }
 
@@ -282,7 +307,13 @@ mod tests {
             json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
         )
         .unwrap();
-        let result = envelope_result(envelope.clone(), OutputForm::Plain, Some(&schema), true);
+        let result = envelope_result(
+            envelope.clone(),
+            OutputForm::Plain,
+            Some(&schema),
+            true,
+            true,
+        );
         let wire = serde_json::to_value(&result).unwrap();
         assert_eq!(wire["isError"], true);
         assert_eq!(wire["content"][1]["type"], "image");
@@ -292,7 +323,7 @@ mod tests {
             "it does not match the schema"
         );
         assert_eq!(wire["_meta"], json!({"trace": "t"}));
-        let result = envelope_result(envelope, OutputForm::Content, None, true);
+        let result = envelope_result(envelope, OutputForm::Content, None, true, true);
         assert_eq!(result.structured_content, Some(json!({"code": 1})));
     }
 }

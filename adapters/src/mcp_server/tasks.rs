@@ -171,9 +171,12 @@ impl McpHandler {
                     let outcome = handler.inner.registry.serve(&served.id, input, ctx).await;
                     cancel_on_request.abort();
                     match outcome {
-                        Ok(Outcome::Unary(reply)) => {
-                            Ok(super::replies::unary_result(&served, reply, modern))
-                        }
+                        Ok(Outcome::Unary(reply)) => Ok(super::replies::unary_result(
+                            &served,
+                            reply,
+                            modern,
+                            handler.inner.local_meta,
+                        )),
                         Ok(Outcome::Stream(_)) => Err(TaskExit::Error(McpError::internal_error(
                             "a subscription cannot run as a task",
                             None,

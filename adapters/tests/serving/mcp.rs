@@ -146,9 +146,8 @@ async fn calls_return_structured_content_and_the_same_json_as_text() {
     assert_eq!(result.structured_content, Some(json!({"sum": 42})));
     let text: Value = serde_json::from_str(&text_of(&result)).unwrap();
     assert_eq!(Some(text), result.structured_content);
-    let meta = &result.meta.as_ref().expect("_meta").0;
-    assert_eq!(meta["opkit/meta"]["source"], "local");
-    assert_eq!(meta["opkit/meta"]["operationId"], "math.add");
+    // A local envelope's meta is written only when the server asks for it.
+    assert_eq!(result.meta, None);
 
     // Non-object data is wrapped for a legacy client.
     let result = call(&client, "math.double", json!({"n": 21})).await;
@@ -162,6 +161,13 @@ async fn calls_return_structured_content_and_the_same_json_as_text() {
         Some(json!({"result": {"status": "ok"}}))
     );
     assert_eq!(result.meta.unwrap().0["opkit/meta"]["source"], "http");
+    client.cancel().await.unwrap();
+
+    let client = connect_duplex(McpServer::new(fixture_registry(false)).local_meta(true)).await;
+    let result = call(&client, "math.add", json!({"a": 2, "b": 40})).await;
+    let meta = &result.meta.as_ref().expect("_meta").0;
+    assert_eq!(meta["opkit/meta"]["source"], "local");
+    assert_eq!(meta["opkit/meta"]["operationId"], "math.add");
     client.cancel().await.unwrap();
 }
 
