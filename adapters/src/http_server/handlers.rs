@@ -388,7 +388,7 @@ pub(crate) fn serve_call<'a>(
     let caller = shared.authenticator.as_ref().map(|_| Box::new(ctx.clone()));
     // The front door's future, made here and polled in place below (it is `Unpin`): the
     // context and the input move into it now, not into this future first.
-    let mut serving = shared.registry.serve_found(found, input, ctx);
+    let mut serving = shared.registry.serve_found(found.clone(), input, ctx);
     async move {
         let identity = caller.as_deref().and_then(OperationContext::identity);
         // Every outcome but a raw body's is answered in this block. The outcome lives only

@@ -100,7 +100,7 @@ impl McpHandler {
                 }
             };
             // Awaited in place: the whole call's future is boxed once by rmcp's service.
-            let outcome = match &found {
+            let outcome = match found {
                 Some(found) => registry.serve_found(found, input, ctx).await,
                 None => registry.serve(&served.id, input, ctx).await,
             };

@@ -120,7 +120,7 @@ impl OperationRegistry {
         input: Value,
         ctx: OperationContext,
     ) -> impl Future<Output = Result<Outcome, CallError>> + Send + Unpin + 'static + use<> {
-        self.serve_operation(id, self.inner.find(id), input, ctx)
+        self.serve_operation(self.inner.find(id).ok_or(id), input, ctx)
     }
 
     /// The operation `id` as registered now, for an edge that reads its spec before it serves
@@ -169,6 +169,9 @@ impl OperationRegistry {
     /// [`serve`](Self::serve) for an operation the edge looked up already
     /// ([`lookup`](Self::lookup)): the same steps but the lookup.
     ///
+    /// `found` moves into the call (an edge that reads it after passes a clone: one more
+    /// reference count to take and drop).
+    ///
     /// Both return an `Unpin` future: an edge can make it first and await it by `&mut` inside
     /// its own future, which then holds it once (captured, then awaited by value, it would
     /// take two slots there).
@@ -188,7 +191,7 @@ impl OperationRegistry {
     /// registry.register_operation(add).unwrap();
     /// let found = registry.lookup("math.add").expect("registered");
     /// assert_eq!(found.spec().kind, OperationKind::Query);
-    /// let mut serving = registry.serve_found(&found, json!({"a": 2, "b": 3}), OperationContext::new());
+    /// let mut serving = registry.serve_found(found, json!({"a": 2, "b": 3}), OperationContext::new());
     /// let outcome = (&mut serving).await;
     /// let Ok(Outcome::Unary(reply)) = outcome else { panic!("a query answers once") };
     /// assert_eq!(reply.into_envelope().unwrap().data, json!(5));
@@ -196,33 +199,38 @@ impl OperationRegistry {
     /// ```
     pub fn serve_found(
         &self,
-        found: &FoundOperation,
+        found: FoundOperation,
         input: Value,
         ctx: OperationContext,
     ) -> impl Future<Output = Result<Outcome, CallError>> + Send + Unpin + 'static + use<> {
-        self.serve_operation(found.id(), Some(found.operation.clone()), input, ctx)
+        self.serve_operation(Ok(found.operation), input, ctx)
     }
 
-    /// The steps of [`serve`](Self::serve) after the lookup (`operation` is `None` when `id`
-    /// names no operation).
+    /// The steps of [`serve`](Self::serve) after the lookup (`Err` with the id that names no
+    /// operation).
     fn serve_operation(
         &self,
-        id: &str,
-        operation: Option<Arc<Operation>>,
+        operation: Result<Arc<Operation>, &str>,
         input: Value,
         ctx: OperationContext,
     ) -> impl Future<Output = Result<Outcome, CallError>> + Send + Unpin + 'static + use<> {
         let path = ctx.edge().map_or("serve", Edge::name);
+        let id = match &operation {
+            Ok(operation) => &*operation.id,
+            Err(id) => id,
+        };
         let chain = operation
             .as_ref()
+            .ok()
             .and_then(|operation| self.inner.chain_for(operation));
         // A handler that reads nothing from its context (and no middleware) cannot pass a
         // trace on: a span nothing records starts none for it.
-        let passes_on = chain.is_some() || operation.as_ref().is_none_or(|op| op.reads_context);
+        let passes_on =
+            chain.is_some() || operation.as_ref().ok().is_none_or(|op| op.reads_context);
         let span = CallSpan::start_served(path, id, &ctx, passes_on);
         let ctx = span.apply(ctx);
         let started = operation
-            .ok_or_else(|| CallError::operation_not_found(id))
+            .map_err(CallError::operation_not_found)
             .and_then(|operation| {
                 span.record_kind(operation.spec.kind);
                 operation.spec.access.check(ctx.identity())?;

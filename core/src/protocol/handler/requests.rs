@@ -277,9 +277,7 @@ impl HandlerState {
                 input,
                 ctx,
                 ..
-            })) => Some(Either::Left(
-                shared.registry.serve_found(&found, input, ctx),
-            )),
+            })) => Some(Either::Left(shared.registry.serve_found(found, input, ctx))),
             Ok(Some(Prepared {
                 operation_id,
                 input,
