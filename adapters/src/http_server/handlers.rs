@@ -13,7 +13,7 @@ use super::status_of;
 use axum::extract::{OriginalUri, Path, Request, State};
 use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, any};
+
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use opkit::edge::Edge;
 use opkit::middleware::Outcome;
@@ -507,20 +507,62 @@ pub(crate) fn operation(
     Path(id): Path<String>,
     request: Request,
 ) -> impl Future<Output = Response> + Send {
-    serve_operation(shared, id.into(), request)
+    serve_operation(Target::Path(shared, id), request)
 }
 
 /// The route `/ops/<id>` of the operation `id`, any method: what [`operation`] serves, for
 /// an operation the registry had when the router was built, without matching, decoding and
 /// allocating the path's variable on every request. The id is still looked up per request:
 /// the operation may have been replaced or removed since.
-pub(crate) fn operation_at(id: &str) -> MethodRouter<Arc<ServerState>> {
-    let id: Arc<str> = id.into();
-    any(
-        move |State(shared): State<Arc<ServerState>>, request: Request| {
-            serve_operation(shared, id.clone(), request)
-        },
-    )
+///
+/// A service, not a handler: axum clones a route's service for each request, and a
+/// handler's route clones its handler and its state again for the call. Here the one clone
+/// is of one reference count, which the request's future then owns (where a handler took
+/// five of them, each an atomic add and subtract).
+#[derive(Clone)]
+pub(crate) struct OperationAt(Arc<(Arc<ServerState>, Box<str>)>);
+
+impl OperationAt {
+    pub(crate) fn new(shared: Arc<ServerState>, id: &str) -> Self {
+        Self(Arc::new((shared, id.into())))
+    }
+}
+
+impl tower_service::Service<Request> for OperationAt {
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = futures::future::BoxFuture<'static, Result<Response, Self::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        Box::pin(futures::FutureExt::map(
+            serve_operation(Target::Route(self.0.clone()), request),
+            Ok,
+        ))
+    }
+}
+
+/// The server and the operation's id a request to `/ops/<id>` is for, owned by its future.
+enum Target {
+    /// A route of the operation's own ([`OperationAt`]).
+    Route(Arc<(Arc<ServerState>, Box<str>)>),
+    /// `/ops/{id}`, the id read from the path.
+    Path(Arc<ServerState>, String),
+}
+
+impl Target {
+    fn parts(&self) -> (&ServerState, &str) {
+        match self {
+            Self::Route(route) => (&route.0, &route.1),
+            Self::Path(shared, id) => (shared, id),
+        }
+    }
 }
 
 /// Serves a request to `/ops/<id>`. The request is split before the future is made, so the
@@ -528,14 +570,10 @@ pub(crate) fn operation_at(id: &str) -> MethodRouter<Arc<ServerState>> {
 ///
 /// The future is the one axum boxes per request: it owns what it needs (no wrapper holding the
 /// request a second time), and a call's own future is awaited within it.
-fn serve_operation(
-    shared: Arc<ServerState>,
-    id: Arc<str>,
-    request: Request,
-) -> impl Future<Output = Response> + Send {
+fn serve_operation(target: Target, request: Request) -> impl Future<Output = Response> + Send {
     let (parts, body) = request.into_parts();
     async move {
-        let (shared, id) = (&*shared, &*id);
+        let (shared, id) = target.parts();
         let identity = match shared.identify(&parts).await {
             Ok(identity) => identity,
             Err(response) => return response,

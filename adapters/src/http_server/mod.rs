@@ -429,7 +429,8 @@ impl HttpServer {
                 .as_ref()
                 .is_none_or(|explorer| explorer.path != path)
             {
-                router = router.route(&path, handlers::operation_at(&id));
+                router =
+                    router.route_service(&path, handlers::OperationAt::new(shared.clone(), &id));
             }
         }
         let mut router = rest::add(router, &rest_routes)
