@@ -433,7 +433,7 @@ impl HttpServer {
                     router.route_service(&path, handlers::OperationAt::new(shared.clone(), &id));
             }
         }
-        let mut router = rest::add(router, &rest_routes)
+        let mut router = rest::add(router, &shared, &rest_routes)
             .fallback(handlers::fallback)
             .with_state(shared);
         if let Some(document) = self

@@ -17,7 +17,8 @@ use super::query::QueryShape;
 use super::route::{HttpRoute, HttpSpec};
 use super::state::{ServerState, error_response};
 use axum::Router;
-use axum::extract::{Path, Request, State};
+use axum::extract::{FromRequestParts, Path, Request};
+use axum::response::IntoResponse;
 use axum::response::Response;
 use http::{HeaderName, HeaderValue, Method, StatusCode};
 use opkit::edge::EdgeOptionsError;
@@ -166,9 +167,11 @@ pub(crate) fn collect(registry: &OperationRegistry) -> Result<Vec<Arc<RestRoute>
     Ok(routes)
 }
 
-/// `router` with every REST route added.
+/// `router` with every REST route added, each method of a path served by `shared` through
+/// a [`RestService`].
 pub(crate) fn add(
     mut router: Router<Arc<ServerState>>,
+    shared: &Arc<ServerState>,
     routes: &[Arc<RestRoute>],
 ) -> Router<Arc<ServerState>> {
     let mut by_path: Vec<(String, Vec<Arc<RestRoute>>)> = Vec::new();
@@ -186,15 +189,7 @@ pub(crate) fn add(
         for route in same {
             let filter = axum::routing::MethodFilter::try_from(route.method.clone())
                 .unwrap_or(axum::routing::MethodFilter::POST);
-            methods = methods.on(
-                filter,
-                move |State(shared): State<Arc<ServerState>>,
-                      Path(params): Path<Vec<(String, String)>>,
-                      request: Request| {
-                    let route = route.clone();
-                    async move { serve_rest(shared, route, params, request).await }
-                },
-            );
+            methods = methods.on_service(filter, RestService(Arc::new((shared.clone(), route))));
         }
         router = router.route(&path, methods);
     }
@@ -205,14 +200,47 @@ pub(crate) fn add(
 /// bare-data body leaves out).
 pub(crate) const OPERATION_ID: HeaderName = HeaderName::from_static("x-opkit-operation");
 
+/// One method of a REST route, as a tower service (the same reasons as
+/// [`OperationAt`](super::handlers::OperationAt)): the route's one clone per request is of
+/// one reference count, owned by the request's future, where a handler took five.
+#[derive(Clone)]
+struct RestService(Arc<(Arc<ServerState>, Arc<RestRoute>)>);
+
+impl tower_service::Service<Request> for RestService {
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = futures::future::BoxFuture<'static, Result<Response, Self::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let target = self.0.clone();
+        Box::pin(async move {
+            let (shared, route) = &*target;
+            let (mut parts, body) = request.into_parts();
+            let params =
+                match Path::<Vec<(String, String)>>::from_request_parts(&mut parts, &()).await {
+                    Ok(Path(params)) => params,
+                    Err(rejection) => return Ok(rejection.into_response()),
+                };
+            Ok(serve_rest(shared, route, params, parts, body).await)
+        })
+    }
+}
+
 /// One request to a REST route.
 async fn serve_rest(
-    shared: Arc<ServerState>,
-    route: Arc<RestRoute>,
+    shared: &ServerState,
+    route: &RestRoute,
     params: Vec<(String, String)>,
-    request: Request,
+    parts: http::request::Parts,
+    body: axum::body::Body,
 ) -> Response {
-    let (parts, body) = request.into_parts();
     let identity = match shared.identify(&parts).await {
         Ok(identity) => identity,
         Err(response) => return response,
@@ -222,7 +250,7 @@ async fn serve_rest(
     };
     // The hand-off of a streamed body lives until the call ends: a body the operation never
     // took is dropped with it.
-    let (input, hand_off) = match route.input(&shared, params, &parts, body).await {
+    let (input, hand_off) = match route.input(shared, params, &parts, body).await {
         Ok(input) => input,
         Err(rejection) => return rejection.into_response(),
     };
@@ -246,7 +274,7 @@ async fn serve_rest(
             FromUrl::Fields(&route.variables)
         },
     };
-    let mut response = serve_call(&shared, &found, parts, identity, input, Some(&shape)).await;
+    let mut response = serve_call(shared, &found, parts, identity, input, Some(&shape)).await;
     if let Ok(value) = HeaderValue::from_str(&route.id) {
         response.headers_mut().insert(OPERATION_ID, value);
     }
