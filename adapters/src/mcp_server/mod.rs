@@ -428,7 +428,7 @@ impl McpServer {
         manager.session_config.keep_alive = Some(self.session_limits.idle());
         let manager = Arc::new(manager);
         // Request streams are booked, so a call can close its own for the client to resume.
-        let book = Arc::new(streams::StreamBook::default());
+        let book = Arc::new(streams::StreamBook::new(manager.clone()));
         let mut state = self.handler.clone();
         state.streams = Some(book.clone());
         let inner = Arc::new(state);

@@ -1,7 +1,7 @@
 //! Closing a call's SSE stream mid-call, for the client to resume (SEP-1699).
 //!
 //! rmcp's session worker closes a request's stream by the HTTP request id it gave the
-//! stream ([`LocalSessionHandle::close_sse_stream`]), which the request's handler is not
+//! stream ([`LocalSessionHandle::close_sse_stream`][close]), which the request's handler is not
 //! told. [`Resumable`] is the session manager [`McpServer::router`](super::McpServer::router)
 //! serves with: rmcp's own, except that opening a request's stream also records, in a
 //! [`StreamBook`], which HTTP request id serves which JSON-RPC request of which session, for
@@ -12,6 +12,8 @@
 //!
 //! Invariant: an entry of the book lives exactly as long as its stream (the stream removes
 //! it when dropped), so the book holds at most one entry per open request stream.
+//!
+//! [close]: rmcp::transport::streamable_http_server::session::local::LocalSessionHandle::close_sse_stream
 
 use crate::seeded::Seeded;
 use futures::Stream;
@@ -19,7 +21,7 @@ use parking_lot::Mutex;
 use rmcp::model::{ClientJsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::{
-    LocalSessionHandle, LocalSessionManager, LocalSessionManagerError,
+    LocalSessionManager, LocalSessionManagerError,
 };
 use rmcp::transport::streamable_http_server::session::{
     EventStore, RestoreOutcome, ServerSseMessage, SessionId,
@@ -33,25 +35,41 @@ use std::time::Duration;
 ///
 /// Keyed by rmcp's shared session id (a clone is a reference count, where a `String` key
 /// was an allocation per request) and hashed with foldhash: the book is written twice per
-/// call (the stream opens and ends) and read only to close a stream.
-#[derive(Default)]
+/// call (the stream opens and ends) and read only to close a stream. It keeps only the HTTP
+/// request id: closing, which is rare, finds the session's handle in the manager (a handle
+/// kept per entry was a channel sender cloned and dropped on every call).
 pub(crate) struct StreamBook {
     open: Mutex<Book>,
+    manager: Arc<LocalSessionManager>,
 }
 
-/// The open request streams: their session's handle and HTTP request id.
-type Book = Seeded<(SessionId, RequestId), (LocalSessionHandle, u64)>;
+/// The open request streams: the HTTP request id of each.
+type Book = Seeded<(SessionId, RequestId), u64>;
 
 impl StreamBook {
+    /// The book of the request streams of `manager`'s sessions.
+    pub(crate) fn new(manager: Arc<LocalSessionManager>) -> Self {
+        Self {
+            open: Mutex::default(),
+            manager,
+        }
+    }
+
     /// Closes the stream of request `request` of session `session`, after a priming event
-    /// carrying `retry`; `false` when it is not open (already closed, or not a stream).
+    /// carrying `retry`; `false` when it is not open (already closed, or not a stream) or its
+    /// session is gone.
     pub(crate) async fn close(&self, session: &str, request: &RequestId, retry: Duration) -> bool {
-        let found = self
+        let session = SessionId::from(session);
+        let Some(http_request_id) = self
             .open
             .lock()
-            .get(&(SessionId::from(session), request.clone()))
-            .cloned();
-        let Some((handle, http_request_id)) = found else {
+            .get(&(session.clone(), request.clone()))
+            .copied()
+        else {
+            return false;
+        };
+        let handle = self.manager.sessions.read().await.get(&session).cloned();
+        let Some(handle) = handle else {
             return false;
         };
         handle
@@ -133,10 +151,7 @@ impl SessionManager for Resumable {
         let key = match (&message, http_request_id) {
             (rmcp::model::JsonRpcMessage::Request(request), Some(http_request_id)) => {
                 let key = (id.clone(), request.id.clone());
-                self.book
-                    .open
-                    .lock()
-                    .insert(key.clone(), (handle.clone(), http_request_id));
+                self.book.open.lock().insert(key.clone(), http_request_id);
                 Some(key)
             }
             _ => None,
