@@ -21,6 +21,12 @@
 //! session under the lock, so the counts never exceed the bounds, whatever the concurrency.
 //! A session leaves the book (and its counts) exactly once: by `DELETE`, by the sweeper, or
 //! when rmcp no longer knows it.
+//!
+//! What every request of a session updates — when it was last seen, how many of its responses
+//! still stream — is kept beside the book in the session's [`Live`], in atomics, so that a
+//! request takes the book's lock once (to check its owner). A stream that ends stores when it
+//! was seen before it decrements the count (release), and the sweeper reads the count
+//! (acquire) before that time: a session whose last stream just ended is seen as touched.
 
 use super::RequestIdentity;
 use crate::seeded::Seeded;
@@ -39,6 +45,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -145,13 +152,41 @@ enum Counted {
 }
 
 struct Session {
-    /// Its id, shared with the book's key and its streaming responses' guards.
-    id: Arc<str>,
     owner: Owner,
     counted: Counted,
-    last_seen: Instant,
+    live: Arc<Live>,
+}
+
+/// What a session's requests update without the book's lock (see the module docs).
+#[derive(Debug, Default)]
+struct Live {
     /// Responses of this session still streaming.
-    streaming: usize,
+    streaming: AtomicUsize,
+    /// When the session was last seen, in nanoseconds after the book's `base`.
+    last_seen: AtomicU64,
+}
+
+impl Live {
+    fn touch(&self, base: Instant) {
+        self.last_seen
+            .store(nanos_since(base, Instant::now()), Ordering::Relaxed);
+    }
+}
+
+/// `at` in nanoseconds after `base` (0 before it).
+fn nanos_since(base: Instant, at: Instant) -> u64 {
+    u64::try_from(at.saturating_duration_since(base).as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// What the book says of a request's session id.
+#[derive(Debug)]
+enum Checked {
+    /// The book does not know it.
+    Unknown,
+    /// Another caller holds it.
+    Foreign,
+    /// The caller holds it (touched now).
+    Held(Arc<Live>),
 }
 
 /// The sessions by id, hashed with foldhash: looked up on every request of a session and
@@ -179,6 +214,8 @@ impl Book {
 pub(super) struct Sessions {
     limits: SessionLimits,
     book: Mutex<Book>,
+    /// The instant the sessions' `last_seen` times count from.
+    base: Instant,
     manager: Arc<LocalSessionManager>,
     sweeping: std::sync::Once,
 }
@@ -197,22 +234,25 @@ impl Drop for Slot {
     }
 }
 
-/// Decrements a session's streaming count when the response it guards ends.
+/// Counts a streaming response of a session until the response ends (it is dropped), when
+/// the session is touched.
 struct Streaming {
-    sessions: Weak<Sessions>,
-    /// `None` for a session the book does not know.
-    id: Option<Arc<str>>,
+    live: Arc<Live>,
+    base: Instant,
+}
+
+impl Streaming {
+    fn start(live: Arc<Live>, base: Instant) -> Self {
+        live.streaming.fetch_add(1, Ordering::Relaxed);
+        Self { live, base }
+    }
 }
 
 impl Drop for Streaming {
     fn drop(&mut self) {
-        if let Some(id) = &self.id
-            && let Some(sessions) = self.sessions.upgrade()
-            && let Some(session) = sessions.book.lock().sessions.get_mut(id)
-        {
-            session.streaming -= 1;
-            session.last_seen = Instant::now();
-        }
+        // Seen first, then no longer streaming: see the module docs.
+        self.live.touch(self.base);
+        self.live.streaming.fetch_sub(1, Ordering::Release);
     }
 }
 
@@ -221,6 +261,7 @@ impl Sessions {
         Arc::new(Self {
             limits,
             book: Mutex::default(),
+            base: Instant::now(),
             manager,
             sweeping: std::sync::Once::new(),
         })
@@ -261,18 +302,16 @@ impl Sessions {
         })
     }
 
-    /// Turns `slot` into the session `id` of `owner`.
-    fn open(self: &Arc<Self>, mut slot: Slot, id: String, owner: Owner) {
-        let Some(counted) = slot.counted.take() else {
-            return;
-        };
+    /// Turns `slot` into the session `id` of `owner`, whose [`Live`] it answers.
+    fn open(self: &Arc<Self>, mut slot: Slot, id: String, owner: Owner) -> Option<Arc<Live>> {
+        let counted = slot.counted.take()?;
         let id: Arc<str> = Arc::from(id);
+        let live = Arc::new(Live::default());
+        live.touch(self.base);
         let session = Session {
-            id: id.clone(),
             owner,
             counted,
-            last_seen: Instant::now(),
-            streaming: 0,
+            live: live.clone(),
         };
         let mut book = self.book.lock();
         if let Some(replaced) = book.sessions.insert(id, session) {
@@ -282,17 +321,20 @@ impl Sessions {
         drop(book);
         self.sweeping
             .call_once(|| spawn_sweeper(Arc::downgrade(self)));
+        Some(live)
     }
 
     /// Whether the session `id` is known, and then whether `owner` holds it (touching it).
-    fn check(&self, id: &str, owner: &Owner) -> Option<bool> {
-        let mut book = self.book.lock();
-        let session = book.sessions.get_mut(id)?;
-        if session.owner != *owner {
-            return Some(false);
+    fn check(&self, id: &str, owner: &Owner) -> Checked {
+        let book = self.book.lock();
+        match book.sessions.get(id) {
+            None => Checked::Unknown,
+            Some(session) if session.owner != *owner => Checked::Foreign,
+            Some(session) => {
+                session.live.touch(self.base);
+                Checked::Held(session.live.clone())
+            }
         }
-        session.last_seen = Instant::now();
-        Some(true)
     }
 
     /// Forgets the session `id`.
@@ -303,27 +345,18 @@ impl Sessions {
         }
     }
 
-    /// Counts a streaming response of session `id` until the returned guard drops.
-    fn streaming(self: &Arc<Self>, id: &str) -> Streaming {
-        let id = self.book.lock().sessions.get_mut(id).map(|session| {
-            session.streaming += 1;
-            session.id.clone()
-        });
-        Streaming {
-            sessions: Arc::downgrade(self),
-            id,
-        }
-    }
-
     /// The sessions idle past the timeout, taken out of the book.
     fn expired(&self, now: Instant) -> Vec<Arc<str>> {
-        let idle = self.limits.idle_timeout;
+        let idle = u64::try_from(self.limits.idle_timeout.as_nanos()).unwrap_or(u64::MAX);
+        let now = nanos_since(self.base, now);
         let mut book = self.book.lock();
         let expired: Vec<Arc<str>> = book
             .sessions
             .iter()
             .filter(|(_, session)| {
-                session.streaming == 0 && now.saturating_duration_since(session.last_seen) > idle
+                // The count before the time (see the module docs).
+                session.live.streaming.load(Ordering::Acquire) == 0
+                    && now.saturating_sub(session.live.last_seen.load(Ordering::Relaxed)) > idle
             })
             .map(|(id, _)| id.clone())
             .collect();
@@ -405,8 +438,8 @@ where
         let session = request.headers().get(SESSION_HEADER).cloned();
         let id = session.as_ref().and_then(|value| value.to_str().ok());
         match id.map(|id| sessions.check(id, &owner)) {
-            Some(Some(false)) => Box::pin(std::future::ready(Ok(not_found()))),
-            Some(Some(true)) => {
+            Some(Checked::Foreign) => Box::pin(std::future::ready(Ok(not_found()))),
+            Some(Checked::Held(live)) => {
                 let delete = request.method() == Method::DELETE;
                 let response = self.inner.call(request);
                 Box::pin(async move {
@@ -423,7 +456,7 @@ where
                         sessions.forget(id);
                         return Ok(response.map(Body::new));
                     }
-                    Ok(track_stream(&sessions, id, response))
+                    Ok(track_stream(&sessions, live, response))
                 })
             }
             None if request.method() == Method::POST => {
@@ -436,7 +469,7 @@ where
                 Box::pin(async move { Ok(open(sessions, owner, address, request, inner).await) })
             }
             // A session this book does not know goes through, for rmcp to answer `404` itself.
-            Some(None) | None => {
+            Some(Checked::Unknown) | None => {
                 let response = self.inner.call(request);
                 Box::pin(async move { Ok(response.await?.map(Body::new)) })
             }
@@ -483,16 +516,16 @@ where
         .and_then(|value| value.to_str().ok())
         .map(str::to_owned);
     match (slot, opened) {
-        (Some(slot), Some(id)) => {
-            sessions.open(slot, id.clone(), owner);
-            track_stream(&sessions, &id, response)
-        }
+        (Some(slot), Some(id)) => match sessions.open(slot, id, owner) {
+            Some(live) => track_stream(&sessions, live, response),
+            None => response.map(Body::new),
+        },
         _ => response.map(Body::new),
     }
 }
 
-/// Keeps the session of a streaming (SSE) response alive while it streams.
-fn track_stream<B>(sessions: &Arc<Sessions>, id: &str, response: http::Response<B>) -> Response
+/// Keeps the session (`live`) of a streaming (SSE) response alive while it streams.
+fn track_stream<B>(sessions: &Sessions, live: Arc<Live>, response: http::Response<B>) -> Response
 where
     B: HttpBody<Data = Bytes> + Unpin + Send + 'static,
     B::Error: Into<BoxError>,
@@ -505,7 +538,7 @@ where
     if !streams {
         return response.map(Body::new);
     }
-    let alive = sessions.streaming(id);
+    let alive = Streaming::start(live, sessions.base);
     response.map(|body| {
         Body::new(Tracked {
             body,
@@ -621,10 +654,13 @@ mod tests {
         sessions.open(a, "s1".into(), Owner::Anonymous);
         sessions.open(c, "s2".into(), ann.clone());
         drop(b);
-        assert_eq!(sessions.check("s2", &ann), Some(true));
-        assert_eq!(sessions.check("s2", &Owner::Anonymous), Some(false));
-        assert_eq!(sessions.check("s1", &ann), Some(false));
-        assert_eq!(sessions.check("nope", &ann), None);
+        assert!(matches!(sessions.check("s2", &ann), Checked::Held(_)));
+        assert!(matches!(
+            sessions.check("s2", &Owner::Anonymous),
+            Checked::Foreign
+        ));
+        assert!(matches!(sessions.check("s1", &ann), Checked::Foreign));
+        assert!(matches!(sessions.check("nope", &ann), Checked::Unknown));
         assert_eq!(
             sessions.reserve(&ann, here).err(),
             Some("sessions per identity")
@@ -641,7 +677,10 @@ mod tests {
         sessions.open(slot, "s1".into(), Owner::Anonymous);
         let slot = sessions.reserve(&Owner::Anonymous, None).unwrap();
         sessions.open(slot, "s2".into(), Owner::Anonymous);
-        let streaming = sessions.streaming("s2");
+        let Checked::Held(live) = sessions.check("s2", &Owner::Anonymous) else {
+            panic!("s2 is held")
+        };
+        let streaming = Streaming::start(live, sessions.base);
         let later = Instant::now() + Duration::from_secs(11);
         assert_eq!(sessions.expired(later), [Arc::from("s1")]);
         drop(streaming);
