@@ -105,9 +105,13 @@ impl From<CallError> for Rejection {
 
 impl Rejection {
     /// The same error, answered with `status`.
-    pub(crate) fn with_status(mut self, status: StatusCode) -> Self {
-        self.status = status;
-        self
+    /// `408`: a request body that did not arrive before the request timeout (read whole, or
+    /// as multipart fields).
+    pub(crate) fn body_timeout() -> Self {
+        Self {
+            status: StatusCode::REQUEST_TIMEOUT,
+            error: CallError::timeout("the request body did not arrive before the request timeout"),
+        }
     }
 
     pub(crate) fn into_response(self) -> Response {
@@ -158,10 +162,7 @@ pub(crate) async fn read_bytes(
     // Boxed: a timer is large, and most bodies never need one.
     match Box::pin(tokio::time::timeout(within, reading)).await {
         Ok(result) => result,
-        Err(_) => Err(Rejection {
-            status: StatusCode::REQUEST_TIMEOUT,
-            error: CallError::timeout("the request body did not arrive before the request timeout"),
-        }),
+        Err(_) => Err(Rejection::body_timeout()),
     }
 }
 

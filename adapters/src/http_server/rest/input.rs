@@ -7,7 +7,7 @@ use crate::http_server::request_body::{
     BodyLimit, Rejection, read_bytes, read_json_body, refuse_declared_length,
 };
 use crate::http_server::state::ServerState;
-use http::{Method, StatusCode};
+use http::Method;
 use opkit::binary::HandOff;
 use opkit::{CallError, ErrorCode};
 use serde_json::Value;
@@ -141,12 +141,7 @@ impl RestRoute {
         };
         match tokio::time::timeout(shared.request_timeout, reading).await {
             Ok(result) => result?,
-            Err(_) => {
-                return Err(Rejection::from(CallError::timeout(
-                    "the request body did not arrive before the request timeout",
-                ))
-                .with_status(StatusCode::REQUEST_TIMEOUT));
-            }
+            Err(_) => return Err(Rejection::body_timeout()),
         }
         let mut input = self.shape.decode(texts)?;
         if let (Value::Object(fields), Value::Object(from_path)) = (&mut input, path_values) {
