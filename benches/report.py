@@ -1031,8 +1031,9 @@ protocol move it into the call (one reference count less to take and drop).
 Counted (callgrind, `mcp` at 2,000 and 4,000 calls): 12,438 → 10,048 instructions per call,
 against rmcp + check's 8,862 (1.40× → 1.13×); 21 → 13 allocations, 4,262 bytes (rmcp + check 15,
 4,461). Over Streamable HTTP on a legacy session (`mcp-http` at 1,000 and 2,000 calls) 164,213
-against 162,654 (1.01×; it was 1.04×). This file's run: the tiny in-process call 624 against 451
-ns (1.38×; the last run read 1.69×).
+against 162,654 (1.01×; it was 1.04×). In time, the tiny in-process call read 624 against 451 ns
+(1.38×) in a run of `run.sh` right after these two commits, and 624 against 477 ns (1.31×) in
+this file's run, where the last file read 1.69×.
 
 What holds the time ratio above the instruction ratio now: atomic read-modify-write
 instructions. Attributing `perf record -F 20000` samples to the instruction after each
@@ -1045,6 +1046,39 @@ that a call cancelled before it starts does not start), and the clone and drop o
 connection's context (two). Each is a design choice with a reason written where it is kept; the
 next cuts are a names table read without a lock (as the registry's per-thread snapshot is) and
 the era kept per session once its `initialize` is seen.
+"""
+
+ROUTES_48 = """#### Routes as services, and a legacy session's book read once (issue 48, 2026-12-01)
+
+The same count of atomics on the HTTP edge. axum serves a handler route by cloning the route's
+boxed service for the request, and that service clones its handler and its state again for the
+call: an operation's own `/ops/<id>` route (a closure holding the id, the state an
+`Arc<ServerState>`) took and dropped five reference counts per request, and each REST route as
+many. `b6f8b37` makes the operation's route a tower service (`OperationAt`, added with
+`route_service`) holding the server and the id behind one `Arc`, whose one clone the request's
+future owns; `171560b` does the same for each method of a REST route (`RestService`, on the
+path's `MethodRouter` with `on_service`, its path variables read with the `Path` extractor).
+Counted (`http-plain` at 2,000 and 4,000 calls): 20,311 → 19,413 instructions per call against
+axum + check's 17,898 (1.14× → 1.08×), 31 → 30 allocations (4,358 bytes; axum + check 33,
+4,664). Sampled in process (`perf record -F 20000`, 200,000 calls of `profile http-plain` and
+`http-axum`): 9,906 → 9,187 samples against axum's 8,500. Served over loopback right after
+(`SERVING_FILTER=http_ ROUNDS=5`, medians of five): tiny 75,816 against 78,963 calls/s (0.96×),
+server CPU 10.0 against 9.5 µs (1.05×); medium 81,131 against 83,740 (0.97×), 12.0 against 11.5
+µs (1.04×). In this file's run the medium row's server CPU is at its goal (11.5 against 11.5 µs)
+and the tiny row's is not (10.0 against 9.0 µs); the rates are below 1.0× in both.
+
+On a legacy (2025-11-25) Streamable HTTP session every call passed the session book three times
+(the owner's check, a streaming response counted, the count given back when it ended), each
+under the book's lock, and the stream book cloned the session's channel sender under its own.
+`f5f910a` keeps what a request updates in the session's `Live` (its streaming count and when it
+was last seen, in atomics; the order that keeps a just-ended stream's session touched is in
+`sessions.rs`'s docs), so a call takes the book's lock once; `01604b0` keeps only each open
+stream's HTTP request id in the stream book (closing a stream, which is rare, finds the
+session's handle in the manager). Instructions did not move beyond the allocator's noise
+(`mcp-http` 164,885 against rmcp + check's 162,680, 1.01×); the lock passes are what a busy
+session's calls contend on. The legacy row right after (`SERVING_FILTER=mcp_legacy ROUNDS=5`):
+34,135 against 34,574 calls/s (0.99×), the rounds' pairs between 0.92× and 0.99×; this file's
+run 0.96×.
 """
 
 CLUSTER_ROUTES_49 = """#### A cluster's commands routed by the slot opkit knows (issue 49, 2026-11-30)
@@ -1364,6 +1398,7 @@ def equal_work_section(w, get, serving):
     w(FUTURES_48)
     w(CLOCKS_48)
     w(MCP_META_48)
+    w(ROUTES_48)
 
     raw, ours = get("websocket_rt", "raw_relay_round_trip"), get("websocket_rt", "opkit_round_trip")
     w("### WebSocket through a hub, one call at a time (`compare.rs`)\n")
