@@ -278,6 +278,20 @@ impl ServerState {
         Some(response)
     }
 
+    /// The caller's identity when no authenticator has to look at the request: the one a
+    /// layer in front put in its extensions, or none on a server without an authenticator
+    /// (what [`identify`](Self::identify) answers then, without a future to poll); `None`
+    /// when the authenticator must be asked.
+    pub(crate) fn identity_at_hand(
+        &self,
+        parts: &http::request::Parts,
+    ) -> Option<Option<opkit::Identity>> {
+        if let Some(identity) = parts.extensions.get::<opkit::Identity>() {
+            return Some(Some(identity.clone()));
+        }
+        self.authenticator.is_none().then_some(None)
+    }
+
     /// The caller's identity, or the `401` (or other) response refusing its credentials.
     pub(crate) async fn identify(
         &self,
@@ -574,9 +588,12 @@ fn serve_operation(target: Target, request: Request) -> impl Future<Output = Res
     let (parts, body) = request.into_parts();
     async move {
         let (shared, id) = target.parts();
-        let identity = match shared.identify(&parts).await {
-            Ok(identity) => identity,
-            Err(response) => return response,
+        let identity = match shared.identity_at_hand(&parts) {
+            Some(identity) => identity,
+            None => match shared.identify(&parts).await {
+                Ok(identity) => identity,
+                Err(response) => return response,
+            },
         };
         let Some(found) = shared.registry.lookup(id) else {
             return error_response(&CallError::operation_not_found(id));

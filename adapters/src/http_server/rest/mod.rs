@@ -241,9 +241,12 @@ async fn serve_rest(
     parts: http::request::Parts,
     body: axum::body::Body,
 ) -> Response {
-    let identity = match shared.identify(&parts).await {
-        Ok(identity) => identity,
-        Err(response) => return response,
+    let identity = match shared.identity_at_hand(&parts) {
+        Some(identity) => identity,
+        None => match shared.identify(&parts).await {
+            Ok(identity) => identity,
+            Err(response) => return response,
+        },
     };
     let Some(found) = shared.registry.lookup(&route.id) else {
         return error_response(&CallError::operation_not_found(&route.id));
