@@ -6,6 +6,7 @@ use super::identity::authenticate;
 use super::openapi::document;
 use super::query::QueryShape;
 use super::request_body::{BodyLimit, Rejection, body_limit_of, read_json_body};
+use super::routed::RouteTarget;
 use super::routes::Route;
 use super::sse::{self, SseEncoding};
 use super::state::{ServerState, error_response, error_with_status, original_uri};
@@ -526,46 +527,24 @@ pub(crate) fn operation(
 
 /// The route `/ops/<id>` of the operation `id`, any method: what [`operation`] serves, for
 /// an operation the registry had when the router was built, without matching, decoding and
-/// allocating the path's variable on every request. The id is still looked up per request:
-/// the operation may have been replaced or removed since.
-///
-/// A service, not a handler: axum clones a route's service for each request, and a
-/// handler's route clones its handler and its state again for the call. Here the one clone
-/// is of one reference count, which the request's future then owns (where a handler took
-/// five of them, each an atomic add and subtract).
-#[derive(Clone)]
-pub(crate) struct OperationAt(Arc<(Arc<ServerState>, Box<str>)>);
-
-impl OperationAt {
-    pub(crate) fn new(shared: Arc<ServerState>, id: &str) -> Self {
-        Self(Arc::new((shared, id.into())))
-    }
+/// allocating the path's variable on every request, and as a [`Routed`](super::routed::Routed) service (no handler's
+/// clones per request). The id is still looked up per request: the operation may have been
+/// replaced or removed since.
+pub(crate) struct OperationAt {
+    pub(crate) shared: Arc<ServerState>,
+    pub(crate) id: Box<str>,
 }
 
-impl tower_service::Service<Request> for OperationAt {
-    type Response = Response;
-    type Error = std::convert::Infallible;
-    type Future = futures::future::BoxFuture<'static, Result<Response, Self::Error>>;
-
-    fn poll_ready(
-        &mut self,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), Self::Error>> {
-        std::task::Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: Request) -> Self::Future {
-        Box::pin(futures::FutureExt::map(
-            serve_operation(Target::Route(self.0.clone()), request),
-            Ok,
-        ))
+impl RouteTarget for OperationAt {
+    fn serve(self: Arc<Self>, request: Request) -> impl Future<Output = Response> + Send + 'static {
+        serve_operation(Target::Route(self), request)
     }
 }
 
 /// The server and the operation's id a request to `/ops/<id>` is for, owned by its future.
 enum Target {
     /// A route of the operation's own ([`OperationAt`]).
-    Route(Arc<(Arc<ServerState>, Box<str>)>),
+    Route(Arc<OperationAt>),
     /// `/ops/{id}`, the id read from the path.
     Path(Arc<ServerState>, String),
 }
@@ -573,7 +552,7 @@ enum Target {
 impl Target {
     fn parts(&self) -> (&ServerState, &str) {
         match self {
-            Self::Route(route) => (&route.0, &route.1),
+            Self::Route(route) => (&route.shared, &route.id),
             Self::Path(shared, id) => (shared, id),
         }
     }

@@ -19,6 +19,7 @@ pub(crate) mod refs;
 mod request_body;
 mod rest;
 mod route;
+mod routed;
 mod routes;
 mod serve;
 mod shared_components;
@@ -429,8 +430,13 @@ impl HttpServer {
                 .as_ref()
                 .is_none_or(|explorer| explorer.path != path)
             {
-                router =
-                    router.route_service(&path, handlers::OperationAt::new(shared.clone(), &id));
+                router = router.route_service(
+                    &path,
+                    routed::Routed::new(handlers::OperationAt {
+                        shared: shared.clone(),
+                        id: id.as_str().into(),
+                    }),
+                );
             }
         }
         let mut router = rest::add(router, &shared, &rest_routes)

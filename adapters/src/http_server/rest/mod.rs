@@ -15,6 +15,7 @@ use check::invalid;
 use super::handlers::{FromUrl, Shape, serve_call};
 use super::query::QueryShape;
 use super::route::{HttpRoute, HttpSpec};
+use super::routed::{RouteTarget, Routed};
 use super::state::{ServerState, error_response};
 use axum::Router;
 use axum::extract::{FromRequestParts, Path, Request};
@@ -168,7 +169,7 @@ pub(crate) fn collect(registry: &OperationRegistry) -> Result<Vec<Arc<RestRoute>
 }
 
 /// `router` with every REST route added, each method of a path served by `shared` through
-/// a [`RestService`].
+/// a [`Routed`] service.
 pub(crate) fn add(
     mut router: Router<Arc<ServerState>>,
     shared: &Arc<ServerState>,
@@ -189,7 +190,13 @@ pub(crate) fn add(
         for route in same {
             let filter = axum::routing::MethodFilter::try_from(route.method.clone())
                 .unwrap_or(axum::routing::MethodFilter::POST);
-            methods = methods.on_service(filter, RestService(Arc::new((shared.clone(), route))));
+            methods = methods.on_service(
+                filter,
+                Routed::new(RestTarget {
+                    shared: shared.clone(),
+                    route,
+                }),
+            );
         }
         router = router.route(&path, methods);
     }
@@ -200,36 +207,21 @@ pub(crate) fn add(
 /// bare-data body leaves out).
 pub(crate) const OPERATION_ID: HeaderName = HeaderName::from_static("x-opkit-operation");
 
-/// One method of a REST route, as a tower service (the same reasons as
-/// [`OperationAt`](super::handlers::OperationAt)): the route's one clone per request is of
-/// one reference count, owned by the request's future, where a handler took five.
-#[derive(Clone)]
-struct RestService(Arc<(Arc<ServerState>, Arc<RestRoute>)>);
+/// One method of a REST route: what its [`Routed`] service serves.
+struct RestTarget {
+    shared: Arc<ServerState>,
+    route: Arc<RestRoute>,
+}
 
-impl tower_service::Service<Request> for RestService {
-    type Response = Response;
-    type Error = std::convert::Infallible;
-    type Future = futures::future::BoxFuture<'static, Result<Response, Self::Error>>;
-
-    fn poll_ready(
-        &mut self,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), Self::Error>> {
-        std::task::Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: Request) -> Self::Future {
-        let target = self.0.clone();
-        Box::pin(async move {
-            let (shared, route) = &*target;
-            let (mut parts, body) = request.into_parts();
-            let params =
-                match Path::<Vec<(String, String)>>::from_request_parts(&mut parts, &()).await {
-                    Ok(Path(params)) => params,
-                    Err(rejection) => return Ok(rejection.into_response()),
-                };
-            Ok(serve_rest(shared, route, params, parts, body).await)
-        })
+impl RouteTarget for RestTarget {
+    async fn serve(self: Arc<Self>, request: Request) -> Response {
+        let (mut parts, body) = request.into_parts();
+        let params = match Path::<Vec<(String, String)>>::from_request_parts(&mut parts, &()).await
+        {
+            Ok(Path(params)) => params,
+            Err(rejection) => return rejection.into_response(),
+        };
+        serve_rest(&self.shared, &self.route, params, parts, body).await
     }
 }
 
