@@ -1057,7 +1057,8 @@ call: an operation's own `/ops/<id>` route (a closure holding the id, the state 
 many. `b6f8b37` makes the operation's route a tower service (`OperationAt`, added with
 `route_service`) holding the server and the id behind one `Arc`, whose one clone the request's
 future owns; `171560b` does the same for each method of a REST route (`RestService`, on the
-path's `MethodRouter` with `on_service`, its path variables read with the `Path` extractor).
+path's `MethodRouter` with `on_service`, its path variables read with the `Path` extractor);
+`d09afc9` makes the two one type, `Routed` over a `RouteTarget`.
 Counted (`http-plain` at 2,000 and 4,000 calls): 20,311 → 19,413 instructions per call against
 axum + check's 17,898 (1.14× → 1.08×), 31 → 30 allocations (4,358 bytes; axum + check 33,
 4,664). Sampled in process (`perf record -F 20000`, 200,000 calls of `profile http-plain` and
