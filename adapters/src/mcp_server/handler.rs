@@ -5,7 +5,7 @@
 use super::replies;
 use super::report::{self};
 use super::results;
-use super::session::{McpHandler, is_modern};
+use super::session::McpHandler;
 use futures::StreamExt;
 use opkit::middleware::{Outcome, Reply, ReplyStream};
 use opkit::{CallError, OperationKind};
@@ -47,7 +47,7 @@ impl McpHandler {
                 Ok(identity) => identity,
                 Err(error) => return Ok(results::failure(&error).into()),
             };
-            let modern = is_modern(&context);
+            let modern = self.is_modern(&context);
             let rounds = self.rounds(
                 &request.name,
                 request.request_state.as_deref(),
@@ -249,7 +249,7 @@ impl ServerHandler for McpHandler {
     ) -> Result<ListToolsResult, McpError> {
         let names = self.catalog()?;
         let cursor = request.and_then(|request| request.cursor);
-        let page = super::listing::page(&names, cursor.as_deref(), is_modern(&context));
+        let page = super::listing::page(&names, cursor.as_deref(), self.is_modern(&context));
         Ok(super::listing::cached(page, self.inner.list_cache))
     }
 
@@ -385,6 +385,7 @@ impl ServerHandler for McpHandler {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.keep_era(&context.peer);
         self.notify_lists(context.peer);
     }
 

@@ -38,6 +38,10 @@ pub struct McpHandler {
     stdio_base: Arc<OnceLock<OperationContext>>,
     /// The session's resource subscriptions (stopped when the last clone is dropped).
     pub(super) watches: Arc<Watches>,
+    /// Whether the session's client is on 2026-07-28 or later, as its `initialize` said: kept
+    /// when the client says `initialized`, so that its calls do not read the peer's info (a
+    /// lock every call of the session shares, and a reference count) each time.
+    era: Arc<OnceLock<bool>>,
 }
 
 impl std::fmt::Debug for McpHandler {
@@ -58,14 +62,18 @@ const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 /// the session's `initialize`), read in place: that method decodes the request's string
 /// into a new one, or clones the session's, on every call.
 pub(super) fn is_modern(context: &RequestContext<RoleServer>) -> bool {
-    let modern = |version: &str| version >= ProtocolVersion::V_2026_07_28.as_str();
     match context.meta.get(META_PROTOCOL_VERSION) {
-        Some(serde_json::Value::String(version)) => modern(version),
+        Some(serde_json::Value::String(version)) => modern_version(version),
         _ => context
             .peer
             .peer_info()
-            .is_some_and(|info| modern(info.protocol_version.as_str())),
+            .is_some_and(|info| modern_version(info.protocol_version.as_str())),
     }
+}
+
+/// `true` for protocol revision 2026-07-28 or later.
+fn modern_version(version: &str) -> bool {
+    version >= ProtocolVersion::V_2026_07_28.as_str()
 }
 
 /// `true` for a call whose edge is its stdio connection's, one for every call: a client
@@ -90,6 +98,28 @@ impl McpHandler {
             session: Arc::default(),
             stdio_base: Arc::default(),
             watches: Arc::default(),
+            era: Arc::default(),
+        }
+    }
+
+    /// `true` for a request from a client on protocol revision 2026-07-28 or later: the
+    /// revision in its `_meta`, else its session's (kept at `initialized`, see
+    /// [`keep_era`](Self::keep_era)), else [`is_modern`]'s reading of the peer.
+    pub(super) fn is_modern(&self, context: &RequestContext<RoleServer>) -> bool {
+        match context.meta.get(META_PROTOCOL_VERSION) {
+            Some(serde_json::Value::String(version)) => modern_version(version),
+            _ => match self.era.get() {
+                Some(modern) => *modern,
+                None => is_modern(context),
+            },
+        }
+    }
+
+    /// Keeps the session's era from its `initialize` (the peer's info, final once the client
+    /// says `initialized`).
+    pub(super) fn keep_era(&self, peer: &rmcp::Peer<RoleServer>) {
+        if let Some(info) = peer.peer_info() {
+            let _ = self.era.set(modern_version(info.protocol_version.as_str()));
         }
     }
 
@@ -149,7 +179,7 @@ impl McpHandler {
         identity: Option<Identity>,
         context: &RequestContext<RoleServer>,
     ) -> OperationContext {
-        self.call_context_as(identity, context, is_modern(context))
+        self.call_context_as(identity, context, self.is_modern(context))
     }
 
     /// [`call_context`](Self::call_context) for a request whose era (`modern`:
@@ -338,7 +368,7 @@ impl McpHandler {
             .identity(context)
             .await
             .map_err(|error| super::replies::rpc_error(&error))?;
-        let modern = is_modern(context);
+        let modern = self.is_modern(context);
         let rounds = self.rounds(subject, request_state, input_responses, context, modern)?;
         let ctx = self.timed(self.call_context_as(identity, context, modern));
         let ctx = self.asking(ctx, rounds.as_ref(), || Arc::new(context.peer.clone()));
