@@ -1084,6 +1084,10 @@ session's handle in the manager). Instructions did not move beyond the allocator
 session's calls contend on. The legacy row right after (`SERVING_FILTER=mcp_legacy ROUNDS=5`):
 34,135 against 34,574 calls/s (0.99×), the rounds' pairs between 0.92× and 0.99×; this file's
 run 0.96×.
+`449f8d0` (after this file's run) keeps a session's protocol era when its client says
+`initialized`, so a legacy call no longer reads rmcp's `Peer::peer_info` (a read lock all of the
+session's calls share, and a reference count); five rounds after it read 33,845 against 35,460
+(0.95×, the rounds between 0.92× and 1.00×): within this row's noise, not a measured gain.
 """
 
 CLUSTER_ROUTES_49 = """#### A cluster's commands routed by the slot opkit knows (issue 49, 2026-11-30)
