@@ -14,7 +14,6 @@ use super::status_of;
 use axum::extract::{OriginalUri, Path, Request, State};
 use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use opkit::edge::Edge;
 use opkit::middleware::Outcome;
@@ -527,9 +526,9 @@ pub(crate) fn operation(
 
 /// The route `/ops/<id>` of the operation `id`, any method: what [`operation`] serves, for
 /// an operation the registry had when the router was built, without matching, decoding and
-/// allocating the path's variable on every request, and as a [`Routed`](super::routed::Routed) service (no handler's
-/// clones per request). The id is still looked up per request: the operation may have been
-/// replaced or removed since.
+/// allocating the path's variable on every request, and as a
+/// [`Routed`](super::routed::Routed) service (no handler's clones per request). The id is
+/// still looked up per request: the operation may have been replaced or removed since.
 pub(crate) struct OperationAt {
     pub(crate) shared: Arc<ServerState>,
     pub(crate) id: Box<str>,
@@ -561,8 +560,9 @@ impl Target {
 /// Serves a request to `/ops/<id>`. The request is split before the future is made, so the
 /// future holds its parts once (an `async fn` would keep the request beside them).
 ///
-/// The future is the one axum boxes per request: it owns what it needs (no wrapper holding the
-/// request a second time), and a call's own future is awaited within it.
+/// The future is the one boxed per request (by [`Routed`](super::routed::Routed), or by axum
+/// for `/ops/{id}`): it owns what it needs (no wrapper holding the request a second time), and
+/// a call's own future is awaited within it.
 fn serve_operation(target: Target, request: Request) -> impl Future<Output = Response> + Send {
     let (parts, body) = request.into_parts();
     async move {
