@@ -197,6 +197,25 @@ async fn a_rest_route_and_the_rpc_route_serve_one_operation() {
     let missing = http.delete(served.url("/todos/nope")).send().await.unwrap();
     assert_eq!(missing.status(), 404);
     assert_eq!(missing.json::<Value>().await.unwrap()["kind"], "NOT_FOUND");
+    // A method the path does not serve is 405, naming the ones it does.
+    let put = http
+        .put(served.url(&format!("/todos/{id}")))
+        .json(&json!({"text": "tres"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.status(), 405);
+    let mut allowed: Vec<String> = put.headers()["allow"]
+        .to_str()
+        .unwrap()
+        .split(',')
+        .map(|method| method.trim().to_owned())
+        .collect();
+    allowed.sort();
+    assert_eq!(allowed, ["DELETE", "PATCH"]);
+    // A path variable that is not UTF-8 once decoded is refused before the call.
+    let garbled = http.delete(served.url("/todos/%FF")).send().await.unwrap();
+    assert_eq!(garbled.status(), 400);
 }
 
 fn route_error(registry: OperationRegistry) -> RouteError {
