@@ -56,19 +56,21 @@ impl std::fmt::Debug for McpHandler {
 /// (the one [`RequestContext::protocol_version`] reads).
 const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
-/// `true` for a client on protocol revision 2026-07-28 or later.
-///
-/// The revision [`RequestContext::protocol_version`] answers (the request's `_meta`, else
-/// the session's `initialize`), read in place: that method decodes the request's string
-/// into a new one, or clones the session's, on every call.
-pub(super) fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+/// Whether the revision a request names in its `_meta` is 2026-07-28 or later; `None` when
+/// it names none. Read in place: [`RequestContext::protocol_version`] decodes the string
+/// into a new one on every call.
+fn request_era(context: &RequestContext<RoleServer>) -> Option<bool> {
     match context.meta.get(META_PROTOCOL_VERSION) {
-        Some(serde_json::Value::String(version)) => modern_version(version),
-        _ => context
-            .peer
-            .peer_info()
-            .is_some_and(|info| modern_version(info.protocol_version.as_str())),
+        Some(serde_json::Value::String(version)) => Some(modern_version(version)),
+        _ => None,
     }
+}
+
+/// Whether the revision of the peer's `initialize` is 2026-07-28 or later; `None` before
+/// one (a read lock on the peer's info, and a reference count).
+fn peer_era(peer: &rmcp::Peer<RoleServer>) -> Option<bool> {
+    peer.peer_info()
+        .map(|info| modern_version(info.protocol_version.as_str()))
 }
 
 /// `true` for protocol revision 2026-07-28 or later.
@@ -104,22 +106,19 @@ impl McpHandler {
 
     /// `true` for a request from a client on protocol revision 2026-07-28 or later: the
     /// revision in its `_meta`, else its session's (kept at `initialized`, see
-    /// [`keep_era`](Self::keep_era)), else [`is_modern`]'s reading of the peer.
+    /// [`keep_era`](Self::keep_era)), else the peer's `initialize`, else not.
     pub(super) fn is_modern(&self, context: &RequestContext<RoleServer>) -> bool {
-        match context.meta.get(META_PROTOCOL_VERSION) {
-            Some(serde_json::Value::String(version)) => modern_version(version),
-            _ => match self.era.get() {
-                Some(modern) => *modern,
-                None => is_modern(context),
-            },
-        }
+        request_era(context)
+            .or_else(|| self.era.get().copied())
+            .or_else(|| peer_era(&context.peer))
+            .unwrap_or(false)
     }
 
     /// Keeps the session's era from its `initialize` (the peer's info, final once the client
     /// says `initialized`).
     pub(super) fn keep_era(&self, peer: &rmcp::Peer<RoleServer>) {
-        if let Some(info) = peer.peer_info() {
-            let _ = self.era.set(modern_version(info.protocol_version.as_str()));
+        if let Some(modern) = peer_era(peer) {
+            let _ = self.era.set(modern);
         }
     }
 
@@ -183,7 +182,7 @@ impl McpHandler {
     }
 
     /// [`call_context`](Self::call_context) for a request whose era (`modern`:
-    /// 2026-07-28 or later, see [`is_modern`]) the caller already read.
+    /// 2026-07-28 or later, see [`is_modern`](Self::is_modern)) the caller already read.
     pub(super) fn call_context_as(
         &self,
         identity: Option<Identity>,
