@@ -73,7 +73,9 @@ impl McpHandler {
             }
             let subscription = served.spec.kind == OperationKind::Subscription;
             let registry = &self.inner.registry;
-            let found = registry.lookup(&served.id);
+            // The operation the names were built with: they are current (`resolve` checks the
+            // registry's revision), so it is the registry's.
+            let found = served.found.clone();
             // A tool whose handler reads nothing from its context but its bounds (and that no
             // middleware covers) cannot report, log or ask, nor read its edge. A subscription's
             // items are its progress: it always has them.

@@ -7,7 +7,7 @@
 //! names, `tools/call` finds the operation by its name.
 
 use super::naming::{ToolNameError, ToolNaming};
-use opkit::{OperationRegistry, OperationSpec};
+use opkit::{FoundOperation, OperationRegistry, OperationSpec};
 use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard};
 use rmcp::model::Tool;
 use std::collections::BTreeMap;
@@ -42,7 +42,9 @@ impl NamesCache {
         if let Some(names) = self.kept_at(revision) {
             return Ok(names.clone());
         }
-        let names = Arc::new(ToolNames::build(&registry.specs(), naming)?);
+        let names = Arc::new(ToolNames::build_with(&registry.specs(), naming, |id| {
+            registry.lookup(id)
+        })?);
         *self.kept.write() = Some((revision, names.clone()));
         Ok(names)
     }
@@ -88,6 +90,10 @@ pub(crate) struct ToolNames {
 /// again nor formats its id.
 #[derive(Debug)]
 pub(crate) struct Served {
+    /// The operation as the registry had it when the names were built (read after the
+    /// revision they are kept under, see [`NamesCache`]), so a call does not look it up;
+    /// `None` when it was removed meanwhile, or for names built from specs alone.
+    pub(crate) found: Option<FoundOperation>,
     /// The operation's id.
     pub(crate) id: Arc<str>,
     /// The operation's spec.
@@ -119,6 +125,16 @@ impl ToolNames {
         specs: &[Arc<OperationSpec>],
         naming: ToolNaming,
     ) -> Result<Self, ToolNameError> {
+        Self::build_with(specs, naming, |_| None)
+    }
+
+    /// [`build`](Self::build), each tool holding the operation `lookup` finds for its id
+    /// ([`Served::found`]).
+    fn build_with(
+        specs: &[Arc<OperationSpec>],
+        naming: ToolNaming,
+        lookup: impl Fn(&str) -> Option<FoundOperation>,
+    ) -> Result<Self, ToolNameError> {
         let mut names = Self::default();
         let mut tools = Vec::new();
         for spec in specs {
@@ -132,6 +148,7 @@ impl ToolNames {
             names.by_tool.insert(
                 tool.clone(),
                 Arc::new(Served {
+                    found: lookup(&id),
                     id: Arc::from(id.as_str()),
                     spec: spec.clone(),
                     takes_arguments: super::tools::takes_arguments(spec),

@@ -202,6 +202,39 @@ async fn call_errors_are_tool_errors_and_unknown_tools_protocol_errors() {
     client.cancel().await.unwrap();
 }
 
+/// A tool call serves the operation the registry has now: one replaced after the session
+/// started answers with its new handler, one unregistered is an unknown tool (a call holds
+/// the operation its tool names were built with, and those follow the registry).
+#[tokio::test]
+async fn calls_follow_operations_replaced_or_removed_after_the_session_started() {
+    let spec = || OperationSpec::new("app", "version", OperationKind::Query);
+    let answering = |version: &'static str| {
+        Handler::unary(move |_input, _ctx: OperationContext| async move { Ok(json!(version)) })
+    };
+    let registry = OperationRegistry::new();
+    registry.register(spec(), answering("first")).unwrap();
+    let client = connect_duplex(McpServer::new(registry.clone())).await;
+    assert_eq!(
+        text_of(&call(&client, "app.version", json!({})).await),
+        "first"
+    );
+    assert!(registry.replace(spec(), answering("second")).unwrap());
+    assert_eq!(
+        text_of(&call(&client, "app.version", json!({})).await),
+        "second"
+    );
+    assert!(registry.unregister("app.version"));
+    let gone = client
+        .call_tool(CallToolRequestParams::new("app.version"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&gone, rmcp::ServiceError::McpError(error) if error.message.contains("app.version")),
+        "{gone:?}"
+    );
+    client.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn calls_time_out_with_a_tool_error() {
     let client = connect_duplex(
