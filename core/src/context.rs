@@ -226,6 +226,7 @@ impl OperationContext {
     /// assert_eq!(ctx.edge().map(Edge::name), Some("mcp_server"));
     /// ```
     #[must_use]
+    #[inline]
     pub fn with_fresh_request_id(mut self) -> Self {
         self.request_id = RequestId::fresh();
         self
@@ -254,6 +255,7 @@ impl OperationContext {
 
     /// Sets or clears the caller's identity.
     #[must_use]
+    #[inline]
     pub fn with_identity_opt(mut self, identity: Option<Identity>) -> Self {
         self.identity = identity.map(Arc::new);
         self
@@ -261,6 +263,7 @@ impl OperationContext {
 
     /// Sets the deadline (keeping an earlier one if already set).
     #[must_use]
+    #[inline]
     pub fn with_deadline(mut self, deadline: Deadline) -> Self {
         self.deadline = Some(self.deadline.map_or(deadline, |own| own.min(deadline)));
         self
@@ -268,12 +271,14 @@ impl OperationContext {
 
     /// Sets the deadline `timeout` from now (keeping an earlier one if already set).
     #[must_use]
+    #[inline]
     pub fn with_timeout(self, timeout: Duration) -> Self {
         self.with_deadline(Deadline::after(timeout))
     }
 
     /// Attaches a cancellation token; cancelling it aborts the call.
     #[must_use]
+    #[inline]
     pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
         self.cancellation = Some(token);
         self
@@ -336,6 +341,7 @@ impl OperationContext {
 
     /// Sets or clears the trace context.
     #[must_use]
+    #[inline]
     pub fn with_trace_opt(mut self, trace: Option<TraceContext>) -> Self {
         match trace {
             Some(trace) => self.with_trace(trace),
@@ -367,6 +373,7 @@ impl OperationContext {
     /// Sets the edge the call came through (see [`crate::edge`]): what an HTTP, MCP or
     /// call-protocol server, or the application's own edge, knows about the call.
     #[must_use]
+    #[inline]
     pub fn with_edge(mut self, edge: Edge) -> Self {
         if self.extras.is_none()
             && let Some(shared) = Extras::of_bare_edge(&edge)
