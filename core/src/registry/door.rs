@@ -2,6 +2,7 @@
 //! (the HTTP server, the MCP server, the call protocol's `CallHandler`, or a server the
 //! application writes) serves a call that came from outside the process.
 
+use super::layered::Served;
 use super::operation::Operation;
 use super::{OperationRegistry, RegistryInner, TracedStream};
 use crate::context::OperationContext;
@@ -10,7 +11,6 @@ use crate::error::CallError;
 use crate::middleware::Outcome;
 use crate::spec::OperationSpec;
 use crate::trace::CallSpan;
-use futures::future::Either;
 use serde_json::Value;
 use std::fmt;
 use std::future::Future;
@@ -229,7 +229,7 @@ impl OperationRegistry {
             chain.is_some() || operation.as_ref().ok().is_none_or(|op| op.reads_context);
         let span = CallSpan::start_served(path, id, &ctx, passes_on);
         let ctx = span.apply(ctx);
-        let started = operation
+        let running = operation
             .map_err(CallError::operation_not_found)
             .and_then(|operation| {
                 span.record_kind(operation.spec.kind);
@@ -237,11 +237,8 @@ impl OperationRegistry {
                 let input = crate::limits::admit_input(input)?;
                 let ctx = self.inner.context_for(&operation, ctx, chain.is_some());
                 Ok(RegistryInner::run_call(operation, input, ctx, chain))
-            });
-        let running = match started {
-            Ok(running) => Either::Left(span.run_in(running)),
-            Err(error) => Either::Right(std::future::ready(Err(error))),
-        };
+            })
+            .unwrap_or_else(|error| Served::Ready(Some(Err(error))));
         Serving {
             running,
             span: Some(span),
@@ -249,27 +246,34 @@ impl OperationRegistry {
     }
 }
 
-/// The front door's future: the call, running (or its error, ready), then its span finished
-/// with its outcome, a stream's span handed to the stream.
+/// The front door's future: the call, running (or its error, ready), polled inside its span
+/// when that is active, then the span finished with its outcome, a stream's span handed to
+/// the stream.
 ///
 /// `Unpin` (the call's own future is boxed inside), so that an edge can make it before its
 /// own future and poll it in place there: held once, not captured and then moved into a
-/// second slot to be awaited.
-struct Serving<F> {
-    running: F,
+/// second slot to be awaited. The span is entered here rather than by wrapping the call in
+/// `tracing`'s `Instrumented`, so a call nothing records is polled through no wrapper.
+struct Serving {
+    running: Served,
     /// `None` once the call finished.
     span: Option<CallSpan>,
 }
 
-impl<F> Future for Serving<F>
-where
-    F: Future<Output = Result<Outcome, CallError>> + Unpin,
-{
+impl Future for Serving {
     type Output = Result<Outcome, CallError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let result = ready!(Pin::new(&mut self.running).poll(cx));
-        let mut span = self
+        let this = &mut *self;
+        let result = {
+            let _entered = this
+                .span
+                .as_ref()
+                .filter(|span| span.is_active())
+                .map(|span| span.span().enter());
+            ready!(Pin::new(&mut this.running).poll(cx))
+        };
+        let mut span = this
             .span
             .take()
             .expect("the front door's future was polled after it finished");
@@ -286,5 +290,16 @@ where
                 Err(error)
             }
         })
+    }
+}
+
+impl Drop for Serving {
+    /// A call dropped before it finished (its caller went away) is dropped inside its span,
+    /// as the work of a call is.
+    fn drop(&mut self) {
+        if let Some(span) = self.span.as_ref().filter(|span| span.is_active()) {
+            let _entered = span.span().enter();
+            self.running = Served::Ready(None);
+        }
     }
 }
