@@ -494,6 +494,23 @@ impl OperationContext {
         self.request_id.as_str()
     }
 
+    /// `read` of the request id's text, without keeping it in the context: a fresh id that
+    /// nothing has read yet is written on the stack for `read` alone (no allocation), where
+    /// [`request_id`](Self::request_id) writes it once into the context. For an edge that
+    /// sends the id once (a response header, say) and reads it no more.
+    ///
+    /// ```
+    /// use opkit::OperationContext;
+    /// let ctx = OperationContext::for_request("caller:7");
+    /// assert_eq!(ctx.with_request_id_text(str::len), 8);
+    /// let fresh = OperationContext::new();
+    /// let sent = fresh.with_request_id_text(str::to_owned);
+    /// assert_eq!(sent, fresh.request_id());
+    /// ```
+    pub fn with_request_id_text<R>(&self, read: impl FnOnce(&str) -> R) -> R {
+        self.request_id.with_text(read)
+    }
+
     /// The request id as a value that writes its text only when displayed (a fresh id's is
     /// not written out until read): for a span field that nothing may record.
     pub(crate) fn request_id_display(&self) -> &impl std::fmt::Display {

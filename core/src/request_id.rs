@@ -76,6 +76,21 @@ impl RequestId {
         self.shared()
     }
 
+    /// `read` of the id's text, without keeping it: a fresh id not read yet is written on
+    /// the stack for `read` alone.
+    pub(crate) fn with_text<R>(&self, read: impl FnOnce(&str) -> R) -> R {
+        match self {
+            Self::Given(text) => read(text),
+            Self::Fresh { number, text } => match text.get() {
+                Some(text) => read(text),
+                None => {
+                    let mut buffer = [0_u8; uuid::fmt::Hyphenated::LENGTH];
+                    read(fresh_uuid(*number).encode_lower(&mut buffer))
+                }
+            },
+        }
+    }
+
     /// The id's text as the shared string (written on the first read of a fresh id).
     pub(crate) fn shared(&self) -> &Arc<str> {
         match self {
@@ -100,16 +115,7 @@ fn fresh_uuid(number: u64) -> uuid::fmt::Hyphenated {
 /// records it, never formatted when nothing does).
 impl std::fmt::Display for RequestId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Given(text) => f.write_str(text),
-            Self::Fresh { number, text } => match text.get() {
-                Some(text) => f.write_str(text),
-                None => {
-                    let mut buffer = [0_u8; uuid::fmt::Hyphenated::LENGTH];
-                    f.write_str(fresh_uuid(*number).encode_lower(&mut buffer))
-                }
-            },
-        }
+        self.with_text(|text| f.write_str(text))
     }
 }
 

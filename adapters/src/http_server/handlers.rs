@@ -95,17 +95,36 @@ fn query_input(route: &Route, uri: &Uri) -> Result<Value, Rejection> {
     shape.decode(pairs).map_err(Rejection::from)
 }
 
-/// The caller's W3C trace context from the `traceparent` and `tracestate` headers (several
-/// `tracestate` headers are one list); absent or invalid gives `None`.
-pub(crate) fn trace_from_headers(headers: &HeaderMap) -> Option<TraceContext> {
-    let traceparent = headers.get(&TRACEPARENT)?.to_str().ok()?;
-    let states: Vec<&str> = headers
-        .get_all(&TRACESTATE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .collect();
-    let tracestate = (!states.is_empty()).then(|| states.join(","));
-    TraceContext::from_parts(Some(traceparent), tracestate.as_deref())
+/// What a call's context takes from the request's headers: the caller's W3C trace context
+/// (`traceparent`, and `tracestate`, several of which are one list; absent or invalid gives
+/// `None`) and the request id the client chose (`x-request-id`, up to 128 bytes).
+///
+/// Found in one pass over the headers: none of the three is a standard header, and looking
+/// up such a name hashes it, which costs more than a walk over a request's few headers.
+fn context_headers(headers: &HeaderMap) -> (Option<TraceContext>, Option<&str>) {
+    let mut traceparent = None;
+    let mut states: Vec<&str> = Vec::new();
+    let mut request_id = None;
+    for (name, value) in headers {
+        // The first value of a repeated `traceparent` or `x-request-id`, as `get` reads it.
+        if *name == TRACEPARENT {
+            traceparent.get_or_insert(value);
+        } else if *name == TRACESTATE {
+            states.extend(value.to_str().ok());
+        } else if *name == REQUEST_ID {
+            request_id.get_or_insert(value);
+        }
+    }
+    let trace = traceparent
+        .and_then(|value| value.to_str().ok())
+        .and_then(|traceparent| {
+            let tracestate = (!states.is_empty()).then(|| states.join(","));
+            TraceContext::from_parts(Some(traceparent), tracestate.as_deref())
+        });
+    let request_id = request_id
+        .and_then(|value| value.to_str().ok())
+        .filter(|text| !text.is_empty() && text.len() <= 128);
+    (trace, request_id)
 }
 
 /// Disarms the call's cancellation guard, if it has one: the call finished.
@@ -167,15 +186,11 @@ fn call_context(
     identity: Option<opkit::Identity>,
     lean: bool,
 ) -> OperationContext {
-    let headers = &parts.headers;
+    let (trace, request_id) = context_headers(&parts.headers);
     let mut ctx = OperationContext::new()
         .with_identity_opt(identity)
-        .with_trace_opt(trace_from_headers(headers));
-    if let Some(request_id) = headers
-        .get(REQUEST_ID)
-        .and_then(|value| value.to_str().ok())
-        .filter(|text| !text.is_empty() && text.len() <= 128)
-    {
+        .with_trace_opt(trace);
+    if let Some(request_id) = request_id {
         ctx = ctx.with_request_id(request_id);
     }
     if lean {
@@ -394,7 +409,8 @@ pub(crate) fn serve_call<'a>(
         lean,
         body_time,
     );
-    let request_id = HeaderValue::from_str(ctx.request_id()).ok();
+    // Written for the header alone: the context keeps no copy of a fresh id's text.
+    let request_id = ctx.with_request_id_text(|id| HeaderValue::from_str(id).ok());
     let events = encoding.map(|encoding| (encoding, ctx.request_id().to_owned()));
     // An error response reads the caller's identity only when the server authenticates
     // (`insufficient_scope`, 401 for a call without one): the context is kept for it then,
@@ -601,5 +617,66 @@ fn serve_operation(target: Target, request: Request) -> impl Future<Output = Res
             }
         };
         serve_call(shared, &found, parts, identity, input, None).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{REQUEST_ID, TRACEPARENT, TRACESTATE, context_headers};
+    use http::{HeaderMap, HeaderValue};
+
+    const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    fn headers(pairs: &[(&http::HeaderName, &[u8])]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(*name, HeaderValue::from_bytes(value).unwrap());
+        }
+        map.append(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        map
+    }
+
+    #[test]
+    fn the_trace_and_request_id_are_read_as_lookups_would_read_them() {
+        let map = headers(&[
+            (&TRACESTATE, b"a=1"),
+            (&REQUEST_ID, b"first"),
+            (&TRACEPARENT, PARENT.as_bytes()),
+            (&REQUEST_ID, b"second"),
+            (&TRACESTATE, b"b=2"),
+            (
+                &TRACEPARENT,
+                b"00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-01",
+            ),
+        ]);
+        let (trace, request_id) = context_headers(&map);
+        let trace = trace.expect("a trace context");
+        assert_eq!(trace.traceparent(), PARENT, "the first traceparent");
+        assert_eq!(
+            trace.tracestate(),
+            Some("a=1,b=2"),
+            "every tracestate, in order"
+        );
+        assert_eq!(request_id, Some("first"), "the first x-request-id");
+    }
+
+    #[test]
+    fn absent_empty_overlong_or_unreadable_values_are_none() {
+        assert_eq!(context_headers(&HeaderMap::new()), (None, None));
+        let long = "x".repeat(129);
+        for value in [&b""[..], long.as_bytes(), b"caf\xc3\xa9"] {
+            let map = headers(&[(&REQUEST_ID, value)]);
+            assert_eq!(context_headers(&map).1, None, "{value:?}");
+        }
+        let longest = "x".repeat(128);
+        let map = headers(&[(&REQUEST_ID, longest.as_bytes())]);
+        assert_eq!(context_headers(&map).1, Some(&*longest));
+        let (trace, _) = context_headers(&headers(&[(&TRACESTATE, b"a=1")]));
+        assert_eq!(trace, None, "no traceparent, no trace");
+        let (trace, _) = context_headers(&headers(&[(&TRACEPARENT, b"not a traceparent")]));
+        assert_eq!(trace, None, "an invalid traceparent");
     }
 }
