@@ -22,6 +22,16 @@ pub(crate) fn unary_result(
     local_meta: bool,
 ) -> CallToolResult {
     let hint = reply.cache_hint();
+    if !local_meta && !served.binary_output && reply.is_local_data() {
+        // An `#[operation]` fn's data whose local meta is not sent: the data alone, no
+        // envelope made around it (a local envelope is never an error one).
+        let mut result = match reply.into_data() {
+            Ok(data) => results::data_result(data, served.forms[usize::from(modern)]),
+            Err(error) => return results::failure(&error),
+        };
+        with_cache_hint(&mut result, hint);
+        return result;
+    }
     let envelope = match reply.into_envelope() {
         Ok(envelope) => envelope,
         Err(error) => return results::failure(&error),
@@ -41,6 +51,12 @@ pub(crate) fn unary_result(
     if let Some(block) = binary {
         result.content.push(block);
     }
+    with_cache_hint(&mut result, hint);
+    result
+}
+
+/// A middleware's cache hint, in the result's `_meta` (`ttlMs`, `cacheScope`).
+fn with_cache_hint(result: &mut CallToolResult, hint: Option<opkit::middleware::CacheHint>) {
     if let Some(hint) = hint {
         let meta = result.meta.get_or_insert_with(Default::default);
         meta.insert(
@@ -49,7 +65,6 @@ pub(crate) fn unary_result(
         );
         meta.insert("cacheScope".to_owned(), json!(hint.scope.as_str()));
     }
-    result
 }
 
 /// The content block of a [`Binary`](opkit::binary::Binary) output: an image or audio block

@@ -44,20 +44,7 @@ pub(crate) fn envelope_result(
     match envelope.meta {
         ResponseMeta::Mcp(meta) => mcp_result(envelope.data, meta, form, schema, legacy),
         meta => {
-            let mut result = match (form, envelope.data) {
-                (OutputForm::Content, data) => {
-                    CallToolResult::success(vec![ContentBlock::text(data_text(data))])
-                }
-                // A string is its own text; `structuredContent` keeps the tool's form.
-                (form, Value::String(text)) => {
-                    let value = structured(Value::String(text.clone()), form);
-                    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-                    result.structured_content = value;
-                    result
-                }
-                // The data moves into the result (its text is serialized once from it).
-                (form, data) => structured_result(structured(data, form).unwrap_or(Value::Null)),
-            };
+            let mut result = data_result(envelope.data, form);
             let written = local_meta || !matches!(meta, ResponseMeta::Local(_));
             if let Some(meta) = written.then(|| meta_value(meta)).flatten() {
                 let mut result_meta = Map::new();
@@ -66,6 +53,25 @@ pub(crate) fn envelope_result(
             }
             result
         }
+    }
+}
+
+/// The result of a successful call's `data` (not an MCP envelope's) in the tool's output
+/// form, without its meta.
+pub(crate) fn data_result(data: Value, form: OutputForm) -> CallToolResult {
+    match (form, data) {
+        (OutputForm::Content, data) => {
+            CallToolResult::success(vec![ContentBlock::text(data_text(data))])
+        }
+        // A string is its own text; `structuredContent` keeps the tool's form.
+        (form, Value::String(text)) => {
+            let value = structured(Value::String(text.clone()), form);
+            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+            result.structured_content = value;
+            result
+        }
+        // The data moves into the result (its text is serialized once from it).
+        (form, data) => structured_result(structured(data, form).unwrap_or(Value::Null)),
     }
 }
 

@@ -281,6 +281,44 @@ impl Reply {
         }
     }
 
+    /// `true` when the reply is an `#[operation]` fn's data in its local envelope, not
+    /// serialized yet: its meta is `source: "local"` with the operation's id and the time, so
+    /// an edge that does not send that meta may take the data alone
+    /// ([`into_data`](Self::into_data)). `false` for every other reply (a middleware's, a
+    /// remote call's, one already read as an envelope), whatever its meta.
+    pub fn is_local_data(&self) -> bool {
+        matches!(self.value, ReplyValue::Data { .. })
+    }
+
+    /// The envelope's data, taken out; its meta is not made (a local reply's) or is dropped.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// use opkit::middleware::Outcome;
+    /// use opkit::prelude::*;
+    /// use serde_json::json;
+    ///
+    /// #[operation(namespace = "math")]
+    /// async fn add(a: i64, b: i64) -> i64 {
+    ///     a + b
+    /// }
+    ///
+    /// let registry = OperationRegistry::new();
+    /// registry.register_operation(add).unwrap();
+    /// let found = registry.lookup("math.add").unwrap();
+    /// let outcome = registry.serve_found(found, json!({"a": 2, "b": 3}), OperationContext::new()).await;
+    /// let Ok(Outcome::Unary(reply)) = outcome else { panic!("a query answers once") };
+    /// assert!(reply.is_local_data());
+    /// assert_eq!(reply.into_data().unwrap(), json!(5));
+    /// # });
+    /// ```
+    pub fn into_data(self) -> Result<Value, CallError> {
+        match self.value {
+            ReplyValue::Data { data, .. } => data.into_value().map_err(unserializable),
+            value => Ok(value.into_envelope()?.data),
+        }
+    }
+
     /// The envelope, taken out.
     pub fn into_envelope(self) -> Result<ResponseEnvelope, CallError> {
         self.value.into_envelope()
