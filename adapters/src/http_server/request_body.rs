@@ -6,6 +6,7 @@ use super::state::error_with_status;
 use super::status_of;
 use axum::body::Body;
 use axum::response::Response;
+use bytes::Bytes;
 use futures::StreamExt;
 use http::{HeaderMap, StatusCode, header};
 use opkit::{CallError, ErrorCode};
@@ -39,8 +40,13 @@ impl BodyLimit {
 }
 
 /// Reads the body up to `limit` bytes.
-async fn read_body(body: Body, limit: BodyLimit) -> Result<Vec<u8>, Rejection> {
-    let mut bytes = Vec::new();
+///
+/// A body that arrives as one chunk (most do: a small request's is read with its head) is
+/// that chunk, shared rather than copied; one in several chunks is copied into one buffer.
+async fn read_body(body: Body, limit: BodyLimit) -> Result<Bytes, Rejection> {
+    let mut first = Bytes::new();
+    // Empty until a second chunk arrives; then the whole body so far.
+    let mut joined: Vec<u8> = Vec::new();
     let mut frames = body.into_data_stream();
     while let Some(frame) = frames.next().await {
         let chunk = frame.map_err(|error| {
@@ -49,12 +55,23 @@ async fn read_body(body: Body, limit: BodyLimit) -> Result<Vec<u8>, Rejection> {
                 format!("the request body could not be read: {error}"),
             ))
         })?;
-        if bytes.len() + chunk.len() > limit.bytes {
+        if first.len() + joined.len() + chunk.len() > limit.bytes {
             return Err(too_large(limit));
         }
-        bytes.extend_from_slice(&chunk);
+        if first.is_empty() && joined.is_empty() {
+            first = chunk;
+        } else {
+            if joined.is_empty() {
+                joined.extend_from_slice(&std::mem::take(&mut first));
+            }
+            joined.extend_from_slice(&chunk);
+        }
     }
-    Ok(bytes)
+    Ok(if joined.is_empty() {
+        first
+    } else {
+        Bytes::from(joined)
+    })
 }
 
 /// The `details.limit` of an error a streamed request body ended with (`bodyLimit`,
@@ -89,6 +106,7 @@ pub(crate) fn body_too_large(limit: BodyLimit) -> CallError {
 }
 
 /// A request refused before the registry is called: a status and a `CallError`.
+#[derive(Debug)]
 pub(crate) struct Rejection {
     status: StatusCode,
     error: CallError,
@@ -151,7 +169,7 @@ pub(crate) async fn read_bytes(
     body: Body,
     limit: BodyLimit,
     within: Duration,
-) -> Result<Vec<u8>, Rejection> {
+) -> Result<Bytes, Rejection> {
     refuse_declared_length(headers, limit)?;
     let mut reading = std::pin::pin!(read_body(body, limit));
     // A body that is here already (a small request's, read with its head) is taken at once,
@@ -222,7 +240,44 @@ fn parse_json(bytes: &[u8]) -> Result<Value, Rejection> {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_json_media, parse_json};
+    use super::{BodyLimit, is_json_media, parse_json, read_body};
+    use axum::body::Body;
+    use bytes::Bytes;
+
+    fn chunked(chunks: &[&'static [u8]]) -> Body {
+        let chunks: Vec<Result<Bytes, std::io::Error>> = chunks
+            .iter()
+            .map(|chunk| Ok(Bytes::from_static(chunk)))
+            .collect();
+        Body::from_stream(futures::stream::iter(chunks))
+    }
+
+    #[tokio::test]
+    async fn a_body_in_one_chunk_or_several_reads_whole_and_the_limit_counts_every_chunk() {
+        let limit = BodyLimit::server(8);
+        let read = |chunks: &[&'static [u8]]| read_body(chunked(chunks), limit);
+        assert_eq!(read(&[]).await.unwrap(), Bytes::new());
+        assert_eq!(read(&[b"12345678"]).await.unwrap(), &b"12345678"[..]);
+        for chunks in [
+            &[&b"1234"[..], b"5678"][..],
+            &[b"", b"12", b"", b"345", b"678"],
+            &[b"1", b"2", b"3", b"4", b"5", b"6", b"7", b"8"],
+        ] {
+            assert_eq!(read(chunks).await.unwrap(), &b"12345678"[..], "{chunks:?}");
+        }
+        for chunks in [
+            &[&b"123456789"[..]][..],
+            &[b"1234", b"5678", b"9"],
+            &[b"12345678", b"9"],
+        ] {
+            let refused = read(chunks).await.unwrap_err();
+            assert_eq!(
+                refused.status,
+                http::StatusCode::PAYLOAD_TOO_LARGE,
+                "{chunks:?}"
+            );
+        }
+    }
 
     #[test]
     fn a_body_reads_as_from_slice_reads_it_and_text_that_is_not_utf8_is_named() {
