@@ -1090,6 +1090,48 @@ session's calls share, and a reference count); five rounds after it read 33,845 
 (0.95×, the rounds between 0.92× and 1.00×): within this row's noise, not a measured gain.
 """
 
+DEPTH_48 = """#### Lookups, headers and copies the edges no longer make (issue 48, 2026-12-01, later)
+
+This file's run is on another VM than the run before it (the same CPU label and 2 vCPUs, but
+the JSON floor reads 112 ns here against 79 ns there), so a row that moved between the two
+files moved with the machine too: `tiny execute` 2.42× → 2.69× is the machine (the same binaries
+before and after this round, alternated in one run, read 448–472 against 420–452 ns).
+In-process rows on this machine are bimodal: a process runs either fast (opkit's tiny MCP call
+~730 ns, rmcp + check ~575 ns) or slow (~1.2 µs, ~0.9 µs), both sides of one process together,
+with ASLR off as well (`setarch -R`), so its rows are compared within one process only.
+
+Counted per call with `profile` under callgrind (at 2,000 and 4,000 calls):
+- MCP in process (`mcp` against `mcp-rmcp`, 8,889): 10,066 → 9,656 instructions (1.132× →
+  1.086×). `045be3f`: a tool's `Served` holds the operation its names were built with (looked
+  up once per registry revision, as the names are), so a call does not look it up by id
+  (−147: the hash and the table); `c36fdc8`: `OperationContext`'s by-value builders are
+  `#[inline]` (−40); `b14ae29`: an `#[operation]` fn's reply whose local meta is not sent
+  becomes its result from the data alone (`Reply::is_local_data`, `Reply::into_data`), no
+  envelope and meta made and dropped (−200). `654a5d5` polls the front door's call inside its
+  span itself instead of through two `Either`s and `Instrumented` (no instructions; one wrapper
+  fewer to move through). Timed, the same process mode, base against after, four alternated
+  pairs of `compare --bench 'mcp_call_tool::tiny_(opkit_call_tool|rmcp_jsonschema)$'
+  --sample-count 400`: medians 1,235–1,250 ns → 1,136–1,233 ns, against rmcp + check 855–919 ns
+  (mean ratio ~1.39× → ~1.31×). This file's run has the row at 1.16×, its goal met: a fast-mode
+  process.
+- HTTP (`http-plain` against `http-axum`, 17,888): 19,341 → 18,413 (1.081× → 1.029×), 29 → 28
+  allocations. `1f0d2c0`: the trace context and the client's request id are read in one pass
+  over the request's headers (three names that are not standard headers, each hashed by a
+  lookup) and a fresh request id is written for the `x-request-id` header alone
+  (`OperationContext::with_request_id_text`: no `OnceLock`, no `Arc<str>` kept): −691;
+  `e73fbb3`: a body that arrives as one chunk is that chunk (`Bytes`), not copied into a new
+  `Vec`: −237.
+- MCP over Streamable HTTP, legacy session (`mcp-http` at 1,000 and 2,000): 164,982 against
+  162,249 (1.017×), as before: nothing of this round is on its path but the door.
+
+Not measured apart, noticed: opkit's accept loop sets hyper's header-read timeout (a client
+that sends its headers slowly is cut off, `DEFAULT_HEADER_READ_TIMEOUT`), which `axum::serve`
+does not. With it hyper makes a boxed `Sleep` for each request's head, registered in tokio's
+timer wheel when the next head is not there yet and dropped when it arrives, and reads the
+clock: a cost the HTTP rows carry and the peer does not. On this machine the serving rows move
+±20% between runs (server CPU per call is counted in 0.5 µs steps), more than it could show.
+"""
+
 CLUSTER_ROUTES_49 = """#### A cluster's commands routed by the slot opkit knows (issue 49, 2026-11-30)
 
 `profile cluster 2000` and `4000` at 64 in flight under callgrind (three masters on loopback,
@@ -1408,6 +1450,7 @@ def equal_work_section(w, get, serving):
     w(CLOCKS_48)
     w(MCP_META_48)
     w(ROUTES_48)
+    w(DEPTH_48)
 
     raw, ours = get("websocket_rt", "raw_relay_round_trip"), get("websocket_rt", "opkit_round_trip")
     w("### WebSocket through a hub, one call at a time (`compare.rs`)\n")
