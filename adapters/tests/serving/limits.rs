@@ -120,6 +120,50 @@ async fn start_limited(
     addr
 }
 
+/// The timeout holds for every request of a kept-alive connection, not only its first: one
+/// that was answered three times and then sends one byte of its next head is closed too.
+#[tokio::test]
+async fn a_kept_alive_connection_too_slow_with_its_next_head_is_disconnected() {
+    use opkit_adapters::http_server::ConnectionLimits;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = start_limited(
+        ConnectionLimits::default().header_read_timeout(std::time::Duration::from_millis(300)),
+    )
+    .await;
+    let mut connection = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = b"GET /ops/math.add?a=1&b=2 HTTP/1.1\r\nhost: localhost\r\n\r\n";
+    let mut answered = Vec::new();
+    for _ in 0..3 {
+        connection.write_all(request).await.unwrap();
+        // Read until this answer's envelope has ended (`..."meta":{...}}`).
+        let mut chunk = [0_u8; 4096];
+        let mut answer = Vec::new();
+        while !answer.ends_with(b"}}") {
+            let read = tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                connection.read(&mut chunk),
+            )
+            .await
+            .expect("answered")
+            .unwrap();
+            assert!(read > 0, "closed before answering: {answer:?}");
+            answer.extend_from_slice(&chunk[..read]);
+        }
+        assert!(answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
+        answered.push(answer);
+    }
+    connection.write_all(b"G").await.unwrap();
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        connection.read_to_end(&mut rest),
+    )
+    .await
+    .expect("the server closes the connection well before 10 s");
+    drop(closed);
+    assert_eq!(answered.len(), 3);
+}
+
 /// A client that sends one header byte and then nothing is closed after the header-read
 /// timeout (a slowloris holds no connection for long).
 #[tokio::test]
