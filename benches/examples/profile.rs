@@ -9,7 +9,11 @@
 //! the server does per request but hyper's connection work, which both share), `mcp-http` and
 //! `mcp-http-rmcp` (`tools/call` on one legacy Streamable HTTP session, through opkit's
 //! `McpServer::try_router` and the equal-work rmcp server's `StreamableHttpService`),
-//! `mcp-http-modern` and `mcp-http-modern-rmcp` (the same in the stateless 2026-07-28 era).
+//! `mcp-http-modern` and `mcp-http-modern-rmcp` (the same in the stateless 2026-07-28 era),
+//! `http-tcp` and `http-tcp-axum-serve` (one router, `HttpServer::router` without compression,
+//! served over loopback by opkit's accept loop, `serve_router`, and by `axum::serve`, a
+//! `reqwest` client sending one `POST` at a time on one kept-alive connection: the
+//! difference is the accept loop's work per request).
 //!
 //! The transports, each with its raw baseline, `n` calls in flight (the third argument, 1
 //! unless given), every side on this one thread: `ws`, `ws-raw` (a `WsHub` with a serving and
@@ -170,6 +174,7 @@ fn main() {
             "http" | "http-plain" | "http-axum" | "http-medium" | "http-axum-medium" => {
                 http::run(&path, rounds, registry).await
             }
+            "http-tcp" | "http-tcp-axum-serve" => http_tcp::run(&path, rounds, registry).await,
             "sizes" => {
                 let execute = registry.execute(add::ID, tiny_json(), &ctx);
                 println!("execute future: {} bytes", std::mem::size_of_val(&execute));
@@ -501,6 +506,63 @@ mod mcp_http {
         axum::body::to_bytes(response.into_body(), usize::MAX)
             .await
             .expect("body")
+    }
+}
+
+/// The accept loops: one router over loopback, served by opkit's `serve_router` (the loop
+/// `HttpServer::serve` runs: a header-read timeout, a connection limit, each request given the
+/// peer's address) or by `axum::serve`, on this thread as the client is.
+mod http_tcp {
+    use opkit::prelude::*;
+    use opkit_adapters::http_server::{ConnectionLimits, HttpServer, serve_router};
+    use opkit_benches::*;
+
+    pub async fn run(path: &str, rounds: usize, registry: OperationRegistry) {
+        let router = HttpServer::new(registry).compression(false).router();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!(
+            "http://{}/ops/bench.add",
+            listener.local_addr().expect("address")
+        );
+        let server = if path == "http-tcp" {
+            tokio::spawn(async move {
+                serve_router(
+                    listener,
+                    router,
+                    ConnectionLimits::default(),
+                    std::future::pending(),
+                )
+                .await
+                .expect("serves");
+            })
+        } else {
+            use axum::serve::ListenerExt;
+            let listener = listener.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
+            tokio::spawn(async move { axum::serve(listener, router).await.expect("serves") })
+        };
+        let client = reqwest::Client::builder()
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(1)
+            .build()
+            .expect("client");
+        let body = serde_json::to_vec(&tiny_json()).expect("body");
+        super::transports::calls(rounds, 1, || {
+            let request = client
+                .post(&url)
+                .header("content-type", "application/json")
+                .body(body.clone());
+            async move {
+                let response = request.send().await.expect("the server answers");
+                assert!(response.status().is_success(), "{}", response.status());
+                std::hint::black_box(response.bytes().await.expect("body"));
+            }
+        })
+        .await;
+        server.abort();
     }
 }
 
