@@ -22,11 +22,12 @@ pub(crate) fn unary_result(
     local_meta: bool,
 ) -> CallToolResult {
     let hint = reply.cache_hint();
+    let form = served.forms[usize::from(modern)];
     if !local_meta && !served.binary_output && reply.is_local_data() {
         // An `#[operation]` fn's data whose local meta is not sent: the data alone, no
         // envelope made around it (a local envelope is never an error one).
         let mut result = match reply.into_data() {
-            Ok(data) => results::data_result(data, served.forms[usize::from(modern)]),
+            Ok(data) => results::data_result(data, form),
             Err(error) => return results::failure(&error),
         };
         with_cache_hint(&mut result, hint);
@@ -36,7 +37,6 @@ pub(crate) fn unary_result(
         Ok(envelope) => envelope,
         Err(error) => return results::failure(&error),
     };
-    let form = served.forms[usize::from(modern)];
     // Only an error envelope's structured content is checked against the declared
     // output schema: it is built for that case alone, not on every call.
     let schema = envelope
