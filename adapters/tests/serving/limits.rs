@@ -120,19 +120,39 @@ async fn start_limited(
     addr
 }
 
+/// Serves the fixtures with a header-read timeout of 300 ms.
+async fn start_with_head_timeout() -> std::net::SocketAddr {
+    start_limited(
+        opkit_adapters::http_server::ConnectionLimits::default()
+            .header_read_timeout(std::time::Duration::from_millis(300)),
+    )
+    .await
+}
+
+/// Sends one byte of a request's head on `connection`, then nothing, and waits for the
+/// server to close it (either a clean end of stream or a reset: what matters is that it
+/// ended), well before 10 s.
+async fn stall_until_closed(connection: &mut tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    connection.write_all(b"G").await.unwrap();
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        connection.read_to_end(&mut rest),
+    )
+    .await
+    .expect("the server closes the connection well before 10 s");
+    drop(read);
+}
+
 /// The timeout holds for every request of a kept-alive connection, not only its first: one
 /// that was answered three times and then sends one byte of its next head is closed too.
 #[tokio::test]
 async fn a_kept_alive_connection_too_slow_with_its_next_head_is_disconnected() {
-    use opkit_adapters::http_server::ConnectionLimits;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let addr = start_limited(
-        ConnectionLimits::default().header_read_timeout(std::time::Duration::from_millis(300)),
-    )
-    .await;
+    let addr = start_with_head_timeout().await;
     let mut connection = tokio::net::TcpStream::connect(addr).await.unwrap();
     let request = b"GET /ops/math.add?a=1&b=2 HTTP/1.1\r\nhost: localhost\r\n\r\n";
-    let mut answered = Vec::new();
     for _ in 0..3 {
         connection.write_all(request).await.unwrap();
         // Read until this answer's envelope has ended (`..."meta":{...}}`).
@@ -150,41 +170,17 @@ async fn a_kept_alive_connection_too_slow_with_its_next_head_is_disconnected() {
             answer.extend_from_slice(&chunk[..read]);
         }
         assert!(answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
-        answered.push(answer);
     }
-    connection.write_all(b"G").await.unwrap();
-    let mut rest = Vec::new();
-    let closed = tokio::time::timeout(
-        std::time::Duration::from_secs(10),
-        connection.read_to_end(&mut rest),
-    )
-    .await
-    .expect("the server closes the connection well before 10 s");
-    drop(closed);
-    assert_eq!(answered.len(), 3);
+    stall_until_closed(&mut connection).await;
 }
 
 /// A client that sends one header byte and then nothing is closed after the header-read
 /// timeout (a slowloris holds no connection for long).
 #[tokio::test]
 async fn a_client_too_slow_to_send_its_headers_is_disconnected() {
-    use opkit_adapters::http_server::ConnectionLimits;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let addr = start_limited(
-        ConnectionLimits::default().header_read_timeout(std::time::Duration::from_millis(300)),
-    )
-    .await;
+    let addr = start_with_head_timeout().await;
     let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
-    slow.write_all(b"G").await.unwrap();
-    let mut buffer = Vec::new();
-    let read = tokio::time::timeout(
-        std::time::Duration::from_secs(10),
-        slow.read_to_end(&mut buffer),
-    )
-    .await
-    .expect("the server closes the connection well before 10 s");
-    // Closed: either a clean end of stream or a reset; what matters is that it ended.
-    drop(read);
+    stall_until_closed(&mut slow).await;
     // A well-behaved client is served meanwhile.
     let ok = reqwest::get(format!("http://{addr}/ops/math.add?a=1&b=2"))
         .await
