@@ -1,6 +1,8 @@
 //! The server's accept loop: axum routes behind hyper connections that honour a
-//! header-read timeout and a connection limit (what `axum::serve` does not offer).
+//! header-read timeout and a connection limit (what `axum::serve` does not offer). The
+//! timeout is hyper's, kept with one alarm per connection ([`super::head_timer`]).
 
+use super::head_timer::{HeadDeadline, HeadTimer};
 use axum::Router;
 use axum::body::Body;
 use axum::response::Response;
@@ -104,7 +106,7 @@ where
     let mut builder = Builder::new(TokioExecutor::new());
     builder
         .http1()
-        .timer(TokioTimer::new())
+        .timer(HeadTimer)
         .header_read_timeout(limits.header_read_timeout);
     builder.http2().timer(TokioTimer::new());
     let builder = Arc::new(builder);
@@ -137,7 +139,7 @@ where
             peer,
         });
         let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-        let connection = graceful.watch(connection.into_owned());
+        let connection = HeadDeadline::new(graceful.watch(connection.into_owned()));
         tokio::spawn(async move {
             if let Err(error) = connection.await {
                 tracing::debug!(%error, "an HTTP connection ended with an error");

@@ -188,6 +188,78 @@ async fn a_client_too_slow_to_send_its_headers_is_disconnected() {
     assert_eq!(ok.status().as_u16(), 200);
 }
 
+/// A head sent a byte at a time, each byte well within the timeout, is cut off at the head's
+/// deadline, not served once it is whole: reads that make progress do not move the deadline.
+#[tokio::test]
+async fn a_head_trickled_a_byte_at_a_time_is_cut_off_at_its_deadline() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = start_with_head_timeout().await;
+    let connection = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut reading, mut writing) = connection.into_split();
+    // ~60 bytes 50 ms apart: whole after ~3 s, ten times the 300 ms timeout.
+    let head = b"GET /ops/math.add?a=1&b=2 HTTP/1.1\r\nhost: localhost\r\n\r\n";
+    let trickle = tokio::spawn(async move {
+        for byte in head {
+            if writing.write_all(&[*byte]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    });
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        reading.read_to_end(&mut answer),
+    )
+    .await
+    .expect("the server ends the connection");
+    assert!(
+        !answer.starts_with(b"HTTP/1.1 200"),
+        "the trickled head was served: {}",
+        String::from_utf8_lossy(&answer)
+    );
+    trickle.abort();
+}
+
+/// Requests on one kept-alive connection, each sent within the timeout of the answer before
+/// it but together over several timeouts, are all answered: the timeout counts from each
+/// head's start, not from the connection's.
+#[tokio::test]
+async fn requests_spaced_within_the_timeout_keep_a_connection_alive_past_it() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = start_limited(
+        opkit_adapters::http_server::ConnectionLimits::default()
+            .header_read_timeout(std::time::Duration::from_millis(600)),
+    )
+    .await;
+    let mut connection = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = b"GET /ops/math.add?a=1&b=2 HTTP/1.1\r\nhost: localhost\r\n\r\n";
+    // Six requests 200 ms apart: 1.2 s in all, twice the timeout.
+    for round in 0..6 {
+        if round > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        connection.write_all(request).await.unwrap();
+        let mut chunk = [0_u8; 4096];
+        let mut answer = Vec::new();
+        while !answer.ends_with(b"}}") {
+            let read = tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                connection.read(&mut chunk),
+            )
+            .await
+            .expect("answered")
+            .unwrap();
+            assert!(
+                read > 0,
+                "closed before answering request {round}: {answer:?}"
+            );
+            answer.extend_from_slice(&chunk[..read]);
+        }
+        assert!(answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
+    }
+}
+
 /// Past the connection limit, a new connection waits until one closes; then it is served.
 #[tokio::test]
 async fn connections_past_the_limit_wait_for_one_to_close() {
