@@ -1132,6 +1132,42 @@ clock: a cost the HTTP rows carry and the peer does not. On this machine the ser
 ±20% between runs (server CPU per call is counted in 0.5 µs steps), more than it could show.
 """
 
+ACCEPT_48 = """#### The accept loop, measured apart (issue 48, 2026-12-01, third)
+
+The serving rows now read each thread's CPU time from `/proc/self/task/<tid>/schedstat` (the
+nanoseconds it ran), where they read `stat`'s 10 ms ticks: at 20,000 calls a round those came
+in steps of 0.5 µs per call, about 5% of a tiny HTTP call. Five rounds of one side now spread
+by ~0.1 µs (10.43–10.55 µs for axum + check in one run), and rows of two runs still differ by
+up to 10% together (the machine), so sides are compared within one run.
+
+What the accept loop costs (`serve_router` against `axum::serve`), with temporary switches in
+one bench binary (not kept), `SERVING_FILTER=http_tiny ROUNDS=5`, medians of server CPU per
+call, each line one run: opkit's router under `axum::serve` 10.64 µs against 11.23 µs under
+`serve_router`; axum + check under `serve_router` 10.85 against 10.51 µs under `axum::serve`
+(+0.34). With the switches: without hyper's header-read timeout +0.34 → −0.03 µs (9.01 against
+9.04); without the `ConnectInfo` extension +0.14 (10.37 against 10.23); without the graceful
+watch +0.19 (10.55 against 10.36). Each switch was measured alone, and the three do not add up
+(one comparison moves by ~0.1–0.15 µs): the timeout is the largest part. The syscalls were the
+same on both sides (`strace -f -c`: 40,016 `writev`s and ~40,140 `recvfrom`s for 20,000 calls).
+
+`06efc11` keeps the timeout (a slowloris is still cut off: `limits.rs` now also trickles a head
+a byte every 50 ms against a 300 ms timeout) with one tokio sleep per connection: hyper's sleeps
+are a zero-sized `HeadSleep` that reads its deadline from a slot the connection's
+`HeadDeadline` fills while it polls it, and the alarm moves only when it has rung or would ring
+after the head's deadline (about once per timeout on a busy connection). Counted with `profile`
+under callgrind (`http-tcp` against `http-tcp-axum-serve`, 1,000 and 2,000 calls): +2,405 →
++1,732 instructions per request (103,217 against 101,485). Served, the builds before and after
+alternated (three pairs of `ROUNDS=3`, opkit minus opkit's router under `axum::serve`): +0.61,
++0.53, +0.21 µs before, +0.43, +0.34, +0.31 µs after.
+
+What is left of the timeout is hyper's: with a header-read timeout set, hyper's dispatcher goes
+round once more after each response (`notify_read`), to start the next head's timer at once.
+Avoiding that needs the timeout outside hyper, which would have to know where a response ends
+(a streamed one included). The rest: the `ConnectInfo` extension (~370 instructions: the
+request's extension map allocated and grown for it; the MCP server reads it to bound anonymous
+sessions per address, and an application's routes may) and hyper-util's graceful watch (~160).
+"""
+
 CLUSTER_ROUTES_49 = """#### A cluster's commands routed by the slot opkit knows (issue 49, 2026-11-30)
 
 `profile cluster 2000` and `4000` at 64 in flight under callgrind (three masters on loopback,
@@ -1451,6 +1487,7 @@ def equal_work_section(w, get, serving):
     w(MCP_META_48)
     w(ROUTES_48)
     w(DEPTH_48)
+    w(ACCEPT_48)
 
     raw, ours = get("websocket_rt", "raw_relay_round_trip"), get("websocket_rt", "opkit_round_trip")
     w("### WebSocket through a hub, one call at a time (`compare.rs`)\n")
