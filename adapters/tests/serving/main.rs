@@ -23,4 +23,5 @@ mod rest_streaming;
 mod roundtrip;
 mod sdk_clients;
 mod serialize_once;
+mod shutdown;
 mod task_client;
