@@ -63,11 +63,13 @@ impl ConnectionLimits {
         self
     }
 
-    /// How many connections are served at once ([`DEFAULT_MAX_CONNECTIONS`] unless set):
-    /// further ones wait in the listen backlog until one closes.
+    /// How many connections are served at once ([`DEFAULT_MAX_CONNECTIONS`] unless set; a
+    /// count past what a `tokio` semaphore holds, `usize::MAX` say, is taken as that
+    /// count): further ones wait in the listen backlog until one closes.
     #[must_use]
     pub fn max_connections(mut self, connections: usize) -> Self {
-        self.max_connections = connections.max(1);
+        // More than a semaphore counts is as good as no limit.
+        self.max_connections = connections.clamp(1, Semaphore::MAX_PERMITS);
         self
     }
 }

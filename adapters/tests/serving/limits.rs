@@ -260,6 +260,20 @@ async fn requests_spaced_within_the_timeout_keep_a_connection_alive_past_it() {
     }
 }
 
+/// A connection limit past what the accept loop's semaphore counts (`usize::MAX`) is taken
+/// as that count: the server serves rather than panics.
+#[tokio::test]
+async fn a_connection_limit_of_usize_max_serves() {
+    let addr = start_limited(
+        opkit_adapters::http_server::ConnectionLimits::default().max_connections(usize::MAX),
+    )
+    .await;
+    let ok = reqwest::get(format!("http://{addr}/ops/math.add?a=1&b=2"))
+        .await
+        .unwrap();
+    assert_eq!(ok.status().as_u16(), 200);
+}
+
 /// Past the connection limit, a new connection waits until one closes; then it is served.
 #[tokio::test]
 async fn connections_past_the_limit_wait_for_one_to_close() {
