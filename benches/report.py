@@ -1166,6 +1166,22 @@ Avoiding that needs the timeout outside hyper, which would have to know where a 
 (a streamed one included). The rest: the `ConnectInfo` extension (~370 instructions: the
 request's extension map allocated and grown for it; the MCP server reads it to bound anonymous
 sessions per address, and an application's routes may) and hyper-util's graceful watch (~160).
+
+Tried and dropped: the graceful watch replaced by a flag each connection reads when polled and
+a book of wakers woken at shutdown. Under callgrind the watch's code went (−370 instructions
+per request: its poll and `Notify`'s), and glibc's allocator moved another ~1,400 (a count that
+moves with the sizes of the blocks around it); served, three alternated pairs of
+`SERVING_FILTER=http_tiny ROUNDS=3` read opkit / axum + check 1.055, 1.028, 1.056× with the
+watch and 1.068, 1.059, 1.066× without: nothing a hand-written replacement of a kept crate's
+code would pay for. The shutdown tests written for it stay (`serving/shutdown.rs`: a call in
+flight is answered and its connection closed, idle and silent connections are closed, the serve
+future returns).
+
+The next lead, not tried: the header-read timeout outside hyper (no `notify_read` round), kept
+by the connection's wrapper from two moments it can see inside its poll: a head read (the
+service is called) and a response's end (a wrapper around the response body, one allocation a
+request), with HTTP/2 and upgraded connections left out. What is left in hyper's loop for the
+timeout, `HeadDeadline` included, is ~1,000 instructions a request.
 """
 
 CLUSTER_ROUTES_49 = """#### A cluster's commands routed by the slot opkit knows (issue 49, 2026-11-30)
