@@ -1,8 +1,8 @@
 //! The server's accept loop: axum routes behind hyper connections that honour a
 //! header-read timeout and a connection limit (what `axum::serve` does not offer). The
-//! timeout is hyper's, kept with one alarm per connection ([`super::head_timer`]).
+//! timeout is kept around each connection, with one alarm ([`super::head_timer`]).
 
-use super::head_timer::{HeadDeadline, HeadTimer};
+use super::head_timer::{Answer, HeadDeadline, Http2, head_read};
 use axum::Router;
 use axum::body::Body;
 use axum::response::Response;
@@ -57,6 +57,8 @@ impl Default for ConnectionLimits {
 impl ConnectionLimits {
     /// How long a client may take to send a request's headers, and a kept-alive connection
     /// may stay idle ([`DEFAULT_HEADER_READ_TIMEOUT`] unless set): a slower one is closed.
+    /// It counts from the connection's start and from each response's end to the next
+    /// request's head, over HTTP/1; an HTTP/2 connection only until its first request.
     #[must_use]
     pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
         self.header_read_timeout = timeout;
@@ -106,10 +108,7 @@ where
     let permits = Arc::new(Semaphore::new(limits.max_connections));
     let graceful = GracefulShutdown::new();
     let mut builder = Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(HeadTimer)
-        .header_read_timeout(limits.header_read_timeout);
+    // The header-read timeout is kept around each connection (`HeadDeadline`), not by hyper.
     builder.http2().timer(TokioTimer::new());
     let builder = Arc::new(builder);
     let mut shutdown = std::pin::pin!(shutdown);
@@ -136,12 +135,18 @@ where
         let _ = stream.set_nodelay(true);
         // The peer's address reaches handlers as axum's `ConnectInfo` (the MCP server bounds
         // anonymous sessions per address with it).
+        let http2 = Http2::default();
         let service = TowerToHyperService::new(WithPeer {
             service: service.clone(),
             peer,
+            http2: http2.clone(),
         });
         let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-        let connection = HeadDeadline::new(graceful.watch(connection.into_owned()));
+        let connection = HeadDeadline::new(
+            graceful.watch(connection.into_owned()),
+            limits.header_read_timeout,
+            http2,
+        );
         tokio::spawn(async move {
             if let Err(error) = connection.await {
                 tracing::debug!(%error, "an HTTP connection ended with an error");
@@ -154,30 +159,57 @@ where
     Ok(())
 }
 
-/// A connection's service, giving every request the peer's address as `ConnectInfo`.
+/// A connection's service, giving every request the peer's address as `ConnectInfo`, and
+/// telling the connection's [`HeadDeadline`] of each head read and each answer's end.
 #[derive(Clone)]
 struct WithPeer<S> {
     service: S,
     peer: SocketAddr,
+    http2: Http2,
 }
 
 impl<S> tower_service::Service<http::Request<hyper::body::Incoming>> for WithPeer<S>
 where
     S: tower_service::Service<http::Request<Body>, Response = Response, Error = Infallible>,
 {
-    type Response = Response;
+    type Response = http::Response<Answer>;
     type Error = Infallible;
-    type Future = S::Future;
+    type Future = Answering<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.service.poll_ready(cx)
     }
 
     fn call(&mut self, request: http::Request<hyper::body::Incoming>) -> Self::Future {
+        head_read(request.version(), &self.http2);
         let mut request = request.map(Body::new);
         request
             .extensions_mut()
             .insert(axum::extract::ConnectInfo(self.peer));
-        self.service.call(request)
+        Answering {
+            response: self.service.call(request),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A response of the connection's service, its body made an [`Answer`].
+    struct Answering<F> {
+        #[pin]
+        response: F,
+    }
+}
+
+impl<F> Future for Answering<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<http::Response<Answer>, Infallible>;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project()
+            .response
+            .poll(cx)
+            .map(|answered| answered.map(|response| response.map(Answer::new)))
     }
 }

@@ -260,6 +260,95 @@ async fn requests_spaced_within_the_timeout_keep_a_connection_alive_past_it() {
     }
 }
 
+/// The timeout counts only while a connection waits for a head: a call that runs past it,
+/// and a response that streams past it, are answered whole, and the connection then serves
+/// its next request.
+#[tokio::test]
+async fn calls_and_streams_running_past_the_timeout_are_not_cut_off() {
+    use futures::StreamExt;
+    let registry = serve_fixtures::fixture_registry(true);
+    registry
+        .register(
+            OperationSpec::new("slow", "ticks", OperationKind::Subscription)
+                .input_schema(json!({"type": "object"})),
+            Handler::stream(|_input, _ctx| {
+                futures::stream::iter(0..5_u64).then(|tick| async move {
+                    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+                    Ok(json!(tick))
+                })
+            }),
+        )
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let limits = opkit_adapters::http_server::ConnectionLimits::default()
+        .header_read_timeout(std::time::Duration::from_millis(300));
+    tokio::spawn(
+        HttpServer::new(registry)
+            .connection_limits(limits)
+            .serve(listener),
+    );
+    // One connection for all three requests.
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(1)
+        .build()
+        .unwrap();
+    let slow = client
+        .get(format!("http://{addr}/ops/jobs.slow?ms=800"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(slow.status().as_u16(), 200);
+    assert_eq!(slow.json::<Value>().await.unwrap()["data"], "done");
+    // Five events 150 ms apart: 750 ms of streaming.
+    let stream = client
+        .get(format!("http://{addr}/ops/slow.ticks"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status().as_u16(), 200);
+    let text = stream.text().await.unwrap();
+    assert_eq!(text.matches("\"data\":").count(), 5, "{text}");
+    assert!(text.contains("event: complete"), "{text}");
+    let next = client
+        .get(format!("http://{addr}/ops/math.add?a=1&b=2"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(next.status().as_u16(), 200);
+}
+
+/// HTTP/2 (prior knowledge) runs its streams apart from the connection's task: the
+/// header-read timeout does not apply once the connection is HTTP/2, so a call running past
+/// it and a later call on the same connection are answered.
+#[tokio::test]
+async fn http2_connections_are_not_cut_off_by_the_head_timeout() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let limits = opkit_adapters::http_server::ConnectionLimits::default()
+        .header_read_timeout(std::time::Duration::from_millis(300));
+    let server = HttpServer::new(serve_fixtures::fixture_registry(true)).connection_limits(limits);
+    tokio::spawn(server.serve(listener));
+    let client = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let slow = client
+        .get(format!("http://{addr}/ops/jobs.slow?ms=800"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(slow.version(), reqwest::Version::HTTP_2);
+    assert_eq!(slow.status().as_u16(), 200);
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let next = client
+        .get(format!("http://{addr}/ops/math.add?a=1&b=2"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(next.status().as_u16(), 200);
+}
+
 /// A connection limit past what the accept loop's semaphore counts (`usize::MAX`) is taken
 /// as that count: the server serves rather than panics.
 #[tokio::test]
