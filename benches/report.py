@@ -1150,38 +1150,46 @@ watch +0.19 (10.55 against 10.36). Each switch was measured alone, and the three
 (one comparison moves by ~0.1–0.15 µs): the timeout is the largest part. The syscalls were the
 same on both sides (`strace -f -c`: 40,016 `writev`s and ~40,140 `recvfrom`s for 20,000 calls).
 
-`06efc11` keeps the timeout (a slowloris is still cut off: `limits.rs` now also trickles a head
-a byte every 50 ms against a 300 ms timeout) with one tokio sleep per connection: hyper's sleeps
-are a zero-sized `HeadSleep` that reads its deadline from a slot the connection's
-`HeadDeadline` fills while it polls it, and the alarm moves only when it has rung or would ring
-after the head's deadline (about once per timeout on a busy connection). Counted with `profile`
-under callgrind (`http-tcp` against `http-tcp-axum-serve`, 1,000 and 2,000 calls): +2,405 →
-+1,732 instructions per request (103,217 against 101,485). Served, the builds before and after
-alternated (three pairs of `ROUNDS=3`, opkit minus opkit's router under `axum::serve`): +0.61,
-+0.53, +0.21 µs before, +0.43, +0.34, +0.31 µs after.
+`06efc11` kept hyper's timeout with one tokio sleep per connection: hyper's sleeps became a
+zero-sized `HeadSleep` reading its deadline from a slot the connection's wrapper filled while
+polling it, the alarm moved only when it had rung or would ring after the deadline. Counted with
+`profile` under callgrind (`http-tcp` against `http-tcp-axum-serve`, 1,000 and 2,000 calls):
++2,405 → +1,732 instructions per request. What was left was hyper's: with a header-read timeout
+set, its dispatcher goes round once more after each response (`notify_read`) to start the next
+head's timer at once. `e5591db` takes the timeout out of hyper: the connection's wrapper
+(`HeadDeadline`) counts, inside its poll, the heads read (the service is called) and the answers
+ended (hyper drops the response body, an `Answer` around it, no allocation), and times only the
+wait for a head, from the connection's start and each response's end; an HTTP/2 connection,
+whose streams run in tasks of their own, is untimed from its first request. New tests: a call
+and a stream running past the timeout are answered whole, an HTTP/2 connection is not cut off.
++1,732 → +36 (101,521 against 101,485: the accept loop now costs what `axum::serve`'s does,
+the timeout included).
 
-What is left of the timeout is hyper's: with a header-read timeout set, hyper's dispatcher goes
-round once more after each response (`notify_read`), to start the next head's timer at once.
-Avoiding that needs the timeout outside hyper, which would have to know where a response ends
-(a streamed one included). The rest: the `ConnectInfo` extension (~370 instructions: the
-request's extension map allocated and grown for it; the MCP server reads it to bound anonymous
-sessions per address, and an application's routes may) and hyper-util's graceful watch (~160).
+Served, none of it shows. Alternated pairs of `SERVING_FILTER=http_tiny ROUNDS=3` (opkit /
+axum + check, server CPU): tokio's timer against `06efc11`'s, opkit minus opkit's router under
+`axum::serve`, +0.61, +0.53, +0.21 µs against +0.43, +0.34, +0.31; `06efc11` against
+`e5591db`, 1.065, 1.048, 1.061× against 1.065, 1.058, 1.060×; `e5591db` with its alarm against
+a build that never sets it, 1.032, 1.041, 1.047× against 1.040, 1.021, 1.034×. A ratio moves by
+~0.02 between runs of the same build, ~1,700 instructions are ~2% of a request's server CPU, and
+the ~5% that opkit's tiny HTTP call still costs over axum + check in served CPU is not in the
+instructions callgrind counts on one connection (opkit's router costs +469 more there,
+`http-plain` against `http-axum`: 18,297 against 17,828).
+
+The rest of the accept loop, kept: the `ConnectInfo` extension (~370 instructions: the request's
+extension map allocated for it; the MCP server reads it to bound anonymous sessions per address,
+and an application's routes may) and hyper-util's graceful watch (~160).
 
 Tried and dropped: the graceful watch replaced by a flag each connection reads when polled and
 a book of wakers woken at shutdown. Under callgrind the watch's code went (−370 instructions
 per request: its poll and `Notify`'s), and glibc's allocator moved another ~1,400 (a count that
-moves with the sizes of the blocks around it); served, three alternated pairs of
-`SERVING_FILTER=http_tiny ROUNDS=3` read opkit / axum + check 1.055, 1.028, 1.056× with the
-watch and 1.068, 1.059, 1.066× without: nothing a hand-written replacement of a kept crate's
-code would pay for. The shutdown tests written for it stay (`serving/shutdown.rs`: a call in
-flight is answered and its connection closed, idle and silent connections are closed, the serve
-future returns).
-
-The next lead, not tried: the header-read timeout outside hyper (no `notify_read` round), kept
-by the connection's wrapper from two moments it can see inside its poll: a head read (the
-service is called) and a response's end (a wrapper around the response body, one allocation a
-request), with HTTP/2 and upgraded connections left out. What is left in hyper's loop for the
-timeout, `HeadDeadline` included, is ~1,000 instructions a request.
+moves with the sizes of the blocks around it); served, three alternated pairs read opkit / axum
++ check 1.055, 1.028, 1.056× with the watch and 1.068, 1.059, 1.066× without. Of what
+callgrind counted, only the 370 were the change's own (the allocator's share moves with any
+change of block sizes): too little to replace a kept crate's code for, where the timeout's
+~1,700 were hyper's design (a round of its loop per request), and the code that replaced it is
+pinned by the six timeout tests of `serving/limits.rs`. The shutdown tests written for
+it stay (`serving/shutdown.rs`: a call in flight is answered and its connection closed, idle and
+silent connections are closed, the serve future returns).
 """
 
 CLUSTER_ROUTES_49 = """#### A cluster's commands routed by the slot opkit knows (issue 49, 2026-11-30)
