@@ -113,20 +113,45 @@ async fn deeply_nested_bodies_are_validation_errors() {
 async fn start_limited(
     limits: opkit_adapters::http_server::ConnectionLimits,
 ) -> std::net::SocketAddr {
+    serve_limited(serve_fixtures::fixture_registry(true), limits).await
+}
+
+/// Serves `registry` with `limits` through `HttpServer::serve`.
+async fn serve_limited(
+    registry: OperationRegistry,
+    limits: opkit_adapters::http_server::ConnectionLimits,
+) -> std::net::SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let server = HttpServer::new(serve_fixtures::fixture_registry(false)).connection_limits(limits);
+    let server = HttpServer::new(registry).connection_limits(limits);
     tokio::spawn(server.serve(listener));
     addr
 }
 
+/// A header-read timeout of 300 ms.
+fn head_timeout() -> opkit_adapters::http_server::ConnectionLimits {
+    opkit_adapters::http_server::ConnectionLimits::default()
+        .header_read_timeout(std::time::Duration::from_millis(300))
+}
+
 /// Serves the fixtures with a header-read timeout of 300 ms.
 async fn start_with_head_timeout() -> std::net::SocketAddr {
-    start_limited(
-        opkit_adapters::http_server::ConnectionLimits::default()
-            .header_read_timeout(std::time::Duration::from_millis(300)),
-    )
-    .await
+    start_limited(head_timeout()).await
+}
+
+/// `GET path` on `addr` through `client`, answered `200`.
+async fn get_ok(
+    client: &reqwest::Client,
+    addr: std::net::SocketAddr,
+    path: &str,
+) -> reqwest::Response {
+    let response = client
+        .get(format!("http://{addr}{path}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200, "{path}");
+    response
 }
 
 /// Sends one byte of a request's head on `connection`, then nothing, and waits for the
@@ -145,31 +170,38 @@ async fn stall_until_closed(connection: &mut tokio::net::TcpStream) {
     drop(read);
 }
 
+/// Sends `GET /ops/math.add` on `connection` and reads its answer, up to the end of its
+/// envelope (`..."meta":{...}}`): a `200`, within 10 s.
+async fn add_on(connection: &mut tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    connection
+        .write_all(b"GET /ops/math.add?a=1&b=2 HTTP/1.1\r\nhost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let mut chunk = [0_u8; 4096];
+    let mut answer = Vec::new();
+    while !answer.ends_with(b"}}") {
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            connection.read(&mut chunk),
+        )
+        .await
+        .expect("answered")
+        .unwrap();
+        assert!(read > 0, "closed before answering: {answer:?}");
+        answer.extend_from_slice(&chunk[..read]);
+    }
+    assert!(answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
+}
+
 /// The timeout holds for every request of a kept-alive connection, not only its first: one
 /// that was answered three times and then sends one byte of its next head is closed too.
 #[tokio::test]
 async fn a_kept_alive_connection_too_slow_with_its_next_head_is_disconnected() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let addr = start_with_head_timeout().await;
     let mut connection = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let request = b"GET /ops/math.add?a=1&b=2 HTTP/1.1\r\nhost: localhost\r\n\r\n";
     for _ in 0..3 {
-        connection.write_all(request).await.unwrap();
-        // Read until this answer's envelope has ended (`..."meta":{...}}`).
-        let mut chunk = [0_u8; 4096];
-        let mut answer = Vec::new();
-        while !answer.ends_with(b"}}") {
-            let read = tokio::time::timeout(
-                std::time::Duration::from_secs(10),
-                connection.read(&mut chunk),
-            )
-            .await
-            .expect("answered")
-            .unwrap();
-            assert!(read > 0, "closed before answering: {answer:?}");
-            answer.extend_from_slice(&chunk[..read]);
-        }
-        assert!(answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
+        add_on(&mut connection).await;
     }
     stall_until_closed(&mut connection).await;
 }
@@ -226,37 +258,18 @@ async fn a_head_trickled_a_byte_at_a_time_is_cut_off_at_its_deadline() {
 /// head's start, not from the connection's.
 #[tokio::test]
 async fn requests_spaced_within_the_timeout_keep_a_connection_alive_past_it() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let addr = start_limited(
         opkit_adapters::http_server::ConnectionLimits::default()
             .header_read_timeout(std::time::Duration::from_millis(600)),
     )
     .await;
     let mut connection = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let request = b"GET /ops/math.add?a=1&b=2 HTTP/1.1\r\nhost: localhost\r\n\r\n";
     // Six requests 200 ms apart: 1.2 s in all, twice the timeout.
     for round in 0..6 {
         if round > 0 {
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
-        connection.write_all(request).await.unwrap();
-        let mut chunk = [0_u8; 4096];
-        let mut answer = Vec::new();
-        while !answer.ends_with(b"}}") {
-            let read = tokio::time::timeout(
-                std::time::Duration::from_secs(10),
-                connection.read(&mut chunk),
-            )
-            .await
-            .expect("answered")
-            .unwrap();
-            assert!(
-                read > 0,
-                "closed before answering request {round}: {answer:?}"
-            );
-            answer.extend_from_slice(&chunk[..read]);
-        }
-        assert!(answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
+        add_on(&mut connection).await;
     }
 }
 
@@ -279,43 +292,23 @@ async fn calls_and_streams_running_past_the_timeout_are_not_cut_off() {
             }),
         )
         .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let limits = opkit_adapters::http_server::ConnectionLimits::default()
-        .header_read_timeout(std::time::Duration::from_millis(300));
-    tokio::spawn(
-        HttpServer::new(registry)
-            .connection_limits(limits)
-            .serve(listener),
-    );
+    let addr = serve_limited(registry, head_timeout()).await;
     // One connection for all three requests.
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(1)
         .build()
         .unwrap();
-    let slow = client
-        .get(format!("http://{addr}/ops/jobs.slow?ms=800"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(slow.status().as_u16(), 200);
+    let slow = get_ok(&client, addr, "/ops/jobs.slow?ms=800").await;
     assert_eq!(slow.json::<Value>().await.unwrap()["data"], "done");
     // Five events 150 ms apart: 750 ms of streaming.
-    let stream = client
-        .get(format!("http://{addr}/ops/slow.ticks"))
-        .send()
+    let text = get_ok(&client, addr, "/ops/slow.ticks")
+        .await
+        .text()
         .await
         .unwrap();
-    assert_eq!(stream.status().as_u16(), 200);
-    let text = stream.text().await.unwrap();
     assert_eq!(text.matches("\"data\":").count(), 5, "{text}");
     assert!(text.contains("event: complete"), "{text}");
-    let next = client
-        .get(format!("http://{addr}/ops/math.add?a=1&b=2"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(next.status().as_u16(), 200);
+    get_ok(&client, addr, "/ops/math.add?a=1&b=2").await;
 }
 
 /// HTTP/2 (prior knowledge) runs its streams apart from the connection's task: the
@@ -323,30 +316,15 @@ async fn calls_and_streams_running_past_the_timeout_are_not_cut_off() {
 /// it and a later call on the same connection are answered.
 #[tokio::test]
 async fn http2_connections_are_not_cut_off_by_the_head_timeout() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let limits = opkit_adapters::http_server::ConnectionLimits::default()
-        .header_read_timeout(std::time::Duration::from_millis(300));
-    let server = HttpServer::new(serve_fixtures::fixture_registry(true)).connection_limits(limits);
-    tokio::spawn(server.serve(listener));
+    let addr = start_with_head_timeout().await;
     let client = reqwest::Client::builder()
         .http2_prior_knowledge()
         .build()
         .unwrap();
-    let slow = client
-        .get(format!("http://{addr}/ops/jobs.slow?ms=800"))
-        .send()
-        .await
-        .unwrap();
+    let slow = get_ok(&client, addr, "/ops/jobs.slow?ms=800").await;
     assert_eq!(slow.version(), reqwest::Version::HTTP_2);
-    assert_eq!(slow.status().as_u16(), 200);
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    let next = client
-        .get(format!("http://{addr}/ops/math.add?a=1&b=2"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(next.status().as_u16(), 200);
+    get_ok(&client, addr, "/ops/math.add?a=1&b=2").await;
 }
 
 /// A connection limit past what the accept loop's semaphore counts (`usize::MAX`) is taken
@@ -357,10 +335,7 @@ async fn a_connection_limit_of_usize_max_serves() {
         opkit_adapters::http_server::ConnectionLimits::default().max_connections(usize::MAX),
     )
     .await;
-    let ok = reqwest::get(format!("http://{addr}/ops/math.add?a=1&b=2"))
-        .await
-        .unwrap();
-    assert_eq!(ok.status().as_u16(), 200);
+    get_ok(&reqwest::Client::new(), addr, "/ops/math.add?a=1&b=2").await;
 }
 
 /// Past the connection limit, a new connection waits until one closes; then it is served.
