@@ -26,9 +26,10 @@
 //!   first head sets its [`Http2`] flag, and it is not timed from then on (hyper did not time
 //!   HTTP/2 heads either). Until then it is timed as any connection waiting for its first
 //!   head;
-//! - when a poll ends with the connection waiting for a head, the alarm rings at a moment that
-//!   has not passed and is not after the deadline: the ring wakes the task, whose next poll
-//!   either finds the deadline passed (the connection ends) or sets the alarm again.
+//! - when a poll ends with the connection waiting for a head, the alarm is set, has not rung,
+//!   and rings by the deadline: the ring wakes the task, whose next poll either finds that it
+//!   rang for the deadline itself (the connection ends) or sets it again. The clock is read
+//!   once per wait, when it starts; whether the alarm has rung is the alarm's own state.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -183,10 +184,9 @@ where
         if polled.is_ready() || this.http2.is_set() {
             return polled;
         }
-        let mut now = None;
         if slot.heads != 0 || slot.answers != 0 {
             *this.in_flight = (*this.in_flight + slot.heads).saturating_sub(slot.answers);
-            *this.waiting_since = (*this.in_flight == 0).then(|| *now.insert(Instant::now()));
+            *this.waiting_since = (*this.in_flight == 0).then(Instant::now);
         }
         let Some(deadline) = this
             .waiting_since
@@ -194,33 +194,40 @@ where
         else {
             return polled;
         };
-        let now = now.unwrap_or_else(Instant::now);
-        if now >= deadline {
-            tracing::debug!(
-                timeout = ?this.timeout,
-                "an HTTP connection sent no request head within the header-read timeout: closed"
-            );
-            return Poll::Ready(Ok(()));
-        }
-        let in_time = this
-            .rings_at
-            .is_some_and(|rings_at| rings_at > now && rings_at <= deadline);
-        if !in_time {
-            let alarm = match this.alarm {
-                Some(alarm) => {
-                    alarm.as_mut().reset(deadline.into());
-                    alarm
-                }
-                None => this
-                    .alarm
-                    .insert(Box::pin(tokio::time::sleep_until(deadline.into()))),
-            };
-            *this.rings_at = Some(deadline);
-            // Registers this task with the alarm; ready only if the deadline has passed since
-            // `now` was read: poll again at once, and the connection ends.
-            if alarm.as_mut().poll(cx).is_ready() {
-                cx.waker().wake_by_ref();
+        // No clock is read here: whether the alarm has rung is its own state.
+        let rang = this.alarm.as_ref().is_none_or(|alarm| alarm.is_elapsed());
+        match *this.rings_at {
+            // Set, and it rings by the deadline: it wakes this task in time.
+            Some(rings_at) if !rang && rings_at <= deadline => return polled,
+            // It rang for this very deadline: the wait is over.
+            Some(rings_at) if rang && rings_at == deadline => {
+                tracing::debug!(
+                    timeout = ?this.timeout,
+                    "an HTTP connection sent no request head within the header-read timeout: closed"
+                );
+                return Poll::Ready(Ok(()));
             }
+            _ => {}
+        }
+        let alarm = match this.alarm {
+            Some(alarm) => {
+                alarm.as_mut().reset(deadline.into());
+                alarm
+            }
+            None => this
+                .alarm
+                .insert(Box::pin(tokio::time::sleep_until(deadline.into()))),
+        };
+        *this.rings_at = Some(deadline);
+        // Registers this task with the alarm, outside tokio's task budget: a sleep polled
+        // with the budget spent stays unregistered (and unrung) however long it waits. Ready
+        // only if the deadline has passed already: poll again at once, and the connection ends.
+        let register = std::future::poll_fn(|cx| alarm.as_mut().poll(cx));
+        if std::pin::pin!(tokio::task::unconstrained(register))
+            .poll(cx)
+            .is_ready()
+        {
+            cx.waker().wake_by_ref();
         }
         polled
     }
