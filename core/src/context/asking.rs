@@ -30,9 +30,12 @@ impl OperationContext {
 
     /// `true` when the call's edge can ask its user a question.
     pub fn can_elicit(&self) -> bool {
-        self.extras
-            .as_deref()
-            .is_some_and(|extras| extras.elicitor.is_some())
+        self.elicitor().is_some()
+    }
+
+    /// The edge's [`Elicitor`], when it set one.
+    fn elicitor(&self) -> Option<&Arc<dyn Elicitor>> {
+        Some(&self.extras.as_deref()?.elicitor.as_ref()?.0)
     }
 
     /// Asks the caller's user a question while the operation runs, and waits for the
@@ -66,12 +69,8 @@ impl OperationContext {
 
     /// [`elicit`](Self::elicit) with a schema of your own; the answer as JSON.
     pub async fn elicit_raw(&self, request: ElicitRequest) -> Result<ElicitResponse, CallError> {
-        let elicitor = self
-            .extras
-            .as_deref()
-            .and_then(|extras| extras.elicitor.clone());
-        match elicitor {
-            Some(ElicitorSlot(elicitor)) => elicitor.elicit(request).await,
+        match self.elicitor().cloned() {
+            Some(elicitor) => elicitor.elicit(request).await,
             None => Err(crate::elicit::unavailable(self.edge().map(Edge::name))),
         }
     }
@@ -81,12 +80,8 @@ impl OperationContext {
     /// edge without a client, or a client without the capability, the error names the
     /// capability ([`crate::elicit::missing_capability`]).
     pub async fn client_request(&self, request: ClientRequest) -> Result<Value, CallError> {
-        let elicitor = self
-            .extras
-            .as_deref()
-            .and_then(|extras| extras.elicitor.clone());
-        match elicitor {
-            Some(ElicitorSlot(elicitor)) => elicitor.request(request).await,
+        match self.elicitor().cloned() {
+            Some(elicitor) => elicitor.request(request).await,
             None => Err(crate::elicit::missing_capability(
                 &request.method,
                 crate::elicit::capability_of(&request.method),
