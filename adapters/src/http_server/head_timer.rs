@@ -141,13 +141,13 @@ pin_project_lite::pin_project! {
         timeout: Duration,
         // Requests whose head was read and whose answer hyper has not dropped yet.
         in_flight: u32,
-        // Since when the connection waits for a head: `None` while a request is in flight.
-        waiting_since: Option<Instant>,
+        // When the wait for a head ends: `None` while a request is in flight (or when the
+        // wait outlasts what an `Instant` holds).
+        deadline: Option<Instant>,
         http2: Http2,
-        // Made at the first wait that needs it; reused after.
+        // Made at the first wait that needs it; reused after. Its own deadline is when it
+        // rings.
         alarm: Option<Pin<Box<tokio::time::Sleep>>>,
-        // When the alarm rings, if it is set.
-        rings_at: Option<Instant>,
     }
 }
 
@@ -159,10 +159,9 @@ impl<F> HeadDeadline<F> {
             connection,
             timeout,
             in_flight: 0,
-            waiting_since: Some(Instant::now()),
+            deadline: Instant::now().checked_add(timeout),
             http2,
             alarm: None,
-            rings_at: None,
         }
     }
 }
@@ -186,28 +185,31 @@ where
         }
         if slot.heads != 0 || slot.answers != 0 {
             *this.in_flight = (*this.in_flight + slot.heads).saturating_sub(slot.answers);
-            *this.waiting_since = (*this.in_flight == 0).then(Instant::now);
+            *this.deadline = if *this.in_flight == 0 {
+                Instant::now().checked_add(*this.timeout)
+            } else {
+                None
+            };
         }
-        let Some(deadline) = this
-            .waiting_since
-            .and_then(|since| since.checked_add(*this.timeout))
-        else {
+        let Some(deadline) = *this.deadline else {
             return polled;
         };
         // No clock is read here: whether the alarm has rung is its own state.
-        let rang = this.alarm.as_ref().is_none_or(|alarm| alarm.is_elapsed());
-        match *this.rings_at {
-            // Set, and it rings by the deadline: it wakes this task in time.
-            Some(rings_at) if !rang && rings_at <= deadline => return polled,
-            // It rang for this very deadline: the wait is over.
-            Some(rings_at) if rang && rings_at == deadline => {
-                tracing::debug!(
-                    timeout = ?this.timeout,
-                    "an HTTP connection sent no request head within the header-read timeout: closed"
-                );
-                return Poll::Ready(Ok(()));
+        if let Some(alarm) = this.alarm.as_ref() {
+            let rings_at = alarm.deadline().into_std();
+            match alarm.is_elapsed() {
+                // Set, and it rings by the deadline: it wakes this task in time.
+                false if rings_at <= deadline => return polled,
+                // It rang for this very deadline: the wait is over.
+                true if rings_at == deadline => {
+                    tracing::debug!(
+                        timeout = ?this.timeout,
+                        "an HTTP connection sent no request head within the header-read timeout: closed"
+                    );
+                    return Poll::Ready(Ok(()));
+                }
+                _ => {}
             }
-            _ => {}
         }
         let alarm = match this.alarm {
             Some(alarm) => {
@@ -218,7 +220,6 @@ where
                 .alarm
                 .insert(Box::pin(tokio::time::sleep_until(deadline.into()))),
         };
-        *this.rings_at = Some(deadline);
         // Registers this task with the alarm, outside tokio's task budget: a sleep polled
         // with the budget spent stays unregistered (and unrung) however long it waits. Ready
         // only if the deadline has passed already: poll again at once, and the connection ends.
