@@ -9,6 +9,25 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+/// Reads one answer of the HTTP server on a raw `connection`: its bytes up to the end of its
+/// JSON body (`}}`, an envelope's end), or up to the connection's end, each read within 10 s.
+pub async fn read_answer(connection: &mut tokio::net::TcpStream) -> Vec<u8> {
+    use tokio::io::AsyncReadExt;
+    let mut chunk = [0_u8; 4096];
+    let mut answer = Vec::new();
+    while !answer.ends_with(b"}}") {
+        let read = tokio::time::timeout(Duration::from_secs(10), connection.read(&mut chunk))
+            .await
+            .expect("answered within 10 s")
+            .unwrap();
+        if read == 0 {
+            break;
+        }
+        answer.extend_from_slice(&chunk[..read]);
+    }
+    answer
+}
+
 /// An axum app served on an ephemeral loopback port; aborted on drop.
 pub struct Served {
     pub addr: SocketAddr,

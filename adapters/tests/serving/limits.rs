@@ -173,24 +173,16 @@ async fn stall_until_closed(connection: &mut tokio::net::TcpStream) {
 /// Sends `GET /ops/math.add` on `connection` and reads its answer, up to the end of its
 /// envelope (`..."meta":{...}}`): a `200`, within 10 s.
 async fn add_on(connection: &mut tokio::net::TcpStream) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     connection
         .write_all(b"GET /ops/math.add?a=1&b=2 HTTP/1.1\r\nhost: localhost\r\n\r\n")
         .await
         .unwrap();
-    let mut chunk = [0_u8; 4096];
-    let mut answer = Vec::new();
-    while !answer.ends_with(b"}}") {
-        let read = tokio::time::timeout(
-            std::time::Duration::from_secs(10),
-            connection.read(&mut chunk),
-        )
-        .await
-        .expect("answered")
-        .unwrap();
-        assert!(read > 0, "closed before answering: {answer:?}");
-        answer.extend_from_slice(&chunk[..read]);
-    }
+    let answer = serve_support::read_answer(connection).await;
+    assert!(
+        answer.ends_with(b"}}"),
+        "closed before answering: {answer:?}"
+    );
     assert!(answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
 }
 

@@ -3,7 +3,7 @@
 //! connections are closed, and the serve future returns once every connection has ended.
 #![cfg(feature = "http-server")]
 
-use crate::serve_support::serve_fixtures;
+use crate::serve_support::{read_answer, serve_fixtures};
 
 use opkit_adapters::http_server::HttpServer;
 use std::net::SocketAddr;
@@ -27,24 +27,6 @@ async fn start() -> (
         let _ = stopped.await;
     }));
     (addr, stop, serving)
-}
-
-/// Reads one answer on `connection`: its bytes up to the end of its JSON body (`}}`), or up to
-/// the connection's end.
-async fn answer(connection: &mut TcpStream) -> Vec<u8> {
-    let mut chunk = [0_u8; 4096];
-    let mut answer = Vec::new();
-    while !answer.ends_with(b"}}") {
-        let read = tokio::time::timeout(Duration::from_secs(10), connection.read(&mut chunk))
-            .await
-            .expect("answered within 10 s")
-            .unwrap();
-        if read == 0 {
-            break;
-        }
-        answer.extend_from_slice(&chunk[..read]);
-    }
-    answer
 }
 
 /// `connection` ends (end of stream or reset) within 10 s, with nothing more sent on it.
@@ -79,7 +61,7 @@ async fn a_call_in_flight_is_answered_and_its_connection_then_closed() {
     // The call is running when the shutdown comes.
     tokio::time::sleep(Duration::from_millis(100)).await;
     stop.send(()).unwrap();
-    let answer = answer(&mut connection).await;
+    let answer = read_answer(&mut connection).await;
     let text = String::from_utf8_lossy(&answer);
     assert!(answer.starts_with(b"HTTP/1.1 200"), "{text}");
     assert!(text.contains("\"done\""), "{text}");
@@ -99,7 +81,11 @@ async fn idle_kept_alive_connections_are_closed_and_the_server_returns() {
             .write_all(b"GET /ops/math.add?a=1&b=2 HTTP/1.1\r\nhost: localhost\r\n\r\n")
             .await
             .unwrap();
-        assert!(answer(&mut connection).await.starts_with(b"HTTP/1.1 200"));
+        assert!(
+            read_answer(&mut connection)
+                .await
+                .starts_with(b"HTTP/1.1 200")
+        );
         idle.push(connection);
     }
     // One connection that has not sent a byte yet.
