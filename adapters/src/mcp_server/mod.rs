@@ -17,6 +17,7 @@ mod completion;
 mod elicitation;
 mod gate;
 mod handler;
+mod kept_names;
 mod listing;
 mod names;
 mod naming;
