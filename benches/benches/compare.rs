@@ -908,7 +908,8 @@ mod websocket_rt {
 
 /// `tools/call` in process: opkit's `McpHandler` serving the registry vs an rmcp
 /// `#[tool_router]` server with the same tools, each through `ServerHandler::call_tool` with
-/// a `RequestContext` on a live peer (`serve_directly` over an in-memory duplex). The
+/// a `RequestContext` on a live peer (`serve_directly` over an in-memory duplex, the session
+/// initialized by a 2025-11-25 client: `opkit_benches::mcp_session`). The
 /// `*_rmcp_jsonschema` rows are the equal-work peer (issue 36): the rmcp server also checks
 /// the arguments against the input schema, as opkit does.
 #[divan::bench_group(sample_count = 100, sample_size = 200)]
@@ -916,16 +917,14 @@ mod mcp_call_tool {
     use super::*;
     use rmcp::ServerHandler;
     use rmcp::model::{CallToolRequestParams, JsonObject, NumberOrString};
-    use rmcp::service::{RequestContext, RoleServer, RunningService, serve_directly};
+    use rmcp::service::{RequestContext, RoleServer, RunningService};
 
     /// A running service (kept alive with its client end) whose handler is benched.
     fn running<S: ServerHandler>(
         rt: &Runtime,
         service: S,
     ) -> (RunningService<RoleServer, S>, tokio::io::DuplexStream) {
-        let _entered = rt.enter();
-        let (server, client) = tokio::io::duplex(1 << 16);
-        (serve_directly(service, server, None), client)
+        rt.block_on(opkit_benches::mcp_session::initialized(service))
     }
 
     fn params(name: &'static str, input: Value) -> CallToolRequestParams {

@@ -363,7 +363,7 @@ mod mcp {
     use opkit_benches::*;
     use rmcp::ServerHandler;
     use rmcp::model::{CallToolRequestParams, JsonObject, NumberOrString};
-    use rmcp::service::{RequestContext, serve_directly};
+    use rmcp::service::RequestContext;
 
     pub async fn run(path: &str, rounds: usize, registry: OperationRegistry) {
         match path {
@@ -376,8 +376,7 @@ mod mcp {
     }
 
     async fn bench<S: ServerHandler>(service: S, rounds: usize) {
-        let (server, _client) = tokio::io::duplex(1 << 16);
-        let running = serve_directly(service, server, None);
+        let (running, _client) = opkit_benches::mcp_session::initialized(service).await;
         let peer = running.peer().clone();
         let handler = running.service();
         super::transports::calls(rounds, 1, || {

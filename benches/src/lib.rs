@@ -4,6 +4,7 @@
 //! WebSocket relay through a hub, a raw Redis stream request/reply).
 
 pub mod axum_peer;
+pub mod mcp_session;
 pub mod redis_cluster;
 pub mod redis_stream;
 pub mod ws_relay;
