@@ -17,7 +17,6 @@ mod completion;
 mod elicitation;
 mod gate;
 mod handler;
-mod kept_names;
 mod listing;
 mod names;
 mod naming;

@@ -19,23 +19,9 @@ use std::sync::{Arc, OnceLock};
 /// Invariant: the names kept under revision `r` were built from operations read after `r`
 /// was (see [`OperationRegistry::revision`]), so they are never older than their key; a
 /// registry that changed meanwhile has a newer revision, and the next reader rebuilds.
-///
-/// A tool call reads the names through a copy its thread keeps ([`super::kept_names`]), not
-/// under this lock.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct NamesCache {
-    /// This cache's number among the caches whose names threads keep copies of.
-    number: u64,
     kept: RwLock<Option<(u64, Arc<ToolNames>)>>,
-}
-
-impl Default for NamesCache {
-    fn default() -> Self {
-        Self {
-            number: super::kept_names::cache_number(),
-            kept: RwLock::default(),
-        }
-    }
 }
 
 impl Clone for NamesCache {
@@ -64,26 +50,18 @@ impl NamesCache {
     }
 
     /// `read` of the tool names of `registry`'s current operations: [`get`](Self::get)
-    /// without taking a reference to the names, nor this cache's lock, when this thread
-    /// keeps a copy of the current names (what every tool call does: it reads one operation
-    /// out of them; see [`super::kept_names`]).
+    /// without taking a reference to the names when they are current (what every tool
+    /// call does: it reads one operation out of them).
     pub(crate) fn read<R>(
         &self,
         registry: &OperationRegistry,
         naming: ToolNaming,
-        read: impl Fn(&ToolNames) -> R,
+        read: impl FnOnce(&ToolNames) -> R,
     ) -> Result<R, ToolNameError> {
-        let revision = registry.revision();
-        if let Some(read) = super::kept_names::read(self.number, revision, &read) {
-            return Ok(read);
+        if let Some(names) = self.kept_at(registry.revision()) {
+            return Ok(read(&names));
         }
-        let names = match self.kept_at(revision) {
-            Some(names) => Arc::clone(&names),
-            None => self.get(registry, naming)?,
-        };
-        let answer = read(&names);
-        super::kept_names::keep(self.number, revision, names);
-        Ok(answer)
+        Ok(read(&*self.get(registry, naming)?))
     }
 
     /// The names kept for `revision`, if they are the ones kept, borrowed under the lock.
@@ -327,106 +305,6 @@ mod tests {
         let removed = cache.get(&registry, ToolNaming::OperationId).unwrap();
         assert!(removed.operation("math.two").is_none());
         assert!(cache.clone().kept.read().is_none(), "a clone starts empty");
-    }
-
-    /// A registry with the operations `math.<name>` of `names`.
-    fn registry_of(names: &[&str]) -> OperationRegistry {
-        let registry = OperationRegistry::new();
-        for name in names {
-            registry
-                .register(
-                    OperationSpec::new("math", *name, OperationKind::Query),
-                    opkit::Handler::unary(|_, _| async { Ok(json!(0)) }),
-                )
-                .unwrap();
-        }
-        registry
-    }
-
-    /// Whether `cache` serves `tool` of `registry` now, read as a tool call reads it.
-    fn serves(cache: &NamesCache, registry: &OperationRegistry, tool: &str) -> bool {
-        cache
-            .read(registry, ToolNaming::OperationId, |names| {
-                names.served(tool).is_some()
-            })
-            .unwrap()
-    }
-
-    /// A change made on another thread is seen by the next call on a thread that kept a
-    /// copy of the names from before it: an added and a removed operation.
-    #[test]
-    fn a_thread_keeping_the_names_sees_a_change_made_on_another() {
-        let registry = registry_of(&["one"]);
-        let cache = NamesCache::default();
-        assert!(serves(&cache, &registry, "math.one"));
-        assert!(
-            !serves(&cache, &registry, "math.two"),
-            "copy kept, two unknown"
-        );
-        std::thread::scope(|scope| {
-            scope.spawn(|| {
-                registry
-                    .register(
-                        OperationSpec::new("math", "two", OperationKind::Query),
-                        opkit::Handler::unary(|_, _| async { Ok(json!(0)) }),
-                    )
-                    .unwrap();
-            });
-        });
-        assert!(serves(&cache, &registry, "math.two"), "added elsewhere");
-        std::thread::scope(|scope| {
-            scope.spawn(|| registry.unregister("math.one"));
-        });
-        assert!(!serves(&cache, &registry, "math.one"), "removed elsewhere");
-    }
-
-    /// Two caches at the same revision of two registries are told apart on one thread
-    /// (each thread keeps a copy per cache), and a thread reading through more caches than
-    /// it keeps copies of still reads each one's own names.
-    #[test]
-    fn caches_are_told_apart_by_their_number() {
-        let registries: Vec<_> = (0..6)
-            .map(|i| registry_of(&[["a", "b", "c", "d", "e", "f"][i]]))
-            .collect();
-        assert!(
-            registries
-                .windows(2)
-                .all(|pair| pair[0].revision() == pair[1].revision()),
-            "the same revision in each"
-        );
-        let caches: Vec<_> = (0..6).map(|_| NamesCache::default()).collect();
-        for _ in 0..2 {
-            for (i, (cache, registry)) in caches.iter().zip(&registries).enumerate() {
-                for (j, tool) in ["a", "b", "c", "d", "e", "f"].iter().enumerate() {
-                    assert_eq!(
-                        serves(cache, registry, &format!("math.{tool}")),
-                        i == j,
-                        "cache {i}, tool {tool}"
-                    );
-                }
-            }
-        }
-    }
-
-    /// A read made from inside a read (a reader that reads through a cache itself) is
-    /// answered, not refused by the thread's borrowed copies.
-    #[test]
-    fn a_read_inside_a_read_is_answered() {
-        let registry = registry_of(&["one"]);
-        let cache = NamesCache::default();
-        let outer = cache
-            .read(&registry, ToolNaming::OperationId, |names| {
-                names.served("math.one").is_some() && serves(&cache, &registry, "math.one")
-            })
-            .unwrap();
-        assert!(outer);
-        let fresh = NamesCache::default();
-        let inside_first_read = fresh
-            .read(&registry, ToolNaming::OperationId, |_| {
-                serves(&fresh, &registry, "math.one")
-            })
-            .unwrap();
-        assert!(inside_first_read);
     }
 
     fn spec(namespace: &str, name: &str) -> Arc<OperationSpec> {

@@ -203,9 +203,7 @@ impl McpHandler {
     /// into the edge (it is not copied), and a `lean` call (its handler reads nothing of its
     /// context and no middleware covers it, so nothing can read the edge but its name, which
     /// names the call's span) gets the bare [`Edge::MCP`]: no copy of the request's headers,
-    /// no session fact, no session state, each made and dropped for every call otherwise;
-    /// on stdio, no copy of the connection's shared context either (its edge is shared by
-    /// every thread serving the connection, the bare one by the calls of one thread).
+    /// no session fact, no session state, each made and dropped for every call otherwise.
     pub(super) fn tool_context(
         &self,
         identity: Option<Identity>,
@@ -213,10 +211,10 @@ impl McpHandler {
         modern: bool,
         lean: bool,
     ) -> OperationContext {
-        let edge = if lean {
-            Some(Edge::new(Edge::MCP))
-        } else if shares_stdio_edge(context, modern) {
+        let edge = if shares_stdio_edge(context, modern) {
             None
+        } else if lean {
+            Some(Edge::new(Edge::MCP))
         } else {
             let parts = context.extensions.remove::<http::request::Parts>();
             Some(self.edge(context, modern, parts.map(HttpRequest::from_parts)))
