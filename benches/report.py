@@ -1192,6 +1192,49 @@ it stay (`serving/shutdown.rs`: a call in flight is answered and its connection 
 silent connections are closed, the serve future returns).
 """
 
+NAMES_48 = """#### An initialized session in the MCP rows, and where the accept loop's cost is (issue 48, 2026-12-01, fourth)
+
+`a3ce393` changes the in-process MCP rows' bench, not opkit: each side is now called on a
+session that a 2025-11-25 client initialized (`opkit_benches::mcp_session`: its
+`initialize` taken by `serve_directly`, its `notifications/initialized` written to the
+transport and handled), as every call of a real legacy session finds it. Before, the peer had
+never said `initialize`, so opkit read the peer's info on every call (rmcp's
+`Peer::peer_info`: a read lock) to learn the session's era, which a session that said
+`initialized` keeps (`McpHandler::keep_era`). `compare --bench 'mcp_call_tool::tiny_'
+--sample-count 400`, opkit / rmcp + `jsonschema`, the same opkit code: 1.27–1.35× on the old
+bench (median 1.29×, five runs), 1.23–1.30× on the new (median 1.26×, seven runs).
+
+Tried and dropped, both on the new bench (`3bf35b2` backs them out): the tool names read
+through a copy each thread keeps (checked against the registry's revision, as the registry's
+own table is), instead of under the names cache's read lock (`26e830c`); and a lean call on
+stdio given the bare MCP edge (shared per thread) instead of a copy of the connection's
+shared context (`dae107c`). Under `perf` the read lock and the reference counts they saved had been
+~2% of a call. Three builds alternated, three or four runs each: 1.23–1.26× without either, 1.27–1.29× with
+the copies, 1.28–1.34× with both. On one thread the atomics they saved cost less than what
+they added, and the layout of a build moves this row by as much.
+
+The tiny HTTP row's accept loop, measured apart (temporary sides and switches, not kept:
+opkit without compression served by `serve_router`, the same router under `axum::serve`, and
+axum + check; `SERVING_FILTER=http_tiny ROUNDS=12`, medians of server CPU per call, each
+comparison within one run):
+
+| variant | `serve_router` minus `axum::serve`, same router |
+|---|---|
+| as shipped | +0.27, +0.36, +0.25, +0.16 µs |
+| without the connection's `HeadDeadline` (the header-read timeout) | +0.05, 0.00, +0.07, +0.11 |
+| `HeadDeadline` not looking at its alarm after a response (a copy of its deadline read instead) | +0.42, +0.33 |
+| one far-off tokio timer, or 32, added to the server's runtime | every side +0.0–0.3 alike |
+
+With `ROUNDS=5`: the compression layer (on by default, skipped for a request without
+`Accept-Encoding`) +0.05–0.13; without `ConnectInfo` +0.23 and without the graceful watch
++0.32, against +0.25 as shipped in the same runs (within the noise). So the header-read
+timeout costs ~0.3 µs a request served with 32 connections, though callgrind counts +36
+instructions for the whole accept loop on one connection; the timer wheel is not it (timers
+added to the runtime cost every side alike), nor looking at the alarm. Its cause is not found
+yet; `axum::serve` has no such timeout (a connection may hold a slot for ever). What is left
+beside it, opkit's router under `axum::serve` against axum + check: +0.16–0.32 µs.
+"""
+
 CLUSTER_ROUTES_49 = """#### A cluster's commands routed by the slot opkit knows (issue 49, 2026-11-30)
 
 `profile cluster 2000` and `4000` at 64 in flight under callgrind (three masters on loopback,
@@ -1512,6 +1555,7 @@ def equal_work_section(w, get, serving):
     w(ROUTES_48)
     w(DEPTH_48)
     w(ACCEPT_48)
+    w(NAMES_48)
 
     raw, ours = get("websocket_rt", "raw_relay_round_trip"), get("websocket_rt", "opkit_round_trip")
     w("### WebSocket through a hub, one call at a time (`compare.rs`)\n")
