@@ -9,9 +9,10 @@
 //! head: a head read (the connection's service is called: [`head_read`]) and a response's end
 //! (hyper drops its body: [`Answer`]). Between a response's end (or the connection's start)
 //! and the next head, the connection waits for a head, and is closed once it has waited for
-//! the timeout. One tokio sleep per connection (its alarm) wakes it; the alarm moves only when
-//! it has rung or would ring after the deadline, so on a busy connection about once per
-//! timeout, not once per request.
+//! the timeout. One alarm per connection wakes it, kept by the process's watchdog thread
+//! rather than tokio's timer (see [`super::head_alarm`] for why); the alarm moves only when it
+//! has rung or would ring after the deadline, so on a busy connection about once per timeout,
+//! not once per request.
 //!
 //! Invariants, kept by [`HeadDeadline::poll`] and relied on by [`head_read`] and [`Answer`]'s
 //! drop:
@@ -39,6 +40,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use super::head_alarm::Alarm;
 use axum::body::Body;
 use bytes::Bytes;
 use hyper::body::{Frame, SizeHint};
@@ -145,9 +147,9 @@ pin_project_lite::pin_project! {
         // wait outlasts what an `Instant` holds).
         deadline: Option<Instant>,
         http2: Http2,
-        // Made at the first wait that needs it; reused after. Its own deadline is when it
-        // rings.
-        alarm: Option<Pin<Box<tokio::time::Sleep>>>,
+        // Made at the first wait that needs it; reused after. Its own instant is when it
+        // rings (see `head_alarm`: not tokio's timer).
+        alarm: Option<Alarm>,
     }
 }
 
@@ -195,9 +197,10 @@ where
             return polled;
         };
         // No clock is read here: whether the alarm has rung is its own state.
-        if let Some(alarm) = this.alarm.as_ref() {
-            let rings_at = alarm.deadline().into_std();
-            match alarm.is_elapsed() {
+        if let Some(alarm) = this.alarm.as_ref()
+            && let Some(rings_at) = alarm.rings_at()
+        {
+            match alarm.rang() {
                 // Set, and it rings by the deadline: it wakes this task in time.
                 false if rings_at <= deadline => return polled,
                 // It rang for this very deadline: the wait is over.
@@ -211,25 +214,10 @@ where
                 _ => {}
             }
         }
-        let alarm = match this.alarm {
-            Some(alarm) => {
-                alarm.as_mut().reset(deadline.into());
-                alarm
-            }
-            None => this
-                .alarm
-                .insert(Box::pin(tokio::time::sleep_until(deadline.into()))),
-        };
-        // Registers this task with the alarm, outside tokio's task budget: a sleep polled
-        // with the budget spent stays unregistered (and unrung) however long it waits. Ready
-        // only if the deadline has passed already: poll again at once, and the connection ends.
-        let register = std::future::poll_fn(|cx| alarm.as_mut().poll(cx));
-        if std::pin::pin!(tokio::task::unconstrained(register))
-            .poll(cx)
-            .is_ready()
-        {
-            cx.waker().wake_by_ref();
-        }
+        // Set (or set again) to ring at the deadline; it rings at once if that has passed.
+        this.alarm
+            .get_or_insert_with(Alarm::default)
+            .set(deadline, cx.waker());
         polled
     }
 }

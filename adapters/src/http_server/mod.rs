@@ -12,6 +12,7 @@ mod byte_bodies;
 mod compress;
 mod explorer;
 mod handlers;
+mod head_alarm;
 mod head_timer;
 pub(crate) mod identity;
 mod openapi;
