@@ -1192,7 +1192,7 @@ it stay (`serving/shutdown.rs`: a call in flight is answered and its connection 
 silent connections are closed, the serve future returns).
 """
 
-NAMES_48 = """#### An initialized session in the MCP rows, and where the accept loop's cost is (issue 48, 2026-12-01, fourth)
+NAMES_48 = """#### An initialized session in the MCP rows, and the header-read timeout off tokio's timer (issue 48, 2026-12-01, fourth)
 
 `a3ce393` changes the in-process MCP rows' bench, not opkit: each side is now called on a
 session that a 2025-11-25 client initialized (`opkit_benches::mcp_session`: its
@@ -1216,23 +1216,32 @@ they added, and the layout of a build moves this row by as much.
 The tiny HTTP row's accept loop, measured apart (temporary sides and switches, not kept:
 opkit without compression served by `serve_router`, the same router under `axum::serve`, and
 axum + check; `SERVING_FILTER=http_tiny ROUNDS=12`, medians of server CPU per call, each
-comparison within one run):
+figure one run):
 
 | variant | `serve_router` minus `axum::serve`, same router |
 |---|---|
-| as shipped | +0.27, +0.36, +0.25, +0.16 µs |
-| without the connection's `HeadDeadline` (the header-read timeout) | +0.05, 0.00, +0.07, +0.11 |
-| `HeadDeadline` not looking at its alarm after a response (a copy of its deadline read instead) | +0.42, +0.33 |
-| one far-off tokio timer, or 32, added to the server's runtime | every side +0.0–0.3 alike |
+| at `d06fcf9` (the alarm a tokio sleep) | +0.27, +0.36, +0.25, +0.16 µs |
+| the same, not looking at its alarm after a response (a copy of its deadline read instead) | +0.42, +0.33 |
+| without the connection's `HeadDeadline` (no header-read timeout) | +0.05, 0.00, +0.07, +0.11, +0.03, +0.06 |
+| `e522b8f`: the alarm kept by a watchdog thread | +0.07, +0.22, −0.09, +0.10 |
 
 With `ROUNDS=5`: the compression layer (on by default, skipped for a request without
 `Accept-Encoding`) +0.05–0.13; without `ConnectInfo` +0.23 and without the graceful watch
 +0.32, against +0.25 as shipped in the same runs (within the noise). So the header-read
-timeout costs ~0.3 µs a request served with 32 connections, though callgrind counts +36
-instructions for the whole accept loop on one connection; the timer wheel is not it (timers
-added to the runtime cost every side alike), nor looking at the alarm. Its cause is not found
-yet; `axum::serve` has no such timeout (a connection may hold a slot for ever). What is left
-beside it, opkit's router under `axum::serve` against axum + check: +0.16–0.32 µs.
+timeout cost ~0.3 µs a request served with 32 connections, where callgrind counts +36
+instructions for the whole accept loop on one connection. Looking at the alarm was not it.
+Timers were: 32 sleeps of ~10 s, looping in tasks of their own on the server's runtime with no
+`HeadDeadline` anywhere, cost every side alike (+0.14, +0.03, +0.24 and +0.32, +0.24, +0.27 µs
+for opkit without compression, its router under `axum::serve` and axum + check, against the run without
+them). A tokio runtime with a timer pending parks an idle worker with a timeout (tokio's time
+driver, `park_internal`: the clock read, an `epoll_wait` with a timeout, which arms a kernel
+timer each time it sleeps), one with none parks it untimed, and the server's worker sleeps
+often between requests. `e522b8f` keeps the alarms in a book of one watchdog thread of the
+process (`http_server::head_alarm`: it sleeps until the first alarm is due, rings it, a flag
+and the task's waker), so a server has no tokio timer for them; the ten timeout tests of
+`serving/limits.rs` pass unchanged. `axum::serve` has no header-read timeout at all (a
+connection may hold its slot for ever). What is left beside it, opkit's router under
+`axum::serve` against axum + check: +0.16–0.32 µs.
 """
 
 CLUSTER_ROUTES_49 = """#### A cluster's commands routed by the slot opkit knows (issue 49, 2026-11-30)
