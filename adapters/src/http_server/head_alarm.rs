@@ -201,21 +201,23 @@ mod tests {
         assert_eq!(woken(&count), 1, "once");
     }
 
+    // Instants are far enough apart (a second) that a test thread descheduled for a while
+    // does not see an alarm ring "early" that it set moments before.
+
     #[test]
     fn an_alarm_set_again_rings_at_its_new_instant_only() {
         let (waker, count) = counting();
         let mut alarm = Alarm::default();
-        let first = in_ms(30);
-        alarm.set(first, &waker);
-        let second = in_ms(150);
+        alarm.set(in_ms(30), &waker);
+        let second = in_ms(1_000);
         alarm.set(second, &waker);
-        std::thread::sleep(Duration::from_millis(60));
+        std::thread::sleep(Duration::from_millis(80));
         assert!(!alarm.rang(), "not at the instant it was set to first");
         assert_eq!(woken(&count), 0);
         assert!(eventually(|| alarm.rang()));
         assert!(Instant::now() >= second);
-        // Rung, then set again: it rings again.
-        alarm.set(in_ms(10), &waker);
+        // Rung, then set again: the flag is cleared, and it rings again.
+        alarm.set(in_ms(1_000), &waker);
         assert!(!alarm.rang(), "set again, not rung yet");
         assert!(eventually(|| alarm.rang() && woken(&count) == 2));
     }
@@ -237,11 +239,11 @@ mod tests {
     fn a_dropped_alarm_never_rings() {
         let (waker, count) = counting();
         let mut alarm = Alarm::default();
-        alarm.set(in_ms(20), &waker);
+        alarm.set(in_ms(1_000), &waker);
         drop(alarm);
         let (witness_waker, _) = counting();
         let mut witness = Alarm::default();
-        witness.set(in_ms(60), &witness_waker);
+        witness.set(in_ms(1_200), &witness_waker);
         assert!(eventually(|| witness.rang()));
         assert_eq!(woken(&count), 0, "its task is not woken");
     }
