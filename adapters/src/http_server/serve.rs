@@ -59,6 +59,11 @@ impl ConnectionLimits {
     /// may stay idle ([`DEFAULT_HEADER_READ_TIMEOUT`] unless set): a slower one is closed.
     /// It counts from the connection's start and from each response's end to the next
     /// request's head, over HTTP/1; an HTTP/2 connection only until its first request.
+    ///
+    /// The connections' alarms are kept by one thread of the process, `opkit-head-alarms`,
+    /// started when the first connection is served, not by tokio's timer: a runtime with a
+    /// timer pending parks its idle workers with a timeout, which costs every request
+    /// served a little CPU.
     #[must_use]
     pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
         self.header_read_timeout = timeout;
