@@ -1,4 +1,4 @@
-//! The header-read timeout of HTTP/1 connections, kept outside hyper with one timer per
+//! The header-read timeout of HTTP/1 connections, kept outside hyper with one alarm per
 //! connection.
 //!
 //! hyper keeps its own header-read timeout with a sleep asked of its timer for each request's
@@ -87,9 +87,14 @@ pub(super) fn head_read(version: http::Version, http2: &Http2) {
         http2.0.store(true, Ordering::Relaxed);
         return;
     }
+    record(|slot| slot.heads += 1);
+}
+
+/// Counts an event in the slot, when a [`HeadDeadline`] is polling its connection.
+fn record(count: impl FnOnce(&mut Slot)) {
     let mut slot = SLOT.get();
     if slot.active {
-        slot.heads += 1;
+        count(&mut slot);
         SLOT.set(slot);
     }
 }
@@ -107,11 +112,7 @@ impl Answer {
 
 impl Drop for Answer {
     fn drop(&mut self) {
-        let mut slot = SLOT.get();
-        if slot.active {
-            slot.answers += 1;
-            SLOT.set(slot);
-        }
+        record(|slot| slot.answers += 1);
     }
 }
 
@@ -147,9 +148,9 @@ pin_project_lite::pin_project! {
         // wait outlasts what an `Instant` holds).
         deadline: Option<Instant>,
         http2: Http2,
-        // Made at the first wait that needs it; reused after. Its own instant is when it
-        // rings (see `head_alarm`: not tokio's timer).
-        alarm: Option<Alarm>,
+        // Set at the first wait, and again when it rang; its own instant is when it rings
+        // (see `head_alarm`: not tokio's timer).
+        alarm: Alarm,
     }
 }
 
@@ -163,7 +164,7 @@ impl<F> HeadDeadline<F> {
             in_flight: 0,
             deadline: Instant::now().checked_add(timeout),
             http2,
-            alarm: None,
+            alarm: Alarm::default(),
         }
     }
 }
@@ -197,10 +198,8 @@ where
             return polled;
         };
         // No clock is read here: whether the alarm has rung is its own state.
-        if let Some(alarm) = this.alarm.as_ref()
-            && let Some(rings_at) = alarm.rings_at()
-        {
-            match alarm.rang() {
+        if let Some(rings_at) = this.alarm.rings_at() {
+            match this.alarm.rang() {
                 // Set, and it rings by the deadline: it wakes this task in time.
                 false if rings_at <= deadline => return polled,
                 // It rang for this very deadline: the wait is over.
@@ -215,9 +214,7 @@ where
             }
         }
         // Set (or set again) to ring at the deadline; it rings at once if that has passed.
-        this.alarm
-            .get_or_insert_with(Alarm::default)
-            .set(deadline, cx.waker());
+        this.alarm.set(deadline, cx.waker());
         polled
     }
 }
