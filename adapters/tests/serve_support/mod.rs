@@ -28,6 +28,20 @@ pub async fn read_answer(connection: &mut tokio::net::TcpStream) -> Vec<u8> {
     answer
 }
 
+/// Reads `connection` until the server ends it (end of stream or reset) within `bound`:
+/// what it sent, and the read's end (an error for a reset).
+pub async fn read_until_closed(
+    connection: &mut (impl tokio::io::AsyncRead + Unpin),
+    bound: Duration,
+) -> (Vec<u8>, std::io::Result<usize>) {
+    use tokio::io::AsyncReadExt;
+    let mut sent = Vec::new();
+    let ended = tokio::time::timeout(bound, connection.read_to_end(&mut sent))
+        .await
+        .unwrap_or_else(|_| panic!("the server ends the connection within {bound:?}"));
+    (sent, ended)
+}
+
 /// An axum app served on an ephemeral loopback port; aborted on drop.
 pub struct Served {
     pub addr: SocketAddr,

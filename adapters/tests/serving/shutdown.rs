@@ -3,12 +3,12 @@
 //! connections are closed, and the serve future returns once every connection has ended.
 #![cfg(feature = "http-server")]
 
-use crate::serve_support::{read_answer, serve_fixtures};
+use crate::serve_support::{read_answer, read_until_closed, serve_fixtures};
 
 use opkit_adapters::http_server::HttpServer;
 use std::net::SocketAddr;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -31,11 +31,8 @@ async fn start() -> (
 
 /// `connection` ends (end of stream or reset) within 10 s, with nothing more sent on it.
 async fn closes(connection: &mut TcpStream) {
-    let mut rest = Vec::new();
-    let read = tokio::time::timeout(Duration::from_secs(10), connection.read_to_end(&mut rest))
-        .await
-        .expect("the server closes the connection");
-    if read.is_ok() {
+    let (rest, ended) = read_until_closed(connection, Duration::from_secs(10)).await;
+    if ended.is_ok() {
         assert!(rest.is_empty(), "{}", String::from_utf8_lossy(&rest));
     }
 }
