@@ -188,9 +188,7 @@ fn cpu_of(pick: impl Fn(&str) -> bool) -> Duration {
         .filter_map(|task| {
             let name = std::fs::read_to_string(task.path().join("comm")).ok()?;
             pick(name.trim_end()).then_some(())?;
-            let schedstat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
-            // `run_ns wait_ns timeslices`
-            schedstat.split_whitespace().next()?.parse::<u64>().ok()
+            schedstat_run_ns(&task.path().join("schedstat"))
         })
         .sum();
     Duration::from_nanos(nanos)

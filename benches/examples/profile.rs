@@ -347,9 +347,7 @@ mod transports {
 
     /// The CPU time this thread has run so far, in nanoseconds.
     fn thread_cpu_ns() -> u64 {
-        std::fs::read_to_string("/proc/thread-self/schedstat")
-            .ok()
-            .and_then(|stat| stat.split_whitespace().next()?.parse().ok())
+        opkit_benches::schedstat_run_ns(std::path::Path::new("/proc/thread-self/schedstat"))
             .unwrap_or(0)
     }
 }

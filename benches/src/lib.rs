@@ -113,6 +113,17 @@ pub fn compute(input: MediumIn) -> MediumOut {
     }
 }
 
+/// The time a thread ran on a CPU (user and kernel), in nanoseconds, from its `schedstat`
+/// file under `/proc` (`run_ns wait_ns timeslices`); `None` when it cannot be read.
+pub fn schedstat_run_ns(path: &std::path::Path) -> Option<u64> {
+    std::fs::read_to_string(path)
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// The tiny input as JSON.
 pub fn tiny_json() -> Value {
     json!({"a": 2, "b": 40})
