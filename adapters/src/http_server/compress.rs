@@ -3,15 +3,20 @@
 //! (its body wrapper, the response body boxed a second time, the encoding negotiation),
 //! and its response still says `Vary: Accept-Encoding` wherever the compressed one would,
 //! so a cache keeps the two apart. A response carrying [`Uncompressed`] (a route's
-//! `compress = false`) is never compressed and says no `Vary` for it.
+//! `compress = false`) is never compressed and says no `Vary` for it, nor is a body under
+//! the server's minimum size ([`MinSize`], 1,400 bytes unless set): gzip costs a response a
+//! fixed ~5 µs and a ~300 KiB deflate state whatever its size, and a body that fits one TCP
+//! segment saves no packet by it.
 
 use axum::body::Body;
 use futures::TryFutureExt;
 use futures::future::{Either, MapOk};
 use http::{HeaderValue, Request, Response, header};
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::task::{Context, Poll};
-use tower_http::compression::predicate::{DefaultPredicate, Predicate};
+use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove};
 use tower_http::compression::{CompressionBody, CompressionLayer, ResponseFuture};
 use tower_layer::Layer;
 use tower_service::Service;
@@ -20,26 +25,46 @@ use tower_service::Service;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Uncompressed;
 
-/// What may be compressed: what tower-http compresses by default, unless marked
-/// [`Uncompressed`].
-#[derive(Clone, Default)]
-pub(crate) struct Allowed(DefaultPredicate);
+/// The smallest body compressed, in bytes (a body of unknown size always may be).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MinSize(pub(crate) u16);
+
+impl MinSize {
+    /// One TCP segment's payload on an Ethernet path, with room for TCP and TLS options: a
+    /// body this small is sent in one segment compressed or not.
+    pub(crate) const DEFAULT: Self = Self(1400);
+}
+
+/// What may be compressed: what tower-http's `DefaultPredicate` compresses (not gRPC but
+/// gRPC-Web, not an image but SVG, not an event stream) from `MinSize` bytes up rather than
+/// from its 32, unless marked [`Uncompressed`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Allowed(MinSize);
 
 impl Predicate for Allowed {
     fn should_compress<B: axum::body::HttpBody>(&self, response: &http::Response<B>) -> bool {
-        response.extensions().get::<Uncompressed>().is_none() && self.0.should_compress(response)
+        response.extensions().get::<Uncompressed>().is_none()
+            && SizeAbove::new(self.0.0)
+                .and(NotForContentType::GRPC)
+                .and(NotForContentType::IMAGES)
+                .and(NotForContentType::SSE)
+                .should_compress(response)
     }
 }
 
-/// The layer: gzip for the requests that accept an encoding, nothing for the others.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct CompressWhenAsked;
+/// The layer: gzip for the requests that accept an encoding, of bodies from `MinSize` up;
+/// nothing for the others.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CompressWhenAsked(pub(crate) MinSize);
 
 impl<S: Clone> Layer<S> for CompressWhenAsked {
     type Service = CompressWhenAskedService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        CompressWhenAskedService { inner }
+        CompressWhenAskedService {
+            inner,
+            min_size: self.0,
+        }
     }
 }
 
@@ -50,11 +75,36 @@ impl<S: Clone> Layer<S> for CompressWhenAsked {
 #[derive(Clone)]
 pub(crate) struct CompressWhenAskedService<S> {
     inner: S,
+    min_size: MinSize,
 }
 
 type Compressed<F> =
     MapOk<ResponseFuture<F, Allowed>, fn(Response<CompressionBody<Body>>) -> Response<Body>>;
-type Plain<F> = MapOk<F, fn(Response<Body>) -> Response<Body>>;
+
+pin_project_lite::pin_project! {
+    /// The inner service's future, its response given `Vary` where a compressed one would
+    /// say it.
+    pub(crate) struct Varied<F> {
+        #[pin]
+        inner: F,
+        min_size: MinSize,
+    }
+}
+
+impl<F> Future for Varied<F>
+where
+    F: Future<Output = Result<Response<Body>, Infallible>>,
+{
+    type Output = Result<Response<Body>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let min_size = *this.min_size;
+        this.inner
+            .poll(cx)
+            .map_ok(|response| vary(response, min_size))
+    }
+}
 
 impl<S> Service<Request<Body>> for CompressWhenAskedService<S>
 where
@@ -62,7 +112,7 @@ where
 {
     type Response = Response<Body>;
     type Error = Infallible;
-    type Future = Either<Compressed<S::Future>, Plain<S::Future>>;
+    type Future = Either<Compressed<S::Future>, Varied<S::Future>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -75,23 +125,25 @@ where
             let clone = self.inner.clone();
             let ready = std::mem::replace(&mut self.inner, clone);
             let mut compressing = CompressionLayer::new()
-                .compress_when(Allowed::default())
+                .compress_when(Allowed(self.min_size))
                 .layer(ready);
             let boxed: fn(Response<CompressionBody<Body>>) -> Response<Body> =
                 |response| response.map(Body::new);
             Either::Left(compressing.call(request).map_ok(boxed))
         } else {
-            let varied: fn(Response<Body>) -> Response<Body> = vary;
-            Either::Right(self.inner.call(request).map_ok(varied))
+            Either::Right(Varied {
+                inner: self.inner.call(request),
+                min_size: self.min_size,
+            })
         }
     }
 }
 
 /// `Vary: Accept-Encoding` on a response the compression layer would have compressed for a
 /// client that accepted gzip (what that layer adds to every such response).
-fn vary(mut response: Response<Body>) -> Response<Body> {
+fn vary(mut response: Response<Body>, min_size: MinSize) -> Response<Body> {
     let headers = Headers::of(response.headers());
-    if compressible_with(&response, &headers) && !headers.varies {
+    if compressible_with(&response, &headers, min_size) && !headers.varies {
         response
             .headers_mut()
             .append(header::VARY, HeaderValue::from_static("accept-encoding"));
@@ -138,16 +190,15 @@ impl<'a> Headers<'a> {
 
 /// [`compressible_with`], the headers read for it alone (what the test holds to `Allowed`).
 #[cfg(test)]
-fn compressible(response: &Response<Body>) -> bool {
-    compressible_with(response, &Headers::of(response.headers()))
+fn compressible(response: &Response<Body>, min_size: MinSize) -> bool {
+    compressible_with(response, &Headers::of(response.headers()), min_size)
 }
 
 /// What the compression layer would compress (`response`, whose headers `headers` read): not
-/// already encoded or ranged, and what [`Allowed`] allows, decided as tower-http's
-/// `DefaultPredicate` decides it (32 bytes or more, or of unknown size; not gRPC but
-/// gRPC-Web, not an image but SVG, not an event stream). A test holds it to `Allowed`'s
-/// answer.
-fn compressible_with(response: &Response<Body>, headers: &Headers<'_>) -> bool {
+/// already encoded or ranged, and what [`Allowed`] allows, decided as its predicates decide it
+/// (`min_size` bytes or more, or of unknown size; not gRPC but gRPC-Web, not an image but SVG,
+/// not an event stream). A test holds it to `Allowed`'s answer.
+fn compressible_with(response: &Response<Body>, headers: &Headers<'_>, min_size: MinSize) -> bool {
     use axum::body::HttpBody;
     if headers.encoded || response.extensions().get::<Uncompressed>().is_some() {
         return false;
@@ -156,7 +207,7 @@ fn compressible_with(response: &Response<Body>, headers: &Headers<'_>) -> bool {
         let length = headers.length?;
         length.to_str().ok()?.parse().ok()
     });
-    if size.is_some_and(|size| size < 32) {
+    if size.is_some_and(|size| size < u64::from(min_size.0)) {
         return false;
     }
     let content_type = headers
@@ -190,7 +241,7 @@ mod tests {
             response
         };
         let varies = |response: Response<Body>| -> Vec<String> {
-            vary(response)
+            vary(response, MinSize(32))
                 .headers()
                 .get_all(header::VARY)
                 .iter()
@@ -215,14 +266,26 @@ mod tests {
 
     #[test]
     fn what_is_compressible_is_what_the_compression_layer_compresses() {
+        // At tower-http's own minimum, `Allowed` is its `DefaultPredicate` but for the mark;
+        // at others, the same from that size up.
+        for min_size in [32, 100, MinSize::DEFAULT.0] {
+            holds_to_the_layer(MinSize(min_size));
+        }
+    }
+
+    fn holds_to_the_layer(min_size: MinSize) {
         let bodies = [
             ("", None),
             ("short", None),
             ("x".repeat(31).leak() as &str, None),
             ("x".repeat(32).leak(), None),
+            ("x".repeat(99).leak(), None),
             ("x".repeat(100).leak(), None),
+            ("x".repeat(1399).leak(), None),
+            ("x".repeat(1400).leak(), None),
             ("", Some("100")),
             ("", Some("31")),
+            ("", Some("1400")),
             ("", Some("not a number")),
         ];
         let types = [
@@ -269,14 +332,21 @@ mod tests {
                             response
                         };
                         let response = make();
-                        let layer = !response.headers().contains_key(header::CONTENT_ENCODING)
-                            && !response.headers().contains_key(header::CONTENT_RANGE)
-                            && Allowed::default().should_compress(&response);
-                        assert_eq!(
-                            compressible(&make()),
-                            layer,
-                            "{body:?} {length:?} {content_type:?} {other:?} {marked}"
+                        let unencoded = !response.headers().contains_key(header::CONTENT_ENCODING)
+                            && !response.headers().contains_key(header::CONTENT_RANGE);
+                        let layer = unencoded && Allowed(min_size).should_compress(&response);
+                        let context = format!(
+                            "{} bytes {length:?} {content_type:?} {other:?} {marked} from {}",
+                            body.len(),
+                            min_size.0
                         );
+                        assert_eq!(compressible(&make(), min_size), layer, "{context}");
+                        if min_size.0 == 32 && !marked {
+                            let default = unencoded
+                                && tower_http::compression::predicate::DefaultPredicate::new()
+                                    .should_compress(&response);
+                            assert_eq!(layer, default, "{context}");
+                        }
                     }
                 }
             }

@@ -708,6 +708,11 @@ async fn assert_compressed_for_clients_that_accept_it(served: serve_support::Ser
     // varies on that header as the compressed one does, so a cache keeps them apart.
     assert_eq!(plain.headers()["vary"], "accept-encoding");
     let plain = plain.bytes().await.unwrap();
+    assert!(
+        plain.len() >= 1400,
+        "over the default minimum: {}",
+        plain.len()
+    );
     let gzipped = http
         .get(served.url("/todos"))
         .header("accept-encoding", "gzip")
@@ -742,6 +747,65 @@ async fn assert_compressed_for_clients_that_accept_it(served: serve_support::Ser
     assert!(uncompressed.headers().get("content-encoding").is_none());
     assert!(uncompressed.headers().get("vary").is_none());
     assert_eq!(uncompressed.bytes().await.unwrap().len(), plain.len());
+}
+
+#[tokio::test]
+async fn answers_under_the_minimum_size_are_sent_as_they_are() {
+    // One todo: an answer of ~100 bytes, under the default minimum (1,400 bytes) and over
+    // tower-http's (32).
+    for (min_size, compressed) in [(None, false), (Some(32), true)] {
+        let registry = todos_registry();
+        let server = || {
+            let server = HttpServer::new(registry.clone());
+            match min_size {
+                Some(bytes) => server.compression_min_size(bytes),
+                None => server,
+            }
+        };
+        let routed = serve(server().router()).await;
+        let server = server();
+        let served = serve_with(|listener| server.serve(listener)).await;
+        for served in [routed, served] {
+            let http = reqwest::Client::new();
+            http.post(served.url("/todos"))
+                .json(&json!({"text": "short"}))
+                .send()
+                .await
+                .unwrap();
+            let answer = |gzip: bool| {
+                let request = http.get(served.url("/todos"));
+                let request = if gzip {
+                    request.header("accept-encoding", "gzip")
+                } else {
+                    request
+                };
+                async move { request.send().await.unwrap() }
+            };
+            let plain = answer(false).await;
+            let vary = plain.headers().get("vary").cloned();
+            let plain = plain.bytes().await.unwrap();
+            assert!(
+                (32..1400).contains(&plain.len()),
+                "between the minimums: {}",
+                plain.len()
+            );
+            let asked = answer(true).await;
+            let context = format!("minimum {min_size:?}: {:?}", asked.headers());
+            assert_eq!(
+                asked.headers().contains_key("content-encoding"),
+                compressed,
+                "{context}"
+            );
+            // An answer that is never compressed does not vary on the header; one that is,
+            // does, asked or not.
+            let expected = compressed.then(|| http::HeaderValue::from_static("accept-encoding"));
+            assert_eq!(asked.headers().get("vary").cloned(), expected, "{context}");
+            assert_eq!(vary, expected, "{context}");
+            if !compressed {
+                assert_eq!(asked.bytes().await.unwrap(), plain, "{context}");
+            }
+        }
+    }
 }
 
 /// An upload: a file and its caption.
