@@ -1532,6 +1532,7 @@ def equal_work_section(w, get, serving):
         serving_pair_row(w, serving, path, size, "opkit", "axum_jsonschema", cpu=True)
     w("")
     w(HTTP_INSTRUCTIONS_48)
+    gzip_section(w, serving)
 
     w("### MCP `tools/call` in process (`compare.rs`)\n")
     w("`ServerHandler::call_tool` with a `RequestContext` on a live peer: opkit's `McpHandler` vs an")
@@ -1691,6 +1692,46 @@ def concurrency_section(w, serving):
     w(TRANSPORTS_REDIS_TX_49)
     w(TRANSPORTS_HEADS_49)
     w(CLUSTER_ROUTES_49)
+
+
+GZIP_SIDES = [
+    ("opkit", "opkit `HttpServer` (compression on, by default)"),
+    ("opkit_min_32", "opkit compressing from 32 bytes (before `compression_min_size`)"),
+    ("axum_jsonschema_gzip", "axum + `jsonschema` + tower-http `CompressionLayer::new()`"),
+    ("axum_jsonschema", "axum + `jsonschema`, no compression"),
+]
+
+
+def gzip_section(w, serving):
+    """The HTTP paths with `Accept-Encoding: gzip` on every request."""
+    w("### HTTP for clients that accept gzip (`serving.rs`, 32 concurrent callers)\n")
+    w("The requests above, each saying `Accept-Encoding: gzip` (what browsers, curl's `--compressed`,")
+    w("Python's `requests` and Node's `fetch` send by default; the load generator reads the bytes")
+    w("without decoding them). The peer an axum user would write adds tower-http's `CompressionLayer`")
+    w("with its defaults (it compresses bodies from 32 bytes); opkit compresses from")
+    w("`HttpServer::compression_min_size`, 1,400 bytes by default. Bytes are one response's body on")
+    w("the wire; ratios are against the axum + `jsonschema` + `CompressionLayer` side.\n")
+    w("| size | side | calls/s | p99 | body bytes | server CPU per call | calls/s vs peer | CPU vs peer |")
+    w("|---|---|---:|---:|---:|---:|---:|---:|")
+    for path, size in [("http_tiny_gzip", "tiny"), ("http_medium_gzip", "medium")]:
+        peer = [serving_median(serving, path, "axum_jsonschema_gzip", i) for i in (0, 4)]
+        for side, label in GZIP_SIDES:
+            rate, p99, size_bytes, cpu = (serving_median(serving, path, side, i) for i in (0, 2, 3, 4))
+            if rate is None:
+                w(f"| {size} | {label} | not measured | | | | | |")
+                continue
+            vs_rate = f"{rate / peer[0]:.2f}×" if peer[0] else "—"
+            vs_cpu = f"{cpu / peer[1]:.2f}×" if peer[1] and cpu else "—"
+            cpu_text = f"{cpu:.1f} µs" if cpu else "not measured"
+            w(f"| {size} | {label} | {rate:,.0f} | {p99 / 1e3:.2f} ms | {size_bytes:.0f} | {cpu_text} | {vs_rate} | {vs_cpu} |")
+    w("")
+    w(GZIP_48)
+
+
+GZIP_48 = """#### Compression from one TCP segment up (issue 48, 2026-12-01, fifth)
+
+Placeholder.
+"""
 
 
 def serving_pair_row(w, serving, path, label, ours, theirs, cpu=False):

@@ -9,6 +9,12 @@
 //!   with a compiled `jsonschema` validator, a 400 naming the violations when it does not
 //!   match, then deserialized), all on their usual serve loop (`HttpServer::serve` and
 //!   `axum::serve`, `TCP_NODELAY` on each);
+//! - `http_tiny_gzip`, `http_medium_gzip`: the same requests saying `Accept-Encoding: gzip`, as
+//!   browsers, Python's `requests` and Node's `fetch` do by default: opkit's `HttpServer` (its
+//!   compression on, as by default) vs the equal-work axum handler under tower-http's
+//!   `CompressionLayer` (`axum_jsonschema_gzip`, what an axum user adds for it) and without
+//!   one (`axum_jsonschema`), and opkit compressing from tower-http's minimum size, 32 bytes,
+//!   as before issue 48 (`opkit_min_32`);
 //! - `mcp_modern`, `mcp_legacy`: `tools/call` over Streamable HTTP of opkit's `McpServer` vs an
 //!   rmcp `#[tool]` server on `StreamableHttpService` (and vs `rmcp_jsonschema`, the same with
 //!   the arguments checked against the input schema first: the equal-work peer of issue 36),
@@ -124,6 +130,8 @@ enum Variant {
     OpkitMedium,
     AxumTiny,
     AxumMedium,
+    /// One of the four above, its requests saying `Accept-Encoding: gzip`.
+    Gzip(Http),
     /// Through opkit's MCP client (one connection: a session in the legacy era).
     Mcp(McpLifecycle),
     /// Raw JSON-RPC POSTs, `CALLERS` connections (`SESSION_CALLERS` on one session in the
@@ -147,6 +155,15 @@ enum Variant {
     ClusterRaw(usize),
 }
 
+/// The plain HTTP variants, for [`Variant::Gzip`].
+#[derive(Clone, Copy)]
+enum Http {
+    OpkitTiny,
+    OpkitMedium,
+    AxumTiny,
+    AxumMedium,
+}
+
 /// The outcome of one round.
 struct Sample {
     /// Calls (or stream items) per second.
@@ -155,7 +172,7 @@ struct Sample {
     /// time to the response headers and the time to the stream's end.
     p50: Duration,
     p99: Duration,
-    /// Response bytes per item (SSE), else 0.
+    /// Response bytes per item (SSE), per response on the wire (the HTTP paths), else 0.
     bytes_per_item: f64,
     /// CPU time the server runtime's threads spent per call (user + system, from
     /// `/proc`, in nanoseconds): what the side costs whatever else runs on the machine.
@@ -203,6 +220,16 @@ const PATHS: &[Path] = &[
     Path {
         name: "http_medium",
         start: http_servers_medium,
+        drive: |address, variant| Box::pin(http_load(address, variant)),
+    },
+    Path {
+        name: "http_tiny_gzip",
+        start: |rt| http_gzip_sides(rt, Http::OpkitTiny, Http::AxumTiny),
+        drive: |address, variant| Box::pin(http_load(address, variant)),
+    },
+    Path {
+        name: "http_medium_gzip",
+        start: |rt| http_gzip_sides(rt, Http::OpkitMedium, Http::AxumMedium),
         drive: |address, variant| Box::pin(http_load(address, variant)),
     },
     Path {
@@ -353,29 +380,100 @@ fn http_servers_medium(rt: &Runtime) -> Vec<Side> {
     http_sides(rt, Variant::OpkitMedium, Variant::AxumMedium)
 }
 
+/// The `*_gzip` paths: opkit as served by default, the equal-work axum handler under
+/// tower-http's `CompressionLayer` (its defaults) and without it.
+fn http_gzip_sides(rt: &Runtime, opkit: Http, axum: Http) -> Vec<Side> {
+    let served = spawn_server(rt, |listener| async move {
+        HttpServer::new(registry())
+            .serve(listener)
+            .await
+            .expect("opkit serve");
+    });
+    let small = spawn_server(rt, |listener| async move {
+        HttpServer::new(registry())
+            .compression_min_size(32)
+            .serve(listener)
+            .await
+            .expect("opkit serve");
+    });
+    let compressed = spawn_server(rt, |listener| {
+        axum_serve(
+            listener,
+            axum_peer::checked_router().layer(tower_http::compression::CompressionLayer::new()),
+        )
+    });
+    let checked = spawn_server(rt, |listener| {
+        axum_serve(listener, axum_peer::checked_router())
+    });
+    vec![
+        Side {
+            name: "opkit",
+            address: served,
+            variant: Variant::Gzip(opkit),
+        },
+        Side {
+            name: "opkit_min_32",
+            address: small,
+            variant: Variant::Gzip(opkit),
+        },
+        Side {
+            name: "axum_jsonschema_gzip",
+            address: compressed,
+            variant: Variant::Gzip(axum),
+        },
+        Side {
+            name: "axum_jsonschema",
+            address: checked,
+            variant: Variant::Gzip(axum),
+        },
+    ]
+}
+
 async fn http_load(address: SocketAddr, variant: Variant) -> Sample {
-    let (path, body) = match variant {
-        Variant::OpkitTiny => ("/ops/bench.add", tiny_json()),
-        Variant::OpkitMedium => ("/ops/bench.medium", medium_json()),
-        Variant::AxumTiny => ("/add", tiny_json()),
-        Variant::AxumMedium => ("/medium", medium_json()),
+    let (http, gzip) = match variant {
+        Variant::OpkitTiny => (Http::OpkitTiny, false),
+        Variant::OpkitMedium => (Http::OpkitMedium, false),
+        Variant::AxumTiny => (Http::AxumTiny, false),
+        Variant::AxumMedium => (Http::AxumMedium, false),
+        Variant::Gzip(http) => (http, true),
         _ => unreachable!("an HTTP variant"),
+    };
+    let (path, body) = match http {
+        Http::OpkitTiny => ("/ops/bench.add", tiny_json()),
+        Http::OpkitMedium => ("/ops/bench.medium", medium_json()),
+        Http::AxumTiny => ("/add", tiny_json()),
+        Http::AxumMedium => ("/medium", medium_json()),
     };
     let client = load_client(CALLERS);
     let url = format!("http://{address}{path}");
     let body = Arc::new(serde_json::to_vec(&body).expect("body"));
-    load(CALLERS, HTTP_CALLS, move || {
+    let call = move || {
         let request = client
             .post(&url)
             .header("content-type", "application/json")
             .body((*body).clone());
+        // The client decodes no encoding: the bytes read are the bytes sent.
+        let request = if gzip {
+            request.header("accept-encoding", "gzip")
+        } else {
+            request
+        };
         async move {
             let response = request.send().await.expect("send");
             assert!(response.status().is_success(), "{}", response.status());
-            response.bytes().await.expect("body");
+            response.bytes().await.expect("body").len()
+        }
+    };
+    let size = call().await;
+    let mut sample = load(CALLERS, HTTP_CALLS, move || {
+        let call = call();
+        async move {
+            call.await;
         }
     })
-    .await
+    .await;
+    sample.bytes_per_item = size as f64;
+    sample
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -563,7 +563,8 @@ mod http_tcp {
     }
 }
 
-/// The HTTP paths: one `POST` at a time through the router, no sockets.
+/// The HTTP paths: one `POST` at a time through the router, no sockets; with `GZIP` set in
+/// the environment, each request says `Accept-Encoding: gzip`.
 mod http {
     use axum::body::Body;
     use axum::http::Request;
@@ -584,11 +585,13 @@ mod http {
             _ => (axum_peer::checked_router(), "/medium", medium_json()),
         };
         let body = bytes::Bytes::from(serde_json::to_vec(&body).expect("body"));
+        let gzip = std::env::var_os("GZIP").is_some();
         super::transports::calls(rounds, 1, || {
-            let request = Request::post(uri)
-                .header("content-type", "application/json")
-                .body(Body::from(body.clone()))
-                .expect("request");
+            let mut request = Request::post(uri).header("content-type", "application/json");
+            if gzip {
+                request = request.header("accept-encoding", "gzip");
+            }
+            let request = request.body(Body::from(body.clone())).expect("request");
             let router = router.clone();
             async move {
                 let response = router.oneshot(request).await.expect("infallible");
