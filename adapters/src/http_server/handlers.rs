@@ -3,7 +3,6 @@
 
 use super::byte_bodies;
 use super::identity::authenticate;
-use super::openapi::document;
 use super::query::QueryShape;
 use super::request_body::{BodyLimit, Rejection, body_limit_of, read_json_body};
 use super::routed::RouteTarget;
@@ -53,10 +52,32 @@ pub(crate) async fn openapi(
     State(shared): State<Arc<ServerState>>,
     original: Option<axum::Extension<OriginalUri>>,
     uri: Uri,
+    headers: HeaderMap,
 ) -> Response {
     let original = original_uri(original, &uri);
     let base = shared.base_path(&original, &uri);
-    axum::Json(document(&shared.registry, &shared.info, &base)).into_response()
+    match shared
+        .document
+        .answer(&shared.registry, &shared.info, &base, &headers)
+        .await
+    {
+        Ok(answer) => {
+            let mut response = Response::new(axum::body::Body::from(answer.body));
+            *response.status_mut() = answer.status;
+            let headers = response.headers_mut();
+            if answer.status == StatusCode::OK {
+                headers.insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                );
+            }
+            headers.insert(header::ETAG, answer.etag);
+            // Kept by a client, revalidated before each use: a registry can change.
+            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+            response
+        }
+        Err(error) => error_response(&error),
+    }
 }
 
 /// Anything that is not a route.

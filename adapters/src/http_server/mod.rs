@@ -24,6 +24,7 @@ mod route;
 mod routed;
 mod routes;
 mod serve;
+mod served_document;
 mod shared_components;
 mod sse;
 mod state;
@@ -439,6 +440,7 @@ impl HttpServer {
             subscription_timeout: self.subscription_timeout,
             keep_alive: self.keep_alive,
             routes: Default::default(),
+            document: Default::default(),
             info: self.document_info(),
             invalid_input_status: self.invalid_input_status,
             invalid_parameter_status: self.invalid_parameter_status,

@@ -5,6 +5,7 @@
 use super::identity::Authenticator;
 use super::openapi::DocumentInfo;
 use super::routes::Routes;
+use super::served_document::ServedDocument;
 use super::status_of;
 use axum::extract::OriginalUri;
 use axum::response::{IntoResponse, Response};
@@ -28,6 +29,8 @@ pub(crate) struct ServerState {
     pub(crate) keep_alive: Duration,
     /// Each operation's methods and query shape, derived once per spec.
     pub(crate) routes: Routes,
+    /// `/openapi.json`, built once per registry revision.
+    pub(crate) document: ServedDocument,
     pub(crate) info: DocumentInfo,
     /// The status of a body that parsed but fails its schema (400 unless configured).
     pub(crate) invalid_input_status: StatusCode,

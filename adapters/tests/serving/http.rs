@@ -262,6 +262,76 @@ async fn nested_under_a_prefix_the_document_and_hints_name_it() {
 }
 
 #[tokio::test]
+async fn the_document_is_built_once_per_change_and_revalidated_by_its_etag() {
+    let registry = fixture_registry(false);
+    let server = HttpServer::new(registry.clone());
+    let root = serve(server.router()).await;
+    let nested = serve(axum::Router::new().nest("/api", server.router())).await;
+    let client = reqwest::Client::new();
+    let get = |url: String, tag: Option<String>| {
+        let request = client.get(url);
+        let request = match tag {
+            Some(tag) => request.header("if-none-match", tag),
+            None => request,
+        };
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            let headers = response.headers().clone();
+            let body = response.bytes().await.unwrap();
+            let etag = headers["etag"].to_str().unwrap().to_owned();
+            assert_eq!(headers["cache-control"], "no-cache");
+            (status, etag, body)
+        }
+    };
+    let document = |body: &[u8]| serde_json::from_slice::<Value>(body).unwrap();
+
+    // What `HttpServer::openapi` builds, each mount point with its `servers` entry and tag.
+    let (status, tag, body) = get(root.url("/openapi.json"), None).await;
+    assert_eq!(status, 200);
+    assert_eq!(document(&body), server.openapi());
+    let (status, nested_tag, nested_body) = get(nested.url("/api/openapi.json"), None).await;
+    assert_eq!(status, 200);
+    let mut expected = server.openapi();
+    expected["servers"][0]["url"] = json!("/api");
+    assert_eq!(document(&nested_body), expected);
+    assert_ne!(tag, nested_tag);
+
+    // A client that holds it is told so, whichever way it says it holds it.
+    for held in [
+        tag.clone(),
+        format!("W/{tag}"),
+        format!("\"other\", {tag}"),
+        "*".into(),
+    ] {
+        let (status, again, body) = get(root.url("/openapi.json"), Some(held.clone())).await;
+        assert_eq!((status, &again, body.len()), (304, &tag, 0), "{held}");
+    }
+    let (status, _, body) = get(root.url("/openapi.json"), Some(nested_tag.clone())).await;
+    assert_eq!((status, document(&body)), (200, server.openapi()));
+
+    // A change of the registry is in the next answer, under a new tag; concurrent requests
+    // after it all get the new document.
+    registry
+        .register(
+            OperationSpec::new("late", "added", OperationKind::Query),
+            Handler::unary(|_input, _ctx| async { Ok(json!(1)) }),
+        )
+        .unwrap();
+    let answers = futures::future::join_all(
+        (0..8).map(|_| get(root.url("/openapi.json"), Some(tag.clone()))),
+    )
+    .await;
+    let current = server.openapi();
+    assert!(current["paths"].get("/ops/late.added").is_some());
+    for (status, new_tag, body) in answers {
+        assert_eq!(status, 200);
+        assert_ne!(new_tag, tag);
+        assert_eq!(document(&body), current);
+    }
+}
+
+#[tokio::test]
 async fn without_a_resolver_tokens_are_ignored() {
     let served = serve(HttpServer::new(fixture_registry(false)).router()).await;
     let client = reqwest::Client::new();

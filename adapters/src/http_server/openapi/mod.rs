@@ -130,6 +130,23 @@ pub(crate) fn document(
     info: &DocumentInfo,
     base_path: &str,
 ) -> Value {
+    let mut document = document_without_servers(registry, info);
+    document.insert("servers".to_owned(), servers(base_path));
+    Value::Object(document)
+}
+
+/// The document's `servers` entry for routes mounted at `base_path` (`""` at the root): the
+/// one part of the document that depends on where it is served from.
+pub(crate) fn servers(base_path: &str) -> Value {
+    let server = if base_path.is_empty() { "/" } else { base_path };
+    json!([{"url": server, "description": "where these operations are served (relative to this document's host)"}])
+}
+
+/// [`document`] but its `servers` entry: everything derived from the registry's specs.
+pub(crate) fn document_without_servers(
+    registry: &OperationRegistry,
+    info: &DocumentInfo,
+) -> Map<String, Value> {
     let mut components = Map::new();
     add_component(
         &mut components,
@@ -183,12 +200,10 @@ pub(crate) fn document(
         }
         component_map["securitySchemes"] = json!({ scheme.as_str(): object });
     }
-    let server = if base_path.is_empty() { "/" } else { base_path };
-    json!({
-        "openapi": info.openapi.as_str(),
-        "info": doc_info,
-        "servers": [{"url": server, "description": "where these operations are served (relative to this document's host)"}],
-        "paths": paths,
-        "components": component_map,
-    })
+    let mut document = Map::new();
+    document.insert("openapi".to_owned(), json!(info.openapi.as_str()));
+    document.insert("info".to_owned(), doc_info);
+    document.insert("paths".to_owned(), Value::Object(paths));
+    document.insert("components".to_owned(), component_map);
+    document
 }
