@@ -610,6 +610,21 @@ def main():
         w("Not measured in this run.")
     w("")
 
+    w("## The OpenAPI document (issue 48; `openapi_document`)\n")
+    served, built = get("openapi_document", "served"), get("openapi_document", "built_per_request")
+    if served and built:
+        w("`GET /openapi.json` of a registry of 100 operations of the medium bench's shape, through")
+        w("`HttpServer::router` in process (no `Accept-Encoding`): the document as served, kept")
+        w("since the registry last changed, against building and writing it for the request, as every")
+        w("request did before it was kept.\n")
+        w("| bench | time | × served |")
+        w("|---|---:|---:|")
+        w(f"| served (kept per registry revision) | {fmt_ns(served)} | 1.00× |")
+        w(f"| built per request (`HttpServer::openapi` as JSON) | {fmt_ns(built)} | {ratio(built, served)} |")
+    else:
+        w("Not measured in this run.")
+    w("")
+
     w("## Reading a call protocol reply (issue 49; `wire_decode`)\n")
     floor, decoded = get("wire_decode", "json_floor_reply"), get("wire_decode", "opkit_reply")
     if floor and decoded:

@@ -785,6 +785,63 @@ mod wire_decode {
     }
 }
 
+/// `GET /openapi.json` of a registry of 100 operations of the medium bench's shape, through
+/// `HttpServer::router` in process (no sockets, no `Accept-Encoding`): as served, the document
+/// kept since the registry last changed (`served`), against what each request did before it
+/// was kept (`built_per_request`: `HttpServer::openapi` written as JSON).
+#[divan::bench_group(sample_count = 20, sample_size = 5)]
+mod openapi_document {
+    use super::*;
+    use axum::body::Body;
+    use axum::http::Request;
+    use opkit::{Handler, OperationSpec};
+    use opkit_adapters::http_server::HttpServer;
+    use tower::ServiceExt;
+
+    const OPERATIONS: usize = 100;
+
+    fn server() -> HttpServer {
+        let shape = OperationRegistry::new();
+        shape.register_operation(medium).expect("register");
+        let medium = shape.specs().pop().expect("the medium operation");
+        let registry = OperationRegistry::new();
+        for i in 0..OPERATIONS {
+            let mut spec = OperationSpec::clone(&medium);
+            spec.name = format!("medium{i}");
+            let echo = Handler::unary(|input, _ctx| async move { Ok(input) });
+            registry.register(spec, echo).expect("register");
+        }
+        HttpServer::new(registry)
+    }
+
+    fn get(rt: &Runtime, router: &axum::Router) -> bytes::Bytes {
+        let request = Request::get("/openapi.json")
+            .body(Body::empty())
+            .expect("request");
+        run(rt, async {
+            let response = router.clone().oneshot(request).await.expect("infallible");
+            assert!(response.status().is_success(), "{}", response.status());
+            axum::body::to_bytes(response.into_body(), usize::MAX)
+                .await
+                .expect("body")
+        })
+    }
+
+    #[divan::bench]
+    fn served(bencher: Bencher) {
+        let rt = runtime();
+        let router = server().router();
+        get(&rt, &router);
+        bencher.bench_local(|| get(&rt, &router));
+    }
+
+    #[divan::bench]
+    fn built_per_request(bencher: Bencher) {
+        let server = server();
+        bencher.bench_local(|| serde_json::to_vec(&server.openapi()).expect("write"));
+    }
+}
+
 /// Round trips over WebSocket on loopback, one call at a time on both sides: opkit's call
 /// protocol through a `WsHub` and two `WsSpoke`s (one serving, one calling, all in this
 /// process), vs a raw `tokio-tungstenite` client and server exchanging the add as JSON text
