@@ -441,6 +441,7 @@ impl HttpServer {
             keep_alive: self.keep_alive,
             routes: Default::default(),
             document: Default::default(),
+            compression: self.compression.then_some(self.compression_min_size),
             info: self.document_info(),
             invalid_input_status: self.invalid_input_status,
             invalid_parameter_status: self.invalid_parameter_status,

@@ -1,5 +1,7 @@
 //! `GET /openapi.json` as served: the document built once per registry revision, not on every
-//! request, with an `ETag` a client revalidates against (`If-None-Match`, answered `304`).
+//! request, with an `ETag` a client revalidates against (`If-None-Match`, answered `304`),
+//! and gzipped once per mount point for the clients that accept it (when the server
+//! compresses), not by the compression layer on every request.
 //!
 //! Building the document walks every operation's schemas (~1 ms per 10 operations of the
 //! medium bench's size, ~110 ms at 500), and the route needs no credentials: built per request,
@@ -13,15 +15,24 @@
 //!   revision it was kept under serves the registry as it was then or later, and one that sees
 //!   another revision builds anew.
 //! - One build at a time (`building`): requests that find the kept document stale wait for the
-//!   build under way and serve its result, rather than each building the same document.
+//!   build under way and serve its result, rather than each building the same document. The
+//!   same lock serves the gzipped forms.
+//! - A built document keeps its gzipped form for at most [`GZIPPED_MOUNTS`] mount points (the
+//!   most recent ones): a router nested under a path variable has as many mount points as
+//!   values, and each form is a copy of the document.
 
+use super::compress::MinSize;
 use super::openapi::{DocumentInfo, document_without_servers, servers};
 use bytes::{BufMut, Bytes, BytesMut};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use opkit::{CallError, OperationRegistry};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::io::Write;
 use std::sync::Arc;
+
+/// How many mount points' gzipped documents a built document keeps.
+const GZIPPED_MOUNTS: usize = 4;
 
 /// The document a server serves, kept between requests.
 #[derive(Default)]
@@ -38,40 +49,86 @@ struct Built {
     head: Bytes,
     /// A digest of `head`, from which each mount point's `ETag` is made.
     digest: u64,
+    /// The whole document gzipped, by mount point, most recent last.
+    gzipped: Mutex<Vec<(String, Bytes)>>,
 }
 
 /// What `/openapi.json` answers: the document, or `304 Not Modified` to a client that holds it.
 pub(crate) struct Answer {
     pub(crate) status: StatusCode,
     pub(crate) etag: HeaderValue,
-    /// The document's JSON (empty for a `304`).
+    /// The document's JSON, gzipped when `gzip` (empty for a `304`).
     pub(crate) body: Bytes,
+    /// The body is (or, for a `304`, the representation the client holds was) gzipped.
+    pub(crate) gzip: bool,
+    /// The document is sent gzipped to the clients that accept it: the answer varies on
+    /// `Accept-Encoding`.
+    pub(crate) varies: bool,
 }
 
 impl ServedDocument {
     /// The document of `registry` as it is now, for routes mounted at `base_path`, or `304`
-    /// when `request` says (`If-None-Match`) the client holds it already.
+    /// when `request` says (`If-None-Match`) the client holds it already; gzipped when the
+    /// server compresses bodies from `compression` bytes up, the document is that large and
+    /// the request accepts gzip.
     pub(crate) async fn answer(
         &self,
         registry: &OperationRegistry,
         info: &DocumentInfo,
         base_path: &str,
         request: &HeaderMap,
+        compression: Option<MinSize>,
     ) -> Result<Answer, CallError> {
         let built = self.built(registry, info).await?;
-        let etag = etag(built.digest, base_path);
+        let varies = compression.is_some_and(|MinSize(min)| built.head.len() >= usize::from(min));
+        let gzip = varies && accepts_gzip(request);
+        let etag = etag(built.digest, base_path, gzip);
         if holds(request, &etag) {
             return Ok(Answer {
                 status: StatusCode::NOT_MODIFIED,
                 etag,
                 body: Bytes::new(),
+                gzip,
+                varies,
             });
         }
+        let body = if gzip {
+            self.gzipped(&built, base_path).await?
+        } else {
+            with_servers(&built.head, base_path)
+        };
         Ok(Answer {
             status: StatusCode::OK,
             etag,
-            body: with_servers(&built.head, base_path),
+            body,
+            gzip,
+            varies,
         })
+    }
+
+    /// `built` at `base_path`, gzipped: kept, or made now (one at a time).
+    async fn gzipped(&self, built: &Arc<Built>, base_path: &str) -> Result<Bytes, CallError> {
+        if let Some(body) = kept_gzip(built, base_path) {
+            return Ok(body);
+        }
+        let _building = self.building.lock().await;
+        if let Some(body) = kept_gzip(built, base_path) {
+            return Ok(body);
+        }
+        let (document, base) = (built.clone(), base_path.to_owned());
+        let body = tokio::task::spawn_blocking(move || {
+            let body = gzip(&with_servers(&document.head, &base))?;
+            let mut gzipped = document.gzipped.lock();
+            if gzipped.len() >= GZIPPED_MOUNTS {
+                gzipped.remove(0);
+            }
+            gzipped.push((base, body.clone()));
+            Ok::<_, std::io::Error>(body)
+        })
+        .await
+        .map_err(|error| unbuilt(&error))?
+        .map_err(|error| unbuilt(&error))?;
+        Ok(body)
     }
 
     /// The kept document when it is current, else a new one.
@@ -93,12 +150,7 @@ impl ServedDocument {
         // Seconds of CPU for a large registry: off the runtime's workers.
         let built = tokio::task::spawn_blocking(move || build(revision, &registry, &info))
             .await
-            .map_err(|error| {
-                CallError::new(
-                    opkit::ErrorCode::ExecutionError,
-                    format!("the OpenAPI document could not be built: {error}"),
-                )
-            })??;
+            .map_err(|error| unbuilt(&error))??;
         let built = Arc::new(built);
         *self.kept.write() = Some(built.clone());
         Ok(built)
@@ -133,7 +185,56 @@ fn build(
         revision,
         digest: hasher.finish(),
         head: Bytes::from(json),
+        gzipped: Mutex::default(),
     })
+}
+
+/// The error of a document that could not be built or compressed.
+fn unbuilt(error: &dyn std::fmt::Display) -> CallError {
+    CallError::new(
+        opkit::ErrorCode::ExecutionError,
+        format!("the OpenAPI document could not be built: {error}"),
+    )
+}
+
+fn kept_gzip(built: &Built, base_path: &str) -> Option<Bytes> {
+    built
+        .gzipped
+        .lock()
+        .iter()
+        .find(|(base, _)| base == base_path)
+        .map(|(_, body)| body.clone())
+}
+
+/// `body` gzipped at the default level (what the compression layer would send).
+fn gzip(body: &[u8]) -> std::io::Result<Bytes> {
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(body.len() / 8),
+        flate2::Compression::default(),
+    );
+    encoder.write_all(body)?;
+    Ok(Bytes::from(encoder.finish()?))
+}
+
+/// `true` when the request's `Accept-Encoding` names gzip (or `x-gzip`) with a nonzero
+/// weight. A wildcard is not taken for gzip: the document is then sent as it is, which every
+/// client accepts unless it refused `identity` too.
+fn accepts_gzip(request: &HeaderMap) -> bool {
+    request
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|coding| {
+            let mut parts = coding.split(';').map(str::trim);
+            let name = parts.next().unwrap_or_default();
+            let weighted = parts
+                .filter_map(|param| param.split_once('='))
+                .find(|(key, _)| key.trim().eq_ignore_ascii_case("q"))
+                .and_then(|(_, weight)| weight.trim().parse::<f32>().ok());
+            (name.eq_ignore_ascii_case("gzip") || name.eq_ignore_ascii_case("x-gzip"))
+                && weighted.is_none_or(|weight| weight > 0.0)
+        })
 }
 
 /// The whole document: `head` with the `servers` entry for `base_path` and the closing brace.
@@ -152,11 +253,13 @@ fn with_servers(head: &[u8], base_path: &str) -> Bytes {
     body.freeze()
 }
 
-/// The strong `ETag` of the document with digest `digest` served at `base_path`.
-fn etag(digest: u64, base_path: &str) -> HeaderValue {
+/// The strong `ETag` of the document with digest `digest` served at `base_path`, gzipped or
+/// not (two representations: two tags).
+fn etag(digest: u64, base_path: &str, gzip: bool) -> HeaderValue {
     let mut hasher = DefaultHasher::new();
     digest.hash(&mut hasher);
     base_path.hash(&mut hasher);
+    gzip.hash(&mut hasher);
     // A quoted hex string is always a header value.
     HeaderValue::from_str(&format!("\"{:016x}\"", hasher.finish()))
         .unwrap_or_else(|_| HeaderValue::from_static("\"\""))
@@ -210,9 +313,46 @@ mod tests {
     }
 
     #[test]
-    fn each_mount_point_has_its_own_tag() {
-        assert_ne!(etag(1, ""), etag(1, "/api"));
-        assert_ne!(etag(1, ""), etag(2, ""));
-        assert_eq!(etag(1, "/api"), etag(1, "/api"));
+    fn each_mount_point_and_encoding_has_its_own_tag() {
+        assert_ne!(etag(1, "", false), etag(1, "/api", false));
+        assert_ne!(etag(1, "", false), etag(2, "", false));
+        assert_ne!(etag(1, "", false), etag(1, "", true));
+        assert_eq!(etag(1, "/api", true), etag(1, "/api", true));
+    }
+
+    #[test]
+    fn gzip_is_taken_when_named_with_a_weight_above_zero() {
+        let accepts = |values: &[&'static str]| {
+            let mut headers = HeaderMap::new();
+            for value in values {
+                headers.append(header::ACCEPT_ENCODING, HeaderValue::from_static(value));
+            }
+            accepts_gzip(&headers)
+        };
+        assert!(accepts(&["gzip"]));
+        assert!(accepts(&["gzip, deflate, br"]));
+        assert!(accepts(&["br;q=1.0, GZIP;q=0.5"]));
+        assert!(accepts(&["deflate", "x-gzip"]));
+        assert!(accepts(&["gzip ; q=0.001"]));
+        assert!(!accepts(&[]));
+        assert!(!accepts(&["br, deflate"]));
+        assert!(!accepts(&["gzip;q=0"]));
+        assert!(!accepts(&["gzip;q=0.0, br"]));
+        assert!(!accepts(&["*"]));
+        assert!(!accepts(&["gzipped"]));
+    }
+
+    #[test]
+    fn gzip_round_trips() {
+        let body = br#"{"openapi":"3.1.0"}"#.repeat(100);
+        let gzipped = gzip(&body).unwrap();
+        assert!(gzipped.len() < body.len() / 4);
+        let mut decoded = Vec::new();
+        std::io::Read::read_to_end(
+            &mut flate2::read::GzDecoder::new(&gzipped[..]),
+            &mut decoded,
+        )
+        .unwrap();
+        assert_eq!(decoded, body);
     }
 }

@@ -332,6 +332,81 @@ async fn the_document_is_built_once_per_change_and_revalidated_by_its_etag() {
 }
 
 #[tokio::test]
+async fn the_document_is_gzipped_once_for_the_clients_that_accept_it() {
+    let registry = fixture_registry(false);
+    let server = HttpServer::new(registry.clone());
+    let served = serve(server.router()).await;
+    let plain = serve(HttpServer::new(registry).compression(false).router()).await;
+    let client = reqwest::Client::new();
+    let get = |url: String, encoding: &'static str, tag: Option<String>| {
+        let request = client.get(url).header("accept-encoding", encoding);
+        let request = match tag {
+            Some(tag) => request.header("if-none-match", tag),
+            None => request,
+        };
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            let headers = response.headers().clone();
+            (status, headers, response.bytes().await.unwrap())
+        }
+    };
+    let gunzip = |body: &[u8]| {
+        let mut json = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(body), &mut json).unwrap();
+        serde_json::from_slice::<Value>(&json).unwrap()
+    };
+    let header = |headers: &reqwest::header::HeaderMap, name: &str| {
+        headers
+            .get(name)
+            .map(|value| value.to_str().unwrap().to_owned())
+    };
+
+    let (status, identity, body) = get(served.url("/openapi.json"), "identity", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(header(&identity, "content-encoding"), None);
+    assert_eq!(
+        header(&identity, "vary").as_deref(),
+        Some("accept-encoding")
+    );
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).unwrap(),
+        server.openapi()
+    );
+    for _ in 0..2 {
+        let (status, gzipped, body) = get(served.url("/openapi.json"), "br, gzip", None).await;
+        assert_eq!(status, 200);
+        assert_eq!(
+            header(&gzipped, "content-encoding").as_deref(),
+            Some("gzip")
+        );
+        assert_eq!(header(&gzipped, "vary").as_deref(), Some("accept-encoding"));
+        assert_eq!(gunzip(&body), server.openapi());
+        // Two representations, two tags; each revalidates only itself.
+        assert_ne!(gzipped["etag"], identity["etag"]);
+        let tag = header(&gzipped, "etag");
+        let (status, _, body) = get(served.url("/openapi.json"), "gzip", tag.clone()).await;
+        assert_eq!((status, body.len()), (304, 0));
+        let (status, _, _) = get(served.url("/openapi.json"), "identity", tag).await;
+        assert_eq!(status, 200);
+    }
+    // Refused by weight, or a server that does not compress: as it is, not varying.
+    let (_, refused, body) = get(served.url("/openapi.json"), "gzip;q=0", None).await;
+    assert_eq!(header(&refused, "content-encoding"), None);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).unwrap(),
+        server.openapi()
+    );
+    let (_, uncompressed, body) = get(plain.url("/openapi.json"), "gzip", None).await;
+    assert_eq!(header(&uncompressed, "content-encoding"), None);
+    assert_eq!(header(&uncompressed, "vary"), None);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).unwrap(),
+        server.openapi()
+    );
+}
+
+#[tokio::test]
 async fn without_a_resolver_tokens_are_ignored() {
     let served = serve(HttpServer::new(fixture_registry(false)).router()).await;
     let client = reqwest::Client::new();
