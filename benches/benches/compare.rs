@@ -786,9 +786,10 @@ mod wire_decode {
 }
 
 /// `GET /openapi.json` of a registry of 100 operations of the medium bench's shape, through
-/// `HttpServer::router` in process (no sockets, no `Accept-Encoding`): as served, the document
-/// kept since the registry last changed (`served`), against what each request did before it
-/// was kept (`built_per_request`: `HttpServer::openapi` written as JSON).
+/// `HttpServer::router` in process (no sockets): as served, the document kept since the
+/// registry last changed (`served`; `served_gzip` with `Accept-Encoding: gzip`, its gzipped
+/// form kept too), against what each request did before it was kept (`built_per_request`:
+/// `HttpServer::openapi` written as JSON).
 #[divan::bench_group(sample_count = 20, sample_size = 5)]
 mod openapi_document {
     use super::*;
@@ -814,8 +815,9 @@ mod openapi_document {
         HttpServer::new(registry)
     }
 
-    fn get(rt: &Runtime, router: &axum::Router) -> bytes::Bytes {
+    fn get(rt: &Runtime, router: &axum::Router, encoding: &str) -> bytes::Bytes {
         let request = Request::get("/openapi.json")
+            .header("accept-encoding", encoding)
             .body(Body::empty())
             .expect("request");
         run(rt, async {
@@ -827,12 +829,12 @@ mod openapi_document {
         })
     }
 
-    #[divan::bench]
-    fn served(bencher: Bencher) {
+    #[divan::bench(args = ["identity", "gzip"])]
+    fn served(bencher: Bencher, encoding: &str) {
         let rt = runtime();
         let router = server().router();
-        get(&rt, &router);
-        bencher.bench_local(|| get(&rt, &router));
+        get(&rt, &router, encoding);
+        bencher.bench_local(|| get(&rt, &router, encoding));
     }
 
     #[divan::bench]
