@@ -257,7 +257,7 @@ impl McpHandler {
     ) -> Edge {
         let session_id = request
             .as_ref()
-            .and_then(|request| request.headers.get("mcp-session-id"))
+            .and_then(|request| request.headers.get(super::sessions::SESSION_HEADER))
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
         let stream = match (&self.inner.streams, &session_id) {

@@ -62,8 +62,9 @@ pub const DEFAULT_MAX_ANONYMOUS_SESSIONS_PER_ADDRESS: usize = 8;
 /// closed: 5 minutes.
 pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// The header naming a request's session.
-const SESSION_HEADER: &str = "mcp-session-id";
+/// The header naming a request's session (a `HeaderName`: one looked up by its text is
+/// parsed on every lookup).
+pub(super) const SESSION_HEADER: http::HeaderName = http::HeaderName::from_static("mcp-session-id");
 
 /// The bounds on Streamable HTTP sessions of an [`McpServer`](super::McpServer)
 /// ([`McpServer::session_limits`](super::McpServer::session_limits)).
