@@ -71,7 +71,7 @@ pub(crate) async fn openapi(
         Ok(answer) => answer,
         Err(error) => return error_response(&error),
     };
-    let mut response = Response::new(axum::body::Body::from(answer.body));
+    let mut response = Response::new(answer.body);
     *response.status_mut() = answer.status;
     // Gzipped here, once per registry revision, not by the compression layer per request.
     response.extensions_mut().insert(Uncompressed);

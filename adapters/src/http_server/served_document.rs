@@ -4,10 +4,11 @@
 //! compresses), not by the compression layer on every request.
 //!
 //! Building the document walks every operation's schemas (~1 ms per 10 operations of the
-//! medium bench's size, ~110 ms at 500), and the route needs no credentials: built per request,
-//! it would cost whoever asks that much CPU of the server's. The one part of the document that
-//! depends on the request, its `servers` entry (where a `nest` mounted the routes), is written
-//! around the kept JSON per request.
+//! medium bench's size, ~110 ms at 500, seconds and a gigabyte for the largest imports), and
+//! the route needs no credentials: built per request, it would cost whoever asks that much of
+//! the server's. The one part of the document that depends on the request, its `servers`
+//! entry (where a `nest` mounted the routes), is sent after the kept JSON as a second chunk:
+//! the kept part is shared by every response, not copied.
 //!
 //! Invariants:
 //! - A kept document was built from operations read after its revision was
@@ -23,13 +24,18 @@
 
 use super::compress::MinSize;
 use super::openapi::{DocumentInfo, document_without_servers, servers};
-use bytes::{BufMut, Bytes, BytesMut};
+use axum::body::Body;
+use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
+use hyper::body::{Frame, SizeHint};
 use opkit::{CallError, OperationRegistry};
 use parking_lot::{Mutex, RwLock};
+use std::convert::Infallible;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Write;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 /// How many mount points' gzipped documents a built document keeps.
 const GZIPPED_MOUNTS: usize = 4;
@@ -58,7 +64,7 @@ pub(crate) struct Answer {
     pub(crate) status: StatusCode,
     pub(crate) etag: HeaderValue,
     /// The document's JSON, gzipped when `gzip` (empty for a `304`).
-    pub(crate) body: Bytes,
+    pub(crate) body: Body,
     /// The body is (or, for a `304`, the representation the client holds was) gzipped.
     pub(crate) gzip: bool,
     /// The document is sent gzipped to the clients that accept it: the answer varies on
@@ -87,15 +93,18 @@ impl ServedDocument {
             return Ok(Answer {
                 status: StatusCode::NOT_MODIFIED,
                 etag,
-                body: Bytes::new(),
+                body: Body::empty(),
                 gzip,
                 varies,
             });
         }
         let body = if gzip {
-            self.gzipped(&built, base_path).await?
+            Body::from(self.gzipped(&built, base_path).await?)
         } else {
-            with_servers(&built.head, base_path)
+            Body::new(Spliced::new(
+                built.head.clone(),
+                servers_tail(&built.head, base_path),
+            ))
         };
         Ok(Answer {
             status: StatusCode::OK,
@@ -117,7 +126,7 @@ impl ServedDocument {
         }
         let (document, base) = (built.clone(), base_path.to_owned());
         let body = tokio::task::spawn_blocking(move || {
-            let body = gzip(&with_servers(&document.head, &base))?;
+            let body = gzip(&[&document.head, &servers_tail(&document.head, &base)])?;
             let mut gzipped = document.gzipped.lock();
             if gzipped.len() >= GZIPPED_MOUNTS {
                 gzipped.remove(0);
@@ -206,13 +215,17 @@ fn kept_gzip(built: &Built, base_path: &str) -> Option<Bytes> {
         .map(|(_, body)| body.clone())
 }
 
-/// `body` gzipped at the default level (what the compression layer would send).
-fn gzip(body: &[u8]) -> std::io::Result<Bytes> {
+/// The concatenation of `parts` gzipped at the default level (what the compression layer
+/// would send).
+fn gzip(parts: &[&[u8]]) -> std::io::Result<Bytes> {
+    let length: usize = parts.iter().map(|part| part.len()).sum();
     let mut encoder = flate2::write::GzEncoder::new(
-        Vec::with_capacity(body.len() / 8),
+        Vec::with_capacity(length / 8),
         flate2::Compression::default(),
     );
-    encoder.write_all(body)?;
+    for part in parts {
+        encoder.write_all(part)?;
+    }
     Ok(Bytes::from(encoder.finish()?))
 }
 
@@ -237,20 +250,56 @@ fn accepts_gzip(request: &HeaderMap) -> bool {
         })
 }
 
-/// The whole document: `head` with the `servers` entry for `base_path` and the closing brace.
-/// The document's keys are in order (a `serde_json::Map` is sorted) and `servers` is the last
-/// of them, so this is what serializing the whole document writes.
-fn with_servers(head: &[u8], base_path: &str) -> Bytes {
-    let servers = serde_json::to_vec(&servers(base_path)).unwrap_or_else(|_| b"[]".to_vec());
-    let mut body = BytesMut::with_capacity(head.len() + servers.len() + 13);
-    body.put_slice(head);
+/// What follows the kept JSON `head` to make the whole document: the `servers` entry for
+/// `base_path` and the closing brace. The document's keys are in order (a `serde_json::Map`
+/// is sorted) and `servers` is the last of them, so the two are what serializing the whole
+/// document writes.
+fn servers_tail(head: &[u8], base_path: &str) -> Bytes {
+    let mut tail = Vec::with_capacity(160);
     if head.len() > 1 {
-        body.put_u8(b',');
+        tail.push(b',');
     }
-    body.put_slice(b"\"servers\":");
-    body.put_slice(&servers);
-    body.put_u8(b'}');
-    body.freeze()
+    tail.extend_from_slice(b"\"servers\":");
+    // A `Value` of strings: its JSON cannot fail to be written.
+    serde_json::to_writer(&mut tail, &servers(base_path)).unwrap_or_default();
+    tail.push(b'}');
+    Bytes::from(tail)
+}
+
+/// A body of the kept JSON and its tail, sent as two chunks with their exact length.
+struct Spliced {
+    /// The chunks not sent yet, in order.
+    chunks: [Option<Bytes>; 2],
+}
+
+impl Spliced {
+    fn new(head: Bytes, tail: Bytes) -> Self {
+        Self {
+            chunks: [Some(head), Some(tail)],
+        }
+    }
+}
+
+impl hyper::body::Body for Spliced {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let next = self.chunks.iter_mut().find_map(Option::take);
+        Poll::Ready(next.map(|chunk| Ok(Frame::data(chunk))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.chunks.iter().all(Option::is_none)
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        let length = self.chunks.iter().flatten().map(|chunk| chunk.len() as u64);
+        SizeHint::with_exact(length.sum())
+    }
 }
 
 /// The strong `ETag` of the document with digest `digest` served at `base_path`, gzipped or
@@ -301,15 +350,23 @@ mod tests {
         assert!(!asks(&["abc"]));
     }
 
-    #[test]
-    fn the_servers_entry_closes_the_object() {
-        let head = b"{\"a\":1";
-        let body = with_servers(head, "/api");
-        let value: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    #[tokio::test]
+    async fn the_servers_entry_closes_the_object() {
+        let whole = |head: &'static [u8], base: &'static str| async move {
+            let head = Bytes::from_static(head);
+            let tail = servers_tail(&head, base);
+            let body = Spliced::new(head, tail);
+            let length = hyper::body::Body::size_hint(&body).exact();
+            let bytes = axum::body::to_bytes(Body::new(body), usize::MAX)
+                .await
+                .unwrap();
+            assert_eq!(length, Some(bytes.len() as u64));
+            serde_json::from_slice::<serde_json::Value>(&bytes).unwrap()
+        };
+        let value = whole(b"{\"a\":1", "/api").await;
         assert_eq!(value["a"], 1);
         assert_eq!(value["servers"][0]["url"], "/api");
-        let empty: serde_json::Value = serde_json::from_slice(&with_servers(b"{", "")).unwrap();
-        assert_eq!(empty["servers"][0]["url"], "/");
+        assert_eq!(whole(b"{", "").await["servers"][0]["url"], "/");
     }
 
     #[test]
@@ -345,7 +402,7 @@ mod tests {
     #[test]
     fn gzip_round_trips() {
         let body = br#"{"openapi":"3.1.0"}"#.repeat(100);
-        let gzipped = gzip(&body).unwrap();
+        let gzipped = gzip(&[&body[..10], &body[10..]]).unwrap();
         assert!(gzipped.len() < body.len() / 4);
         let mut decoded = Vec::new();
         std::io::Read::read_to_end(
