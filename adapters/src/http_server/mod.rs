@@ -34,6 +34,7 @@ pub use identity::{
     ApiKeyAuth, Authenticator, BearerAuth, IdentityResolver, StaticTokens, async_resolver,
 };
 
+pub use compress::CompressionLevel;
 pub use handlers::HttpRequest;
 pub use openapi::OpenApiVersion;
 pub use rest::RouteError;
@@ -139,6 +140,7 @@ pub struct HttpServer {
     invalid_parameter_status: StatusCode,
     compression: bool,
     compression_min_size: compress::MinSize,
+    compression_level: CompressionLevel,
     title: String,
     version: String,
     description: Option<String>,
@@ -177,6 +179,7 @@ impl HttpServer {
             invalid_parameter_status: StatusCode::BAD_REQUEST,
             compression: true,
             compression_min_size: compress::MinSize::DEFAULT,
+            compression_level: CompressionLevel::Default,
             title: "opkit".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             description: None,
@@ -325,6 +328,32 @@ impl HttpServer {
         self
     }
 
+    /// How hard gzip works on the responses it compresses (default
+    /// [`CompressionLevel::Default`], gzip's level 6; see [`CompressionLevel`] for what the
+    /// levels cost).
+    ///
+    /// ```
+    /// use opkit::OperationRegistry;
+    /// use opkit_adapters::http_server::{CompressionLevel, HttpServer};
+    ///
+    /// let server =
+    ///     HttpServer::new(OperationRegistry::new()).compression_level(CompressionLevel::Fastest);
+    /// # let _ = server;
+    /// ```
+    #[must_use]
+    pub fn compression_level(mut self, level: CompressionLevel) -> Self {
+        self.compression_level = level;
+        self
+    }
+
+    /// How the server compresses, when it does.
+    fn compression_settings(&self) -> compress::Compression {
+        compress::Compression {
+            min_size: self.compression_min_size,
+            level: self.compression_level,
+        }
+    }
+
     /// The deadline of queries and mutations, and of reading a request body (default 30 s).
     #[must_use]
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
@@ -418,7 +447,7 @@ impl HttpServer {
     pub fn try_router(&self) -> Result<Router, HttpServerError> {
         let router = self.routes()?;
         Ok(if self.compression {
-            router.layer(compress::CompressWhenAsked(self.compression_min_size))
+            router.layer(compress::CompressWhenAsked(self.compression_settings()))
         } else {
             router
         })
@@ -441,7 +470,7 @@ impl HttpServer {
             keep_alive: self.keep_alive,
             routes: Default::default(),
             document: Default::default(),
-            compression: self.compression.then_some(self.compression_min_size),
+            compression: self.compression.then(|| self.compression_settings()),
             info: self.document_info(),
             invalid_input_status: self.invalid_input_status,
             invalid_parameter_status: self.invalid_parameter_status,
@@ -499,7 +528,7 @@ impl HttpServer {
     ) -> std::io::Result<()> {
         let router = self.routes().map_err(std::io::Error::other)?;
         if self.compression {
-            let service = compress::CompressWhenAsked(self.compression_min_size).layer(router);
+            let service = compress::CompressWhenAsked(self.compression_settings()).layer(router);
             serve::serve_service(listener, service, self.connections, shutdown).await
         } else {
             serve_router(listener, router, self.connections, shutdown).await

@@ -22,7 +22,7 @@
 //!   most recent ones): a router nested under a path variable has as many mount points as
 //!   values, and each form is a copy of the document.
 
-use super::compress::MinSize;
+use super::compress::{Compression, CompressionLevel};
 use super::openapi::{DocumentInfo, document_without_servers, servers};
 use axum::body::Body;
 use bytes::Bytes;
@@ -83,10 +83,12 @@ impl ServedDocument {
         info: &DocumentInfo,
         base_path: &str,
         request: &HeaderMap,
-        compression: Option<MinSize>,
+        compression: Option<Compression>,
     ) -> Result<Answer, CallError> {
         let built = self.built(registry, info).await?;
-        let varies = compression.is_some_and(|MinSize(min)| built.head.len() >= usize::from(min));
+        let varies = compression.is_some_and(|Compression { min_size, .. }| {
+            built.head.len() >= usize::from(min_size.0)
+        });
         let gzip = varies && accepts_gzip(request);
         let etag = etag(built.digest, base_path, gzip);
         if holds(request, &etag) {
@@ -98,8 +100,8 @@ impl ServedDocument {
                 varies,
             });
         }
-        let body = if gzip {
-            Body::from(self.gzipped(&built, base_path).await?)
+        let body = if let Some(Compression { level, .. }) = compression.filter(|_| gzip) {
+            Body::from(self.gzipped(&built, base_path, level).await?)
         } else {
             Body::new(Spliced::new(
                 built.head.clone(),
@@ -116,7 +118,12 @@ impl ServedDocument {
     }
 
     /// `built` at `base_path`, gzipped: kept, or made now (one at a time).
-    async fn gzipped(&self, built: &Arc<Built>, base_path: &str) -> Result<Bytes, CallError> {
+    async fn gzipped(
+        &self,
+        built: &Arc<Built>,
+        base_path: &str,
+        level: CompressionLevel,
+    ) -> Result<Bytes, CallError> {
         if let Some(body) = kept_gzip(built, base_path) {
             return Ok(body);
         }
@@ -126,7 +133,10 @@ impl ServedDocument {
         }
         let (document, base) = (built.clone(), base_path.to_owned());
         let body = tokio::task::spawn_blocking(move || {
-            let body = gzip(&[&document.head, &servers_tail(&document.head, &base)])?;
+            let body = gzip(
+                &[&document.head, &servers_tail(&document.head, &base)],
+                level,
+            )?;
             let mut gzipped = document.gzipped.lock();
             if gzipped.len() >= GZIPPED_MOUNTS {
                 gzipped.remove(0);
@@ -215,13 +225,12 @@ fn kept_gzip(built: &Built, base_path: &str) -> Option<Bytes> {
         .map(|(_, body)| body.clone())
 }
 
-/// The concatenation of `parts` gzipped at the default level (what the compression layer
-/// would send).
-fn gzip(parts: &[&[u8]]) -> std::io::Result<Bytes> {
+/// The concatenation of `parts` gzipped at `level` (what the compression layer would send).
+fn gzip(parts: &[&[u8]], level: CompressionLevel) -> std::io::Result<Bytes> {
     let length: usize = parts.iter().map(|part| part.len()).sum();
     let mut encoder = flate2::write::GzEncoder::new(
         Vec::with_capacity(length / 8),
-        flate2::Compression::default(),
+        flate2::Compression::new(level.gzip()),
     );
     for part in parts {
         encoder.write_all(part)?;
@@ -400,16 +409,19 @@ mod tests {
     }
 
     #[test]
-    fn gzip_round_trips() {
+    fn gzip_round_trips_at_each_level() {
         let body = br#"{"openapi":"3.1.0"}"#.repeat(100);
-        let gzipped = gzip(&[&body[..10], &body[10..]]).unwrap();
-        assert!(gzipped.len() < body.len() / 4);
-        let mut decoded = Vec::new();
-        std::io::Read::read_to_end(
-            &mut flate2::read::GzDecoder::new(&gzipped[..]),
-            &mut decoded,
-        )
-        .unwrap();
-        assert_eq!(decoded, body);
+        for level in [
+            CompressionLevel::Fastest,
+            CompressionLevel::Default,
+            CompressionLevel::Best,
+        ] {
+            let gzipped = gzip(&[&body[..10], &body[10..]], level).unwrap();
+            assert!(gzipped.len() < body.len() / 4);
+            let mut decoded = Vec::new();
+            let mut decoder = flate2::read::GzDecoder::new(&gzipped[..]);
+            std::io::Read::read_to_end(&mut decoder, &mut decoded).unwrap();
+            assert_eq!(decoded, body);
+        }
     }
 }

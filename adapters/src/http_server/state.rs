@@ -2,7 +2,7 @@
 //! and the answers that depend only on it (an error response with its challenge, the base path
 //! the routes are reached at).
 
-use super::compress::MinSize;
+use super::compress::Compression;
 use super::identity::Authenticator;
 use super::openapi::DocumentInfo;
 use super::routes::Routes;
@@ -32,8 +32,8 @@ pub(crate) struct ServerState {
     pub(crate) routes: Routes,
     /// `/openapi.json`, built once per registry revision.
     pub(crate) document: ServedDocument,
-    /// The smallest body gzipped for the clients that accept it, when the server compresses.
-    pub(crate) compression: Option<MinSize>,
+    /// How bodies are gzipped for the clients that accept them, when the server compresses.
+    pub(crate) compression: Option<Compression>,
     pub(crate) info: DocumentInfo,
     /// The status of a body that parsed but fails its schema (400 unless configured).
     pub(crate) invalid_input_status: StatusCode,

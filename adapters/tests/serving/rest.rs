@@ -750,6 +750,46 @@ async fn assert_compressed_for_clients_that_accept_it(served: serve_support::Ser
 }
 
 #[tokio::test]
+async fn the_compression_level_is_the_servers() {
+    use opkit_adapters::http_server::CompressionLevel;
+    let registry = todos_registry();
+    let serve_at = |level: CompressionLevel| {
+        let server = HttpServer::new(registry.clone()).compression_level(level);
+        serve_with(move |listener| server.serve(listener))
+    };
+    let fastest = serve_at(CompressionLevel::Fastest).await;
+    let best = serve_at(CompressionLevel::Best).await;
+    let http = reqwest::Client::new();
+    // ~20 KB of todos.
+    for n in 0..200 {
+        let text = format!("todo number {n}, with some words that repeat across the todos");
+        http.post(fastest.url("/todos"))
+            .json(&json!({"text": text}))
+            .send()
+            .await
+            .unwrap();
+    }
+    let plain = http.get(best.url("/todos")).send().await.unwrap();
+    let plain: Value = plain.json().await.unwrap();
+    // The gzip header's `XFL` byte says which the compressor used: 4 the fastest, 2 the best.
+    for (served, xfl) in [(&fastest, 4), (&best, 2)] {
+        let gzipped = http
+            .get(served.url("/todos"))
+            .header("accept-encoding", "gzip")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(gzipped.headers()["content-encoding"], "gzip");
+        let body = gzipped.bytes().await.unwrap();
+        let mut json = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&body[..]), &mut json)
+            .unwrap();
+        assert_eq!(serde_json::from_slice::<Value>(&json).unwrap(), plain);
+        assert_eq!(body[8], xfl, "{:?}", &body[..10]);
+    }
+}
+
+#[tokio::test]
 async fn answers_under_the_minimum_size_are_sent_as_they_are() {
     // One todo: an answer of ~100 bytes, under the default minimum (1,400 bytes) and over
     // tower-http's (32).
