@@ -37,9 +37,10 @@ impl MinSize {
 
 /// How hard gzip works on a response ([`HttpServer::compression_level`]).
 ///
-/// Measured on a 20 KB JSON list (`flate2`, this crate's gzip): [`Fastest`](Self::Fastest)
-/// took ~37 µs and wrote 6% more bytes than [`Default`](Self::Default), which took ~137 µs;
-/// on bodies of a few KB the levels cost about the same, the deflate state's setup most of it.
+/// Measured on a 19 KB JSON list (`benches`' `gzip_level`): [`Fastest`](Self::Fastest) took
+/// ~18 µs and wrote 6% more bytes than [`Default`](Self::Default), which took ~105 µs;
+/// [`Best`](Self::Best) ~153 µs for no fewer. On bodies of a few KB the levels cost about the
+/// same, the deflate state's setup most of it.
 ///
 /// [`HttpServer::compression_level`]: super::HttpServer::compression_level
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
