@@ -630,6 +630,22 @@ def main():
         w("Not measured in this run.")
     w("")
 
+    w("## gzip's levels (issue 48; `gzip_level`)\n")
+    levels = [(1, "`CompressionLevel::Fastest` (gzip 1)", "2,432"), (6, "`CompressionLevel::Default` (gzip 6)", "2,287"),
+              (9, "`CompressionLevel::Best` (gzip 9)", "2,286")]
+    default = get("gzip_level", "level::6")
+    if default:
+        w("What `HttpServer::compression_level` chooses between: a 19,156-byte JSON answer (200 records")
+        w("of a list endpoint's shape, in its envelope) gzipped by `flate2` at each level.\n")
+        w("| level | time | × default | bytes |")
+        w("|---|---:|---:|---:|")
+        for level, label, size in levels:
+            value = get("gzip_level", f"level::{level}")
+            w(f"| {label} | {fmt_ns(value)} | {ratio(value, default)} | {size} |")
+    else:
+        w("Not measured in this run.")
+    w("")
+
     w("## Reading a call protocol reply (issue 49; `wire_decode`)\n")
     floor, decoded = get("wire_decode", "json_floor_reply"), get("wire_decode", "opkit_reply")
     if floor and decoded:
