@@ -260,9 +260,10 @@ fn accepts_gzip(request: &HeaderMap) -> bool {
 }
 
 /// What follows the kept JSON `head` to make the whole document: the `servers` entry for
-/// `base_path` and the closing brace. The document's keys are in order (a `serde_json::Map`
-/// is sorted) and `servers` is the last of them, so the two are what serializing the whole
-/// document writes.
+/// `base_path` and the closing brace. `servers` is the document's last key either way a
+/// `serde_json::Map` orders them (sorted, or, with serde_json's `preserve_order`, as inserted:
+/// [`document`](super::openapi::document) inserts it last), so the two are what serializing
+/// the whole document writes.
 fn servers_tail(head: &[u8], base_path: &str) -> Bytes {
     let mut tail = Vec::with_capacity(160);
     if head.len() > 1 {
