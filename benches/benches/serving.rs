@@ -341,17 +341,29 @@ async fn axum_serve(listener: TcpListener, router: axum::Router) {
 // ---------------------------------------------------------------------------------------------
 // HTTP
 
-fn http_sides(rt: &Runtime, opkit: Variant, axum: Variant) -> Vec<Side> {
-    let served = spawn_server(rt, |listener| async move {
-        HttpServer::new(registry())
+/// opkit's `HttpServer` on the bench registry, as `configure` sets it, served by its own loop.
+fn spawn_opkit(rt: &Runtime, configure: fn(HttpServer) -> HttpServer) -> SocketAddr {
+    spawn_server(rt, move |listener| async move {
+        configure(HttpServer::new(registry()))
             .serve(listener)
             .await
             .expect("opkit serve");
-    });
+    })
+}
+
+/// The equal-work axum handler (`axum_peer::checked_router`) under `layer`.
+fn spawn_checked<L>(rt: &Runtime, layer: L) -> SocketAddr
+where
+    L: FnOnce(axum::Router) -> axum::Router,
+{
+    let router = layer(axum_peer::checked_router());
+    spawn_server(rt, |listener| axum_serve(listener, router))
+}
+
+fn http_sides(rt: &Runtime, opkit: Variant, axum: Variant) -> Vec<Side> {
+    let served = spawn_opkit(rt, |server| server);
     let hand_written = spawn_server(rt, |listener| axum_serve(listener, axum_peer::router()));
-    let checked = spawn_server(rt, |listener| {
-        axum_serve(listener, axum_peer::checked_router())
-    });
+    let checked = spawn_checked(rt, |router| router);
     vec![
         Side {
             name: "opkit",
@@ -383,28 +395,12 @@ fn http_servers_medium(rt: &Runtime) -> Vec<Side> {
 /// The `*_gzip` paths: opkit as served by default, the equal-work axum handler under
 /// tower-http's `CompressionLayer` (its defaults) and without it.
 fn http_gzip_sides(rt: &Runtime, opkit: Http, axum: Http) -> Vec<Side> {
-    let served = spawn_server(rt, |listener| async move {
-        HttpServer::new(registry())
-            .serve(listener)
-            .await
-            .expect("opkit serve");
+    let served = spawn_opkit(rt, |server| server);
+    let small = spawn_opkit(rt, |server| server.compression_min_size(32));
+    let compressed = spawn_checked(rt, |router| {
+        router.layer(tower_http::compression::CompressionLayer::new())
     });
-    let small = spawn_server(rt, |listener| async move {
-        HttpServer::new(registry())
-            .compression_min_size(32)
-            .serve(listener)
-            .await
-            .expect("opkit serve");
-    });
-    let compressed = spawn_server(rt, |listener| {
-        axum_serve(
-            listener,
-            axum_peer::checked_router().layer(tower_http::compression::CompressionLayer::new()),
-        )
-    });
-    let checked = spawn_server(rt, |listener| {
-        axum_serve(listener, axum_peer::checked_router())
-    });
+    let checked = spawn_checked(rt, |router| router);
     vec![
         Side {
             name: "opkit",

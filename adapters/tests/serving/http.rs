@@ -261,6 +261,27 @@ async fn nested_under_a_prefix_the_document_and_hints_name_it() {
     assert_eq!(fixed.openapi()["servers"][0]["url"], "/behind/proxy");
 }
 
+/// `GET url` with `Accept-Encoding: encoding` and `If-None-Match: tag` when given: the
+/// status, headers and body as sent.
+async fn get_document(
+    client: &reqwest::Client,
+    url: String,
+    encoding: Option<&str>,
+    tag: Option<String>,
+) -> (u16, reqwest::header::HeaderMap, bytes::Bytes) {
+    let mut request = client.get(url);
+    if let Some(encoding) = encoding {
+        request = request.header("accept-encoding", encoding);
+    }
+    if let Some(tag) = tag {
+        request = request.header("if-none-match", tag);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    (status, headers, response.bytes().await.unwrap())
+}
+
 #[tokio::test]
 async fn the_document_is_built_once_per_change_and_revalidated_by_its_etag() {
     let registry = fixture_registry(false);
@@ -269,16 +290,9 @@ async fn the_document_is_built_once_per_change_and_revalidated_by_its_etag() {
     let nested = serve(axum::Router::new().nest("/api", server.router())).await;
     let client = reqwest::Client::new();
     let get = |url: String, tag: Option<String>| {
-        let request = client.get(url);
-        let request = match tag {
-            Some(tag) => request.header("if-none-match", tag),
-            None => request,
-        };
+        let answer = get_document(&client, url, None, tag);
         async move {
-            let response = request.send().await.unwrap();
-            let status = response.status().as_u16();
-            let headers = response.headers().clone();
-            let body = response.bytes().await.unwrap();
+            let (status, headers, body) = answer.await;
             let etag = headers["etag"].to_str().unwrap().to_owned();
             assert_eq!(headers["cache-control"], "no-cache");
             (status, etag, body)
@@ -339,17 +353,7 @@ async fn the_document_is_gzipped_once_for_the_clients_that_accept_it() {
     let plain = serve(HttpServer::new(registry).compression(false).router()).await;
     let client = reqwest::Client::new();
     let get = |url: String, encoding: &'static str, tag: Option<String>| {
-        let request = client.get(url).header("accept-encoding", encoding);
-        let request = match tag {
-            Some(tag) => request.header("if-none-match", tag),
-            None => request,
-        };
-        async move {
-            let response = request.send().await.unwrap();
-            let status = response.status().as_u16();
-            let headers = response.headers().clone();
-            (status, headers, response.bytes().await.unwrap())
-        }
+        get_document(&client, url, Some(encoding), tag)
     };
     let gunzip = |body: &[u8]| {
         let mut json = Vec::new();

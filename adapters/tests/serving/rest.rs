@@ -692,16 +692,28 @@ async fn responses_are_compressed_for_clients_that_accept_it() {
     assert_compressed_for_clients_that_accept_it(served).await;
 }
 
-async fn assert_compressed_for_clients_that_accept_it(served: serve_support::Served) {
-    let http = reqwest::Client::new();
-    for n in 0..20 {
-        let text = format!("a todo long enough to be worth compressing, number {n}");
+/// Adds `count` todos through `served`, the `n`th with text `text(n)`.
+async fn add_todos(
+    http: &reqwest::Client,
+    served: &serve_support::Served,
+    count: usize,
+    text: impl Fn(usize) -> String,
+) {
+    for n in 0..count {
         http.post(served.url("/todos"))
-            .json(&json!({"text": text}))
+            .json(&json!({"text": text(n)}))
             .send()
             .await
             .unwrap();
     }
+}
+
+async fn assert_compressed_for_clients_that_accept_it(served: serve_support::Served) {
+    let http = reqwest::Client::new();
+    add_todos(&http, &served, 20, |n| {
+        format!("a todo long enough to be worth compressing, number {n}")
+    })
+    .await;
     let plain = http.get(served.url("/todos")).send().await.unwrap();
     assert!(plain.headers().get("content-encoding").is_none());
     // A request without `Accept-Encoding` skips the compression layer, yet its response
@@ -761,14 +773,10 @@ async fn the_compression_level_is_the_servers() {
     let best = serve_at(CompressionLevel::Best).await;
     let http = reqwest::Client::new();
     // ~20 KB of todos.
-    for n in 0..200 {
-        let text = format!("todo number {n}, with some words that repeat across the todos");
-        http.post(fastest.url("/todos"))
-            .json(&json!({"text": text}))
-            .send()
-            .await
-            .unwrap();
-    }
+    add_todos(&http, &fastest, 200, |n| {
+        format!("todo number {n}, with some words that repeat across the todos")
+    })
+    .await;
     let plain = http.get(best.url("/todos")).send().await.unwrap();
     let plain: Value = plain.json().await.unwrap();
     // The gzip header's `XFL` byte says which the compressor used: 4 the fastest, 2 the best.
