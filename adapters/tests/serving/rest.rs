@@ -708,6 +708,19 @@ async fn add_todos(
     }
 }
 
+/// `GET path` of `served`, saying `Accept-Encoding: gzip`.
+async fn get_gzipped(
+    http: &reqwest::Client,
+    served: &serve_support::Served,
+    path: &str,
+) -> reqwest::Response {
+    http.get(served.url(path))
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap()
+}
+
 async fn assert_compressed_for_clients_that_accept_it(served: serve_support::Served) {
     let http = reqwest::Client::new();
     add_todos(&http, &served, 20, |n| {
@@ -725,12 +738,7 @@ async fn assert_compressed_for_clients_that_accept_it(served: serve_support::Ser
         "over the default minimum: {}",
         plain.len()
     );
-    let gzipped = http
-        .get(served.url("/todos"))
-        .header("accept-encoding", "gzip")
-        .send()
-        .await
-        .unwrap();
+    let gzipped = get_gzipped(&http, &served, "/todos").await;
     assert_eq!(gzipped.headers()["content-encoding"], "gzip");
     assert_eq!(gzipped.headers()["vary"], "accept-encoding");
     let gzipped = gzipped.bytes().await.unwrap();
@@ -741,20 +749,10 @@ async fn assert_compressed_for_clients_that_accept_it(served: serve_support::Ser
         plain.len()
     );
     // So is the OpenAPI document.
-    let document = http
-        .get(served.url("/openapi.json"))
-        .header("accept-encoding", "gzip")
-        .send()
-        .await
-        .unwrap();
+    let document = get_gzipped(&http, &served, "/openapi.json").await;
     assert_eq!(document.headers()["content-encoding"], "gzip");
     // A route with `compress = false` is not, and does not vary on the header.
-    let uncompressed = http
-        .get(served.url("/plain/todos"))
-        .header("accept-encoding", "gzip")
-        .send()
-        .await
-        .unwrap();
+    let uncompressed = get_gzipped(&http, &served, "/plain/todos").await;
     assert_eq!(uncompressed.status(), 200);
     assert!(uncompressed.headers().get("content-encoding").is_none());
     assert!(uncompressed.headers().get("vary").is_none());
@@ -781,12 +779,7 @@ async fn the_compression_level_is_the_servers() {
     let plain: Value = plain.json().await.unwrap();
     // The gzip header's `XFL` byte says which the compressor used: 4 the fastest, 2 the best.
     for (served, xfl) in [(&fastest, 4), (&best, 2)] {
-        let gzipped = http
-            .get(served.url("/todos"))
-            .header("accept-encoding", "gzip")
-            .send()
-            .await
-            .unwrap();
+        let gzipped = get_gzipped(&http, served, "/todos").await;
         assert_eq!(gzipped.headers()["content-encoding"], "gzip");
         let body = gzipped.bytes().await.unwrap();
         let mut json = Vec::new();
