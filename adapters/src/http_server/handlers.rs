@@ -2,7 +2,6 @@
 //! [`serve_call`], which the REST routes share.
 
 use super::byte_bodies;
-use super::compress::Uncompressed;
 use super::identity::authenticate;
 use super::query::QueryShape;
 use super::request_body::{BodyLimit, Rejection, body_limit_of, read_json_body};
@@ -57,41 +56,17 @@ pub(crate) async fn openapi(
 ) -> Response {
     let original = original_uri(original, &uri);
     let base = shared.base_path(&original, &uri);
-    let answer = shared
+    shared
         .document
-        .answer(
+        .respond(
             &shared.registry,
             &shared.info,
             &base,
             &headers,
             shared.compression,
         )
-        .await;
-    let answer = match answer {
-        Ok(answer) => answer,
-        Err(error) => return error_response(&error),
-    };
-    let mut response = Response::new(answer.body);
-    *response.status_mut() = answer.status;
-    // Gzipped here, once per registry revision, not by the compression layer per request.
-    response.extensions_mut().insert(Uncompressed);
-    let headers = response.headers_mut();
-    if answer.status == StatusCode::OK {
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        if answer.gzip {
-            headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-        }
-    }
-    if answer.varies {
-        headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
-    }
-    headers.insert(header::ETAG, answer.etag);
-    // Kept by a client, revalidated before each use: a registry can change.
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
+        .await
+        .unwrap_or_else(|error| error_response(&error))
 }
 
 /// Anything that is not a route.

@@ -14,6 +14,7 @@ mod explorer;
 mod handlers;
 mod head_alarm;
 mod head_timer;
+mod header_list;
 pub(crate) mod identity;
 mod openapi;
 mod query;

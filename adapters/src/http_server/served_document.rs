@@ -22,9 +22,11 @@
 //!   most recent ones): a router nested under a path variable has as many mount points as
 //!   values, and each form is a copy of the document.
 
-use super::compress::{Compression, CompressionLevel};
+use super::compress::{Compression, CompressionLevel, Uncompressed};
+use super::header_list;
 use super::openapi::{DocumentInfo, document_without_servers, servers};
 use axum::body::Body;
+use axum::response::Response;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use hyper::body::{Frame, SizeHint};
@@ -59,62 +61,59 @@ struct Built {
     gzipped: Mutex<Vec<(String, Bytes)>>,
 }
 
-/// What `/openapi.json` answers: the document, or `304 Not Modified` to a client that holds it.
-pub(crate) struct Answer {
-    pub(crate) status: StatusCode,
-    pub(crate) etag: HeaderValue,
-    /// The document's JSON, gzipped when `gzip` (empty for a `304`).
-    pub(crate) body: Body,
-    /// The body is (or, for a `304`, the representation the client holds was) gzipped.
-    pub(crate) gzip: bool,
-    /// The document is sent gzipped to the clients that accept it: the answer varies on
-    /// `Accept-Encoding`.
-    pub(crate) varies: bool,
-}
-
 impl ServedDocument {
-    /// The document of `registry` as it is now, for routes mounted at `base_path`, or `304`
-    /// when `request` says (`If-None-Match`) the client holds it already; gzipped when the
-    /// server compresses bodies from `compression` bytes up, the document is that large and
-    /// the request accepts gzip.
-    pub(crate) async fn answer(
+    /// What `/openapi.json` answers: the document of `registry` as it is now, for routes
+    /// mounted at `base_path`, or `304 Not Modified` when `request` says (`If-None-Match`)
+    /// the client holds it already; gzipped when the server compresses (`compression`), the
+    /// document is at least its minimum size and the request accepts gzip. The response is
+    /// marked for the compression layer to leave alone.
+    pub(crate) async fn respond(
         &self,
         registry: &OperationRegistry,
         info: &DocumentInfo,
         base_path: &str,
         request: &HeaderMap,
         compression: Option<Compression>,
-    ) -> Result<Answer, CallError> {
+    ) -> Result<Response, CallError> {
         let built = self.built(registry, info).await?;
+        // Sent gzipped to the clients that accept it: the answer varies on the header.
         let varies = compression.is_some_and(|Compression { min_size, .. }| {
             built.head.len() >= usize::from(min_size.0)
         });
         let gzip = varies && accepts_gzip(request);
         let etag = etag(built.digest, base_path, gzip);
-        if holds(request, &etag) {
-            return Ok(Answer {
-                status: StatusCode::NOT_MODIFIED,
-                etag,
-                body: Body::empty(),
-                gzip,
-                varies,
-            });
-        }
-        let body = if let Some(Compression { level, .. }) = compression.filter(|_| gzip) {
-            Body::from(self.gzipped(&built, base_path, level).await?)
+        let (status, body) = if holds(request, &etag) {
+            (StatusCode::NOT_MODIFIED, Body::empty())
+        } else if let Some(Compression { level, .. }) = compression.filter(|_| gzip) {
+            let body = self.gzipped(&built, base_path, level).await?;
+            (StatusCode::OK, Body::from(body))
         } else {
-            Body::new(Spliced::new(
-                built.head.clone(),
-                servers_tail(&built.head, base_path),
-            ))
+            let tail = servers_tail(&built.head, base_path);
+            (
+                StatusCode::OK,
+                Body::new(Spliced::new(built.head.clone(), tail)),
+            )
         };
-        Ok(Answer {
-            status: StatusCode::OK,
-            etag,
-            body,
-            gzip,
-            varies,
-        })
+        let mut response = Response::new(body);
+        *response.status_mut() = status;
+        response.extensions_mut().insert(Uncompressed);
+        let headers = response.headers_mut();
+        if status == StatusCode::OK {
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            if gzip {
+                headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+            }
+        }
+        if varies {
+            headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+        }
+        headers.insert(header::ETAG, etag);
+        // Kept by a client, revalidated before each use: a registry can change.
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        Ok(response)
     }
 
     /// `built` at `base_path`, gzipped: kept, or made now (one at a time).
@@ -242,21 +241,14 @@ fn gzip(parts: &[&[u8]], level: CompressionLevel) -> std::io::Result<Bytes> {
 /// weight. A wildcard is not taken for gzip: the document is then sent as it is, which every
 /// client accepts unless it refused `identity` too.
 fn accepts_gzip(request: &HeaderMap) -> bool {
-    request
-        .get_all(header::ACCEPT_ENCODING)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .any(|coding| {
-            let mut parts = coding.split(';').map(str::trim);
-            let name = parts.next().unwrap_or_default();
-            let weighted = parts
-                .filter_map(|param| param.split_once('='))
-                .find(|(key, _)| key.trim().eq_ignore_ascii_case("q"))
-                .and_then(|(_, weight)| weight.trim().parse::<f32>().ok());
-            (name.eq_ignore_ascii_case("gzip") || name.eq_ignore_ascii_case("x-gzip"))
-                && weighted.is_none_or(|weight| weight > 0.0)
-        })
+    header_list::items(request, header::ACCEPT_ENCODING).any(|coding| {
+        let (name, mut params) = header_list::with_params(coding);
+        let weight = params
+            .find(|(key, _)| key.eq_ignore_ascii_case("q"))
+            .and_then(|(_, weight)| weight.parse::<f32>().ok());
+        (name.eq_ignore_ascii_case("gzip") || name.eq_ignore_ascii_case("x-gzip"))
+            && weight.is_none_or(|weight| weight > 0.0)
+    })
 }
 
 /// What follows the kept JSON `head` to make the whole document: the `servers` entry for
@@ -327,12 +319,7 @@ fn etag(digest: u64, base_path: &str, gzip: bool) -> HeaderValue {
 /// `true` when the request's `If-None-Match` lists `etag` (compared weakly, as RFC 9110's
 /// §13.1.2 asks) or is `*`.
 fn holds(request: &HeaderMap, etag: &HeaderValue) -> bool {
-    request
-        .get_all(header::IF_NONE_MATCH)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .map(str::trim)
+    header_list::items(request, header::IF_NONE_MATCH)
         .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag)
 }
 
@@ -340,16 +327,19 @@ fn holds(request: &HeaderMap, etag: &HeaderValue) -> bool {
 mod tests {
     use super::*;
 
+    /// A request's headers: one `name` header per value.
+    fn headers(name: http::HeaderName, values: &[&'static str]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for value in values {
+            headers.append(name.clone(), HeaderValue::from_static(value));
+        }
+        headers
+    }
+
     #[test]
     fn if_none_match_lists_are_read_as_rfc_9110_says() {
         let etag = HeaderValue::from_static("\"abc\"");
-        let asks = |values: &[&'static str]| {
-            let mut headers = HeaderMap::new();
-            for value in values {
-                headers.append(header::IF_NONE_MATCH, HeaderValue::from_static(value));
-            }
-            holds(&headers, &etag)
-        };
+        let asks = |values: &[&'static str]| holds(&headers(header::IF_NONE_MATCH, values), &etag);
         assert!(asks(&["\"abc\""]));
         assert!(asks(&["W/\"abc\""]));
         assert!(asks(&["\"x\", \"abc\""]));
@@ -389,13 +379,8 @@ mod tests {
 
     #[test]
     fn gzip_is_taken_when_named_with_a_weight_above_zero() {
-        let accepts = |values: &[&'static str]| {
-            let mut headers = HeaderMap::new();
-            for value in values {
-                headers.append(header::ACCEPT_ENCODING, HeaderValue::from_static(value));
-            }
-            accepts_gzip(&headers)
-        };
+        let accepts =
+            |values: &[&'static str]| accepts_gzip(&headers(header::ACCEPT_ENCODING, values));
         assert!(accepts(&["gzip"]));
         assert!(accepts(&["gzip, deflate, br"]));
         assert!(accepts(&["br;q=1.0, GZIP;q=0.5"]));

@@ -1,6 +1,7 @@
 //! The event stream of a subscription: one event per item, then `complete` or `error`, in
 //! the encoding the client asked for (see the [module docs](super#subscriptions)).
 
+use super::header_list;
 use axum::response::sse::Event;
 use futures::{Stream, StreamExt};
 use http::{HeaderMap, HeaderValue, header};
@@ -28,23 +29,13 @@ impl SseEncoding {
     /// The encoding the request's `Accept` header asks for: [`Data`](Self::Data) when one
     /// of its media ranges is `text/event-stream` with the parameter `opkit=data`.
     pub(crate) fn requested(headers: &HeaderMap) -> Self {
-        let asks_for_data = headers
-            .get_all(header::ACCEPT)
-            .iter()
-            .filter_map(|value| value.to_str().ok())
-            .flat_map(|value| value.split(','))
-            .any(|range| {
-                let mut parts = range.split(';').map(str::trim);
-                parts
-                    .next()
-                    .is_some_and(|media| media.eq_ignore_ascii_case("text/event-stream"))
-                    && parts.any(|parameter| {
-                        parameter.split_once('=').is_some_and(|(name, value)| {
-                            name.trim().eq_ignore_ascii_case("opkit")
-                                && value.trim().trim_matches('"') == "data"
-                        })
-                    })
-            });
+        let asks_for_data = header_list::items(headers, header::ACCEPT).any(|range| {
+            let (media, mut params) = header_list::with_params(range);
+            media.eq_ignore_ascii_case("text/event-stream")
+                && params.any(|(name, value)| {
+                    name.eq_ignore_ascii_case("opkit") && value.trim_matches('"') == "data"
+                })
+        });
         if asks_for_data {
             Self::Data
         } else {
