@@ -140,8 +140,8 @@ pub struct HttpServer {
     invalid_input_status: StatusCode,
     invalid_parameter_status: StatusCode,
     compression: bool,
-    compression_min_size: compress::MinSize,
-    compression_level: CompressionLevel,
+    /// How it compresses, when `compression` is on.
+    compress: compress::Compression,
     title: String,
     version: String,
     description: Option<String>,
@@ -179,8 +179,10 @@ impl HttpServer {
             invalid_input_status: StatusCode::BAD_REQUEST,
             invalid_parameter_status: StatusCode::BAD_REQUEST,
             compression: true,
-            compression_min_size: compress::MinSize::DEFAULT,
-            compression_level: CompressionLevel::Default,
+            compress: compress::Compression {
+                min_size: compress::MinSize::DEFAULT,
+                level: CompressionLevel::Default,
+            },
             title: "opkit".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             description: None,
@@ -325,7 +327,7 @@ impl HttpServer {
     /// ```
     #[must_use]
     pub fn compression_min_size(mut self, bytes: u16) -> Self {
-        self.compression_min_size = compress::MinSize(bytes);
+        self.compress.min_size = compress::MinSize(bytes);
         self
     }
 
@@ -343,16 +345,8 @@ impl HttpServer {
     /// ```
     #[must_use]
     pub fn compression_level(mut self, level: CompressionLevel) -> Self {
-        self.compression_level = level;
+        self.compress.level = level;
         self
-    }
-
-    /// How the server compresses, when it does.
-    fn compression_settings(&self) -> compress::Compression {
-        compress::Compression {
-            min_size: self.compression_min_size,
-            level: self.compression_level,
-        }
     }
 
     /// The deadline of queries and mutations, and of reading a request body (default 30 s).
@@ -448,7 +442,7 @@ impl HttpServer {
     pub fn try_router(&self) -> Result<Router, HttpServerError> {
         let router = self.routes()?;
         Ok(if self.compression {
-            router.layer(compress::CompressWhenAsked(self.compression_settings()))
+            router.layer(compress::CompressWhenAsked(self.compress))
         } else {
             router
         })
@@ -471,7 +465,7 @@ impl HttpServer {
             keep_alive: self.keep_alive,
             routes: Default::default(),
             document: Default::default(),
-            compression: self.compression.then(|| self.compression_settings()),
+            compression: self.compression.then_some(self.compress),
             info: self.document_info(),
             invalid_input_status: self.invalid_input_status,
             invalid_parameter_status: self.invalid_parameter_status,
@@ -529,7 +523,7 @@ impl HttpServer {
     ) -> std::io::Result<()> {
         let router = self.routes().map_err(std::io::Error::other)?;
         if self.compression {
-            let service = compress::CompressWhenAsked(self.compression_settings()).layer(router);
+            let service = compress::CompressWhenAsked(self.compress).layer(router);
             serve::serve_service(listener, service, self.connections, shutdown).await
         } else {
             serve_router(listener, router, self.connections, shutdown).await
