@@ -6,7 +6,10 @@
 //! `compress = false`) is never compressed and says no `Vary` for it, nor is a body under
 //! the server's minimum size ([`MinSize`], 1,400 bytes unless set): gzip costs a response a
 //! fixed ~5 µs and a ~300 KiB deflate state whatever its size, and a body that fits one TCP
-//! segment saves no packet by it.
+//! segment saves no packet by it. A body held in memory is gzipped in one piece with a deflate
+//! state kept per thread rather than a new one per response (see [`whole`]).
+
+mod whole;
 
 use axum::body::Body;
 use futures::TryFutureExt;
@@ -116,8 +119,10 @@ pub(crate) struct CompressWhenAskedService<S> {
     compression: Compression,
 }
 
-type Compressed<F> =
-    MapOk<ResponseFuture<F, Allowed>, fn(Response<CompressionBody<Body>>) -> Response<Body>>;
+type Compressed<F> = MapOk<
+    ResponseFuture<whole::Whole<F>, Allowed>,
+    fn(Response<CompressionBody<Body>>) -> Response<Body>,
+>;
 
 pin_project_lite::pin_project! {
     /// The inner service's future, its response given `Vary` where a compressed one would
@@ -166,7 +171,10 @@ where
             let mut compressing = CompressionLayer::new()
                 .quality(tower_http::CompressionLevel::Precise(level))
                 .compress_when(Allowed(self.compression.min_size))
-                .layer(ready);
+                .layer(whole::GzipWhole {
+                    inner: ready,
+                    compression: self.compression,
+                });
             let boxed: fn(Response<CompressionBody<Body>>) -> Response<Body> =
                 |response| response.map(Body::new);
             Either::Left(compressing.call(request).map_ok(boxed))

@@ -11,6 +11,7 @@
 mod byte_bodies;
 mod compress;
 mod explorer;
+mod gzip;
 mod handlers;
 mod head_alarm;
 mod head_timer;

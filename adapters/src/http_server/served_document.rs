@@ -34,7 +34,6 @@ use opkit::{CallError, OperationRegistry};
 use parking_lot::{Mutex, RwLock};
 use std::convert::Infallible;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::io::Write;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -226,15 +225,7 @@ fn kept_gzip(built: &Built, base_path: &str) -> Option<Bytes> {
 
 /// The concatenation of `parts` gzipped at `level` (what the compression layer would send).
 fn gzip(parts: &[&[u8]], level: CompressionLevel) -> std::io::Result<Bytes> {
-    let length: usize = parts.iter().map(|part| part.len()).sum();
-    let mut encoder = flate2::write::GzEncoder::new(
-        Vec::with_capacity(length / 8),
-        flate2::Compression::new(level.gzip()),
-    );
-    for part in parts {
-        encoder.write_all(part)?;
-    }
-    Ok(Bytes::from(encoder.finish()?))
+    super::gzip::gzip(parts, level.gzip())
 }
 
 /// `true` when the request's `Accept-Encoding` names gzip (or `x-gzip`) with a nonzero

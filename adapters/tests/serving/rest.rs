@@ -741,7 +741,14 @@ async fn assert_compressed_for_clients_that_accept_it(served: serve_support::Ser
     let gzipped = get_gzipped(&http, &served, "/todos").await;
     assert_eq!(gzipped.headers()["content-encoding"], "gzip");
     assert_eq!(gzipped.headers()["vary"], "accept-encoding");
+    // An answer held in memory is gzipped whole: it says its length (a streaming
+    // compressor's answer is chunked).
+    let length = gzipped.headers().get("content-length").cloned();
     let gzipped = gzipped.bytes().await.unwrap();
+    assert_eq!(
+        length.and_then(|length| length.to_str().ok()?.parse().ok()),
+        Some(gzipped.len())
+    );
     assert!(
         gzipped.len() < plain.len() / 2,
         "{} vs {}",

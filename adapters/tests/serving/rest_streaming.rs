@@ -287,3 +287,42 @@ async fn a_download_reaches_the_client_while_the_operation_still_makes_it() {
         "the bytes arrive in order and intact"
     );
 }
+
+#[tokio::test]
+async fn a_download_is_gzipped_as_it_streams_for_a_client_that_accepts_it() {
+    let signals = Signals::default();
+    // The operation does not wait for this client after its first chunk.
+    signals.client_has_bytes.notify_one();
+    let served = serve(server(&signals).router()).await;
+    let response = within(
+        "the download is answered",
+        30,
+        reqwest::Client::new()
+            .get(served.url("/files/big/content"))
+            .header("accept-encoding", "gzip")
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-encoding"], "gzip");
+    // Compressed as it streams: no length, which only the whole body would give.
+    assert!(response.headers().get("content-length").is_none());
+    let gzipped = within("the download ends", 30, response.bytes())
+        .await
+        .unwrap();
+    let mut received = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(&gzipped[..]),
+        &mut received,
+    )
+    .unwrap();
+    assert_eq!(received.len(), 16 * MIB);
+    assert!(
+        received
+            .iter()
+            .enumerate()
+            .all(|(at, byte)| *byte == byte_at(at)),
+        "the bytes arrive in order and intact"
+    );
+}
