@@ -14,7 +14,9 @@
 //!   compression on, as by default) vs the equal-work axum handler under tower-http's
 //!   `CompressionLayer` (`axum_jsonschema_gzip`, what an axum user adds for it) and without
 //!   one (`axum_jsonschema`), and opkit compressing from tower-http's minimum size, 32 bytes,
-//!   as before issue 48 (`opkit_min_32`);
+//!   as before issue 48 (`opkit_min_32`); `http_list_gzip`: a list answer of ~18 KB
+//!   (`bench.list`, 64 records), gzipped whole by opkit with a deflate state kept per thread
+//!   and streamed through a new one per response by tower-http's `CompressionLayer`;
 //! - `mcp_modern`, `mcp_legacy`: `tools/call` over Streamable HTTP of opkit's `McpServer` vs an
 //!   rmcp `#[tool]` server on `StreamableHttpService` (and vs `rmcp_jsonschema`, the same with
 //!   the arguments checked against the input schema first: the equal-work peer of issue 36),
@@ -160,8 +162,10 @@ enum Variant {
 enum Http {
     OpkitTiny,
     OpkitMedium,
+    OpkitList,
     AxumTiny,
     AxumMedium,
+    AxumList,
 }
 
 /// The outcome of one round.
@@ -230,6 +234,11 @@ const PATHS: &[Path] = &[
     Path {
         name: "http_medium_gzip",
         start: |rt| http_gzip_sides(rt, Http::OpkitMedium, Http::AxumMedium),
+        drive: |address, variant| Box::pin(http_load(address, variant)),
+    },
+    Path {
+        name: "http_list_gzip",
+        start: |rt| http_gzip_sides(rt, Http::OpkitList, Http::AxumList),
         drive: |address, variant| Box::pin(http_load(address, variant)),
     },
     Path {
@@ -393,25 +402,28 @@ fn http_servers_medium(rt: &Runtime) -> Vec<Side> {
 }
 
 /// The `*_gzip` paths: opkit as served by default, the equal-work axum handler under
-/// tower-http's `CompressionLayer` (its defaults) and without it.
+/// tower-http's `CompressionLayer` (its defaults) and without it; for the tiny and medium
+/// answers (under 1,400 bytes) also opkit compressing from 32 bytes.
 fn http_gzip_sides(rt: &Runtime, opkit: Http, axum: Http) -> Vec<Side> {
     let served = spawn_opkit(rt, |server| server);
-    let small = spawn_opkit(rt, |server| server.compression_min_size(32));
+    let small = (!matches!(opkit, Http::OpkitList))
+        .then(|| spawn_opkit(rt, |server| server.compression_min_size(32)));
     let compressed = spawn_checked(rt, |router| {
         router.layer(tower_http::compression::CompressionLayer::new())
     });
     let checked = spawn_checked(rt, |router| router);
-    vec![
-        Side {
-            name: "opkit",
-            address: served,
+    let opkit_sides = [Some(served), small]
+        .into_iter()
+        .flatten()
+        .zip(["opkit", "opkit_min_32"]);
+    let mut sides: Vec<Side> = opkit_sides
+        .map(|(address, name)| Side {
+            name,
+            address,
             variant: Variant::Gzip(opkit),
-        },
-        Side {
-            name: "opkit_min_32",
-            address: small,
-            variant: Variant::Gzip(opkit),
-        },
+        })
+        .collect();
+    sides.extend([
         Side {
             name: "axum_jsonschema_gzip",
             address: compressed,
@@ -422,7 +434,8 @@ fn http_gzip_sides(rt: &Runtime, opkit: Http, axum: Http) -> Vec<Side> {
             address: checked,
             variant: Variant::Gzip(axum),
         },
-    ]
+    ]);
+    sides
 }
 
 async fn http_load(address: SocketAddr, variant: Variant) -> Sample {
@@ -437,8 +450,10 @@ async fn http_load(address: SocketAddr, variant: Variant) -> Sample {
     let (path, body) = match http {
         Http::OpkitTiny => ("/ops/bench.add", tiny_json()),
         Http::OpkitMedium => ("/ops/bench.medium", medium_json()),
+        Http::OpkitList => ("/ops/bench.list", list_json()),
         Http::AxumTiny => ("/add", tiny_json()),
         Http::AxumMedium => ("/medium", medium_json()),
+        Http::AxumList => ("/list", list_json()),
     };
     let client = load_client(CALLERS);
     let url = format!("http://{address}{path}");

@@ -2,9 +2,10 @@
 //! the profile's in-process HTTP paths: `router` (`Json<In> -> Json<Out>`) and
 //! `checked_router` (the equal-work peer of issue 36: the body as a `Value`, checked against
 //! the operation's input schema with a compiled `jsonschema` validator, a 400 naming the
-//! violations when it does not match, then deserialized). Routes: `/add` and `/medium`.
+//! violations when it does not match, then deserialized). Routes: `/add`, `/medium` and
+//! `/list`.
 
-use crate::{AddIn, MediumIn, Sum, add, check_input, compute, input_validator};
+use crate::{AddIn, ListIn, MediumIn, Sum, add, check_input, compute, input_validator, records};
 use std::sync::Arc;
 
 /// The handlers a user writes with axum's `Json` extractor: no input check beyond the types.
@@ -24,6 +25,10 @@ pub fn router() -> axum::Router {
             "/medium",
             post(|Json(input): Json<MediumIn>| async move { Json(compute(input)) }),
         )
+        .route(
+            "/list",
+            post(|Json(input): Json<ListIn>| async move { Json(records(input.count)) }),
+        )
 }
 
 /// The axum handlers a user writes to answer invalid inputs as opkit does (issue 36): the body
@@ -33,6 +38,7 @@ pub fn checked_router() -> axum::Router {
     use axum::routing::post;
     let add_schema = Arc::new(input_validator(&add::spec()));
     let medium_schema = Arc::new(input_validator(&crate::medium::spec()));
+    let list_schema = Arc::new(input_validator(&crate::list::spec()));
     axum::Router::new()
         .route(
             "/add",
@@ -53,6 +59,16 @@ pub fn checked_router() -> axum::Router {
                 async move {
                     let input: MediumIn = checked_body(&schema, body)?;
                     Ok::<_, Rejection>(axum::Json(compute(input)))
+                }
+            }),
+        )
+        .route(
+            "/list",
+            post(move |body: axum::Json<serde_json::Value>| {
+                let schema = list_schema.clone();
+                async move {
+                    let input: ListIn = checked_body(&schema, body)?;
+                    Ok::<_, Rejection>(axum::Json(records(input.count)))
                 }
             }),
         )

@@ -183,6 +183,52 @@ pub async fn medium(Input(input): Input<MediumIn>) -> MediumOut {
     compute(input)
 }
 
+/// Records a list answer holds ([`list_json`]): ~18 KB of JSON in opkit's envelope, what a
+/// list endpoint sends a page of.
+pub const LIST_COUNT: u32 = 64;
+
+/// The input of the list operation.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ListIn {
+    /// How many records.
+    pub count: u32,
+}
+
+/// The list input: [`LIST_COUNT`] records.
+pub fn list_json() -> Value {
+    json!({"count": LIST_COUNT})
+}
+
+/// `count` records of the medium output's shape, each its own (names, emails, scores and
+/// tags differ): what a list endpoint answers.
+pub fn records(count: u32) -> Vec<MediumOut> {
+    (0..count)
+        .map(|n| MediumOut {
+            id: 10_000 + u64::from(n),
+            name: format!("User {n}"),
+            email: format!("user{n}@example.com"),
+            age: 20 + n % 50,
+            active: n % 3 != 0,
+            score: f64::from(n) * 1.25,
+            tags: vec!["member".to_owned(), format!("group-{}", n % 7)],
+            address: Address {
+                street: format!("{} Main Street", n + 1),
+                city: ["London", "Paris", "Berlin", "Madrid"][n as usize % 4].to_owned(),
+                zip: format!("{:05}", 10_000 + n * 37),
+                country: ["GB", "FR", "DE", "ES"][n as usize % 4].to_owned(),
+            },
+            total: i64::from(n) * 210,
+            count: 20,
+        })
+        .collect()
+}
+
+/// The list, as an opkit operation.
+#[operation(namespace = "bench")]
+pub async fn list(count: u32) -> Vec<MediumOut> {
+    records(count)
+}
+
 /// The input of the cost-growth benches: `n` named fields and an `n`-item array.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct WideIn {
