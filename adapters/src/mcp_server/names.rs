@@ -10,7 +10,9 @@ use super::naming::{ToolNameError, ToolNaming};
 use opkit::{FoundOperation, OperationRegistry, OperationSpec};
 use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard};
 use rmcp::model::Tool;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// The tool names of one registry revision, kept until the registry changes, so a call does
@@ -19,9 +21,29 @@ use std::sync::{Arc, OnceLock};
 /// Invariant: the names kept under revision `r` were built from operations read after `r`
 /// was (see [`OperationRegistry::revision`]), so they are never older than their key; a
 /// registry that changed meanwhile has a newer revision, and the next reader rebuilds.
-#[derive(Debug, Default)]
+///
+/// Each thread also keeps the names it last read ([`LAST_READ`]), under this cache's number
+/// and the same revision: a tool call on a thread that read them before finds its operation
+/// without taking the cache's lock (a read lock is two atomic read-modify-writes, each a full
+/// barrier on x86). The thread's copy is the cache's own `Arc`, kept under the key the cache
+/// kept it under, so the invariant holds for it; it is released when the thread reads another
+/// cache's names or newer ones, or exits.
+#[derive(Debug)]
 pub(crate) struct NamesCache {
+    /// A number no other cache of this process has: threads key their kept names by it,
+    /// never by address (a new cache where a dropped one was never finds its names).
+    number: u64,
     kept: RwLock<Option<(u64, Arc<ToolNames>)>>,
+}
+
+impl Default for NamesCache {
+    fn default() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        Self {
+            number: NEXT.fetch_add(1, Ordering::Relaxed),
+            kept: RwLock::default(),
+        }
+    }
 }
 
 impl Clone for NamesCache {
@@ -29,6 +51,18 @@ impl Clone for NamesCache {
     fn clone(&self) -> Self {
         Self::default()
     }
+}
+
+/// Names a thread read last: whose (a cache's number), of which revision.
+struct LastRead {
+    cache: u64,
+    revision: u64,
+    names: Arc<ToolNames>,
+}
+
+thread_local! {
+    /// The names this thread read last (see [`NamesCache`]).
+    static LAST_READ: RefCell<Option<LastRead>> = const { RefCell::new(None) };
 }
 
 impl NamesCache {
@@ -58,10 +92,36 @@ impl NamesCache {
         naming: ToolNaming,
         read: impl FnOnce(&ToolNames) -> R,
     ) -> Result<R, ToolNameError> {
-        if let Some(names) = self.kept_at(registry.revision()) {
-            return Ok(read(&names));
+        let revision = registry.revision();
+        let mut read = Some(read);
+        let on_thread = LAST_READ.try_with(|last| match &*last.borrow() {
+            Some(last) if last.cache == self.number && last.revision == revision => {
+                read.take().map(|read| read(&last.names))
+            }
+            _ => None,
+        });
+        if let Ok(Some(read)) = on_thread {
+            return Ok(read);
         }
-        Ok(read(&*self.get(registry, naming)?))
+        let Some(read) = read else {
+            unreachable!("`read` is taken only when its value is returned")
+        };
+        let names = match self.kept_at(revision) {
+            Some(names) => Arc::clone(&names),
+            None => self.get(registry, naming)?,
+        };
+        // Kept under the revision read before the names were: never newer than they are.
+        // (Not while a `read` on this thread borrows them: it would read other names.)
+        let _ = LAST_READ.try_with(|last| {
+            if let Ok(mut last) = last.try_borrow_mut() {
+                *last = Some(LastRead {
+                    cache: self.number,
+                    revision,
+                    names: names.clone(),
+                });
+            }
+        });
+        Ok(read(&names))
     }
 
     /// The names kept for `revision`, if they are the ones kept, borrowed under the lock.
@@ -305,6 +365,49 @@ mod tests {
         let removed = cache.get(&registry, ToolNaming::OperationId).unwrap();
         assert!(removed.operation("math.two").is_none());
         assert!(cache.clone().kept.read().is_none(), "a clone starts empty");
+    }
+
+    #[test]
+    fn a_thread_reads_its_kept_names_only_while_they_are_current_and_its_caches() {
+        let registry = OperationRegistry::new();
+        let add = |registry: &OperationRegistry, name: &str| {
+            registry
+                .register(
+                    OperationSpec::new("math", name, OperationKind::Query),
+                    opkit::Handler::unary(|_, _| async { Ok(json!(0)) }),
+                )
+                .unwrap();
+        };
+        let has = |cache: &NamesCache, registry: &OperationRegistry, tool: &str| {
+            cache
+                .read(registry, ToolNaming::OperationId, |names| {
+                    names.served(tool).is_some()
+                })
+                .unwrap()
+        };
+        add(&registry, "one");
+        let cache = NamesCache::default();
+        assert!(has(&cache, &registry, "math.one"));
+        // Read again from this thread's names: the same answer.
+        assert!(has(&cache, &registry, "math.one"));
+        // A change the thread's names predate is seen at the next read, both ways.
+        add(&registry, "two");
+        assert!(has(&cache, &registry, "math.two"));
+        registry.unregister("math.one");
+        assert!(!has(&cache, &registry, "math.one"));
+        // Another cache on this thread (another server, another registry) reads its own
+        // names, and then the first one its own again.
+        let other_registry = OperationRegistry::new();
+        add(&other_registry, "three");
+        let other = NamesCache::default();
+        assert!(has(&other, &other_registry, "math.three"));
+        assert!(!has(&other, &other_registry, "math.two"));
+        assert!(has(&cache, &registry, "math.two"));
+        assert!(!has(&cache, &registry, "math.three"));
+        // A clone is a cache of its own.
+        let clone = cache.clone();
+        assert!(has(&clone, &other_registry, "math.three"));
+        assert!(has(&cache, &registry, "math.two"));
     }
 
     fn spec(namespace: &str, name: &str) -> Arc<OperationSpec> {
