@@ -1755,7 +1755,7 @@ def gzip_section(w, serving):
         peer = [serving_median(serving, path, "axum_jsonschema_gzip", i) for i in (0, 4)]
         for side, label in GZIP_SIDES:
             if path == "http_list_gzip" and side == "opkit_min_32":
-                continue  # the list is over both minimums: the same server as `opkit`
+                side, label = "opkit_uncompressed", "opkit `HttpServer` with `compression(false)`"
             rate, p99, size_bytes, cpu = (serving_median(serving, path, side, i) for i in (0, 2, 3, 4))
             if rate is None:
                 w(f"| {size} | {label} | not measured | | | | | |")

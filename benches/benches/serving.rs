@@ -16,7 +16,8 @@
 //!   one (`axum_jsonschema`), and opkit compressing from tower-http's minimum size, 32 bytes,
 //!   as before issue 48 (`opkit_min_32`); `http_list_gzip`: a list answer of ~18 KB
 //!   (`bench.list`, 64 records), gzipped whole by opkit with a deflate state kept per thread
-//!   and streamed through a new one per response by tower-http's `CompressionLayer`;
+//!   and streamed through a new one per response by tower-http's `CompressionLayer`, and
+//!   opkit with its compression off (`opkit_uncompressed`, against `axum_jsonschema`);
 //! - `mcp_modern`, `mcp_legacy`: `tools/call` over Streamable HTTP of opkit's `McpServer` vs an
 //!   rmcp `#[tool]` server on `StreamableHttpService` (and vs `rmcp_jsonschema`, the same with
 //!   the arguments checked against the input schema first: the equal-work peer of issue 36),
@@ -403,27 +404,35 @@ fn http_servers_medium(rt: &Runtime) -> Vec<Side> {
 
 /// The `*_gzip` paths: opkit as served by default, the equal-work axum handler under
 /// tower-http's `CompressionLayer` (its defaults) and without it; for the tiny and medium
-/// answers (under 1,400 bytes) also opkit compressing from 32 bytes.
+/// answers (under 1,400 bytes) also opkit compressing from 32 bytes, for the list opkit
+/// with its compression off (the list's serving without gzip, against the axum handler's).
 fn http_gzip_sides(rt: &Runtime, opkit: Http, axum: Http) -> Vec<Side> {
     let served = spawn_opkit(rt, |server| server);
-    let small = (!matches!(opkit, Http::OpkitList))
-        .then(|| spawn_opkit(rt, |server| server.compression_min_size(32)));
+    let (other, other_address) = match opkit {
+        Http::OpkitList => (
+            "opkit_uncompressed",
+            spawn_opkit(rt, |server| server.compression(false)),
+        ),
+        _ => (
+            "opkit_min_32",
+            spawn_opkit(rt, |server| server.compression_min_size(32)),
+        ),
+    };
     let compressed = spawn_checked(rt, |router| {
         router.layer(tower_http::compression::CompressionLayer::new())
     });
     let checked = spawn_checked(rt, |router| router);
-    let opkit_sides = [Some(served), small]
-        .into_iter()
-        .flatten()
-        .zip(["opkit", "opkit_min_32"]);
-    let mut sides: Vec<Side> = opkit_sides
-        .map(|(address, name)| Side {
-            name,
-            address,
+    vec![
+        Side {
+            name: "opkit",
+            address: served,
             variant: Variant::Gzip(opkit),
-        })
-        .collect();
-    sides.extend([
+        },
+        Side {
+            name: other,
+            address: other_address,
+            variant: Variant::Gzip(opkit),
+        },
         Side {
             name: "axum_jsonschema_gzip",
             address: compressed,
@@ -434,8 +443,7 @@ fn http_gzip_sides(rt: &Runtime, opkit: Http, axum: Http) -> Vec<Side> {
             address: checked,
             variant: Variant::Gzip(axum),
         },
-    ]);
-    sides
+    ]
 }
 
 async fn http_load(address: SocketAddr, variant: Variant) -> Sample {
