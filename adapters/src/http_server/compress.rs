@@ -5,7 +5,7 @@
 //! so a cache keeps the two apart. A response carrying [`Uncompressed`] (a route's
 //! `compress = false`) is never compressed and says no `Vary` for it, nor is a body under
 //! the server's minimum size ([`MinSize`], 1,400 bytes unless set): gzip costs a response a
-//! fixed ~5 µs and a ~300 KiB deflate state whatever its size, and a body that fits one TCP
+//! fixed few µs and a ~300 KiB deflate state whatever its size, and a body that fits one TCP
 //! segment saves no packet by it. A body held in memory is gzipped in one piece with a deflate
 //! state kept per thread rather than a new one per response (see [`whole`]).
 
@@ -40,10 +40,10 @@ impl MinSize {
 
 /// How hard gzip works on a response ([`HttpServer::compression_level`]).
 ///
-/// Measured on a 19 KB JSON list (`benches`' `gzip_level`): [`Fastest`](Self::Fastest) took
-/// ~18 µs and wrote 6% more bytes than [`Default`](Self::Default), which took ~105 µs;
-/// [`Best`](Self::Best) ~153 µs for no fewer. On bodies of a few KB the levels cost about the
-/// same, the deflate state's setup most of it.
+/// Measured on a 19 KB JSON list (`benches`' `gzip_level`, `flate2` on `zlib-rs`):
+/// [`Fastest`](Self::Fastest) took ~17 µs and wrote 49% more bytes (3,390) than
+/// [`Default`](Self::Default), which took ~63 µs (2,268 bytes); [`Best`](Self::Best) ~102 µs
+/// for no fewer. On bodies of a few KB the levels cost a few µs each.
 ///
 /// [`HttpServer::compression_level`]: super::HttpServer::compression_level
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -1,11 +1,14 @@
 //! gzip (RFC 1952) of a body held in memory, with the deflate state kept per thread.
 //!
 //! A deflate state is ~300 KiB (its window, hash chains and buffers). Made afresh for every
-//! body, as a streaming encoder is, it costs a response its allocation and zeroing whatever
-//! the body's size: in a loop here, 80–90 µs for a 1.5 KB body when its pages fault in anew,
-//! against ~5 µs with a kept state reset between bodies. Each thread that
-//! compresses keeps one state (for the level it last used), so a server's workers keep one
-//! each; the state is reset after every body, so nothing of one body reaches the next.
+//! body, as a streaming encoder makes it, it costs each response its allocation and setup
+//! whatever the body's size: with the `zlib-rs` backend this crate selects for `flate2`, a
+//! loop here gzipped a 1.5 KB body in 9.3 µs at level 6 with a fresh state against 7.7 µs
+//! with a kept one reset between bodies (4.2 against 2.5 µs at level 1); with `flate2`'s
+//! default backend, `miniz_oxide`, which zeroes the whole state, 82–95 µs when its pages
+//! fault in anew against 5–8 µs. Each thread that compresses keeps one state (for the level
+//! it last used), so a server's workers keep one each; the state is reset after every body,
+//! so nothing of one body reaches the next.
 
 use bytes::Bytes;
 use flate2::{Compress, Compression, Crc, FlushCompress, Status};
