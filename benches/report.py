@@ -631,12 +631,14 @@ def main():
     w("")
 
     w("## gzip's levels (issue 48; `gzip_level`)\n")
-    levels = [(1, "`CompressionLevel::Fastest` (gzip 1)", "2,432"), (6, "`CompressionLevel::Default` (gzip 6)", "2,287"),
+    # Sizes with `flate2` on `zlib-rs` (`4b5c539`); `miniz_oxide` wrote 2,432, 2,287 and 2,286.
+    levels = [(1, "`CompressionLevel::Fastest` (gzip 1)", "3,390"), (6, "`CompressionLevel::Default` (gzip 6)", "2,268"),
               (9, "`CompressionLevel::Best` (gzip 9)", "2,286")]
     default = get("gzip_level", "level::6")
     if default:
         w("What `HttpServer::compression_level` chooses between: a 19,156-byte JSON answer (200 records")
-        w("of a list endpoint's shape, in its envelope) gzipped by `flate2` at each level.\n")
+        w("of a list endpoint's shape, in its envelope) gzipped by `flate2` (on `zlib-rs`, as the HTTP server")
+        w("builds it) at each level, a new encoder each time.\n")
         w("| level | time | × default | bytes |")
         w("|---|---:|---:|---:|")
         for level, label, size in levels:
@@ -1796,27 +1798,32 @@ The axum peer pays what opkit paid for its medium answer, and nothing for its ti
 """
 
 
-WHOLE_48 = """#### Bodies in memory gzipped whole (issue 48, 2026-12-01, sixth)
+WHOLE_48 = """#### Bodies in memory gzipped whole, and a faster deflate (issue 48, 2026-12-01, sixth)
 
 tower-http's compression streams every body through a deflate state it makes for that response
-(~300 KiB, allocated and zeroed: `flate2`'s miniz backend zeroes its window, hash chains and
-buffers), whatever the body's size, and sends the result chunked. A scratch loop gzipping one
-1.5 KB body per iteration took 82 µs with a fresh state (its pages faulted in anew each time)
-against 4.9 µs with one state reset between bodies; a reset alone costs ~1.9 µs, deflating 410
-bytes at level 6 ~3.5 µs. `7a8f9e8` gzips a body held in memory (one frame of its exact size, up
-to 256 KiB: every operation's and REST route's answer) in one piece with a state kept per
-thread (`http_server/gzip.rs`; the same bytes `flate2`'s `GzEncoder` writes, which a test pins),
-inside tower-http's layer, which then leaves it alone; streams and larger bodies go through
-tower-http as before. The answer now says its `Content-Length`. gzip is picked as tower-http
-picks it: a test holds the two to one table of `Accept-Encoding` values.
+(~300 KiB) and sends the result chunked, whatever the body's size. `7a8f9e8` gzips a body held in
+memory (one frame of its exact size, up to 256 KiB: every operation's and REST route's answer)
+in one piece with a state kept per thread and reset between bodies (`http_server/gzip.rs`; the
+bytes `flate2`'s `GzEncoder` writes, which a test pins), inside tower-http's layer, which then
+leaves it alone; streams and larger bodies go through tower-http as before. The answer now says
+its `Content-Length`. gzip is picked as tower-http picks it (a test holds the two to one table
+of `Accept-Encoding` values). With `flate2`'s default backend, `miniz_oxide`, which zeroes its
+whole state, a scratch loop gzipping one 1.5 KB body per iteration took 82 µs with a fresh state
+(its pages faulted in anew) against 4.9 µs with a kept one; in this server, whose heap hands the
+freed state back warm, server CPU per call went: tiny from 32 bytes 15.7 → 13.2 µs, medium from
+32 bytes 21.4 → 19.2 µs, the list 147 → 144 µs (`SERVING_FILTER=gzip ROUNDS=3`, the builds before
+and after, medians of 3 rounds).
 
-Server CPU per call in this server, medians of 3 rounds, the rows before and after in one
-build each (`SERVING_FILTER=gzip ROUNDS=3 target/release/deps/serving-<hash> --bench`): tiny
-from 32 bytes 15.7 → 13.2 µs, medium from 32 bytes 21.4 → 19.2 µs, the list 147 → 144 µs (the
-axum peer 164 and 159 µs in the same runs). Here the allocator hands the freed state back warm,
-so a fresh one costs ~2.5 µs more, not the scratch loop's ~75: what a response saves depends on
-the heap. Most of the list's cost is deflate itself at level 6 (~70 µs for 15 KB; level 1,
-`CompressionLevel::Fastest`, takes about a sixth of that, see "gzip's levels").
+`4b5c539` builds `flate2` on its `zlib-rs` backend (for tower-http's streaming compression too:
+one `flate2` per build, so the axum side above shares it). `gzip_level`'s 19 KB at level 6
+~104 → 63 µs; the list row with gzip 140 → 101 µs of server CPU per call and 7,129 → 9,906
+calls/s (the axum side 153 → 114 µs), for 1,997 → 2,091 bytes on the wire. zlib-rs's level 1
+writes larger output than miniz's (3,390 against 2,432 bytes of the 19 KB), its level 6 a
+little smaller (2,268 against 2,287). A fresh `zlib-rs` state costs ~1.6 µs more than a kept
+one (it does not zero its window), so most of what the kept state saves now is the framing.
+
+Without compression (`compression(false)`), the list costs opkit ~55 µs of server CPU per call
+against axum + `jsonschema`'s ~70 µs.
 """
 
 OPENAPI_48 = """`/openapi.json` was built from the registry's specs on every request (`1f574fe` keeps it):
