@@ -44,6 +44,18 @@ fn byte_at(index: usize) -> u8 {
     (index % 251) as u8
 }
 
+/// `received` is the 16 MiB file, in order and intact.
+fn assert_is_the_file(received: &[u8]) {
+    assert_eq!(received.len(), 16 * MIB);
+    assert!(
+        received
+            .iter()
+            .enumerate()
+            .all(|(at, byte)| *byte == byte_at(at)),
+        "the bytes arrive in order and intact"
+    );
+}
+
 fn checksum(bytes: &[u8], offset: usize) -> u64 {
     bytes
         .iter()
@@ -278,14 +290,7 @@ async fn a_download_reaches_the_client_while_the_operation_still_makes_it() {
     {
         received.extend_from_slice(&chunk);
     }
-    assert_eq!(received.len(), 16 * MIB);
-    assert!(
-        received
-            .iter()
-            .enumerate()
-            .all(|(at, byte)| *byte == byte_at(at)),
-        "the bytes arrive in order and intact"
-    );
+    assert_is_the_file(&received);
 }
 
 #[tokio::test]
@@ -317,12 +322,5 @@ async fn a_download_is_gzipped_as_it_streams_for_a_client_that_accepts_it() {
         &mut received,
     )
     .unwrap();
-    assert_eq!(received.len(), 16 * MIB);
-    assert!(
-        received
-            .iter()
-            .enumerate()
-            .all(|(at, byte)| *byte == byte_at(at)),
-        "the bytes arrive in order and intact"
-    );
+    assert_is_the_file(&received);
 }
