@@ -486,6 +486,71 @@ async fn a_stream_that_reads_no_context_is_still_cancelled_and_timed_out() {
     );
 }
 
+/// Items as fast as they are asked for; never waits.
+#[opkit::operation(namespace = "fast", subscription)]
+fn endless() -> impl futures::Stream<Item = u64> + Send + 'static {
+    futures::stream::iter(0..)
+}
+
+#[tokio::test]
+async fn a_stream_that_never_waits_ends_within_a_few_items_of_its_cancellation() {
+    let registry = OperationRegistry::new();
+    registry.register_typed::<endless>().unwrap();
+    for before in [0, 1, 5, 15, 16, 17, 40] {
+        let token = tokio_util_token();
+        let ctx = OperationContext::new().with_cancellation(token.clone());
+        let mut items = registry
+            .subscribe(endless::ID, json!({}), &ctx)
+            .await
+            .unwrap();
+        for n in 0..before {
+            assert_eq!(items.next().await.unwrap().unwrap().data, json!(n));
+        }
+        token.cancel();
+        // The guard looks at the cancellation before every 16th item of a run that never
+        // waits: at most 16 more items, then the error, then the end.
+        let mut more = 0;
+        let error = loop {
+            match items.next().await.unwrap() {
+                Ok(_) => more += 1,
+                Err(error) => break error,
+            }
+        };
+        assert!(
+            more <= 16,
+            "{more} items after the cancellation ({before} before)"
+        );
+        assert_eq!(error.code, ErrorCode::Aborted);
+        assert!(items.next().await.is_none());
+    }
+}
+
+#[tokio::test]
+async fn a_waiting_stream_polled_from_another_task_still_sees_its_cancellation() {
+    let registry = OperationRegistry::new();
+    registry.register_typed::<one_then_silence>().unwrap();
+    let token = tokio_util_token();
+    let ctx = OperationContext::new().with_cancellation(token.clone());
+    let mut items = registry
+        .subscribe(one_then_silence::ID, json!({}), &ctx)
+        .await
+        .unwrap();
+    // Its first item read here, then it waits in another task: the cancellation must wake
+    // that task, not this one.
+    assert_eq!(items.next().await.unwrap().unwrap().data, json!(1));
+    let waiting = tokio::spawn(async move { items.next().await.map(|item| item.err()) });
+    tokio::task::yield_now().await;
+    token.cancel();
+    let ended = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("the waiting task is woken by the cancellation")
+        .unwrap();
+    assert_eq!(
+        ended.flatten().map(|error| error.code),
+        Some(ErrorCode::Aborted)
+    );
+}
+
 fn tokio_util_token() -> tokio_util::sync::CancellationToken {
     tokio_util::sync::CancellationToken::new()
 }

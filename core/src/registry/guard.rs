@@ -167,15 +167,26 @@ pub(crate) fn finish<T>(
     outcome.unwrap_or_else(|payload| Err(panicked(id, &*payload)))
 }
 
+/// Items a guarded stream yields in a row, without waiting, between two polls of its watch.
+const WATCH_EVERY: u8 = 16;
+
 /// A stream of results guarded for operation `id` (made by [`stream`]): a panic while
 /// polling, the deadline and a cancellation end it with a final error. Dropping it drops the
 /// inner stream.
+///
+/// The watch (a cancellation listener, a timer) is polled before the items on every wake-up,
+/// after the items whenever they are not ready (so that it holds the waker of the poll that
+/// waits), and before every [`WATCH_EVERY`]th item of a run of items that were ready: a
+/// stream that never waits still ends within that many items of its cancellation or
+/// deadline, and its items do not each pay the listener's two locks.
 pub(crate) struct GuardedStream<S> {
     id: Arc<str>,
     /// `None` once the stream has ended.
     items: Option<S>,
-    /// The deadline and cancellation, polled before the items on every wake-up.
+    /// The deadline and cancellation.
     watch: Watch,
+    /// Items yielded since the watch was last polled; 0 after a poll that waited.
+    ready_run: u8,
 }
 
 impl<S> GuardedStream<S> {
@@ -184,6 +195,7 @@ impl<S> GuardedStream<S> {
             id,
             items: Some(items),
             watch: bounds.watch(),
+            ready_run: 0,
         }
     }
 
@@ -208,9 +220,12 @@ where
         let Some(items) = this.items.as_mut() else {
             return Poll::Ready(None);
         };
-        if let Poll::Ready(stop) = this.watch.poll_interrupted(cx) {
-            let error = stop.error_for(&this.id);
-            return this.end_with(error);
+        if this.ready_run.is_multiple_of(WATCH_EVERY) {
+            this.ready_run = 0;
+            if let Poll::Ready(stop) = this.watch.poll_interrupted(cx) {
+                let error = stop.error_for(&this.id);
+                return this.end_with(error);
+            }
         }
         let polled = std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(items).poll_next(cx)));
         match polled {
@@ -218,7 +233,22 @@ where
                 this.items = None;
                 Poll::Ready(None)
             }
-            Ok(poll) => poll,
+            Ok(Poll::Ready(Some(item))) => {
+                this.ready_run += 1;
+                Poll::Ready(Some(item))
+            }
+            Ok(Poll::Pending) => {
+                // The watch holds this poll's waker (the stream may have moved to another
+                // task since it last waited), and the next poll is a wake-up.
+                this.ready_run = 0;
+                match this.watch.poll_interrupted(cx) {
+                    Poll::Ready(stop) => {
+                        let error = stop.error_for(&this.id);
+                        this.end_with(error)
+                    }
+                    Poll::Pending => Poll::Pending,
+                }
+            }
             Err(payload) => {
                 let error = panicked(&this.id, &*payload);
                 this.end_with(error)
