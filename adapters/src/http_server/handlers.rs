@@ -11,7 +11,7 @@ use super::sse::{self, SseEncoding};
 use super::state::{ServerState, error_response, error_with_status, original_uri};
 use super::status_of;
 use axum::extract::{OriginalUri, Path, Request, State};
-use axum::response::sse::{KeepAlive, Sse};
+use axum::response::sse::Sse;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use opkit::edge::Edge;
@@ -524,10 +524,9 @@ fn sse_response(
     items: opkit::middleware::ReplyStream,
     guard: Option<DropGuard>,
 ) -> Response {
-    let events = sse::events(items, encoding, guard, request_id);
-    let mut response = Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(shared.keep_alive))
-        .into_response();
+    // The events keep the connection alive themselves (see `sse::Events`).
+    let events = sse::events(items, encoding, guard, request_id, shared.keep_alive);
+    let mut response = Sse::new(events).into_response();
     response.headers_mut().insert(
         HeaderName::from_static("x-accel-buffering"),
         HeaderValue::from_static("no"),

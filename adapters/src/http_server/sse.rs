@@ -5,9 +5,13 @@ use super::header_list;
 use axum::response::sse::Event;
 use futures::{Stream, StreamExt};
 use http::{HeaderMap, HeaderValue, header};
-use opkit::middleware::ReplyStream;
+use opkit::CallError;
+use opkit::middleware::{Reply, ReplyStream};
 use serde_json::json;
 use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
 use tokio_util::sync::DropGuard;
 
 /// The `Content-Type` of a stream in the [`SseEncoding::Data`] encoding.
@@ -44,15 +48,58 @@ impl SseEncoding {
     }
 }
 
-/// Where the event stream of a subscription is.
-struct EventState {
+/// The SSE events of a subscription: one per envelope, then `complete` or `error`, with a
+/// keep-alive comment whenever the stream has been idle for a whole interval. Dropping it
+/// drops the registry stream and cancels the context.
+///
+/// Written by hand rather than as `stream::unfold` under axum's `KeepAlive`: axum's keep-alive
+/// resets its timer at every event (a clock read and a timer-wheel update, ~40 ns of an
+/// item's ~300), where this one's timer rings once per interval and looks back: it sends a
+/// comment when no event went out since it last rang, so an idle stream gets one between one
+/// and two intervals after its last event, and a busy one touches no timer.
+pub(crate) struct Events {
     /// `None` once the final event was sent.
     items: Option<ReplyStream>,
     encoding: SseEncoding,
     next_id: u64,
     request_id: String,
+    keep_alive: KeepAlive,
     /// Cancels the handler's context when the response body is dropped (client gone).
     _guard: Option<DropGuard>,
+}
+
+/// The keep-alive timer of an event stream (see [`Events`]).
+struct KeepAlive {
+    interval: Duration,
+    /// Rings one interval after it was last set (when the stream began, and when it rang).
+    timer: Pin<Box<tokio::time::Sleep>>,
+    /// An event went out since the timer was last set.
+    sent: bool,
+}
+
+impl KeepAlive {
+    fn new(interval: Duration) -> Self {
+        Self {
+            interval,
+            timer: Box::pin(tokio::time::sleep(interval)),
+            sent: false,
+        }
+    }
+
+    /// `true` when the timer rang after a whole interval without an event; the timer is set
+    /// again each time it rings (and polled, so it holds this task's waker).
+    fn idle(&mut self, cx: &mut Context<'_>) -> bool {
+        while self.timer.as_mut().poll(cx).is_ready() {
+            let sent = std::mem::take(&mut self.sent);
+            self.timer
+                .as_mut()
+                .reset(tokio::time::Instant::now() + self.interval);
+            if !sent {
+                return true;
+            }
+        }
+        false
+    }
 }
 
 fn json_event(name: Option<&'static str>, value: &impl serde::Serialize) -> Event {
@@ -80,49 +127,75 @@ fn bytes_event(json: Vec<u8>) -> Event {
     }
 }
 
-/// The SSE events of a subscription: one per envelope, then `complete` or `error`.
-/// Dropping the returned stream drops the registry stream and cancels the context.
+/// The SSE events of a subscription's `items` in `encoding`, keeping the connection alive
+/// every `keep_alive` while idle (see [`Events`]).
 pub(crate) fn events(
     items: ReplyStream,
     encoding: SseEncoding,
     guard: Option<DropGuard>,
     request_id: String,
-) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static {
-    let state = EventState {
+    keep_alive: Duration,
+) -> Events {
+    Events {
         items: Some(items),
         encoding,
         next_id: 0,
         request_id,
+        keep_alive: KeepAlive::new(keep_alive),
         _guard: guard,
-    };
-    futures::stream::unfold(state, |mut state| async move {
-        let items = state.items.as_mut()?;
-        let event = match items.next().await {
+    }
+}
+
+impl Events {
+    /// The event of what the registry stream gave (the final one for its end or an error).
+    fn event(&mut self, item: Option<Result<Reply, CallError>>) -> Event {
+        match item {
             // The item's JSON as the reply writes it: an `#[operation]` fn's data serialized
             // once, into the event's bytes.
-            Some(Ok(reply)) => match state.encoding {
+            Some(Ok(reply)) => match self.encoding {
                 SseEncoding::Envelope => reply.to_json_bytes().map(|json| {
-                    let event = bytes_event(json).id(state.next_id.to_string());
-                    state.next_id += 1;
+                    let event = bytes_event(json).id(self.next_id.to_string());
+                    self.next_id += 1;
                     event
                 }),
                 SseEncoding::Data => reply.data_json_bytes().map(bytes_event),
             }
             .unwrap_or_else(|error| {
-                state.items = None;
+                self.items = None;
                 json_event(Some("error"), &error)
             }),
             Some(Err(error)) => {
-                state.items = None;
+                self.items = None;
                 json_event(Some("error"), &error)
             }
             None => {
-                state.items = None;
-                json_event(Some("complete"), &json!({"requestId": state.request_id}))
+                self.items = None;
+                json_event(Some("complete"), &json!({"requestId": self.request_id}))
             }
+        }
+    }
+}
+
+impl Stream for Events {
+    type Item = Result<Event, Infallible>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        let Some(items) = this.items.as_mut() else {
+            return Poll::Ready(None);
         };
-        Some((Ok(event), state))
-    })
+        match items.poll_next_unpin(cx) {
+            Poll::Ready(item) => {
+                this.keep_alive.sent = true;
+                Poll::Ready(Some(Ok(this.event(item))))
+            }
+            // `:` and a blank line: a comment, which clients skip.
+            Poll::Pending if this.keep_alive.idle(cx) => {
+                Poll::Ready(Some(Ok(Event::DEFAULT_KEEP_ALIVE)))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
 }
 
 #[cfg(test)]

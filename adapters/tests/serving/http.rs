@@ -845,6 +845,67 @@ async fn subscription_timeouts_end_the_stream_with_an_error_event() {
     assert!(events[0].data.contains("TIMEOUT"));
 }
 
+#[tokio::test]
+async fn an_idle_subscription_is_kept_alive_with_comments() {
+    // One item, then nothing until the test says so, then a last item.
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    let released = Arc::new(std::sync::Mutex::new(Some(released)));
+    let registry = OperationRegistry::new();
+    registry
+        .register(
+            OperationSpec::new("test", "pauses", OperationKind::Subscription),
+            Handler::stream(move |_input, _ctx| {
+                let released = released.lock().unwrap().take().expect("subscribed once");
+                futures::stream::once(async { Ok(json!({"n": 0})) }).chain(futures::stream::once(
+                    async move {
+                        let _ = released.await;
+                        Ok(json!({"n": 1}))
+                    },
+                ))
+            }),
+        )
+        .unwrap();
+    let served = serve(
+        server(registry)
+            .keep_alive(Duration::from_millis(50))
+            .router(),
+    )
+    .await;
+    let response = reqwest::Client::new()
+        .post(served.url("/ops/test.pauses"))
+        .send()
+        .await
+        .unwrap();
+    let mut body = response.bytes_stream();
+    let mut text = String::new();
+    // The first item, then two keep-alive comments while the stream waits (each between one
+    // and two intervals after the last thing sent).
+    let comments =
+        |text: &str| text.matches("\n:\n\n").count() + usize::from(text.starts_with(":\n\n"));
+    while comments(&text) < 2 {
+        let chunk = tokio::time::timeout(Duration::from_secs(20), body.next())
+            .await
+            .expect("a keep-alive comment while the stream is idle")
+            .expect("the body goes on")
+            .expect("bytes");
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    assert!(text.starts_with("data: "), "{text:?}");
+    release.send(()).unwrap();
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(20), body.next())
+        .await
+        .expect("the stream ends once released")
+    {
+        text.push_str(std::str::from_utf8(&chunk.unwrap()).unwrap());
+    }
+    // The comments are skipped by a client: the events are the two items and `complete`.
+    let events = parse_sse(&text);
+    let data: Vec<&str> = events.iter().map(|event| event.event.as_str()).collect();
+    assert_eq!(data, ["message", "message", "complete"], "{text:?}");
+    let second: Value = serde_json::from_str(&events[1].data).unwrap();
+    assert_eq!(second["data"], json!({"n": 1}));
+}
+
 /// Sets a flag when dropped.
 struct DropFlag(Arc<AtomicBool>, Option<tokio::sync::oneshot::Sender<()>>);
 
