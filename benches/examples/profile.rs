@@ -13,7 +13,10 @@
 //! `http-tcp` and `http-tcp-axum-serve` (one router, `HttpServer::router` without compression,
 //! served over loopback by opkit's accept loop, `serve_router`, and by `axum::serve`, a
 //! `reqwest` client sending one `POST` at a time on one kept-alive connection: the
-//! difference is the accept loop's work per request).
+//! difference is the accept loop's work per request), `sse`, `sse-compact` and `sse-axum`
+//! (one subscription of 1,000 tiny items per round through `HttpServer::router`, in opkit's
+//! envelope and compact encodings, and through an axum `Sse` handler, the body read to its
+//! end in process: the figures per call are per 1,000 items, so µs read as ns per item).
 //!
 //! The transports, each with its raw baseline, `n` calls in flight (the third argument, 1
 //! unless given), every side on this one thread: `ws`, `ws-raw` (a `WsHub` with a serving and
@@ -175,6 +178,7 @@ fn main() {
                 http::run(&path, rounds, registry).await
             }
             "http-tcp" | "http-tcp-axum-serve" => http_tcp::run(&path, rounds, registry).await,
+            "sse" | "sse-compact" | "sse-axum" => sse::run(&path, rounds, registry).await,
             "sizes" => {
                 let execute = registry.execute(add::ID, tiny_json(), &ctx);
                 println!("execute future: {} bytes", std::mem::size_of_val(&execute));
@@ -565,6 +569,65 @@ mod http_tcp {
 
 /// The HTTP paths: one `POST` at a time through the router, no sockets; with `GZIP` set in
 /// the environment, each request says `Accept-Encoding: gzip`.
+mod sse {
+    use axum::body::Body;
+    use axum::http::Request;
+    use opkit::prelude::*;
+    use opkit_benches::*;
+    use tower::ServiceExt;
+
+    /// Items per subscription.
+    const ITEMS: u32 = 1_000;
+
+    pub async fn run(path: &str, rounds: usize, registry: OperationRegistry) {
+        use axum::response::sse::{Event, Sse};
+        use futures::StreamExt;
+        let (router, request): (axum::Router, fn() -> Request<Body>) = match path {
+            "sse-axum" => (
+                axum::Router::new().route(
+                    "/items",
+                    axum::routing::get(|| async {
+                        Sse::new(item_stream(ITEMS).map(|item| {
+                            Event::default()
+                                .json_data(item)
+                                .map_err(|error| std::io::Error::other(error.to_string()))
+                        }))
+                    }),
+                ),
+                || Request::get("/items").body(Body::empty()).expect("request"),
+            ),
+            _ => (
+                opkit_adapters::http_server::HttpServer::new(registry).router(),
+                if path == "sse" {
+                    || subscribe("text/event-stream")
+                } else {
+                    || subscribe("text/event-stream; opkit=data")
+                },
+            ),
+        };
+        super::transports::calls(rounds, 1, || {
+            let router = router.clone();
+            async move {
+                let response = router.oneshot(request()).await.expect("infallible");
+                assert!(response.status().is_success(), "{}", response.status());
+                let mut frames = response.into_body().into_data_stream();
+                while let Some(frame) = frames.next().await {
+                    std::hint::black_box(frame.expect("frame"));
+                }
+            }
+        })
+        .await;
+    }
+
+    fn subscribe(accept: &'static str) -> Request<Body> {
+        Request::post("/ops/bench.items")
+            .header("content-type", "application/json")
+            .header("accept", accept)
+            .body(Body::from(format!("{{\"count\":{ITEMS}}}")))
+            .expect("request")
+    }
+}
+
 mod http {
     use axum::body::Body;
     use axum::http::Request;
