@@ -365,7 +365,9 @@ impl HttpServer {
         self
     }
 
-    /// The interval of SSE keep-alive comments (default 15 s).
+    /// The interval of SSE keep-alive comments (default 15 s): a subscription's event stream
+    /// sends one when no event went out for a whole interval, so an idle stream gets one
+    /// between one and two intervals after its last event.
     #[must_use]
     pub fn keep_alive(mut self, interval: Duration) -> Self {
         self.keep_alive = interval;

@@ -154,7 +154,7 @@ impl Events {
             // once, into the event's bytes.
             Some(Ok(reply)) => match self.encoding {
                 SseEncoding::Envelope => reply.to_json_bytes().map(|json| {
-                    let event = bytes_event(json).id(self.next_id.to_string());
+                    let event = bytes_event(json).id(itoa::Buffer::new().format(self.next_id));
                     self.next_id += 1;
                     event
                 }),
