@@ -77,8 +77,14 @@ struct KeepAlive {
     sent: bool,
 }
 
+/// The shortest keep-alive interval: a zero one would send comments in a loop.
+const MIN_INTERVAL: Duration = Duration::from_millis(1);
+/// Where the timer is set when an interval reaches past what an instant holds.
+const FAR: Duration = Duration::from_secs(60 * 60 * 24 * 365);
+
 impl KeepAlive {
     fn new(interval: Duration) -> Self {
+        let interval = interval.max(MIN_INTERVAL);
         Self {
             interval,
             timer: Box::pin(tokio::time::sleep(interval)),
@@ -91,9 +97,9 @@ impl KeepAlive {
     fn idle(&mut self, cx: &mut Context<'_>) -> bool {
         while self.timer.as_mut().poll(cx).is_ready() {
             let sent = std::mem::take(&mut self.sent);
-            self.timer
-                .as_mut()
-                .reset(tokio::time::Instant::now() + self.interval);
+            let now = tokio::time::Instant::now();
+            let next = now.checked_add(self.interval).unwrap_or(now + FAR);
+            self.timer.as_mut().reset(next);
             if !sent {
                 return true;
             }
