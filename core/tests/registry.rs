@@ -449,8 +449,13 @@ fn one_then_silence() -> impl futures::Stream<Item = u32> + Send + 'static {
     futures::stream::iter([1]).chain(futures::stream::pending())
 }
 
-#[tokio::test]
-async fn a_stream_that_reads_no_context_is_still_cancelled_and_timed_out() {
+/// A subscription of [`one_then_silence`] under a cancellation token, its item read: the
+/// registry, the stream waiting for more and the token.
+async fn silent_after_its_item() -> (
+    OperationRegistry,
+    opkit::EnvelopeStream,
+    tokio_util::sync::CancellationToken,
+) {
     let registry = OperationRegistry::new();
     registry.register_typed::<one_then_silence>().unwrap();
     let token = tokio_util_token();
@@ -460,6 +465,12 @@ async fn a_stream_that_reads_no_context_is_still_cancelled_and_timed_out() {
         .await
         .unwrap();
     assert_eq!(items.next().await.unwrap().unwrap().data, json!(1));
+    (registry, items, token)
+}
+
+#[tokio::test]
+async fn a_stream_that_reads_no_context_is_still_cancelled_and_timed_out() {
+    let (registry, mut items, token) = silent_after_its_item().await;
     token.cancel();
     let error = items.next().await.unwrap().unwrap_err();
     assert_eq!(error.code, ErrorCode::Aborted);
@@ -527,17 +538,9 @@ async fn a_stream_that_never_waits_ends_within_a_few_items_of_its_cancellation()
 
 #[tokio::test]
 async fn a_waiting_stream_polled_from_another_task_still_sees_its_cancellation() {
-    let registry = OperationRegistry::new();
-    registry.register_typed::<one_then_silence>().unwrap();
-    let token = tokio_util_token();
-    let ctx = OperationContext::new().with_cancellation(token.clone());
-    let mut items = registry
-        .subscribe(one_then_silence::ID, json!({}), &ctx)
-        .await
-        .unwrap();
     // Its first item read here, then it waits in another task: the cancellation must wake
     // that task, not this one.
-    assert_eq!(items.next().await.unwrap().unwrap().data, json!(1));
+    let (_registry, mut items, token) = silent_after_its_item().await;
     let waiting = tokio::spawn(async move { items.next().await.map(|item| item.err()) });
     tokio::task::yield_now().await;
     token.cancel();
