@@ -9,7 +9,10 @@
 //! segment saves no packet by it. A body held in memory is gzipped in one piece with a deflate
 //! state kept per thread rather than a new one per response (see [`whole`]).
 
+mod negotiate;
 mod whole;
+
+pub(crate) use negotiate::prefers_gzip;
 
 use axum::body::Body;
 use futures::TryFutureExt;

@@ -22,7 +22,8 @@
 //!   most recent ones): a router nested under a path variable has as many mount points as
 //!   values, and each form is a copy of the document.
 
-use super::compress::{Compression, CompressionLevel, Uncompressed};
+use super::compress::{Compression, CompressionLevel, Uncompressed, prefers_gzip};
+use super::gzip::gzip;
 use super::header_list;
 use super::openapi::{DocumentInfo, document_without_servers, servers};
 use axum::body::Body;
@@ -64,7 +65,8 @@ impl ServedDocument {
     /// What `/openapi.json` answers: the document of `registry` as it is now, for routes
     /// mounted at `base_path`, or `304 Not Modified` when `request` says (`If-None-Match`)
     /// the client holds it already; gzipped when the server compresses (`compression`), the
-    /// document is at least its minimum size and the request accepts gzip. The response is
+    /// document is at least its minimum size and the request picks gzip (as the compression
+    /// layer reads `Accept-Encoding`: [`prefers_gzip`]). The response is
     /// marked for the compression layer to leave alone.
     pub(crate) async fn respond(
         &self,
@@ -79,7 +81,7 @@ impl ServedDocument {
         let varies = compression.is_some_and(|Compression { min_size, .. }| {
             built.head.len() >= usize::from(min_size.0)
         });
-        let gzip = varies && accepts_gzip(request);
+        let gzip = varies && prefers_gzip(request);
         let etag = etag(built.digest, base_path, gzip);
         let (status, body) = if holds(request, &etag) {
             (StatusCode::NOT_MODIFIED, Body::empty())
@@ -131,9 +133,10 @@ impl ServedDocument {
         }
         let (document, base) = (built.clone(), base_path.to_owned());
         let body = tokio::task::spawn_blocking(move || {
+            // What the compression layer would send.
             let body = gzip(
                 &[&document.head, &servers_tail(&document.head, &base)],
-                level,
+                level.gzip(),
             )?;
             let mut gzipped = document.gzipped.lock();
             if gzipped.len() >= GZIPPED_MOUNTS {
@@ -221,25 +224,6 @@ fn kept_gzip(built: &Built, base_path: &str) -> Option<Bytes> {
         .iter()
         .find(|(base, _)| base == base_path)
         .map(|(_, body)| body.clone())
-}
-
-/// The concatenation of `parts` gzipped at `level` (what the compression layer would send).
-fn gzip(parts: &[&[u8]], level: CompressionLevel) -> std::io::Result<Bytes> {
-    super::gzip::gzip(parts, level.gzip())
-}
-
-/// `true` when the request's `Accept-Encoding` names gzip (or `x-gzip`) with a nonzero
-/// weight. A wildcard is not taken for gzip: the document is then sent as it is, which every
-/// client accepts unless it refused `identity` too.
-fn accepts_gzip(request: &HeaderMap) -> bool {
-    header_list::items(request, header::ACCEPT_ENCODING).any(|coding| {
-        let (name, mut params) = header_list::with_params(coding);
-        let weight = params
-            .find(|(key, _)| key.eq_ignore_ascii_case("q"))
-            .and_then(|(_, weight)| weight.parse::<f32>().ok());
-        (name.eq_ignore_ascii_case("gzip") || name.eq_ignore_ascii_case("x-gzip"))
-            && weight.is_none_or(|weight| weight > 0.0)
-    })
 }
 
 /// What follows the kept JSON `head` to make the whole document: the `servers` entry for
@@ -371,7 +355,7 @@ mod tests {
     #[test]
     fn gzip_is_taken_when_named_with_a_weight_above_zero() {
         let accepts =
-            |values: &[&'static str]| accepts_gzip(&headers(header::ACCEPT_ENCODING, values));
+            |values: &[&'static str]| prefers_gzip(&headers(header::ACCEPT_ENCODING, values));
         assert!(accepts(&["gzip"]));
         assert!(accepts(&["gzip, deflate, br"]));
         assert!(accepts(&["br;q=1.0, GZIP;q=0.5"]));
@@ -393,7 +377,7 @@ mod tests {
             CompressionLevel::Default,
             CompressionLevel::Best,
         ] {
-            let gzipped = gzip(&[&body[..10], &body[10..]], level).unwrap();
+            let gzipped = gzip(&[&body[..10], &body[10..]], level.gzip()).unwrap();
             assert!(gzipped.len() < body.len() / 4);
             let mut decoded = Vec::new();
             let mut decoder = flate2::read::GzDecoder::new(&gzipped[..]);
