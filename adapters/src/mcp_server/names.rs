@@ -106,10 +106,7 @@ impl NamesCache {
         let Some(read) = read else {
             unreachable!("`read` is taken only when its value is returned")
         };
-        let names = match self.kept_at(revision) {
-            Some(names) => Arc::clone(&names),
-            None => self.get(registry, naming)?,
-        };
+        let names = self.get(registry, naming)?;
         // Kept under the revision read before the names were: never newer than they are.
         // (Not while a `read` on this thread borrows them: it would read other names.)
         let _ = LAST_READ.try_with(|last| {
