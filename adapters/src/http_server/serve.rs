@@ -143,8 +143,10 @@ where
         let http2 = Http2::default();
         let service = TowerToHyperService::new(WithPeer {
             service: service.clone(),
-            peer,
-            http2: http2.clone(),
+            connection: Arc::new(PerConnection {
+                extensions: request_extensions(peer),
+                http2: http2.clone(),
+            }),
         });
         let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
         let connection = HeadDeadline::new(
@@ -166,11 +168,41 @@ where
 
 /// A connection's service, giving every request the peer's address as `ConnectInfo`, and
 /// telling the connection's [`HeadDeadline`] of each head read and each answer's end.
+///
+/// hyper clones it for every request: what the connection's requests share is behind one
+/// `Arc`.
 #[derive(Clone)]
 struct WithPeer<S> {
     service: S,
-    peer: SocketAddr,
+    connection: Arc<PerConnection>,
+}
+
+/// What every request of one connection is given.
+struct PerConnection {
+    /// A request's extensions as the connection gives them (see [`request_extensions`]).
+    extensions: http::Extensions,
     http2: Http2,
+}
+
+/// The extensions a request of the connection from `peer` starts with: `ConnectInfo(peer)`,
+/// in a map with room for what axum's router adds to it (`OriginalUri`, `MatchedPath`, its
+/// path parameters) and a few more.
+///
+/// A map made by inserting `ConnectInfo` holds three entries before it grows: the router's
+/// third insertion moved the whole map to a larger one, on every request. A clone of this one
+/// keeps its room (a map's clone has as many buckets as the map).
+fn request_extensions(peer: SocketAddr) -> http::Extensions {
+    #[derive(Clone)]
+    struct Room<const N: usize>;
+    let mut extensions = http::Extensions::new();
+    extensions.insert(Room::<0>);
+    extensions.insert(Room::<1>);
+    extensions.insert(Room::<2>);
+    extensions.insert(axum::extract::ConnectInfo(peer));
+    extensions.remove::<Room<0>>();
+    extensions.remove::<Room<1>>();
+    extensions.remove::<Room<2>>();
+    extensions
 }
 
 impl<S> tower_service::Service<http::Request<hyper::body::Incoming>> for WithPeer<S>
@@ -186,11 +218,15 @@ where
     }
 
     fn call(&mut self, request: http::Request<hyper::body::Incoming>) -> Self::Future {
-        head_read(request.version(), &self.http2);
+        head_read(request.version(), &self.connection.http2);
         let mut request = request.map(Body::new);
-        request
-            .extensions_mut()
-            .insert(axum::extract::ConnectInfo(self.peer));
+        let extensions = request.extensions_mut();
+        if extensions.is_empty() {
+            // What hyper gives an HTTP/1 request that is not an upgrade.
+            *extensions = self.connection.extensions.clone();
+        } else {
+            extensions.extend(self.connection.extensions.clone());
+        }
         Answering {
             response: self.service.call(request),
         }
@@ -216,5 +252,25 @@ where
             .response
             .poll(cx)
             .map(|answered| answered.map(|response| response.map(Answer::new)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::request_extensions;
+    use axum::extract::ConnectInfo;
+    use std::net::SocketAddr;
+
+    #[test]
+    fn a_request_starts_with_the_peer_alone() {
+        let peer: SocketAddr = "127.0.0.1:4321".parse().unwrap();
+        let extensions = request_extensions(peer).clone();
+        assert_eq!(extensions.len(), 1);
+        assert_eq!(
+            extensions
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|info| info.0),
+            Some(peer)
+        );
     }
 }
