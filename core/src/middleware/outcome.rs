@@ -332,9 +332,19 @@ impl Reply {
         Ok(out)
     }
 
-    /// [`to_json_bytes`](Self::to_json_bytes), appended to `out` (an event that carries the
-    /// envelope writes it in place).
-    pub(crate) fn write_json(self, out: &mut Vec<u8>) -> Result<(), CallError> {
+    /// [`to_json_bytes`](Self::to_json_bytes), appended to `out`: an edge whose frame carries
+    /// the envelope (a protocol event, an SSE event) writes it in place, not copied from bytes
+    /// of its own. On an error `out` may hold part of the JSON: a caller drops what it wrote.
+    ///
+    /// ```
+    /// use opkit::envelope::local_envelope;
+    /// use opkit::middleware::Reply;
+    /// use serde_json::json;
+    /// let mut frame = b"data: ".to_vec();
+    /// Reply::new(local_envelope(json!(1), "a.b")).write_json(&mut frame).unwrap();
+    /// assert!(frame.starts_with(br#"data: {"data":1,"meta":{"source":"local""#));
+    /// ```
+    pub fn write_json(self, out: &mut Vec<u8>) -> Result<(), CallError> {
         match self.value {
             ReplyValue::Data {
                 data,
@@ -362,12 +372,19 @@ impl Reply {
     /// written once as [`to_json_bytes`](Self::to_json_bytes) writes the envelope.
     pub fn data_json_bytes(self) -> Result<Vec<u8>, CallError> {
         let mut out = Vec::with_capacity(64);
-        match self.value {
-            ReplyValue::Data { data, .. } => data.write_json(&mut out).map_err(unserializable)?,
-            value => serde_json::to_writer(&mut out, &value.into_envelope()?.data)
-                .map_err(unserializable)?,
-        }
+        self.write_data_json(&mut out)?;
         Ok(out)
+    }
+
+    /// [`data_json_bytes`](Self::data_json_bytes), appended to `out` (as
+    /// [`write_json`](Self::write_json) appends the envelope's).
+    pub fn write_data_json(self, out: &mut Vec<u8>) -> Result<(), CallError> {
+        match self.value {
+            ReplyValue::Data { data, .. } => data.write_json(out).map_err(unserializable),
+            value => {
+                serde_json::to_writer(out, &value.into_envelope()?.data).map_err(unserializable)
+            }
+        }
     }
 
     /// The typed value of a typed call's own reply, or the JSON envelope of one a middleware
