@@ -11,8 +11,7 @@ use super::sse::{self, SseEncoding};
 use super::state::{ServerState, error_response, error_with_status, original_uri};
 use super::status_of;
 use axum::extract::{OriginalUri, Path, Request, State};
-use axum::response::sse::Sse;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use opkit::edge::Edge;
 use opkit::middleware::Outcome;
@@ -526,16 +525,18 @@ fn sse_response(
 ) -> Response {
     // The events keep the connection alive themselves (see `sse::Events`).
     let events = sse::events(items, encoding, guard, request_id, shared.keep_alive);
-    let mut response = Sse::new(events).into_response();
-    response.headers_mut().insert(
+    let mut response = Response::new(axum::body::Body::new(events));
+    let headers = response.headers_mut();
+    let media_type = match encoding {
+        SseEncoding::Envelope => HeaderValue::from_static("text/event-stream"),
+        SseEncoding::Data => sse::DATA_CONTENT_TYPE,
+    };
+    headers.insert(header::CONTENT_TYPE, media_type);
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert(
         HeaderName::from_static("x-accel-buffering"),
         HeaderValue::from_static("no"),
     );
-    if encoding == SseEncoding::Data {
-        response
-            .headers_mut()
-            .insert(header::CONTENT_TYPE, sse::DATA_CONTENT_TYPE);
-    }
     response
 }
 
