@@ -9,6 +9,7 @@
 #![doc = include_str!("../../docs/http-server.md")]
 
 mod byte_bodies;
+mod coalesce;
 mod compress;
 mod explorer;
 mod gzip;

@@ -2,6 +2,7 @@
 //! header-read timeout and a connection limit (what `axum::serve` does not offer). The
 //! timeout is kept around each connection, with one alarm ([`super::head_timer`]).
 
+use super::coalesce::Coalescing;
 use super::head_timer::{Answer, HeadDeadline, Http2, head_read};
 use axum::Router;
 use axum::body::Body;
@@ -148,7 +149,8 @@ where
                 http2: http2.clone(),
             }),
         });
-        let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+        let connection =
+            builder.serve_connection_with_upgrades(TokioIo::new(Coalescing::new(stream)), service);
         let connection = HeadDeadline::new(
             graceful.watch(connection.into_owned()),
             limits.header_read_timeout,
