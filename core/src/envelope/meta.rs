@@ -55,11 +55,30 @@ impl LocalMeta {
     /// machinery: every reply an edge writes carries one.
     pub(crate) fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         out.extend_from_slice(b"{\"source\":\"local\",\"operationId\":");
-        serde_json::to_writer(&mut *out, &*self.operation_id)?;
+        write_json_str(out, &self.operation_id)?;
         out.extend_from_slice(b",\"timestamp\":");
         out.extend_from_slice(itoa::Buffer::new().format(self.timestamp).as_bytes());
         out.push(b'}');
         Ok(())
+    }
+}
+
+/// `text` as a JSON string, appended to `out`: copied between quotes when nothing in it needs
+/// an escape (an operation id's characters never do), else as serde writes it. serde escapes
+/// exactly the quote, the backslash and the control characters below U+0020, so both write
+/// the same bytes.
+pub(crate) fn write_json_str(out: &mut Vec<u8>, text: &str) -> Result<(), serde_json::Error> {
+    if text
+        .bytes()
+        .all(|byte| byte >= 0x20 && byte != b'"' && byte != b'\\')
+    {
+        out.reserve(text.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+        Ok(())
+    } else {
+        serde_json::to_writer(out, text)
     }
 }
 
@@ -149,6 +168,9 @@ mod tests {
             ("math.add", 0),
             ("quote\"and\\back.slash\u{1}", u64::MAX),
             ("ünï.cödé", 1_764_000_000_000),
+            ("del\u{7f}.tab\t", 7),
+            ("", 1),
+            ("a.\u{1f}", 2),
         ] {
             let meta = LocalMeta {
                 operation_id: id.into(),

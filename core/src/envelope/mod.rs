@@ -27,6 +27,7 @@ pub use detect::{EnvelopeError, is_response_envelope, unwrap, unwrap_value};
 pub use factories::{
     http_envelope, http_event_envelope, local_envelope, mcp_envelope, now_millis, now_millis_coarse,
 };
+pub(crate) use meta::write_json_str;
 pub use meta::{HttpMeta, LocalMeta, McpMeta, ResponseMeta, SseEventMeta};
 pub use operation_id::OperationId;
 pub use schemas::{

@@ -6,6 +6,7 @@
 //! bytes of its `CallEvent`).
 
 use crate::access::Identity;
+use crate::envelope::write_json_str;
 use crate::error::CallError;
 use crate::middleware::Reply;
 use crate::trace::TraceContext;
@@ -59,18 +60,19 @@ impl<'a> RequestOut<'a> {
     }
 
     /// Appends the request's JSON to `out`, by hand: the keys are fixed text (through serde
-    /// each would be escaped byte by byte on every request), the strings and the input are
-    /// written by `serde_json`.
+    /// each would be escaped byte by byte on every request), the ids copied between quotes
+    /// when nothing in them needs an escape ([`write_json_str`]), the rest written by
+    /// `serde_json`.
     fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         out.extend_from_slice(br#"{"type":"call.requested","requestId":"#);
-        serde_json::to_writer(&mut *out, self.request_id)?;
+        write_json_str(out, self.request_id)?;
         out.extend_from_slice(br#","operationId":"#);
-        serde_json::to_writer(&mut *out, self.operation_id)?;
+        write_json_str(out, self.operation_id)?;
         out.extend_from_slice(br#","input":"#);
         serde_json::to_writer(&mut *out, self.input)?;
         if let Some(parent) = self.parent_request_id {
             out.extend_from_slice(br#","parentRequestId":"#);
-            serde_json::to_writer(&mut *out, parent)?;
+            write_json_str(out, parent)?;
         }
         if let Some(identity) = self.identity {
             out.extend_from_slice(br#","identity":"#);
@@ -105,7 +107,7 @@ impl<'a> RequestOut<'a> {
 pub(crate) fn responded(request_id: &str, reply: Reply) -> Result<Bytes, CallError> {
     super::encode_with(|out| {
         out.extend_from_slice(br#"{"type":"call.responded","requestId":"#);
-        serde_json::to_writer(&mut *out, request_id).map_err(|error| {
+        write_json_str(out, request_id).map_err(|error| {
             CallError::execution(format!("a reply could not be encoded: {error}"))
         })?;
         out.extend_from_slice(br#","output":"#);
