@@ -68,18 +68,38 @@ impl LocalMeta {
 /// exactly the quote, the backslash and the control characters below U+0020, so both write
 /// the same bytes.
 pub(crate) fn write_json_str(out: &mut Vec<u8>, text: &str) -> Result<(), serde_json::Error> {
-    if text
-        .bytes()
-        .all(|byte| byte >= 0x20 && byte != b'"' && byte != b'\\')
-    {
-        out.reserve(text.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(text.as_bytes());
-        out.push(b'"');
-        Ok(())
-    } else {
-        serde_json::to_writer(out, text)
+    if needs_escape(text.as_bytes()) {
+        return serde_json::to_writer(out, text);
     }
+    out.reserve(text.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(text.as_bytes());
+    out.push(b'"');
+    Ok(())
+}
+
+/// `true` when `bytes` hold a quote, a backslash or a control character below U+0020. Eight
+/// bytes at a time (an id is tens of bytes: a byte-by-byte test cost ~14 instructions a byte):
+/// a word holds a byte below `n` when `(word - n×ones) & !word & highs` is not zero, and one
+/// equal to `b` when `word ^ b×ones` holds a zero byte (one below 1).
+fn needs_escape(bytes: &[u8]) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    let below = |word: u64, n: u8| word.wrapping_sub(ONES * u64::from(n)) & !word & HIGHS != 0;
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let word = u64::from_ne_bytes(chunk.try_into().expect("eight bytes"));
+        if below(word, 0x20)
+            || below(word ^ (ONES * u64::from(b'"')), 1)
+            || below(word ^ (ONES * u64::from(b'\\')), 1)
+        {
+            return true;
+        }
+    }
+    chunks
+        .remainder()
+        .iter()
+        .any(|&byte| byte < 0x20 || byte == b'"' || byte == b'\\')
 }
 
 /// Meta of an HTTP response.
@@ -161,6 +181,27 @@ impl McpMeta {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_string_needs_an_escape_where_serde_escapes_it() {
+        // Every byte, at every position of a word and of the tail, among bytes that need none.
+        for byte in 0..=u8::MAX {
+            let serde_escapes = serde_json::to_string(&char::from(byte).to_string())
+                .unwrap()
+                .contains('\\');
+            for at in 0..19 {
+                let mut bytes = b"abcdefghijklmnopqr.".to_vec();
+                bytes[at] = byte;
+                assert_eq!(
+                    needs_escape(&bytes),
+                    byte < 0x80 && serde_escapes,
+                    "byte {byte:#x} at {at}"
+                );
+            }
+        }
+        assert!(!needs_escape(b""));
+        assert!(!needs_escape("ünï.cödé \u{7f}~".as_bytes()));
+    }
 
     #[test]
     fn a_local_meta_is_written_as_serde_writes_it() {
