@@ -16,7 +16,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use opkit::edge::Edge;
 use opkit::middleware::Outcome;
 use opkit::trace::TraceContext;
-use opkit::{CallError, ErrorCode, FoundOperation, OperationContext, ResponseEnvelope};
+use opkit::{CallError, ErrorCode, FoundOperation, OperationContext};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -371,8 +371,8 @@ impl FromUrl<'_> {
 }
 
 pub(crate) struct Shape<'a> {
-    /// The response of a unary success's envelope.
-    pub(crate) unary: &'a (dyn Fn(ResponseEnvelope) -> Response + Sync),
+    /// The response of a unary success's reply (an error: one that would not serialize).
+    pub(crate) unary: &'a (dyn Fn(opkit::middleware::Reply) -> Result<Response, CallError> + Sync),
     /// A stream of `Binary` items answered as one raw body with this status and content type
     /// (see [`byte_bodies::response_stream`]), instead of SSE.
     pub(crate) raw_stream: Option<(StatusCode, HeaderValue)>,
@@ -505,7 +505,7 @@ fn unary_response(
 ) -> Result<Response, CallError> {
     let hint = reply.cache_hint();
     let mut response = match shape {
-        Some(shape) => (shape.unary)(reply.into_envelope()?),
+        Some(shape) => (shape.unary)(reply)?,
         None => json_response(reply.to_json_bytes()?),
     };
     if let Some(value) = hint.and_then(cache_control) {

@@ -43,6 +43,19 @@ async fn one(n: i64) -> Counted {
     Counted { n }
 }
 
+#[operation(namespace = "once", http(method = "GET", path = "/once/{n}"))]
+async fn fetched(n: i64) -> Counted {
+    Counted { n }
+}
+
+#[operation(
+    namespace = "once",
+    http(method = "POST", path = "/once", status = 201, body = "envelope")
+)]
+async fn made(n: i64) -> Counted {
+    Counted { n }
+}
+
 #[operation(namespace = "once", subscription)]
 fn many(count: i64) -> impl Stream<Item = Counted> + Send + 'static {
     futures::stream::iter((0..count).map(|n| Counted { n }))
@@ -65,6 +78,8 @@ fn registry() -> OperationRegistry {
     let registry = OperationRegistry::new();
     registry.register_typed::<one>().expect("registers");
     registry.register_typed::<many>().expect("registers");
+    registry.register_typed::<fetched>().expect("registers");
+    registry.register_typed::<made>().expect("registers");
     registry
 }
 
@@ -102,6 +117,43 @@ async fn the_rpc_route_writes_the_data_once_into_the_body() {
         "{body}"
     );
     assert_eq!(counts(), (1, 0), "serialized once, into the body");
+}
+
+#[tokio::test]
+async fn a_rest_route_writes_the_data_or_the_envelope_once_into_the_body() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let served = serve(HttpServer::new(registry()).router()).await;
+    let client = reqwest::Client::new();
+    reset();
+    let response = client.get(served.url("/once/7")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/json");
+    assert_eq!(response.text().await.unwrap(), r#"{"n":7}"#);
+    assert_eq!(
+        counts(),
+        (1, 0),
+        "the bare data, serialized once into the body"
+    );
+    reset();
+    let response = client
+        .post(served.url("/once"))
+        .json(&json!({"n": 8}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let body = response.text().await.unwrap();
+    assert!(
+        body.starts_with(
+            r#"{"data":{"n":8},"meta":{"source":"local","operationId":"once.made","timestamp":"#
+        ),
+        "{body}"
+    );
+    assert_eq!(
+        counts(),
+        (1, 0),
+        "the envelope, its data serialized once into the body"
+    );
 }
 
 #[tokio::test]

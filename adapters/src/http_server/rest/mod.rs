@@ -250,7 +250,7 @@ async fn serve_rest(
         Err(rejection) => return rejection.into_response(),
     };
     let stream = route.spec.kind.is_stream();
-    let unary = |envelope| route.response(envelope);
+    let unary = |reply| route.response(reply);
     let shape = Shape {
         unary: &unary,
         raw_stream: route

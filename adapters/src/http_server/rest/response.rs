@@ -6,13 +6,37 @@ use super::RestRoute;
 use crate::http_server::state::error_response;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
+use opkit::middleware::Reply;
 use opkit::{CallError, ResponseEnvelope};
 use serde_json::Value;
 
 impl RestRoute {
-    /// The body of the route's success: the bare data or the envelope, the route's status,
-    /// `Location` filled from the data's fields.
-    pub(super) fn response(&self, envelope: ResponseEnvelope) -> Response {
+    /// The response of the route's success `reply`. An `#[operation]` fn's data, on a route
+    /// that reads nothing of it (no `Location` to fill, no raw bytes), is written once from its
+    /// own type into the body, the bare data or the envelope; any other goes through its
+    /// envelope ([`envelope_response`](Self::envelope_response)). An error is the reply's (an
+    /// output that would not serialize).
+    pub(super) fn response(&self, reply: Reply) -> Result<Response, CallError> {
+        if self.route.location.is_none()
+            && self.raw_output.is_none()
+            && self.status != StatusCode::NO_CONTENT
+            && !self.unit_output
+            && reply.is_local_data()
+        {
+            let json = if self.route.envelope {
+                reply.to_json_bytes()?
+            } else {
+                reply.data_json_bytes()?
+            };
+            let content_type = HeaderValue::from_static("application/json");
+            return Ok((self.status, [(header::CONTENT_TYPE, content_type)], json).into_response());
+        }
+        Ok(self.envelope_response(reply.into_envelope()?))
+    }
+
+    /// The body of the route's success `envelope`: the bare data or the envelope, the route's
+    /// status, `Location` filled from the data's fields.
+    fn envelope_response(&self, envelope: ResponseEnvelope) -> Response {
         let location = self
             .route
             .location
