@@ -1282,6 +1282,37 @@ connection may hold its slot for ever). What is left beside it, opkit's router u
 `axum::serve` against axum + check: +0.16–0.32 µs.
 """
 
+WRITES_48 = """#### Where a tiny served call's CPU goes, and one write per small answer (issue 48, 2026-12-01, seventh)
+
+`perf record -e cpu-clock -F 20000` on the serving bench (`SERVING_FILTER=http_tiny
+SERVING_SIDE=<side> ROUNDS=3`), the samples of the server's threads: opkit 38,434 of which
+27,263 in the kernel, axum + check 38,607 of which 26,908. Seven tenths of a served call's CPU
+is the kernel's (the socket's read, write and wake-ups), and the user-space share is opkit's
+11,171 samples against axum's 11,699: what still separates the tiny rows is kernel work
+(`tcp_sendmsg_locked`, `_copy_from_iter`: opkit's answer is 257 bytes with its `x-request-id`
+and envelope, axum's ~120) and the machine, not the code each side runs. Changes:
+
+- `a5bc2a2` (`http_server::coalesce`): hyper writes an HTTP/1 answer as its head and its
+  body's frames, with one `writev`; the accept loop's sockets now copy a vectored write of
+  4 KiB or less into one buffer and send it with one `write` (`strace -f -c`: 40,018 `sendto`
+  where there were as many `writev`s), a larger one as its vectors (no frame is copied,
+  however large: hyper's own `writev(false)` measured the same on the tiny call, but copies
+  every frame whole into its buffer, a 16 MiB answer included). Server CPU per tiny call,
+  opkit alone, alternated builds, 22 rounds each: median 9.97 → 9.73 µs.
+- `978a257`: a request's extension map was made by inserting `ConnectInfo` (room for three),
+  and axum's router's third insertion moved it to a larger one on every request (`perf`:
+  `RawTable::reserve_rehash` 30 samples against axum's 2); it is now a clone of one per
+  connection with room (`profile http-tcp`: 80 → 79 allocations a request).
+- `933a81d`, `83b6bc8`: the operation id in every reply's local meta, and the ids of a call
+  protocol request, are copied between quotes when nothing in them needs an escape (tested
+  eight bytes at a time); serde's escaping walked them byte by byte. `LocalMeta::write_json`
+  220 → 121 instructions a reply; a `MemoryPubSub` round trip 31,172 → 30,752.
+- `abd9e7b`: a REST route's success of an `#[operation]` fn, on a route that reads nothing of
+  the data (no `Location`, no raw bytes), is written once from its own type into the body,
+  bare or in its envelope (through a `Value` before; `serialize_once`'s REST test counts one
+  serialization and none into a `Value`).
+"""
+
 CLUSTER_ROUTES_49 = """#### A cluster's commands routed by the slot opkit knows (issue 49, 2026-11-30)
 
 `profile cluster 2000` and `4000` at 64 in flight under callgrind (three masters on loopback,
@@ -1604,6 +1635,7 @@ def equal_work_section(w, get, serving):
     w(DEPTH_48)
     w(ACCEPT_48)
     w(NAMES_48)
+    w(WRITES_48)
 
     raw, ours = get("websocket_rt", "raw_relay_round_trip"), get("websocket_rt", "opkit_round_trip")
     w("### WebSocket through a hub, one call at a time (`compare.rs`)\n")
@@ -2011,8 +2043,20 @@ costs per item the axum handler does not have:
 
 `1781b13` writes an event's `id:` with `itoa` (a `String` per event before). In process: the
 envelope encoding 386 → 278 ns and 7 → 6 allocations an item, the compact one 306 → 226 ns; axum
-176–184 ns. The rest of the compact gap is the reply's data written into a `Vec` and copied into
+176–184 ns. The rest of the compact gap was the reply's data written into a `Vec` and copied into
 axum's event buffer, and the layers of a subscription (its span, the middleware pipeline).
+
+`1711871` (the seventh round) writes each event by hand into one buffer: its `data: ` prefix,
+the reply's JSON appended in place (`Reply::write_json`, `write_data_json`, public now), its
+`id:` and the blank line; the event stream is the response's body itself. axum's `Event` had
+copied JSON made in a buffer of its own into its own (growing it as it went) and checked it
+again for UTF-8 and line breaks; here a line break in the JSON (serde writes none) starts a
+`data:` line of its own, so nothing in the data can be read as a field of the event
+(`line_breaks_in_the_data_start_data_lines_not_fields`). `profile sse`, `sse-compact`,
+`sse-axum`, 300 rounds of 1,000 items, three runs each: the envelope encoding 293 → 147 ns an
+item, the compact one 227 → 133 ns, against axum's 173; 6 → 3 allocations an item (axum 4).
+The table above is served, with the one write per small answer of the note on the tiny HTTP
+call.
 """
 
 
