@@ -12,11 +12,32 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tracing::Instrument;
 
-/// One imported tool: its real name and the spec of its operation.
+/// One imported tool: its real name, the spec of its operation, and what a call of it reads
+/// of the spec, kept from the start (a call clones two `Arc`s, not the spec).
 #[derive(Clone)]
 pub(super) struct ImportedTool {
     pub tool_name: String,
     pub spec: OperationSpec,
+    /// The output schema its results are checked against (`None`: the tool declares none).
+    pub output_schema: Arc<Option<Value>>,
+    /// The key its non-object results come wrapped under ([`wrapped_key`]).
+    pub wrapped: Option<Arc<str>>,
+}
+
+impl ImportedTool {
+    fn new(tool_name: String, spec: OperationSpec) -> Self {
+        let output_schema = Arc::new(
+            Some(spec.output_schema.clone().into_value())
+                .filter(|schema| !opkit::schema::is_unknown(schema)),
+        );
+        let wrapped = wrapped_key(&spec).map(Arc::from);
+        Self {
+            tool_name,
+            spec,
+            output_schema,
+            wrapped,
+        }
+    }
 }
 
 /// Builds the imported tools from a raw `tools/list`, keeping previous operation names.
@@ -45,10 +66,7 @@ pub(super) fn build_tools(
         .into_iter()
         .map(|(tool_name, tool)| {
             let spec = tool_spec(namespace, &assigned[tool_name], label, tool);
-            ImportedTool {
-                tool_name: tool_name.to_owned(),
-                spec: usable_schemas(spec, label),
-            }
+            ImportedTool::new(tool_name.to_owned(), usable_schemas(spec, label))
         })
         .collect()
 }
@@ -102,7 +120,7 @@ fn usable_schemas(mut spec: OperationSpec, label: &str) -> OperationSpec {
 }
 
 /// The `structuredContent` property holding a wrapped tool's data (see `tools`).
-pub(super) fn wrapped_key(spec: &OperationSpec) -> Option<&str> {
+fn wrapped_key(spec: &OperationSpec) -> Option<&str> {
     spec.extensions
         .get(tools::EXT_WRAPPED)
         .and_then(Value::as_str)
@@ -112,11 +130,8 @@ pub(super) fn wrapped_key(spec: &OperationSpec) -> Option<&str> {
 pub(super) fn tool_handler(client: &Arc<Client>, tool: &ImportedTool) -> Handler {
     let client = client.clone();
     let tool_name: Arc<str> = Arc::from(tool.tool_name.as_str());
-    let output_schema: Arc<Option<Value>> = Arc::new(
-        Some(tool.spec.output_schema.clone().into_value())
-            .filter(|schema| !opkit::schema::is_unknown(schema)),
-    );
-    let wrapped: Option<Arc<str>> = wrapped_key(&tool.spec).map(Arc::from);
+    let output_schema = tool.output_schema.clone();
+    let wrapped = tool.wrapped.clone();
     let operation_id: Arc<str> = Arc::from(tool.spec.id().as_str());
     Handler::unary(move |input, ctx: OperationContext| {
         let client = client.clone();

@@ -31,7 +31,7 @@ pub use skills::{LoadedSkill, SkillError, SkillFile};
 use crate::mcp::names;
 use client::Client;
 use events::Events;
-use imported::{ImportedTool, build_tools, tool_handler, wrapped_key};
+use imported::{ImportedTool, build_tools, tool_handler};
 use opkit::{CallError, OperationContext, OperationRegistry, OperationSpec, ResponseEnvelope};
 use parking_lot::{Mutex, RwLock};
 use refresh::{refresh_state, spawn_auto_refresh};
@@ -309,30 +309,38 @@ impl McpConnection {
 
     /// The real MCP tool name behind operation `operation_id` (`namespace.name`).
     pub fn tool_name(&self, operation_id: &str) -> Option<String> {
-        self.tools()
-            .into_iter()
-            .find(|tool| tool.spec.id() == operation_id)
-            .map(|tool| tool.tool_name)
+        self.find_tool(
+            |tool| tool.spec.id() == operation_id,
+            |tool| tool.tool_name.clone(),
+        )
     }
 
     /// The operation id that calls the tool named `tool_name`.
     pub fn operation_id(&self, tool_name: &str) -> Option<String> {
-        self.tools()
-            .into_iter()
-            .find(|tool| tool.tool_name == tool_name)
-            .map(|tool| tool.spec.id())
+        self.find_tool(|tool| tool.tool_name == tool_name, |tool| tool.spec.id())
     }
 
     /// The spec of the operation that calls the tool named `tool_name`.
     pub fn spec_for_tool(&self, tool_name: &str) -> Option<OperationSpec> {
-        self.tools()
-            .into_iter()
-            .find(|tool| tool.tool_name == tool_name)
-            .map(|tool| tool.spec)
+        self.find_tool(|tool| tool.tool_name == tool_name, |tool| tool.spec.clone())
     }
 
     fn tools(&self) -> Vec<ImportedTool> {
         self.state.tools.read().clone()
+    }
+
+    /// `read` of the first tool `which` picks, under the tools' lock: no other tool is copied.
+    fn find_tool<R>(
+        &self,
+        which: impl Fn(&ImportedTool) -> bool,
+        read: impl FnOnce(&ImportedTool) -> R,
+    ) -> Option<R> {
+        self.state
+            .tools
+            .read()
+            .iter()
+            .find(|tool| which(tool))
+            .map(read)
     }
 
     /// Registers one operation per tool; all or nothing. Later [`refresh`](Self::refresh)es
@@ -374,15 +382,22 @@ impl McpConnection {
         arguments: Value,
         ctx: &OperationContext,
     ) -> Result<ResponseEnvelope, CallError> {
-        let spec = self.spec_for_tool(tool_name);
-        let output_schema = spec
-            .as_ref()
-            .map(|spec| &*spec.output_schema)
-            .filter(|schema| !opkit::schema::is_unknown(schema));
-        let wrapped = spec.as_ref().and_then(wrapped_key);
+        // What the call reads of the tool, two `Arc`s (the tools may be refreshed meanwhile).
+        let (output_schema, wrapped) = self
+            .find_tool(
+                |tool| tool.tool_name == tool_name,
+                |tool| (tool.output_schema.clone(), tool.wrapped.clone()),
+            )
+            .unwrap_or_default();
         self.state
             .client
-            .call(tool_name, arguments, ctx, output_schema, wrapped)
+            .call(
+                tool_name,
+                arguments,
+                ctx,
+                output_schema.as_ref().as_ref(),
+                wrapped.as_deref(),
+            )
             .await
     }
 
