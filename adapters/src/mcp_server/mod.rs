@@ -322,7 +322,12 @@ impl McpServer {
     }
 
     /// rmcp's Streamable HTTP settings (allowed hosts and origins, body limit, keep-alive,
-    /// sessions); rmcp's defaults otherwise.
+    /// sessions). Without them, rmcp's defaults but one: a stateless (2026-07-28) request
+    /// whose first message back is its answer is answered as `application/json`
+    /// (`json_response`), not as an event stream of one event. Its connection is then free for
+    /// the client's next request as soon as the body is read (an event stream ends only after
+    /// the handler's task has), and no keep-alive timer is set for it. A call that reports
+    /// progress or logs first is still answered with an event stream.
     #[must_use]
     pub fn http_config(mut self, config: StreamableHttpServerConfig) -> Self {
         self.http_config = Some(config);
@@ -383,8 +388,15 @@ impl McpServer {
         StreamableHttpService::new(
             move || Ok(McpHandler::new(inner.clone())),
             Arc::new(LocalSessionManager::default()),
-            self.http_config.clone().unwrap_or_default(),
+            self.config(),
         )
+    }
+
+    /// The Streamable HTTP settings in force (see [`http_config`](Self::http_config)).
+    fn config(&self) -> StreamableHttpServerConfig {
+        self.http_config
+            .clone()
+            .unwrap_or_else(|| StreamableHttpServerConfig::default().with_json_response(true))
     }
 
     /// The Streamable HTTP endpoint, root-relative like
@@ -441,7 +453,7 @@ impl McpServer {
                 inner: manager.clone(),
                 book,
             }),
-            self.http_config.clone().unwrap_or_default(),
+            self.config(),
         );
         // Sessions are held to their owners and bounds (after the gate has found the caller).
         let sessions = sessions::Sessions::new(self.session_limits, manager);
