@@ -14,6 +14,7 @@ mod http;
 mod limits;
 mod mcp;
 mod mcp_after_input;
+mod mcp_client_http;
 mod mcp_hosts;
 mod mcp_ownership;
 mod mcp_surface;

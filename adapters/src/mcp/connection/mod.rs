@@ -13,6 +13,7 @@ mod client;
 mod error;
 mod events;
 mod handshake;
+mod http_client;
 mod imported;
 #[cfg(feature = "oauth-client")]
 mod oauth;
@@ -124,6 +125,10 @@ impl McpConnection {
     /// Talks MCP to the Streamable HTTP endpoint at `url` (e.g. `http://127.0.0.1:3001/mcp`),
     /// sending [`McpOptions::headers`] and [`McpOptions::bearer_token`] with every request;
     /// then lists its tools.
+    ///
+    /// Requests share kept-alive connections (a call does not open one of its own). A redirect
+    /// is followed only to the same origin and only when it keeps the request's method and
+    /// body (`307`, `308`), at most 10 in a row; any other is the request's answer.
     pub async fn connect_http(url: &str, options: McpOptions) -> Result<Self, McpError> {
         check_namespace(&options.namespace)?;
         let label = options.label.clone().unwrap_or_else(|| url.to_owned());
@@ -140,7 +145,7 @@ impl McpConnection {
         #[cfg(feature = "oauth-client")]
         if let Some(tokens) = Self::tokens(url, &options) {
             let client = oauth::TokenClient {
-                http: reqwest::Client::default(),
+                http: http_client::client(),
                 tokens,
             };
             let transport = || {
@@ -165,7 +170,13 @@ impl McpConnection {
             };
             return Self::finish(client, options, list_changes).await;
         }
-        let transport = || Ok((StreamableHttpClientTransport::from_config(config()), ()));
+        let http = http_client::client();
+        let transport = || {
+            Ok((
+                StreamableHttpClientTransport::with_client(http.clone(), config()),
+                (),
+            ))
+        };
         let (service, ()) = handshake::connect(
             events,
             options.lifecycle,
