@@ -1313,6 +1313,27 @@ and envelope, axum's ~120) and the machine, not the code each side runs. Changes
   serialization and none into a `Value`).
 """
 
+MCP_CLIENT_48 = """#### opkit's MCP client over Streamable HTTP (issue 48, 2026-12-01, seventh)
+
+The serving table's `*_sdk_client` rows call through opkit's MCP import (`McpConnection`), one
+connection, 32 callers. Two costs were the client's own, the same whichever server it called:
+
+- `be63020`: `call_tool` looked up the tool by cloning every imported tool's spec, schemas and
+  all (`perf`: `BTreeMap::clone_subtree`, `OperationSpec::clone`, the allocator), on every
+  call. Each tool now keeps the output schema and wrapped key a call reads, behind `Arc`s, read
+  under the tools' lock. Legacy session: client CPU 109–124 → 73–81 µs a call, 9.1K → 13.3K
+  calls/s (`SERVING_FILTER=mcp_legacy SERVING_SIDE=opkit_sdk_client ROUNDS=1`, three runs).
+- `3f7213c`: rmcp's default HTTP client keeps no idle connection: `strace -f -c -e
+  trace=connect` counted 5,016 `connect`s for 5,000 calls, to opkit's server and to rmcp's
+  alike. The connection now sends on kept-alive connections (redirects followed only to the
+  same origin, `307`/`308`, as rmcp's client does). Legacy: 14K → 29K calls/s, client CPU 70 →
+  34 µs a call, the server's 59 → 27 µs (no connection accepted per call); modern: 12.6K →
+  24K. `3b1ddae` answers a stateless request's single reply as `application/json` by default
+  (the bench sets rmcp's config on both sides, so not in these rows), so that a client
+  reuses the connection as soon as it has read the body (`mcp_client_http.rs`:
+  `calls_reuse_the_clients_connections`).
+"""
+
 CLUSTER_ROUTES_49 = """#### A cluster's commands routed by the slot opkit knows (issue 49, 2026-11-30)
 
 `profile cluster 2000` and `4000` at 64 in flight under callgrind (three masters on loopback,
@@ -1636,6 +1657,7 @@ def equal_work_section(w, get, serving):
     w(ACCEPT_48)
     w(NAMES_48)
     w(WRITES_48)
+    w(MCP_CLIENT_48)
 
     raw, ours = get("websocket_rt", "raw_relay_round_trip"), get("websocket_rt", "opkit_round_trip")
     w("### WebSocket through a hub, one call at a time (`compare.rs`)\n")
