@@ -36,8 +36,8 @@ pub use document::SpecVersion;
 pub use error::{OpenApiError, SkippedOperation};
 pub use normalize::Normalization;
 pub use options::{
-    Credential, DEFAULT_MAX_RESPONSE_BYTES, MIN_SCHEMA_BUDGET, OpenApiAuth, OpenApiOptions,
-    SCHEMA_BUDGET_FACTOR, SseReconnect,
+    Credential, DEFAULT_MAX_REDIRECTS, DEFAULT_MAX_RESPONSE_BYTES, MIN_SCHEMA_BUDGET, OpenApiAuth,
+    OpenApiOptions, SCHEMA_BUDGET_FACTOR, SseReconnect, default_client,
 };
 pub use sse::{DEFAULT_MAX_SSE_EVENT_BYTES, SseError, SseEvent, SseParser};
 
@@ -145,7 +145,10 @@ impl OpenApiImporter {
 
     /// Fetches a document from a URL (JSON or YAML); relative server URLs resolve against it.
     ///
-    /// The request carries the options' extra headers and uses their client and timeout.
+    /// The request carries the options' extra headers and uses their client and timeout. The
+    /// default client follows no redirect to another origin (the headers would go along): a
+    /// document served from elsewhere is fetched from its own URL, or with a client of your
+    /// own ([`OpenApiOptions::client`]).
     pub async fn import_url(&self, url: &str) -> Result<OpenApiImport, OpenApiError> {
         let fetch_error = |message: String| OpenApiError::Fetch {
             url: url.to_owned(),
@@ -177,7 +180,10 @@ impl OpenApiImporter {
     }
 
     fn client(&self) -> reqwest::Client {
-        self.options.client.clone().unwrap_or_default()
+        self.options
+            .client
+            .clone()
+            .unwrap_or_else(options::default_client)
     }
 
     fn check_options(&self) -> Result<(), OpenApiError> {

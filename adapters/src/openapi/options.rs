@@ -36,7 +36,8 @@ pub struct OpenApiOptions {
     pub timeout: Option<Duration>,
     /// Headers sent with every request (after the document's own parameters).
     pub headers: BTreeMap<String, String>,
-    /// The HTTP client to use; a default `reqwest::Client` when `None`.
+    /// The HTTP client to use; when `None`, reqwest's default but for its redirects, which
+    /// are followed only on the origin the request was sent to ([`default_client`]).
     pub client: Option<reqwest::Client>,
     /// The largest SSE event a subscription accepts, in bytes: its data plus the line being
     /// read ([`DEFAULT_MAX_SSE_EVENT_BYTES`], 16 MiB, unless set). A larger event ends the
@@ -278,7 +279,8 @@ impl OpenApiOptions {
         self
     }
 
-    /// Uses this HTTP client (connection pool, TLS and proxy settings) for every request.
+    /// Uses this HTTP client (connection pool, TLS and proxy settings, redirects) for every
+    /// request, in place of [`default_client`]'s.
     #[must_use]
     pub fn client(mut self, client: reqwest::Client) -> Self {
         self.client = Some(client);
@@ -365,4 +367,38 @@ impl OpenApiAuth {
         self.schemes.insert(name.into(), credential);
         self
     }
+}
+
+/// The most redirects the default client follows for one request.
+pub const DEFAULT_MAX_REDIRECTS: usize = 10;
+
+/// The HTTP client of an import made without [`OpenApiOptions::client`]: reqwest's default,
+/// but a redirect is followed only while it stays on the origin (scheme, host and port) the
+/// request was sent to, at most [`DEFAULT_MAX_REDIRECTS`] in a row. A redirect to another
+/// origin is the call's answer, not followed: reqwest leaves out only `Authorization` and
+/// cookies when it follows one elsewhere, and would send the import's API key header, its
+/// `headers` and the operation's own parameters to wherever the API points it.
+pub fn default_client() -> reqwest::Client {
+    let redirects = reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > DEFAULT_MAX_REDIRECTS {
+            attempt.error(format!("more than {DEFAULT_MAX_REDIRECTS} redirects"))
+        } else {
+            attempt.follow()
+        }
+    });
+    reqwest::Client::builder()
+        .redirect(redirects)
+        .build()
+        .unwrap_or_else(|error| {
+            // Building fails only when the TLS backend cannot start, which the default
+            // client would hit too.
+            tracing::warn!(%error, "the OpenAPI import's HTTP client could not be built; using reqwest's default");
+            reqwest::Client::new()
+        })
 }

@@ -145,3 +145,95 @@ data: {\"n\":3}";
     let data: Vec<Value> = items.into_iter().map(|item| item.unwrap().data).collect();
     assert_eq!(data, [json!({"n": 1}), json!({"n": 2})]);
 }
+
+/// A server that records the `x-api-key` of every request it gets, and answers `{"ok": true}`
+/// at `/ok`, `302` to `/ok` at `/here`, and `302` to `elsewhere` at `/go`.
+async fn redirecting(
+    elsewhere: String,
+) -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<Option<String>>>>,
+) {
+    let keys = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = keys.clone();
+    let record = move |headers: axum::http::HeaderMap| {
+        let key = headers
+            .get("x-api-key")
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        seen.lock().unwrap().push(key);
+    };
+    let (ok, here, go) = (record.clone(), record.clone(), record);
+    let router = axum::Router::new()
+        .route(
+            "/ok",
+            axum::routing::get(move |headers: axum::http::HeaderMap| async move {
+                ok(headers);
+                axum::Json(json!({"ok": true}))
+            }),
+        )
+        .route(
+            "/here",
+            axum::routing::get(move |headers: axum::http::HeaderMap| async move {
+                here(headers);
+                axum::response::Redirect::to("/ok")
+            }),
+        )
+        .route(
+            "/go",
+            axum::routing::get(move |headers: axum::http::HeaderMap| async move {
+                go(headers);
+                axum::response::Redirect::to(&elsewhere)
+            }),
+        );
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    (base, keys)
+}
+
+#[tokio::test]
+async fn redirects_are_followed_on_the_apis_origin_only() {
+    let (other, other_keys) = redirecting(String::new()).await;
+    let (base, keys) = redirecting(format!("{other}/ok")).await;
+    let document = json!({
+        "openapi": "3.1.0",
+        "components": {"securitySchemes": {"key": {"type": "apiKey", "in": "header", "name": "X-API-Key"}}},
+        "security": [{"key": []}],
+        "paths": {
+            "/here": {"get": {"operationId": "here", "responses": {"200": {"description": "ok", "content": {"application/json": {}}}}}},
+            "/go": {"get": {"operationId": "go", "responses": {"200": {"description": "ok", "content": {"application/json": {}}}}}}
+        }
+    });
+    let registry = OperationRegistry::new();
+    OpenApiImporter::new(
+        OpenApiOptions::new("redir")
+            .base_url(&base)
+            .auth(opkit_adapters::openapi::OpenApiAuth::new().api_key("the-key")),
+    )
+    .import_value(document)
+    .unwrap()
+    .register_into(&registry)
+    .unwrap();
+    let ctx = OperationContext::default();
+    // On the API's own origin a redirect is followed, the key sent along.
+    let envelope = registry
+        .execute("redir.here", json!({}), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(envelope.data, json!({"ok": true}));
+    let key = Some("the-key".to_owned());
+    assert_eq!(*keys.lock().unwrap(), [key.clone(), key]);
+    // To another origin it is the answer: the key goes nowhere else.
+    let answered = registry.execute("redir.go", json!({}), &ctx).await;
+    assert!(
+        answered
+            .as_ref()
+            .map_or(true, |envelope| envelope.data != json!({"ok": true})),
+        "{answered:?}"
+    );
+    assert!(
+        other_keys.lock().unwrap().is_empty(),
+        "the other origin was called"
+    );
+}
