@@ -43,6 +43,8 @@ mod seeded;
 #[cfg(any(feature = "openapi", feature = "mcp"))]
 mod import_access;
 #[cfg(any(feature = "openapi", feature = "mcp"))]
+mod redirects;
+#[cfg(any(feature = "openapi", feature = "mcp"))]
 pub use import_access::ImportAccess;
 
 #[cfg(any(feature = "mcp", feature = "mcp-server"))]

@@ -672,6 +672,16 @@ const ADAPTER_EDGES: &[(&str, &str, &str)] = &[
         "a skill path's encoding and a SKILL.md's frontmatter block, as the import reads them",
     ),
     (
+        "mcp",
+        "redirects",
+        "the redirects both imports' HTTP clients follow",
+    ),
+    (
+        "openapi",
+        "redirects",
+        "the redirects both imports' HTTP clients follow",
+    ),
+    (
         "redis",
         "backoff",
         "the reconnection pauses both transports share",

@@ -370,7 +370,7 @@ impl OpenApiAuth {
 }
 
 /// The most redirects the default client follows for one request.
-pub const DEFAULT_MAX_REDIRECTS: usize = 10;
+pub const DEFAULT_MAX_REDIRECTS: usize = crate::redirects::MAX_REDIRECTS;
 
 /// The HTTP client of an import made without [`OpenApiOptions::client`]: reqwest's default,
 /// but a redirect is followed only while it stays on the origin (scheme, host and port) the
@@ -379,26 +379,9 @@ pub const DEFAULT_MAX_REDIRECTS: usize = 10;
 /// cookies when it follows one elsewhere, and would send the import's API key header, its
 /// `headers` and the operation's own parameters to wherever the API points it.
 pub fn default_client() -> reqwest::Client {
-    let redirects = reqwest::redirect::Policy::custom(|attempt| {
-        let same_origin = attempt
-            .previous()
-            .first()
-            .is_some_and(|first| first.origin() == attempt.url().origin());
-        if !same_origin {
-            attempt.stop()
-        } else if attempt.previous().len() > DEFAULT_MAX_REDIRECTS {
-            attempt.error(format!("more than {DEFAULT_MAX_REDIRECTS} redirects"))
-        } else {
-            attempt.follow()
-        }
-    });
-    reqwest::Client::builder()
-        .redirect(redirects)
-        .build()
-        .unwrap_or_else(|error| {
-            // Building fails only when the TLS backend cannot start, which the default
-            // client would hit too.
-            tracing::warn!(%error, "the OpenAPI import's HTTP client could not be built; using reqwest's default");
-            reqwest::Client::new()
-        })
+    crate::redirects::client(
+        reqwest::Client::builder(),
+        crate::redirects::Follow::Any,
+        "OpenAPI import's HTTP client",
+    )
 }
