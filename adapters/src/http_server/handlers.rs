@@ -219,7 +219,7 @@ fn retry_after(error: &CallError) -> Option<HeaderValue> {
 ///
 /// Built as it is sent: a body turned into a response through `IntoResponse` is first typed
 /// `application/octet-stream`, a header then replaced (two header writes per call).
-fn json_response(json: Vec<u8>) -> Response {
+pub(crate) fn json_response(json: Vec<u8>) -> Response {
     let mut response = Response::new(axum::body::Body::from(json));
     response.headers_mut().insert(
         header::CONTENT_TYPE,

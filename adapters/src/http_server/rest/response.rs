@@ -3,6 +3,7 @@
 //! `Location` filled from the data.
 
 use super::RestRoute;
+use crate::http_server::handlers::json_response;
 use crate::http_server::state::error_response;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
@@ -28,8 +29,9 @@ impl RestRoute {
             } else {
                 reply.data_json_bytes()?
             };
-            let content_type = HeaderValue::from_static("application/json");
-            return Ok((self.status, [(header::CONTENT_TYPE, content_type)], json).into_response());
+            let mut response = json_response(json);
+            *response.status_mut() = self.status;
+            return Ok(response);
         }
         Ok(self.envelope_response(reply.into_envelope()?))
     }
