@@ -117,8 +117,8 @@ impl KeepAlive {
 }
 
 /// The bytes of one event: `event: <name>` when it has one, the JSON `write` appends as its
-/// data, `id: <id>` when it has one, and the blank line that ends it. `None` (nothing kept)
-/// when `write` failed.
+/// data, `id: <id>` when it has one, and the blank line that ends it; `write`'s error (nothing
+/// kept) when it failed.
 ///
 /// JSON as serde writes it has no line break (a string's are escaped); one a writer left in
 /// its whitespace would end the `data:` line early and let what follows be read as fields of
