@@ -279,12 +279,13 @@ impl ServerHandler for McpHandler {
         Ok(())
     }
 
-    async fn complete(
+    fn complete(
         &self,
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CompleteResult, McpError> {
-        self.complete_argument(&request, &context).await
+    ) -> impl Future<Output = Result<CompleteResult, McpError>> + Send + '_ {
+        // Boxed, as every rare request's large future here: see `listen`.
+        Box::pin(async move { self.complete_argument(&request, &context).await })
     }
 
     async fn list_prompts(
@@ -298,12 +299,12 @@ impl ServerHandler for McpHandler {
         ))
     }
 
-    async fn get_prompt(
+    fn get_prompt(
         &self,
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, McpError> {
-        self.prompt(request, &context).await
+    ) -> impl Future<Output = Result<GetPromptResponse, McpError>> + Send + '_ {
+        Box::pin(async move { self.prompt(request, &context).await })
     }
 
     async fn list_resources(
@@ -367,23 +368,25 @@ impl ServerHandler for McpHandler {
         ))
     }
 
-    async fn read_resource(
+    fn read_resource(
         &self,
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, McpError> {
-        if let Some(file) = self.read_skill_file(&request.uri) {
-            return Ok(file.into());
-        }
-        self.read(request, &context).await
+    ) -> impl Future<Output = Result<ReadResourceResponse, McpError>> + Send + '_ {
+        Box::pin(async move {
+            if let Some(file) = self.read_skill_file(&request.uri) {
+                return Ok(file.into());
+            }
+            self.read(request, &context).await
+        })
     }
 
-    async fn subscribe(
+    fn subscribe(
         &self,
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        self.watch(&request.uri, &context).await
+    ) -> impl Future<Output = Result<(), McpError>> + Send + '_ {
+        Box::pin(async move { self.watch(&request.uri, &context).await })
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -398,45 +401,59 @@ impl ServerHandler for McpHandler {
         self.filter(requested)
     }
 
-    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
-        self.listen_to(subscription).await
+    /// Boxed. rmcp awaits each request's method inside one future per request (spawned as a
+    /// task for a session or stdio, awaited by the stateless service), and a future is as
+    /// large as its largest state: a subscription's (~3 KB), held inline, made the future of
+    /// every `tools/call` ~5 KB (rmcp's own server's is ~3.4 KB). The rare requests' large
+    /// futures are boxed when they are made; `tools/call`'s is not (`call`).
+    fn listen(
+        &self,
+        subscription: SubscriptionContext,
+    ) -> impl Future<Output = Result<(), McpError>> + Send + '_ {
+        Box::pin(self.listen_to(subscription))
     }
 
-    async fn get_task(
+    fn get_task(
         &self,
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<GetTaskResult, McpError> {
-        let caller = self.caller(&context).await?;
-        self.inner
-            .tasks
-            .of(&request.task_id, caller.as_ref())?
-            .get_task(&request.task_id)
-            .map(GetTaskResult::new)
+    ) -> impl Future<Output = Result<GetTaskResult, McpError>> + Send + '_ {
+        Box::pin(async move {
+            let caller = self.caller(&context).await?;
+            self.inner
+                .tasks
+                .of(&request.task_id, caller.as_ref())?
+                .get_task(&request.task_id)
+                .map(GetTaskResult::new)
+        })
     }
 
-    async fn update_task(
+    fn update_task(
         &self,
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        let caller = self.caller(&context).await?;
-        self.inner
-            .tasks
-            .of(&request.task_id, caller.as_ref())?
-            .update_task(&request.task_id, request.input_responses)
+    ) -> impl Future<Output = Result<(), McpError>> + Send + '_ {
+        Box::pin(async move {
+            let caller = self.caller(&context).await?;
+            self.inner
+                .tasks
+                .of(&request.task_id, caller.as_ref())?
+                .update_task(&request.task_id, request.input_responses)
+        })
     }
 
-    async fn cancel_task(
+    fn cancel_task(
         &self,
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        let caller = self.caller(&context).await?;
-        self.inner
-            .tasks
-            .of(&request.task_id, caller.as_ref())?
-            .cancel_task(&request.task_id)
+    ) -> impl Future<Output = Result<(), McpError>> + Send + '_ {
+        Box::pin(async move {
+            let caller = self.caller(&context).await?;
+            self.inner
+                .tasks
+                .of(&request.task_id, caller.as_ref())?
+                .cancel_task(&request.task_id)
+        })
     }
 
     async fn unsubscribe(
@@ -452,4 +469,37 @@ impl ServerHandler for McpHandler {
 /// The cursor of a paginated list request.
 fn cursor(request: Option<&PaginatedRequestParams>) -> Option<&str> {
     request.and_then(|request| request.cursor.as_deref())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::ClientRequest;
+
+    /// The size of the future rmcp makes for each request to `handler` (never made here).
+    fn request_future_size<H: ServerHandler>(handler: &H) -> usize {
+        fn returned<R>(_: impl Fn(ClientRequest, RequestContext<RoleServer>) -> R) -> usize {
+            size_of::<R>()
+        }
+        returned(|request, context| rmcp::Service::handle_request(handler, request, context))
+    }
+
+    /// An rmcp server with every method rmcp's default.
+    struct Bare;
+
+    impl ServerHandler for Bare {}
+
+    /// The future of every request, `tools/call` among them, is as large as the largest of
+    /// the methods' (rmcp spawns or awaits one per request): the large and rare ones are
+    /// boxed, so that it is no larger than a bare rmcp server's.
+    #[test]
+    fn a_requests_future_is_no_larger_than_a_bare_rmcp_servers() {
+        let handler = super::super::McpServer::new(opkit::OperationRegistry::new()).handler();
+        let ours = request_future_size(&handler);
+        let bare = request_future_size(&Bare);
+        assert!(
+            ours <= bare,
+            "{ours} bytes a request, a bare server's {bare}"
+        );
+    }
 }
