@@ -192,6 +192,7 @@ fn main() {
                     "call protocol call future: {} bytes",
                     std::mem::size_of_val(&call)
                 );
+                mcp::sizes(registry.clone()).await;
             }
             "ws" | "ws-raw" | "redis" | "redis-raw" | "cluster" | "cluster-raw" => {
                 let in_flight: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(1);
@@ -375,6 +376,35 @@ mod mcp {
             }
             _ => bench(rmcp_checked::RmcpChecked::default(), rounds).await,
         }
+    }
+
+    /// The size of one `tools/call` future of each side: what rmcp boxes for every request.
+    pub async fn sizes(registry: OperationRegistry) {
+        let opkit = opkit_adapters::mcp_server::McpServer::new(registry).handler();
+        println!("MCP call_tool future, opkit: {} bytes", size(opkit).await);
+        let rmcp = rmcp_checked::RmcpChecked::default();
+        println!(
+            "MCP call_tool future, rmcp + check: {} bytes",
+            size(rmcp).await
+        );
+    }
+
+    async fn size<S: ServerHandler>(service: S) -> usize {
+        let (running, _client) = opkit_benches::mcp_session::initialized(service).await;
+        let context = RequestContext::new(NumberOrString::Number(1), running.peer().clone());
+        let params = CallToolRequestParams::new("bench.add");
+        let call = std::mem::size_of_val(&running.service().call_tool(params, context));
+        let context = RequestContext::new(NumberOrString::Number(1), running.peer().clone());
+        let request = rmcp::model::ClientRequest::CallToolRequest(
+            rmcp::model::CallToolRequest::new(CallToolRequestParams::new("bench.add")),
+        );
+        let any = std::mem::size_of_val(&rmcp::Service::handle_request(
+            running.service(),
+            request,
+            context,
+        ));
+        println!("  handle_request future (what rmcp spawns per request): {any} bytes");
+        call
     }
 
     async fn bench<S: ServerHandler>(service: S, rounds: usize) {
