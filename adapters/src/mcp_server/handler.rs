@@ -90,47 +90,43 @@ impl McpHandler {
             let RequestContext { ct, peer, meta, .. } = context;
             let ctx = self.timed(ctx.with_cancellation(ct));
             let (ctx, forwarder, peer) = if lean {
+                // Dropped now, not held by the future while the call runs.
+                drop(peer);
                 (ctx, None, None)
             } else {
                 let (ctx, forwarder, peer) =
                     self.reporting(ctx, peer, &meta, subscription, modern, rounds.as_ref());
                 (ctx, Some(forwarder), Some(peer))
             };
-            let finish = async move {
-                if let Some(forwarder) = forwarder {
-                    forwarder.finish().await;
-                }
-            };
             // Awaited in place: the whole call's future is boxed once by rmcp's service.
             let outcome = match found {
                 Some(found) => registry.serve_found(found, input, ctx).await,
                 None => registry.serve(&served.id, input, ctx).await,
             };
-            if let Some(asked) = rounds
+            let asked = rounds
                 .as_ref()
-                .and_then(|rounds| rounds.input_required(&self.inner.rounds, &request.name))
-            {
-                finish.await;
-                return Ok(asked.into());
-            }
-            let result = match outcome {
-                Ok(Outcome::Unary(reply)) => {
-                    replies::unary_result(&served, reply, modern, self.inner.local_meta)
+                .and_then(|rounds| rounds.input_required(&self.inner.rounds, &request.name));
+            let response = match (asked, outcome) {
+                (Some(asked), _) => Ok(asked.into()),
+                (None, Ok(Outcome::Unary(reply))) => {
+                    Ok(replies::unary_result(&served, reply, modern, self.inner.local_meta).into())
                 }
-                Ok(Outcome::Stream(items)) => {
-                    Box::pin(self.collect(items, peer.as_deref(), meta.get_progress_token())).await
+                (None, Ok(Outcome::Stream(items))) => {
+                    let progress = meta.get_progress_token();
+                    Ok(Box::pin(self.collect(items, peer.as_deref(), progress))
+                        .await
+                        .into())
                 }
-                Err(error) => match required_capability(&error) {
-                    // The operation needed a client capability the client did not declare.
-                    Some(missing) => {
-                        finish.await;
-                        return Err(missing);
-                    }
-                    None => results::failure(&error),
-                },
+                // The operation needed a client capability the client did not declare.
+                (None, Err(error)) => required_capability(&error)
+                    .map_or_else(|| Ok(results::failure(&error).into()), Err),
             };
-            finish.await;
-            Ok(result.into())
+            // Once, after the response is made (its only await but a stream's collecting,
+            // so the future keeps one state for it).
+            if let Some(forwarder) = forwarder {
+                forwarder.finish().await;
+            }
+            response
         }
     }
 
