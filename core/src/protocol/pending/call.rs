@@ -135,68 +135,91 @@ fn stopped_sending(operation_id: &str, stop: Interrupted) -> CallError {
     CallError::new(error.code, message).with_details(Delivery::Unknown.details())
 }
 
-pub(super) async fn call(
+/// One call: its request published and its reply awaited within its bounds, under a client
+/// span. `ctx` is owned (an env's call, boxed `'static`) or borrowed
+/// ([`PendingRequestMap::call`](super::PendingRequestMap::call): the context is not copied).
+///
+/// Neither this nor [`call_in`] is an `async fn`: an `async fn` keeps each parameter twice in
+/// its future (as captured and as bound in its body), the context's 128 bytes among them, and
+/// the future is a caller's (held in its own, or boxed by an env).
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an async fn keeps its parameters twice in its future (see the docs)"
+)]
+pub(super) fn call<C>(
     inner: Arc<MapInner>,
     operation_id: Arc<str>,
     input: Value,
-    ctx: OperationContext,
-) -> Result<ResponseEnvelope, CallError> {
-    let mut span = CallSpan::start(SpanKind::Client, "pending", &operation_id, &ctx);
-    // The span's trace goes into the request as it is written (`call_in`): nothing else of
-    // the call reads the context's, which is not copied to carry it.
-    let calling = call_in(inner, operation_id, input, ctx, &span);
-    let result = span.run_in(calling).await;
-    span.finish_with(&result);
-    result
+    ctx: C,
+) -> impl Future<Output = Result<ResponseEnvelope, CallError>> + Send
+where
+    C: std::borrow::Borrow<OperationContext> + Send,
+{
+    async move {
+        let ctx = ctx.borrow();
+        let mut span = CallSpan::start(SpanKind::Client, "pending", &operation_id, ctx);
+        // The span's trace goes into the request as it is written (`call_in`): nothing else
+        // of the call reads the context's, which is not copied to carry it.
+        let calling = call_in(&inner, &operation_id, input, ctx, &span);
+        let result = span.run_in(calling).await;
+        span.finish_with(&result);
+        result
+    }
 }
 
-async fn call_in(
-    inner: Arc<MapInner>,
-    operation_id: Arc<str>,
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an async fn keeps its parameters twice in its future (see `call`)"
+)]
+fn call_in<'a>(
+    inner: &'a Arc<MapInner>,
+    operation_id: &'a Arc<str>,
     input: Value,
-    ctx: OperationContext,
-    span: &CallSpan,
-) -> Result<ResponseEnvelope, CallError> {
-    let input = crate::limits::admit_input(input)?;
-    let bounds = ctx
-        .bounds()
-        .or_deadline(Deadline::after(inner.default_timeout));
-    bounds
-        .check()
-        .map_err(|stop| stop.caller_error(&operation_id))?;
-    let (sender, receiver) = oneshot::channel();
-    let mut guard = inner.register(operation_id.clone(), Entry::Call(sender))?;
-    span.record_request_id(&guard.request_id);
-    // One bound over the publish and the wait for the reply: the call ends by its deadline
-    // whatever the transport does. `sending` tells which of the two a stop interrupted.
-    let mut sending = true;
-    let deadline = bounds.deadline();
-    let outcome = bounds
-        .run(async {
-            inner
-                .publish_request(
-                    &mut guard,
-                    input,
-                    (&ctx, span.trace().or(ctx.trace())),
-                    deadline,
-                    false,
-                )
-                .await?;
-            sending = false;
-            Ok::<_, CallError>(receiver.await)
+    ctx: &'a OperationContext,
+    span: &'a CallSpan,
+) -> impl Future<Output = Result<ResponseEnvelope, CallError>> + Send + 'a {
+    async move {
+        let input = crate::limits::admit_input(input)?;
+        let bounds = ctx
+            .bounds()
+            .or_deadline(Deadline::after(inner.default_timeout));
+        bounds
+            .check()
+            .map_err(|stop| stop.caller_error(operation_id))?;
+        let (sender, receiver) = oneshot::channel();
+        let mut guard = inner.register(operation_id.clone(), Entry::Call(sender))?;
+        span.record_request_id(&guard.request_id);
+        // One bound over the publish and the wait for the reply: the call ends by its deadline
+        // whatever the transport does. `sending` tells which of the two a stop interrupted.
+        let mut sending = true;
+        let deadline = bounds.deadline();
+        let outcome = bounds
+            .run(async {
+                inner
+                    .publish_request(
+                        &mut guard,
+                        input,
+                        (ctx, span.trace().or(ctx.trace())),
+                        deadline,
+                        false,
+                    )
+                    .await?;
+                sending = false;
+                Ok::<_, CallError>(receiver.await)
+            })
+            .await;
+        // When stopped, dropping the guard removes the entry and publishes `call.aborted`.
+        let reply = match outcome {
+            Ok(reply) => reply?,
+            Err(stop) if sending => return Err(stopped_sending(operation_id, stop)),
+            Err(stop) => return Err(stop.caller_error(operation_id)),
+        };
+        reply.unwrap_or_else(|_| {
+            Err(CallError::transport(
+                "the PendingRequestMap closed before the reply arrived",
+            ))
         })
-        .await;
-    // When stopped, dropping the guard removes the entry and publishes `call.aborted`.
-    let reply = match outcome {
-        Ok(reply) => reply?,
-        Err(stop) if sending => return Err(stopped_sending(&operation_id, stop)),
-        Err(stop) => return Err(stop.caller_error(&operation_id)),
-    };
-    reply.unwrap_or_else(|_| {
-        Err(CallError::transport(
-            "the PendingRequestMap closed before the reply arrived",
-        ))
-    })
+    }
 }
 
 pub(super) async fn subscribe(

@@ -356,13 +356,15 @@ impl PendingRequestMap {
     /// [`MAX_INPUT_DEPTH`](crate::limits::MAX_INPUT_DEPTH) (`VALIDATION_ERROR`) or when
     /// [`max_pending`](PendingOptions::with_max_pending) requests are already waiting
     /// (`TRANSPORT_ERROR`). The same holds for [`subscribe`](Self::subscribe).
-    pub async fn call(
+    pub fn call<'a>(
         &self,
         id: &str,
         input: Value,
-        ctx: &OperationContext,
-    ) -> Result<ResponseEnvelope, CallError> {
-        call::call(self.inner.clone(), Arc::from(id), input, ctx.clone()).await
+        ctx: &'a OperationContext,
+    ) -> impl Future<Output = Result<ResponseEnvelope, CallError>> + Send + use<'a> {
+        // Not an `async fn`: its future would hold the arguments beside the call's future
+        // that takes them (the context borrowed, not copied).
+        call::call(self.inner.clone(), Arc::from(id), input, ctx)
     }
 
     /// Starts a subscription: resolves once the request is published (errors of the handler,
