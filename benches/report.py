@@ -1334,6 +1334,38 @@ connection, 32 callers. Two costs were the client's own, the same whichever serv
   `calls_reuse_the_clients_connections`).
 """
 
+MCP_FUTURES_48 = """#### The future each MCP request is held in (issue 48, 2026-12-01, eighth)
+
+rmcp runs each request of a session (and of stdio) in a task of its own, and awaits the
+stateless service's request in the HTTP request's future: one future per request whose size
+is the largest of the handler's method futures, whatever the method. `profile sizes` prints
+it (`size_of_val` of `Service::handle_request`), and `-Zprint-type-sizes` says which state is
+the largest: opkit's was `subscriptions/listen`'s (~3 KB), held inline, so every `tools/call`
+was made, moved and allocated at 4,976 bytes where rmcp's server's (with or without the check)
+is 3,368. `e1432b5` boxes the rare requests' large futures when they are made (listen,
+completion, prompts, resources, tasks): 3,368 bytes, a bare rmcp server's, which a test pins
+(`a_requests_future_is_no_larger_than_a_bare_rmcp_servers`, failing at 4,976). `profile
+mcp-http` (a legacy session through the router, no sockets, 20,000 calls, the two builds
+alternated four times): 17.2–18.2 → 17.2–17.4 µs of CPU a call, 1,536 fewer bytes allocated a
+call; `mcp-http-modern`: 20.8–21.8 → 20.6–21.2 µs. The serving bench's legacy row moves by
+more than that between rounds (28–35 µs of server CPU a call), so it does not show there.
+
+`2c0451b` shrinks `tools/call`'s own future, 1,200 → 824 bytes (rmcp + check's: 864): the
+peer of a call whose handler reads nothing of its context is dropped at once, and the
+reporting forwarder is finished at one await after the response is made, where three states
+held it. The in-process row did not move by more than rmcp's own row moved between the two
+binaries (alternated four times, opkit's median 586–608 → 581–590 ns, rmcp's 467–476 → 450–464
+ns). `b5ebfdc` does the same for REST routes: a multipart body's reading is boxed when a
+request has one, and a REST request's future (which axum boxes per request) is 3,856 → 1,600
+bytes.
+
+`b855465`: a call protocol caller's future (`PendingRequestMap::call`) held its context twice
+(cloned from the caller's, then kept as an `async fn`'s parameter and again as its body's
+binding) and its operation id, input and map the same way: 1,536 → 920 bytes, the caller's
+context borrowed, not cloned, and the future no longer borrows the map. An env's remote call
+(`OperationEnv::remote`, boxed `'static`) keeps its context once, where it kept it twice.
+"""
+
 CLUSTER_ROUTES_49 = """#### A cluster's commands routed by the slot opkit knows (issue 49, 2026-11-30)
 
 `profile cluster 2000` and `4000` at 64 in flight under callgrind (three masters on loopback,
@@ -1658,6 +1690,7 @@ def equal_work_section(w, get, serving):
     w(NAMES_48)
     w(WRITES_48)
     w(MCP_CLIENT_48)
+    w(MCP_FUTURES_48)
 
     raw, ours = get("websocket_rt", "raw_relay_round_trip"), get("websocket_rt", "opkit_round_trip")
     w("### WebSocket through a hub, one call at a time (`compare.rs`)\n")
