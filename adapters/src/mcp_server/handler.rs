@@ -415,10 +415,8 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<GetTaskResult, McpError>> + Send + '_ {
         Box::pin(async move {
-            let caller = self.caller(&context).await?;
-            self.inner
-                .tasks
-                .of(&request.task_id, caller.as_ref())?
+            self.task_of(&request.task_id, &context)
+                .await?
                 .get_task(&request.task_id)
                 .map(GetTaskResult::new)
         })
@@ -430,10 +428,8 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<(), McpError>> + Send + '_ {
         Box::pin(async move {
-            let caller = self.caller(&context).await?;
-            self.inner
-                .tasks
-                .of(&request.task_id, caller.as_ref())?
+            self.task_of(&request.task_id, &context)
+                .await?
                 .update_task(&request.task_id, request.input_responses)
         })
     }
@@ -444,10 +440,8 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<(), McpError>> + Send + '_ {
         Box::pin(async move {
-            let caller = self.caller(&context).await?;
-            self.inner
-                .tasks
-                .of(&request.task_id, caller.as_ref())?
+            self.task_of(&request.task_id, &context)
+                .await?
                 .cancel_task(&request.task_id)
         })
     }

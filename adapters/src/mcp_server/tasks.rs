@@ -128,6 +128,17 @@ impl Tasks {
 }
 
 impl McpHandler {
+    /// The manager of the task `task_id` when the request's caller owns it (`tasks/get`,
+    /// `tasks/update`, `tasks/cancel`); the error of an unknown task otherwise.
+    pub(super) async fn task_of(
+        &self,
+        task_id: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<&TaskManager, McpError> {
+        let caller = self.caller(context).await?;
+        self.inner.tasks.of(task_id, caller.as_ref())
+    }
+
     /// Starts `served` as a task with `input` and the call's context (its cancellation is
     /// the task's, not the request's), and answers the task. `answered` holds the answers an
     /// `after_input` operation gathered by rounds before: its questions get them first.
