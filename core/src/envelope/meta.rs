@@ -78,28 +78,33 @@ pub(crate) fn write_json_str(out: &mut Vec<u8>, text: &str) -> Result<(), serde_
     Ok(())
 }
 
-/// `true` when `bytes` hold a quote, a backslash or a control character below U+0020. Eight
-/// bytes at a time (an id is tens of bytes: a byte-by-byte test cost ~14 instructions a byte):
-/// a word holds a byte below `n` when `(word - n×ones) & !word & highs` is not zero, and one
-/// equal to `b` when `word ^ b×ones` holds a zero byte (one below 1).
+/// `true` when `bytes` hold a quote, a backslash or a control character below U+0020, tested
+/// eight bytes at a time ([`escape_marks`]; an id is tens of bytes: a byte-by-byte test cost
+/// ~14 instructions a byte).
 fn needs_escape(bytes: &[u8]) -> bool {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    let below = |word: u64, n: u8| word.wrapping_sub(ONES * u64::from(n)) & !word & HIGHS != 0;
-    let mut chunks = bytes.chunks_exact(8);
-    for chunk in &mut chunks {
-        let word = u64::from_ne_bytes(chunk.try_into().expect("eight bytes"));
-        if below(word, 0x20)
-            || below(word ^ (ONES * u64::from(b'"')), 1)
-            || below(word ^ (ONES * u64::from(b'\\')), 1)
-        {
-            return true;
-        }
-    }
-    chunks
-        .remainder()
-        .iter()
-        .any(|&byte| byte < 0x20 || byte == b'"' || byte == b'\\')
+    let mut words = bytes.chunks_exact(8);
+    words.any(|word| escape_marks(u64::from_le_bytes(word.try_into().expect("eight bytes"))) != 0)
+        || words.remainder().iter().any(|&byte| is_escaped(byte))
+}
+
+/// `true` for a byte serde escapes in a JSON string: a quote, a backslash or a control
+/// character (below 0x20).
+pub(crate) const fn is_escaped(byte: u8) -> bool {
+    byte == b'"' || byte == b'\\' || byte < 0x20
+}
+
+/// The bytes of `word` (little-endian: the first byte lowest) that [`is_escaped`] picks, as
+/// their high bits; zero when none is. A byte after one of them may be marked too (a borrow
+/// carries upward), so only the lowest mark is exact: the first such byte is
+/// `trailing_zeros() / 8`. (The usual carry tricks: a byte is zero, or is below a bound.)
+pub(crate) fn escape_marks(word: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
+    let quote = zero(word ^ (ONES * u64::from(b'"')));
+    let backslash = zero(word ^ (ONES * u64::from(b'\\')));
+    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
+    quote | backslash | control
 }
 
 /// Meta of an HTTP response.

@@ -27,8 +27,8 @@ pub use detect::{EnvelopeError, is_response_envelope, unwrap, unwrap_value};
 pub use factories::{
     http_envelope, http_event_envelope, local_envelope, mcp_envelope, now_millis, now_millis_coarse,
 };
-pub(crate) use meta::write_json_str;
 pub use meta::{HttpMeta, LocalMeta, McpMeta, ResponseMeta, SseEventMeta};
+pub(crate) use meta::{escape_marks, is_escaped, write_json_str};
 pub use operation_id::OperationId;
 pub use schemas::{
     envelope_schema, http_meta_schema, local_meta_schema, mcp_meta_schema, response_meta_schema,

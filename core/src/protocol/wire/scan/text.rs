@@ -3,6 +3,7 @@
 //! and skipped or built, objects and arrays walked by a caller's closure).
 
 use super::super::json::SeenKeys;
+use crate::envelope::{escape_marks, is_escaped};
 use serde_json::{Map, Number, Value};
 
 /// How deep values may nest before the scanner declines (serde_json refuses past 128).
@@ -19,21 +20,6 @@ fn parsed_number(text: &str) -> Option<Number> {
         };
     }
     serde_json::from_str(text).ok()
-}
-
-/// The bytes of `word` (little-endian: the first byte lowest) that are a quote, a backslash or
-/// a control character (below 0x20), as their high bits; zero when none is. A byte after one of
-/// them may be marked too (a borrow carries upward), so only the lowest mark is exact: the
-/// first such byte is `trailing_zeros() / 8`. (The usual carry tricks: a byte is zero, or is
-/// below a bound.)
-fn stops(word: u64) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
-    let quote = zero(word ^ (ONES * u64::from(b'"')));
-    let backslash = zero(word ^ (ONES * u64::from(b'\\')));
-    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
-    quote | backslash | control
 }
 
 /// A position in an event's text (a copy is a second position in the same text).
@@ -87,7 +73,7 @@ impl<'a> Scan<'a> {
         // Eight bytes at a time up to the word that holds the end (or something to decline).
         loop {
             match bytes.get(at..at + 8) {
-                Some(word) => match stops(u64::from_le_bytes(word.try_into().ok()?)) {
+                Some(word) => match escape_marks(u64::from_le_bytes(word.try_into().ok()?)) {
                     0 => at += 8,
                     found => {
                         at += found.trailing_zeros() as usize / 8;
@@ -95,9 +81,7 @@ impl<'a> Scan<'a> {
                     }
                 },
                 None => {
-                    at += bytes[at..]
-                        .iter()
-                        .position(|&byte| byte == b'"' || byte == b'\\' || byte < 0x20)?;
+                    at += bytes[at..].iter().position(|&byte| is_escaped(byte))?;
                     break;
                 }
             }
