@@ -24,7 +24,8 @@ pub(crate) enum Follow {
 
 /// `builder`'s client, its redirects followed as the [module docs](self) say. `name` names
 /// the client in the warning of a build that fails (when the TLS backend cannot start, which
-/// reqwest's default client would hit too: that one is used then).
+/// reqwest's default client would hit too): reqwest's default is used then, following no
+/// redirect, so that no path follows one elsewhere.
 pub(crate) fn client(
     builder: reqwest::ClientBuilder,
     follow: Follow,
@@ -34,8 +35,14 @@ pub(crate) fn client(
         .redirect(policy(follow))
         .build()
         .unwrap_or_else(|error| {
-            tracing::warn!(%error, "the {name} could not be built; using reqwest's default");
-            reqwest::Client::new()
+            tracing::warn!(
+                %error,
+                "the {name} could not be built; using reqwest's default, following no redirect"
+            );
+            reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap_or_default()
         })
 }
 
