@@ -385,14 +385,14 @@ pub(crate) struct Shape<'a> {
 
 /// Serves a call of the operation `found` (looked up once, by the route) whose input was
 /// read: the context from the request, the registry's front door
-/// ([`OperationRegistry::serve_found`]), and its outcome as a response (the RPC shape, or the
+/// ([`OperationRegistry::serve_found_ref`]: the route lends it the operation), and its outcome as a response (the RPC shape, or the
 /// one `shape` makes).
 ///
 /// The call is prepared here and only its outcome awaited: the returned future holds what
 /// the response needs (not the request's parts, identity and input, which an `async fn`
 /// would keep beside the call it awaits), and is moved the fewer bytes.
 ///
-/// [`OperationRegistry::serve_found`]: opkit::OperationRegistry::serve_found
+/// [`OperationRegistry::serve_found_ref`]: opkit::OperationRegistry::serve_found_ref
 pub(crate) fn serve_call<'a>(
     shared: &'a ServerState,
     found: &'a FoundOperation,
@@ -427,7 +427,7 @@ pub(crate) fn serve_call<'a>(
     let caller = shared.authenticator.as_ref().map(|_| Box::new(ctx.clone()));
     // The front door's future, made here and polled in place below (it is `Unpin`): the
     // context and the input move into it now, not into this future first.
-    let mut serving = shared.registry.serve_found(found.clone(), input, ctx);
+    let mut serving = shared.registry.serve_found_ref(found, input, ctx);
     async move {
         let identity = caller.as_deref().and_then(OperationContext::identity);
         // Every outcome but a raw body's is answered in this block. The outcome lives only

@@ -74,15 +74,12 @@ impl McpHandler {
             let subscription = served.spec.kind == OperationKind::Subscription;
             let registry = &self.inner.registry;
             // The operation the names were built with: they are current (`resolve` checks the
-            // registry's revision), so it is the registry's.
-            let found = served.found.clone();
+            // registry's revision), so it is the registry's. Lent to the call: `served` holds it.
+            let found = served.found.as_ref();
             // A tool whose handler reads nothing from its context but its bounds (and that no
             // middleware covers) cannot report, log or ask, nor read its edge. A subscription's
             // items are its progress: it always has them.
-            let lean = !subscription
-                && found
-                    .as_ref()
-                    .is_some_and(|found| !registry.reads_context(found));
+            let lean = !subscription && found.is_some_and(|found| !registry.reads_context(found));
             let ctx = self.tool_context(identity, &mut context, modern, lean);
             // The request is owned here: its cancellation and its peer move into the call
             // (the peer shared by the reporter, the elicitor of an older client and a
@@ -100,7 +97,7 @@ impl McpHandler {
             };
             // Awaited in place: the whole call's future is boxed once by rmcp's service.
             let outcome = match found {
-                Some(found) => registry.serve_found(found, input, ctx).await,
+                Some(found) => registry.serve_found_ref(found, input, ctx).await,
                 None => registry.serve(&served.id, input, ctx).await,
             };
             let asked = rounds

@@ -3,7 +3,7 @@
 //! application writes) serves a call that came from outside the process.
 
 use super::layered::Served;
-use super::operation::Operation;
+use super::operation::{HeldOperation, Operation};
 use super::{OperationRegistry, RegistryInner, TracedStream};
 use crate::context::OperationContext;
 use crate::edge::Edge;
@@ -169,8 +169,8 @@ impl OperationRegistry {
     /// [`serve`](Self::serve) for an operation the edge looked up already
     /// ([`lookup`](Self::lookup)): the same steps but the lookup.
     ///
-    /// `found` moves into the call (an edge that reads it after passes a clone: one more
-    /// reference count to take and drop).
+    /// `found` moves into the call; an edge that keeps it for the call's length lends it
+    /// instead ([`serve_found_ref`](Self::serve_found_ref)).
     ///
     /// Both return an `Unpin` future: an edge can make it first and await it by `&mut` inside
     /// its own future, which then holds it once (captured, then awaited by value, it would
@@ -206,36 +206,77 @@ impl OperationRegistry {
         self.serve_operation(Ok(found.operation), input, ctx)
     }
 
-    /// The steps of [`serve`](Self::serve) after the lookup (`Err` with the id that names no
-    /// operation).
-    fn serve_operation(
+    /// [`serve_found`](Self::serve_found) with `found` lent for the call's length rather
+    /// than moved into it: for an edge that holds the operation anyway (a table of the
+    /// operations it serves), so a call takes and drops no reference count of it.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use opkit::middleware::Outcome;
+    /// use opkit::prelude::*;
+    /// use serde_json::json;
+    ///
+    /// #[operation(namespace = "math")]
+    /// async fn add(a: i64, b: i64) -> i64 {
+    ///     a + b
+    /// }
+    ///
+    /// let registry = OperationRegistry::new();
+    /// registry.register_operation(add).unwrap();
+    /// let found = registry.lookup("math.add").expect("registered");
+    /// for (a, sum) in [(1, 4), (2, 5)] {
+    ///     let outcome = registry
+    ///         .serve_found_ref(&found, json!({"a": a, "b": 3}), OperationContext::new())
+    ///         .await;
+    ///     let Ok(Outcome::Unary(reply)) = outcome else { panic!("a query answers once") };
+    ///     assert_eq!(reply.into_envelope().unwrap().data, json!(sum));
+    /// }
+    /// # });
+    /// ```
+    pub fn serve_found_ref<'a>(
         &self,
-        operation: Result<Arc<Operation>, &str>,
+        found: &'a FoundOperation,
         input: Value,
         ctx: OperationContext,
-    ) -> impl Future<Output = Result<Outcome, CallError>> + Send + Unpin + 'static + use<> {
+    ) -> impl Future<Output = Result<Outcome, CallError>> + Send + Unpin + use<'a> {
+        self.serve_operation(Ok(&found.operation), input, ctx)
+    }
+
+    /// The steps of [`serve`](Self::serve) after the lookup (`Err` with the id that names no
+    /// operation).
+    fn serve_operation<O: HeldOperation>(
+        &self,
+        operation: Result<O, &str>,
+        input: Value,
+        ctx: OperationContext,
+    ) -> Serving<O> {
         let path = ctx.edge().map_or("serve", Edge::name);
         let id = match &operation {
-            Ok(operation) => &*operation.id,
+            Ok(operation) => &*operation.get().id,
             Err(id) => id,
         };
         let chain = operation
             .as_ref()
             .ok()
-            .and_then(|operation| self.inner.chain_for(operation));
+            .and_then(|operation| self.inner.chain_for(operation.get()));
         // A handler that reads nothing from its context (and no middleware) cannot pass a
         // trace on: a span nothing records starts none for it.
-        let passes_on =
-            chain.is_some() || operation.as_ref().ok().is_none_or(|op| op.reads_context);
+        let passes_on = chain.is_some()
+            || operation
+                .as_ref()
+                .ok()
+                .is_none_or(|op| op.get().reads_context);
         let span = CallSpan::start_served(path, id, &ctx, passes_on);
         let ctx = span.apply(ctx);
         let running = operation
             .map_err(CallError::operation_not_found)
             .and_then(|operation| {
-                span.record_kind(operation.spec.kind);
-                operation.spec.access.check(ctx.identity())?;
+                span.record_kind(operation.get().spec.kind);
+                operation.get().spec.access.check(ctx.identity())?;
                 let input = crate::limits::admit_input(input)?;
-                let ctx = self.inner.context_for(&operation, ctx, chain.is_some());
+                let ctx = self
+                    .inner
+                    .context_for(operation.get(), ctx, chain.is_some());
                 Ok(RegistryInner::run_call(operation, input, ctx, chain))
             })
             .unwrap_or_else(|error| Served::Ready(Some(Err(error))));
@@ -254,13 +295,13 @@ impl OperationRegistry {
 /// own future and poll it in place there: held once, not captured and then moved into a
 /// second slot to be awaited. The span is entered here rather than by wrapping the call in
 /// `tracing`'s `Instrumented`, so a call nothing records is polled through no wrapper.
-struct Serving {
-    running: Served,
+struct Serving<O> {
+    running: Served<O>,
     /// `None` once the call finished.
     span: Option<CallSpan>,
 }
 
-impl Future for Serving {
+impl<O: HeldOperation> Future for Serving<O> {
     type Output = Result<Outcome, CallError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -293,7 +334,7 @@ impl Future for Serving {
     }
 }
 
-impl Drop for Serving {
+impl<O> Drop for Serving<O> {
     /// A call dropped before it finished (its caller went away) is dropped inside its span,
     /// as the work of a call is.
     fn drop(&mut self) {
@@ -301,5 +342,66 @@ impl Drop for Serving {
             let _entered = span.span().enter();
             self.running = Served::Ready(None);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Handler;
+    use crate::spec::OperationKind;
+    use serde_json::json;
+    use std::task::Poll;
+
+    /// A registry with one operation whose handler is pending once before it answers.
+    fn registry() -> (OperationRegistry, FoundOperation) {
+        let registry = OperationRegistry::new();
+        let handler = Handler::unary(|input, _ctx| async move {
+            tokio::task::yield_now().await;
+            Ok(input)
+        });
+        let spec = OperationSpec::new("api", "slow", OperationKind::Query);
+        registry.register(spec, handler).unwrap();
+        let found = registry.lookup("api.slow").unwrap();
+        (registry, found)
+    }
+
+    #[tokio::test]
+    async fn a_lent_operation_is_served_without_taking_a_reference_to_it() {
+        let (registry, found) = registry();
+        let held = Arc::strong_count(&found.operation);
+        let mut lent = registry.serve_found_ref(&found, json!({"n": 1}), OperationContext::new());
+        assert!(matches!(futures::poll!(&mut lent), Poll::Pending));
+        assert_eq!(Arc::strong_count(&found.operation), held);
+        let Ok(Outcome::Unary(reply)) = lent.await else {
+            panic!("a query answers once")
+        };
+        assert_eq!(reply.into_envelope().unwrap().data, json!({"n": 1}));
+
+        // Moved in, the call holds its own reference while it runs.
+        let mut moved = registry.serve_found(found.clone(), json!({}), OperationContext::new());
+        assert!(matches!(futures::poll!(&mut moved), Poll::Pending));
+        assert_eq!(Arc::strong_count(&found.operation), held + 1);
+        assert!(moved.await.is_ok());
+        assert_eq!(Arc::strong_count(&found.operation), held);
+    }
+
+    #[tokio::test]
+    async fn a_lent_operation_behind_middleware_is_shared_with_the_chain() {
+        let (registry, found) = registry();
+        let layered = registry.with_middleware(crate::middleware::from_fn(
+            |call, next: crate::middleware::Next| next.run(call),
+        ));
+        let found = layered.lookup(found.id()).unwrap();
+        let held = Arc::strong_count(&found.operation);
+        let mut lent = layered.serve_found_ref(&found, json!({"n": 2}), OperationContext::new());
+        assert!(matches!(futures::poll!(&mut lent), Poll::Pending));
+        // The chain's end owns the operation: it may outlive the caller's loan.
+        assert_eq!(Arc::strong_count(&found.operation), held + 1);
+        let Ok(Outcome::Unary(reply)) = lent.await else {
+            panic!("a query answers once")
+        };
+        assert_eq!(reply.into_envelope().unwrap().data, json!({"n": 2}));
+        assert_eq!(Arc::strong_count(&found.operation), held);
     }
 }

@@ -3,7 +3,7 @@
 //! through; [`Served`], the future of a call the front door serves, which runs that end in
 //! place (no box) when no middleware covers the operation.
 
-use super::operation::Operation;
+use super::operation::{HeldOperation, Operation};
 use super::output::DataForm;
 use super::unary::{self, Execution};
 use super::{RegistryInner, subscription};
@@ -47,15 +47,16 @@ impl Endpoint for RegistryEnd {
 
 /// The future of a call the front door serves: the operation's handler run in place
 /// ([`Execution`], no box of its own), a chain of middleware ending in it (boxed), or an
-/// outcome ready at once (a refused input, a subscription's started stream).
-pub(super) enum Served {
-    Unary(Execution),
+/// outcome ready at once (a refused input, a subscription's started stream). It holds its
+/// operation as `O` ([`HeldOperation`]).
+pub(super) enum Served<O = Arc<Operation>> {
+    Unary(Execution<O>),
     Chained(BoxFuture<'static, Result<Outcome, CallError>>),
     /// `None` once returned.
     Ready(Option<Result<Outcome, CallError>>),
 }
 
-impl Future for Served {
+impl<O: HeldOperation> Future for Served<O> {
     type Output = Result<Outcome, CallError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -76,15 +77,15 @@ impl Future for Served {
 
 /// The registry's end of a call: validate the input, then start the handler (a unary
 /// call's [`Execution`]) or the subscription's stream.
-fn end(operation: Arc<Operation>, input: Value, mut ctx: OperationContext) -> Served {
-    if let Err(error) = operation.check_input(&input) {
+fn end<O: HeldOperation>(operation: O, input: Value, mut ctx: OperationContext) -> Served<O> {
+    if let Err(error) = operation.get().check_input(&input) {
         return Served::Ready(Some(Err(error)));
     }
-    if operation.spec.kind.is_stream() {
-        let started = subscription::start(operation, input, ctx).map(Outcome::Stream);
+    if operation.get().spec.kind.is_stream() {
+        let started = subscription::start(operation.shared(), input, ctx).map(Outcome::Stream);
         return Served::Ready(Some(started));
     }
-    match unary::start(&operation, input, &mut ctx, DataForm::Typed) {
+    match unary::start(operation.get(), input, &mut ctx, DataForm::Typed) {
         Ok((handler, bounds)) => Served::Unary(Execution::new(operation, handler, bounds)),
         Err(error) => Served::Ready(Some(Err(error))),
     }
@@ -102,22 +103,21 @@ impl RegistryInner {
 
     /// Runs a call of `operation` with `ctx` (the handler's context) through `chain`, when
     /// there is one, and the operation's handler.
-    pub(super) fn run_call(
-        operation: Arc<Operation>,
+    pub(super) fn run_call<O: HeldOperation>(
+        operation: O,
         input: Value,
         ctx: OperationContext,
         chain: Option<Chain>,
-    ) -> Served {
+    ) -> Served<O> {
         match chain {
             Some(chain) => {
+                let operation = operation.shared();
                 let call = Call::new(
                     operation.id.clone(),
                     operation.spec.clone(),
                     ctx,
                     CallInput::Json(input),
-                    Box::new(RegistryEnd {
-                        operation: operation.clone(),
-                    }),
+                    Box::new(RegistryEnd { operation }),
                 );
                 Served::Chained(Next::start(chain).run(call))
             }

@@ -85,6 +85,39 @@ pub(crate) struct Operation {
     pub(crate) reads_context: bool,
 }
 
+/// How a call holds its operation: shared (`Arc<Operation>`, for a call that may outlive its
+/// caller) or lent by the caller (`&Arc<Operation>`, for a call that does not outlive the
+/// caller's own hold on it: no reference count is taken and dropped, which on a short call is
+/// two atomic read-modify-writes, each waiting for the call's stores before it).
+pub(crate) trait HeldOperation: Send + Sync + Unpin {
+    /// The operation.
+    fn get(&self) -> &Operation;
+
+    /// The operation shared, for what must own it (a subscription's stream, a middleware
+    /// chain's end): a clone of the reference when it was lent.
+    fn shared(self) -> Arc<Operation>;
+}
+
+impl HeldOperation for Arc<Operation> {
+    fn get(&self) -> &Operation {
+        self
+    }
+
+    fn shared(self) -> Arc<Operation> {
+        self
+    }
+}
+
+impl HeldOperation for &Arc<Operation> {
+    fn get(&self) -> &Operation {
+        self
+    }
+
+    fn shared(self) -> Arc<Operation> {
+        Arc::clone(self)
+    }
+}
+
 impl Operation {
     /// The bounds the guard runs a call of this operation under, from `ctx`. A handler that
     /// reads nothing from its context gets it without the call's cancellation, which moves

@@ -9,7 +9,7 @@
 //! costs no race, no timer and no box. The order is the guard's: work that is done wins.
 
 use super::handler::HandlerFn;
-use super::operation::Operation;
+use super::operation::{HeldOperation, Operation};
 use super::output::{DataForm, Output};
 use super::{guard, pipeline};
 use crate::bounds::Bounds;
@@ -25,29 +25,27 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-/// A started unary call: its handler's future, guarded, then the pipeline.
-pub(crate) struct Execution {
-    state: State,
+/// A started unary call: its handler's future, guarded, then the pipeline; holding its
+/// operation as `O` ([`HeldOperation`]: shared, or lent by the caller).
+pub(crate) struct Execution<O = Arc<Operation>> {
+    state: State<O>,
 }
 
-enum State {
+enum State<O> {
     /// No deadline or cancellation: the handler's future, polled here.
     Running {
-        operation: Arc<Operation>,
+        operation: O,
         handler: HandlerFuture,
     },
     /// A deadline or a cancellation, before the first poll: the handler is polled once in
     /// place, then raced against them when it is pending.
     Bounded {
-        operation: Arc<Operation>,
+        operation: O,
         handler: HandlerFuture,
         bounds: Bounds,
     },
     /// The handler pending after its first poll, raced against its bounds ([`guard::race`]).
-    Raced {
-        operation: Arc<Operation>,
-        race: HandlerFuture,
-    },
+    Raced { operation: O, race: HandlerFuture },
     /// Refused before the handler started (not found, invalid input, already stopped).
     Refused(CallError),
     /// Through the application's middleware: the chain's future, boxed.
@@ -81,9 +79,9 @@ pub(crate) fn start(
     guard::start_within(&operation.id, ctx, bounds, |ctx| handler(input, ctx, form))
 }
 
-impl Execution {
+impl<O: HeldOperation> Execution<O> {
     /// The call of `operation` whose handler made `handler`, guarded by `bounds`.
-    pub(crate) fn new(operation: Arc<Operation>, handler: HandlerFuture, bounds: Bounds) -> Self {
+    pub(crate) fn new(operation: O, handler: HandlerFuture, bounds: Bounds) -> Self {
         let state = if bounds.is_unbounded() {
             State::Running { operation, handler }
         } else {
@@ -110,13 +108,6 @@ impl Execution {
         }
     }
 
-    /// This call finished as the envelope `execute` returns: an `#[operation]` fn's data,
-    /// serialized by its handler when it was started with [`DataForm::Value`], is wrapped
-    /// in place, with no [`Reply`] in between.
-    pub(crate) fn envelope(self) -> Enveloped {
-        Enveloped(self)
-    }
-
     /// Polls the call: the handler's output is finished with `finish`, a reply of the
     /// middleware chain with `from_reply`.
     #[inline]
@@ -131,12 +122,16 @@ impl Execution {
         let (operation, result) = match state {
             State::Running { operation, handler } => match poll_guarded(handler, cx) {
                 Poll::Pending => return Poll::Pending,
-                Poll::Ready(outcome) => (&*operation, guard::finish(&operation.id, outcome)),
+                Poll::Ready(outcome) => {
+                    (operation.get(), guard::finish(&operation.get().id, outcome))
+                }
             },
             State::Bounded {
                 operation, handler, ..
             } => match poll_guarded(handler, cx) {
-                Poll::Ready(outcome) => (&*operation, guard::finish(&operation.id, outcome)),
+                Poll::Ready(outcome) => {
+                    (operation.get(), guard::finish(&operation.get().id, outcome))
+                }
                 Poll::Pending => {
                     // Still running: from now on it races its deadline and cancellation (the
                     // race polls it again first, which registers their timer and listener).
@@ -148,7 +143,7 @@ impl Execution {
                     else {
                         unreachable!("matched above")
                     };
-                    let id = operation.id.clone();
+                    let id = operation.get().id.clone();
                     *state = State::Raced {
                         operation,
                         race: Box::pin(
@@ -160,7 +155,7 @@ impl Execution {
             },
             State::Raced { operation, race } => match race.as_mut().poll(cx) {
                 Poll::Pending => return Poll::Pending,
-                Poll::Ready(result) => (&*operation, result),
+                Poll::Ready(result) => (operation.get(), result),
             },
             State::Layered(running) => {
                 let output = std::task::ready!(running.as_mut().poll(cx));
@@ -181,7 +176,16 @@ impl Execution {
     }
 }
 
-impl Future for Execution {
+impl Execution {
+    /// This call finished as the envelope `execute` returns: an `#[operation]` fn's data,
+    /// serialized by its handler when it was started with [`DataForm::Value`], is wrapped
+    /// in place, with no [`Reply`] in between.
+    pub(crate) fn envelope(self) -> Enveloped {
+        Enveloped(self)
+    }
+}
+
+impl<O: HeldOperation> Future for Execution<O> {
     type Output = Result<Reply, CallError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
