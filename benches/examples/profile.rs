@@ -2,7 +2,8 @@
 //! `cargo build --release --example profile && valgrind --tool=callgrind target/release/examples/profile tiny 20000`.
 //! Paths: `tiny`, `medium`, `tiny-floor`, `medium-floor` (the JSON floor), (`registry.execute`), `typed` (`add::call`), `stream` (`registry.subscribe`), `typed-stream` (`items::subscribe`), `typed-middleware` (`add::call` through one no-op middleware), `memory` (call
 //! protocol round trip over `MemoryPubSub`), `mcp` and `mcp-rmcp` (`tools/call` in process:
-//! opkit's handler and the equal-work rmcp server, with CPU and allocations per call), `http`,
+//! opkit's handler and the equal-work rmcp server, with CPU and allocations per call),
+//! `mcp-pair` (the two in one process, in alternating batches: their ratio), `http`,
 //! `http-plain` (`http` without the compression layer), `http-axum`, `http-medium`,
 //! `http-axum-medium` (`POST` of the tiny or medium input through
 //! `HttpServer::router` and the equal-work axum + `jsonschema` router, in process: everything
@@ -50,6 +51,9 @@ mod counting {
     use std::sync::atomic::{AtomicU64, Ordering};
 
     pub static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+    /// Off for a path that times calls rather than counts their allocations (`mcp-pair`):
+    /// the counters' read-modify-writes would be timed with them.
+    pub static ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
     pub static BYTES: AtomicU64 = AtomicU64::new(0);
 
     pub struct Counting;
@@ -57,8 +61,10 @@ mod counting {
     // SAFETY: every call is passed on to `System` unchanged; the counters are plain atomics.
     unsafe impl GlobalAlloc for Counting {
         unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-            BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+            if ON.load(Ordering::Relaxed) {
+                ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+                BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+            }
             // SAFETY: the caller's contract for `alloc` is passed on.
             unsafe { System.alloc(layout) }
         }
@@ -67,8 +73,10 @@ mod counting {
             unsafe { System.dealloc(ptr, layout) }
         }
         unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-            BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
+            if ON.load(Ordering::Relaxed) {
+                ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+                BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
+            }
             // SAFETY: the caller's contract for `realloc` is passed on.
             unsafe { System.realloc(ptr, layout, new_size) }
         }
@@ -171,6 +179,7 @@ fn main() {
                 }
             }
             "mcp" | "mcp-rmcp" => mcp::run(&path, rounds, registry).await,
+            "mcp-pair" => mcp::pair(rounds, registry).await,
             "mcp-http" | "mcp-http-rmcp" | "mcp-http-modern" | "mcp-http-modern-rmcp" => {
                 mcp_http::run(&path, rounds, registry).await
             }
@@ -405,6 +414,72 @@ mod mcp {
         ));
         println!("  handle_request future (what rmcp spawns per request): {any} bytes");
         call
+    }
+
+    /// `mcp-pair`: opkit's handler and the equal-work rmcp server in one process, timed in
+    /// alternating batches of 200 calls as `compare`'s rows time them (each batch's inputs made
+    /// before its clock starts, its results dropped after it stops). This machine has slow
+    /// and fast stretches seconds long, which put two benches run one after the other in
+    /// different ones; alternated, both sides share them, and the ratio of the sums (and of
+    /// the medians of the batches) is steadier than that of two medians taken apart.
+    pub async fn pair(rounds: usize, registry: OperationRegistry) {
+        crate::counting::ON.store(false, std::sync::atomic::Ordering::Relaxed);
+        let handler = opkit_adapters::mcp_server::McpServer::new(registry).handler();
+        let (opkit, _opkit_client) = opkit_benches::mcp_session::initialized(handler).await;
+        let checked = rmcp_checked::RmcpChecked::default();
+        let (rmcp, _rmcp_client) = opkit_benches::mcp_session::initialized(checked).await;
+        const BATCH: usize = 200;
+        let (mut opkit_ns, mut rmcp_ns) = (Vec::new(), Vec::new());
+        for round in 0..(rounds / BATCH).max(1) + 5 {
+            let opkit_batch = batch(&opkit, BATCH).await;
+            let rmcp_batch = batch(&rmcp, BATCH).await;
+            // The first rounds warm both up.
+            if round >= 5 {
+                opkit_ns.push(opkit_batch);
+                rmcp_ns.push(rmcp_batch);
+            }
+        }
+        let per_call = |ns: &[f64]| ns.iter().sum::<f64>() / (ns.len() * BATCH) as f64;
+        let median = |ns: &mut Vec<f64>| {
+            ns.sort_by(f64::total_cmp);
+            ns[ns.len() / 2] / BATCH as f64
+        };
+        let (opkit_mean, rmcp_mean) = (per_call(&opkit_ns), per_call(&rmcp_ns));
+        let (opkit_median, rmcp_median) = (median(&mut opkit_ns), median(&mut rmcp_ns));
+        println!(
+            "batches={} opkit_ns={opkit_mean:.1} rmcp_ns={rmcp_mean:.1} ratio={:.3} median_opkit_ns={opkit_median:.1} median_rmcp_ns={rmcp_median:.1} median_ratio={:.3}",
+            opkit_ns.len(),
+            opkit_mean / rmcp_mean,
+            opkit_median / rmcp_median,
+        );
+    }
+
+    /// The time `count` calls take on `running`, in nanoseconds.
+    async fn batch<S: ServerHandler>(
+        running: &rmcp::service::RunningService<rmcp::service::RoleServer, S>,
+        count: usize,
+    ) -> f64 {
+        let handler = running.service();
+        let inputs: Vec<_> = (0..count)
+            .map(|_| {
+                let serde_json::Value::Object(arguments) = tiny_json() else {
+                    panic!("object input")
+                };
+                let params = CallToolRequestParams::new("bench.add")
+                    .with_arguments(JsonObject::from_iter(arguments));
+                let context =
+                    RequestContext::new(NumberOrString::Number(1), running.peer().clone());
+                (params, context)
+            })
+            .collect();
+        let mut results = Vec::with_capacity(count);
+        let started = std::time::Instant::now();
+        for (params, context) in inputs {
+            results.push(handler.call_tool(params, context).await.expect("call"));
+        }
+        let elapsed = started.elapsed();
+        drop(std::hint::black_box(results));
+        elapsed.as_nanos() as f64
     }
 
     async fn bench<S: ServerHandler>(service: S, rounds: usize) {
