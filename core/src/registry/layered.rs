@@ -59,6 +59,8 @@ pub(super) enum Served<O = Arc<Operation>> {
 impl<O: HeldOperation> Future for Served<O> {
     type Output = Result<Outcome, CallError>;
 
+    // Inlined always: see `Serving::poll` (door.rs).
+    #[inline(always)]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // Every variant is `Unpin` (the execution's handler future is boxed).
         match &mut *self {

@@ -110,7 +110,8 @@ impl<O: HeldOperation> Execution<O> {
 
     /// Polls the call: the handler's output is finished with `finish`, a reply of the
     /// middleware chain with `from_reply`.
-    #[inline]
+    // Inlined always: see `Serving::poll` (door.rs).
+    #[inline(always)]
     fn poll_with<R>(
         &mut self,
         cx: &mut Context<'_>,
@@ -188,6 +189,8 @@ impl Execution {
 impl<O: HeldOperation> Future for Execution<O> {
     type Output = Result<Reply, CallError>;
 
+    // Inlined always: see `Serving::poll` (door.rs).
+    #[inline(always)]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         self.poll_with(
             cx,
