@@ -1366,6 +1366,31 @@ context borrowed, not cloned, and the future no longer borrows the map. An env's
 (`OperationEnv::remote`, boxed `'static`) keeps its context once, where it kept it twice.
 """
 
+MCP_STALLS_48 = """#### What the in-process tool call waits on (issue 48, 2026-12-01, ninth)
+
+Under callgrind the in-process `tools/call` runs ~1.05× rmcp + check's instructions where it
+takes ~1.2–1.3× its time; `perf annotate` of each side (`compare --bench --sample-count 2000`
+on one bench, samples counted on the instruction after each `lock`-prefixed one) puts half the
+difference in atomic read-modify-writes rmcp's path does not make, each waiting for the call's
+stores before it: the operation's and the tool entry's reference counts taken and dropped, the
+cancellation token's mutex (`is_cancelled`, which a call that can be cancelled must read), the
+stdio context's shared parts. Most of the rest is in copies of the call's 72-byte result up the
+front door's polls, wide loads right after the narrower stores that wrote it.
+
+`938cd45` adds `OperationRegistry::serve_found_ref`: an edge that holds the operation for the
+call's length (the MCP server's tool entry, an HTTP route) lends it, and the call takes no
+reference count of it (two tests pin the count, with and without middleware: a chain's end
+owns its operation). `2d2022f` inlines the front door's polls (`Serving`, `Served`,
+`Execution`) into the edge's future, where the copies fold.
+
+Two benches one after the other on this machine land in different stretches (fast: opkit ~600
+ns, rmcp + check ~500; slow: ~900 and ~750, seconds long, opkit's ratio worse in the slow
+ones), so the divan row's ratio moves by ±0.1 between runs of one binary. `profile mcp-pair`
+times both sides in one process in alternating batches of 200 calls (inputs made before each
+batch's clock, results dropped after it): five runs of each build alternated, 1.28–1.32× before
+the inlining and 1.25–1.29× after, in a slow stretch.
+"""
+
 CLUSTER_ROUTES_49 = """#### A cluster's commands routed by the slot opkit knows (issue 49, 2026-11-30)
 
 `profile cluster 2000` and `4000` at 64 in flight under callgrind (three masters on loopback,
@@ -1691,6 +1716,7 @@ def equal_work_section(w, get, serving):
     w(WRITES_48)
     w(MCP_CLIENT_48)
     w(MCP_FUTURES_48)
+    w(MCP_STALLS_48)
 
     raw, ours = get("websocket_rt", "raw_relay_round_trip"), get("websocket_rt", "opkit_round_trip")
     w("### WebSocket through a hub, one call at a time (`compare.rs`)\n")
