@@ -385,8 +385,8 @@ pub(crate) struct Shape<'a> {
 
 /// Serves a call of the operation `found` (looked up once, by the route) whose input was
 /// read: the context from the request, the registry's front door
-/// ([`OperationRegistry::serve_found_ref`]: the route lends it the operation), and its outcome as a response (the RPC shape, or the
-/// one `shape` makes).
+/// ([`OperationRegistry::serve_found_ref`]: the route lends it the operation), and its
+/// outcome as a response (the RPC shape, or the one `shape` makes).
 ///
 /// The call is prepared here and only its outcome awaited: the returned future holds what
 /// the response needs (not the request's parts, identity and input, which an `async fn`
