@@ -48,13 +48,13 @@ use std::sync::Arc;
 /// Counts the heap allocations and their bytes, so the transport paths can print them per call.
 mod counting {
     use std::alloc::{GlobalAlloc, Layout, System};
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
     pub static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+    pub static BYTES: AtomicU64 = AtomicU64::new(0);
     /// Off for a path that times calls rather than counts their allocations (`mcp-pair`):
     /// the counters' read-modify-writes would be timed with them.
-    pub static ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
-    pub static BYTES: AtomicU64 = AtomicU64::new(0);
+    pub static ON: AtomicBool = AtomicBool::new(true);
 
     pub struct Counting;
 
@@ -454,24 +454,31 @@ mod mcp {
         );
     }
 
+    /// One tiny `bench.add` call's parameters and request context on `peer`.
+    fn tiny_call(
+        peer: &rmcp::Peer<rmcp::service::RoleServer>,
+    ) -> (
+        CallToolRequestParams,
+        RequestContext<rmcp::service::RoleServer>,
+    ) {
+        let serde_json::Value::Object(arguments) = tiny_json() else {
+            panic!("object input")
+        };
+        let params = CallToolRequestParams::new("bench.add")
+            .with_arguments(JsonObject::from_iter(arguments));
+        (
+            params,
+            RequestContext::new(NumberOrString::Number(1), peer.clone()),
+        )
+    }
+
     /// The time `count` calls take on `running`, in nanoseconds.
     async fn batch<S: ServerHandler>(
         running: &rmcp::service::RunningService<rmcp::service::RoleServer, S>,
         count: usize,
     ) -> f64 {
         let handler = running.service();
-        let inputs: Vec<_> = (0..count)
-            .map(|_| {
-                let serde_json::Value::Object(arguments) = tiny_json() else {
-                    panic!("object input")
-                };
-                let params = CallToolRequestParams::new("bench.add")
-                    .with_arguments(JsonObject::from_iter(arguments));
-                let context =
-                    RequestContext::new(NumberOrString::Number(1), running.peer().clone());
-                (params, context)
-            })
-            .collect();
+        let inputs: Vec<_> = (0..count).map(|_| tiny_call(running.peer())).collect();
         let mut results = Vec::with_capacity(count);
         let started = std::time::Instant::now();
         for (params, context) in inputs {
@@ -487,12 +494,7 @@ mod mcp {
         let peer = running.peer().clone();
         let handler = running.service();
         super::transports::calls(rounds, 1, || {
-            let serde_json::Value::Object(arguments) = tiny_json() else {
-                panic!("object input")
-            };
-            let params = CallToolRequestParams::new("bench.add")
-                .with_arguments(JsonObject::from_iter(arguments));
-            let context = RequestContext::new(NumberOrString::Number(1), peer.clone());
+            let (params, context) = tiny_call(&peer);
             async move {
                 let response = handler.call_tool(params, context).await.expect("call");
                 std::hint::black_box(response);
