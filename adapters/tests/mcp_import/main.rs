@@ -13,6 +13,7 @@ mod serve_support;
 
 mod everything;
 mod filesystem;
+mod late_stream;
 mod python;
 mod reserve;
 mod scripted;

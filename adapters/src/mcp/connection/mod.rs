@@ -20,6 +20,7 @@ mod oauth;
 mod options;
 mod process;
 mod refresh;
+mod session_stream;
 mod skills;
 mod stderr;
 mod task;
@@ -37,8 +38,11 @@ use opkit::{CallError, OperationContext, OperationRegistry, OperationSpec, Respo
 use parking_lot::{Mutex, RwLock};
 use refresh::{refresh_state, spawn_auto_refresh};
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpClientTransportConfig,
+};
 use serde_json::Value;
+use session_stream::{SessionStream, Watched};
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fmt;
@@ -129,6 +133,11 @@ impl McpConnection {
     /// Requests share kept-alive connections (a call does not open one of its own). A redirect
     /// is followed only to the same origin and only when it keeps the request's method and
     /// body (`307`, `308`), at most 10 in a row; any other is the request's answer.
+    ///
+    /// When the handshake gives a session, it returns once the session's own event stream is
+    /// open (or the server refused or failed it), waiting at most 5 s for it: what the
+    /// server sends on that stream about the first call (a question for its caller, say)
+    /// has somewhere to go.
     pub async fn connect_http(url: &str, options: McpOptions) -> Result<Self, McpError> {
         check_namespace(&options.namespace)?;
         let label = options.label.clone().unwrap_or_else(|| url.to_owned());
@@ -148,13 +157,8 @@ impl McpConnection {
                 http: http_client::client(),
                 tokens,
             };
-            let transport = || {
-                Ok((
-                    StreamableHttpClientTransport::with_client(client.clone(), config()),
-                    (),
-                ))
-            };
-            let (service, ()) = handshake::connect(
+            let transport = || Ok(watched(client.clone(), config()));
+            let (service, stream) = handshake::connect(
                 events,
                 options.lifecycle,
                 &label,
@@ -168,16 +172,13 @@ impl McpConnection {
                 pid: None,
                 parse_json_text: options.parse_json_text,
             };
-            return Self::finish(client, options, list_changes).await;
+            let connection = Self::finish(client, options, list_changes).await?;
+            stream.ready(connection.label()).await;
+            return Ok(connection);
         }
         let http = http_client::client();
-        let transport = || {
-            Ok((
-                StreamableHttpClientTransport::with_client(http.clone(), config()),
-                (),
-            ))
-        };
-        let (service, ()) = handshake::connect(
+        let transport = || Ok(watched(http.clone(), config()));
+        let (service, stream) = handshake::connect(
             events,
             options.lifecycle,
             &label,
@@ -191,7 +192,9 @@ impl McpConnection {
             pid: None,
             parse_json_text: options.parse_json_text,
         };
-        Self::finish(client, options, list_changes).await
+        let connection = Self::finish(client, options, list_changes).await?;
+        stream.ready(connection.label()).await;
+        Ok(connection)
     }
 
     /// Where the access tokens of a connection to `url` come from, when it signs in by
@@ -442,6 +445,25 @@ impl McpConnection {
 }
 
 /// The options' headers as HTTP headers.
+/// A Streamable HTTP transport on `client`, and what it will learn of its session's stream.
+fn watched<C: StreamableHttpClient + Sync>(
+    client: C,
+    config: StreamableHttpClientTransportConfig,
+) -> (
+    StreamableHttpClientTransport<Watched<C>>,
+    Arc<SessionStream>,
+) {
+    let stream = SessionStream::new();
+    let client = Watched {
+        client,
+        stream: stream.clone(),
+    };
+    (
+        StreamableHttpClientTransport::with_client(client, config),
+        stream,
+    )
+}
+
 fn http_headers(
     headers: &[(String, String)],
 ) -> Result<HashMap<http::HeaderName, http::HeaderValue>, McpError> {
