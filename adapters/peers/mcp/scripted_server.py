@@ -9,6 +9,7 @@ so opkit-adapters' `mcp_scripted` tests can check the client's edge cases:
 * tool names that sanitize to the same operation name (`a-b`, `a.b`, `a_b`);
 * results with content block types no SDK knows, `structuredContent: null`, a
   non-object `structuredContent`, a `_meta`, and annotations on every block;
+* an input-required result (of the 2026-07-28 era) in its 2025-era session;
 * a JSON-RPC error for an unknown tool.
 
 Run: `python3 scripted_server.py`.
@@ -48,6 +49,11 @@ TOOLS = [
         "description": "Every block type with annotations",
         "inputSchema": {"type": "object"},
     },
+    {
+        "name": "in-rounds",
+        "description": "Answers with an input-required result, which its era does not have",
+        "inputSchema": {"type": "object"},
+    },
 ]
 
 # Cursor of the page that starts at each index: page 2's cursor is "".
@@ -84,6 +90,13 @@ def call(name: str) -> dict | None:
                 {"type": "resource_link", "uri": "mem://doc", "name": "doc", "title": "A doc", "size": 12},
             ],
             "isError": False,
+        }
+    if name == "in-rounds":
+        question = {"message": "Sure?", "requestedSchema": {"type": "object", "properties": {}}}
+        return {
+            "resultType": "input_required",
+            "inputRequests": {"sure": {"method": "elicitation/create", "params": question}},
+            "requestState": "round-1",
         }
     if name in ("a-b", "a.b", "a_b"):
         return {"content": [{"type": "text", "text": name}]}

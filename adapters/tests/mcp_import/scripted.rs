@@ -41,6 +41,7 @@ async fn pagination_names_and_odd_results() {
             "a_b",
             "annotated",
             "future-blocks",
+            "in-rounds",
             "null-structured",
             "scalar-structured"
         ]
@@ -163,6 +164,20 @@ async fn pagination_names_and_odd_results() {
                 mime_type: None,
             },
         ]
+    );
+
+    // --- an input-required result in a 2025-era session is refused, not answered -----------
+    // (the arguments are not kept for another round there)
+    let error = connection
+        .call_tool("in-rounds", json!({"kept": false}), &ctx)
+        .await
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::ExecutionError);
+    assert!(
+        error
+            .message
+            .contains("input-required result in a session of the 2025 era"),
+        "{error:?}"
     );
 
     // --- a JSON-RPC error keeps the server's message ----------------------------------------

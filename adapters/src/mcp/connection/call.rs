@@ -103,7 +103,7 @@ impl Client {
         output_schema: Option<&Value>,
         wrapped: Option<&str>,
     ) -> Result<ResponseEnvelope, CallError> {
-        let arguments = match arguments {
+        let mut arguments = match arguments {
             Value::Object(arguments) => Some(arguments),
             Value::Null => None,
             other => {
@@ -119,13 +119,25 @@ impl Client {
         bounds
             .check()
             .map_err(|stop| stopped(&self.label, tool, stop))?;
+        // An input-required result (a call in rounds) is of the 2026-07-28 era, whose rounds
+        // each send the arguments again: only there are they kept for another round. A legacy
+        // session's server asks its questions as requests of its own, within the one round.
+        let rounds_possible = self
+            .peer()
+            .peer_info()
+            .is_some_and(|info| !info.protocol_version.has_initialize());
         let mut responses: Option<Map<String, Value>> = None;
         let mut request_state: Option<String> = None;
         let mut round = 0;
         let raw = loop {
             round += 1;
             let mut params = CallToolRequestParams::new(tool.to_owned());
-            if let Some(arguments) = arguments.clone() {
+            let sent = if rounds_possible {
+                arguments.clone()
+            } else {
+                arguments.take()
+            };
+            if let Some(arguments) = sent {
                 params = params.with_arguments(arguments);
             }
             if let Some(trace) = ctx.trace() {
@@ -145,6 +157,12 @@ impl Client {
                     return self
                         .follow_task(tool, id, ctx, output_schema, wrapped)
                         .await;
+                }
+                Answer::InputRequired(..) if !rounds_possible => {
+                    return Err(CallError::execution(format!(
+                        "MCP tool `{tool}`: the server answered with an input-required result \
+                         in a session of the 2025 era, which has no such results"
+                    )));
                 }
                 Answer::InputRequired(requests, state) => {
                     if round >= MAX_ROUNDS {
