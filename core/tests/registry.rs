@@ -1084,3 +1084,102 @@ async fn data_that_will_not_serialize_is_an_execution_error_in_either_form() {
 async fn add_typed(a: i64, b: i64) -> i64 {
     a + b
 }
+
+/// An envelope a handler builds (`unary_envelope`, `stream_envelope`) is finished as one it
+/// writes as a `Value` (`unary`, `stream`): passed through with its meta, its data cast to the
+/// output schema, an error envelope's data left as sent.
+#[tokio::test]
+async fn an_envelope_built_as_one_is_finished_as_one_written_as_json() {
+    use opkit::envelope::{McpContentBlock, McpMeta, ResponseEnvelope, mcp_envelope};
+    fn answer(error: bool) -> ResponseEnvelope {
+        if error {
+            let meta = McpMeta {
+                is_error: true,
+                content: vec![McpContentBlock::text("no")],
+                structured_content: None,
+                meta: None,
+            };
+            return mcp_envelope(json!({"sum": 2.0, "why": "no"}), meta);
+        }
+        let headers = BTreeMap::from([("x-remote".to_owned(), "1".to_owned())]);
+        http_envelope(json!({"sum": 2.0}), 200, headers, "application/json")
+    }
+    let spec = |name: &str, kind| {
+        OperationSpec::new("remote", name, kind).output_schema(json!({
+            "type": "object",
+            "properties": {"sum": {"type": "integer"}},
+            "additionalProperties": false
+        }))
+    };
+    let registry = OperationRegistry::new();
+    let written = |input: Value| {
+        serde_json::to_value(answer(input["error"] == json!(true)))
+            .map_err(|error| CallError::execution(error.to_string()))
+    };
+    registry
+        .register(
+            spec("json", OperationKind::Query),
+            Handler::unary(move |input, _| async move { written(input) }),
+        )
+        .unwrap();
+    registry
+        .register(
+            spec("built", OperationKind::Query),
+            Handler::unary_envelope(
+                |input, _| async move { Ok(answer(input["error"] == json!(true))) },
+            ),
+        )
+        .unwrap();
+    registry
+        .register(
+            spec("json_items", OperationKind::Subscription),
+            Handler::stream(move |_, _| {
+                futures::stream::iter([false, true].map(answer)).map(|envelope| {
+                    serde_json::to_value(envelope).map_err(|e| CallError::execution(e.to_string()))
+                })
+            }),
+        )
+        .unwrap();
+    registry
+        .register(
+            spec("built_items", OperationKind::Subscription),
+            Handler::stream_envelope(|_, _| {
+                futures::stream::iter([false, true].map(answer).map(Ok))
+            }),
+        )
+        .unwrap();
+
+    for error in [false, true] {
+        let input = json!({ "error": error });
+        let json = registry
+            .execute("remote.json", input.clone(), &ctx())
+            .await
+            .unwrap();
+        let built = registry
+            .execute("remote.built", input, &ctx())
+            .await
+            .unwrap();
+        assert_eq!(built, json);
+        if error {
+            assert!(built.is_error());
+            assert_eq!(built.data, json!({"sum": 2.0, "why": "no"}));
+        } else {
+            assert_eq!(built.data, json!({"sum": 2}));
+            let ResponseMeta::Http(meta) = &built.meta else {
+                panic!("{:?}", built.meta)
+            };
+            assert_eq!(meta.headers["x-remote"], "1");
+        }
+    }
+    let items = |id: &'static str| {
+        let registry = registry.clone();
+        async move {
+            let stream = registry.subscribe(id, json!({}), &ctx()).await.unwrap();
+            stream.map(Result::unwrap).collect::<Vec<_>>().await
+        }
+    };
+    let built = items("remote.built_items").await;
+    assert_eq!(built, items("remote.json_items").await);
+    assert_eq!(built[0].data, json!({"sum": 2}));
+    assert!(built[1].is_error());
+}

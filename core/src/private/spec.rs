@@ -121,9 +121,9 @@ pub fn decode<T: ParamDeserialize>(input: Value) -> Result<T, serde_json::Error>
 }
 
 /// What a fn returned, as its handler's output: data stays in its type, serialized once by
-/// whoever reads it (an edge's bytes, a `Value` envelope); an envelope is written as JSON
-/// whole, for the pipeline to detect (its data first and the envelope then as a `Value` one,
-/// which gives the same JSON with one serializer of envelopes for every operation).
+/// whoever reads it (an edge's bytes, a `Value` envelope); an envelope's data is written as a
+/// `Value` and the envelope passed on whole (as one with a `Value`'s data, the form every
+/// operation's envelopes take).
 ///
 /// `form` is what the caller makes of the data: kept in its type ([`DataForm::Typed`]) or
 /// serialized into a `Value` now ([`DataForm::Value`], `execute`'s envelope).
@@ -136,9 +136,7 @@ pub fn encode<T: OutputSerialize + Send + 'static>(
             DataForm::Typed => Ok(Output::data(data)),
             DataForm::Value => serde_json::to_value(data).map(Output::data_value),
         },
-        Produced::Envelope(envelope) => {
-            serde_json::to_value(envelope.into_value_envelope()?).map(Output::json)
-        }
+        Produced::Envelope(envelope) => envelope.into_value_envelope().map(Output::envelope),
     }
 }
 

@@ -2,6 +2,7 @@
 
 use super::output::{DataForm, Output};
 use crate::context::OperationContext;
+use crate::envelope::ResponseEnvelope;
 use crate::error::CallError;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
@@ -24,8 +25,8 @@ pub(crate) type StreamFn =
 
 /// The function behind an operation, taking the JSON input and the context.
 ///
-/// A handler's `Value` may itself be an envelope: the pipeline detects it and passes it through.
-/// Cloning is cheap.
+/// A handler's `Value` may itself be an envelope: the pipeline detects it and passes it through
+/// ([`unary_envelope`](Self::unary_envelope) takes one as built). Cloning is cheap.
 ///
 /// ```
 /// use opkit::{CallError, Handler};
@@ -101,6 +102,50 @@ impl Handler {
         )
     }
 
+    /// A handler for a query or mutation that returns whole envelopes, with their meta (an
+    /// import's: the remote answer's status and headers, an MCP result's content blocks).
+    ///
+    /// The envelope is passed on as built: what [`unary`](Self::unary) does with an envelope
+    /// written as a `Value`, without writing it and reading it back. Its data is normalized
+    /// and validated against the operation's output schema like any handler's, unless its
+    /// meta reports an error.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// use opkit::envelope::{ResponseMeta, http_envelope};
+    /// use opkit::prelude::*;
+    /// use serde_json::json;
+    ///
+    /// let registry = OperationRegistry::new();
+    /// let remote = Handler::unary_envelope(|input, _ctx| async move {
+    ///     // What an import answers: the remote's data and its HTTP status and headers.
+    ///     Ok(http_envelope(input, 200, Default::default(), "application/json"))
+    /// });
+    /// let spec = OperationSpec::new("remote", "echo", OperationKind::Query);
+    /// registry.register(spec, remote).unwrap();
+    /// let envelope = registry
+    ///     .execute("remote.echo", json!({"n": 1}), &OperationContext::new())
+    ///     .await
+    ///     .unwrap();
+    /// assert_eq!(envelope.data, json!({"n": 1}));
+    /// assert!(matches!(envelope.meta, ResponseMeta::Http(_)));
+    /// # });
+    /// ```
+    pub fn unary_envelope<F, Fut>(f: F) -> Self
+    where
+        F: Fn(Value, OperationContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ResponseEnvelope, CallError>> + Send + 'static,
+    {
+        Self(
+            HandlerFn::Unary(Arc::new(move |input, ctx, _form| {
+                f(input, ctx.take())
+                    .map(|result| result.map(Output::envelope))
+                    .boxed()
+            })),
+            HandlerFacts::DYNAMIC,
+        )
+    }
+
     /// A handler for a subscription.
     pub fn stream<F, S>(f: F) -> Self
     where
@@ -110,6 +155,21 @@ impl Handler {
         Self(
             HandlerFn::Stream(Arc::new(move |input, ctx| {
                 f(input, ctx).map(|item| item.map(Output::json)).boxed()
+            })),
+            HandlerFacts::DYNAMIC,
+        )
+    }
+
+    /// A handler for a subscription whose items are whole envelopes (see
+    /// [`unary_envelope`](Self::unary_envelope)).
+    pub fn stream_envelope<F, S>(f: F) -> Self
+    where
+        F: Fn(Value, OperationContext) -> S + Send + Sync + 'static,
+        S: Stream<Item = Result<ResponseEnvelope, CallError>> + Send + 'static,
+    {
+        Self(
+            HandlerFn::Stream(Arc::new(move |input, ctx| {
+                f(input, ctx).map(|item| item.map(Output::envelope)).boxed()
             })),
             HandlerFacts::DYNAMIC,
         )

@@ -1,14 +1,16 @@
-//! What a handler returned: JSON (a dynamic handler's `Value`, an envelope), or the data of an
-//! `#[operation]` fn still in its own type, serialized once, straight into what the edge
-//! sends, or into a `Value` when someone reads one (a middleware, an in-process `execute`).
+//! What a handler returned: JSON (a dynamic handler's `Value`, an envelope), an envelope built
+//! as one (an import's), or the data of an `#[operation]` fn still in its own type, serialized
+//! once, straight into what the edge sends, or into a `Value` when someone reads one (a
+//! middleware, an in-process `execute`).
 
+use crate::envelope::ResponseEnvelope;
 use crate::middleware::{Data, typed_data};
 use serde::Serialize;
 use serde_json::Value;
 
 /// One result of a handler, before the pipeline makes it a reply. Opaque: the handlers of
 /// `#[operation]` fns make it (`__private::encode`), [`Handler::unary`](super::Handler::unary)
-/// wraps a JSON one.
+/// wraps a JSON one, [`Handler::unary_envelope`](super::Handler::unary_envelope) an envelope.
 pub struct Output(pub(crate) Repr);
 
 pub(crate) enum Repr {
@@ -20,6 +22,9 @@ pub(crate) enum Repr {
     /// caller asked for one ([`DataForm::Value`]): wrapped as [`Data`](Repr::Data) is, with
     /// no box in between.
     Value(Value),
+    /// A whole envelope, as built (not written as JSON for the pipeline to read back); boxed,
+    /// so the common results stay small.
+    Envelope(Box<ResponseEnvelope>),
 }
 
 /// What the caller of a unary handler makes of an `#[operation]` fn's data, so the handler
@@ -49,5 +54,11 @@ impl Output {
     /// [`DataForm::Value`]).
     pub(crate) fn data_value(data: Value) -> Self {
         Self(Repr::Value(data))
+    }
+
+    /// A whole envelope: passed through as a JSON envelope would be, without being written
+    /// as one first.
+    pub(crate) fn envelope(envelope: ResponseEnvelope) -> Self {
+        Self(Repr::Envelope(Box::new(envelope)))
     }
 }

@@ -1,6 +1,7 @@
 //! The shared result pipeline: detect → wrap → normalize → validate.
 //!
 //! `execute`, `subscribe` (per item) and the call protocol's handler all finish results here.
+//! An envelope a handler built as one (an import's) skips detect and wrap.
 //! An envelope whose meta reports an error (MCP `isError: true`) skips normalize and
 //! validate: its data is the failure, not the operation's output.
 //!
@@ -28,6 +29,7 @@ pub(crate) fn finish(operation: &Operation, output: Output) -> Reply {
         Repr::Data(data) => Reply::data(data, operation.result_id.clone()),
         Repr::Value(data) => Reply::new(local_envelope(data, operation.result_id.clone())),
         Repr::Json(value) => Reply::new(finish_json(operation, value)),
+        Repr::Envelope(envelope) => Reply::new(checked(operation, *envelope)),
     }
 }
 
@@ -43,6 +45,7 @@ pub(crate) fn finish_envelope(
         Repr::Value(data) => Ok(local_envelope(data, operation.result_id.clone())),
         Repr::Json(value) => Ok(finish_json(operation, value)),
         Repr::Data(data) => Reply::data(data, operation.result_id.clone()).into_envelope(),
+        Repr::Envelope(envelope) => Ok(checked(operation, *envelope)),
     }
 }
 
@@ -61,7 +64,11 @@ fn finish_json(operation: &Operation, value: Value) -> ResponseEnvelope {
 
 /// [`finish`] for results that may need normalizing and validating.
 fn finish_checked(operation: &Operation, value: Value) -> ResponseEnvelope {
-    let mut envelope = detect_or_wrap(operation, value);
+    checked(operation, detect_or_wrap(operation, value))
+}
+
+/// Step 3: `envelope`'s data normalized and validated against the operation's output schema.
+fn checked(operation: &Operation, mut envelope: ResponseEnvelope) -> ResponseEnvelope {
     // An envelope that reports a failure (MCP `isError: true`) carries the error, not the
     // output: it is neither normalized nor validated against the output schema.
     if let Some(output) = operation.output()
