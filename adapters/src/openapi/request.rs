@@ -233,7 +233,7 @@ fn effective_timeout(shared: &ApiClient, ctx: &OperationContext) -> Option<Durat
 
 /// A handler for a query or mutation.
 pub(crate) fn unary(plan: Arc<OperationPlan>, shared: Arc<ApiClient>) -> Handler {
-    Handler::unary(move |input: Value, ctx: OperationContext| {
+    Handler::unary_envelope(move |input: Value, ctx: OperationContext| {
         let plan = plan.clone();
         let shared = shared.clone();
         async move {
@@ -314,7 +314,7 @@ fn idempotent(method: &reqwest::Method) -> bool {
 
 /// A handler for an SSE subscription.
 pub(crate) fn stream(plan: Arc<OperationPlan>, shared: Arc<ApiClient>) -> Handler {
-    Handler::stream(move |input: Value, ctx: OperationContext| {
+    Handler::stream_envelope(move |input: Value, ctx: OperationContext| {
         let plan = plan.clone();
         let shared = shared.clone();
         let timeout = effective_timeout(&shared, &ctx);

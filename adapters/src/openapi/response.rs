@@ -13,7 +13,7 @@
 
 use base64::Engine;
 use opkit::CallError;
-use opkit::envelope::http_envelope;
+use opkit::envelope::{ResponseEnvelope, http_envelope};
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -96,7 +96,7 @@ pub(crate) async fn into_result(
     plan: &super::mapping::OperationPlan,
     normalizer: Option<&super::normalize::Normalizer>,
     max_bytes: usize,
-) -> Result<Value, CallError> {
+) -> Result<ResponseEnvelope, CallError> {
     let label = plan.label.as_str();
     let status = response.status();
     let headers = headers_snapshot(response.headers());
@@ -118,8 +118,7 @@ pub(crate) async fn into_result(
         Some(normalizer) => normalizer.apply(data),
         None => data,
     };
-    let envelope = http_envelope(data, status.as_u16(), headers, content_type);
-    serde_json::to_value(envelope).map_err(|error| CallError::execution(error.to_string()))
+    Ok(http_envelope(data, status.as_u16(), headers, content_type))
 }
 
 /// The body of `response`, at most `max` bytes: past it (declared or as it arrives) an

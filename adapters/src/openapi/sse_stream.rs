@@ -30,8 +30,8 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use opkit::CallError;
-use opkit::envelope::{SseEventMeta, http_event_envelope};
-use serde_json::{Value, json};
+use opkit::envelope::{ResponseEnvelope, SseEventMeta, http_event_envelope};
+use serde_json::json;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,7 +67,7 @@ enum Step {
     /// The stream ends (a served stream's `complete`).
     End,
     /// The stream's next item.
-    Yield(Result<Value, CallError>),
+    Yield(Result<ResponseEnvelope, CallError>),
 }
 
 impl State {
@@ -126,9 +126,7 @@ impl State {
             "text/event-stream",
             meta,
         );
-        Step::Yield(
-            serde_json::to_value(envelope).map_err(|error| CallError::execution(error.to_string())),
-        )
+        Step::Yield(Ok(envelope))
     }
 }
 
@@ -142,7 +140,7 @@ pub(crate) fn envelopes(
     plan: Arc<OperationPlan>,
     max_event_bytes: usize,
     resume: Option<Resume>,
-) -> impl Stream<Item = Result<Value, CallError>> + Send + 'static {
+) -> impl Stream<Item = Result<ResponseEnvelope, CallError>> + Send + 'static {
     let mut state = State {
         body: futures::stream::empty().boxed(),
         parser: SseParser::with_max_event_bytes(max_event_bytes),

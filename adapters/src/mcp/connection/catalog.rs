@@ -264,7 +264,7 @@ fn expand(template: &str, input: &Value) -> String {
 pub(super) fn handler(client: &Arc<Client>, item: &Imported) -> Handler {
     let client = client.clone();
     let source = item.source.clone();
-    Handler::unary(move |input, ctx: OperationContext| {
+    Handler::unary_envelope(move |input, ctx: OperationContext| {
         let client = client.clone();
         let source = source.clone();
         async move {
@@ -307,9 +307,7 @@ pub(super) fn handler(client: &Arc<Client>, item: &Imported) -> Handler {
                 other => serde_json::to_value(other),
             }
             .map_err(|error| CallError::execution(format!("{what}: {error}")))?;
-            let envelope = envelope(&source, raw);
-            serde_json::to_value(envelope)
-                .map_err(|error| CallError::execution(format!("{what}: {error}")))
+            Ok(envelope(&source, raw))
         }
     })
 }

@@ -6,7 +6,7 @@ use crate::mcp::names;
 use crate::mcp::tools::{self, tool_spec};
 use opkit::schema::CompiledSchema;
 use opkit::trace::{CallSpan, SpanKind};
-use opkit::{CallError, Handler, OperationContext, OperationSpec};
+use opkit::{Handler, OperationContext, OperationSpec};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -133,7 +133,7 @@ pub(super) fn tool_handler(client: &Arc<Client>, tool: &ImportedTool) -> Handler
     let output_schema = tool.output_schema.clone();
     let wrapped = tool.wrapped.clone();
     let operation_id: Arc<str> = Arc::from(tool.spec.id().as_str());
-    Handler::unary(move |input, ctx: OperationContext| {
+    Handler::unary_envelope(move |input, ctx: OperationContext| {
         let client = client.clone();
         let tool_name = tool_name.clone();
         let operation_id = operation_id.clone();
@@ -155,9 +155,7 @@ pub(super) fn tool_handler(client: &Arc<Client>, tool: &ImportedTool) -> Handler
                 calling.await
             };
             span.finish_with(&result);
-            serde_json::to_value(result?).map_err(|error| {
-                CallError::execution(format!("could not serialize the envelope: {error}"))
-            })
+            result
         }
     })
 }
