@@ -444,7 +444,6 @@ impl McpConnection {
     }
 }
 
-/// The options' headers as HTTP headers.
 /// A Streamable HTTP transport on `client`, and what it will learn of its session's stream.
 fn watched<C: StreamableHttpClient + Sync>(
     client: C,
@@ -464,6 +463,7 @@ fn watched<C: StreamableHttpClient + Sync>(
     )
 }
 
+/// The options' headers as HTTP headers.
 fn http_headers(
     headers: &[(String, String)],
 ) -> Result<HashMap<http::HeaderName, http::HeaderValue>, McpError> {
