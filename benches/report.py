@@ -1403,6 +1403,29 @@ those fetches slower, which is why the ratio is worse in the slow stretches. The
 is the hot path's code size (cold branches out of line, fewer and smaller steps), not its work.
 """
 
+IMPORT_ENVELOPES_48 = """#### An imported call's envelope, passed on as built (issue 48, 2026-12-02, tenth)
+
+Every imported operation (an MCP server's tools, resources and prompts; an OpenAPI API's
+operations and event streams) answered with an envelope that carries the remote's meta (an MCP
+result's blocks, an HTTP status and headers), and handed it to the registry as a `Value`: the
+import wrote the envelope as JSON (`serde_json::to_value`), the pipeline found an envelope in it
+and read it back (`ResponseEnvelope::from_value`). `41d2413` adds `Handler::unary_envelope` and
+`Handler::stream_envelope`, whose results are envelopes as built (boxed, so the common results
+stay small), finished as a written one was (meta kept, data cast and checked against the output
+schema unless the envelope reports an error; a test pins the two ways to agree, both unary and
+streamed), and an `#[operation]` fn's returned envelope goes the same way; `1c8cd3e` moves the
+imports onto them. The round trip they no longer make, timed alone (a release build, an MCP
+envelope with a text block and structured content, 20,000 times, two runs): 1.1–1.6 µs for the
+tiny result, 6.4–7.9 µs for the medium one, per imported call. The in-process tool call and
+`execute` did not get slower for the pipeline's new case (`profile mcp-pair 40000`, four runs of
+each build alternated in a slow stretch: ratios 1.26–1.32× before, 1.19–1.25× after, within
+this machine's noise and not claimed as a gain).
+
+`1a4ba78`: a `tools/call` of a 2025-era session moves its arguments into the request; they were
+cloned for every round of a call in rounds, which only the 2026-07-28 era has (an input-required
+result in a 2025-era session is refused, with an error that says so).
+"""
+
 CLUSTER_ROUTES_49 = """#### A cluster's commands routed by the slot opkit knows (issue 49, 2026-11-30)
 
 `profile cluster 2000` and `4000` at 64 in flight under callgrind (three masters on loopback,
@@ -1729,6 +1752,7 @@ def equal_work_section(w, get, serving):
     w(MCP_CLIENT_48)
     w(MCP_FUTURES_48)
     w(MCP_STALLS_48)
+    w(IMPORT_ENVELOPES_48)
 
     raw, ours = get("websocket_rt", "raw_relay_round_trip"), get("websocket_rt", "opkit_round_trip")
     w("### WebSocket through a hub, one call at a time (`compare.rs`)\n")
