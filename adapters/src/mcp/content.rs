@@ -156,7 +156,7 @@ fn undo_f32_widening(value: f64) -> f64 {
 /// assert!(!envelope.is_error());
 /// ```
 pub fn result_envelope(result: &Value, output_schema: Option<&Value>) -> ResponseEnvelope {
-    envelope_of(result, output_schema, false, None)
+    envelope_of(result.clone(), output_schema, false, None)
 }
 
 use crate::mcp_meta::META_ERROR;
@@ -196,7 +196,7 @@ pub fn call_error(envelope: &ResponseEnvelope) -> Option<opkit::CallError> {
 /// `wrapped` names the `structuredContent` property that holds the data of a successful
 /// result (a tool opkit serves wrapped, see the `tools` module).
 pub(crate) fn envelope_of(
-    result: &Value,
+    mut result: Value,
     output_schema: Option<&Value>,
     parse_json_text: bool,
     wrapped: Option<&str>,
@@ -208,15 +208,20 @@ pub(crate) fn envelope_of(
         .unwrap_or_default();
     // `null` counts as absent (as everywhere in an envelope), in `data` and in `meta` alike: the wire
     // form omits absent optional fields, so a `null` would not survive a round trip anyway.
-    let structured = result
-        .get("structuredContent")
-        .filter(|value| !value.is_null())
-        .cloned();
+    // Taken out of the result (it is not read again), not copied.
+    let (structured, result_meta) = match result.as_object_mut() {
+        Some(fields) => (
+            fields
+                .remove("structuredContent")
+                .filter(|value| !value.is_null()),
+            fields.remove("_meta"),
+        ),
+        None => (None, None),
+    };
     let is_error = result
         .get("isError")
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    let result_meta = result.get("_meta").cloned();
     let cast = |value: Value| match output_schema {
         Some(schema) if !opkit::schema::is_unknown(schema) => opkit::schema::cast(schema, value),
         _ => value,
@@ -483,12 +488,12 @@ mod tests {
         let result =
             json!({"content": [{"type": "text", "text": "{\"temperature\": 21, \"extra\": 1}"}]});
         let schema = json!({"type": "object", "properties": {"temperature": {"type": "number"}}, "required": ["temperature"], "additionalProperties": false});
-        let off = envelope_of(&result, Some(&schema), false, None);
+        let off = envelope_of(result.clone(), Some(&schema), false, None);
         assert!(
             off.data.is_array(),
             "off by default: the blocks are the data"
         );
-        let on = envelope_of(&result, Some(&schema), true, None);
+        let on = envelope_of(result, Some(&schema), true, None);
         assert_eq!(
             on.data,
             json!({"temperature": 21}),
@@ -497,12 +502,12 @@ mod tests {
         assert_eq!(mcp_meta(&on).content.len(), 1, "the original block is kept");
         assert_eq!(mcp_meta(&on).structured_content, None);
         let plain = json!({"content": [{"type": "text", "text": "not json"}]});
-        assert!(envelope_of(&plain, None, true, None).data.is_array());
+        assert!(envelope_of(plain, None, true, None).data.is_array());
         let two =
             json!({"content": [{"type": "text", "text": "1"}, {"type": "text", "text": "2"}]});
-        assert!(envelope_of(&two, None, true, None).data.is_array());
+        assert!(envelope_of(two, None, true, None).data.is_array());
         let error = json!({"content": [{"type": "text", "text": "{}"}], "isError": true});
-        assert!(envelope_of(&error, None, true, None).data.is_array());
+        assert!(envelope_of(error, None, true, None).data.is_array());
     }
 
     #[test]

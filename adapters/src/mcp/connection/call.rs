@@ -193,7 +193,7 @@ impl Client {
             )));
         }
         Ok(envelope_of(
-            &raw,
+            raw,
             output_schema,
             self.parse_json_text,
             wrapped,

@@ -42,7 +42,7 @@ impl Client {
                 .await
                 .map_err(|stop| stopped(&self.label, tool, stop))?
                 .map_err(|error| failed(format!("tasks/get of its task {id}: {error}")))?;
-            let task = serde_json::to_value(task).map_err(|error| failed(error.to_string()))?;
+            let mut task = serde_json::to_value(task).map_err(|error| failed(error.to_string()))?;
             if let Some(message) = task.get("statusMessage").and_then(Value::as_str)
                 && last_message.as_deref() != Some(message)
             {
@@ -52,9 +52,9 @@ impl Client {
             match task.get("status").and_then(Value::as_str) {
                 Some("completed") => {
                     guard.disarm();
-                    let result = task.get("result").cloned().unwrap_or_default();
+                    let result = task.get_mut("result").map(Value::take).unwrap_or_default();
                     return Ok(envelope_of(
-                        &result,
+                        result,
                         output_schema,
                         self.parse_json_text,
                         wrapped,
