@@ -1423,7 +1423,9 @@ this machine's noise and not claimed as a gain).
 
 `1a4ba78`: a `tools/call` of a 2025-era session moves its arguments into the request; they were
 cloned for every round of a call in rounds, which only the 2026-07-28 era has (an input-required
-result in a 2025-era session is refused, with an error that says so).
+result in a 2025-era session is refused, with an error that says so). `4f2ca5d`: a tool
+result's `structuredContent` and `_meta` are taken out of it for the envelope, not copied (the
+envelope's data is still a copy of the structured content, which its meta keeps as sent).
 """
 
 CLUSTER_ROUTES_49 = """#### A cluster's commands routed by the slot opkit knows (issue 49, 2026-11-30)
