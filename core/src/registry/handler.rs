@@ -92,14 +92,7 @@ impl Handler {
         F: Fn(Value, OperationContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Value, CallError>> + Send + 'static,
     {
-        Self(
-            HandlerFn::Unary(Arc::new(move |input, ctx, _form| {
-                f(input, ctx.take())
-                    .map(|result| result.map(Output::json))
-                    .boxed()
-            })),
-            HandlerFacts::DYNAMIC,
-        )
+        Self::unary_of(f, Output::json)
     }
 
     /// A handler for a query or mutation that returns whole envelopes, with their meta (an
@@ -136,10 +129,21 @@ impl Handler {
         F: Fn(Value, OperationContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<ResponseEnvelope, CallError>> + Send + 'static,
     {
+        Self::unary_of(f, Output::envelope)
+    }
+
+    /// A hand-written unary handler whose results `output` (a fn item: called directly) makes
+    /// outputs of.
+    fn unary_of<F, Fut, T, O>(f: F, output: O) -> Self
+    where
+        F: Fn(Value, OperationContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<T, CallError>> + Send + 'static,
+        O: Fn(T) -> Output + Copy + Send + Sync + 'static,
+    {
         Self(
             HandlerFn::Unary(Arc::new(move |input, ctx, _form| {
                 f(input, ctx.take())
-                    .map(|result| result.map(Output::envelope))
+                    .map(move |result| result.map(output))
                     .boxed()
             })),
             HandlerFacts::DYNAMIC,
@@ -152,12 +156,7 @@ impl Handler {
         F: Fn(Value, OperationContext) -> S + Send + Sync + 'static,
         S: Stream<Item = Result<Value, CallError>> + Send + 'static,
     {
-        Self(
-            HandlerFn::Stream(Arc::new(move |input, ctx| {
-                f(input, ctx).map(|item| item.map(Output::json)).boxed()
-            })),
-            HandlerFacts::DYNAMIC,
-        )
+        Self::stream_of(f, Output::json)
     }
 
     /// A handler for a subscription whose items are whole envelopes (see
@@ -167,9 +166,19 @@ impl Handler {
         F: Fn(Value, OperationContext) -> S + Send + Sync + 'static,
         S: Stream<Item = Result<ResponseEnvelope, CallError>> + Send + 'static,
     {
+        Self::stream_of(f, Output::envelope)
+    }
+
+    /// A hand-written stream handler whose items `output` (a fn item) makes outputs of.
+    fn stream_of<F, S, T, O>(f: F, output: O) -> Self
+    where
+        F: Fn(Value, OperationContext) -> S + Send + Sync + 'static,
+        S: Stream<Item = Result<T, CallError>> + Send + 'static,
+        O: Fn(T) -> Output + Copy + Send + Sync + 'static,
+    {
         Self(
             HandlerFn::Stream(Arc::new(move |input, ctx| {
-                f(input, ctx).map(|item| item.map(Output::envelope)).boxed()
+                f(input, ctx).map(move |item| item.map(output)).boxed()
             })),
             HandlerFacts::DYNAMIC,
         )
