@@ -103,18 +103,7 @@ impl Client {
         output_schema: Option<&Value>,
         wrapped: Option<&str>,
     ) -> Result<ResponseEnvelope, CallError> {
-        let mut arguments = match arguments {
-            Value::Object(arguments) => Some(arguments),
-            Value::Null => None,
-            other => {
-                return Err(CallError::new(
-                    ErrorCode::ValidationError,
-                    format!(
-                        "the arguments of MCP tool `{tool}` must be a JSON object, found {other}"
-                    ),
-                ));
-            }
-        };
+        let mut arguments = object_arguments(tool, arguments)?;
         let bounds = ctx.bounds();
         bounds
             .check()
@@ -131,24 +120,12 @@ impl Client {
         let mut round = 0;
         let raw = loop {
             round += 1;
-            let mut params = CallToolRequestParams::new(tool.to_owned());
             let sent = if rounds_possible {
                 arguments.clone()
             } else {
                 arguments.take()
             };
-            if let Some(arguments) = sent {
-                params = params.with_arguments(arguments);
-            }
-            if let Some(trace) = ctx.trace() {
-                // W3C trace context in `_meta` (the MCP convention, SEP-414).
-                let mut meta = rmcp::model::MetaObject::new();
-                meta.set_traceparent(trace.traceparent());
-                if let Some(state) = trace.tracestate() {
-                    meta.set_tracestate(state);
-                }
-                params.meta = Some(rmcp::model::RequestMetaObject(meta));
-            }
+            let mut params = round_params(tool, sent, ctx);
             params.input_responses = responses.take().map(|map| map.into_iter().collect());
             params.request_state = request_state.take();
             match self.send_call(tool, params, ctx).await? {
@@ -180,23 +157,64 @@ impl Client {
                 }
             }
         };
-        if !raw.is_object() {
-            return Err(CallError::execution(format!(
-                "MCP tool `{tool}`: the server's answer is not a tool result: {raw}"
-            )));
-        }
-        if let Some(kind) = raw.get("resultType").and_then(Value::as_str)
-            && kind != "complete"
-        {
-            return Err(CallError::execution(format!(
-                "MCP tool `{tool}`: unsupported result type {kind:?}"
-            )));
-        }
         Ok(envelope_of(
-            raw,
+            complete(tool, raw)?,
             output_schema,
             self.parse_json_text,
             wrapped,
         ))
     }
+}
+
+/// A call's arguments: a JSON object, or none (`null`).
+fn object_arguments(tool: &str, arguments: Value) -> Result<Option<Map<String, Value>>, CallError> {
+    match arguments {
+        Value::Object(arguments) => Ok(Some(arguments)),
+        Value::Null => Ok(None),
+        other => Err(CallError::new(
+            ErrorCode::ValidationError,
+            format!("the arguments of MCP tool `{tool}` must be a JSON object, found {other}"),
+        )),
+    }
+}
+
+/// The parameters of one round of a `tools/call`: the tool, its arguments and the caller's
+/// trace context.
+fn round_params(
+    tool: &str,
+    arguments: Option<Map<String, Value>>,
+    ctx: &OperationContext,
+) -> CallToolRequestParams {
+    let mut params = CallToolRequestParams::new(tool.to_owned());
+    if let Some(arguments) = arguments {
+        params = params.with_arguments(arguments);
+    }
+    if let Some(trace) = ctx.trace() {
+        // W3C trace context in `_meta` (the MCP convention, SEP-414).
+        let mut meta = rmcp::model::MetaObject::new();
+        meta.set_traceparent(trace.traceparent());
+        if let Some(state) = trace.tracestate() {
+            meta.set_tracestate(state);
+        }
+        params.meta = Some(rmcp::model::RequestMetaObject(meta));
+    }
+    params
+}
+
+/// `raw` when it is a complete tool result: an object whose `resultType` (if any) is
+/// `complete`.
+fn complete(tool: &str, raw: Value) -> Result<Value, CallError> {
+    if !raw.is_object() {
+        return Err(CallError::execution(format!(
+            "MCP tool `{tool}`: the server's answer is not a tool result: {raw}"
+        )));
+    }
+    if let Some(kind) = raw.get("resultType").and_then(Value::as_str)
+        && kind != "complete"
+    {
+        return Err(CallError::execution(format!(
+            "MCP tool `{tool}`: unsupported result type {kind:?}"
+        )));
+    }
+    Ok(raw)
 }
