@@ -156,7 +156,9 @@ fn undo_f32_widening(value: f64) -> f64 {
 /// assert!(!envelope.is_error());
 /// ```
 pub fn result_envelope(result: &Value, output_schema: Option<&Value>) -> ResponseEnvelope {
-    envelope_of(result.clone(), output_schema, false, None)
+    let copied = |key: &str| result.get(key).cloned();
+    let parts = (copied("structuredContent"), copied("_meta"));
+    envelope_from(result, parts, output_schema, false, None)
 }
 
 use crate::mcp_meta::META_ERROR;
@@ -201,6 +203,23 @@ pub(crate) fn envelope_of(
     parse_json_text: bool,
     wrapped: Option<&str>,
 ) -> ResponseEnvelope {
+    // Taken out of the result (it is not read again), not copied.
+    let parts = match result.as_object_mut() {
+        Some(fields) => (fields.remove("structuredContent"), fields.remove("_meta")),
+        None => (None, None),
+    };
+    envelope_from(&result, parts, output_schema, parse_json_text, wrapped)
+}
+
+/// The envelope of `result`, whose `structuredContent` and `_meta` are given apart (taken out
+/// of it, or copied from it).
+fn envelope_from(
+    result: &Value,
+    (structured, result_meta): (Option<Value>, Option<Value>),
+    output_schema: Option<&Value>,
+    parse_json_text: bool,
+    wrapped: Option<&str>,
+) -> ResponseEnvelope {
     let content: Vec<McpContentBlock> = result
         .get("content")
         .and_then(Value::as_array)
@@ -208,16 +227,7 @@ pub(crate) fn envelope_of(
         .unwrap_or_default();
     // `null` counts as absent (as everywhere in an envelope), in `data` and in `meta` alike: the wire
     // form omits absent optional fields, so a `null` would not survive a round trip anyway.
-    // Taken out of the result (it is not read again), not copied.
-    let (structured, result_meta) = match result.as_object_mut() {
-        Some(fields) => (
-            fields
-                .remove("structuredContent")
-                .filter(|value| !value.is_null()),
-            fields.remove("_meta"),
-        ),
-        None => (None, None),
-    };
+    let structured = structured.filter(|value| !value.is_null());
     let is_error = result
         .get("isError")
         .and_then(Value::as_bool)
