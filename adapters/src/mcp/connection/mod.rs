@@ -37,6 +37,8 @@ use imported::{ImportedTool, build_tools, tool_handler};
 use opkit::{CallError, OperationContext, OperationRegistry, OperationSpec, ResponseEnvelope};
 use parking_lot::{Mutex, RwLock};
 use refresh::{refresh_state, spawn_auto_refresh};
+use rmcp::RoleClient;
+use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpClientTransportConfig,
@@ -166,15 +168,7 @@ impl McpConnection {
                 transport,
             )
             .await?;
-            let client = Client {
-                service,
-                label,
-                pid: None,
-                parse_json_text: options.parse_json_text,
-            };
-            let connection = Self::finish(client, options, list_changes).await?;
-            stream.ready(connection.label()).await;
-            return Ok(connection);
+            return Self::finish_http(service, label, options, list_changes, &stream).await;
         }
         let http = http_client::client();
         let transport = || Ok(watched(http.clone(), config()));
@@ -186,6 +180,18 @@ impl McpConnection {
             transport,
         )
         .await?;
+        Self::finish_http(service, label, options, list_changes, &stream).await
+    }
+
+    /// [`finish`](Self::finish) for a Streamable HTTP client, which is ready once its
+    /// session's stream is (see [`SessionStream::ready`]).
+    async fn finish_http(
+        service: RunningService<RoleClient, Events>,
+        label: String,
+        options: McpOptions,
+        list_changes: watch::Receiver<u64>,
+        stream: &SessionStream,
+    ) -> Result<Self, McpError> {
         let client = Client {
             service,
             label,
